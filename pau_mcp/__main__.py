@@ -1,0 +1,5 @@
+"""``python -m pau_mcp`` is the ``pau-mcp`` command."""
+
+from .cli import main
+
+main()

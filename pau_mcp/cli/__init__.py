@@ -1,0 +1,20 @@
+"""The ``pau-mcp`` command. Each group lives in its own module; all of them stay thin."""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+from .sandbox import run_code, sandbox
+
+__all__ = ["main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="pau-mcp")
+def main() -> None:
+    """Hidden Python functions as black-box MCP tools: serve them, explore them, score the answers."""
+
+
+main.add_command(sandbox)
+main.add_command(run_code)

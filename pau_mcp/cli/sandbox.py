@@ -1,0 +1,129 @@
+"""``pau-mcp sandbox ...`` and ``pau-mcp run-code``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..config import Settings, options
+
+__all__ = ["run_code", "sandbox"]
+
+_err = Console(stderr=True)
+
+
+def progress_printer() -> callable:
+    """A progress callback that prints each step to stderr with the time since the first one."""
+    started = time.perf_counter()
+
+    def say(line: str) -> None:
+        _err.print(f"[dim]{time.perf_counter() - started:5.1f}s[/dim] {line}")
+
+    return say
+
+
+@click.group()
+def sandbox() -> None:
+    """Build and inspect the WebAssembly sandbox."""
+
+
+@sandbox.command("build")
+@click.option("--force", is_flag=True, help="Rebuild even if the cache has a build.")
+@options("cache_dir")
+def sandbox_build(force: bool, **values: object) -> None:
+    """Build the guest component ahead of time (about 20 s, once per version)."""
+    from wasm_runtime import ensure_built
+
+    settings = Settings.from_options(**values)
+    artifacts = ensure_built(settings.cache_dir, progress=progress_printer(), force=force)
+    meta = artifacts.metadata()
+    if not meta.get("deterministic_hash", False):
+        _err.print("[yellow]warning:[/yellow] this build is not hash-deterministic; see docs/sandbox.md")
+    click.echo(str(artifacts.cwasm))
+
+
+@sandbox.command("info")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@options("cache_dir")
+def sandbox_info(as_json: bool, **values: object) -> None:
+    """Versions, cache path, whether the sandbox is built, and what the guest offers."""
+    from importlib import metadata
+
+    from wasm_runtime import Sandbox
+    from wasm_runtime.build import artifacts
+
+    settings = Settings.from_options(**values)
+    art = artifacts(settings.cache_dir)
+    info: dict[str, object] = {
+        "wasmtime": metadata.version("wasmtime"),
+        "componentize-py": metadata.version("componentize-py"),
+        "build_key": art.key,
+        "cache": str(art.cwasm),
+        "built": art.built,
+        **{k: v for k, v in art.metadata().items() if k in ("deterministic_hash", "build_seconds", "compile_seconds")},
+    }
+    if art.built:
+        guest = Sandbox(cache_dir=settings.cache_dir).info()
+        info.update(
+            guest_python=guest["python"],
+            bundled_modules=len(guest["bundled"]),
+            absent_modules=sorted(guest["absent"]),
+            hash_probe=guest["hash_probe"],
+        )
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    table = Table(show_header=False, box=None)
+    for key, value in info.items():
+        table.add_row(key, ", ".join(value) if isinstance(value, list) else str(value))
+    Console().print(table)
+    if not art.built:
+        _err.print("not built yet: run `pau-mcp sandbox build` (or any command that runs code builds it)")
+
+
+@click.command("run-code")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--entry", default="test_func", show_default=True, help="Function to call.")
+@click.option("--input", "inputs", multiple=True, required=True, metavar="LITERAL",
+              help="Arguments as a Python literal, e.g. \"(1, 'a')\"; repeat for several calls.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per input.")
+@options("timeout_s", "memory_mb", "max_output_kb", "cache_dir")
+def run_code(file: Path, entry: str, inputs: tuple[str, ...], as_json: bool, **values: object) -> None:
+    """Run the function ENTRY from FILE in the sandbox on each --input.
+
+    Exits 0 when the calls ran, whatever their statuses; 2 for usage errors.
+    """
+    from wasm_runtime import Sandbox
+
+    try:
+        settings = Settings.from_options(**values)
+        limits = settings.sandbox_limits()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        source = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise click.UsageError(f"{file} is not UTF-8 text") from None
+    box = Sandbox(limits=limits, cache_dir=settings.cache_dir, progress=progress_printer())
+    outcomes = box.run(source, list(inputs), entry=entry)
+    for literal, outcome in zip(inputs, outcomes):
+        if as_json:
+            click.echo(json.dumps({"input": literal, **outcome.to_dict()}))
+        elif outcome.ok:
+            click.echo(f"{entry}{_call_text(literal)} -> {outcome.value}")
+        else:
+            click.echo(f"{entry}{_call_text(literal)} -> {outcome.status}: {outcome.error_type}: {outcome.error_message}")
+        if outcome.stdout and not as_json:
+            click.echo("  printed: " + outcome.stdout.rstrip("\n").replace("\n", "\n           "))
+    sys.stdout.flush()
+
+
+def _call_text(literal: str) -> str:
+    text = literal.strip()
+    return text if text.startswith("(") and text.endswith(")") else f"({text})"

@@ -1,0 +1,62 @@
+"""`pau-mcp run-code` and `pau-mcp sandbox`, run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pau(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pau_mcp", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def test_run_code_prints_one_json_object_per_input_and_exits_zero_whatever_the_status(tmp_path):
+    source = tmp_path / "f.py"
+    source.write_text("def test_func(a, b=0):\n    return a // b\n")
+    result = pau("run-code", str(source), "--input", "(7, 2)", "--input", "(1, 0)", "--input", "(f(),)", "--json")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["status"] for line in lines] == ["ok", "error", "invalid_input"]
+    assert lines[0]["value"] == "3" and lines[0]["input"] == "(7, 2)"
+    assert lines[1]["error_type"] == "ZeroDivisionError"
+    assert {"value_type", "encoded", "error_message", "duration_ms", "fuel"} <= set(lines[0])
+
+
+def test_run_code_prints_readable_lines_by_default():
+    result = pau("run-code", "examples/word_stats.py", "--input", "('the quick brown fox', 5)")
+    assert result.returncode == 0
+    assert result.stdout.strip() == "test_func('the quick brown fox', 5) -> {'count': 2, 'longest': 'quick', 'upper': ['QUICK', 'BROWN']}"
+
+
+def test_the_timeout_variable_sets_the_cpu_budget(tmp_path):
+    source = tmp_path / "loop.py"
+    source.write_text("def test_func():\n    while True:\n        pass\n")
+    result = pau("run-code", str(source), "--input", "()", "--json", env={"PAU_MCP_TIMEOUT": "0.2"})
+    line = json.loads(result.stdout)
+    assert line["status"] == "timeout"
+    assert line["fuel"] == 500_000_000
+
+
+def test_usage_errors_exit_two_with_a_message(tmp_path):
+    missing_input = pau("run-code", "examples/word_stats.py")
+    assert missing_input.returncode == 2 and "--input" in missing_input.stderr
+    bad_limit = pau("run-code", "examples/word_stats.py", "--input", "1", "--memory-mb", "1")
+    assert bad_limit.returncode == 2 and "--memory-mb" in bad_limit.stderr
+    no_file = pau("run-code", str(tmp_path / "nope.py"), "--input", "1")
+    assert no_file.returncode == 2
+
+
+def test_sandbox_info_reports_the_build():
+    result = pau("sandbox", "info", "--json")
+    info = json.loads(result.stdout)
+    assert info["built"] is True
+    assert info["guest_python"].startswith("3.")
+    assert info["bundled_modules"] > 150

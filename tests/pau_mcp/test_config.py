@@ -1,0 +1,43 @@
+"""One settings object: every PAU_* variable has a flag, flags beat variables, bad values name both."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pau_mcp.config import SETTINGS, Settings, SettingsError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_pau_variable_in_the_code_is_a_setting_with_a_flag():
+    used = set()
+    for path in (ROOT / "pau_mcp").rglob("*.py"):
+        used |= set(re.findall(r"\b(PAU_[A-Z0-9_]+)\b", path.read_text()))
+    for path in (ROOT / "wasm_runtime").rglob("*.py"):
+        used |= set(re.findall(r"\b(PAU_[A-Z0-9_]+)\b", path.read_text()))
+    declared = {spec.env: spec.flag for spec in SETTINGS.values()}
+    assert used - set(declared) == set()
+    assert all(flag.startswith("--") for flag in declared.values())
+    assert len(set(declared.values())) == len(declared)
+
+
+def test_variables_fill_in_settings(monkeypatch):
+    monkeypatch.setenv("PAU_MCP_TIMEOUT", "0.5")
+    monkeypatch.setenv("PAU_MCP_MEMORY_MB", "128")
+    settings = Settings.from_env()
+    assert settings.timeout_s == 0.5
+    assert settings.sandbox_limits().memory_bytes == 128 * 1024 * 1024
+
+
+def test_a_bad_value_names_its_flag_and_variable():
+    with pytest.raises(SettingsError) as info:
+        Settings.from_options(timeout_s=-1)
+    assert "--timeout" in str(info.value) and "PAU_MCP_TIMEOUT" in str(info.value)
+
+
+def test_the_data_directory_moves_with_one_variable(monkeypatch, tmp_path):
+    monkeypatch.setenv("PAU_MCP_DATA_DIR", str(tmp_path))
+    assert Settings.from_env().data_dir == tmp_path

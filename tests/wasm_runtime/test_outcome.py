@@ -1,0 +1,44 @@
+"""outcomes_match is the one rule the scorer uses to compare behaviour."""
+
+from __future__ import annotations
+
+from wasm_runtime import Outcome, Status, encode, outcomes_match
+
+
+def ok(value) -> Outcome:
+    return Outcome(status=Status.OK, value=repr(value), value_type=type(value).__name__, encoded=encode(value))
+
+
+def err(kind: str, message: str = "m") -> Outcome:
+    return Outcome.failure(Status.ERROR, kind, message)
+
+
+def test_equal_values_match_and_different_values_do_not():
+    assert outcomes_match(ok([1, 2]), ok([1, 2]))
+    assert not outcomes_match(ok([1, 2]), ok([2, 1]))
+    assert not outcomes_match(ok((1, 2)), ok([1, 2]))
+    assert outcomes_match(ok(float("nan")), ok(float("nan")))
+
+
+def test_same_exception_type_matches_whatever_the_message():
+    assert outcomes_match(err("ValueError", "a"), err("ValueError", "b"))
+    assert not outcomes_match(err("ValueError"), err("TypeError"))
+    assert not outcomes_match(ok(None), err("ValueError"))
+
+
+def test_other_statuses_match_only_the_same_status():
+    timeout = Outcome.failure(Status.TIMEOUT, "Timeout", "t")
+    memory = Outcome.failure(Status.MEMORY, "MemoryError", "m")
+    assert outcomes_match(timeout, Outcome.failure(Status.TIMEOUT, "Timeout", "other"))
+    assert not outcomes_match(timeout, memory)
+
+
+def test_outcome_round_trips_through_a_dict():
+    outcome = ok({1: (2,)})
+    back = Outcome.from_dict(outcome.to_dict())
+    assert back == outcome
+    assert back.decoded() == {1: (2,)}
+
+
+def test_failure_messages_are_cut_at_500_characters():
+    assert len(Outcome.failure(Status.ERROR, "E", "x" * 2000).error_message) == 500

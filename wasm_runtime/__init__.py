@@ -1,0 +1,33 @@
+"""A WebAssembly sandbox for hidden Python functions.
+
+Knows nothing of MCP, manifests or scoring: it takes source, an entry name
+and argument literals, and returns outcomes.
+"""
+
+from .build import BuildError, GuestArtifacts, default_cache_dir, ensure_built
+from .limits import FUEL_PER_SECOND, Limits
+from .literals import InvalidInput, parse_arguments
+from .outcome import Outcome, Status, outcomes_match
+from .sandbox import VIRTUAL_EPOCH_S, Sandbox
+from .values import EncodingError, Opaque, decode, encode, values_equal
+
+__all__ = [
+    "FUEL_PER_SECOND",
+    "VIRTUAL_EPOCH_S",
+    "BuildError",
+    "EncodingError",
+    "GuestArtifacts",
+    "InvalidInput",
+    "Limits",
+    "Opaque",
+    "Outcome",
+    "Sandbox",
+    "Status",
+    "decode",
+    "default_cache_dir",
+    "encode",
+    "ensure_built",
+    "outcomes_match",
+    "parse_arguments",
+    "values_equal",
+]

@@ -1,0 +1,100 @@
+"""Arguments arrive as Python literals; this turns them into argument tuples safely."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+__all__ = ["InvalidInput", "MAX_LITERAL_CHARS", "MAX_NESTING", "parse_arguments"]
+
+MAX_LITERAL_CHARS = 64 * 1024
+MAX_NESTING = 100
+
+_HOW = (
+    "Write the arguments as a Python literal: numbers, strings, bytes, True/False/None, "
+    "and tuples, lists, dicts and sets of them, e.g. (3, 'abc') for two arguments or "
+    "([1, 2],) for one list."
+)
+
+
+class InvalidInput(ValueError):
+    """The text is not a literal argument tuple the sandbox accepts. The message says why and how to fix it."""
+
+
+def _depth(node: ast.AST) -> int:
+    deepest = 0
+    stack = [(node, 1)]
+    while stack:
+        current, level = stack.pop()
+        deepest = max(deepest, level)
+        if deepest > MAX_NESTING:
+            break
+        stack.extend((child, level + 1) for child in ast.iter_child_nodes(current))
+    return deepest
+
+
+def parse_arguments(text: str) -> tuple[Any, ...]:
+    """Parse a literal into the tuple of arguments for one call.
+
+    A tuple literal is the argument list; any other literal is the single
+    argument (``[1, 2]`` is one list, not two arguments). Parsing happens on
+    the host, before anything enters the sandbox.
+
+    Args:
+        text: The literal, at most 64 KiB and nested at most 100 levels.
+
+    Returns:
+        The arguments.
+
+    Raises:
+        InvalidInput: The text is too long, too deep, not Python, or not a literal.
+    """
+    if not isinstance(text, str):
+        raise InvalidInput(f"arguments must be given as text, not {type(text).__name__}. {_HOW}")
+    if len(text) > MAX_LITERAL_CHARS:
+        raise InvalidInput(f"the arguments are {len(text)} characters long; the limit is {MAX_LITERAL_CHARS}.")
+    if not text.strip():
+        raise InvalidInput(f"the arguments are empty. {_HOW} Use () for a call without arguments.")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        detail = exc.msg if isinstance(exc, SyntaxError) else str(exc) or type(exc).__name__
+        raise InvalidInput(f"the arguments are not valid Python ({detail}). {_HOW}") from None
+    if _depth(tree.body) > MAX_NESTING:
+        raise InvalidInput(f"the arguments are nested more than {MAX_NESTING} levels deep.")
+    try:
+        value = ast.literal_eval(tree)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        raise InvalidInput(f"only literals are allowed; {_describe_non_literal(text.strip(), tree)}. {_HOW}") from None
+    return value if type(value) is tuple else (value,)
+
+
+_KINDS = {
+    ast.Call: "a call",
+    ast.Name: "a name",
+    ast.Attribute: "an attribute",
+    ast.Lambda: "a lambda",
+    ast.BinOp: "an operator expression",
+    ast.BoolOp: "a boolean expression",
+    ast.Compare: "a comparison",
+    ast.Subscript: "a subscript",
+    ast.ListComp: "a comprehension",
+    ast.SetComp: "a comprehension",
+    ast.DictComp: "a comprehension",
+    ast.GeneratorExp: "a generator",
+    ast.JoinedStr: "an f-string",
+    ast.Starred: "a starred expression",
+    ast.IfExp: "a conditional expression",
+    ast.NamedExpr: "an assignment expression",
+}
+
+
+def _describe_non_literal(text: str, tree: ast.AST) -> str:
+    for node in ast.walk(tree):
+        for kind, description in _KINDS.items():
+            if isinstance(node, kind):
+                segment = ast.get_source_segment(text, node) or ""
+                if len(segment) > 60:
+                    segment = segment[:57] + "..."
+                return f"`{segment}` is {description}, which is not evaluated"
+    return "the text is not a literal (unsupported operators, or a value out of range)"

@@ -1,0 +1,101 @@
+"""What one call of a hidden function produced, and when two of those match."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+from . import values
+
+__all__ = ["Outcome", "Status", "outcomes_match"]
+
+
+class Status(str, Enum):
+    """How a call ended. Only ``ok`` carries a value."""
+
+    OK = "ok"
+    ERROR = "error"  # the function raised; error_type names the exception
+    TIMEOUT = "timeout"  # CPU budget (fuel) or wall-clock deadline passed
+    MEMORY = "memory"  # the memory limit was reached
+    OUTPUT_LIMIT = "output_limit"  # the value or the printed text passed its limit
+    INVALID_INPUT = "invalid_input"  # the arguments were not a valid literal; nothing ran
+    CRASH = "crash"  # the instance stopped abnormally (a trap, an exit, a forbidden capability)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of running a function on one input.
+
+    Attributes:
+        status: How the call ended.
+        value: ``repr`` of the returned value (``ok`` only).
+        value_type: Type name of the returned value (``ok`` only).
+        encoded: Lossless typed encoding of the value (see ``values``).
+        error_type: Exception or limit name for every status but ``ok``.
+        error_message: Message without traceback, file names or line numbers, at most 500 characters.
+        stdout: The first characters the function printed.
+        duration_ms: Wall-clock time of the call inside the sandbox.
+        fuel: CPU fuel the call consumed (deterministic for a given build).
+    """
+
+    status: Status
+    value: str | None = None
+    value_type: str | None = None
+    encoded: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+    stdout: str = ""
+    duration_ms: float = 0.0
+    fuel: int = 0
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when the function returned a value."""
+        return self.status is Status.OK
+
+    def decoded(self) -> Any:
+        """The returned value rebuilt as a Python value (``ok`` only)."""
+        if self.status is not Status.OK:
+            raise ValueError(f"a {self.status} outcome has no value")
+        return values.decode(self.encoded)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with every field."""
+        data = asdict(self)
+        data.pop("extra")
+        data["status"] = self.status.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Outcome:
+        """Rebuild an outcome from ``to_dict`` output (unknown keys are ignored)."""
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "extra"}
+        known["status"] = Status(known["status"])
+        return cls(**known)
+
+    @classmethod
+    def failure(cls, status: Status, error_type: str, message: str, **fields: Any) -> Outcome:
+        """An outcome for a call that produced no value."""
+        return cls(status=status, error_type=error_type, error_message=message[:500], **fields)
+
+
+def outcomes_match(expected: Outcome, actual: Outcome) -> bool:
+    """Decide whether two outcomes count as the same behaviour.
+
+    Both returned values that are equal under Python ``==`` (a NaN equals a
+    NaN in the same place, a tuple never equals a list), or both raised the
+    same exception type. Any other status matches only the same status: a
+    timeout matches a timeout. Printed output, duration and fuel are ignored.
+    """
+    if expected.status is not actual.status:
+        return False
+    if expected.status is Status.OK:
+        return values.values_equal(expected.decoded(), actual.decoded())
+    if expected.status is Status.ERROR:
+        return expected.error_type == actual.error_type
+    return True

@@ -1,0 +1,500 @@
+"""Runs hidden Python functions in WebAssembly: a fresh instance per call.
+
+The host side of the sandbox. One ``Sandbox`` holds the engine, the compiled
+guest component and a linker; every call gets its own store and instance, so
+calls share nothing and may run concurrently from many threads.
+
+What the guest can reach from here is exactly what the linker defines: WASI
+with no preopened directories, no environment, no arguments, no network, an
+empty stdin and discarded stdout/stderr; clocks and randomness are replaced
+by deterministic versions (a virtual clock and a seeded generator); timers
+trap, so nothing can make the host wait. CPU is bounded by fuel, wall time by
+epoch interruption, memory by the store's limiter.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import marshal
+import os
+import random
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import wasmtime
+from wasmtime import Store, WasiConfig, WasmtimeError
+from wasmtime.component import Linker, Record
+
+from ._fastcall import add_string_func
+from .build import GuestArtifacts, Progress, load_component, new_engine
+from .limits import Limits
+from .literals import InvalidInput, parse_arguments
+from .outcome import Outcome, Status
+
+__all__ = ["Sandbox", "VIRTUAL_EPOCH_S"]
+
+#: What the sandbox's wall clock says at the start of every call: 2024-01-01T00:00:00Z.
+VIRTUAL_EPOCH_S = 1_704_067_200
+_CLOCK_STEP_NS = 1_000  # each clock read advances virtual time, so waiting loops end deterministically
+_TICK_S = 0.01
+_WASI = "0.2.9"
+_SEED = 0
+
+
+class _Violation(WasmtimeError):
+    """A trap raised by the host because the guest asked for something forbidden."""
+
+
+class _CodeCache:
+    """Compiled code objects (marshalled by the guest) by source text, least recently used out first."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._items: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, source: str) -> str | None:
+        with self._lock:
+            blob = self._items.get(source)
+            if blob is not None:
+                self._items.move_to_end(source)
+            return blob
+
+    def put(self, source: str, blob: str) -> None:
+        if self._capacity <= 0:
+            return
+        with self._lock:
+            self._items[source] = blob
+            self._items.move_to_end(source)
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+
+
+@dataclass
+class _Batch:
+    """What the host callbacks of one instance need: the current call's state."""
+
+    source: str
+    encoded_inputs: list[str]
+    limits: Limits
+    code_cache: _CodeCache = field(default_factory=lambda: _CodeCache(0))
+    store: Store | None = None
+    position: int = -1  # index into encoded_inputs of the input now running
+    raw: list[tuple[str, int, float]] = field(default_factory=list)  # (outcome JSON, fuel, ms) per finished input
+    started: float = 0.0
+    instantiated: bool = False
+    last_fuel: int = 0
+    clock_ns: int = 0
+    rng: random.Random = field(default_factory=lambda: random.Random(_SEED))
+    rng_used: bool = False
+
+    def begin_next(self, context: Any) -> str:
+        self.position += 1
+        if self.position >= len(self.encoded_inputs):
+            return ""
+        Store.set_fuel(context, self.limits.fuel_budget)
+        Store.set_epoch_deadline(context, self.limits.epoch_ticks(_TICK_S))
+        self.clock_ns = 0
+        if self.rng_used:
+            self.rng.seed(_SEED)
+            self.rng_used = False
+        self.started = time.perf_counter()
+        return self.encoded_inputs[self.position]
+
+    def fuel_used(self, context: Any) -> int:
+        try:
+            return self.limits.fuel_budget - Store.get_fuel(context)
+        except WasmtimeError:
+            return self.limits.fuel_budget
+
+    def finish(self, text: str, fuel: int) -> None:
+        """Record the guest's outcome text; parsed after the instance is done, off the hot path."""
+        self.raw.append((text, fuel, round((time.perf_counter() - self.started) * 1000, 3)))
+
+    def outcomes(self) -> list[Outcome]:
+        return [_parse_outcome(text, fuel, elapsed) for text, fuel, elapsed in self.raw]
+
+
+_CURRENT = threading.local()
+
+
+def _batch() -> _Batch:
+    batch = getattr(_CURRENT, "batch", None)
+    if batch is None:
+        raise _Violation("pau-sandbox: host function called outside a call")
+    return batch
+
+
+def _host_source(context: Any) -> str:
+    batch = _batch()
+    blob = batch.code_cache.get(batch.source)
+    return f"marshal:{blob}" if blob is not None else batch.source
+
+
+def _host_cache_code(context: Any, blob: str) -> None:
+    batch = _batch()
+    if batch.position >= 0:  # hidden code is running: it must not plant code for later calls
+        raise _Violation("pau-sandbox: code offered after the function started")
+    batch.code_cache.put(batch.source, blob)
+
+
+def _host_next(context: Any, outcome: str) -> str:
+    batch = _batch()
+    if outcome:
+        if not (0 <= batch.position < len(batch.encoded_inputs)) or len(batch.raw) != batch.position:
+            raise _Violation("pau-sandbox: outcome handed over out of turn")
+        if outcome[0] != "{":
+            raise _Violation("pau-sandbox: malformed outcome from the guest")
+        batch.finish(outcome, batch.fuel_used(context))
+    elif batch.position >= 0:
+        raise _Violation("pau-sandbox: input requested before the previous outcome")
+    return batch.begin_next(context)
+
+
+def _host_sleep(context: Any, nanoseconds: int) -> None:
+    _batch().clock_ns += nanoseconds
+
+
+def _parse_outcome(text: str, fuel: int, elapsed_ms: float) -> Outcome:
+    """Turn the guest's outcome JSON into an Outcome; a malformed one (the guest runs untrusted code) is a crash.
+
+    The typed value is checked only for shape here; decoding it is left to
+    whoever compares it, where a malformed value simply fails to match.
+    """
+    try:
+        data = json.loads(text)
+        status = Status(data["status"])
+        fields = {key: data.get(key) for key in ("value", "value_type", "error_type", "error_message")}
+        if not all(isinstance(v, (str, type(None))) for v in fields.values()) or not isinstance(data.get("stdout", ""), str):
+            raise ValueError("field types")
+        if status is Status.OK and not isinstance(fields["value"], str):
+            raise ValueError("value")
+    except Exception:
+        return Outcome.failure(Status.CRASH, "SandboxViolation", "malformed outcome from the guest", fuel=fuel, duration_ms=elapsed_ms)
+    return Outcome(
+        status=status,
+        encoded=data.get("encoded"),
+        stdout=data.get("stdout", ""),
+        duration_ms=elapsed_ms,
+        fuel=fuel,
+        **fields,
+    )
+
+
+def _monotonic_now(context: Any) -> int:
+    batch = _batch()
+    batch.clock_ns += _CLOCK_STEP_NS
+    return batch.clock_ns
+
+
+def _wall_now(context: Any) -> Record:
+    now = Record()
+    total = _monotonic_now(context)
+    now.seconds = VIRTUAL_EPOCH_S + total // 1_000_000_000
+    now.nanoseconds = total % 1_000_000_000
+    return now
+
+
+def _resolution(context: Any) -> int:
+    return _CLOCK_STEP_NS
+
+
+def _wall_resolution(context: Any) -> Record:
+    res = Record()
+    res.seconds = 0
+    res.nanoseconds = _CLOCK_STEP_NS
+    return res
+
+
+def _forbidden_timer(context: Any, _when: int) -> None:
+    raise _Violation("pau-sandbox: waiting on a timer is not allowed in the sandbox")
+
+
+def _random_bytes(context: Any, length: int) -> bytes:
+    if length > 1 << 20:
+        raise _Violation("pau-sandbox: more than 1 MiB of randomness requested at once")
+    batch = _batch()
+    batch.rng_used = True
+    return batch.rng.randbytes(length)
+
+
+def _random_u64(context: Any) -> int:
+    batch = _batch()
+    batch.rng_used = True
+    return batch.rng.getrandbits(64)
+
+
+class _Ticker:
+    """Advances the engine's epoch every tick while at least one call runs."""
+
+    def __init__(self, engine: wasmtime.Engine) -> None:
+        self._engine = engine
+        self._active = 0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> None:
+        with self._cond:
+            self._active += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="pau-sandbox-epoch", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._active -= 1
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while self._active == 0:
+                    self._cond.wait()
+            time.sleep(_TICK_S)
+            self._engine.increment_epoch()
+
+
+def _classify_trap(error: WasmtimeError) -> tuple[Status, str, str]:
+    """Turn a trap into (status, error_type, message) without leaking host or guest internals."""
+    if isinstance(error, wasmtime.ExitTrap):
+        return Status.CRASH, "SystemExit", f"the function ended the process with exit code {error.code}"
+    text = str(error)
+    if "pau-sandbox:" in text:
+        reason = text.split("pau-sandbox:", 1)[1].split("\n", 1)[0].strip()
+        return Status.CRASH, "SandboxViolation", reason
+    lowered = text.lower()
+    if "all fuel consumed" in lowered:
+        return Status.TIMEOUT, "Timeout", "the function used up its CPU budget"
+    if "interrupt" in lowered:
+        return Status.TIMEOUT, "Timeout", "the function passed its wall-clock deadline"
+    if "stack" in lowered and ("exhausted" in lowered or "overflow" in lowered):
+        return Status.ERROR, "RecursionError", "maximum recursion depth exceeded (the sandbox's stack is exhausted)"
+    if "memory" in lowered and ("grow" in lowered or "limit" in lowered or "allocat" in lowered):
+        return Status.MEMORY, "MemoryError", "the function ran out of memory"
+    for kind in ("unreachable", "out of bounds memory access", "integer divide by zero", "indirect call"):
+        if kind in lowered:
+            return Status.CRASH, "Trap", f"the interpreter stopped abnormally ({kind})"
+    return Status.CRASH, "Trap", "the interpreter stopped abnormally"
+
+
+class Sandbox:
+    """Runs a hidden function on argument literals, each input in a fresh interpreter state.
+
+    Args:
+        limits: Default limits for calls that do not give their own.
+        cache_dir: Where the built component is cached (default: the user cache directory).
+        progress: Receives progress lines if the component must be built first.
+        max_concurrency: Calls run at once by the async API (default: CPU count).
+
+    Example:
+        >>> sandbox = Sandbox()
+        >>> sandbox.call("def f(a):\\n    return a * 2", "(21,)", entry="f").value
+        '42'
+    """
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        cache_dir: Path | None = None,
+        progress: Progress | None = None,
+        max_concurrency: int | None = None,
+    ) -> None:
+        self.limits = limits or Limits()
+        self._engine = new_engine()
+        self._component, self.artifacts = load_component(self._engine, cache_dir, progress)
+        self._linker = self._make_linker()
+        self._ticker = _Ticker(self._engine)
+        self._limiter = anyio.CapacityLimiter(max_concurrency or _cpu_count())
+        self._code_cache = _CodeCache(256)
+
+    @property
+    def build(self) -> GuestArtifacts:
+        """The cached build this sandbox runs."""
+        return self.artifacts
+
+    def _make_linker(self) -> Linker:
+        linker = Linker(self._engine)
+        linker.add_wasip2()
+        linker.allow_shadowing = True
+        with linker.root() as root:
+            with root.add_instance("pau:sandbox/host") as host:
+                host.add_func("source", _host_source)
+                host.add_func("cache-code", _host_cache_code)
+                add_string_func(host, "next", _host_next)  # once per input: the fast path
+                host.add_func("sleep", _host_sleep)
+            with root.add_instance(f"wasi:clocks/monotonic-clock@{_WASI}") as clock:
+                clock.add_func("now", _monotonic_now)
+                clock.add_func("resolution", _resolution)
+                clock.add_func("subscribe-instant", _forbidden_timer)
+                clock.add_func("subscribe-duration", _forbidden_timer)
+            with root.add_instance(f"wasi:clocks/wall-clock@{_WASI}") as wall:
+                wall.add_func("now", _wall_now)
+                wall.add_func("resolution", _wall_resolution)
+            with root.add_instance(f"wasi:random/random@{_WASI}") as rng:
+                rng.add_func("get-random-bytes", _random_bytes)
+                rng.add_func("get-random-u64", _random_u64)
+        return linker
+
+    def run(
+        self,
+        source: str,
+        inputs: Iterable[str | tuple[Any, ...]],
+        entry: str = "test_func",
+        limits: Limits | None = None,
+        fresh: bool = False,
+    ) -> list[Outcome]:
+        """Run ``entry`` from ``source`` on each input.
+
+        The inputs run one after another in one instance, each in a fresh
+        interpreter state; the results equal those of separate calls. After a
+        trap, a memory error or an output flood the batch goes on in a new
+        instance.
+
+        Args:
+            source: Python source defining ``entry``.
+            inputs: Argument literals (``"(1, 'a')"``) or argument tuples.
+            entry: The function to call.
+            limits: Limits for each input; the sandbox default when None.
+            fresh: Run every input in its own instance (slower; for checking batches).
+
+        Returns:
+            One outcome per input, in order. Inputs that are not valid
+            literals get ``invalid_input`` and never enter the sandbox.
+        """
+        limits = limits or self.limits
+        outcomes: list[Outcome | None] = []
+        pending: list[tuple[int, str]] = []
+        for index, item in enumerate(inputs):
+            try:
+                args = parse_arguments(item) if isinstance(item, str) else tuple(item)
+                encoded = _encode_arguments(args)
+            except InvalidInput as exc:
+                outcomes.append(Outcome.failure(Status.INVALID_INPUT, "InvalidInput", str(exc)))
+                continue
+            except (ValueError, TypeError) as exc:
+                outcomes.append(Outcome.failure(Status.INVALID_INPUT, "InvalidInput", f"cannot pass these arguments: {exc}"))
+                continue
+            outcomes.append(None)
+            pending.append((index, encoded))
+        settings = json.dumps(
+            {
+                "entry": entry,
+                "recursion_limit": limits.recursion_limit,
+                "max_output_bytes": limits.max_output_bytes,
+                "stdout_chars": limits.stdout_chars,
+                "flood_chars": limits.flood_chars,
+            }
+        )
+        encoded_inputs = [encoded for _, encoded in pending]
+        produced: list[Outcome] = []
+        step = 1 if fresh else len(encoded_inputs)
+        while len(produced) < len(encoded_inputs):
+            chunk = encoded_inputs[len(produced) : len(produced) + step]
+            produced.extend(self._run_instance(source, chunk, settings, limits))
+        for (index, _), outcome in zip(pending, produced):
+            outcomes[index] = outcome
+        return [o for o in outcomes if o is not None]
+
+    def call(self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None) -> Outcome:
+        """Run ``entry`` on one input in a fresh instance."""
+        return self.run(source, [arguments], entry=entry, limits=limits)[0]
+
+    async def arun(self, source: str, inputs: Sequence[str | tuple[Any, ...]], entry: str = "test_func", limits: Limits | None = None, fresh: bool = False) -> list[Outcome]:
+        """``run`` in a worker thread, at most ``max_concurrency`` at once."""
+        return await anyio.to_thread.run_sync(
+            partial(self.run, source, list(inputs), entry=entry, limits=limits, fresh=fresh), limiter=self._limiter
+        )
+
+    async def acall(self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None) -> Outcome:
+        """``call`` in a worker thread, at most ``max_concurrency`` at once."""
+        return (await self.arun(source, [arguments], entry=entry, limits=limits))[0]
+
+    def info(self) -> dict[str, Any]:
+        """What the guest interpreter offers: Python version, bundled and absent modules, hash probe."""
+        batch = _Batch(source="", encoded_inputs=[], limits=self.limits)
+        return json.loads(self._enter(batch, json.dumps({"info": True})))
+
+    def _enter(self, batch: _Batch, settings: str) -> str:
+        store = Store(self._engine)
+        store.set_wasi(WasiConfig())
+        store.set_limits(memory_size=batch.limits.memory_bytes)
+        store.set_fuel(batch.limits.fuel_budget)
+        store.set_epoch_deadline(batch.limits.epoch_ticks(_TICK_S))
+        batch.store = store
+        _CURRENT.batch = batch
+        try:
+            with self._ticker:
+                instance = self._linker.instantiate(store, self._component)
+                batch.instantiated = True
+                run = instance.get_func(store, "run")
+                result = run(store, settings)
+                batch.last_fuel = batch.fuel_used(store)
+                run.post_return(store)
+                return result
+        finally:
+            _CURRENT.batch = None
+            batch.store = None
+
+    def _run_instance(self, source: str, inputs: list[str], settings: str, limits: Limits) -> list[Outcome]:
+        """Run inputs in one instance until they are done or the instance must be replaced."""
+        batch = _Batch(source=source, encoded_inputs=inputs, limits=limits, code_cache=self._code_cache)
+        batch.started = time.perf_counter()
+        try:
+            last = self._enter(batch, settings)
+        except WasmtimeError as exc:
+            if not batch.instantiated:
+                raise RuntimeError(
+                    f"the sandbox could not start an instance ({exc}); "
+                    "if the memory limit is very low, raise it, otherwise rebuild with `pau-mcp sandbox build --force`"
+                ) from exc
+            status, error_type, message = _classify_trap(exc)
+            # A trap before the first input (while compiling the source) belongs to the first input.
+            fuel = limits.fuel_budget if status is Status.TIMEOUT else 0
+            elapsed = (time.perf_counter() - batch.started) * 1000
+            outcomes = batch.outcomes()[: max(batch.position, 0)]
+            outcomes.append(Outcome.failure(status, error_type, message, duration_ms=round(elapsed, 3), fuel=fuel))
+            return outcomes
+        if last:
+            batch.finish(last, batch.last_fuel)
+        outcomes = batch.outcomes()
+        if not outcomes:  # the guest ended without producing anything: never loop forever on it
+            outcomes.append(Outcome.failure(Status.CRASH, "Trap", "the interpreter ended without a result"))
+        return outcomes
+
+
+_LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
+
+
+def _encode_arguments(args: tuple[Any, ...]) -> str:
+    """Arguments for the guest: a marshalled tuple in base64 (decoded in C there, no Python parsing).
+
+    Only literal types may cross; marshal's format for them is the same in
+    the host's and the guest's Python versions.
+    """
+    stack: list[Any] = [args]
+    budget = 1_000_000  # also ends a self-referencing structure, which no literal can make
+    while stack:
+        budget -= 1
+        if budget < 0:
+            raise InvalidInput("the arguments are too large or refer to themselves")
+        value = stack.pop()
+        if type(value) not in _LITERAL_TYPES:
+            raise InvalidInput(f"a {type(value).__name__} cannot be passed to the sandbox; only literal values can")
+        if isinstance(value, (tuple, list, set, frozenset)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+    return base64.b64encode(marshal.dumps(args, 4)).decode("ascii")
+
+
+def _cpu_count() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
