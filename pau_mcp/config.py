@@ -49,6 +49,11 @@ SETTINGS: dict[str, SettingSpec] = {
         SettingSpec("cache_dir", "PAU_MCP_CACHE_DIR", "--cache-dir", "Directory for the built sandbox component.", click.Path(path_type=Path)),
         SettingSpec("timeout_s", "PAU_MCP_TIMEOUT", "--timeout", "Wall-clock limit per call, in seconds.", float),
         SettingSpec("memory_mb", "PAU_MCP_MEMORY_MB", "--memory-mb", "Memory limit per call, in MiB.", int),
+        SettingSpec(
+            "manifests", "PAU_MCP_MANIFESTS", "--manifests",
+            "Extra directory of suites (repeatable; in the variable, separated by ':').",
+            click.Path(path_type=Path, file_okay=False), multiple=True,
+        ),
         SettingSpec("max_output_kb", "PAU_MCP_MAX_OUTPUT_KB", "--max-output-kb", "Largest returned value per call, in KiB.", int),
     ]
 }
@@ -64,6 +69,7 @@ class Settings(BaseModel):
     timeout_s: float = Field(2.0, gt=0, le=3600)
     memory_mb: int = Field(256, ge=96, le=4096)
     max_output_kb: int = Field(64, ge=1, le=16 * 1024)
+    manifests: tuple[Path, ...] = ()
 
     @field_validator("data_dir", "cache_dir", mode="after")
     @classmethod
@@ -101,6 +107,18 @@ class Settings(BaseModel):
             if raw is not None and raw != "":
                 values[spec.name] = raw.split(os.pathsep) if spec.multiple else raw
         return cls._validated(values)
+
+    def manifest_store(self) -> Any:
+        """The manifest store over the packaged suites and ``manifests`` directories."""
+        from .manifests import ManifestStore
+
+        return ManifestStore(self.manifests)
+
+    def sandbox(self, progress: Any = None) -> Any:
+        """A sandbox with these limits and this cache directory."""
+        from wasm_runtime import Sandbox
+
+        return Sandbox(limits=self.sandbox_limits(), cache_dir=self.cache_dir, progress=progress)
 
     def sandbox_limits(self) -> Any:
         """The sandbox limits these settings describe."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from .manifests import manifests
 from .sandbox import run_code, sandbox
 
 __all__ = ["main"]
@@ -18,3 +19,4 @@ def main() -> None:
 
 main.add_command(sandbox)
 main.add_command(run_code)
+main.add_command(manifests)

@@ -4,28 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from ..config import Settings, options
+from ..config import options
+from ..manifests import call_text
+from .common import err as _err
+from .common import settings_from
+from .common import step_printer as progress_printer
 
 __all__ = ["run_code", "sandbox"]
-
-_err = Console(stderr=True)
-
-
-def progress_printer() -> callable:
-    """A progress callback that prints each step to stderr with the time since the first one."""
-    started = time.perf_counter()
-
-    def say(line: str) -> None:
-        _err.print(f"[dim]{time.perf_counter() - started:5.1f}s[/dim] {line}")
-
-    return say
 
 
 @click.group()
@@ -40,7 +31,7 @@ def sandbox_build(force: bool, **values: object) -> None:
     """Build the guest component ahead of time (about 20 s, once per version)."""
     from wasm_runtime import ensure_built
 
-    settings = Settings.from_options(**values)
+    settings = settings_from(values)
     artifacts = ensure_built(settings.cache_dir, progress=progress_printer(), force=force)
     meta = artifacts.metadata()
     if not meta.get("deterministic_hash", False):
@@ -58,7 +49,7 @@ def sandbox_info(as_json: bool, **values: object) -> None:
     from wasm_runtime import Sandbox
     from wasm_runtime.build import artifacts
 
-    settings = Settings.from_options(**values)
+    settings = settings_from(values)
     art = artifacts(settings.cache_dir)
     info: dict[str, object] = {
         "wasmtime": metadata.version("wasmtime"),
@@ -101,8 +92,8 @@ def run_code(file: Path, entry: str, inputs: tuple[str, ...], as_json: bool, **v
     """
     from wasm_runtime import Sandbox
 
+    settings = settings_from(values)
     try:
-        settings = Settings.from_options(**values)
         limits = settings.sandbox_limits()
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
@@ -116,14 +107,9 @@ def run_code(file: Path, entry: str, inputs: tuple[str, ...], as_json: bool, **v
         if as_json:
             click.echo(json.dumps({"input": literal, **outcome.to_dict()}))
         elif outcome.ok:
-            click.echo(f"{entry}{_call_text(literal)} -> {outcome.value}")
+            click.echo(f"{call_text(entry, literal)} -> {outcome.value}")
         else:
-            click.echo(f"{entry}{_call_text(literal)} -> {outcome.status}: {outcome.error_type}: {outcome.error_message}")
+            click.echo(f"{call_text(entry, literal)} -> {outcome.status}: {outcome.error_type}: {outcome.error_message}")
         if outcome.stdout and not as_json:
             click.echo("  printed: " + outcome.stdout.rstrip("\n").replace("\n", "\n           "))
     sys.stdout.flush()
-
-
-def _call_text(literal: str) -> str:
-    text = literal.strip()
-    return text if text.startswith("(") and text.endswith(")") else f"({text})"

@@ -1,0 +1,162 @@
+"""Freezing outcomes and validating methods, both by running them in the sandbox."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from wasm_runtime import Limits, Outcome, Sandbox, Status, outcomes_match
+
+from .model import Case, FrozenOutcome, Method
+
+__all__ = ["Problem", "check_method", "check_methods", "freeze_method", "freeze_methods", "source_arity"]
+
+_RUNS = {Status.OK, Status.ERROR}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a method fails validation."""
+
+    method_id: str
+    check: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.method_id}: [{self.check}] {self.message}"
+
+
+def source_arity(source: str, entry: str) -> tuple[int, int] | None:
+    """(required, total) positional parameters of ``entry`` in ``source``; None when it cannot be parsed here.
+
+    Raises:
+        ValueError: the source parses but defines no such function.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry:
+            positional = [*node.args.posonlyargs, *node.args.args]
+            total = len(positional) if node.args.vararg is None else 10**6
+            return len(positional) - len(node.args.defaults), total
+    raise ValueError(f"the source defines no top-level function {entry!r}")
+
+
+def _cases(method: Method) -> list[Case]:
+    return [*method.examples, *method.tests]
+
+
+def freeze_method(method: Method, sandbox: Sandbox, limits: Limits | None = None) -> Method:
+    """Run every example and test input in the sandbox (one batch) and record the outcomes."""
+    cases = _cases(method)
+    outcomes = sandbox.run(method.source, [case.input for case in cases], entry=method.entry, limits=limits)
+    frozen = [Case(input=case.input, outcome=FrozenOutcome.of(o)) for case, o in zip(cases, outcomes)]
+    n = len(method.examples)
+    return method.model_copy(update={"examples": frozen[:n], "tests": frozen[n:]})
+
+
+def _reproduces(frozen: FrozenOutcome, again: Outcome) -> bool:
+    recorded = frozen.outcome()
+    return (
+        outcomes_match(recorded, again)
+        and recorded.value == again.value
+        and recorded.error_type == again.error_type
+        and recorded.error_message == again.error_message
+    )
+
+
+def _mentions(text: str, name: str) -> bool:
+    return name.lower() in text.lower()
+
+
+def check_method(method: Method, sandbox: Sandbox, limits: Limits | None = None) -> list[Problem]:
+    """Validate one method; an empty list means it passes.
+
+    Checks: the source compiles and defines the entry; the header's arity
+    fits the source; every input runs (returns or raises, never a timeout,
+    memory error, crash or invalid literal); each frozen outcome reproduces
+    exactly when the input runs again alone in a fresh instance (which also
+    catches a function whose batch outcomes depend on earlier inputs); the
+    description is not empty; nothing agent-facing reveals the original name.
+    """
+    problems: list[Problem] = []
+
+    def problem(check: str, message: str) -> None:
+        problems.append(Problem(method.id, check, message))
+
+    try:
+        arity = source_arity(method.source, method.entry)
+        if arity is not None and not (arity[0] <= len(method.params) <= arity[1]):
+            problem("arity", f"the header has {len(method.params)} parameters, the source's {method.entry} takes {arity[0]}..{arity[1]}")
+    except ValueError as exc:
+        problem("entry", str(exc))
+    if not method.description.strip():
+        problem("description", "the gold description is empty")
+    cases = _cases(method)
+    if not cases:
+        problem("inputs", "the method has no examples and no tests")
+    again = sandbox.run(method.source, [c.input for c in cases], entry=method.entry, limits=limits, fresh=True)
+    if cases and all(o.error_type == "SyntaxError" for o in again):
+        problem("compiles", f"the source does not compile: {again[0].error_message}")
+    for case, outcome in zip(cases, again):
+        if outcome.status not in _RUNS:
+            problem("runs", f"input {case.input} ended with {outcome.status}: {outcome.error_message}")
+        elif outcome.status is Status.ERROR and outcome.error_type == "NameError" and method.entry in (outcome.error_message or ""):
+            problem("entry", f"the source does not define {method.entry}")
+        if case.outcome is None:
+            problem("frozen", f"input {case.input} has no frozen outcome; run `pau-mcp manifests freeze`")
+        elif not _reproduces(case.outcome, outcome):
+            problem("reproduces", f"input {case.input} was frozen as {case.outcome.shown()!r} but gives {FrozenOutcome.of(outcome).shown()!r}")
+    original = method.provenance.original_name
+    if original and len(original) >= 3 and original != method.entry:
+        shown = [method.id, method.header, method.tool_name]
+        for case in method.examples:
+            shown.append(case.input)
+            if case.outcome is not None:
+                shown.append(case.outcome.shown())
+        for text in shown:
+            if _mentions(text, original):
+                problem("anonymous", f"{text!r} reveals the original name {original!r}")
+                break
+    return _dedupe(problems)
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for item in problems:
+        key = (item.check, item.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def _parallel(items: list[Method], work: Callable[[Method], object], progress: Callable[[Method], None] | None, workers: int):
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(work, item) for item in items]
+        for item, future in zip(items, futures):
+            result = future.result()
+            if progress is not None:
+                progress(item)
+            yield item, result
+
+
+def freeze_methods(
+    methods: Iterable[Method], sandbox: Sandbox, limits: Limits | None = None,
+    progress: Callable[[Method], None] | None = None, workers: int = 2,
+) -> list[Method]:  # fmt: skip
+    """Freeze many methods in parallel worker threads, in order."""
+    return [m for _, m in _parallel(list(methods), lambda m: freeze_method(m, sandbox, limits), progress, workers)]
+
+
+def check_methods(
+    methods: Iterable[Method], sandbox: Sandbox, limits: Limits | None = None,
+    progress: Callable[[Method], None] | None = None, workers: int = 2,
+) -> dict[str, list[Problem]]:  # fmt: skip
+    """Validate many methods in parallel worker threads; problems by method id."""
+    return {m.id: p for m, p in _parallel(list(methods), lambda m: check_method(m, sandbox, limits), progress, workers)}

@@ -1,0 +1,230 @@
+"""The manifest: everything the service knows about one hidden method.
+
+Pydantic models, because manifests are an edge: files written by people and
+importers. Agents only ever see a method's header and its initial examples
+(``AgentView``); source, gold description and the test suite stay hidden.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
+
+from wasm_runtime import Outcome, Status
+
+__all__ = ["Case", "FrozenOutcome", "Method", "Provenance", "SuiteInfo", "Tags", "call_text", "tool_name_for"]
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}/[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_HEADER = re.compile(r"^def (?P<entry>[A-Za-z_]\w*)\((?P<params>[^)]*)\):$")
+
+StatusName = Literal["ok", "error", "timeout", "memory", "output_limit", "invalid_input", "crash"]
+
+
+def call_text(entry: str, literal: str) -> str:
+    """How a call reads: ``test_func(1, 'a')`` for the literal ``(1, 'a')``, ``test_func([1])`` for ``[1]``."""
+    text = literal.strip()
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return f"{entry}({text})"
+    if isinstance(node, ast.Tuple):
+        parts = [ast.get_source_segment(text, element) or "" for element in node.elts]
+        return f"{entry}({', '.join(parts)})"
+    return f"{entry}({text})"
+
+
+def tool_name_for(method_id: str) -> str:
+    """The opaque MCP tool name of a method: stable, and carrying no hint of what it does."""
+    return "fn_" + hashlib.sha256(method_id.encode()).hexdigest()[:10]
+
+
+class FrozenOutcome(BaseModel):
+    """An outcome recorded by ``manifests freeze``, in the sandbox's lossless typed encoding."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    status: StatusName
+    value: str | None = None
+    value_type: str | None = None
+    encoded: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> FrozenOutcome:
+        """Freeze a sandbox outcome (dropping timing, fuel and printed text)."""
+        return cls(
+            status=outcome.status.value,
+            value=outcome.value,
+            value_type=outcome.value_type,
+            encoded=outcome.encoded,
+            error_type=outcome.error_type,
+            error_message=outcome.error_message,
+        )
+
+    def outcome(self) -> Outcome:
+        """The sandbox outcome this records."""
+        return Outcome(
+            status=Status(self.status),
+            value=self.value,
+            value_type=self.value_type,
+            encoded=self.encoded,
+            error_type=self.error_type,
+            error_message=self.error_message,
+        )
+
+    def shown(self) -> str:
+        """How the outcome reads for a person or an agent: the value's repr, or the exception."""
+        if self.status == "ok":
+            return str(self.value)
+        if self.status == "error":
+            return f"raises {self.error_type}: {self.error_message}" if self.error_message else f"raises {self.error_type}"
+        return f"{self.status}: {self.error_message}"
+
+
+class Case(BaseModel):
+    """One input (a Python literal argument tuple) and, once frozen, what the method does with it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: str = Field(min_length=1, max_length=64 * 1024)
+    outcome: FrozenOutcome | None = None
+
+
+class Provenance(BaseModel):
+    """Where a method comes from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str
+    original_id: str | None = None
+    original_name: str | None = None  # the function's real name, which nothing agent-facing may reveal
+    license: str | None = None
+    url: str | None = None
+
+
+class Tags(BaseModel):
+    """Searchable facts about a method."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arity: int = Field(ge=0, le=16)
+    value_types: list[str] = Field(default_factory=list)
+    difficulty: Literal["easy", "medium", "hard"] | None = None
+    hidden_behaviour: list[str] = Field(
+        default_factory=list, description="Special inputs behind which behaviour hides: 'negative', 'empty', ..."
+    )
+
+
+class Method(BaseModel):
+    """One hidden method.
+
+    ``source`` may be written in a file as a list of lines (reviews well in
+    diffs); it is always a single string in memory.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    header: str
+    params: list[str]
+    entry: str = "test_func"
+    source: str
+    description: str = Field(min_length=1)
+    examples: list[Case] = Field(default_factory=list)
+    tests: list[Case] = Field(default_factory=list)
+    provenance: Provenance
+    tags: Tags
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError("must be 'suite/name' in lower-case letters, digits, '_', '.' or '-'")
+        return value
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _join_lines(cls, value: Any) -> Any:
+        if isinstance(value, list) and all(isinstance(line, str) for line in value):
+            return "\n".join(value) + "\n"
+        return value
+
+    @field_validator("description")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the gold description must not be empty")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _check_header(self) -> Method:
+        match = _HEADER.match(self.header)
+        if not match:
+            raise ValueError(f"header must look like 'def test_func(arg0, arg1):', got {self.header!r}")
+        params = [p.strip() for p in match["params"].split(",") if p.strip()]
+        if match["entry"] != self.entry:
+            raise ValueError(f"header names {match['entry']!r} but entry is {self.entry!r}")
+        if params != self.params:
+            raise ValueError(f"header parameters {params} differ from params {self.params}")
+        if self.tags.arity != len(self.params):
+            raise ValueError(f"tags.arity is {self.tags.arity} but there are {len(self.params)} parameters")
+        return self
+
+    @field_serializer("source")
+    def _split_lines(self, value: str) -> list[str]:
+        return value.rstrip("\n").split("\n")
+
+    @property
+    def suite(self) -> str:
+        """The suite this method belongs to."""
+        return self.id.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The method's name inside its suite."""
+        return self.id.split("/", 1)[1]
+
+    @property
+    def tool_name(self) -> str:
+        """Its opaque MCP tool name."""
+        return tool_name_for(self.id)
+
+    def agent_view(self) -> dict[str, Any]:
+        """Everything an agent may see of this method: tool name, header and the initial examples."""
+        return {
+            "tool": self.tool_name,
+            "header": self.header,
+            "examples": [
+                {"input": case.input, "output": case.outcome.shown() if case.outcome else None} for case in self.examples
+            ],
+        }
+
+    @property
+    def frozen(self) -> bool:
+        """True when every example and test has a recorded outcome."""
+        return all(case.outcome is not None for case in (*self.examples, *self.tests))
+
+
+class SuiteInfo(BaseModel):
+    """``suite.json``: what a suite is and where it comes from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    dataset: str = ""
+    license: str | None = None
+    url: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError("suite names use lower-case letters, digits, '_', '.' or '-'")
+        return value

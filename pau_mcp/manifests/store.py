@@ -1,0 +1,198 @@
+"""Suites on disk: ``<dir>/<suite>/suite.json`` and one ``<name>.json`` per method.
+
+One file per method keeps reviews and diffs small; the source is stored as a
+list of lines. Suites are found in the packaged ``manifests/`` directory and in
+any directory given by ``--manifests`` / ``PAU_MCP_MANIFESTS``; a suite name
+found twice is an error rather than a silent choice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .model import Method, SuiteInfo
+
+__all__ = ["PACKAGED_MANIFESTS", "ManifestError", "ManifestStore", "Suite", "dump_method"]
+
+#: The suites that ship with the project (the repository's top-level ``manifests/``).
+PACKAGED_MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+
+
+class ManifestError(ValueError):
+    """A manifest file is missing, malformed or inconsistent; the message names the file and the field."""
+
+
+def _explain(path: Path, error: ValidationError) -> ManifestError:
+    problems = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(part) for part in item["loc"]) or "(file)"
+        problems.append(f"  {where}: {item['msg']}")
+    more = f"\n  ... and {error.error_count() - 5} more" if error.error_count() > 5 else ""
+    return ManifestError(f"{path}: invalid manifest\n" + "\n".join(problems) + more)
+
+
+_ONE_PER_LINE = {"source", "examples", "tests"}
+
+
+def _compact(value: object, indent: int = 0, width: int = 110, expand: bool = False) -> str:
+    """JSON where what fits on one line stays on one line; source lines and cases always get a line each."""
+    flat = json.dumps(value, ensure_ascii=False)
+    if (len(flat) + indent <= width and not expand) or not isinstance(value, (dict, list)) or not value:
+        return flat
+    pad = " " * (indent + 2)
+    if isinstance(value, list):
+        items = [pad + _compact(item, indent + 2, width) for item in value]
+        return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+    items = [f"{pad}{json.dumps(k)}: {_compact(v, indent + 2, width, k in _ONE_PER_LINE)}" for k, v in value.items()]
+    return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+
+
+def dump_method(method: Method) -> str:
+    """The file text of a method: JSON that reviews well (source as lines, one case per line)."""
+    return _compact(method.model_dump(mode="json", exclude_none=True)) + "\n"
+
+
+@dataclass
+class Suite:
+    """A loaded suite: its info and its methods by id, in file-name order."""
+
+    info: SuiteInfo
+    path: Path
+    methods: dict[str, Method] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The suite's name."""
+        return self.info.name
+
+    def method_path(self, method_id: str) -> Path:
+        """The file a method lives in."""
+        return self.path / f"{method_id.split('/', 1)[1]}.json"
+
+    def save(self, method: Method) -> Path:
+        """Write one method (atomically) and keep it in this suite."""
+        if method.suite != self.name:
+            raise ManifestError(f"method {method.id} does not belong to suite {self.name}")
+        target = self.method_path(method.id)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(dump_method(method), encoding="utf-8")
+        os.replace(tmp, target)
+        self.methods[method.id] = method
+        return target
+
+    @classmethod
+    def create(cls, root: Path, info: SuiteInfo, replace: bool = False) -> Suite:
+        """Make an empty suite directory under ``root`` (refusing to overwrite unless ``replace``)."""
+        path = root / info.name
+        if path.exists() and any(path.iterdir()):
+            if not replace:
+                raise ManifestError(f"{path} already exists; choose another --suite name or pass --replace")
+            for old in path.glob("*.json"):
+                old.unlink()
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "suite.json").write_text(json.dumps(info.model_dump(exclude_none=True), indent=2) + "\n")
+        return cls(info=info, path=path)
+
+    @classmethod
+    def load(cls, path: Path) -> Suite:
+        """Load and validate a suite directory.
+
+        Raises:
+            ManifestError: naming the file and the field at fault.
+        """
+        info_path = path / "suite.json"
+        try:
+            info = SuiteInfo.model_validate_json(info_path.read_bytes())
+        except FileNotFoundError:
+            raise ManifestError(f"{info_path}: missing; every suite directory needs a suite.json") from None
+        except ValidationError as exc:
+            raise _explain(info_path, exc) from None
+        if info.name != path.name:
+            raise ManifestError(f"{info_path}: name is {info.name!r} but the directory is {path.name!r}")
+        suite = cls(info=info, path=path)
+        for file in sorted(path.glob("*.json")):
+            if file.name == "suite.json":
+                continue
+            try:
+                method = Method.model_validate_json(file.read_bytes())
+            except ValidationError as exc:
+                raise _explain(file, exc) from None
+            if method.id != f"{info.name}/{file.stem}":
+                raise ManifestError(f"{file}: id is {method.id!r} but the file says {info.name}/{file.stem}")
+            suite.methods[method.id] = method
+        return suite
+
+
+class ManifestStore:
+    """Finds and loads suites from the packaged directory and extra ones.
+
+    Args:
+        extra_dirs: More directories holding suites (``--manifests``).
+        include_packaged: Also look in the project's own ``manifests/``.
+    """
+
+    def __init__(self, extra_dirs: Iterable[Path] = (), include_packaged: bool = True) -> None:
+        self.dirs = [Path(d).expanduser() for d in extra_dirs]
+        if include_packaged and PACKAGED_MANIFESTS.is_dir():
+            self.dirs.append(PACKAGED_MANIFESTS)
+        self._loaded: dict[str, Suite] = {}
+
+    def _locations(self) -> dict[str, Path]:
+        found: dict[str, Path] = {}
+        for root in self.dirs:
+            if not root.is_dir():
+                continue
+            for entry in sorted(root.iterdir()):
+                if (entry / "suite.json").is_file():
+                    if entry.name in found and found[entry.name].resolve() != entry.resolve():
+                        raise ManifestError(
+                            f"suite {entry.name!r} exists twice: {found[entry.name]} and {entry}; rename one"
+                        )
+                    found[entry.name] = entry
+        return found
+
+    def names(self) -> list[str]:
+        """Names of every suite found."""
+        return sorted(self._locations())
+
+    def suite(self, name: str) -> Suite:
+        """Load a suite by name (cached).
+
+        Raises:
+            ManifestError: unknown suite (the message lists the known ones) or a bad file.
+        """
+        if name not in self._loaded:
+            locations = self._locations()
+            if name not in locations:
+                known = ", ".join(sorted(locations)) or "none"
+                raise ManifestError(f"no suite named {name!r} (known: {known}); add its directory with --manifests")
+            self._loaded[name] = Suite.load(locations[name])
+        return self._loaded[name]
+
+    def methods(self, suites: Iterable[str]) -> Iterator[Method]:
+        """Every method of the named suites, suite by suite."""
+        for name in suites:
+            yield from self.suite(name).methods.values()
+
+    def method(self, method_id: str) -> Method:
+        """One method by id (``suite/name``).
+
+        Raises:
+            ManifestError: the suite or the method does not exist.
+        """
+        suite_name = method_id.split("/", 1)[0]
+        suite = self.suite(suite_name)
+        try:
+            return suite.methods[method_id]
+        except KeyError:
+            raise ManifestError(f"suite {suite_name!r} has no method {method_id!r}") from None
+
+    def writable_root(self) -> Path:
+        """Where new suites go: the first ``--manifests`` directory, else the packaged one."""
+        return self.dirs[0]
