@@ -54,6 +54,10 @@ SETTINGS: dict[str, SettingSpec] = {
             "Extra directory of suites (repeatable; in the variable, separated by ':').",
             click.Path(path_type=Path, file_okay=False), multiple=True,
         ),
+        SettingSpec("db", "PAU_MCP_DB", "--db", "The run store (SQLite); default: DATA_DIR/runs.db.", click.Path(path_type=Path, dir_okay=False)),
+        SettingSpec("budget", "PAU_MCP_BUDGET", "--budget", "Calls allowed per method per session (0: no limit).", int),
+        SettingSpec("token", "PAU_MCP_TOKEN", "--token", "Bearer token agents must send over HTTP.", str),
+        SettingSpec("log_file", "PAU_MCP_LOG_FILE", "--log-file", "Write server diagnostics here instead of stderr.", click.Path(path_type=Path, dir_okay=False)),
         SettingSpec("max_output_kb", "PAU_MCP_MAX_OUTPUT_KB", "--max-output-kb", "Largest returned value per call, in KiB.", int),
     ]
 }
@@ -70,8 +74,12 @@ class Settings(BaseModel):
     memory_mb: int = Field(256, ge=96, le=4096)
     max_output_kb: int = Field(64, ge=1, le=16 * 1024)
     manifests: tuple[Path, ...] = ()
+    db: Path | None = None
+    budget: int = Field(20, ge=0, le=1_000_000)
+    token: str | None = Field(None, min_length=8)
+    log_file: Path | None = None
 
-    @field_validator("data_dir", "cache_dir", mode="after")
+    @field_validator("data_dir", "cache_dir", "db", "log_file", mode="after")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
@@ -107,6 +115,17 @@ class Settings(BaseModel):
             if raw is not None and raw != "":
                 values[spec.name] = raw.split(os.pathsep) if spec.multiple else raw
         return cls._validated(values)
+
+    @property
+    def db_path(self) -> Path:
+        """The run store file."""
+        return self.db if self.db is not None else self.data_dir / "runs.db"
+
+    def run_store(self) -> Any:
+        """The run store at ``db_path``."""
+        from .runstore import RunStore
+
+        return RunStore(self.db_path)
 
     def manifest_store(self) -> Any:
         """The manifest store over the packaged suites and ``manifests`` directories."""

@@ -232,6 +232,76 @@ def _random_u64(context: Any) -> int:
     return batch.rng.getrandbits(64)
 
 
+_SETUP_FUEL = 10**9  # instantiation runs start functions; generous and never the limit that matters
+
+
+@dataclass
+class _Ready:
+    """An instantiated, never-used instance."""
+
+    store: Store
+    run: Any
+    memory_bytes: int
+
+
+class _InstancePool:
+    """Keeps a few fresh instances ready, and drops used ones, off the caller's path.
+
+    Instantiating (~1 ms) and tearing down (~0.5 ms) an instance are most of a
+    fresh call's fixed cost. Neither depends on the call, so a background
+    thread does both; a call only re-arms fuel and the deadline. An instance
+    is never used twice, so every call still starts from the pristine snapshot.
+    """
+
+    def __init__(self, make: Any, memory_bytes: int, size: int) -> None:
+        self._make = make
+        self._memory = memory_bytes
+        self._size = size
+        self._ready: list[_Ready] = []
+        self._dead: list[_Ready] = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def _start(self) -> None:
+        if self._thread is None and self._size > 0:
+            self._thread = threading.Thread(target=self._loop, name="pau-sandbox-pool", daemon=True)
+            self._thread.start()
+
+    def take(self, memory_bytes: int) -> _Ready | None:
+        """A ready instance for this memory limit, or None (the caller instantiates)."""
+        with self._cond:
+            self._start()
+            ready = self._ready.pop() if self._ready and memory_bytes == self._memory else None
+            self._cond.notify()
+            return ready
+
+    def discard(self, used: _Ready) -> None:
+        """Hand a used instance over for teardown in the background."""
+        if self._size <= 0:
+            return
+        with self._cond:
+            self._dead.append(used)
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        _CURRENT.batch = _Batch(source="", encoded_inputs=[], limits=Limits())
+        while True:
+            with self._cond:
+                while not self._dead and len(self._ready) >= self._size:
+                    self._cond.wait()
+                dead, self._dead = self._dead, []
+                wanted = len(self._ready) < self._size
+            del dead  # dropping the last references tears the stores down here, not on the caller's thread
+            if wanted:
+                try:
+                    fresh = self._make(self._memory)
+                except Exception:  # the caller's own instantiation will report the problem
+                    time.sleep(1)
+                    continue
+                with self._cond:
+                    self._ready.append(fresh)
+
+
 class _Ticker:
     """Advances the engine's epoch every tick while at least one call runs."""
 
@@ -293,6 +363,8 @@ class Sandbox:
         cache_dir: Where the built component is cached (default: the user cache directory).
         progress: Receives progress lines if the component must be built first.
         max_concurrency: Calls run at once by the async API (default: CPU count).
+        pool_size: Instances prepared ahead in a background thread, so a call does not wait for
+            instantiation (0: none). Each is used once; a used instance is dropped in the background.
 
     Example:
         >>> sandbox = Sandbox()
@@ -306,12 +378,14 @@ class Sandbox:
         cache_dir: Path | None = None,
         progress: Progress | None = None,
         max_concurrency: int | None = None,
+        pool_size: int = 2,
     ) -> None:
         self.limits = limits or Limits()
         self._engine = new_engine()
         self._component, self.artifacts = load_component(self._engine, cache_dir, progress)
         self._linker = self._make_linker()
         self._ticker = _Ticker(self._engine)
+        self._pool = _InstancePool(self._instantiate, self.limits.memory_bytes, size=pool_size)
         self._limiter = anyio.CapacityLimiter(max_concurrency or _cpu_count())
         self._code_cache = _CodeCache(256)
 
@@ -422,26 +496,40 @@ class Sandbox:
         batch = _Batch(source="", encoded_inputs=[], limits=self.limits)
         return json.loads(self._enter(batch, json.dumps({"info": True})))
 
-    def _enter(self, batch: _Batch, settings: str) -> str:
+    def _fresh_instance(self, memory_bytes: int) -> _Ready:
+        """A new, never-used instance: from the warm pool when it has one for this memory limit."""
+        ready = self._pool.take(memory_bytes)
+        return ready if ready is not None else self._instantiate(memory_bytes)
+
+    def _instantiate(self, memory_bytes: int) -> _Ready:
         store = Store(self._engine)
         store.set_wasi(WasiConfig())
-        store.set_limits(memory_size=batch.limits.memory_bytes)
-        store.set_fuel(batch.limits.fuel_budget)
-        store.set_epoch_deadline(batch.limits.epoch_ticks(_TICK_S))
-        batch.store = store
+        store.set_limits(memory_size=memory_bytes)
+        store.set_fuel(_SETUP_FUEL)
+        store.set_epoch_deadline(1 << 40)  # re-armed when the instance is used
+        instance = self._linker.instantiate(store, self._component)
+        return _Ready(store=store, run=instance.get_func(store, "run"), memory_bytes=memory_bytes)
+
+    def _enter(self, batch: _Batch, settings: str) -> str:
         _CURRENT.batch = batch
+        ready: _Ready | None = None
         try:
             with self._ticker:
-                instance = self._linker.instantiate(store, self._component)
+                ready = self._fresh_instance(batch.limits.memory_bytes)
+                store = ready.store
+                store.set_fuel(batch.limits.fuel_budget)
+                store.set_epoch_deadline(batch.limits.epoch_ticks(_TICK_S))
+                batch.store = store
                 batch.instantiated = True
-                run = instance.get_func(store, "run")
-                result = run(store, settings)
+                result = ready.run(store, settings)
                 batch.last_fuel = batch.fuel_used(store)
-                run.post_return(store)
+                ready.run.post_return(store)
                 return result
         finally:
             _CURRENT.batch = None
             batch.store = None
+            if ready is not None:
+                self._pool.discard(ready)
 
     def _run_instance(self, source: str, inputs: list[str], settings: str, limits: Limits) -> list[Outcome]:
         """Run inputs in one instance until they are done or the instance must be replaced."""

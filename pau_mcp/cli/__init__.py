@@ -6,7 +6,9 @@ import click
 
 from .. import __version__
 from .manifests import manifests
+from .runs import runs
 from .sandbox import run_code, sandbox
+from .serve import call, methods, serve
 
 __all__ = ["main"]
 
@@ -20,3 +22,7 @@ def main() -> None:
 main.add_command(sandbox)
 main.add_command(run_code)
 main.add_command(manifests)
+main.add_command(serve)
+main.add_command(call)
+main.add_command(methods)
+main.add_command(runs)

@@ -1,0 +1,94 @@
+"""``pau-mcp runs list|show|export``: what the run store holds."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..config import options
+from ..runstore import StoreError
+from .common import settings_from
+
+__all__ = ["runs"]
+
+
+def _open(values: dict):  # type: ignore[no-untyped-def]
+    settings = settings_from(values)
+    if not settings.db_path.exists():
+        raise click.ClickException(f"no run store at {settings.db_path} yet; serve or evaluate first, or point --db at one")
+    try:
+        return settings.run_store()
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.group()
+def runs() -> None:
+    """Inspect and export recorded runs."""
+
+
+@runs.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per run.")
+@options("db", "data_dir")
+def list_(as_json: bool, **values: object) -> None:
+    """List runs, newest first."""
+    store = _open(values)
+    rows = store.runs()
+    if as_json:
+        for row in rows:
+            click.echo(json.dumps(row))
+        return
+    table = Table("run", "kind", "created", "sessions", "calls", "submissions")
+    for row in rows:
+        table.add_row(row["name"], row["kind"], row["created_at"], str(row["sessions"]), str(row["calls"]), str(row["submissions"]))
+    Console().print(table)
+
+
+@runs.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print calls and submissions as JSON.")
+@options("db", "data_dir")
+def show(name: str, as_json: bool, **values: object) -> None:
+    """Show the calls and submissions of run NAME."""
+    store = _open(values)
+    try:
+        run_id = store.run_id(name)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    calls, submissions = store.calls(run_id), store.submissions(run_id)
+    if as_json:
+        click.echo(json.dumps({"calls": calls, "submissions": submissions}, default=str, indent=2))
+        return
+    table = Table("session", "method", "arguments", "status", "result", "counted")
+    for c in calls:
+        result = c["value"] if c["status"] == "ok" else f"{c['error_type'] or ''}: {c['error_message'] or ''}"
+        table.add_row(c["session_key"], c["method_id"], c["arguments"], c["status"], (result or "")[:60], "yes" if c["counted"] else "no")
+    Console().print(table)
+    for s in submissions:
+        click.echo(f"\nsubmission {s['id']} for {s['method_id']} (session {s['session_key']}):\n  {s['description']}")
+
+
+@runs.command("export")
+@click.argument("name")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+@options("db", "data_dir")
+def export(name: str, output: Path | None, **values: object) -> None:
+    """Export run NAME as JSONL in the reference benchmark's predictions layout."""
+    store = _open(values)
+    try:
+        run_id = store.run_id(name)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    handle = output.open("w", encoding="utf-8") if output else sys.stdout
+    count = 0
+    for record in store.predictions(run_id):
+        handle.write(json.dumps(record) + "\n")
+        count += 1
+    if output:
+        handle.close()
+        click.echo(f"wrote {count} predictions to {output}", err=True)

@@ -1,0 +1,137 @@
+"""``pau-mcp serve``, ``pau-mcp call`` and ``pau-mcp methods``."""
+
+from __future__ import annotations
+
+import json
+import uuid
+import logging
+import sys
+
+import anyio
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..config import options
+from ..manifests import ManifestError
+from .common import err, settings_from, step_printer
+
+__all__ = ["call", "methods", "serve"]
+
+_SERVE_SETTINGS = ("manifests", "budget", "db", "data_dir", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb", "cache_dir")
+
+
+def _selection(function):  # type: ignore[no-untyped-def]
+    function = click.option("--methods", "methods", multiple=True, help="Only these method ids or tool names (repeatable, or comma-separated).")(function)
+    return click.option("--suite", "suites", multiple=True, help="Suite to serve (repeatable; default: builtin).")(function)
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def _logging(settings) -> None:  # type: ignore[no-untyped-def]
+    handler: logging.Handler = logging.FileHandler(settings.log_file) if settings.log_file else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("pau_mcp")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+@click.command()
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, help="stdio for Claude Desktop and subprocess clients; http for Streamable HTTP.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="HTTP port (0: pick a free one).")
+@click.option("--stateless", is_flag=True, help="HTTP without sessions (budgets then apply per X-PAU-Session header).")
+@click.option("--run", "run_name", help="Record sessions under this run name (default: a new name per start).")
+@click.option("--feedback", type=click.Choice(["none", "score"]), default="none", show_default=True, help="What submit returns: nothing but a receipt, or the scores.")
+@click.option("--page-size", type=click.IntRange(1, 1000), default=100, show_default=True, help="Items per page of tools/resources/prompts lists.")
+@click.option("--benchmark-noop", is_flag=True, hidden=True, help="Add a no-op tool (for benchmarks/mcp.py).")
+@_selection
+@options(*_SERVE_SETTINGS)
+def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int, benchmark_noop: bool,
+          suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
+    """Serve every hidden method as an MCP tool (stdio by default)."""
+    from ..server import TransportError, build_server, create_service, run_http, run_stdio
+
+    settings = settings_from(values)
+    _logging(settings)
+    feedback_fn = None
+    if feedback == "score":
+        feedback_fn = _feedback(settings)
+    try:
+        service, sessions = create_service(
+            settings, list(suites) or ["builtin"], _split(methods), run_name, transport, feedback_fn, progress=step_printer()
+        )
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    server = build_server(service, sessions, page_size=page_size, noop_tool=benchmark_noop)
+    logging.getLogger("pau_mcp.server").info("serving %d methods over %s, budget %s", len(service.catalog), transport, settings.budget)
+    try:
+        if transport == "stdio":
+            anyio.run(run_stdio, server)
+        else:
+            run_http(server, host, port, settings.token, stateless)
+    except TransportError as exc:
+        raise click.UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+
+
+def _feedback(settings):  # type: ignore[no-untyped-def]
+    try:
+        from ..scoring import feedback_for
+    except ImportError:
+        raise click.UsageError("--feedback score needs the scorer, which this installation does not have") from None
+    return feedback_for(settings)
+
+
+@click.command()
+@click.argument("tool")
+@click.argument("literal")
+@_selection
+@options(*_SERVE_SETTINGS)
+def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:
+    """Call TOOL (a tool name or method id) once with LITERAL, exactly as an agent's tool call would run.
+
+    The call is recorded in the run store under the run "cli". Exits 1 when the call was refused.
+    """
+    from ..server import create_service
+
+    settings = settings_from(values)
+    try:
+        service, sessions = create_service(settings, list(suites) or ["builtin"], _split(methods), "cli", "cli", progress=step_printer())
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    exposed = service.catalog.find(tool)
+    if exposed is None:
+        raise click.UsageError(f"no method {tool!r} in the served suites; see `pau-mcp methods`")
+    state = sessions.get(f"cli-{uuid.uuid4().hex[:12]}")
+    reply = anyio.run(service.call, state, exposed, {"args": literal})
+    click.echo(reply.text)
+    sys.exit(1 if reply.is_error else 0)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per method.")
+@_selection
+@options("manifests", "budget")
+def methods(as_json: bool, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:
+    """List the tools a server with the same options would expose."""
+    from ..server import Catalog
+
+    settings = settings_from(values)
+    try:
+        catalog = Catalog(settings.manifest_store(), list(suites) or ["builtin"], _split(methods))
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        for exposed in catalog:
+            click.echo(json.dumps({"tool": exposed.tool, "id": exposed.method.id, "header": exposed.method.header, "examples": exposed.example_lines()}))
+        return
+    table = Table("tool", "method", "header", "first example")
+    for exposed in catalog:
+        lines = exposed.example_lines()
+        table.add_row(exposed.tool, exposed.method.id, exposed.method.header, lines[0] if lines else "")
+    Console().print(table)
+    err.print(f"{len(catalog)} methods; budget {settings.budget or 'unlimited'} calls per method per session")

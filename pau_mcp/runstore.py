@@ -1,0 +1,321 @@
+"""The run store: one SQLite file holding every run, session, call, submission, score and episode.
+
+Every write is committed before the caller answers anyone, so a crash loses
+nothing an agent saw. The file uses WAL, so a report can read while a server
+writes. The schema evolves by numbered migrations (``MIGRATIONS``), applied
+in order and recorded in ``PRAGMA user_version``; never edit a released
+migration, add the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MIGRATIONS", "RunStore", "StoreError", "utc_now"]
+
+MIGRATIONS: list[str] = [
+    # 1: runs, sessions, calls, submissions, scores
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        config TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE sessions (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        key TEXT NOT NULL,
+        transport TEXT NOT NULL,
+        client TEXT,
+        started_at TEXT NOT NULL,
+        UNIQUE (run_id, key)
+    );
+    CREATE TABLE calls (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions(id),
+        method_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        counted INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        value TEXT,
+        error_type TEXT,
+        error_message TEXT,
+        outcome TEXT,
+        duration_ms REAL,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX calls_by_session ON calls (session_id, method_id);
+    CREATE TABLE submissions (
+        id INTEGER PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions(id),
+        method_id TEXT NOT NULL,
+        description TEXT NOT NULL,
+        code TEXT,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX submissions_by_session ON submissions (session_id);
+    CREATE TABLE scores (
+        id INTEGER PRIMARY KEY,
+        submission_id INTEGER NOT NULL REFERENCES submissions(id),
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        value REAL,
+        model TEXT,
+        detail TEXT NOT NULL DEFAULT '{}',
+        at TEXT NOT NULL
+    );
+    CREATE INDEX scores_by_submission ON scores (submission_id, kind);
+    """,
+]
+
+
+class StoreError(RuntimeError):
+    """The run store cannot be opened or is from a newer version; the message says what to do."""
+
+
+def utc_now() -> str:
+    """An ISO-8601 UTC timestamp with milliseconds."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """What a tool call did, as recorded."""
+
+    method_id: str
+    tool: str
+    arguments: str
+    counted: bool
+    status: str
+    value: str | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    outcome: dict[str, Any] | None = None
+    duration_ms: float | None = None
+
+
+class RunStore:
+    """The SQLite run store. Thread-safe; one connection per store object.
+
+    Args:
+        path: The database file (created with its directory if missing).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the run store {self.path}: {exc}; set --db or PAU_MCP_DB to a writable file") from None
+        self._conn.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        # WAL with NORMAL survives a process crash (every commit is in the log); only power loss can drop the tail.
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._migrate()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()
+
+    @property
+    def version(self) -> int:
+        """The schema version (number of migrations applied)."""
+        return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                current = self.version
+                if current > len(MIGRATIONS):
+                    raise StoreError(
+                        f"{self.path} has schema version {current}, newer than this pau-mcp ({len(MIGRATIONS)}); upgrade pau-mcp"
+                    )
+                for number, script in enumerate(MIGRATIONS[current:], start=current + 1):
+                    for statement in filter(str.strip, script.split(";")):
+                        self._conn.execute(statement)
+                    self._conn.execute(f"PRAGMA user_version = {number}")
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction, committed on exit (rolled back on error)."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        """Read rows."""
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    # -- runs and sessions ------------------------------------------------------------------
+
+    def ensure_run(self, name: str, kind: str, config: dict[str, Any] | None = None) -> int:
+        """The id of the run called ``name``, created if new."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()
+            if row is not None:
+                return int(row["id"])
+            cursor = conn.execute(
+                "INSERT INTO runs (name, kind, created_at, config) VALUES (?, ?, ?, ?)",
+                (name, kind, utc_now(), json.dumps(config or {}, sort_keys=True)),
+            )
+            return int(cursor.lastrowid)
+
+    def ensure_session(self, run_id: int, key: str, transport: str, client: str | None = None) -> int:
+        """The id of the session ``key`` in a run, created if new."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT id FROM sessions WHERE run_id = ? AND key = ?", (run_id, key)).fetchone()
+            if row is not None:
+                return int(row["id"])
+            cursor = conn.execute(
+                "INSERT INTO sessions (run_id, key, transport, client, started_at) VALUES (?, ?, ?, ?, ?)",
+                (run_id, key, transport, client, utc_now()),
+            )
+            return int(cursor.lastrowid)
+
+    # -- calls and submissions --------------------------------------------------------------
+
+    def record_call(self, session_id: int, call: CallRecord) -> int:
+        """Store one tool call; returns its id."""
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO calls (session_id, method_id, tool, arguments, counted, status, value, error_type,"
+                " error_message, outcome, duration_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id, call.method_id, call.tool, call.arguments, int(call.counted), call.status, call.value,
+                    call.error_type, call.error_message, json.dumps(call.outcome) if call.outcome is not None else None,
+                    call.duration_ms, utc_now(),
+                ),
+            )  # fmt: skip
+            return int(cursor.lastrowid)
+
+    def counted_calls(self, session_id: int, method_id: str) -> int:
+        """How many calls of a method counted against a session's budget."""
+        rows = self.query("SELECT COUNT(*) FROM calls WHERE session_id = ? AND method_id = ? AND counted = 1", (session_id, method_id))
+        return int(rows[0][0])
+
+    def record_submission(self, session_id: int, method_id: str, description: str, code: str | None) -> int:
+        """Store a submitted description (and optional code); returns its id."""
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO submissions (session_id, method_id, description, code, at) VALUES (?, ?, ?, ?, ?)",
+                (session_id, method_id, description, code, utc_now()),
+            )
+            return int(cursor.lastrowid)
+
+    def record_score(
+        self, submission_id: int, kind: str, status: str, value: float | None, model: str | None, detail: dict[str, Any]
+    ) -> int:
+        """Store one score of a submission (``judge``, ``codematch`` or ``direct``); returns its id."""
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO scores (submission_id, kind, status, value, model, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (submission_id, kind, status, value, model, json.dumps(detail, sort_keys=True, default=str), utc_now()),
+            )
+            return int(cursor.lastrowid)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run with its counts of sessions, calls and submissions, newest first."""
+        rows = self.query(
+            """
+            SELECT r.id, r.name, r.kind, r.created_at,
+                   (SELECT COUNT(*) FROM sessions s WHERE s.run_id = r.id) AS sessions,
+                   (SELECT COUNT(*) FROM calls c JOIN sessions s ON c.session_id = s.id WHERE s.run_id = r.id) AS calls,
+                   (SELECT COUNT(*) FROM submissions u JOIN sessions s ON u.session_id = s.id WHERE s.run_id = r.id) AS submissions
+            FROM runs r ORDER BY r.id DESC
+            """
+        )
+        return [dict(row) for row in rows]
+
+    def run_id(self, name: str) -> int:
+        """The id of a run by name.
+
+        Raises:
+            StoreError: no such run (the message lists a few known ones).
+        """
+        rows = self.query("SELECT id FROM runs WHERE name = ?", (name,))
+        if not rows:
+            known = ", ".join(r["name"] for r in self.runs()[:10]) or "none yet"
+            raise StoreError(f"no run named {name!r} in {self.path} (recent: {known}); see `pau-mcp runs list`")
+        return int(rows[0]["id"])
+
+    def calls(self, run_id: int) -> list[dict[str, Any]]:
+        """Every call of a run, in order."""
+        rows = self.query(
+            "SELECT c.*, s.key AS session_key FROM calls c JOIN sessions s ON c.session_id = s.id WHERE s.run_id = ? ORDER BY c.id",
+            (run_id,),
+        )
+        return [dict(row) for row in rows]
+
+    def submissions(self, run_id: int) -> list[dict[str, Any]]:
+        """Every submission of a run, in order, with its session key."""
+        rows = self.query(
+            "SELECT u.*, s.key AS session_key FROM submissions u JOIN sessions s ON u.session_id = s.id"
+            " WHERE s.run_id = ? ORDER BY u.id",
+            (run_id,),
+        )
+        return [dict(row) for row in rows]
+
+    def scores(self, submission_id: int) -> list[dict[str, Any]]:
+        """Every score of a submission, latest last."""
+        rows = self.query("SELECT * FROM scores WHERE submission_id = ? ORDER BY id", (submission_id,))
+        return [dict(row) | {"detail": json.loads(row["detail"])} for row in rows]
+
+    def predictions(self, run_id: int) -> Iterator[dict[str, Any]]:
+        """One record per submission in the reference benchmark's predictions layout.
+
+        Fields: ``id`` (method id), ``predicted_description``, ``num_queries``
+        (calls that counted in that session for that method) and
+        ``all_examples`` (``[input, output]`` pairs the agent observed), plus
+        ``code`` and ``session``.
+        """
+        calls = self.calls(run_id)
+        for submission in self.submissions(run_id):
+            seen = [
+                c for c in calls
+                if c["session_id"] == submission["session_id"] and c["method_id"] == submission["method_id"] and c["counted"]
+            ]  # fmt: skip
+            yield {
+                "id": submission["method_id"],
+                "predicted_description": submission["description"],
+                "num_queries": len(seen),
+                "all_examples": [[c["arguments"], _shown(c)] for c in seen],
+                "code": submission["code"],
+                "session": submission["session_key"],
+            }
+
+
+def _shown(call: dict[str, Any]) -> str:
+    if call["status"] == "ok":
+        return str(call["value"])
+    if call["status"] == "error":
+        return f"raises {call['error_type']}: {call['error_message']}"
+    return f"{call['status']}: {call['error_message']}"

@@ -1,0 +1,43 @@
+"""The MCP server: every hidden method as a black-box tool, with budgets, a run store and ``submit``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from .app import PAGE_SIZE, build_server
+from .catalog import OUTPUT_SCHEMA, Catalog, Exposed
+from .service import Feedback, MethodService, Reply, SessionState, Sessions
+from .transport import TransportError, is_loopback, run_http, run_stdio
+
+__all__ = [
+    "OUTPUT_SCHEMA",
+    "PAGE_SIZE",
+    "Catalog",
+    "Exposed",
+    "Feedback",
+    "MethodService",
+    "Reply",
+    "SessionState",
+    "Sessions",
+    "TransportError",
+    "build_server",
+    "create_service",
+    "is_loopback",
+    "run_http",
+    "run_stdio",
+]
+
+
+def create_service(
+    settings: Any, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
+    feedback: Feedback | None = None, progress: Any = None,
+) -> tuple[MethodService, Sessions]:  # fmt: skip
+    """A method service and its session registry from settings (shared by ``serve`` and ``call``)."""
+    catalog = Catalog(settings.manifest_store(), suites, methods)
+    store = settings.run_store()
+    run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_id = store.ensure_run(run_name, kind="serve", config={"suites": list(suites), "budget": settings.budget})
+    service = MethodService(catalog, settings.sandbox(progress=progress), store, settings.budget, feedback)
+    return service, Sessions(store, run_id, transport)

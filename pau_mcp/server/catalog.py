@@ -1,0 +1,154 @@
+"""The methods a server exposes, and every text an agent may see about them.
+
+Everything agent-facing is built here from the agent view of a manifest
+(tool name, header, initial examples) and nothing else, so source, gold
+description and test suite cannot reach an agent through a tool, resource or
+prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..manifests import ManifestError, ManifestStore, Method, call_text
+
+__all__ = ["Catalog", "Exposed", "OUTPUT_SCHEMA", "SUBMIT_TOOL", "OPEN_TOOL"]
+
+SUBMIT_TOOL = "submit"
+OPEN_TOOL = "open"
+
+_STATUSES = ["ok", "error", "timeout", "memory", "output_limit", "invalid_input", "crash"]
+
+#: The structured result of every method tool.
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "string", "enum": _STATUSES, "description": "ok: returned a value; error: raised an exception; others: a limit ended the call"},
+        "value": {"type": ["string", "null"], "description": "repr() of the returned value"},
+        "value_type": {"type": ["string", "null"], "description": "type of the returned value"},
+        "error_type": {"type": ["string", "null"], "description": "exception (or limit) name"},
+        "error_message": {"type": ["string", "null"]},
+        "printed": {"type": "string", "description": "text the function printed, if any"},
+        "queries_used": {"type": "integer"},
+        "queries_left": {"type": ["integer", "null"], "description": "null when there is no budget"},
+    },
+    "required": ["status", "queries_used", "queries_left"],
+}
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """One method as a server exposes it."""
+
+    method: Method
+
+    @property
+    def tool(self) -> str:
+        """The opaque tool name."""
+        return self.method.tool_name
+
+    @property
+    def arity(self) -> int:
+        """Number of parameters."""
+        return len(self.method.params)
+
+    def example_lines(self) -> list[str]:
+        """The initial examples as call lines, e.g. ``test_func(1, 'a') -> 3``."""
+        lines = []
+        for case in self.method.examples:
+            shown = case.outcome.shown() if case.outcome is not None else "(not frozen)"
+            lines.append(f"{call_text(self.method.entry, case.input)} -> {shown}")
+        return lines
+
+    def description(self, budget: int) -> str:
+        """The tool description: header, how to call it, initial examples, budget."""
+        params = ", ".join(self.method.params)
+        budget_text = f"You may call it {budget} times in this session." if budget else "There is no limit on calls."
+        examples = "\n".join(f"  {line}" for line in self.example_lines()) or "  (none)"
+        return (
+            f"A hidden Python function `{self.method.header}`. You cannot read its code; call it to find out what it does.\n"
+            f"Pass the arguments either as JSON values, one property per parameter ({params}), or as one `args` "
+            "string holding a Python literal tuple, for values JSON cannot carry (tuples, sets, bytes, complex "
+            "numbers, dicts with non-string keys): e.g. {\"args\": \"((1, 2), {3: 'x'})\"}. Use exactly one form.\n"
+            f"Known examples:\n{examples}\n{budget_text} When you know what it does, call `submit` with its tool name "
+            "and your description."
+        )
+
+    def input_schema(self) -> dict[str, Any]:
+        """One property per parameter (any JSON value) or ``args``, a Python literal tuple."""
+        properties: dict[str, Any] = {name: {"description": f"parameter {name}: any JSON value"} for name in self.method.params}
+        properties["args"] = {
+            "type": "string",
+            "description": f"all {self.arity} arguments as a Python literal tuple, e.g. \"(1, 'a')\"; instead of the {', '.join(self.method.params) or 'JSON'} properties",
+        }
+        return {"type": "object", "properties": properties, "additionalProperties": False}
+
+    def resource_text(self, budget: int) -> str:
+        """The resource body: what an agent may know before calling."""
+        lines = [f"tool: {self.tool}", f"header: {self.method.header}", "examples:"]
+        lines += [f"  {line}" for line in self.example_lines()]
+        lines.append(f"budget: {budget or 'unlimited'} calls per session")
+        return "\n".join(lines) + "\n"
+
+    def prompt_text(self, budget: int) -> str:
+        """The interactive-mode starting prompt, in this project's words."""
+        budget_text = f"at most {budget} calls" if budget else "as many calls as you need"
+        return (
+            f"You are investigating a Python function you cannot read: `{self.method.header}`. It is available as the "
+            f"tool `{self.tool}`.\n\nWhat is already known:\n"
+            + "\n".join(f"  {line}" for line in self.example_lines())
+            + f"\n\nWork like a scientist: form a hypothesis about what the function does, choose an input that could "
+            "prove it wrong, call the tool, and revise. Probe the corners where behaviour often changes: zero, negative "
+            "numbers, empty and single-element containers, duplicates, boundaries, unusual types. "
+            f"You have {budget_text}.\n\nWhen you are confident, call `submit` with `method` set to `{self.tool}` and a "
+            "`description` precise enough that a programmer could re-implement the function from it, covering every "
+            "case you found (optionally add `code`, your own Python implementation of the function)."
+        )
+
+
+class Catalog:
+    """The methods one server serves, by tool name.
+
+    Args:
+        store: Where suites come from.
+        suites: Suites to serve.
+        methods: Optional subset: method ids or tool names.
+
+    Raises:
+        ManifestError: an unknown suite or method, or no method at all.
+    """
+
+    def __init__(self, store: ManifestStore, suites: Iterable[str], methods: Iterable[str] = ()) -> None:
+        exposed = [Exposed(m) for m in store.methods(suites)]
+        wanted = set(methods)
+        if wanted:
+            known = {e.tool for e in exposed} | {e.method.id for e in exposed}
+            unknown = sorted(wanted - known)
+            if unknown:
+                raise ManifestError(f"not in the served suites: {', '.join(unknown)}; see `pau-mcp methods`")
+            exposed = [e for e in exposed if e.tool in wanted or e.method.id in wanted]
+        if not exposed:
+            raise ManifestError("no methods to serve; check --suite and --methods")
+        unfrozen = [e.method.id for e in exposed if not e.method.frozen]
+        if unfrozen:
+            raise ManifestError(
+                f"{len(unfrozen)} methods have no frozen outcomes (e.g. {unfrozen[0]}); run `pau-mcp manifests freeze` first"
+            )
+        self._by_tool = {e.tool: e for e in exposed}
+        self._by_id = {e.method.id: e for e in exposed}
+
+    def __len__(self) -> int:
+        return len(self._by_tool)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._by_tool.values())
+
+    def tools(self) -> list[str]:
+        """Tool names in catalog order."""
+        return list(self._by_tool)
+
+    def find(self, name_or_id: str) -> Exposed | None:
+        """A method by tool name or method id."""
+        return self._by_tool.get(name_or_id) or self._by_id.get(name_or_id)

@@ -1,0 +1,243 @@
+"""What a tool call does, independent of MCP: check the arguments, keep the budget, run, record.
+
+The MCP handlers and ``pau-mcp call`` both go through ``MethodService``, so a
+call from the command line behaves exactly like a call from an agent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from wasm_runtime import InvalidInput, Outcome, Sandbox, Status, parse_arguments
+
+from ..manifests import call_text
+from ..runstore import CallRecord, RunStore
+from .catalog import Catalog, Exposed
+
+__all__ = ["Feedback", "MethodService", "Reply", "SessionState", "Sessions"]
+
+#: Feedback on a submission: called with (method id, description, code), returns what the agent may see.
+Feedback = Callable[[str, str, str | None], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class SessionState:
+    """One agent session: what it sees and how many queries it has used per method.
+
+    Attributes:
+        key: The transport's session id (HTTP) or the process's (stdio).
+        store_id: The session's row in the run store.
+        visible: Tool names this session sees; None for the whole catalog.
+    """
+
+    key: str
+    store_id: int
+    visible: set[str] | None = None
+    used: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def sees(self, tool: str) -> bool:
+        """True when the tool is visible in this session."""
+        return self.visible is None or tool in self.visible
+
+
+class Sessions:
+    """Session states by key, created on first use and recorded in the run store."""
+
+    def __init__(self, store: RunStore, run_id: int, transport: str) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._transport = transport
+        self._states: dict[str, SessionState] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str, client: str | None = None, visible: set[str] | None = None) -> SessionState:
+        """The state of session ``key``; ``visible`` narrows a new session's catalog."""
+        with self._lock:
+            state = self._states.get(key)
+            if state is None:
+                store_id = self._store.ensure_session(self._run_id, key, self._transport, client)
+                state = SessionState(key=key, store_id=store_id, visible=visible)
+                self._states[key] = state
+            return state
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A tool result before it becomes MCP: text for people, structured data, and whether it is an error."""
+
+    text: str
+    structured: dict[str, Any] | None = None
+    is_error: bool = False
+
+
+def _json_safe(value: Any, path: str) -> None:
+    """JSON arguments may not hold non-finite numbers: their repr is not a literal the sandbox accepts."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput(f"{path} is {value}, which JSON cannot carry; use the args form, e.g. \"(1e999,)\" for infinity")
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _json_safe(item, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _json_safe(item, f"{path}[{key!r}]")
+
+
+class MethodService:
+    """Runs method calls and submissions for every session of one server.
+
+    Args:
+        catalog: The methods served.
+        sandbox: Where calls run.
+        store: Where calls and submissions are recorded.
+        budget: Counted calls allowed per method per session; 0 for no limit.
+        feedback: Scores a submission for the agent (``--feedback score``); None records only.
+    """
+
+    def __init__(
+        self, catalog: Catalog, sandbox: Sandbox, store: RunStore, budget: int, feedback: Feedback | None = None
+    ) -> None:
+        self.catalog = catalog
+        self.sandbox = sandbox
+        self.store = store
+        self.budget = budget
+        self.feedback = feedback
+        self._validators = {e.tool: jsonschema.Draft202012Validator(e.input_schema()) for e in catalog}
+
+    def arguments(self, exposed: Exposed, given: dict[str, Any] | None) -> tuple[tuple[Any, ...], str]:
+        """Turn tool arguments into an argument tuple and its literal.
+
+        Raises:
+            InvalidInput: with a message that says what was wrong and how to write it.
+        """
+        given = given or {}
+        errors = sorted(self._validators[exposed.tool].iter_errors(given), key=lambda e: list(e.path))
+        if errors:
+            raise InvalidInput(f"the arguments do not match the tool's schema: {errors[0].message}. {self._how(exposed)}")
+        names = exposed.method.params
+        if "args" in given:
+            if len(given) > 1:
+                raise InvalidInput(f"give either `args` or {', '.join(names)}, not both. {self._how(exposed)}")
+            args = parse_arguments(given["args"])
+        else:
+            missing = [n for n in names if n not in given]
+            if missing:
+                raise InvalidInput(f"missing {', '.join(missing)}. {self._how(exposed)}")
+            for name in names:
+                _json_safe(given[name], name)
+            args = tuple(given[n] for n in names)
+        if len(args) != len(names):
+            raise InvalidInput(
+                f"{exposed.method.header[4:-1]} takes {len(names)} argument{'s' * (len(names) != 1)}, got {len(args)}. {self._how(exposed)}"
+            )
+        literal = repr(args)
+        return args, literal
+
+    @staticmethod
+    def _how(exposed: Exposed) -> str:
+        names = exposed.method.params
+        example_json = json.dumps({n: i for i, n in enumerate(names)})
+        example_literal = "(" + ", ".join(str(i) for i in range(len(names))) + ("," if len(names) == 1 else "") + ")"
+        return f'Write for example {example_json} or {{"args": "{example_literal}"}}.'
+
+    def left(self, state: SessionState, exposed: Exposed) -> int | None:
+        """Queries left for a method in a session; None without a budget."""
+        return None if not self.budget else max(0, self.budget - state.used.get(exposed.tool, 0))
+
+    async def call(self, state: SessionState, exposed: Exposed, given: dict[str, Any] | None) -> Reply:
+        """One call of a method tool.
+
+        Malformed arguments and calls over budget are errors that do not
+        count and never reach the sandbox; every other call counts, whatever
+        the function does. Each call is in the run store before this returns.
+        """
+        raw = json.dumps(given or {}, sort_keys=True, default=str)
+        try:
+            args, literal = self.arguments(exposed, given)
+        except InvalidInput as exc:
+            self._record(state, exposed, raw, counted=False, status="invalid_input", message=str(exc))
+            return Reply(text=f"Invalid arguments: {exc}", is_error=True)
+        with state.lock:
+            used = state.used.get(exposed.tool, 0)
+            if self.budget and used >= self.budget:
+                over = True
+            else:
+                over = False
+                state.used[exposed.tool] = used + 1
+        if over:
+            message = f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used in this session); submit your description now."
+            self._record(state, exposed, literal, counted=False, status="over_budget", message=message)
+            return Reply(text=message, is_error=True)
+        outcome = await self.sandbox.acall(exposed.method.source, args, entry=exposed.method.entry)
+        self._record(state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome)
+        used_now = state.used[exposed.tool]
+        structured = {
+            "status": outcome.status.value,
+            "value": outcome.value,
+            "value_type": outcome.value_type,
+            "error_type": outcome.error_type,
+            "error_message": outcome.error_message,
+            "printed": outcome.stdout,
+            "queries_used": used_now,
+            "queries_left": self.left(state, exposed),
+        }
+        return Reply(text=_describe(exposed, literal, outcome, used_now, self.budget), structured=structured)
+
+    def _record(
+        self, state: SessionState, exposed: Exposed, arguments: str, counted: bool, status: str,
+        outcome: Outcome | None = None, message: str | None = None,
+    ) -> None:  # fmt: skip
+        self.store.record_call(
+            state.store_id,
+            CallRecord(
+                method_id=exposed.method.id,
+                tool=exposed.tool,
+                arguments=arguments,
+                counted=counted,
+                status=status,
+                value=outcome.value if outcome else None,
+                error_type=outcome.error_type if outcome else ("InvalidInput" if status == "invalid_input" else None),
+                error_message=outcome.error_message if outcome else message,
+                outcome=outcome.to_dict() if outcome else None,
+                duration_ms=outcome.duration_ms if outcome else None,
+            ),
+        )
+
+    async def submit(self, state: SessionState, method: str, description: str, code: str | None) -> Reply:
+        """Record a final description (and optional code) for a method the session can see."""
+        exposed = self.catalog.find(method)
+        if exposed is None or not state.sees(exposed.tool):
+            return Reply(text=f"Unknown method {method!r}: give the tool name of a method you explored (e.g. fn_...).", is_error=True)
+        if not description or not description.strip():
+            return Reply(text="The description is empty: say what the function does.", is_error=True)
+        if len(description) > 20_000 or (code is not None and len(code) > 100_000):
+            return Reply(text="The submission is too long (at most 20,000 characters of description and 100,000 of code).", is_error=True)
+        submission_id = self.store.record_submission(state.store_id, exposed.method.id, description.strip(), code)
+        structured: dict[str, Any] = {"recorded": True, "submission": submission_id, "method": exposed.tool}
+        text = f"Recorded your description of {exposed.tool} (submission {submission_id})."
+        if self.feedback is not None:
+            scores = await self.feedback(exposed.method.id, description.strip(), code)
+            structured["scores"] = scores
+            text += " Scores: " + ", ".join(f"{k} {v}" for k, v in scores.items())
+        return Reply(text=text, structured=structured)
+
+
+def _describe(exposed: Exposed, literal: str, outcome: Outcome, used: int, budget: int) -> str:
+    call = call_text(exposed.method.entry, literal)
+    if outcome.status is Status.OK:
+        text = f"{call} returned {outcome.value}"
+    elif outcome.status is Status.ERROR:
+        text = f"{call} raised {outcome.error_type}: {outcome.error_message}" if outcome.error_message else f"{call} raised {outcome.error_type}"
+    else:
+        text = f"{call} stopped ({outcome.status}): {outcome.error_message}"
+    if outcome.stdout:
+        text += f"\nIt printed:\n{outcome.stdout}"
+    text += f"\n(queries used: {used}" + (f" of {budget})" if budget else ")")
+    return text

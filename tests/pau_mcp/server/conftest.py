@@ -1,0 +1,117 @@
+"""Fixtures for the server tests: real `pau-mcp serve` processes spoken to by the official MCP client."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
+from pau_mcp.manifests.checks import freeze_method
+
+ROOT = Path(__file__).resolve().parents[3]
+
+#: Strings that exist only in the hidden parts of the secret suite: none may ever reach an agent.
+SECRETS = {
+    "source": "zq_xylophone_constant",
+    "source_text": "ZQ-XYLOPHONE-17",
+    "description": "GOLD-DESCRIPTION-MARKER-4471",
+    "test_input": "tq-hidden-input-9",
+    "test_output": "TQ-HIDDEN-INPUT-9!",
+}
+
+
+def _secret_methods() -> list[Method]:
+    source = [
+        "zq_xylophone_constant = 'ZQ-XYLOPHONE-17'",
+        "def test_func(arg0):",
+        "    if arg0 == 'boom':",
+        "        raise ValueError('cannot take that word')",
+        "    if isinstance(arg0, str):",
+        "        return arg0.upper() + '!'",
+        "    return len(zq_xylophone_constant) * arg0",
+    ]
+    loop = ["def test_func(arg0):", "    while arg0:", "        pass", "    return 0"]
+    common = {"provenance": Provenance(dataset="test"), "tags": Tags(arity=1)}
+    return [
+        Method(
+            id="secret/m1", header="def test_func(arg0):", params=["arg0"], source="\n".join(source) + "\n",
+            description=f"{SECRETS['description']}: shouts strings, scales numbers by 15, refuses 'boom'.",
+            examples=[Case(input="('ab',)"), Case(input="(2,)")],
+            tests=[Case(input=f"('{SECRETS['test_input']}',)"), Case(input="(3,)")], **common,
+        ),
+        Method(
+            id="secret/m2", header="def test_func(arg0):", params=["arg0"], source="\n".join(loop) + "\n",
+            description="Loops forever on a truthy argument, else returns 0.",
+            examples=[Case(input="(0,)"), Case(input="(False,)")], tests=[Case(input="('',)")], **common,
+        ),
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def secret_manifests(sandbox, tmp_path_factory) -> Path:
+    """A manifests directory with suite `secret`, frozen in the real sandbox."""
+    root = tmp_path_factory.mktemp("manifests")
+    suite = Suite.create(root, SuiteInfo(name="secret"))
+    for method in _secret_methods():
+        suite.save(freeze_method(method, sandbox))
+    return root
+
+
+def serve_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pau_mcp", "serve", *args]
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(*args: str, message_handler=None) -> AsyncIterator[ClientSession]:
+    """A `pau-mcp serve` subprocess over stdio with an initialized official client session."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pau_mcp", "serve", *args], cwd=str(ROOT), env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=message_handler) as session:
+            with anyio.fail_after(60):
+                await session.initialize()
+            yield session
+
+
+@contextlib.contextmanager
+def http_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A `pau-mcp serve --transport http` process on an ephemeral port; yields its URL."""
+    process = subprocess.Popen(
+        serve_command("--transport", "http", "--port", "0", *args),
+        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    found: list[str] = []
+    ready = threading.Event()
+    lines: list[str] = []
+
+    def watch() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            match = re.search(r"serving at (http://\S+)", line)
+            if match and not found:
+                found.append(match.group(1))
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        if not ready.wait(timeout=90) or not found:
+            raise RuntimeError("the server did not start:\n" + "".join(lines))
+        yield found[0]
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -1,0 +1,71 @@
+"""`pau-mcp call`, `pau-mcp methods` and `pau-mcp runs`, run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import anyio
+
+from pau_mcp.manifests import ManifestStore
+
+from conftest import ROOT, stdio_session
+
+
+def pau(*args: str, db=None) -> subprocess.CompletedProcess[str]:
+    extra = ["--db", str(db)] if db is not None else []
+    return subprocess.run([sys.executable, "-m", "pau_mcp", *args, *extra], capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ))
+
+
+def test_call_runs_the_same_path_as_a_tool_and_is_recorded(tmp_path):
+    db = tmp_path / "runs.db"
+    b001 = ManifestStore().method("builtin/b001")
+    ok = pau("call", b001.tool_name, "(-23,)", db=db)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("test_func(-23) returned -6")
+    by_id = pau("call", "builtin/b001", "(105,)", db=db)
+    assert "returned 5" in by_id.stdout
+    refused = pau("call", "builtin/b001", "(__import__('os'),)", db=db)
+    assert refused.returncode == 1 and "literal" in refused.stdout
+    unknown = pau("call", "fn_nonexistent", "(1,)", db=db)
+    assert unknown.returncode == 2 and "pau-mcp methods" in unknown.stderr
+    shown = pau("runs", "show", "cli", "--json", db=db)
+    calls = json.loads(shown.stdout)["calls"]
+    assert [c["arguments"] for c in calls if c["counted"]] == ["(-23,)", "(105,)"]
+
+
+def test_methods_lists_what_a_server_would_expose():
+    listed = pau("methods", "--json", "--methods", "builtin/b001,builtin/b002")
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [r["id"] for r in rows] == ["builtin/b001", "builtin/b002"]
+    assert all(r["tool"].startswith("fn_") and r["header"].startswith("def test_func(") for r in rows)
+    assert "description" not in rows[0] and "source" not in rows[0]
+
+
+def test_runs_export_writes_the_reference_predictions_layout(tmp_path):
+    db = tmp_path / "runs.db"
+    b001 = ManifestStore().method("builtin/b001")
+
+    async def session() -> None:
+        async with stdio_session("--db", str(db), "--run", "export-me") as client:
+            await client.call_tool(b001.tool_name, {"arg0": 12})
+            await client.call_tool(b001.tool_name, {"args": "(-3,)"})
+            await client.call_tool(b001.tool_name, {"args": "bad("})
+            await client.call_tool("submit", {"method": b001.tool_name, "description": "product of nonzero digits"})
+
+    anyio.run(session)
+    listed = pau("runs", "list", "--json", db=db)
+    runs = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert runs[0]["name"] == "export-me" and runs[0]["calls"] == 3 and runs[0]["submissions"] == 1
+    out = tmp_path / "predictions.jsonl"
+    exported = pau("runs", "export", "export-me", "-o", str(out), db=db)
+    assert exported.returncode == 0
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["id"] == "builtin/b001"
+    assert record["predicted_description"] == "product of nonzero digits"
+    assert record["num_queries"] == 2
+    assert record["all_examples"] == [["(12,)", "2"], ["(-3,)", "-3"]]
+    missing = pau("runs", "export", "nope", db=db)
+    assert missing.returncode == 1 and "export-me" in missing.stderr

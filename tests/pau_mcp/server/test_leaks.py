@@ -1,0 +1,89 @@
+"""Nothing an agent can see may contain a hidden method's source, gold description or test suite.
+
+A whole session is recorded, message by message, as the client received it,
+including errors, over-budget calls, malformed input and a function that
+raises; then every hidden string is searched for in all of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from pau_mcp.manifests import ManifestStore
+
+from conftest import ROOT, SECRETS
+
+
+async def _recorded_session(manifests, db, transcript: list[str]) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pau_mcp", "serve", "--manifests", str(manifests), "--suite", "secret", "--db", str(db), "--budget", "4"],
+        cwd=str(ROOT), env=dict(os.environ),
+    )  # fmt: skip
+    async with stdio_client(params) as (read, write):
+        send, receive = anyio.create_memory_object_stream(100)
+
+        async def tee() -> None:
+            async with send:
+                async for message in read:
+                    transcript.append(message.message.model_dump_json() if hasattr(message, "message") else repr(message))
+                    await send.send(message)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(tee)
+            async with ClientSession(receive, write) as session:
+                with anyio.fail_after(120):
+                    await session.initialize()
+                    store = ManifestStore([manifests])
+                    m1, m2 = store.method("secret/m1"), store.method("secret/m2")
+                    await session.list_tools()
+                    await session.list_resources()
+                    await session.read_resource(f"pau://method/{m1.tool_name}")
+                    await session.list_prompts()
+                    await session.get_prompt(m1.tool_name)
+                    for arguments in (
+                        {"arg0": "hello"}, {"arg0": "boom"}, {"args": "(1,)"}, {"args": "(open('x'),)"},
+                        {"arg0": 1, "args": "(1,)"}, {"nope": 1}, {"arg0": 7}, {"arg0": 8}, {"arg0": 9},
+                    ):  # fmt: skip
+                        await session.call_tool(m1.tool_name, arguments)
+                    await session.call_tool(m2.tool_name, {"arg0": 1})
+                    await session.call_tool("fn_0000000000", {"arg0": 1})
+                    await session.call_tool("submit", {"method": m1.tool_name, "description": "shouts"})
+                    await session.call_tool("submit", {"method": "secret/m1", "description": ""})
+                    await session.call_tool("open", {"methods": ["nope"]})
+                    for bad in ("pau://method/nope", f"pau://method/{m1.id}"):
+                        try:
+                            await session.read_resource(bad)
+                        except Exception as exc:
+                            transcript.append(str(exc))
+                    try:
+                        await session.get_prompt("secret/m1")
+                    except Exception as exc:
+                        transcript.append(str(exc))
+            group.cancel_scope.cancel()
+
+
+def test_no_message_of_a_whole_session_reveals_source_description_or_tests(tmp_path, secret_manifests):
+    transcript: list[str] = []
+    anyio.run(_recorded_session, secret_manifests, tmp_path / "runs.db", transcript)
+    text = "\n".join(transcript)
+    assert len(transcript) > 20
+    assert "raised ValueError" in text and "budget" in text and "Invalid arguments" in text
+    store = ManifestStore([secret_manifests])
+    hidden = set(SECRETS.values())
+    for method in store.suite("secret").methods.values():
+        hidden.add(method.description)
+        hidden.update(line.strip() for line in method.source.splitlines() if len(line.strip()) > 12 and line.strip() != method.header)
+        for case in method.tests:
+            hidden.add(case.input)
+            hidden.add(json.dumps(case.input)[1:-1])
+            if case.outcome is not None and case.outcome.value and len(case.outcome.value) > 3:
+                hidden.add(case.outcome.value)
+    leaks = sorted(secret for secret in hidden if secret in text)
+    assert leaks == []

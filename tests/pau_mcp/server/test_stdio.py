@@ -1,0 +1,175 @@
+"""`pau-mcp serve` over stdio, driven by the official MCP client as Claude Desktop would."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import anyio
+import mcp_types as types
+
+from pau_mcp.manifests import ManifestStore, call_text
+
+from conftest import stdio_session
+
+
+def _builtin(method_id: str):
+    return ManifestStore().method(method_id)
+
+
+def test_tools_are_opaque_and_carry_header_examples_schema_and_annotations(tmp_path):
+    async def main() -> None:
+        async with stdio_session("--db", str(tmp_path / "runs.db")) as session:
+            listed = await session.list_tools()
+            methods = [t for t in listed.tools if t.name.startswith("fn_")]
+            assert len(methods) == len(ManifestStore().suite("builtin").methods)
+            assert {t.name for t in listed.tools} >= {"submit", "open"}
+            b001 = _builtin("builtin/b001")
+            tool = next(t for t in methods if t.name == b001.tool_name)
+            assert b001.header in tool.description
+            assert "20 times" in tool.description
+            for case in b001.examples:
+                assert f"{call_text('test_func', case.input)} -> {case.outcome.shown()}" in tool.description
+            assert set(tool.input_schema["properties"]) == {"arg0", "args"}
+            assert tool.output_schema["required"] == ["status", "queries_used", "queries_left"]
+            assert tool.annotations.read_only_hint and tool.annotations.idempotent_hint and not tool.annotations.open_world_hint
+            by_tool = {m.tool_name: m for m in ManifestStore().suite("builtin").methods.values()}
+            for t in methods:
+                assert t.name.startswith("fn_") and len(t.name) == 13
+                assert by_tool[t.name].name not in t.name and "builtin" not in t.name
+
+    anyio.run(main)
+
+
+def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent(tmp_path):
+    db = tmp_path / "runs.db"
+    b005 = _builtin("builtin/b001")
+
+    async def main() -> None:
+        async with stdio_session("--db", str(db), "--budget", "3", "--run", "stdio-test") as session:
+            tool = b005.tool_name
+            first = await session.call_tool(tool, {"arg0": 4})
+            assert not first.is_error
+            assert first.structured_content["status"] == "ok"
+            assert first.structured_content["queries_used"] == 1
+            assert first.structured_content["queries_left"] == 2
+            literal = await session.call_tool(tool, {"args": "(-2,)"})
+            assert literal.structured_content["queries_used"] == 2
+            malformed = await session.call_tool(tool, {"args": "(len('x'),)"})
+            assert malformed.is_error and "literal" in malformed.content[0].text
+            both = await session.call_tool(tool, {"arg0": 1, "args": "(1,)"})
+            assert both.is_error and "not both" in both.content[0].text
+            arity = await session.call_tool(tool, {"args": "(1, 2)"})
+            assert arity.is_error and "takes 1 argument" in arity.content[0].text
+            third = await session.call_tool(tool, {"arg0": 0})
+            assert third.structured_content["queries_left"] == 0
+            over = await session.call_tool(tool, {"arg0": 5})
+            assert over.is_error and "budget" in over.content[0].text and over.structured_content is None
+            submitted = await session.call_tool("submit", {"method": tool, "description": "doubles; negatives differ", "code": "def test_func(arg0):\n    return arg0 * 2"})
+            assert not submitted.is_error and submitted.structured_content["recorded"] is True
+            assert "score" not in submitted.content[0].text.lower()
+
+    anyio.run(main)
+    rows = sqlite3.connect(db).execute(
+        "SELECT c.arguments, c.counted, c.status FROM calls c JOIN sessions s ON c.session_id = s.id "
+        "JOIN runs r ON s.run_id = r.id WHERE r.name = 'stdio-test' ORDER BY c.id"
+    ).fetchall()
+    assert [(r[1], r[2]) for r in rows] == [(1, "ok"), (1, "ok"), (0, "invalid_input"), (0, "invalid_input"), (0, "invalid_input"), (1, "ok"), (0, "over_budget")]
+    assert rows[1][0] == "(-2,)"
+    submission = sqlite3.connect(db).execute("SELECT method_id, description, code FROM submissions").fetchone()
+    assert submission[0] == "builtin/b001" and submission[1] == "doubles; negatives differ" and "arg0 * 2" in submission[2]
+
+
+def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path, secret_manifests):
+    async def main() -> None:
+        async with stdio_session("--db", str(tmp_path / "r.db"), "--manifests", str(secret_manifests), "--suite", "secret") as session:
+            tools = {t.name for t in (await session.list_tools()).tools if t.name.startswith("fn_")}
+            method = ManifestStore([secret_manifests]).method("secret/m1")
+            assert method.tool_name in tools
+            raised = await session.call_tool(method.tool_name, {"arg0": "boom"})
+            assert not raised.is_error
+            assert raised.structured_content["status"] == "error"
+            assert raised.structured_content["error_type"] == "ValueError"
+            assert "raised ValueError" in raised.content[0].text
+            loop = ManifestStore([secret_manifests]).method("secret/m2")
+            timed = await session.call_tool(loop.tool_name, {"arg0": 1})
+            assert timed.structured_content["status"] == "timeout"
+
+    anyio.run(main)
+
+
+def test_open_narrows_the_session_and_announces_the_change(tmp_path):
+    notes: list = []
+
+    async def on_message(message) -> None:
+        notes.append(message)
+
+    b010 = _builtin("builtin/b010")
+
+    async def main() -> None:
+        async with stdio_session("--db", str(tmp_path / "runs.db"), message_handler=on_message) as session:
+            opened = await session.call_tool("open", {"methods": [b010.tool_name]})
+            assert not opened.is_error
+            names = [t.name for t in (await session.list_tools()).tools]
+            assert names == ["submit", "open", b010.tool_name]
+            hidden = _builtin("builtin/b011").tool_name
+            refused = await session.call_tool(hidden, {"args": "(1,)"})
+            assert refused.is_error and "Unknown tool" in refused.content[0].text
+            with anyio.fail_after(10):
+                while not any(isinstance(n, types.ToolListChangedNotification) for n in notes):
+                    await anyio.sleep(0.05)
+
+    anyio.run(main)
+
+
+def test_tools_list_is_paginated(tmp_path):
+    async def main() -> None:
+        async with stdio_session("--db", str(tmp_path / "runs.db"), "--page-size", "10") as session:
+            seen: list[str] = []
+            cursor = None
+            pages = 0
+            while True:
+                result = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+                seen += [t.name for t in result.tools]
+                pages += 1
+                cursor = result.next_cursor
+                if cursor is None:
+                    break
+            assert pages == 7
+            assert len(seen) == len(set(seen)) == len(ManifestStore().suite("builtin").methods) + 2
+
+    anyio.run(main)
+
+
+def test_resources_and_prompts_show_only_what_an_agent_may_see(tmp_path):
+    b001 = _builtin("builtin/b001")
+
+    async def main() -> None:
+        async with stdio_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
+            resources = (await session.list_resources()).resources
+            assert [str(r.uri) for r in resources] == [f"pau://method/{b001.tool_name}"]
+            text = (await session.read_resource(resources[0].uri)).contents[0].text
+            assert b001.header in text and "budget: 20" in text
+            prompts = (await session.list_prompts()).prompts
+            assert [p.name for p in prompts] == [b001.tool_name]
+            prompt = await session.get_prompt(b001.tool_name)
+            body = prompt.messages[0].content.text
+            assert b001.tool_name in body and "submit" in body
+            for hidden in (b001.description, b001.source.splitlines()[1]):
+                assert hidden not in text and hidden not in body
+
+    anyio.run(main)
+
+
+def test_the_server_exits_when_its_stdin_closes(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pau_mcp", "serve", "--db", str(tmp_path / "r.db")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+    )  # fmt: skip
+    assert process.stdin is not None
+    process.stdin.close()
+    assert process.wait(timeout=60) == 0
