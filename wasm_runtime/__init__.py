@@ -6,7 +6,7 @@ and argument literals, and returns outcomes.
 
 from .build import BuildError, GuestArtifacts, default_cache_dir, ensure_built
 from .limits import FUEL_PER_SECOND, Limits
-from .literals import InvalidInput, parse_arguments
+from .literals import InvalidInput, parse_arguments, parse_python
 from .outcome import Outcome, Status, outcomes_match
 from .sandbox import VIRTUAL_EPOCH_S, Sandbox
 from .values import EncodingError, Opaque, decode, encode, values_equal
@@ -29,5 +29,6 @@ __all__ = [
     "ensure_built",
     "outcomes_match",
     "parse_arguments",
+    "parse_python",
     "values_equal",
 ]

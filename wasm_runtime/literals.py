@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import threading
 from typing import Any
 
-__all__ = ["InvalidInput", "MAX_LITERAL_CHARS", "MAX_NESTING", "parse_arguments"]
+__all__ = ["InvalidInput", "MAX_LITERAL_CHARS", "MAX_NESTING", "parse_arguments", "parse_python"]
 
 MAX_LITERAL_CHARS = 64 * 1024
 MAX_NESTING = 100
@@ -15,6 +16,17 @@ _HOW = (
     "and tuples, lists, dicts and sets of them, e.g. (3, 'abc') for two arguments or "
     "([1, 2],) for one list."
 )
+
+
+# CPython 3.11 before 3.11.9 can fail with "SystemError: AST constructor recursion depth mismatch" when
+# several threads build ASTs at once (python/cpython#106905); the sandbox parses on many threads.
+_AST_LOCK = threading.Lock()
+
+
+def parse_python(text: str, mode: str = "exec") -> ast.AST:
+    """``ast.parse``, safe to call from many threads at once."""
+    with _AST_LOCK:
+        return ast.parse(text, mode=mode)
 
 
 class InvalidInput(ValueError):
@@ -56,14 +68,15 @@ def parse_arguments(text: str) -> tuple[Any, ...]:
     if not text.strip():
         raise InvalidInput(f"the arguments are empty. {_HOW} Use () for a call without arguments.")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = parse_python(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         detail = exc.msg if isinstance(exc, SyntaxError) else str(exc) or type(exc).__name__
         raise InvalidInput(f"the arguments are not valid Python ({detail}). {_HOW}") from None
     if _depth(tree.body) > MAX_NESTING:
         raise InvalidInput(f"the arguments are nested more than {MAX_NESTING} levels deep.")
     try:
-        value = ast.literal_eval(tree)
+        with _AST_LOCK:
+            value = ast.literal_eval(tree)
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         raise InvalidInput(f"only literals are allowed; {_describe_non_literal(text.strip(), tree)}. {_HOW}") from None
     return value if type(value) is tuple else (value,)

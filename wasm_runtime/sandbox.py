@@ -232,7 +232,10 @@ def _random_u64(context: Any) -> int:
     return batch.rng.getrandbits(64)
 
 
-_SETUP_FUEL = 10**9  # instantiation runs start functions; generous and never the limit that matters
+_SETUP_FUEL = 10**10  # instantiation and priming; generous and never the limit that matters
+_PRIME = json.dumps(
+    {"prime": True, "entry": "test_func", "recursion_limit": 1000, "max_output_bytes": 65536, "stdout_chars": 4096, "flood_chars": 1 << 20}
+)
 
 
 @dataclass
@@ -508,7 +511,10 @@ class Sandbox:
         store.set_fuel(_SETUP_FUEL)
         store.set_epoch_deadline(1 << 40)  # re-armed when the instance is used
         instance = self._linker.instantiate(store, self._component)
-        return _Ready(store=store, run=instance.get_func(store, "run"), memory_bytes=memory_bytes)
+        run = instance.get_func(store, "run")
+        run(store, _PRIME)
+        run.post_return(store)
+        return _Ready(store=store, run=run, memory_bytes=memory_bytes)
 
     def _enter(self, batch: _Batch, settings: str) -> str:
         _CURRENT.batch = batch

@@ -16,8 +16,14 @@ from wasm_runtime import VIRTUAL_EPOCH_S, Limits, Sandbox, Status, outcomes_matc
 MODES = ["batch", "fresh"]
 
 
-def run(sandbox: Sandbox, source: str, inputs, mode: str, **kw):
-    return sandbox.run(source, inputs, fresh=(mode == "fresh"), **kw)
+@pytest.fixture(params=["in-process", "workers"])
+def box(request, sandbox, worker_sandbox):
+    """Every implementation of the sandbox interface passes the same contract."""
+    return sandbox if request.param == "in-process" else worker_sandbox
+
+
+def run(box: Sandbox, source: str, inputs, mode: str, **kw):
+    return box.run(source, inputs, fresh=(mode == "fresh"), **kw)
 
 
 STATEFUL = """
@@ -32,25 +38,25 @@ def test_func(x, seen=[]):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_every_input_starts_from_a_fresh_process_state(sandbox, mode):
-    outcomes = run(sandbox, STATEFUL, ["(1,)", "(2,)", "(3,)"], mode)
+def test_every_input_starts_from_a_fresh_process_state(box, mode):
+    outcomes = run(box, STATEFUL, ["(1,)", "(2,)", "(3,)"], mode)
     values = [o.decoded() for o in outcomes]
     assert all(o.ok for o in outcomes)
     assert values[0][:2] == (1, 1)
     assert values[0] == values[1] == values[2]
 
 
-def test_a_batch_gives_exactly_the_outcomes_of_separate_calls(sandbox):
+def test_a_batch_gives_exactly_the_outcomes_of_separate_calls(box):
     inputs = ["(1,)", "(2,)", "('x',)", "([1, 2],)"]
-    batch = sandbox.run(STATEFUL, inputs)
-    separate = [sandbox.call(STATEFUL, literal) for literal in inputs]
+    batch = box.run(STATEFUL, inputs)
+    separate = [box.call(STATEFUL, literal) for literal in inputs]
     assert [o.to_dict() | {"duration_ms": 0, "fuel": 0} for o in batch] == [
         o.to_dict() | {"duration_ms": 0, "fuel": 0} for o in separate
     ]
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_changes_to_imported_modules_do_not_leak_into_the_next_input(sandbox, mode):
+def test_changes_to_imported_modules_do_not_leak_into_the_next_input(box, mode):
     source = """
 import math, builtins
 def test_func(change):
@@ -60,36 +66,36 @@ def test_func(change):
         builtins.leaked = True
     return before
 """
-    outcomes = run(sandbox, source, ["(True,)", "(False,)", "(True,)"], mode)
+    outcomes = run(box, source, ["(True,)", "(False,)", "(True,)"], mode)
     assert [o.value for o in outcomes] == ["(3.141592653589793, False)"] * 3
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_same_call_gives_the_same_result_every_time(sandbox, mode):
+def test_same_call_gives_the_same_result_every_time(box, mode):
     source = """
 import random, os
 def test_func(words):
     return (list(set(words)), hash('abc'), random.random(), os.urandom(4), sorted({frozenset(words)}, key=len))
 """
-    first = run(sandbox, source, ["(['pear', 'apple', 'fig', 'kiwi', 'plum'],)"] * 3, mode)
-    again = run(sandbox, source, ["(['pear', 'apple', 'fig', 'kiwi', 'plum'],)"], mode)
+    first = run(box, source, ["(['pear', 'apple', 'fig', 'kiwi', 'plum'],)"] * 3, mode)
+    again = run(box, source, ["(['pear', 'apple', 'fig', 'kiwi', 'plum'],)"], mode)
     assert len({o.value for o in first + again}) == 1
 
 
-def test_string_hash_order_is_the_same_on_every_machine(sandbox):
-    if not sandbox.artifacts.metadata().get("deterministic_hash"):
-        pytest.skip("this build could not pin CPython's hash secret (no C compiler); see docs/sandbox.md")
-    outcome = sandbox.call("def test_func():\n    return hash('pau-mcp'), list({'pear', 'apple', 'fig', 'kiwi'})", "()")
+def test_string_hash_order_is_the_same_on_every_machine(box):
+    if not box.artifacts.metadata().get("deterministic_hash"):
+        pytest.skip("this build could not pin CPython's hash secret (no C compiler); see docs/box.md")
+    outcome = box.call("def test_func():\n    return hash('pau-mcp'), list({'pear', 'apple', 'fig', 'kiwi'})", "()")
     # Recorded from the reference build; a different value means string-set order differs between machines.
     assert outcome.value == "(1364964730, ['kiwi', 'apple', 'fig', 'pear'])"
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_values_come_back_with_their_exact_types(sandbox, mode):
+def test_values_come_back_with_their_exact_types(box, mode):
     source = "def test_func(x):\n    return x"
     inputs = ["((1, 2),)", "({1: 'a', 2: (3,)},)", "({1, 2},)", "(b'\\x00',)", "(1e999,)", "(-0.0,)", "(10**30,)"]
     inputs[-1] = "(1000000000000000000000000000000,)"
-    outcomes = run(sandbox, source, inputs, mode)
+    outcomes = run(box, source, inputs, mode)
     assert [o.value_type for o in outcomes] == ["tuple", "dict", "set", "bytes", "float", "float", "int"]
     assert outcomes[1].decoded() == {1: "a", 2: (3,)}
     assert outcomes[4].value == "inf"
@@ -98,7 +104,7 @@ def test_values_come_back_with_their_exact_types(sandbox, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_errors_carry_type_and_message_but_no_traceback_file_or_line(sandbox, mode):
+def test_errors_carry_type_and_message_but_no_traceback_file_or_line(box, mode):
     source = """
 def helper(x):
     secret_local_name = x
@@ -107,7 +113,7 @@ def helper(x):
 def test_func(x):
     return helper(x)
 """
-    (outcome,) = run(sandbox, source, ["('missing',)"], mode)
+    (outcome,) = run(box, source, ["('missing',)"], mode)
     assert outcome.status is Status.ERROR
     assert outcome.error_type == "KeyError"
     assert outcome.error_message == "'missing'"
@@ -117,62 +123,62 @@ def test_func(x):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_source_that_does_not_compile_gives_a_syntax_error_without_the_source_text(sandbox, mode):
-    outcomes = run(sandbox, "def test_func(x):\n    return x +* secret_token\n", ["(1,)", "(2,)"], mode)
+def test_source_that_does_not_compile_gives_a_syntax_error_without_the_source_text(box, mode):
+    outcomes = run(box, "def test_func(x):\n    return x +* secret_token\n", ["(1,)", "(2,)"], mode)
     assert [o.error_type for o in outcomes] == ["SyntaxError", "SyntaxError"]
     assert "secret_token" not in outcomes[0].error_message
     assert "line" not in outcomes[0].error_message
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_missing_entry_is_a_name_error(sandbox, mode):
-    (outcome,) = run(sandbox, "def other(x):\n    return x", ["(1,)"], mode, entry="test_func")
+def test_a_missing_entry_is_a_name_error(box, mode):
+    (outcome,) = run(box, "def other(x):\n    return x", ["(1,)"], mode, entry="test_func")
     assert (outcome.status, outcome.error_type) == (Status.ERROR, "NameError")
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_invalid_literals_are_refused_on_the_host_without_running(sandbox, mode):
-    outcomes = run(sandbox, "def test_func(x):\n    return x", ["(1,)", "(open('/etc/passwd'),)", "(2,)"], mode)
+def test_invalid_literals_are_refused_on_the_host_without_running(box, mode):
+    outcomes = run(box, "def test_func(x):\n    return x", ["(1,)", "(open('/etc/passwd'),)", "(2,)"], mode)
     assert [o.status for o in outcomes] == [Status.OK, Status.INVALID_INPUT, Status.OK]
     assert "literal" in outcomes[1].error_message
     assert outcomes[1].fuel == 0
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_trap_ends_only_its_own_input_and_the_batch_goes_on(sandbox, mode):
+def test_a_trap_ends_only_its_own_input_and_the_batch_goes_on(box, mode):
     source = "def test_func(n):\n    while n < 0:\n        pass\n    return n"
-    outcomes = run(sandbox, source, ["(1,)", "(-1,)", "(2,)", "(-1,)", "(3,)"], mode, limits=Limits(timeout_s=0.5))
+    outcomes = run(box, source, ["(1,)", "(-1,)", "(2,)", "(-1,)", "(3,)"], mode, limits=Limits(timeout_s=0.5))
     assert [o.status for o in outcomes] == [Status.OK, Status.TIMEOUT, Status.OK, Status.TIMEOUT, Status.OK]
     assert [o.value for o in outcomes[::2]] == ["1", "2", "3"]
 
 
-def test_cpu_limit_is_deterministic_fuel(sandbox):
+def test_cpu_limit_is_deterministic_fuel(box):
     limits = Limits(timeout_s=5.0, fuel=200_000_000)
-    first = sandbox.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
-    second = sandbox.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
+    first = box.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
+    second = box.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
     assert first.status is second.status is Status.TIMEOUT
     assert first.error_message == second.error_message == "the function used up its CPU budget"
     assert first.fuel == second.fuel == 200_000_000
 
 
-def test_work_just_under_the_fuel_budget_completes(sandbox):
+def test_work_just_under_the_fuel_budget_completes(box):
     source = "def test_func(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t"
-    outcome = sandbox.call(source, "(100000,)")
+    outcome = box.call(source, "(100000,)")
     assert outcome.ok and outcome.decoded() == sum(range(100000))
     assert 0 < outcome.fuel < Limits().fuel_budget
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_printed_text_is_kept_up_to_the_limit(sandbox, mode):
+def test_printed_text_is_kept_up_to_the_limit(box, mode):
     source = "def test_func(n):\n    print('hello', n)\n    print('x' * 10000)\n    return n"
-    (outcome,) = run(sandbox, source, ["(7,)"], mode, limits=Limits(stdout_chars=100))
+    (outcome,) = run(box, source, ["(7,)"], mode, limits=Limits(stdout_chars=100))
     assert outcome.ok
     assert outcome.stdout.startswith("hello 7\nxxx")
     assert len(outcome.stdout) == 100
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_clock_is_virtual_and_sleeping_does_not_wait(sandbox, mode):
+def test_the_clock_is_virtual_and_sleeping_does_not_wait(box, mode):
     source = """
 import time, datetime
 def test_func(seconds):
@@ -180,32 +186,32 @@ def test_func(seconds):
     time.sleep(seconds)
     return (int(time.time()), time.monotonic() - start >= seconds, datetime.date.today().isoformat())
 """
-    (outcome,) = run(sandbox, source, ["(3600,)"], mode)
+    (outcome,) = run(box, source, ["(3600,)"], mode)
     assert outcome.decoded() == (VIRTUAL_EPOCH_S + 3600, True, "2024-01-01")
     assert outcome.duration_ms < 1000
 
 
-def test_limits_are_configurable_per_call(sandbox):
-    big = sandbox.call("def test_func():\n    return 'a' * 200", "()", limits=Limits(max_output_bytes=100))
+def test_limits_are_configurable_per_call(box):
+    big = box.call("def test_func():\n    return 'a' * 200", "()", limits=Limits(max_output_bytes=100))
     assert big.status is Status.OUTPUT_LIMIT
-    small_memory = sandbox.call(
+    small_memory = box.call(
         "def test_func():\n    return len(bytearray(150 * 1024 * 1024))", "()", limits=Limits(memory_bytes=128 * 1024 * 1024)
     )
     assert small_memory.status is Status.MEMORY
-    roomy = sandbox.call(
+    roomy = box.call(
         "def test_func():\n    return len(bytearray(150 * 1024 * 1024))", "()", limits=Limits(memory_bytes=512 * 1024 * 1024)
     )
     assert roomy.decoded() == 150 * 1024 * 1024
 
 
-def test_calls_from_many_threads_run_concurrently_and_stay_separate(sandbox):
+def test_calls_from_many_threads_run_concurrently_and_stay_separate(box):
     source = "counter = 0\ndef test_func(x):\n    global counter\n    counter += x\n    return (x, counter)"
     results: dict[int, list] = {}
     errors: list[BaseException] = []
 
     def worker(t: int) -> None:
         try:
-            results[t] = [sandbox.call(source, (t * 100 + i,)).decoded() for i in range(15)]
+            results[t] = [box.call(source, (t * 100 + i,)).decoded() for i in range(15)]
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 
@@ -219,14 +225,14 @@ def test_calls_from_many_threads_run_concurrently_and_stay_separate(sandbox):
         assert results[t] == [(t * 100 + i, t * 100 + i) for i in range(15)]
 
 
-def test_async_calls_run_in_worker_threads(sandbox):
+def test_async_calls_run_in_worker_threads(box):
     async def main() -> list:
         out: list = [None] * 6
         async with anyio.create_task_group() as group:
             for i in range(6):
 
                 async def one(i: int = i) -> None:
-                    out[i] = await sandbox.acall("def test_func(x):\n    return x * x", (i,))
+                    out[i] = await box.acall("def test_func(x):\n    return x * x", (i,))
 
                 group.start_soon(one)
         return out
@@ -235,9 +241,9 @@ def test_async_calls_run_in_worker_threads(sandbox):
     assert [o.decoded() for o in outcomes] == [i * i for i in range(6)]
 
 
-def test_outcomes_match_is_consistent_with_running_twice(sandbox):
+def test_outcomes_match_is_consistent_with_running_twice(box):
     source = "def test_func(x):\n    return [x, float('nan'), (x,)]"
-    a, b = sandbox.call(source, "(1,)"), sandbox.call(source, "(1,)")
-    c = sandbox.call(source, "(2,)")
+    a, b = box.call(source, "(1,)"), box.call(source, "(1,)")
+    c = box.call(source, "(2,)")
     assert outcomes_match(a, b)
     assert not outcomes_match(a, c)
