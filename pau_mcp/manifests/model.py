@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
-from wasm_runtime import Outcome, Status
+from wasm_runtime import Outcome, Status, parse_python
 
 __all__ = ["Case", "FrozenOutcome", "Method", "Provenance", "SuiteInfo", "Tags", "call_text", "tool_name_for"]
 
@@ -29,7 +29,7 @@ def call_text(entry: str, literal: str) -> str:
     """How a call reads: ``test_func(1, 'a')`` for the literal ``(1, 'a')``, ``test_func([1])`` for ``[1]``."""
     text = literal.strip()
     try:
-        node = ast.parse(text, mode="eval").body
+        node = parse_python(text, mode="eval").body
     except SyntaxError:
         return f"{entry}({text})"
     if isinstance(node, ast.Tuple):
@@ -152,7 +152,9 @@ class Method(BaseModel):
     @classmethod
     def _join_lines(cls, value: Any) -> Any:
         if isinstance(value, list) and all(isinstance(line, str) for line in value):
-            return "\n".join(value) + "\n"
+            value = "\n".join(value)
+        if isinstance(value, str):  # the form a file keeps: no trailing blank lines, one final newline
+            return value.rstrip("\n") + "\n"
         return value
 
     @field_validator("description")

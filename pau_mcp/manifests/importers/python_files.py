@@ -1,0 +1,176 @@
+"""Your own Python functions as a suite: benchmark agents on your APIs.
+
+Every top-level public function (no leading ``_``) of a ``.py`` file, or of
+each ``.py`` file directly in a folder, becomes a method; its file is its
+source, so helpers and imports come along. Descriptions come from docstrings,
+or from a sidecar ``<stem>.descriptions.json`` (function name -> text), which
+wins. Inputs come from ``--inputs FILE`` or a sidecar ``<stem>.inputs.json``:
+function name (or ``<stem>.<name>``) -> list of argument literals, in the
+sandbox's form (a tuple is the argument list, anything else one argument).
+Outcomes are frozen in the sandbox; the files never run on the host.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+from wasm_runtime import Limits, Sandbox, parse_python
+
+from ..model import SuiteInfo
+from ..store import ManifestStore
+from .anonymise import docstring_of
+from .common import (
+    DatasetUnavailable,
+    Draft,
+    ImportReport,
+    Probe,
+    Progress,
+    Refusal,
+    build_suite,
+    description_from_docstring,
+    method_name,
+    prepare_target,
+    split_probes,
+    suite_name_from,
+)
+
+__all__ = ["import_python", "public_functions"]
+
+
+def public_functions(source: str) -> list[str]:
+    """Names of the top-level functions not starting with ``_``, in file order.
+
+    Raises:
+        SyntaxError: The source does not parse.
+    """
+    tree = parse_python(source)
+    return [
+        n.name
+        for n in tree.body
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_")
+    ]
+
+
+def _json_mapping(path: Path, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetUnavailable(f"{path}: cannot read the {what} file ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise DatasetUnavailable(f"{path}: the {what} file is not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise DatasetUnavailable(f"{path}: the {what} file must map function names to values")
+    return data
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_file():
+        if path.suffix != ".py":
+            raise DatasetUnavailable(f"{path}: not a .py file")
+        return [path]
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.py") if p.is_file())
+        if not files:
+            raise DatasetUnavailable(f"{path}: no .py files in this folder")
+        return files
+    raise DatasetUnavailable(f"{path}: no such file or folder")
+
+
+def _lookup(mapping: dict[str, Any], stem: str, function: str) -> Any:
+    return mapping.get(f"{stem}.{function}", mapping.get(function))
+
+
+def _probes(raw: Any, where: str) -> list[Probe] | str:
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        return f"the inputs in {where} must be a list of literal strings such as \"(1, 'a')\""
+    return [Probe(item) for item in dict.fromkeys(raw)]
+
+
+def import_python(
+    store: ManifestStore,
+    sandbox: Sandbox,
+    source: Path,
+    *,
+    inputs: Path | None = None,
+    suite: str | None = None,
+    replace: bool = False,
+    limits: Limits | None = None,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import the public functions of a .py file or folder as a suite (default name: the file or folder stem).
+
+    Args:
+        store: Where suites live; the new one goes under ``store.writable_root()``.
+        sandbox: Freezes and validates every method.
+        source: A .py file, or a folder whose .py files (not sub-folders) are read.
+        inputs: JSON mapping function name (or ``<stem>.<name>``) -> list of argument literals;
+            without it, each file's ``<stem>.inputs.json`` beside it.
+        suite: The suite's name.
+        replace: Overwrite an existing suite of that name.
+        limits: Sandbox limits.
+        progress: Progress bars, as in ``build_suite``.
+
+    Returns:
+        The report; a function without inputs or description is refused with that reason.
+
+    Raises:
+        DatasetUnavailable: The path or a JSON file is missing or malformed.
+        ImportTargetError: The suite exists (without ``replace``) or the name is invalid.
+    """
+    source = Path(source)
+    name = suite or suite_name_from(source.stem if source.is_file() else source.resolve().name)
+    prepare_target(store, name, replace)
+    files = _files(source)
+    given = _json_mapping(inputs, "inputs") if inputs is not None else None
+    report = ImportReport(dataset=str(source), suite=name)
+    items: list[Draft | Refusal] = []
+    used: set[str] = set()
+    found: list[tuple[Path, str, str]] = []
+    for file in files:
+        text = file.read_text(encoding="utf-8")
+        try:
+            found.extend((file, text, function) for function in public_functions(text))
+        except SyntaxError as exc:
+            items.append(Refusal(file.name, f"does not parse: {exc.msg} (line {exc.lineno})"))
+    for position, (file, text, function) in enumerate(found):
+        key = f"{file.name}::{function}"
+        sidecar = file.with_name(f"{file.stem}.inputs.json")
+        mapping = given if given is not None else (_json_mapping(sidecar, "inputs") if sidecar.is_file() else {})
+        described = file.with_name(f"{file.stem}.descriptions.json")
+        descriptions = _json_mapping(described, "descriptions") if described.is_file() else {}
+        raw = _lookup(mapping, file.stem, function)
+        if raw is None:
+            where = inputs or sidecar
+            items.append(Refusal(key, f'no inputs: add "{function}": ["(...)", ...] to {where}'))
+            continue
+        used.update({function, f"{file.stem}.{function}"})
+        probes = _probes(raw, str(inputs or sidecar))
+        if isinstance(probes, str):
+            items.append(Refusal(key, probes))
+            continue
+        description = _lookup(descriptions, file.stem, function)
+        if not isinstance(description, str) or not description.strip():
+            description = description_from_docstring(docstring_of(text, function), function)
+        examples, tests = split_probes(probes, hide=function)
+        items.append(Draft(
+            key=key,
+            name=method_name("f", position, len(found)),
+            source=text,
+            entry=function,
+            description=description,
+            examples=examples,
+            tests=tests,
+            provenance={"dataset": f"python:{file.name}", "original_id": key},
+        ))  # fmt: skip
+    unknown = sorted(set(given or {}) - used)
+    if unknown:
+        report.notes.append(f"inputs given for functions not found (ignored): {', '.join(unknown)}")
+    info = SuiteInfo(
+        name=name,
+        description=f"Functions from {source.name}, imported with `pau-mcp import python`.",
+        dataset="python files",
+    )
+    return build_suite(items, info, store, sandbox, report, replace=replace, limits=limits, progress=progress)
