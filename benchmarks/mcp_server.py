@@ -7,16 +7,12 @@ MCP client, and measures in one run:
 * calls per second with 8 concurrent HTTP sessions.
 
 Targets: a builtin-method call within 3 ms of the no-op floor at the median; at least 300 calls/s with 8 sessions.
-Usage: python benchmarks/mcp.py [--calls 300] [--write]
+Usage: python benchmarks/mcp_server.py [--calls 300] [--write]
+
+(Not named mcp.py: a script directory holding mcp.py would shadow the MCP SDK for every script in it.)
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-# This file is named mcp.py, as the issue asks; keep its own directory off the path so `import mcp` finds the SDK.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import argparse
 import os
@@ -24,9 +20,11 @@ import platform
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -148,7 +146,7 @@ def main() -> None:
     print(table)
     if options.write:
         sys.path.insert(0, str(ROOT / "benchmarks"))
-        from sandbox import _write_section  # noqa: I001 (the benchmarks directory is added just above)
+        from sandbox import _write_section
 
         _write_section(ROOT / "docs" / "benchmarks.md", "mcp", table)
 

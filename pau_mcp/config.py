@@ -54,11 +54,25 @@ SETTINGS: dict[str, SettingSpec] = {
             "Extra directory of suites (repeatable; in the variable, separated by ':').",
             click.Path(path_type=Path, file_okay=False), multiple=True,
         ),
+        SettingSpec(
+            "workers", "PAU_MCP_WORKERS", "--workers",
+            "Sandbox worker processes for the server (default: one per CPU; 0: calls run in the server's own process).", int,
+        ),
         SettingSpec("db", "PAU_MCP_DB", "--db", "The run store (SQLite); default: DATA_DIR/runs.db.", click.Path(path_type=Path, dir_okay=False)),
         SettingSpec("budget", "PAU_MCP_BUDGET", "--budget", "Calls allowed per method per session (0: no limit).", int),
         SettingSpec("token", "PAU_MCP_TOKEN", "--token", "Bearer token agents must send over HTTP.", str),
         SettingSpec("log_file", "PAU_MCP_LOG_FILE", "--log-file", "Write server diagnostics here instead of stderr.", click.Path(path_type=Path, dir_okay=False)),
         SettingSpec("max_output_kb", "PAU_MCP_MAX_OUTPUT_KB", "--max-output-kb", "Largest returned value per call, in KiB.", int),
+        SettingSpec("judge_model", "PAU_JUDGE_MODEL", "--judge-model", "The judge, as provider/model (e.g. openai/gpt-4o-mini, anthropic/claude-haiku-4-5).", str),
+        SettingSpec("coder_model", "PAU_CODER_MODEL", "--coder-model", "The model that writes code from a description, as provider/model.", str),
+        SettingSpec(
+            "pricing", "PAU_MCP_PRICING", "--pricing", "Prices per million tokens (JSON); default: the packaged pricing.json.",
+            click.Path(path_type=Path, dir_okay=False, exists=True),
+        ),
+        SettingSpec("llm_timeout_s", "PAU_LLM_TIMEOUT", "--llm-timeout", "Seconds to wait for one LLM response.", float),
+        SettingSpec("llm_concurrency", "PAU_LLM_CONCURRENCY", "--llm-concurrency", "LLM requests in flight at once.", int),
+        SettingSpec("llm_retries", "PAU_LLM_RETRIES", "--llm-retries", "Retries of an LLM request after a 429, a 5xx or a lost connection.", int),
+        SettingSpec("scorer_token", "PAU_SCORER_TOKEN", "--scorer-token", "Bearer token clients of the scorer endpoint must send.", str),
     ]
 }
 
@@ -75,9 +89,17 @@ class Settings(BaseModel):
     max_output_kb: int = Field(64, ge=1, le=16 * 1024)
     manifests: tuple[Path, ...] = ()
     db: Path | None = None
+    workers: int | None = Field(None, ge=0, le=256)
     budget: int = Field(20, ge=0, le=1_000_000)
     token: str | None = Field(None, min_length=8)
     log_file: Path | None = None
+    judge_model: str | None = None
+    coder_model: str | None = None
+    pricing: Path | None = None
+    llm_timeout_s: float = Field(120.0, gt=0, le=3600)
+    llm_concurrency: int = Field(8, ge=1, le=1024)
+    llm_retries: int = Field(5, ge=0, le=100)
+    scorer_token: str | None = Field(None, min_length=8)
 
     @field_validator("data_dir", "cache_dir", "db", "log_file", mode="after")
     @classmethod
@@ -133,10 +155,19 @@ class Settings(BaseModel):
 
         return ManifestStore(self.manifests)
 
-    def sandbox(self, progress: Any = None) -> Any:
-        """A sandbox with these limits and this cache directory."""
-        from wasm_runtime import Sandbox
+    def sandbox(self, progress: Any = None, processes: bool = False) -> Any:
+        """A sandbox with these limits and this cache directory.
 
+        Args:
+            progress: Receives progress lines if the component must be built first.
+            processes: Spread calls over worker processes (``workers``, default one per CPU), as a server
+                under load should; otherwise calls run in this process.
+        """
+        from wasm_runtime import Sandbox
+        from wasm_runtime.workers import WorkerSandbox
+
+        if processes and self.workers != 0:
+            return WorkerSandbox(workers=self.workers, limits=self.sandbox_limits(), cache_dir=self.cache_dir, progress=progress)
         return Sandbox(limits=self.sandbox_limits(), cache_dir=self.cache_dir, progress=progress)
 
     def sandbox_limits(self) -> Any:

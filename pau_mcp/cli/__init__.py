@@ -5,9 +5,11 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from .importers import import_
 from .manifests import manifests
 from .runs import runs
 from .sandbox import run_code, sandbox
+from .scoring import score, scorer
 from .serve import call, methods, serve
 
 __all__ = ["main"]
@@ -22,7 +24,10 @@ def main() -> None:
 main.add_command(sandbox)
 main.add_command(run_code)
 main.add_command(manifests)
+main.add_command(import_)
 main.add_command(serve)
 main.add_command(call)
 main.add_command(methods)
 main.add_command(runs)
+main.add_command(score)
+main.add_command(scorer)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import uuid
 import logging
 import sys
+import uuid
 
 import anyio
 import click
@@ -18,7 +18,11 @@ from .common import err, settings_from, step_printer
 
 __all__ = ["call", "methods", "serve"]
 
-_SERVE_SETTINGS = ("manifests", "budget", "db", "data_dir", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb", "cache_dir")
+_SERVE_SETTINGS = (
+    "manifests", "budget", "db", "data_dir", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers",
+)  # fmt: skip
+# --feedback score needs the scorer's models.
+_FEEDBACK_SETTINGS = ("judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
 
 
 def _selection(function):  # type: ignore[no-untyped-def]
@@ -35,7 +39,8 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("pau_mcp")
     root.addHandler(handler)
-    root.setLevel(logging.INFO)
+    # stderr is the client's console (Claude Desktop shows it): only problems there; a log file gets everything.
+    root.setLevel(logging.INFO if settings.log_file else logging.WARNING)
 
 
 @click.command()
@@ -48,7 +53,7 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 @click.option("--page-size", type=click.IntRange(1, 1000), default=100, show_default=True, help="Items per page of tools/resources/prompts lists.")
 @click.option("--benchmark-noop", is_flag=True, hidden=True, help="Add a no-op tool (for benchmarks/mcp.py).")
 @_selection
-@options(*_SERVE_SETTINGS)
+@options(*_SERVE_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int, benchmark_noop: bool,
           suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
@@ -61,7 +66,8 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
         feedback_fn = _feedback(settings)
     try:
         service, sessions = create_service(
-            settings, list(suites) or ["builtin"], _split(methods), run_name, transport, feedback_fn, progress=step_printer()
+            settings, list(suites) or ["builtin"], _split(methods), run_name, transport, feedback_fn,
+            progress=step_printer(), processes=True,
         )
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None

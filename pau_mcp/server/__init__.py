@@ -8,7 +8,7 @@ from typing import Any
 
 from .app import PAGE_SIZE, build_server
 from .catalog import OUTPUT_SCHEMA, Catalog, Exposed
-from .service import Feedback, MethodService, Reply, SessionState, Sessions
+from .service import Feedback, MethodService, Reply, Sessions, SessionState
 from .transport import TransportError, is_loopback, run_http, run_stdio
 
 __all__ = [
@@ -32,12 +32,15 @@ __all__ = [
 
 def create_service(
     settings: Any, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
-    feedback: Feedback | None = None, progress: Any = None,
+    feedback: Feedback | None = None, progress: Any = None, processes: bool = False,
 ) -> tuple[MethodService, Sessions]:  # fmt: skip
-    """A method service and its session registry from settings (shared by ``serve`` and ``call``)."""
+    """A method service and its session registry from settings (shared by ``serve`` and ``call``).
+
+    ``processes`` runs calls in sandbox worker processes (a server under load); ``call`` runs one in-process.
+    """
     catalog = Catalog(settings.manifest_store(), suites, methods)
     store = settings.run_store()
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_id = store.ensure_run(run_name, kind="serve", config={"suites": list(suites), "budget": settings.budget})
-    service = MethodService(catalog, settings.sandbox(progress=progress), store, settings.budget, feedback)
+    service = MethodService(catalog, settings.sandbox(progress=progress, processes=processes), store, settings.budget, feedback)
     return service, Sessions(store, run_id, transport)

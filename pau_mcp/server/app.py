@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 
 from .. import __version__
 from .catalog import OPEN_TOOL, OUTPUT_SCHEMA, SUBMIT_TOOL, Exposed
-from .service import MethodService, Reply, SessionState, Sessions
+from .service import MethodService, Reply, Sessions, SessionState
 
 __all__ = ["PAGE_SIZE", "build_server", "verify_bearer"]
 
@@ -122,11 +122,15 @@ def build_server(
     def session_of(ctx: ServerRequestContext[Any]) -> SessionState:
         request = ctx.request
         narrowed: set[str] | None = None
+        run: str | None = None
         if request is None:
             key = process_key
         else:
+            # A client may label its session (?session=...) and its run (?run=...): the harness does, to find
+            # each episode's calls; otherwise the transport's session id is the key.
             header = request.headers.get("mcp-session-id")
-            key = header or request.headers.get("x-pau-session") or "stateless"
+            key = request.query_params.get("session") or header or request.headers.get("x-pau-session") or "stateless"
+            run = request.query_params.get("run") or None
             wanted = request.query_params.get("methods")
             if wanted:
                 narrowed = set()
@@ -138,7 +142,7 @@ def build_server(
         params = ctx.session.client_params if ctx.session is not None else None
         if params is not None and params.client_info is not None:
             client = f"{params.client_info.name} {params.client_info.version}".strip()
-        return sessions.get(key, client=client, visible=narrowed)
+        return sessions.get(key, client=client, visible=narrowed, run=run)
 
     def visible(state: SessionState) -> list[Exposed]:
         return [e for e in catalog if state.sees(e.tool)]

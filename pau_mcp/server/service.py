@@ -23,8 +23,9 @@ from .catalog import Catalog, Exposed
 
 __all__ = ["Feedback", "MethodService", "Reply", "SessionState", "Sessions"]
 
-#: Feedback on a submission: called with (method id, description, code), returns what the agent may see.
-Feedback = Callable[[str, str, str | None], Awaitable[dict[str, Any]]]
+#: Feedback on a submission: called with (method id, description, code, submission_id=...), returns what the
+#: agent may see (and records the scores under the submission).
+Feedback = Callable[..., Awaitable[dict[str, Any]]]
 
 
 @dataclass
@@ -55,17 +56,31 @@ class Sessions:
         self._store = store
         self._run_id = run_id
         self._transport = transport
-        self._states: dict[str, SessionState] = {}
+        self._states: dict[tuple[int, str], SessionState] = {}
+        self._runs: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: str, client: str | None = None, visible: set[str] | None = None) -> SessionState:
-        """The state of session ``key``; ``visible`` narrows a new session's catalog."""
+    def get(self, key: str, client: str | None = None, visible: set[str] | None = None, run: str | None = None) -> SessionState:
+        """The state of session ``key``.
+
+        Args:
+            key: The session's key.
+            client: The client's name and version, recorded with a new session.
+            visible: Narrows a new session's catalog.
+            run: Record the session under this run instead of the server's (an evaluation
+                harness sharing one server names its run per connection).
+        """
         with self._lock:
-            state = self._states.get(key)
+            run_id = self._run_id
+            if run:
+                if run not in self._runs:
+                    self._runs[run] = self._store.ensure_run(run, kind="eval")
+                run_id = self._runs[run]
+            state = self._states.get((run_id, key))
             if state is None:
-                store_id = self._store.ensure_session(self._run_id, key, self._transport, client)
+                store_id = self._store.ensure_session(run_id, key, self._transport, client)
                 state = SessionState(key=key, store_id=store_id, visible=visible)
-                self._states[key] = state
+                self._states[(run_id, key)] = state
             return state
 
 
@@ -223,7 +238,7 @@ class MethodService:
         structured: dict[str, Any] = {"recorded": True, "submission": submission_id, "method": exposed.tool}
         text = f"Recorded your description of {exposed.tool} (submission {submission_id})."
         if self.feedback is not None:
-            scores = await self.feedback(exposed.method.id, description.strip(), code)
+            scores = await self.feedback(exposed.method.id, description.strip(), code, submission_id=submission_id)
             structured["scores"] = scores
             text += " Scores: " + ", ".join(f"{k} {v}" for k, v in scores.items())
         return Reply(text=text, structured=structured)

@@ -8,10 +8,9 @@ import subprocess
 import sys
 
 import anyio
+from conftest import ROOT, stdio_session
 
 from pau_mcp.manifests import ManifestStore
-
-from conftest import ROOT, stdio_session
 
 
 def pau(*args: str, db=None) -> subprocess.CompletedProcess[str]:

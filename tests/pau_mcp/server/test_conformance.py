@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, http_server
 
 NODE_DIR = ROOT / ".ci" / "node" / "node_modules"

@@ -8,12 +8,11 @@ import subprocess
 import anyio
 import httpx2
 import pytest
+from conftest import ROOT, http_server, serve_command
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from pau_mcp.manifests import ManifestStore
-
-from conftest import ROOT, http_server, serve_command
 
 TOKEN = "test-token-0123456789"
 

@@ -12,12 +12,11 @@ import os
 import sys
 
 import anyio
+from conftest import ROOT, SECRETS
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from pau_mcp.manifests import ManifestStore
-
-from conftest import ROOT, SECRETS
 
 
 async def _recorded_session(manifests, db, transcript: list[str]) -> None:

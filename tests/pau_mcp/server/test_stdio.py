@@ -6,10 +6,9 @@ import sqlite3
 
 import anyio
 import mcp_types as types
+from conftest import stdio_session
 
 from pau_mcp.manifests import ManifestStore, call_text
-
-from conftest import stdio_session
 
 
 def _builtin(method_id: str):

@@ -1,0 +1,345 @@
+"""``pau-mcp score`` (score or re-score saved submissions) and ``pau-mcp scorer`` (the scoring endpoint)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..config import options
+from ..llm import LLMError, LLMNotConfigured
+from ..manifests import ManifestError
+from ..runstore import CallRecord, RunStore, StoreError
+from ..scoring.records import record_scores
+from .common import bar, err, settings_from, step_printer
+
+__all__ = ["no_cache_option", "score", "scorer"]
+
+_LLM_SETTINGS = ("judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
+_SANDBOX_SETTINGS = ("timeout_s", "memory_mb", "max_output_kb", "cache_dir")
+
+
+def no_cache_option(function):  # type: ignore[no-untyped-def]
+    """The ``--no-cache`` flag: neither read nor write the LLM response cache."""
+    return click.option("--no-cache", is_flag=True, help="Neither read nor write the LLM response cache (DATA_DIR/llm-cache.db).")(function)
+
+
+def _log_to_stderr() -> None:
+    logger = logging.getLogger("pau_mcp")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("pau-mcp: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
+# -- what gets scored ---------------------------------------------------------------------------
+
+
+class _PredictionLine(BaseModel):
+    """One line of a predictions file, in the reference benchmark's layout."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str = Field(min_length=1)
+    predicted_description: str | None = ""
+    num_queries: int | None = None
+    all_examples: list[tuple[Any, Any]] = Field(default_factory=list)
+    code: str | None = None
+
+
+@dataclass(frozen=True)
+class _Item:
+    submission_id: int
+    method_id: str
+    description: str
+    code: str | None
+    examples: list[tuple[str, str]]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _import_file(store: RunStore, path: Path, run_name: str | None) -> tuple[str, int]:
+    """Record a predictions file as a run of its own (once per file content), so its scores have a home."""
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    name = run_name or f"file-{path.stem}-{digest[:8]}"
+    existing = [r for r in store.runs() if r["name"] == name]
+    if existing and existing[0]["submissions"]:
+        err.print(f"[dim]{path} is already recorded as run {name}; scoring its submissions again[/dim]")
+        return name, int(existing[0]["id"])
+    lines: list[tuple[int, _PredictionLine]] = []
+    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            lines.append((number, _PredictionLine.model_validate_json(line)))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(line)"
+            raise click.ClickException(f"{path}:{number}: {where}: {first['msg']}") from None
+    if not lines:
+        raise click.ClickException(f"{path} holds no predictions (expected one JSON object per line)")
+    run_id = store.ensure_run(name, "file", {"file": str(path.resolve()), "sha256": digest})
+    for number, record in lines:
+        session = store.ensure_session(run_id, f"line-{number}", "file", path.name)
+        for literal, output in record.all_examples:
+            store.record_call(
+                session,
+                CallRecord(method_id=record.id, tool="import", arguments=_text(literal), counted=True, status="ok", value=_text(output)),
+            )
+        store.record_submission(session, record.id, record.predicted_description or "", record.code)
+    return name, run_id
+
+
+def _gold_run(store: RunStore, settings: Any, suites: tuple[str, ...], run_name: str | None) -> tuple[str, int]:
+    """A run with one submission per method of the suites, its description the gold one."""
+    name = run_name or f"gold-{'-'.join(suites)}"
+    existing = [r for r in store.runs() if r["name"] == name]
+    if existing and existing[0]["submissions"]:
+        return name, int(existing[0]["id"])
+    try:
+        methods = list(settings.manifest_store().methods(suites))
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    run_id = store.ensure_run(name, "gold", {"suites": list(suites)})
+    session = store.ensure_session(run_id, "gold", "gold")
+    for method in methods:
+        store.record_submission(session, method.id, method.description, None)
+    return name, run_id
+
+
+def _items(store: RunStore, run_id: int) -> list[_Item]:
+    submissions = store.submissions(run_id)
+    predictions = list(store.predictions(run_id))  # same order: one record per submission
+    items = []
+    for submission, prediction in zip(submissions, predictions):
+        assert submission["method_id"] == prediction["id"]
+        items.append(
+            _Item(
+                submission_id=int(submission["id"]),
+                method_id=submission["method_id"],
+                description=submission["description"] or "",
+                code=submission["code"],
+                examples=[(str(literal), str(output)) for literal, output in prediction["all_examples"]],
+            )
+        )
+    return items
+
+
+# -- pau-mcp score ------------------------------------------------------------------------------
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _summary(results: list[Any], skipped: list[str], spend: Any, run_name: str) -> dict[str, Any]:
+    from ..scoring import summarise_ratings
+
+    judged = [r.judge for r in results if r.judge is not None]
+    ratings = summarise_ratings(judged, unscored_as=1)
+    summary: dict[str, Any] = {
+        "run": run_name,
+        "submissions": len(results),
+        "skipped": len(skipped),
+        "judge": {
+            "count": len(judged),
+            "mean_scored": ratings.mean_scored,
+            "mean_unscored_as_1": ratings.mean,
+            "scored": ratings.scored,
+            "unscored": ratings.unscored,
+            "errors": ratings.errors,
+            "note": ratings.note(),
+        },
+    }
+    for kind in ("codematch", "direct"):
+        parts = [getattr(r, kind) for r in results if getattr(r, kind) is not None]
+        fractions = [p.fraction for p in parts if p.status == "scored" and p.fraction is not None]
+        summary[kind] = {"count": len(parts), "mean": _mean(fractions), "errors": sum(p.status == "error" for p in parts)}
+    summary["llm"] = {
+        "calls": spend.calls,
+        "cached_calls": spend.cached_calls,
+        "input_tokens": spend.usage.input_tokens,
+        "output_tokens": spend.usage.output_tokens,
+        "cost_usd": round(spend.cost_usd, 6),
+        "unpriced_models": sorted(spend.unpriced),
+    }
+    return summary
+
+
+def _dollars(amount: float) -> str:
+    return f"${amount:.2f}" if amount >= 1 else f"${amount:.6f}".rstrip("0").rstrip(".") if amount else "$0"
+
+
+def _print_summary(summary: dict[str, Any], gold: bool) -> None:
+    def fmt(value: float | None, digits: int = 3) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    click.echo(f"run {summary['run']}: {summary['submissions']} submissions scored" + (f", {summary['skipped']} skipped" if summary["skipped"] else ""))
+    judge = summary["judge"]
+    if judge["count"]:
+        click.echo(f"judge:       mean {fmt(judge['mean_scored'], 2)} over {judge['scored']} scored ({judge['unscored']} unscored, {judge['errors']} errors)")
+        if judge["unscored"]:
+            click.echo(f"             mean {fmt(judge['mean_unscored_as_1'], 2)} with {judge['note']}")
+    label = "code match (gold description):" if gold else "code match:"
+    for kind, name in (("codematch", label), ("direct", "direct code:")):
+        part = summary[kind]
+        if part["count"]:
+            click.echo(f"{name:<12} mean {fmt(part['mean'])} over {part['count'] - part['errors']} scored; {part['errors']} errors")
+    llm = summary["llm"]
+    unpriced = f" (unpriced, counted as $0: {', '.join(llm['unpriced_models'])})" if llm["unpriced_models"] else ""
+    click.echo(
+        f"LLM:         {llm['calls']} calls ({llm['cached_calls']} from the cache), "
+        f"{llm['input_tokens']:,} input + {llm['output_tokens']:,} output tokens, {_dollars(llm['cost_usd'])}{unpriced}"
+    )
+
+
+@click.command()
+@click.argument("source", required=False, metavar="[FILE_OR_RUN]")
+@click.option("--scores", "kinds", multiple=True, type=click.Choice(["judge", "codematch", "direct"]), help="Scores to compute (repeatable; default: every one a submission allows).")
+@click.option("--gold", is_flag=True, help="Give the code writer the gold description: each method's upper bound for code match.")
+@click.option("--suite", "suites", multiple=True, help="With --gold and no FILE_OR_RUN: score every method of this suite (repeatable).")
+@click.option("--with-examples", is_flag=True, help="Also give the code writer the calls the agent observed, as the reference does.")
+@click.option("--jobs", type=click.IntRange(1, 1024), help="Submissions scored at once (default: --llm-concurrency).")
+@click.option("--run", "run_name", help="Name of the run a predictions file is recorded as (default: file-<stem>-<hash>).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@no_cache_option
+@options("db", "data_dir", "manifests", *_LLM_SETTINGS, *_SANDBOX_SETTINGS)
+def score(
+    source: str | None, kinds: tuple[str, ...], gold: bool, suites: tuple[str, ...], with_examples: bool, jobs: int | None,
+    run_name: str | None, as_json: bool, no_cache: bool, **values: object,
+) -> None:  # fmt: skip
+    """Score or re-score saved submissions: a run of the run store by name, or a predictions JSONL file.
+
+    A file (one {"id", "predicted_description", "num_queries", "all_examples", "code"?} per line, as
+    `pau-mcp runs export` writes) is recorded as a run of its own first. Scores are written to the run
+    store; a summary follows. Exits 1 when some score could not be made (each is recorded with its reason).
+    """
+    from ..scoring import NothingToScore, Scorer, UnknownMethod
+
+    settings = settings_from(values)
+    try:
+        store = settings.run_store()
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    if source is not None and Path(source).is_file():
+        name, run_id = _import_file(store, Path(source), run_name)
+    elif source is not None:
+        try:
+            name, run_id = source, store.run_id(source)
+        except StoreError as exc:
+            raise click.ClickException(f"{source} is neither a file nor a run: {exc}") from None
+    elif gold and suites:
+        name, run_id = _gold_run(store, settings, suites, run_name)
+    else:
+        raise click.UsageError("give FILE_OR_RUN (a predictions file or a run name), or --gold --suite NAME")
+    items = _items(store, run_id)
+    if not items:
+        raise click.ClickException(f"run {name} has no submissions to score")
+
+    scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, progress=step_printer())
+    plan: list[tuple[_Item, tuple[str, ...]]] = []
+    skipped: list[str] = []
+    for item in items:
+        try:
+            scorer_.method(item.method_id)
+        except UnknownMethod as exc:
+            raise click.ClickException(f"submission {item.submission_id}: {exc}") from None
+        try:
+            chosen = scorer_.kinds_for(item.description, item.code, kinds or (("codematch",) if gold else None), gold)
+        except NothingToScore as exc:
+            skipped.append(f"submission {item.submission_id} ({item.method_id}): {exc}")
+            continue
+        plan.append((item, chosen))
+    try:
+        scorer_.check({kind for _, chosen in plan for kind in chosen})
+    except LLMNotConfigured as exc:
+        raise click.UsageError(str(exc)) from None
+    for line in skipped:
+        err.print(f"[yellow]skipped[/yellow] {line}")
+
+    results: list[Any] = []
+    failure: list[LLMError] = []
+
+    async def run_all() -> None:
+        limiter = anyio.CapacityLimiter(jobs or settings.llm_concurrency)
+        with bar(f"scoring {name}", len(plan)) as advance:
+            async with anyio.create_task_group() as group:
+
+                async def one(item: _Item, chosen: tuple[str, ...]) -> None:
+                    async with limiter:
+                        try:
+                            result = await scorer_.score(
+                                item.method_id, item.description, item.code, kinds=chosen, gold=gold,
+                                examples=item.examples if with_examples else None, counterexample=True,
+                            )  # fmt: skip
+                        except LLMError as exc:  # fatal: every other submission would fail the same way
+                            failure.append(exc)
+                            group.cancel_scope.cancel()
+                            return
+                    record_scores(store, item.submission_id, result, with_examples=with_examples)
+                    results.append(result)
+                    advance()
+
+                for item, chosen in plan:
+                    group.start_soon(one, item, chosen)
+        await scorer_.aclose()
+
+    anyio.run(run_all)
+    if failure:
+        raise click.ClickException(f"scoring stopped after {len(results)} of {len(plan)} submissions: {failure[0]}")
+    assert scorer_.llm is not None
+    summary = _summary(results, skipped, scorer_.llm.spend, name)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        _print_summary(summary, gold)
+    errors = [r for r in results for part in (r.judge, r.codematch, r.direct) if part is not None and part.status == "error"]
+    if errors:
+        for result in errors[:10]:
+            for part in (result.judge, result.codematch, result.direct):
+                if part is not None and part.status == "error":
+                    err.print(f"[red]error[/red] {result.method_id}: {part.reason}")
+        sys.exit(1)
+
+
+# -- pau-mcp scorer -----------------------------------------------------------------------------
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (non-loopback needs --scorer-token).")
+@click.option("--port", default=8100, show_default=True, type=click.IntRange(0, 65535), help="Port (0: pick a free one).")
+@click.option("--max-request-kb", default=1024, show_default=True, type=click.IntRange(1, 1024 * 1024), help="Largest request body, in KiB (413 beyond).")
+@no_cache_option
+@options("manifests", "data_dir", "scorer_token", *_LLM_SETTINGS, *_SANDBOX_SETTINGS)
+def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: object) -> None:
+    """Serve the scorer as an HTTP JSON endpoint: POST /v1/score, GET /v1/health, GET /openapi.json."""
+    from ..scoring import Scorer
+    from ..scoring.http import EndpointError, serve
+
+    settings = settings_from(values)
+    _log_to_stderr()
+    log = logging.getLogger("pau_mcp.scoring")
+    scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, progress=step_printer())
+    for kind in ("judge", "codematch"):
+        try:
+            scorer_.check({kind})
+        except LLMNotConfigured as exc:
+            log.warning("the %s score is unavailable: %s", kind, exc)
+    try:
+        serve(scorer_, host, port, token=settings.scorer_token, max_request_bytes=max_request_kb * 1024)
+    except EndpointError as exc:
+        raise click.UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass

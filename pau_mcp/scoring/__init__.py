@@ -1,0 +1,32 @@
+"""Scoring submissions: the LLM judge, code match through a code-writing model, and direct code.
+
+``Scorer`` is the in-process API; ``feedback_for`` adapts it to the MCP
+server's ``submit`` tool; ``scoring.http`` serves it as a JSON endpoint.
+"""
+
+from .codematch import CodeMatch, Counterexample, coder_messages, extract_code, match_code, write_code
+from .judge import JudgeResult, RatingSummary, judge_description, judge_messages, parse_rating, summarise_ratings
+from .records import record_scores
+from .service import KINDS, NothingToScore, Scorer, ScoreResult, UnknownMethod, feedback_for
+
+__all__ = [
+    "KINDS",
+    "CodeMatch",
+    "Counterexample",
+    "JudgeResult",
+    "NothingToScore",
+    "RatingSummary",
+    "ScoreResult",
+    "Scorer",
+    "UnknownMethod",
+    "coder_messages",
+    "extract_code",
+    "feedback_for",
+    "judge_description",
+    "judge_messages",
+    "match_code",
+    "parse_rating",
+    "record_scores",
+    "summarise_ratings",
+    "write_code",
+]

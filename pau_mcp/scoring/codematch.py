@@ -1,0 +1,345 @@
+"""Code match: run code on a method's test inputs in the sandbox and count the outcomes that match.
+
+Two sources of code: a code-writing model given the description and the
+header (the paper's second score; ``write_code``), or code an agent submitted
+itself (direct code). Either way ``match_code`` runs it on every test input
+in ONE sandbox batch and compares each outcome with the frozen gold outcome
+by ``wasm_runtime.outcomes_match``, the project's one equality rule.
+
+Reasons never quote a test input or an outcome's message (which could quote
+one): only the counterexample, re-run alone, shows an input.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from wasm_runtime import Limits, Outcome, Sandbox, Status, outcomes_match, parse_python
+
+from ..llm import LLMClient, LLMError, Usage
+from ..manifests import Method, call_text
+
+__all__ = [
+    "MAX_CODE_CHARS",
+    "CodeMatch",
+    "Counterexample",
+    "coder_messages",
+    "extract_code",
+    "match_code",
+    "write_code",
+]
+
+#: Longer code is not run (an agent's submission or a model's reply gone wrong).
+MAX_CODE_CHARS = 100_000
+_MAX_EXAMPLES = 50
+_MAX_EXAMPLE_CHARS = 500
+_MAX_SHOWN_CHARS = 2000
+_COUNTEREXAMPLE_TRIES = 5
+
+_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+
+_SYSTEM = "You write Python functions from descriptions of their behaviour. You reply with code only."
+
+_PROMPT = """\
+Write the Python function described below.
+
+Header: {header}
+
+Description:
+{description}
+{examples}
+Write the complete function with exactly this header, and any imports it needs (standard library only), in one \
+```python code block. Do not print anything and do not include tests or example calls."""
+
+
+def coder_messages(method: Method, description: str, examples: Sequence[tuple[str, str]] | None = None) -> list[dict[str, str]]:
+    """The code writer's chat messages.
+
+    Args:
+        method: Gives the header and entry name (its source and gold description are not used).
+        description: What the function does (the agent's, or the gold one for the upper bound).
+        examples: ``(input literal, shown output)`` pairs the agent observed, as the reference gives them.
+    """
+    shown = ""
+    if examples:
+        lines = []
+        for literal, output in list(examples)[:_MAX_EXAMPLES]:
+            call = call_text(method.entry, str(literal))
+            lines.append(f"{_clip(call, _MAX_EXAMPLE_CHARS)} -> {_clip(str(output), _MAX_EXAMPLE_CHARS)}")
+        shown = "\nObserved calls and their results:\n" + "\n".join(lines) + "\n"
+    prompt = _PROMPT.format(header=method.header, description=description.strip(), examples=shown)
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _defines(code: str, entry: str) -> bool:
+    """True when ``code`` binds ``entry`` at module level (checked on the host's parser, which never runs it)."""
+    try:
+        tree = parse_python(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return bool(re.search(rf"^\s*(async\s+)?def\s+{re.escape(entry)}\s*\(", code, re.MULTILINE))
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == entry:
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == entry for t in targets):
+                return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            (alias.asname or alias.name.split(".")[0]) == entry for alias in node.names
+        ):
+            return True
+    # Definitions nested in a module-level if/try still count: look one level down.
+    for node in tree.body:
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)) and inner.name == entry:
+                    return True
+    return False
+
+
+def extract_code(reply: str, entry: str = "test_func") -> str | None:
+    """The code in a model's reply (or an agent's submission).
+
+    Fenced blocks first (```python ones before other fences), then the whole
+    text when there are no fences. Among the candidates, the first that
+    defines ``entry`` wins; if none does, the first candidate is returned, so
+    the score can say the code does not define ``entry``. A fence the model
+    never closed (a reply cut short) runs to the end of the text.
+
+    Returns:
+        The code, or None when the reply holds nothing but whitespace.
+    """
+    text = (reply or "").replace("\r\n", "\n")
+    blocks = [(lang.lower(), body) for _, lang, body in _FENCE.findall(text)]
+    python = [body for lang, body in blocks if lang in ("python", "py", "python3")]
+    other = [body for lang, body in blocks if lang not in ("python", "py", "python3")]
+    candidates = [c for c in (python + other) if c.strip()] if blocks else [text]
+    candidates = [c.strip("\n") for c in candidates if c.strip()]
+    if not candidates:
+        return None
+    for candidate in candidates:
+        if _defines(candidate, entry):
+            return candidate + "\n"
+    return candidates[0] + "\n"
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """The first test input the code gets wrong, with both outcomes as people read them.
+
+    Attributes:
+        input: The argument literal.
+        expected: What the hidden function does with it.
+        got: What the code did with it, run alone in a fresh sandbox instance.
+    """
+
+    input: str
+    expected: str
+    got: str
+
+
+@dataclass(frozen=True)
+class CodeMatch:
+    """How well some code reproduces a method on its test suite.
+
+    Attributes:
+        status: ``scored`` (``fraction`` holds the score, 0 for code that cannot run, with a
+            ``reason``) or ``error`` (no score could be made: the model failed, the method has no
+            frozen tests; ``reason`` says why).
+        fraction: Matching test inputs over all test inputs.
+        matches: One flag per test input, in the suite's order.
+        reason: Why the score is below 1 (counts and kinds only, never an input), or the error.
+        code: The code that ran (for a model: extracted from its reply).
+        model: The code-writing model, or None for direct code.
+        reply: The model's full reply (None for direct code).
+        counterexample: The first wrong input, when asked for.
+        usage: Tokens the code writer spent.
+        cost_usd: What it cost.
+        cached: True when the code writer's reply came from the cache.
+    """
+
+    status: str
+    fraction: float | None = None
+    matches: tuple[bool, ...] = ()
+    reason: str | None = None
+    code: str | None = None
+    model: str | None = None
+    reply: str | None = None
+    counterexample: Counterexample | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    cached: bool = False
+
+
+def _shown(outcome: Outcome) -> str:
+    if outcome.status is Status.OK:
+        text = str(outcome.value)
+    elif outcome.status is Status.ERROR:
+        text = f"raises {outcome.error_type}: {outcome.error_message}" if outcome.error_message else f"raises {outcome.error_type}"
+    else:
+        text = f"{outcome.status}: {outcome.error_message}"
+    return _clip(text, _MAX_SHOWN_CHARS)
+
+
+def _explain(code: str, entry: str, outcomes: Sequence[Outcome], matches: Sequence[bool]) -> tuple[str | None, bool]:
+    """Why code scored below 1, and whether it must score 0 (it does not compile or define the entry).
+
+    Only error types and counts: an outcome's message may quote the test input.
+    """
+    wrong = [o for o, ok in zip(outcomes, matches) if not ok]
+    if not wrong:
+        return None, False
+    compile_error = _host_syntax_error(code)
+    every_syntax = all(o.status is Status.ERROR and o.error_type == "SyntaxError" for o in outcomes)
+    if compile_error is not None and every_syntax:
+        return f"the code does not compile: {compile_error}", True
+    every_name = all(o.status is Status.ERROR and o.error_type == "NameError" for o in outcomes)
+    if every_name and not _defines(code, entry):
+        return f"the code does not define {entry}", True
+    kinds = Counter(
+        "a different value" if o.status is Status.OK
+        else f"raises {o.error_type}" if o.status is Status.ERROR
+        else str(o.status)
+        for o in wrong
+    )  # fmt: skip
+    if len(wrong) == len(outcomes) and len(kinds) == 1 and not next(iter(kinds)).startswith("a different"):
+        return f"every test input fails the same way ({next(iter(kinds))})", False
+    parts = ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
+    return f"{len(wrong)} of {len(outcomes)} test inputs differ ({parts})", False
+
+
+def _host_syntax_error(code: str) -> str | None:
+    try:
+        parse_python(code)
+    except SyntaxError as exc:
+        return f"{exc.msg} (line {exc.lineno})" if exc.lineno else exc.msg
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    return None
+
+
+async def match_code(
+    sandbox: Sandbox,
+    method: Method,
+    code: str | None,
+    *,
+    limits: Limits | None = None,
+    counterexample: bool = False,
+) -> CodeMatch:
+    """Score code on a method's test suite: one sandbox batch, one comparison per input.
+
+    Args:
+        sandbox: Where the code runs.
+        method: Gives the test inputs, their frozen outcomes and the entry name.
+        code: The code (None or blank scores 0).
+        limits: Per-input limits (default: the sandbox's).
+        counterexample: Also report the first wrong input. It is re-run alone in a fresh
+            instance and that outcome is reported, so code cannot carry earlier test
+            inputs out through state a batch keeps.
+
+    Returns:
+        ``scored`` with the fraction (0 with a reason for code that cannot run), or
+        ``error`` when the method has no frozen tests.
+    """
+    tests = method.tests
+    if not tests:
+        return CodeMatch(status="error", reason=f"{method.id} has no tests to score against", code=code)
+    if any(case.outcome is None for case in tests):
+        return CodeMatch(status="error", reason=f"{method.id} is not frozen; run `pau-mcp manifests freeze` first", code=code)
+    if code is None or not code.strip():
+        return CodeMatch(status="scored", fraction=0.0, matches=(False,) * len(tests), reason="there is no code", code=code)
+    if len(code) > MAX_CODE_CHARS:
+        return CodeMatch(
+            status="scored", fraction=0.0, matches=(False,) * len(tests),
+            reason=f"the code is longer than {MAX_CODE_CHARS:,} characters", code=code,
+        )  # fmt: skip
+    inputs = [case.input for case in tests]
+    outcomes = await sandbox.arun(code, inputs, entry=method.entry, limits=limits)
+    matches = [outcomes_match(case.outcome.outcome(), got) for case, got in zip(tests, outcomes)]  # type: ignore[union-attr]
+    reason, zero = _explain(code, method.entry, outcomes, matches)
+    if zero:
+        matches = [False] * len(tests)
+    example = await _counterexample(sandbox, method, code, matches, limits) if counterexample else None
+    return CodeMatch(
+        status="scored",
+        fraction=sum(matches) / len(tests),
+        matches=tuple(matches),
+        reason=reason,
+        code=code,
+        counterexample=example,
+    )
+
+
+async def _counterexample(
+    sandbox: Sandbox, method: Method, code: str, matches: Sequence[bool], limits: Limits | None
+) -> Counterexample | None:
+    """The first wrong input whose fresh, lone run is also wrong (a few tries), as people read it.
+
+    A fresh instance sees only this input, so what it returns can hold no
+    other test input; code that is only wrong inside a batch (it kept state
+    across inputs) gets no counterexample rather than a leaky one.
+    """
+    tried = 0
+    for case, ok in zip(method.tests, matches):
+        if ok:
+            continue
+        tried += 1
+        if tried > _COUNTEREXAMPLE_TRIES:
+            break
+        (alone,) = await sandbox.arun(code, [case.input], entry=method.entry, limits=limits, fresh=True)
+        expected = case.outcome.outcome()  # type: ignore[union-attr]
+        if not outcomes_match(expected, alone):
+            return Counterexample(input=case.input, expected=_clip(case.outcome.shown(), _MAX_SHOWN_CHARS), got=_shown(alone))  # type: ignore[union-attr]
+    return None
+
+
+async def write_code(
+    llm: LLMClient,
+    model: str,
+    sandbox: Sandbox,
+    method: Method,
+    description: str,
+    *,
+    examples: Sequence[tuple[str, str]] | None = None,
+    limits: Limits | None = None,
+    temperature: float | None = 0.0,
+) -> CodeMatch:
+    """The paper's code match: a model writes the function from the description, then ``match_code`` scores it.
+
+    Raises:
+        LLMError: only when fatal (bad key, unknown model, unreachable server); other model
+            failures come back as an ``error`` result.
+    """
+    try:
+        completion = await llm.complete(model, coder_messages(method, description, examples), temperature=temperature)
+    except LLMError as exc:
+        if exc.fatal:
+            raise
+        return CodeMatch(status="error", reason=str(exc), model=model)
+    code = extract_code(completion.text, method.entry)
+    scored = await match_code(sandbox, method, code, limits=limits)
+    reason = scored.reason
+    if code is None:
+        reason = "the code writer's reply holds no code" + (
+            f" (finish reason: {completion.finish_reason})" if completion.finish_reason not in (None, "stop") else ""
+        )
+    return CodeMatch(
+        status=scored.status,
+        fraction=scored.fraction,
+        matches=scored.matches,
+        reason=reason,
+        code=code,
+        model=model,
+        reply=completion.text,
+        usage=completion.spent,
+        cost_usd=completion.cost_usd,
+        cached=completion.cached,
+    )

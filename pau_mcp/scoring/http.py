@@ -1,0 +1,279 @@
+"""The scorer endpoint: ``Scorer`` as an HTTP JSON service (``pau-mcp scorer``).
+
+``POST /v1/score`` scores one submission, ``GET /v1/health`` says it is up,
+``GET /openapi.json`` describes both. A bearer token of its own
+(``--scorer-token``), separate from the agents' token, guards scoring; a
+non-loopback address without one is refused. Every failure is JSON with a
+status that says whose fault it is: 400 malformed JSON or an empty
+submission, 401 no or a wrong token, 404 unknown method, 413 too large,
+422 fields of the wrong shape, 502 the model provider failed for good.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import anyio
+import uvicorn
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from .. import __version__
+from ..llm import LLMError, LLMNotConfigured
+from .codematch import MAX_CODE_CHARS
+from .service import KINDS, NothingToScore, Scorer, ScoreResult, UnknownMethod
+
+__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "EndpointError", "ScoreRequest", "create_app", "openapi", "serve"]
+
+log = logging.getLogger("pau_mcp.scoring")
+
+#: The largest request body accepted (413 beyond).
+DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
+
+
+class EndpointError(RuntimeError):
+    """The endpoint cannot start as asked; the message says how to fix the command."""
+
+
+class ScoreRequest(BaseModel):
+    """The body of ``POST /v1/score``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str = Field(min_length=1, max_length=200, description="The method id, e.g. builtin/b001.")
+    description: str | None = Field(None, max_length=20_000, description="The agent's description of the function.")
+    code: str | None = Field(None, max_length=MAX_CODE_CHARS, description="Code the agent submitted (def test_func(...)).")
+    examples: list[tuple[str, Any]] | None = Field(
+        None, max_length=1000, description="[input literal, output] pairs the agent observed; given to the code writer."
+    )
+    scores: list[Literal["judge", "codematch", "direct"]] | None = Field(
+        None, min_length=1, description="Scores to compute; default: every one the submission allows."
+    )
+    counterexample: bool = Field(False, description="Report the first test input the submitted code gets wrong.")
+    gold: bool = Field(False, description="Give the code writer the gold description (the method's upper bound).")
+    view: Literal["full", "agent"] = Field(
+        "full", description="full: every detail (may quote the gold description); agent: only what an agent may see."
+    )
+
+
+_RESULT = TypeAdapter(ScoreResult)
+
+
+def openapi() -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the endpoint."""
+    request_schema = ScoreRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+    result_schema = _RESULT.json_schema(ref_template="#/components/schemas/{model}")
+    schemas: dict[str, Any] = {}
+    for source in (request_schema, result_schema):
+        schemas.update(source.pop("$defs", {}))
+    schemas["ScoreRequest"] = request_schema
+    schemas["ScoreResult"] = result_schema
+    schemas["AgentFeedback"] = {
+        "type": "object",
+        "description": "view=agent: judge_rating, code_match, direct_code_match, direct_code_note, counterexample.",
+        "additionalProperties": True,
+    }
+    schemas["Error"] = {
+        "type": "object",
+        "properties": {"error": {"type": "string"}, "detail": {"type": "array", "items": {"type": "object"}}},
+        "required": ["error"],
+    }
+
+    def error(text: str) -> dict[str, Any]:
+        return {"description": text, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "pau-mcp scorer", "version": __version__, "description": "Scores descriptions and code of hidden PAU methods."},
+        "components": {"schemas": schemas, "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "paths": {
+            "/v1/score": {
+                "post": {
+                    "summary": "Score one submission",
+                    "security": [{"bearer": []}],
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ScoreRequest"}}}},
+                    "responses": {
+                        "200": {
+                            "description": "The scores",
+                            "content": {
+                                "application/json": {
+                                    "schema": {"oneOf": [{"$ref": "#/components/schemas/ScoreResult"}, {"$ref": "#/components/schemas/AgentFeedback"}]}
+                                }
+                            },
+                        },
+                        "400": error("Malformed JSON, an empty submission, or a score this scorer has no model for"),
+                        "401": error("No bearer token, or a wrong one"),
+                        "404": error("Unknown method"),
+                        "413": error("Request body too large"),
+                        "422": error("Fields of the wrong shape"),
+                        "502": error("The model provider failed for good (bad key, unknown model, unreachable)"),
+                    },
+                }
+            },
+            "/v1/health": {
+                "get": {
+                    "summary": "Whether the scorer is up",
+                    "responses": {"200": {"description": "Up", "content": {"application/json": {"schema": {"type": "object"}}}}},
+                }
+            },
+        },
+    }
+
+
+def _error(status: int, message: str, detail: list[dict[str, Any]] | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    body: dict[str, Any] = {"error": message}
+    if detail is not None:
+        body["detail"] = detail
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    body = bytearray()
+    async for chunk in request.stream():  # a chunked body has no length to check up front
+        body += chunk
+        if len(body) > limit:
+            raise _TooLarge
+    return bytes(body)
+
+
+def create_app(scorer: Scorer, *, token: str | None = None, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> Starlette:
+    """The Starlette app serving ``scorer``.
+
+    Args:
+        scorer: Does the scoring.
+        token: Bearer token required by ``POST /v1/score``; None for none (loopback only).
+        max_request_bytes: Larger bodies get 413.
+    """
+    document = openapi()
+
+    def authorised(request: Request) -> bool:
+        if token is None:
+            return True
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
+
+    async def score(request: Request) -> JSONResponse:
+        if not authorised(request):
+            return _error(401, "missing or wrong bearer token: send Authorization: Bearer <the scorer token>", headers={"WWW-Authenticate": "Bearer"})
+        try:
+            raw = await _read_body(request, max_request_bytes)
+        except _TooLarge:
+            return _error(413, f"the request body is larger than {max_request_bytes:,} bytes")
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return _error(400, f"the body is not valid JSON: {exc}")
+        try:
+            body = ScoreRequest.model_validate(data)
+        except ValidationError as exc:
+            detail = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors(include_url=False, include_input=False)]
+            return _error(422, "the request's fields are not right: " + "; ".join(f"{'.'.join(map(str, d['loc'])) or 'body'}: {d['msg']}" for d in detail[:5]), detail)
+        examples = [(literal, output if isinstance(output, str) else json.dumps(output)) for literal, output in body.examples or ()]
+        try:
+            result = await scorer.score(
+                body.method, body.description, body.code,
+                examples=examples or None, kinds=body.scores, gold=body.gold, counterexample=body.counterexample,
+            )  # fmt: skip
+        except UnknownMethod as exc:
+            return _error(404, str(exc))
+        except (NothingToScore, LLMNotConfigured) as exc:
+            return _error(400, str(exc))
+        except LLMError as exc:
+            log.warning("scoring %s failed: %s", body.method, exc)
+            return _error(502, str(exc))
+        if body.view == "agent":
+            return JSONResponse(result.feedback())
+        return JSONResponse(_RESULT.dump_python(result, mode="json"))
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "version": __version__, "scores": list(KINDS)})
+
+    async def schema(request: Request) -> JSONResponse:
+        return JSONResponse(document)
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        return _error(exc.status_code, str(exc.detail), headers=dict(exc.headers or {}))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await scorer.aclose()
+
+    return Starlette(
+        routes=[
+            Route("/v1/score", score, methods=["POST"]),
+            Route("/v1/health", health, methods=["GET"]),
+            Route("/openapi.json", schema, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: http_error},
+        lifespan=lifespan,
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    scorer: Scorer,
+    host: str = "127.0.0.1",
+    port: int = 8100,
+    *,
+    token: str | None = None,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    announce: bool = True,
+) -> None:
+    """Serve the endpoint until interrupted; prints ``pau-mcp scorer: serving at URL`` to stderr.
+
+    Raises:
+        EndpointError: a non-loopback address without a token, or the port cannot be bound.
+    """
+    if not _is_loopback(host) and not token:
+        raise EndpointError(
+            f"refusing to serve the scorer on {host} without a token: anyone who can reach it could spend your model budget. "
+            "Set one with --scorer-token or PAU_SCORER_TOKEN (e.g. PAU_SCORER_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())'))."
+        )
+    bare = host.strip("[]")
+    try:
+        family = socket.AF_INET6 if ":" in bare else socket.AF_INET
+        # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY only on accepted sockets whose proto says TCP,
+        # and without it every response waits ~40 ms for the client's delayed ACK.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((bare, port))
+    except OSError as exc:
+        raise EndpointError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host") from None
+    app = create_app(scorer, token=token, max_request_bytes=max_request_bytes)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    if announce:
+        shown = f"[{bare}]" if ":" in bare else bare
+        print(f"pau-mcp scorer: serving at http://{shown}:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+    anyio.run(server.serve, [sock])

@@ -1,0 +1,365 @@
+"""The scorer, in process: every score of one submission, for the server, the harness and the endpoint.
+
+``Scorer.score`` takes a method id and a description and/or code and returns
+a ``ScoreResult``: the judge's rating (or why there is none), the code
+writer's match fraction, the direct-code match fraction with an optional
+counterexample, the generated code, tokens and cost. ``ScoreResult.feedback``
+is the part an agent may see. ``feedback_for`` wraps a scorer for the MCP
+server's ``submit`` tool (``pau-mcp serve --feedback score``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import anyio
+
+from wasm_runtime import Limits, Sandbox
+
+from ..config import SETTINGS, Settings
+from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
+from ..manifests import ManifestError, ManifestStore, Method
+from .codematch import CodeMatch, extract_code, match_code, write_code
+from .judge import JudgeResult, judge_description
+from .records import record_scores
+
+__all__ = ["KINDS", "NothingToScore", "ScoreResult", "Scorer", "UnknownMethod", "feedback_for"]
+
+log = logging.getLogger("pau_mcp.scoring")
+
+#: The scores a submission can get: the judge's rating, the code writer's match, the submitted code's match.
+KINDS = ("judge", "codematch", "direct")
+
+
+class UnknownMethod(LookupError):
+    """No method has this id; the message says how to list them."""
+
+
+class NothingToScore(ValueError):
+    """A submission with neither a description nor code (or a score asked for that needs what is missing)."""
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """Every score of one submission.
+
+    Attributes:
+        method_id: The method scored against.
+        judge: The judge's rating, when asked for.
+        codematch: The code writer's code and its match, when asked for.
+        direct: The submitted code's match (with an optional counterexample), when asked for.
+        gold: True when the code writer got the gold description (the method's upper bound).
+        usage: Tokens spent on this submission (cached replies spend none).
+        cost_usd: Dollars spent on it.
+        unpriced: Models used that have no price (their cost counts as 0).
+    """
+
+    method_id: str
+    judge: JudgeResult | None = None
+    codematch: CodeMatch | None = None
+    direct: CodeMatch | None = None
+    gold: bool = False
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    unpriced: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, JSON-ready (for evaluators: the judge's reply may quote the gold description)."""
+        return asdict(self)
+
+    def feedback(self) -> dict[str, Any]:
+        """What an agent may see: scores, the reason its own code failed, one counterexample; never gold material."""
+        out: dict[str, Any] = {}
+        if self.judge is not None:
+            out["judge_rating"] = self.judge.rating if self.judge.status == "scored" else self.judge.status
+        if self.codematch is not None:
+            out["code_match"] = round(self.codematch.fraction, 3) if self.codematch.status == "scored" else "error"
+        if self.direct is not None:
+            out["direct_code_match"] = round(self.direct.fraction, 3) if self.direct.status == "scored" else "error"
+            if self.direct.status == "scored" and self.direct.reason:
+                out["direct_code_note"] = self.direct.reason  # counts and kinds only, or the code's own syntax error
+            if self.direct.counterexample is not None:
+                example = self.direct.counterexample
+                out["counterexample"] = {"input": example.input, "expected": example.expected, "got": example.got}
+        return out
+
+
+def _first_llm_error(group: BaseExceptionGroup) -> LLMError | None:
+    for exc in group.exceptions:
+        if isinstance(exc, LLMError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            inner = _first_llm_error(exc)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _missing(setting: str, what: str) -> LLMNotConfigured:
+    spec = SETTINGS[setting]
+    return LLMNotConfigured(f"no {what} is configured: set {spec.flag} or {spec.env} (e.g. openai/gpt-4o-mini)")
+
+
+class Scorer:
+    """Scores submissions for methods of the manifest store.
+
+    Args:
+        manifests: Where methods are looked up by id.
+        sandbox: Where code runs.
+        llm: The client for the judge and the code writer (needed only for those scores).
+        judge_model: ``provider/model`` of the judge.
+        coder_model: ``provider/model`` of the code writer.
+        limits: Per-input sandbox limits for scored code (default: the sandbox's).
+        temperature: Sampling temperature of both models (None: the provider's default).
+    """
+
+    def __init__(
+        self,
+        manifests: ManifestStore,
+        sandbox: Sandbox,
+        llm: LLMClient | None = None,
+        *,
+        judge_model: str | None = None,
+        coder_model: str | None = None,
+        limits: Limits | None = None,
+        temperature: float | None = 0.0,
+    ) -> None:
+        self.manifests = manifests
+        self.sandbox = sandbox
+        self.llm = llm
+        self.judge_model = judge_model
+        self.coder_model = coder_model
+        self.limits = limits
+        self.temperature = temperature
+        self._suites: set[str] = set()
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, use_cache: bool = True, sandbox: Sandbox | None = None, progress: Any = None
+    ) -> Scorer:
+        """A scorer as the settings describe it (models, price table, cache, sandbox limits, manifests)."""
+        return cls(
+            settings.manifest_store(),
+            sandbox if sandbox is not None else settings.sandbox(progress=progress),
+            LLMClient.from_settings(settings, use_cache=use_cache),
+            judge_model=settings.judge_model,
+            coder_model=settings.coder_model,
+            limits=settings.sandbox_limits(),
+        )
+
+    def method(self, method_id: str) -> Method:
+        """A method by id.
+
+        Raises:
+            UnknownMethod: no such suite or method.
+            ManifestError: the suite's files are broken.
+        """
+        suite = method_id.split("/", 1)[0]
+        if suite not in self._suites:
+            self._suites = set(self.manifests.names())  # listed again only for a name not seen: a suite added since
+        if "/" not in method_id or suite not in self._suites:
+            raise UnknownMethod(f"no method {method_id!r}: ids look like builtin/b001; see `pau-mcp methods --json`")
+        try:
+            return self.manifests.method(method_id)
+        except ManifestError as exc:
+            if "has no method" in str(exc):
+                raise UnknownMethod(f"no method {method_id!r} in suite {suite!r}; see `pau-mcp methods --suite {suite}`") from None
+            raise
+
+    def kinds_for(self, description: str | None, code: str | None, requested: Collection[str] | None = None, gold: bool = False) -> tuple[str, ...]:
+        """The scores to compute: those requested that the submission allows, or every one it allows.
+
+        The judge needs a description; code match a description (or ``gold``); direct code needs code.
+        A requested score the submission cannot have is left out.
+
+        Raises:
+            NothingToScore: an unknown kind, or no score applies (the message says what is missing).
+        """
+        has_text = bool(description and description.strip())
+        has_code = bool(code and code.strip())
+        needs = {"judge": "a description", "codematch": "a description", "direct": "code"}
+        possible = {"judge": has_text, "codematch": has_text or gold, "direct": has_code}
+        if requested:
+            unknown = sorted(set(requested) - set(KINDS))
+            if unknown:
+                raise NothingToScore(f"unknown score kind {', '.join(unknown)}; choose from {', '.join(KINDS)}")
+            kinds = tuple(kind for kind in KINDS if kind in requested and possible[kind])
+            if not kinds:
+                wanted = [kind for kind in KINDS if kind in requested]
+                raise NothingToScore("nothing to score: " + "; ".join(f"{kind} needs {needs[kind]}" for kind in wanted))
+            return kinds
+        if gold:
+            kinds = ("codematch",) + (("direct",) if has_code else ())
+        else:
+            kinds = tuple(kind for kind in KINDS if possible[kind])
+        if not kinds:
+            raise NothingToScore("the submission is empty: give a description, code, or both")
+        return kinds
+
+    def check(self, kinds: Collection[str]) -> None:
+        """Fail early when a score needs a model that is not configured.
+
+        Raises:
+            LLMNotConfigured: naming the flag and the variable to set.
+        """
+        if "judge" in kinds:
+            if not self.judge_model:
+                raise _missing("judge_model", "judge model")
+            self._client().check(self.judge_model)
+        if "codematch" in kinds:
+            if not self.coder_model:
+                raise _missing("coder_model", "code-writing model")
+            self._client().check(self.coder_model)
+
+    def _client(self) -> LLMClient:
+        if self.llm is None:
+            self.llm = LLMClient()
+        return self.llm
+
+    async def score(
+        self,
+        method_id: str,
+        description: str | None = None,
+        code: str | None = None,
+        *,
+        examples: Sequence[tuple[str, str]] | None = None,
+        kinds: Collection[str] | None = None,
+        gold: bool = False,
+        counterexample: bool = False,
+    ) -> ScoreResult:
+        """Score one submission.
+
+        Args:
+            method_id: The method, e.g. ``builtin/b001``.
+            description: The agent's description (judge and code writer).
+            code: Code the agent submitted (direct code; fenced code is unwrapped).
+            examples: ``(input literal, shown output)`` pairs the agent observed; given to the code writer.
+            kinds: Scores to compute (``judge``, ``codematch``, ``direct``); default: all the submission allows.
+            gold: The code writer gets the gold description instead (the method's upper bound).
+            counterexample: Report the first test input the submitted code gets wrong.
+
+        Raises:
+            UnknownMethod: no such method.
+            NothingToScore: empty submission, or a score asked for that it cannot have.
+            LLMNotConfigured: a needed model is not configured.
+            LLMError: a fatal model failure (bad key, unknown model, unreachable server).
+        """
+        method = self.method(method_id)
+        chosen = self.kinds_for(description, code, kinds, gold)
+        self.check(chosen)
+        results: dict[str, Any] = {}
+
+        async def judge() -> None:
+            assert self.judge_model is not None
+            results["judge"] = await judge_description(
+                self._client(), self.judge_model, method.description, description or "", temperature=self.temperature
+            )
+
+        async def codematch() -> None:
+            assert self.coder_model is not None
+            text = method.description if gold else description or ""
+            results["codematch"] = await write_code(
+                self._client(), self.coder_model, self.sandbox, method, text,
+                examples=examples, limits=self.limits, temperature=self.temperature,
+            )  # fmt: skip
+
+        async def direct() -> None:
+            results["direct"] = await match_code(
+                self.sandbox, method, extract_code(code or "", method.entry), limits=self.limits, counterexample=counterexample
+            )
+
+        jobs = {"judge": judge, "codematch": codematch, "direct": direct}
+        try:
+            async with anyio.create_task_group() as group:
+                for kind in chosen:
+                    group.start_soon(jobs[kind])
+        except BaseExceptionGroup as group_error:
+            # Judge and code writer share a provider: both fail alike. Raise the error, not a group of it.
+            first = _first_llm_error(group_error)
+            if first is None:
+                raise
+            raise first from None
+        usage, cost, models = Usage(), 0.0, []
+        for part in (results.get("judge"), results.get("codematch")):
+            if part is not None:
+                usage, cost = usage + part.usage, cost + part.cost_usd
+                if part.model:
+                    models.append(part.model)
+        pricing = self._client().pricing
+        unpriced = tuple(sorted({m for m in models if pricing.price(m) is None}))
+        return ScoreResult(
+            method_id=method.id,
+            judge=results.get("judge"),
+            codematch=results.get("codematch"),
+            direct=results.get("direct"),
+            gold=gold,
+            usage=usage,
+            cost_usd=cost,
+            unpriced=unpriced,
+        )
+
+    async def aclose(self) -> None:
+        """Close the model clients and the response cache."""
+        if self.llm is not None:
+            await self.llm.aclose()
+
+
+#: What ``feedback_for`` returns: called with (method id, description, code, submission_id=None), returns what the
+#: agent may see.
+Feedback = Callable[..., Awaitable[dict[str, Any]]]
+
+
+def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer | None = None) -> Feedback:
+    """Scores for the MCP server's ``submit`` tool (``pau-mcp serve --feedback score``).
+
+    Every score the configuration allows: the judge and the code writer when
+    their models are set (a warning names the settings otherwise), and direct
+    code, with a counterexample, whenever code is submitted. The scorer (and
+    its sandbox) is built on the first submission, off the event loop.
+
+    Args:
+        settings: Models, price table, cache, sandbox limits, manifests.
+        use_cache: Use the LLM response cache.
+        scorer: Use this scorer instead of building one.
+
+    Returns:
+        ``async feedback(method_id, description, code, submission_id=None) -> dict``: only
+        ``ScoreResult.feedback()``, never the gold description, the source or any test input but the one
+        counterexample. With a submission id the scores are also written to the run store.
+    """
+    missing = [SETTINGS[name] for name in ("judge_model", "coder_model") if not getattr(settings, name)]
+    for spec in missing:
+        log.warning("submission feedback leaves out the %s score: set %s or %s", "judge" if spec.name == "judge_model" else "code match", spec.flag, spec.env)
+    allowed = {"direct"} | ({"judge"} if settings.judge_model else set()) | ({"codematch"} if settings.coder_model else set())
+    state: dict[str, Scorer] = {"scorer": scorer} if scorer is not None else {}
+    guard: dict[str, anyio.Lock] = {}  # the lock is made on first use: it belongs to the server's event loop
+
+    async def build() -> Scorer:
+        if "scorer" in state:
+            return state["scorer"]
+        async with guard.setdefault("lock", anyio.Lock()):
+            if "scorer" not in state:
+                state["scorer"] = await anyio.to_thread.run_sync(lambda: Scorer.from_settings(settings, use_cache=use_cache))
+        return state["scorer"]
+
+    async def feedback(method_id: str, description: str, code: str | None, submission_id: int | None = None) -> dict[str, Any]:
+        active = await build()
+        has_code = bool(code and code.strip())
+        kinds = [k for k in KINDS if k in allowed and (k != "direct" or has_code) and (k == "direct" or description.strip())]
+        if not kinds:
+            return {}
+        try:
+            result = await active.score(method_id, description, code, kinds=kinds, counterexample=True)
+        except (LLMError, NothingToScore, UnknownMethod) as exc:
+            log.warning("scoring a submission for %s failed: %s", method_id, exc)
+            return {"scores": "unavailable: the scorer failed; your submission is recorded"}
+        if submission_id is not None:
+            if "store" not in state:
+                state["store"] = settings.run_store()  # type: ignore[assignment]
+            record_scores(state["store"], submission_id, result)  # type: ignore[arg-type]
+        return result.feedback()
+
+    return feedback

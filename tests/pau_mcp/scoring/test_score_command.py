@@ -1,0 +1,193 @@
+"""``pau-mcp score``: re-scoring a predictions file or a stored run, as a real process with a fake model behind it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakellm import FakeLLM
+
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.runstore import CallRecord, RunStore
+
+STORE = ManifestStore()
+BUILTIN = STORE.suite("builtin").methods
+MODELS = ["--judge-model", "openai/judge", "--coder-model", "openai/coder"]
+
+
+def _replies(body: dict[str, Any]) -> str:
+    """A judge that always says 3, and a code writer that writes the gold source of whichever method it is asked about."""
+    prompt = json.dumps(body["messages"])
+    if "Rating: X" in prompt:
+        return "Partly right.\nRating: 3"
+    user = body["messages"][-1]["content"]
+    for method in BUILTIN.values():
+        if method.description in user:  # the gold description (--gold)
+            return f"```python\n{method.source}```"
+    return "```python\ndef test_func(*args):\n    return None\n```"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM(responder=_replies) as server:
+        yield server
+
+
+def pau(fake: FakeLLM, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_", "ANTHROPIC_"))}
+    env["OPENAI_BASE_URL"] = fake.base_url
+    return subprocess.run(
+        [sys.executable, "-m", "pau_mcp", "score", *args, "--db", str(tmp_path / "runs.db"), "--data-dir", str(tmp_path)],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def scores_by_submission(db: Path) -> dict[int, dict[str, dict[str, Any]]]:
+    store = RunStore(db)
+    out: dict[int, dict[str, dict[str, Any]]] = {}
+    for row in store.query("SELECT submission_id FROM scores GROUP BY submission_id"):
+        out[row[0]] = {s["kind"]: s for s in store.scores(row[0])}
+    store.close()
+    return out
+
+
+def write_predictions(path: Path) -> None:
+    lines = [
+        {"id": "builtin/b002", "predicted_description": "Counts runs.", "num_queries": 2, "all_examples": [["('aab',)", "[('a', 2), ('b', 1)]"], ["('',)", "[]"]]},
+        {"id": "builtin/b003", "predicted_description": "Something.", "num_queries": 0, "all_examples": [], "code": BUILTIN["builtin/b003"].source},
+        {"id": "builtin/b004", "predicted_description": "Something else.", "num_queries": 1, "all_examples": [["(1, 2)", 3]]},
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+
+
+def test_a_predictions_file_is_recorded_as_a_run_and_every_score_lands_in_the_store(fake, tmp_path):
+    predictions = tmp_path / "predictions.jsonl"
+    write_predictions(predictions)
+    done = pau(fake, tmp_path, str(predictions), *MODELS, "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["submissions"] == 3 and summary["run"].startswith("file-predictions-")
+    assert summary["judge"]["mean_scored"] == 3.0 and summary["judge"]["unscored"] == 0
+    assert summary["codematch"]["count"] == 3 and summary["direct"] == {"count": 1, "mean": 1.0, "errors": 0}
+    assert summary["llm"]["calls"] == 6 and summary["llm"]["unpriced_models"] == ["openai/coder", "openai/judge"]
+
+    scores = scores_by_submission(tmp_path / "runs.db")
+    assert len(scores) == 3
+    assert all(s["judge"]["status"] == "scored" and s["judge"]["value"] == 3.0 and s["judge"]["model"] == "openai/judge" for s in scores.values())
+    assert all(s["codematch"]["status"] == "scored" and s["codematch"]["value"] == 0.0 for s in scores.values())
+    (direct,) = [s["direct"] for s in scores.values() if "direct" in s]
+    assert direct["value"] == 1.0 and direct["detail"]["matches"] == [True] * len(BUILTIN["builtin/b003"].tests)
+
+    store = RunStore(tmp_path / "runs.db")
+    exported = list(store.predictions(store.run_id(summary["run"])))
+    store.close()
+    assert exported[0]["all_examples"] == [["('aab',)", "[('a', 2), ('b', 1)]"], ["('',)", "[]"]]
+    assert exported[2]["all_examples"] == [["(1, 2)", "3"]]
+
+
+def test_scoring_the_same_file_again_reuses_its_run_and_answers_from_the_cache(fake, tmp_path):
+    predictions = tmp_path / "predictions.jsonl"
+    write_predictions(predictions)
+    assert pau(fake, tmp_path, str(predictions), *MODELS).returncode == 0
+    asked = len(fake.requests)
+    again = pau(fake, tmp_path, str(predictions), *MODELS, "--json")
+    assert again.returncode == 0, again.stderr
+    summary = json.loads(again.stdout)
+    assert summary["llm"]["cached_calls"] == summary["llm"]["calls"] == 6 and summary["llm"]["cost_usd"] == 0
+    assert len(fake.requests) == asked
+    store = RunStore(tmp_path / "runs.db")
+    assert len(store.runs()) == 1 and store.runs()[0]["submissions"] == 3
+    assert len(store.query("SELECT * FROM scores WHERE kind = 'judge'")) == 6  # re-scores add rows, latest last
+    store.close()
+    bypass = pau(fake, tmp_path, str(predictions), *MODELS, "--no-cache", "--json")
+    assert json.loads(bypass.stdout)["llm"]["cached_calls"] == 0 and len(fake.requests) == asked + 6
+
+
+def test_a_stored_run_is_scored_by_name_with_the_agents_examples_for_the_code_writer(fake, tmp_path):
+    store = RunStore(tmp_path / "runs.db")
+    run_id = store.ensure_run("agent-run", "serve")
+    session = store.ensure_session(run_id, "s1", "http")
+    store.record_call(session, CallRecord("builtin/b002", "fn_x", "('zzz',)", True, "ok", value="[('z', 3)]"))
+    store.record_submission(session, "builtin/b002", "Run lengths of a string.", None)
+    store.record_submission(session, "builtin/b005", "Something.", BUILTIN["builtin/b005"].source)
+    store.close()
+    done = pau(fake, tmp_path, "agent-run", *MODELS, "--with-examples")
+    assert done.returncode == 0, done.stderr
+    assert "judge:       mean 3.00 over 2 scored (0 unscored, 0 errors)" in done.stdout
+    assert "direct code:" in done.stdout and "LLM:" in done.stdout
+    coder_prompts = [p for p in fake.prompts() if "Write the Python function" in p]
+    assert any("test_func('zzz') -> [('z', 3)]" in p for p in coder_prompts)
+    scores = scores_by_submission(tmp_path / "runs.db")
+    assert sorted(len(kinds) for kinds in scores.values()) == [2, 3]
+
+
+def test_an_unscored_judge_reply_is_stored_without_a_value_and_the_summary_says_how_it_counted(fake, tmp_path):
+    predictions = tmp_path / "predictions.jsonl"
+    write_predictions(predictions)
+    fake.responder = lambda body: "I cannot decide." if "Rating: X" in json.dumps(body["messages"]) and "Counts runs." in json.dumps(body["messages"]) else _replies(body)
+    done = pau(fake, tmp_path, str(predictions), *MODELS, "--scores", "judge")
+    assert done.returncode == 0, done.stderr
+    assert "judge:       mean 3.00 over 2 scored (1 unscored, 0 errors)" in done.stdout
+    assert "mean 2.33 with 1 unscored judge reply counted as 1, as the reference implementation does" in done.stdout
+    judged = [kinds["judge"] for kinds in scores_by_submission(tmp_path / "runs.db").values()]
+    (unscored,) = [j for j in judged if j["status"] == "unscored"]
+    assert unscored["value"] is None and "no 'Rating: X' line" in unscored["detail"]["reason"]
+    assert unscored["detail"]["reply"] == "I cannot decide."
+
+
+def test_only_the_asked_scores_are_computed(fake, tmp_path):
+    predictions = tmp_path / "predictions.jsonl"
+    write_predictions(predictions)
+    done = pau(fake, tmp_path, str(predictions), "--scores", "direct")
+    assert done.returncode == 0, done.stderr
+    assert fake.requests == []  # no model needed, none asked
+    assert "2 skipped" in done.stdout
+    scores = scores_by_submission(tmp_path / "runs.db")
+    assert [set(kinds) for kinds in scores.values()] == [{"direct"}]
+
+
+def test_gold_descriptions_give_each_methods_upper_bound_for_the_whole_suite(fake, tmp_path):
+    done = pau(fake, tmp_path, "--gold", "--suite", "builtin", "--coder-model", "openai/coder", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["submissions"] == len(BUILTIN) and summary["codematch"]["mean"] == 1.0
+    assert summary["judge"]["count"] == 0
+    kinds = {kind for by_kind in scores_by_submission(tmp_path / "runs.db").values() for kind in by_kind}
+    assert kinds == {"codematch_gold"}
+
+
+def test_a_missing_model_is_a_usage_error_naming_the_flag_and_variable(fake, tmp_path):
+    predictions = tmp_path / "predictions.jsonl"
+    write_predictions(predictions)
+    done = pau(fake, tmp_path, str(predictions), "--coder-model", "openai/coder")
+    assert done.returncode == 2
+    assert "--judge-model" in done.stderr and "PAU_JUDGE_MODEL" in done.stderr
+    assert fake.requests == []
+
+
+def test_a_rejected_key_stops_scoring_with_the_providers_message(fake, tmp_path):
+    predictions = tmp_path / "predictions.jsonl"
+    write_predictions(predictions)
+    fake.fail(401, times=20, message="Incorrect API key provided")
+    done = pau(fake, tmp_path, str(predictions), *MODELS)
+    assert done.returncode == 1
+    assert "Incorrect API key provided" in done.stderr and "OPENAI_API_KEY" in done.stderr
+
+
+def test_a_malformed_line_or_an_unknown_name_is_reported_clearly(fake, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "builtin/b002", "predicted_description": "x"}\n{"predicted_description": "no id"}\n')
+    done = pau(fake, tmp_path, str(bad), *MODELS)
+    assert done.returncode == 1 and "bad.jsonl:2: id: Field required" in done.stderr
+    missing = pau(fake, tmp_path, "no-such-run", *MODELS)
+    assert missing.returncode == 1 and "neither a file nor a run" in missing.stderr
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text('{"id": "builtin/zzz", "predicted_description": "x"}\n')
+    done = pau(fake, tmp_path, str(unknown), *MODELS)
+    assert done.returncode == 1 and "builtin/zzz" in done.stderr
