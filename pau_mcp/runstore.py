@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MIGRATIONS", "RunStore", "StoreError", "utc_now"]
+__all__ = ["MIGRATIONS", "CallRecord", "EpisodeResult", "RunStore", "StoreError", "utc_now"]
 
 MIGRATIONS: list[str] = [
     # 1: runs, sessions, calls, submissions, scores
@@ -77,6 +77,29 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX scores_by_submission ON scores (submission_id, kind);
     """,
+    # 2: evaluation episodes, one per method per run, resumable
+    """
+    CREATE TABLE episodes (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        method_id TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'pending',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        session_key TEXT,
+        submission_id INTEGER REFERENCES submissions(id),
+        concluded INTEGER,
+        queries INTEGER,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        error TEXT,
+        trajectory TEXT NOT NULL DEFAULT '[]',
+        started_at TEXT,
+        finished_at TEXT,
+        UNIQUE (run_id, method_id)
+    );
+    CREATE INDEX episodes_by_state ON episodes (run_id, state);
+    """,
 ]
 
 
@@ -104,6 +127,22 @@ class CallRecord:
     error_message: str | None = None
     outcome: dict[str, Any] | None = None
     duration_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    """How an evaluation episode ended, as the harness records it."""
+
+    state: str  # done | failed
+    session_key: str | None = None
+    submission_id: int | None = None
+    concluded: bool | None = None
+    queries: int | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    error: str | None = None
+    trajectory: list[dict[str, Any]] | None = None
 
 
 class RunStore:
@@ -239,6 +278,69 @@ class RunStore:
                 (submission_id, kind, status, value, model, json.dumps(detail, sort_keys=True, default=str), utc_now()),
             )
             return int(cursor.lastrowid)
+
+    # -- evaluation episodes ----------------------------------------------------------------
+
+    def plan_episodes(self, run_id: int, method_ids: list[str]) -> None:
+        """Make sure a run has one episode per method (existing ones keep their state)."""
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO episodes (run_id, method_id) VALUES (?, ?)", [(run_id, m) for m in method_ids]
+            )
+
+    def open_episodes(self, run_id: int) -> list[str]:
+        """Methods whose episode has not finished, in plan order.
+
+        An episode left ``running`` by a process that died is open again: its
+        partial session stays in the store, but only a finished episode counts.
+        """
+        rows = self.query("SELECT method_id FROM episodes WHERE run_id = ? AND state NOT IN ('done', 'failed') ORDER BY id", (run_id,))
+        return [row["method_id"] for row in rows]
+
+    def reopen_failed(self, run_id: int) -> int:
+        """Make a run's failed episodes open again; returns how many."""
+        with self.transaction() as conn:
+            return conn.execute("UPDATE episodes SET state = 'pending' WHERE run_id = ? AND state = 'failed'", (run_id,)).rowcount
+
+    def start_episode(self, run_id: int, method_id: str) -> None:
+        """Mark an episode as running (one more attempt)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE episodes SET state = 'running', attempts = attempts + 1, started_at = ?, error = NULL"
+                " WHERE run_id = ? AND method_id = ?",
+                (utc_now(), run_id, method_id),
+            )
+
+    def finish_episode(self, run_id: int, method_id: str, result: EpisodeResult) -> None:
+        """Record how an episode ended, with its whole trajectory."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE episodes SET state = ?, session_key = ?, submission_id = ?, concluded = ?, queries = ?,"
+                " input_tokens = ?, output_tokens = ?, cost_usd = ?, error = ?, trajectory = ?, finished_at = ?"
+                " WHERE run_id = ? AND method_id = ?",
+                (
+                    result.state, result.session_key, result.submission_id,
+                    None if result.concluded is None else int(result.concluded), result.queries,
+                    result.input_tokens, result.output_tokens, result.cost_usd, result.error,
+                    json.dumps(result.trajectory or [], default=str), utc_now(), run_id, method_id,
+                ),
+            )  # fmt: skip
+
+    def episodes(self, run_id: int, with_trajectories: bool = False) -> list[dict[str, Any]]:
+        """Every episode of a run in plan order, each with its latest scores by kind (``judge``, ``codematch``, ...)."""
+        rows = [dict(row) for row in self.query("SELECT * FROM episodes WHERE run_id = ? ORDER BY id", (run_id,))]
+        for row in rows:
+            row["trajectory"] = json.loads(row["trajectory"]) if with_trajectories else None
+            row["scores"] = {}
+            if row["submission_id"] is not None:
+                for score in self.scores(row["submission_id"]):
+                    row["scores"][score["kind"]] = score
+        return rows
+
+    def run_config(self, run_id: int) -> dict[str, Any]:
+        """The configuration a run was created with."""
+        rows = self.query("SELECT config FROM runs WHERE id = ?", (run_id,))
+        return json.loads(rows[0]["config"]) if rows else {}
 
     # -- reading ----------------------------------------------------------------------------
 

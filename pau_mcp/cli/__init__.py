@@ -5,8 +5,10 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from .evaluate import demo, evaluate
 from .importers import import_
 from .manifests import manifests
+from .report import report
 from .runs import runs
 from .sandbox import run_code, sandbox
 from .scoring import score, scorer
@@ -29,5 +31,8 @@ main.add_command(serve)
 main.add_command(call)
 main.add_command(methods)
 main.add_command(runs)
+main.add_command(report)
 main.add_command(score)
 main.add_command(scorer)
+main.add_command(evaluate)
+main.add_command(demo)

@@ -76,19 +76,21 @@ def show(name: str, as_json: bool, **values: object) -> None:
 @runs.command("export")
 @click.argument("name")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
+@click.option("--episodes", is_flag=True, help="Export evaluation episodes with their full trajectories and scores instead.")
 @options("db", "data_dir")
-def export(name: str, output: Path | None, **values: object) -> None:
-    """Export run NAME as JSONL in the reference benchmark's predictions layout."""
+def export(name: str, output: Path | None, episodes: bool, **values: object) -> None:
+    """Export run NAME as JSONL: the reference benchmark's predictions layout, or (--episodes) every episode's trajectory."""
     store = _open(values)
     try:
         run_id = store.run_id(name)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
+    records = store.episodes(run_id, with_trajectories=True) if episodes else store.predictions(run_id)
     handle = output.open("w", encoding="utf-8") if output else sys.stdout
     count = 0
-    for record in store.predictions(run_id):
-        handle.write(json.dumps(record) + "\n")
+    for record in records:
+        handle.write(json.dumps(record, default=str) + "\n")
         count += 1
     if output:
         handle.close()
-        click.echo(f"wrote {count} predictions to {output}", err=True)
+        click.echo(f"wrote {count} {'episodes' if episodes else 'predictions'} to {output}", err=True)

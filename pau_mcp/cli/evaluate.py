@@ -1,0 +1,165 @@
+"""``pau-mcp eval`` (whole runs) and ``pau-mcp demo`` (one method, no network, no LLM)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import anyio
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..config import options
+from .common import err, settings_from, step_printer
+
+__all__ = ["demo", "evaluate"]
+
+_EVAL_SETTINGS = (
+    "manifests", "budget", "db", "data_dir", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
+    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir",
+)  # fmt: skip
+
+
+def _default_run(suite: str, agent: str, mode: str, model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{suite}-{agent}-{mode}-{model or 'none'}").strip("-")
+
+
+@click.command("eval")
+@click.option("--model", default="", help="The agent's model, provider/model (not needed for --agent probe).")
+@click.option("--suite", default="builtin", show_default=True, help="Suite to evaluate.")
+@click.option("--agent", type=click.Choice(["paper", "tools", "probe"]), default="paper", show_default=True,
+              help="paper: reason/act/reflect loop; tools: native function calling; probe: no LLM (the floor).")
+@click.option("--mode", type=click.Choice(["interactive", "incontext"]), default="interactive", show_default=True,
+              help="interactive: the agent queries the function; incontext: the initial examples only.")
+@click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True, help="Episodes at once.")
+@click.option("--limit", type=click.IntRange(0), default=0, help="Only the first K methods (0: all).")
+@click.option("--methods", "method_ids", multiple=True, help="Only these method ids (repeatable).")
+@click.option("--run", "run_name", help="Run name; the same name (or the same options) resumes a run.")
+@click.option("--server", help="Use a running `pau-mcp serve --transport http` at this URL (its token from --token).")
+@click.option("--no-score", is_flag=True, help="Only explore and submit; score later with `pau-mcp score RUN`.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
+@click.option("--retry-failed", is_flag=True, help="Run the episodes that failed before again.")
+@options(*_EVAL_SETTINGS)
+def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, limit: int, method_ids: tuple[str, ...],
+             run_name: str | None, server: str | None, no_score: bool, no_cache: bool, retry_failed: bool,
+             **values: object) -> None:  # fmt: skip
+    """Run an agent over a suite through the MCP server, submit, score, and store every trajectory.
+
+    Killing it (even with kill -9) and running the same command again finishes the run: no episode is lost or done twice.
+    """
+    from ..harness.runner import EvalConfig, EvalError, run_eval
+    from ..llm import LLMNotConfigured
+    from ..scoring import Scorer
+
+    settings = settings_from(values)
+    kinds = tuple(k for k, model_ in (("judge", settings.judge_model), ("codematch", settings.coder_model)) if model_) + ("direct",)
+    config = EvalConfig(
+        run=run_name or _default_run(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
+        budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
+        score=not no_score, kinds=kinds, retry_failed=retry_failed,
+    )  # fmt: skip
+    scorer = Scorer.from_settings(settings, use_cache=not no_cache, progress=step_printer())
+    if config.score and len(kinds) < 3:
+        err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
+                  "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        task = bar.add_task(f"{config.run}", total=None)
+
+        def show(p) -> None:  # type: ignore[no-untyped-def]
+            tokens = p.input_tokens + p.output_tokens
+            bar.update(task, total=p.total, completed=p.done + p.failed + p.skipped,
+                       description=f"{config.run} · failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}")  # fmt: skip
+
+        async def main():  # type: ignore[no-untyped-def]
+            try:
+                return await run_eval(settings, config, scorer, show)
+            finally:
+                await scorer.aclose()
+
+        try:
+            progress = anyio.run(main)
+        except (EvalError, LLMNotConfigured) as exc:
+            raise click.ClickException(str(exc)) from None
+    judge = f"{sum(progress.judge) / len(progress.judge):.2f}" if progress.judge else "n/a"
+    match = f"{sum(progress.codematch) / len(progress.codematch):.3f}" if progress.codematch else "n/a"
+    click.echo(
+        f"run {config.run}: {progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed; "
+        f"mean judge {judge}, mean code match {match}; {progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f}"
+    )
+    for line in progress.errors[:10]:
+        err.print(f"[red]failed[/red] {line}")
+    click.echo(f"see `pau-mcp report {config.run}`")
+    if progress.failed:
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--method", "method_id", default="builtin/b005", show_default=True, help="The built-in method to explore.")
+@options("manifests", "budget", "db", "data_dir", "cache_dir")
+def demo(method_id: str, **values: object) -> None:
+    """Explore one hidden method end to end with no network and no LLM, and score the result.
+
+    Starts `pau-mcp serve` as a subprocess, connects with the official MCP client, probes the
+    method with type-appropriate inputs, submits code from a memorising baseline, and prints the
+    transcript and the code-match score.
+    """
+    settings = settings_from(values)
+    anyio.run(_demo, settings, method_id)
+
+
+async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-def]
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from ..harness.agents import ProbeAgent
+    from ..harness.environment import Environment
+    from ..manifests import ManifestError
+    from ..scoring import Scorer
+
+    console = Console()
+    try:
+        method = settings.manifest_store().method(method_id)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    say = step_printer()
+    say("preparing the sandbox (built once, about 20 s, on first use)")
+    scorer = Scorer.from_settings(settings, progress=say)
+    args = ["-m", "pau_mcp", "serve", "--methods", method.id, "--run", "demo", "--db", str(settings.db_path), "--budget", str(settings.budget)]
+    for directory in settings.manifests:
+        args += ["--manifests", str(directory)]
+    say(f"starting `pau-mcp serve --methods {method.id}` and connecting with the MCP client over stdio")
+    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(Path(__file__).resolve().parents[2]), env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            env = await Environment.open(session, method.tool_name)
+            console.print(f"\n[bold]{init.server_info.name}[/bold] offers [bold]{env.tool.name}[/bold]: {env.header}")
+            for line in env.examples:
+                console.print(f"  known: {line}")
+            result = await ProbeAgent().run(env, "interactive", settings.budget)
+            console.print(f"\n[bold]Probe explorer[/bold] ({env.queries} queries):")
+            for observation in env.observations:
+                console.print(f"  {observation.text.splitlines()[0]}")
+            submitted = await env.submit(result.description, result.code)
+            console.print(f"\n[bold]submit[/bold] (memorising baseline code): {submitted.text}")
+    scored = await scorer.score(method.id, code=result.code, kinds=("direct",))
+    await scorer.aclose()
+    direct = scored.direct
+    shown = f"{direct.fraction:.2f}" if direct is not None and direct.fraction is not None else "n/a"
+    console.print(
+        f"\n[bold]Code match of the memorising baseline: {shown}[/bold] on {len(method.tests)} hidden test inputs "
+        f"({sum(direct.matches) if direct else 0} matched). This is the floor a real agent must beat.\n"
+    )
+    console.print(
+        "Next steps:\n"
+        "  * Judge scores need an LLM: set PAU_JUDGE_MODEL and PAU_CODER_MODEL (e.g. openai/gpt-4o-mini) and "
+        "OPENAI_API_KEY (or OPENAI_BASE_URL for a local server), then `pau-mcp eval --model openai/gpt-4o-mini`.\n"
+        "  * Connect Claude Desktop: add to claude_desktop_config.json\n"
+        f'      {{"mcpServers": {{"pau-mcp": {{"command": "{Path(sys.executable).parent / "pau-mcp"}", "args": ["serve"]}}}}}}\n'
+        "    (more clients in docs/clients.md)."
+    )
+

@@ -1,0 +1,121 @@
+"""``pau-mcp report RUN [RUN ...]``: scores, distributions and significance of evaluation runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.console import Console
+
+from ..config import Settings, options
+from ..runstore import RunStore, StoreError
+from .common import bar, err, settings_from
+
+if TYPE_CHECKING:
+    from pau_mcp.harness.report import RunData
+
+__all__ = ["report"]
+
+_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+@click.command("report")
+@click.argument("names", metavar="RUN [RUN ...]", nargs=-1, required=True)
+@click.option("--unscored-as-one", is_flag=True, help="Count unscored judge replies as 1 (the reference's rule) instead of leaving them out.")
+@click.option("--resamples", type=click.IntRange(min=1), default=10_000, show_default=True, help="Bootstrap resamples per paired test.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed: the same seed gives the same p-values.")
+@click.option("--markdown", "markdown_path", type=_FILE, help="Also write the report as Markdown.")
+@click.option("--csv", "csv_path", type=_FILE, help="Also write one CSV row of raw numbers per run.")
+@click.option("--csv-methods", "methods_path", type=_FILE, help="Also write one CSV row per run and method.")
+@click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path), help="Write PNG plots into this directory.")
+@click.option("--html", "html_path", type=_FILE, help="Also write one self-contained HTML page with tables and plots.")
+@click.option("--classify-failures", is_flag=True, help="Label each failed episode with an LLM (the --judge-model).")
+@click.option("--no-cache", is_flag=True, help="With --classify-failures: neither read nor write the LLM response cache.")
+@options("db", "data_dir", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
+def report(
+    names: tuple[str, ...],
+    unscored_as_one: bool,
+    resamples: int,
+    seed: int,
+    markdown_path: Path | None,
+    csv_path: Path | None,
+    methods_path: Path | None,
+    plots_dir: Path | None,
+    html_path: Path | None,
+    classify_failures: bool,
+    no_cache: bool,
+    **values: object,
+) -> None:
+    """Report on evaluation runs RUN ...: per-run scores, Max over runs, modes and paired bootstrap tests.
+
+    Prints tables to the terminal; --markdown, --csv, --csv-methods, --plots and --html write files too.
+    """
+    # Imported here: numpy (and matplotlib, below) take a moment to load and no other command needs them.
+    from pau_mcp.harness.render import method_rows, print_report, run_rows, to_html, to_markdown, write_csv
+    from pau_mcp.harness.report import ReportError, build_report, load_runs
+
+    settings = settings_from(values)
+    store = _store(settings)
+    try:
+        runs = load_runs(store, names)
+        labels = _classify(settings, store, runs, unscored_as_one, no_cache) if classify_failures else None
+        result = build_report(runs, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed, failure_labels=labels)
+    except ReportError as exc:
+        raise click.ClickException(str(exc)) from None
+    console = Console()
+    print_report(result, console if console.is_terminal else Console(width=200))
+    plots = []
+    if plots_dir or html_path:
+        from pau_mcp.harness.plots import render_plots, write_plots
+
+        plots = render_plots(result)
+    if markdown_path:
+        _write(markdown_path, to_markdown(result))
+    if csv_path:
+        write_csv(run_rows(result), csv_path)
+        err.print(f"wrote {csv_path}")
+    if methods_path:
+        write_csv(method_rows(result), methods_path)
+        err.print(f"wrote {methods_path}")
+    if plots_dir:
+        for path in write_plots(plots, plots_dir):
+            err.print(f"wrote {path}")
+    if html_path:
+        _write(html_path, to_html(result, plots))
+
+
+def _store(settings: Settings) -> RunStore:
+    if not settings.db_path.exists():
+        raise click.ClickException(f"no run store at {settings.db_path}; run `pau-mcp eval` first, or point --db at one")
+    try:
+        return settings.run_store()
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _classify(settings: Settings, store: RunStore, runs: Sequence[RunData], unscored_as_one: bool, no_cache: bool) -> dict[str, dict[str, str]]:
+    from pau_mcp.harness.failures import classify_cases, failure_cases
+    from pau_mcp.llm import LLMClient, LLMError
+
+    if not settings.judge_model:
+        raise click.UsageError("--classify-failures needs a model: pass --judge-model provider/model or set PAU_JUDGE_MODEL")
+    try:
+        llm = LLMClient.from_settings(settings, use_cache=not no_cache)
+        llm.check(settings.judge_model)
+        cases = [case for run in runs for case in failure_cases(store, run, unscored_as_one)]
+        with bar("classifying failures", len(cases)) as advance:
+            labels = classify_cases(llm, settings.judge_model, cases, progress=advance)
+    except LLMError as exc:
+        raise click.ClickException(str(exc)) from None
+    if llm.spend.unpriced:
+        err.print(f"[yellow]no price for {', '.join(sorted(llm.spend.unpriced))}: the classifier's cost is not counted[/yellow]")
+    err.print(f"classified {len(cases)} failed episodes with {settings.judge_model} (${llm.spend.cost_usd:.4f})")
+    return labels
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    err.print(f"wrote {path}")

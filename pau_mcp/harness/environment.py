@@ -1,0 +1,152 @@
+"""What an agent works with: one hidden method, reached only through an MCP session.
+
+The harness is a client like any other: everything an agent learns comes from
+the server's tool list and tool results, so what the benchmark measures is
+what Claude Desktop or any framework would get.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from mcp.client.session import ClientSession
+
+__all__ = ["Environment", "Observation", "Step"]
+
+_EXAMPLE = re.compile(r"^\s+(test_func\(.*\) -> .*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one tool call showed the agent."""
+
+    arguments: dict[str, Any]
+    text: str
+    structured: dict[str, Any] | None
+    is_error: bool
+
+    @property
+    def counted(self) -> bool:
+        """True when the call reached the function (and so used budget)."""
+        return not self.is_error
+
+
+@dataclass
+class Step:
+    """One entry of an episode's trajectory."""
+
+    kind: str  # model | tool_call | tool_result | submit | note
+    data: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, **self.data}
+
+
+@dataclass
+class Environment:
+    """One method as an agent sees it, over an initialized MCP session narrowed to that method.
+
+    Attributes:
+        session: The MCP client session.
+        tool: The method's MCP tool (name, description, schemas) as listed by the server.
+        submit_tool: The server's ``submit`` tool.
+        trajectory: Every step, appended as it happens.
+    """
+
+    session: ClientSession
+    tool: types.Tool
+    submit_tool: types.Tool
+    trajectory: list[Step] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    submission_id: int | None = None
+
+    @classmethod
+    async def open(cls, session: ClientSession, tool_name: str) -> Environment:
+        """List the session's tools and find the method's tool and ``submit``.
+
+        Raises:
+            RuntimeError: the server does not offer them (wrong server or suite).
+        """
+        tools: dict[str, types.Tool] = {}
+        cursor = None
+        while True:
+            listed = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            tools.update({t.name: t for t in listed.tools})
+            cursor = listed.next_cursor
+            if cursor is None:
+                break
+        if tool_name not in tools or "submit" not in tools:
+            raise RuntimeError(f"the server does not offer {tool_name} and submit; is it serving the same suite?")
+        return cls(session=session, tool=tools[tool_name], submit_tool=tools["submit"])
+
+    @property
+    def header(self) -> str:
+        """The method's header, as the tool description states it."""
+        match = re.search(r"`(def [^`]+:)`", self.tool.description or "")
+        return match.group(1) if match else "def test_func(...):"
+
+    @property
+    def params(self) -> list[str]:
+        """Parameter names, from the tool's input schema."""
+        return [name for name in self.tool.input_schema.get("properties", {}) if name != "args"]
+
+    @property
+    def examples(self) -> list[str]:
+        """The initial examples, as ``test_func(...) -> ...`` lines from the tool description."""
+        return _EXAMPLE.findall(self.tool.description or "")
+
+    @property
+    def queries(self) -> int:
+        """Calls that reached the function."""
+        return sum(o.counted for o in self.observations)
+
+    def note(self, kind: str, **data: Any) -> None:
+        """Append a step to the trajectory."""
+        self.trajectory.append(Step(kind, data))
+
+    async def call(self, arguments: dict[str, Any]) -> Observation:
+        """Call the method's tool with MCP arguments (``{"args": "(1,)"}`` or ``{"arg0": 1}``)."""
+        self.note("tool_call", tool=self.tool.name, arguments=arguments)
+        result = await self.session.call_tool(self.tool.name, arguments)
+        text = "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+        observation = Observation(arguments, text, result.structured_content, bool(result.is_error))
+        self.observations.append(observation)
+        self.note("tool_result", text=text, structured=result.structured_content, is_error=bool(result.is_error))
+        return observation
+
+    async def submit(self, description: str, code: str | None = None) -> Observation:
+        """Submit the final description (and optional code) through the server's ``submit`` tool."""
+        arguments: dict[str, Any] = {"method": self.tool.name, "description": description}
+        if code:
+            arguments["code"] = code
+        self.note("submit", description=description, code=code)
+        result = await self.session.call_tool("submit", arguments)
+        text = "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+        structured = result.structured_content or {}
+        if not result.is_error:
+            self.submission_id = structured.get("submission")
+        self.note("tool_result", text=text, structured=structured, is_error=bool(result.is_error))
+        return Observation(arguments, text, structured, bool(result.is_error))
+
+    def observed_examples(self) -> list[tuple[str, str]]:
+        """``(input literal, shown outcome)`` pairs the agent saw: the initial examples, then its own calls."""
+        pairs = []
+        for line in self.examples:
+            call, _, shown = line.partition(" -> ")
+            pairs.append((call[len("test_func") :], shown))
+        for observation in self.observations:
+            if observation.counted and observation.structured:
+                s = observation.structured
+                shown = s["value"] if s["status"] == "ok" else f"raises {s['error_type']}: {s['error_message']}"
+                pairs.append((_literal(observation.arguments, self.params), str(shown)))
+        return pairs
+
+
+def _literal(arguments: dict[str, Any], params: list[str]) -> str:
+    if "args" in arguments:
+        return str(arguments["args"])
+    values = tuple(arguments.get(p) for p in params)
+    return repr(values)

@@ -1,0 +1,298 @@
+"""Report renderings: a rich terminal table, Markdown, CSV and one self-contained HTML page.
+
+Every rendering starts from ``report_tables``, which formats a computed
+``Report`` into plain tables of strings once; the terminal, Markdown and HTML
+writers only lay those tables out. The CSV files carry raw numbers instead
+(``run_rows``, ``method_rows``), for spreadsheets and scripts.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from pau_mcp.harness.failures import FAILURE_LABELS, UNCLASSIFIED
+from pau_mcp.harness.report import KINDS, Report, RunSummary
+from pau_mcp.harness.stats import CODEMATCH_BUCKETS, JUDGE_SCORES, BootstrapResult, ScoreStats
+
+if TYPE_CHECKING:  # plots loads matplotlib: only renderings that embed plots should pay for it
+    from pau_mcp.harness.plots import Plot
+
+__all__ = [
+    "TableData",
+    "method_rows",
+    "print_report",
+    "report_tables",
+    "run_rows",
+    "to_html",
+    "to_markdown",
+    "write_csv",
+]
+
+_KIND_NAMES = {"judge": "judge", "codematch": "code match"}
+_BUCKET_COLUMNS = {bucket: f"codematch_{name}" for bucket, name in zip(CODEMATCH_BUCKETS, ("0_20", "20_40", "40_60", "60_80", "80_100", "100"), strict=True)}
+
+
+@dataclass(frozen=True)
+class TableData:
+    """One formatted table: what every layout (terminal, Markdown, HTML) shows.
+
+    Attributes:
+        key: A stable identifier (``runs``, ``judge``, ``codematch``, ``modes``, ``pairs``, ``failures``).
+        title: The heading.
+        columns: Column headings.
+        rows: Cells as text, one list per row.
+        caption: One sentence under the table, or "".
+    """
+
+    key: str
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    caption: str = ""
+
+
+# -- formatting ---------------------------------------------------------------------------------
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.1f}%"
+
+
+def _num(value: float, digits: int = 2) -> str:
+    return f"{value:.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def report_tables(report: Report) -> list[TableData]:
+    """Every table of a report, formatted once, in display order."""
+    tables = [_runs_table(report), _judge_table(report), _codematch_table(report)]
+    if report.modes:
+        tables.append(_modes_table(report))
+    if report.pairs:
+        tables.append(_pairs_table(report))
+    if any(s.failures is not None for s in report.summaries):
+        tables.append(_failures_table(report))
+    return tables
+
+
+def _runs_table(report: Report) -> TableData:
+    columns = ["run", "model", "agent", "mode", "suite", "done", "failed", "queries", "concluded", "input tokens", "output tokens", "cost ($)"]
+    rows = [
+        [
+            s.name, s.model, s.agent, s.mode, s.suite, f"{s.done}/{s.planned}", str(s.failed), _num(s.queries_mean, 1),
+            _pct(s.concluded_share), f"{s.input_tokens:,}", f"{s.output_tokens:,}", _num(s.cost_usd, 4),
+        ]
+        for s in report.summaries
+    ]  # fmt: skip
+    return TableData("runs", "Runs", columns, rows, "Queries and concluded are over done episodes; tokens and cost over done and failed ones.")
+
+
+def _max_label(report: Report) -> str:
+    return f"Max ({len(report.runs)} runs)"
+
+
+def _judge_table(report: Report) -> TableData:
+    columns = ["run", "n", "mean", "std", ">=3", *(str(s) for s in JUDGE_SCORES), "unscored", "no score"]
+    rows = [_judge_cells(s.name, s.judge) + [str(s.judge_unscored), str(s.judge_missing)] for s in report.summaries]
+    if report.max_stats is not None:
+        rows.append(_judge_cells(_max_label(report), report.max_stats["judge"]) + ["", ""])
+    return TableData("judge", "Judge score (1-5)", columns, rows, report.unscored_rule)
+
+
+def _judge_cells(name: str, stats: ScoreStats) -> list[str]:
+    return [name, str(stats.n), _num(stats.mean), _num(stats.std), _pct(stats.share_good), *(_pct(stats.share(str(s))) for s in JUDGE_SCORES)]
+
+
+def _codematch_table(report: Report) -> TableData:
+    columns = ["run", "n", "mean", "std", "=1.0", "<0.8", *CODEMATCH_BUCKETS, "no score"]
+    rows = [_codematch_cells(s.name, s.codematch) + [str(s.codematch_missing)] for s in report.summaries]
+    if report.max_stats is not None:
+        rows.append(_codematch_cells(_max_label(report), report.max_stats["codematch"]) + [""])
+    caption = "Share of test inputs on which code written from the description matches the hidden function; buckets are [low, high), 100% is exactly 1.0."
+    return TableData("codematch", "Code match (0-1)", columns, rows, caption)
+
+
+def _codematch_cells(name: str, stats: ScoreStats) -> list[str]:
+    return [
+        name, str(stats.n), _num(stats.mean), _num(stats.std), _pct(stats.share_good), _pct(stats.share_bad),
+        *(_pct(stats.share(b)) for b in CODEMATCH_BUCKETS),
+    ]  # fmt: skip
+
+
+def _modes_table(report: Report) -> TableData:
+    columns = ["model", "agent", "score", "interactive", "in-context", "difference", "n", "p(interactive better)", "p(in-context better)"]
+    rows = []
+    for m in report.modes:
+        for kind in KINDS:
+            inter, incon = m.means[kind]
+            test = m.tests[kind]
+            rows.append([
+                m.model, m.agent, _KIND_NAMES[kind], f"{_num(inter)} ({m.interactive})", f"{_num(incon)} ({m.incontext})",
+                f"{inter - incon:+.2f}", str(test.n), _p(test.p_a_better), _p(test.p_b_better),
+            ])  # fmt: skip
+    caption = "Means over each run's own scored episodes; p-values from the paired bootstrap over the n methods scored in both."
+    return TableData("modes", "Interactive against in-context", columns, rows, caption)
+
+
+def _pairs_table(report: Report) -> TableData:
+    columns = ["run A", "run B", "score", "n", "mean A", "mean B", "p(A>B)", "p(B>A)"]
+    # Pairs with no common method are named in the notes instead of filling the table with n/a.
+    rows = [_pair_cells(p.a, p.b, kind, p.tests[kind]) for p in report.pairs for kind in KINDS if any(t.n for t in p.tests.values())]
+    caption = f"Paired bootstrap over methods scored in both runs (n), {report.resamples} resamples, seed {report.seed}; small p(A>B): A is reliably better."
+    return TableData("pairs", "Paired bootstrap", columns, rows, caption)
+
+
+def _pair_cells(a: str, b: str, kind: str, test: BootstrapResult) -> list[str]:
+    return [a, b, _KIND_NAMES[kind], str(test.n), _num(test.mean_a), _num(test.mean_b), _p(test.p_a_better), _p(test.p_b_better)]
+
+
+def _failures_table(report: Report) -> TableData:
+    labels = (*FAILURE_LABELS, UNCLASSIFIED)
+    rows = []
+    for s in report.summaries:
+        counts = s.failures or {}
+        total = sum(counts.values())
+        rows.append([s.name, str(total), *(f"{counts.get(label, 0)} ({_pct(counts.get(label, 0) / total if total else 0)})" for label in labels)])
+    caption = "Failed: ended in an error, judge below 3, or code match below 0.8; labelled by an LLM from the trajectory."
+    return TableData("failures", "Failure modes", ["run", "failed", *labels], rows, caption)
+
+
+# -- layouts ------------------------------------------------------------------------------------
+
+
+def print_report(report: Report, console: Console | None = None) -> None:
+    """Print every table and the notes to the terminal."""
+    console = console or Console()
+    for data in report_tables(report):
+        table = Table(*data.columns, title=data.title, caption=data.caption or None, title_justify="left")
+        for row in data.rows:
+            table.add_row(*(Text(cell) for cell in row))  # Text: a run named "[x]" is not rich markup
+        console.print(table)
+    for note in report.notes:
+        console.print(f"- {note}", markup=False, highlight=False)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(report: Report) -> str:
+    """The report as Markdown: a heading, one pipe table per table, then the notes."""
+    parts = ["# PAU evaluation report", "", f"Runs: {', '.join(s.name for s in report.summaries)}", ""]
+    for data in report_tables(report):
+        parts += [f"## {data.title}", ""]
+        parts.append("| " + " | ".join(_md_cell(c) for c in data.columns) + " |")
+        parts.append("|" + "|".join("---" for _ in data.columns) + "|")
+        parts += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in data.rows]
+        if data.caption:
+            parts += ["", data.caption]
+        parts.append("")
+    parts += ["## Notes", ""] + [f"- {note}" for note in report.notes]
+    return "\n".join(parts) + "\n"
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 0.3em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f3f3f3; }
+p.caption { color: #555; font-size: 0.85em; margin-top: 0; }
+img { max-width: 100%; display: block; margin: 0.5em 0 1.5em; }
+"""
+
+
+def to_html(report: Report, plots: Sequence[Plot] = ()) -> str:
+    """One self-contained page: tables, notes and plots embedded as base64 PNG (no external files or scripts)."""
+    e = html.escape
+    body = [f"<h1>PAU evaluation report</h1><p>Runs: {e(', '.join(s.name for s in report.summaries))}</p>"]
+    for data in report_tables(report):
+        head = "".join(f"<th>{e(c)}</th>" for c in data.columns)
+        rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in data.rows)
+        body.append(f"<h2>{e(data.title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        if data.caption:
+            body.append(f'<p class="caption">{e(data.caption)}</p>')
+    body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(note)}</li>" for note in report.notes) + "</ul>")
+    for plot in plots:
+        data_uri = "data:image/png;base64," + base64.b64encode(plot.png).decode("ascii")
+        body.append(f'<h2>{e(plot.title)}</h2><img alt="{e(plot.title)}" src="{data_uri}">')
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>PAU evaluation report</title>'
+        f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )
+
+
+# -- CSV ----------------------------------------------------------------------------------------
+
+
+def run_rows(report: Report) -> list[dict[str, Any]]:
+    """One flat row of raw numbers per run (counts, not shares, for the distributions)."""
+    return [_run_row(report, s) for s in report.summaries]
+
+
+def _run_row(report: Report, s: RunSummary) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "run": s.name, "model": s.model, "agent": s.agent, "mode": s.mode, "suite": s.suite,
+        "planned": s.planned, "done": s.done, "failed": s.failed, "unfinished": s.unfinished,
+        "unscored_as_one": int(report.unscored_as_one),
+        "judge_n": s.judge.n, "judge_mean": s.judge.mean, "judge_std": s.judge.std, "judge_share_ge3": s.judge.share_good,
+    }  # fmt: skip
+    row |= {f"judge_{score}": s.judge.distribution.get(str(score), 0) for score in JUDGE_SCORES}
+    row |= {"judge_unscored": s.judge_unscored, "judge_missing": s.judge_missing}
+    row |= {
+        "codematch_n": s.codematch.n, "codematch_mean": s.codematch.mean, "codematch_std": s.codematch.std,
+        "codematch_share_perfect": s.codematch.share_good, "codematch_share_below_0_8": s.codematch.share_bad,
+    }  # fmt: skip
+    row |= {column: s.codematch.distribution.get(bucket, 0) for bucket, column in _BUCKET_COLUMNS.items()}
+    row |= {
+        "codematch_missing": s.codematch_missing, "queries_mean": s.queries_mean, "concluded_share": s.concluded_share,
+        "input_tokens": s.input_tokens, "output_tokens": s.output_tokens, "cost_usd": s.cost_usd,
+    }  # fmt: skip
+    if s.failures is not None:
+        row |= {f"failure_{label}": count for label, count in s.failures.items()}
+    return row
+
+
+def method_rows(report: Report) -> list[dict[str, Any]]:
+    """One row per run and method: the episode's state, counted scores and costs."""
+    rows = []
+    for run in report.runs:
+        labels = report.failure_labels.get(run.name, {})
+        for m in run.methods:
+            rows.append({
+                "run": run.name, "model": run.setting("model"), "agent": run.setting("agent"), "mode": run.mode,
+                "method_id": m.method_id, "state": m.state,
+                "judge_status": m.judge_status or "", "judge": _blank(m.judge(report.unscored_as_one)),
+                "codematch_status": m.codematch_status or "", "codematch": _blank(m.codematch()),
+                "concluded": _blank(None if m.concluded is None else int(m.concluded)), "queries": _blank(m.queries),
+                "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "cost_usd": m.cost_usd,
+                "failure": labels.get(m.method_id, ""), "error": m.error or "",
+            })  # fmt: skip
+    return rows
+
+
+def _blank(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """Write dict rows as CSV (columns: the union of keys, in first-seen order)."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, restval="")
+        writer.writeheader()
+        writer.writerows(rows)

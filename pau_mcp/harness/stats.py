@@ -1,0 +1,168 @@
+"""The numbers behind a report: means, distributions, buckets and the paired bootstrap.
+
+Pure functions over plain lists of floats, so every number a report shows can
+be recomputed by hand (``docs/reports.md`` gives the formulas).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "CODEMATCH_BUCKETS",
+    "JUDGE_SCORES",
+    "BootstrapResult",
+    "ScoreStats",
+    "codematch_bucket",
+    "codematch_stats",
+    "judge_stats",
+    "mean_and_std",
+    "paired_bootstrap",
+]
+
+#: The judge's scale.
+JUDGE_SCORES: tuple[int, ...] = (1, 2, 3, 4, 5)
+
+#: Code-match buckets: five 20-point ranges closed on the left, and a perfect match as its own bucket.
+CODEMATCH_BUCKETS: tuple[str, ...] = ("0-20%", "20-40%", "40-60%", "60-80%", "80-<100%", "100%")
+
+# Fractions come from counts of matching tests (k/n), so a value within this of a bucket edge sits on the edge.
+_EDGE_TOLERANCE = 1e-9
+# Resamples drawn per numpy batch: bounds memory (batch x sample size indices) on large suites.
+_BATCH = 2000
+
+
+@dataclass(frozen=True)
+class ScoreStats:
+    """One kind of score over a set of episodes or methods.
+
+    Attributes:
+        n: Values counted.
+        mean: Their mean (0 when there are none).
+        std: Their population standard deviation (0 when there are none).
+        distribution: Count per judge score (1..5) or per code-match bucket, in scale order.
+        share_good: Judge: share at or above 3. Code match: share exactly 1.0.
+        share_bad: Judge: share below 3. Code match: share below 0.8.
+    """
+
+    n: int = 0
+    mean: float = 0.0
+    std: float = 0.0
+    distribution: dict[str, int] = field(default_factory=dict)
+    share_good: float = 0.0
+    share_bad: float = 0.0
+
+    def share(self, key: str) -> float:
+        """The share of values in one distribution cell (0 when there are no values)."""
+        return self.distribution.get(key, 0) / self.n if self.n else 0.0
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """A paired bootstrap comparison of runs A and B on the same methods.
+
+    Attributes:
+        n: Methods compared (scored in both runs).
+        mean_a: A's mean over those methods.
+        mean_b: B's mean over those methods.
+        p_a_better: ``1 - share of resamples where A's mean beats B's``: small means A is reliably better.
+        p_b_better: The same the other way round.
+        resamples: Resamples drawn.
+        sample_size: Differences drawn per resample (half the methods, at least one).
+        seed: The seed of the generator.
+    """
+
+    n: int
+    mean_a: float
+    mean_b: float
+    p_a_better: float | None
+    p_b_better: float | None
+    resamples: int
+    sample_size: int
+    seed: int
+
+
+def mean_and_std(values: Sequence[float]) -> tuple[float, float]:
+    """The mean and population standard deviation (``ddof=0``, as numpy's default); zeros for no values."""
+    if not values:
+        return 0.0, 0.0
+    mean = math.fsum(values) / len(values)
+    variance = math.fsum((v - mean) ** 2 for v in values) / len(values)
+    return mean, math.sqrt(variance)
+
+
+def judge_stats(values: Sequence[float]) -> ScoreStats:
+    """Stats of judge scores (each 1..5; a value off the scale is rounded and clamped onto it)."""
+    scores = [min(5, max(1, round(v))) for v in values]
+    mean, std = mean_and_std(list(values))
+    distribution = {str(s): scores.count(s) for s in JUDGE_SCORES}
+    good = sum(1 for s in scores if s >= 3)
+    return _stats(len(scores), mean, std, distribution, good, len(scores) - good)
+
+
+def codematch_bucket(value: float) -> str:
+    """The bucket of a code-match fraction: ``[0,0.2)`` ... ``[0.8,1.0)``, and 1.0 exactly as ``100%``."""
+    if value >= 1.0 - _EDGE_TOLERANCE:
+        return CODEMATCH_BUCKETS[-1]
+    index = min(4, max(0, math.floor(value * 5 + _EDGE_TOLERANCE)))
+    return CODEMATCH_BUCKETS[index]
+
+
+def codematch_stats(values: Sequence[float]) -> ScoreStats:
+    """Stats of code-match fractions (0..1)."""
+    buckets = [codematch_bucket(v) for v in values]
+    mean, std = mean_and_std(list(values))
+    distribution = {b: buckets.count(b) for b in CODEMATCH_BUCKETS}
+    perfect = distribution[CODEMATCH_BUCKETS[-1]]
+    # Below 0.8 is the first four buckets, so the share always agrees with the distribution.
+    below = sum(distribution[b] for b in CODEMATCH_BUCKETS[:4])
+    return _stats(len(buckets), mean, std, distribution, perfect, below)
+
+
+def _stats(n: int, mean: float, std: float, distribution: dict[str, int], good: int, bad: int) -> ScoreStats:
+    return ScoreStats(n, mean, std, distribution, good / n if n else 0.0, bad / n if n else 0.0)
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000, seed: int = 0) -> BootstrapResult:
+    """Paired bootstrap significance of run A against run B, as the reference benchmark does it.
+
+    The per-method differences ``a[i] - b[i]`` are resampled: each resample
+    draws half as many differences as there are methods (at least one), with
+    replacement, and A beats B in it when their sum is above zero (B beats A
+    when below; a tie counts for neither). ``p_a_better = 1 - wins_a / resamples``,
+    and the same for B, so two identical runs get 1 both ways.
+
+    Args:
+        a: A's score per method.
+        b: B's score on the same methods, in the same order.
+        resamples: How many resamples to draw.
+        seed: Seeds a fresh generator, so the same inputs and seed give the same p-values.
+
+    Raises:
+        ValueError: ``a`` and ``b`` differ in length, or ``resamples`` is below 1.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired scores must have one value per method in both runs (got {len(a)} and {len(b)})")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1 (got {resamples})")
+    n = len(a)
+    sample_size = max(1, n // 2)
+    mean_a = math.fsum(a) / n if n else 0.0
+    mean_b = math.fsum(b) / n if n else 0.0
+    if n == 0:
+        return BootstrapResult(0, 0.0, 0.0, None, None, resamples, 0, seed)
+    differences = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    # Sums of fractions are not exact: a difference that is zero on paper may come out as 1e-16.
+    tolerance = _EDGE_TOLERANCE * sample_size
+    wins_a = wins_b = 0
+    for start in range(0, resamples, _BATCH):
+        count = min(_BATCH, resamples - start)
+        sums = differences[rng.integers(0, n, size=(count, sample_size))].sum(axis=1)
+        wins_a += int((sums > tolerance).sum())
+        wins_b += int((sums < -tolerance).sum())
+    return BootstrapResult(n, mean_a, mean_b, 1 - wins_a / resamples, 1 - wins_b / resamples, resamples, sample_size, seed)

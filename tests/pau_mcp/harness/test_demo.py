@@ -1,0 +1,54 @@
+"""`pau-mcp demo` and the probe floor, run as a user runs them: no network, no LLM."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from pau_mcp.manifests import ManifestStore
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def pau(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "PAU_"))}
+    return subprocess.run([sys.executable, "-m", "pau_mcp", *args], capture_output=True, text=True, timeout=300, cwd=ROOT, env={**clean, **(env or {})})
+
+
+def test_the_demo_explores_a_method_through_mcp_submits_and_prints_its_code_match(tmp_path):
+    method = ManifestStore().method("builtin/b005")
+    result = pau("demo", "--data-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert method.tool_name in out and method.header in out
+    calls = re.findall(r"^  test_func\(.*\) (?:returned|raised) .*$", out, re.M)
+    assert 5 <= len(calls) <= 20
+    score = float(re.search(r"Code match of the memorising baseline: ([0-9.]+)", out).group(1))
+    assert 0.0 <= score < 1.0
+    assert "PAU_JUDGE_MODEL" in out and "claude_desktop_config.json" in out
+    assert method.description not in out
+    listed = json.loads(pau("runs", "show", "demo", "--json", "--data-dir", str(tmp_path)).stdout)
+    assert len(listed["submissions"]) == 1 and "_TABLE" in listed["submissions"][0]["code"]
+    assert sum(c["counted"] for c in listed["calls"]) == len(calls)
+
+
+def test_the_demo_refuses_an_unknown_method_clearly(tmp_path):
+    result = pau("demo", "--method", "builtin/nope", "--data-dir", str(tmp_path))
+    assert result.returncode == 1 and "no method" in result.stderr
+
+
+def test_episodes_export_with_their_trajectories(tmp_path):
+    ran = pau("eval", "--agent", "probe", "--methods", "builtin/b001", "--methods", "builtin/b002", "--run", "floor", "--data-dir", str(tmp_path))
+    assert ran.returncode == 0, ran.stderr
+    out = tmp_path / "episodes.jsonl"
+    assert pau("runs", "export", "floor", "--episodes", "-o", str(out), "--data-dir", str(tmp_path)).returncode == 0
+    episodes = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [e["method_id"] for e in episodes] == ["builtin/b001", "builtin/b002"]
+    for episode in episodes:
+        kinds = [step["kind"] for step in episode["trajectory"]]
+        assert kinds.count("tool_call") == episode["queries"] and "submit" in kinds
+        assert episode["scores"]["direct"]["status"] == "scored"

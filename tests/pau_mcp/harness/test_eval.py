@@ -1,0 +1,226 @@
+"""`pau-mcp eval`: whole runs against a real `pau-mcp serve`, the model played by a scripted loopback server."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from fakellm import FakeLLM, Reply
+
+from pau_mcp.config import Settings
+from pau_mcp.harness import EvalConfig, run_eval
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.runstore import RunStore
+from pau_mcp.scoring import Scorer
+
+ROOT = Path(__file__).resolve().parents[3]
+METHODS = ("builtin/b001", "builtin/b002", "builtin/b003")
+MODEL = "openai/fake-agent"
+
+
+def brain(body: dict) -> Reply | str:
+    """A deterministic scripted model: plays the agents, the judge and the code writer."""
+    messages = body["messages"]
+    last = messages[-1]
+    text = str(last.get("content") or "")
+    if body.get("tools"):
+        names = [t["function"]["name"] for t in body["tools"]]
+        method_tools = [n for n in names if n.startswith("fn_")]
+        tool_results = sum(1 for m in messages if m.get("role") == "tool")
+        spent = any(m.get("role") == "tool" and "budget" in str(m.get("content")) for m in messages)
+        if method_tools and tool_results < 25 and not spent:
+            return Reply(tool_calls=[(method_tools[0], {"args": f"({tool_results},)"})], input_tokens=30, output_tokens=5)
+        return Reply(tool_calls=[("submit", {"method": method_tools[0] if method_tools else _tool_in(messages), "description": "scripted tools description"})])
+    if "Rating:" in text and "<reference>" in text:
+        return Reply(text="They agree on most cases.\nRating: 4", input_tokens=50, output_tokens=9)
+    if "Write the Python function described below" in text:
+        header = re.search(r"Header: (def test_func\((.*)\):)", text)
+        params = header.group(2) if header else "arg0"
+        return f"```python\ndef test_func({params}):\n    return 0\n```"
+    if "Propose ONE input" in text:
+        return "I will try a small number."
+    if "INPUT:" in text and "Give the exact input" in text:
+        count = len(re.findall(r"^  test_func", text.split("Your latest experiments:")[1].split("Current hypothesis")[0], re.M))
+        return f"INPUT: ({count + 1},)"
+    if "Update your hypothesis" in text:
+        done = "YES" if len(re.findall(r"^  test_func", text.split("Your latest experiments:")[1], re.M)) >= 3 else "NO"
+        return f"HYPOTHESIS: returns something about its argument\nCONCLUDED: {done}"
+    if "Write your final answer" in text:
+        return "DESCRIPTION: scripted paper description"
+    return "I do not know."
+
+
+def _tool_in(messages) -> str:
+    for m in messages:
+        found = re.search(r"fn_[0-9a-f]{10}", str(m.get("content")))
+        if found:
+            return found.group(0)
+    return "fn_unknown"
+
+
+def _settings(tmp_path: Path, **extra) -> Settings:
+    return Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", judge_model=MODEL, coder_model=MODEL, **extra)
+
+
+def _run(settings: Settings, **config) -> object:
+    config.setdefault("concurrency", 2)
+    eval_config = EvalConfig(run=config.pop("run", "t"), model=MODEL, suite="builtin", methods=METHODS, **config)
+    return anyio.run(_with_scorer, settings, eval_config)
+
+
+async def _with_scorer(settings: Settings, config: EvalConfig) -> object:
+    scorer = Scorer.from_settings(settings)
+    try:
+        return await run_eval(settings, config, scorer, None)
+    finally:
+        await scorer.aclose()
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    with FakeLLM(responder=brain) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        yield server
+
+
+def _episodes(settings: Settings, run: str) -> list[dict]:
+    store = RunStore(settings.db_path)
+    return store.episodes(store.run_id(run), with_trajectories=True)
+
+
+def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(tmp_path, fake):
+    settings = _settings(tmp_path)
+    progress = _run(settings, agent="paper", run="paper")
+    assert (progress.done, progress.failed) == (3, 0)
+    episodes = _episodes(settings, "paper")
+    for episode in episodes:
+        assert episode["state"] == "done" and episode["concluded"] == 1
+        assert episode["queries"] == 3
+        assert episode["scores"]["judge"]["value"] == 4.0
+        assert 0.0 <= episode["scores"]["codematch"]["value"] < 1.0
+        kinds = [step["kind"] for step in episode["trajectory"]]
+        assert kinds.count("tool_call") == 3 and "submit" in kinds
+    reflections = [p for p in fake.prompts() if "Update your hypothesis" in p]
+    assert reflections
+    # Unlike the reference, the reflection sees the output of the query just made.
+    b001 = ManifestStore().method("builtin/b001")
+    assert any("You just ran test_func(1,) and it returned" in p or "You just ran test_func(1,) and it raised" in p for p in reflections)
+    db = sqlite3.connect(settings.db_path)
+    submissions = db.execute("SELECT description FROM submissions").fetchall()
+    assert [s[0] for s in submissions] == ["scripted paper description"] * 3
+    assert b001.description not in "\n".join(p for p in fake.prompts() if "Update your hypothesis" in p)
+
+
+def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path, fake):
+    settings = _settings(tmp_path, budget=5)
+    progress = _run(settings, agent="tools", run="tools", budget=5)
+    assert progress.done == 3
+    for episode in _episodes(settings, "tools"):
+        assert episode["queries"] == 5
+        results = [s for s in episode["trajectory"] if s["kind"] == "tool_result"]
+        assert sum(1 for r in results if r["is_error"] and "budget" in r["text"]) >= 1
+        assert episode["concluded"] == 1
+    calls = sqlite3.connect(settings.db_path).execute("SELECT SUM(counted), COUNT(*) FROM calls").fetchone()
+    assert calls[0] == 15 and calls[1] > 15
+
+
+@pytest.mark.parametrize("agent", ["paper", "tools"])
+def test_in_context_mode_never_queries_the_function(tmp_path, fake, agent):
+    settings = _settings(tmp_path)
+    progress = _run(settings, agent=agent, mode="incontext", run=f"ic-{agent}")
+    assert progress.done == 3
+    assert all(e["queries"] == 0 for e in _episodes(settings, f"ic-{agent}"))
+    assert sqlite3.connect(settings.db_path).execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 0
+
+
+def test_a_permanent_provider_error_fails_only_that_episode_and_is_recorded(tmp_path, fake):
+    fake.fail(401, message="invalid api key")
+    settings = _settings(tmp_path)
+    progress = _run(settings, agent="paper", run="broken", concurrency=1)
+    assert progress.failed == 1 and progress.done == 2
+    failed = [e for e in _episodes(settings, "broken") if e["state"] == "failed"]
+    assert len(failed) == 1 and "invalid api key" in failed[0]["error"]
+
+
+def test_the_probe_agent_needs_no_model_and_its_code_is_scored_directly(tmp_path):
+    settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db")
+    config = EvalConfig(run="probe", model="", suite="builtin", agent="probe", methods=METHODS, kinds=("direct",))
+    progress = anyio.run(_with_scorer, settings, config)
+    assert progress.done == 3
+    for episode in _episodes(settings, "probe"):
+        assert 0 < episode["queries"] <= 20
+        assert episode["scores"]["direct"]["status"] == "scored"
+
+
+def _eval_command(db: Path, run: str, data: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "pau_mcp", "eval", "--model", MODEL, "--agent", "paper", "--run", run, "--db", str(db),
+        "--data-dir", str(data), "--judge-model", MODEL, "--coder-model", MODEL, "--concurrency", "2",
+        *[item for m in ("builtin/b001", "builtin/b002", "builtin/b003", "builtin/b004", "builtin/b005", "builtin/b006") for item in ("--methods", m)],
+    ]  # fmt: skip
+
+
+def _summary(db: Path, run: str) -> list[tuple]:
+    store = RunStore(db)
+    rows = store.episodes(store.run_id(run))
+    return sorted(
+        (e["method_id"], e["state"], e["queries"], e["concluded"], e["scores"]["judge"]["value"], e["scores"]["codematch"]["value"])
+        for e in rows
+    )
+
+
+def test_a_run_killed_with_sigkill_resumes_to_the_same_result_as_an_uninterrupted_run(tmp_path):
+    def slow_brain(body: dict) -> Reply | str:
+        reply = brain(body)
+        reply = reply if isinstance(reply, Reply) else Reply(text=reply)
+        reply.delay_s = 0.05
+        return reply
+
+    with FakeLLM(responder=slow_brain) as fake:
+        env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"}
+        straight = tmp_path / "straight"
+        straight.mkdir()
+        done = subprocess.run(_eval_command(straight / "runs.db", "r", straight), env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+        killed = tmp_path / "killed"
+        killed.mkdir()
+        db = killed / "runs.db"
+        process = subprocess.Popen(_eval_command(db, "r", killed), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            if db.exists():
+                finished = sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes WHERE state = 'done'").fetchone()[0] if _has_episodes(db) else 0
+                if finished >= 2:
+                    break
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        states = dict(sqlite3.connect(db).execute("SELECT state, COUNT(*) FROM episodes GROUP BY state").fetchall())
+        assert states.get("done", 0) >= 2 and states.get("done", 0) < 6
+        resumed = subprocess.run(_eval_command(db, "r", killed), env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        assert "earlier" in resumed.stdout
+
+    assert _summary(db, "r") == _summary(straight / "runs.db", "r")
+    attempts = sqlite3.connect(db).execute("SELECT method_id, attempts FROM episodes WHERE state = 'done'").fetchall()
+    submissions = sqlite3.connect(db).execute(
+        "SELECT COUNT(*) FROM episodes e JOIN submissions s ON s.id = e.submission_id"
+    ).fetchone()[0]
+    assert submissions == 6 and all(a >= 1 for _, a in attempts)
+
+
+def _has_episodes(db: Path) -> bool:
+    try:
+        return bool(sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE name = 'episodes'").fetchone())
+    except sqlite3.Error:
+        return False

@@ -1,0 +1,137 @@
+"""The failure-mode classifier against a loopback OpenAI-compatible fake with scripted labels."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakellm import FakeLLM
+from test_report_fixtures import build_store
+
+from pau_mcp.harness.failures import (
+    UNCLASSIFIED,
+    FailureCase,
+    classifier_messages,
+    classify_cases,
+    failure_cases,
+    parse_label,
+)
+from pau_mcp.harness.report import build_report, load_runs
+from pau_mcp.llm import LLMClient, LLMError
+
+MODEL = "openai/fake-classifier"
+
+# The fixture's failed episodes (judge < 3, code match < 0.8, or an error) get these replies by method.
+REPLIES = {
+    "b/m2": "The agent saw enough but described it wrongly.\nLabel: hallucination",
+    "b/m3": "It generalised from the wrong pattern.\nLabel: reasoning_error",
+    "b/m4": "Only two inputs were tried.\n\nLabel: insufficient_exploration\n",
+    "b/m5": "Probably a hallucination, or maybe a reasoning error.",  # unparsable: no label line
+}
+
+
+def _responder(body: dict[str, Any]) -> str:
+    prompt = body["messages"][-1]["content"]
+    method = re.search(r"^method: (\S+)$", prompt, re.MULTILINE).group(1)  # type: ignore[union-attr]
+    return REPLIES[method]
+
+
+def _client(fake: FakeLLM, tmp_path: Path) -> LLMClient:
+    return LLMClient(env={"OPENAI_BASE_URL": fake.base_url}, cache_path=tmp_path / "llm-cache.db", retries=0)
+
+
+@pytest.fixture()
+def store(tmp_path: Path):  # type: ignore[no-untyped-def]
+    store = build_store(tmp_path / "runs.db")
+    yield store
+    store.close()
+
+
+def test_failed_episodes_are_those_with_an_error_a_low_judge_or_a_low_code_match(store) -> None:  # type: ignore[no-untyped-def]
+    runs = load_runs(store, ["alpha-int", "alpha-ctx"])
+    # alpha-int: m3 (code 0.5), m4 (code 0.0; its judge reply was unscored), m5 (judge 2). m1 and m2 passed.
+    assert [c.method_id for c in failure_cases(store, runs[0])] == ["b/m3", "b/m4", "b/m5"]
+    # alpha-ctx: m2 (code 0.6), m3, m4, m5 (an error).
+    cases = failure_cases(store, runs[1])
+    assert [c.method_id for c in cases] == ["b/m2", "b/m3", "b/m4", "b/m5"]
+    assert "error" in cases[-1].why and cases[-1].trajectory[0]["kind"] == "model"
+
+
+def test_each_failure_gets_its_scripted_label_and_an_unparsable_reply_is_unclassified(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    runs = load_runs(store, ["alpha-int", "alpha-ctx"])
+    cases = [c for run in runs for c in failure_cases(store, run)]
+    with FakeLLM(responder=_responder) as fake:
+        labels = classify_cases(_client(fake, tmp_path), MODEL, cases)
+        assert len(fake.requests) == 7
+        assert all(body["model"] == "fake-classifier" for body in fake.requests)
+    assert labels["alpha-int"] == {"b/m3": "reasoning_error", "b/m4": "insufficient_exploration", "b/m5": UNCLASSIFIED}
+    assert labels["alpha-ctx"]["b/m2"] == "hallucination"
+    report = build_report(runs, resamples=10, failure_labels=labels)
+    assert report.summaries[0].failures == {
+        "insufficient_exploration": 1, "reasoning_error": 1, "format_error": 0, "hallucination": 0, "unclassified": 1,
+    }  # fmt: skip
+    assert report.summaries[1].failures["hallucination"] == 1 and sum(report.summaries[1].failures.values()) == 4
+
+
+def test_the_prompt_carries_the_trajectory_and_the_scores(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    runs = load_runs(store, ["alpha-int"])
+    cases = failure_cases(store, runs[0])
+    with FakeLLM(responder=_responder) as fake:
+        classify_cases(_client(fake, tmp_path), MODEL, cases)
+        prompts = fake.prompts()
+    m5 = next(p for p in prompts if "method: b/m5" in p)
+    assert "MARKER-alpha-int" in m5 and '"kind": "tool_call"' in m5
+    assert "rated 2 out of 5" in m5 and "ran out of budget" in m5
+
+
+def test_replies_are_cached_so_a_second_report_makes_no_requests(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    cases = failure_cases(store, load_runs(store, ["alpha-int"])[0])
+    with FakeLLM(responder=_responder) as fake:
+        first = classify_cases(_client(fake, tmp_path), MODEL, cases)
+        sent = len(fake.requests)
+        second = classify_cases(_client(fake, tmp_path), MODEL, cases)
+        assert len(fake.requests) == sent == 3
+    assert first == second
+
+
+def test_a_fatal_provider_error_stops_classification_with_the_providers_words(tmp_path: Path) -> None:
+    case = FailureCase("r", "b/m1", "it failed", "state done", [])
+    with FakeLLM() as fake:
+        fake.fail(401, message="bad key for the fake")
+        with pytest.raises(LLMError, match="bad key for the fake"):
+            classify_cases(_client(fake, tmp_path), MODEL, [case])
+
+
+def test_a_refused_request_leaves_that_case_unclassified(tmp_path: Path) -> None:
+    cases = [FailureCase("r", "b/m1", "it failed", "state done", []), FailureCase("r", "b/m2", "it failed", "state done", [])]
+    with FakeLLM() as fake:
+        fake.fail(400, message="prompt refused")
+        fake.say("Label: format_error")
+        labels = classify_cases(LLMClient(env={"OPENAI_BASE_URL": fake.base_url}, cache_path=None, retries=0, concurrency=1), MODEL, cases)
+    assert sorted(labels["r"].values()) == ["format_error", UNCLASSIFIED]
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ("Reasoning.\nLabel: reasoning_error", "reasoning_error"),
+        ("label:   FORMAT_ERROR  ", "format_error"),
+        ("Label: hallucination\nActually, not sure.", UNCLASSIFIED),  # the label must be the last line
+        ("Label: laziness", UNCLASSIFIED),  # not a known label
+        ("Label: reasoning_error or hallucination", UNCLASSIFIED),
+        ("**Label:** hallucination", UNCLASSIFIED),
+        ("", UNCLASSIFIED),
+    ],
+)
+def test_labels_are_parsed_strictly(reply: str, label: str) -> None:
+    assert parse_label(reply) == label
+
+
+def test_a_long_trajectory_is_cut_in_the_middle_keeping_start_and_end() -> None:
+    steps = [{"kind": "tool_call", "n": i, "pad": "x" * 300} for i in range(200)]
+    prompt = classifier_messages(FailureCase("r", "b/m1", "it failed", "state done", steps))[-1]["content"]
+    assert '"n": 0,' in prompt and '"n": 199,' in prompt
+    assert re.search(r"\.\.\. \d+ steps omitted \.\.\.", prompt)
+    assert len(prompt) < 16_000
