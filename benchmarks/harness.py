@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import anyio
+from _markdown import write_section  # noqa: E402 (this script's own directory)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -99,10 +100,7 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if options.write:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from sandbox import _write_section
-
-        _write_section(ROOT / "docs" / "benchmarks.md", "harness", table)
+        write_section("harness", table)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _markdown import write_section  # noqa: E402 (this script's own directory)
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pau_mcp.manifests import ManifestStore, Method, Suite, SuiteInfo, dump_method  # noqa: E402
@@ -280,23 +282,11 @@ def main() -> None:
     text = table(options.methods, options.repeat, results)
     print(text)
     if options.write:
-        _write_section(Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md", "manifests", text)
+        write_section("manifests", text)
 
 
 def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def _write_section(path: Path, name: str, body: str) -> None:
-    """Replace the text between the section's markers in the benchmarks page."""
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    text = path.read_text()
-    if start not in text:
-        raise SystemExit(f"{path} has no {start} marker")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    path.write_text(f"{head}{start}\n{body}\n{end}{tail}")
-    print(f"updated {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

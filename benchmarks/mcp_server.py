@@ -17,12 +17,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -35,7 +32,10 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _markdown import write_section  # noqa: E402
+
 from pau_mcp.manifests import ManifestStore  # noqa: E402
+from pau_mcp.server.launch import http_server  # noqa: E402
 
 METHOD = "builtin/b001"
 
@@ -93,20 +93,6 @@ async def _throughput(url: str, tool: str, sessions: int, calls: int) -> float:
     return len(done) / (time.perf_counter() - start)
 
 
-def _start_http(db: Path) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pau_mcp", "serve", "--transport", "http", "--port", "0", "--benchmark-noop", "--budget", "0", "--db", str(db)],
-        cwd=ROOT, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert process.stderr is not None
-    for line in process.stderr:
-        match = re.search(r"serving at (http://\S+)", line)
-        if match:
-            threading.Thread(target=process.stderr.read, daemon=True).start()
-            return process, match.group(1)
-    raise SystemExit("the HTTP server did not start")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=300)
@@ -116,13 +102,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "runs.db"
         stdio_method, stdio_noop = anyio.run(_stdio, db, tool, options.calls)
-        process, url = _start_http(db)
-        try:
+        with http_server(["--benchmark-noop", "--budget", "0", "--db", str(db)]) as url:
             http_method, http_noop = anyio.run(_http_session, url, tool, options.calls)
             rate = anyio.run(_throughput, url, tool, 8, 50)
-        finally:
-            process.terminate()
-            process.wait(10)
     rows = []
     for name, method, noop in (("stdio", stdio_method, stdio_noop), ("HTTP (JSON responses)", http_method, http_noop)):
         gap = statistics.median(method) - statistics.median(noop)
@@ -145,10 +127,7 @@ def main() -> None:
     )
     print(table)
     if options.write:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from sandbox import _write_section
-
-        _write_section(ROOT / "docs" / "benchmarks.md", "mcp", table)
+        write_section("mcp", table)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from _markdown import write_section  # noqa: E402 (this script's own directory)
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wasm_runtime import Sandbox  # noqa: E402
@@ -178,25 +180,13 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     if options.write:
-        _write_section(Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md", "sandbox", table)
+        write_section("sandbox", table)
 
 
 def _cpus() -> int:
     import os
 
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def _write_section(path: Path, name: str, body: str) -> None:
-    """Replace the text between the section's markers in the benchmarks page."""
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    text = path.read_text()
-    if start not in text:
-        raise SystemExit(f"{path} has no {start} marker")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    path.write_text(f"{head}{start}\n{body}\n{end}{tail}")
-    print(f"updated {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -248,7 +248,9 @@ def score(
     if not items:
         raise click.ClickException(f"run {name} has no submissions to score")
 
-    scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, progress=step_printer())
+    # Many submissions at once: worker processes, as fresh instances do not scale over threads of one process.
+    sandbox = settings.sandbox(progress=step_printer(), processes=True)
+    scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
     plan: list[tuple[_Item, tuple[str, ...]]] = []
     skipped: list[str] = []
     for item in items:
@@ -331,7 +333,8 @@ def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: 
     settings = settings_from(values)
     _log_to_stderr()
     log = logging.getLogger("pau_mcp.scoring")
-    scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, progress=step_printer())
+    sandbox = settings.sandbox(progress=step_printer(), processes=True)  # concurrent requests: worker processes
+    scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
     for kind in ("judge", "codematch"):
         try:
             scorer_.check({kind})

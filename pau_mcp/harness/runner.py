@@ -10,11 +10,7 @@ the repeat costs almost nothing.
 from __future__ import annotations
 
 import contextlib
-import re
 import secrets
-import subprocess
-import sys
-import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,6 +27,7 @@ from ..llm import LLMClient, LLMError
 from ..manifests import Method
 from ..runstore import EpisodeResult, RunStore
 from ..scoring.records import record_scores
+from ..server.launch import LaunchError, http_server
 from .agents import AGENTS, Agent, AgentResult
 from .environment import Environment
 
@@ -98,44 +95,14 @@ class RunProgress:
     errors: list[str] = field(default_factory=list)
 
 
-@contextlib.contextmanager
-def _local_server(db: Path, config: EvalConfig, token: str, settings: Any) -> Any:
-    """Start ``pau-mcp serve`` over HTTP for this run; yields its URL."""
-    command = [
-        sys.executable, "-m", "pau_mcp", "serve", "--transport", "http", "--port", "0", "--token", token,
-        "--suite", config.suite, "--budget", str(config.budget), "--db", str(db), "--run", config.run,
-    ]  # fmt: skip
+def _server_args(db: Path, config: EvalConfig, token: str, settings: Any) -> list[str]:
+    """The `pau-mcp serve` options for a run's own server."""
+    args = ["--token", token, "--suite", config.suite, "--budget", str(config.budget), "--db", str(db), "--run", config.run]
     for directory in settings.manifests:
-        command += ["--manifests", str(directory)]
+        args += ["--manifests", str(directory)]
     if settings.cache_dir:
-        command += ["--cache-dir", str(settings.cache_dir)]
-    process = subprocess.Popen(command, cwd=_ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    lines: list[str] = []
-    found: list[str] = []
-    ready = threading.Event()
-
-    def watch() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if len(lines) < 200:
-                lines.append(line)
-            match = re.search(r"serving at (http://\S+)", line)
-            if match and not found:
-                found.append(match.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=watch, daemon=True).start()
-    try:
-        if not ready.wait(timeout=180) or not found:
-            raise EvalError("the MCP server did not start:\n" + "".join(lines[-20:]))
-        yield found[0]
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        args += ["--cache-dir", str(settings.cache_dir)]
+    return args
 
 
 @contextlib.asynccontextmanager
@@ -283,8 +250,11 @@ async def run_eval(
             if config.server:
                 await all_episodes(config.server)
             else:
-                with _local_server(store.path, config, token, settings) as url:
-                    await all_episodes(url)
+                try:
+                    with http_server(_server_args(store.path, config, token, settings)) as url:
+                        await all_episodes(url)
+                except LaunchError as exc:
+                    raise EvalError(str(exc)) from None
     finally:
         await llm.aclose()
     return progress

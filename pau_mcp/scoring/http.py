@@ -12,10 +12,8 @@ submission, 401 no or a wrong token, 404 unknown method, 413 too large,
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,6 +29,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .. import __version__
+from ..listening import is_loopback, listening_socket, shown_host
 from ..llm import LLMError, LLMNotConfigured
 from .codematch import MAX_CODE_CHARS
 from .service import KINDS, NothingToScore, Scorer, ScoreResult, UnknownMethod
@@ -231,15 +230,6 @@ def create_app(scorer: Scorer, *, token: str | None = None, max_request_bytes: i
     )
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def serve(
     scorer: Scorer,
     host: str = "127.0.0.1",
@@ -254,26 +244,18 @@ def serve(
     Raises:
         EndpointError: a non-loopback address without a token, or the port cannot be bound.
     """
-    if not _is_loopback(host) and not token:
+    if not is_loopback(host) and not token:
         raise EndpointError(
             f"refusing to serve the scorer on {host} without a token: anyone who can reach it could spend your model budget. "
             "Set one with --scorer-token or PAU_SCORER_TOKEN (e.g. PAU_SCORER_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())'))."
         )
-    bare = host.strip("[]")
     try:
-        family = socket.AF_INET6 if ":" in bare else socket.AF_INET
-        # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY only on accepted sockets whose proto says TCP,
-        # and without it every response waits ~40 ms for the client's delayed ACK.
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind((bare, port))
+        sock = listening_socket(host, port)
     except OSError as exc:
         raise EndpointError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host") from None
     app = create_app(scorer, token=token, max_request_bytes=max_request_bytes)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     if announce:
-        shown = f"[{bare}]" if ":" in bare else bare
-        print(f"pau-mcp scorer: serving at http://{shown}:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+        print(f"pau-mcp scorer: serving at http://{shown_host(host)}:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
     anyio.run(server.serve, [sock])

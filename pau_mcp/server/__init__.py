@@ -8,8 +8,9 @@ from typing import Any
 
 from .app import PAGE_SIZE, build_server
 from .catalog import OUTPUT_SCHEMA, Catalog, Exposed
+from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply, Sessions, SessionState
-from .transport import TransportError, is_loopback, run_http, run_stdio
+from .transport import TransportError, run_http, run_stdio
 
 __all__ = [
     "OUTPUT_SCHEMA",
@@ -17,6 +18,7 @@ __all__ = [
     "Catalog",
     "Exposed",
     "Feedback",
+    "LaunchError",
     "MethodService",
     "Reply",
     "SessionState",
@@ -24,7 +26,7 @@ __all__ = [
     "TransportError",
     "build_server",
     "create_service",
-    "is_loopback",
+    "http_server",
     "run_http",
     "run_stdio",
 ]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-import socket
 import sys
 from typing import Any
 
@@ -15,25 +13,16 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
+from ..listening import is_loopback, listening_socket, shown_host
 from .app import initialization_options, verify_bearer
 
-__all__ = ["TransportError", "is_loopback", "run_http", "run_stdio"]
+__all__ = ["TransportError", "run_http", "run_stdio"]
 
 log = logging.getLogger("pau_mcp.server")
 
 
 class TransportError(RuntimeError):
     """The server cannot start as asked; the message says how to fix the command."""
-
-
-def is_loopback(host: str) -> bool:
-    """True for addresses only this machine can reach."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def run_stdio(server: Server[Any]) -> None:
@@ -54,19 +43,13 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, state
             "Set one with --token or PAU_MCP_TOKEN (e.g. PAU_MCP_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())'))."
         )
     try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        # proto must be IPPROTO_TCP: asyncio only sets TCP_NODELAY on accepted sockets whose proto says TCP, and
-        # without it every response waits ~40 ms for the client's delayed ACK.
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind((host, port))
+        sock = listening_socket(host, port)
     except OSError as exc:
         raise TransportError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host") from None
     bound_port = sock.getsockname()[1]
     security = None
     if not is_loopback(host):
-        shown = f"[{host}]" if ":" in host else host
+        shown = shown_host(host)
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=[f"{shown}:*", "127.0.0.1:*", "localhost:*"],
@@ -87,6 +70,5 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, state
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2)
     runner = uvicorn.Server(config)
     if announce:
-        shown = f"[{host}]" if ":" in host else host
-        print(f"pau-mcp: serving at http://{shown}:{bound_port}/mcp", file=sys.stderr, flush=True)
+        print(f"pau-mcp: serving at http://{shown_host(host)}:{bound_port}/mcp", file=sys.stderr, flush=True)
     anyio.run(runner.serve, [sock])

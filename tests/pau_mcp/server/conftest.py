@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -18,6 +15,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
 from pau_mcp.manifests.checks import freeze_method
+from pau_mcp.server.launch import http_server as launch_http_server
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -86,32 +84,5 @@ async def stdio_session(*args: str, message_handler=None) -> AsyncIterator[Clien
 @contextlib.contextmanager
 def http_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """A `pau-mcp serve --transport http` process on an ephemeral port; yields its URL."""
-    process = subprocess.Popen(
-        serve_command("--transport", "http", "--port", "0", *args),
-        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env={**os.environ, **(env or {})},
-    )  # fmt: skip
-    found: list[str] = []
-    ready = threading.Event()
-    lines: list[str] = []
-
-    def watch() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.append(line)
-            match = re.search(r"serving at (http://\S+)", line)
-            if match and not found:
-                found.append(match.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=watch, daemon=True).start()
-    try:
-        if not ready.wait(timeout=90) or not found:
-            raise RuntimeError("the server did not start:\n" + "".join(lines))
-        yield found[0]
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with launch_http_server(args, env=env, timeout_s=90) as url:
+        yield url
