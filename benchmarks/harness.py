@@ -1,6 +1,7 @@
 """Harness throughput: episodes per second with an instant scripted model, at concurrency 1, 8 and 32.
 
-Everything but the LLM's own time is real: the harness starts `pau-mcp serve` over HTTP,
+Everything but the LLM's own time is real: the model is an instant scripted server in its own process
+(benchmarks/_instant_llm.py, as a provider would be); the harness starts `pau-mcp serve` over HTTP,
 each episode opens its own MCP session, the `tools` agent makes 20 tool calls (a fresh
 sandbox instance each) and submits, and the scorer judges and code-matches the
 submission (the models are a loopback OpenAI-compatible server answering instantly).
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,27 +28,12 @@ from _markdown import write_section  # noqa: E402 (this script's own directory)
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from fakellm import FakeLLM, Reply  # noqa: E402
 
 from pau_mcp.config import Settings  # noqa: E402
 from pau_mcp.harness import EvalConfig, run_eval  # noqa: E402
 from pau_mcp.scoring import Scorer  # noqa: E402
 
 MODEL = "openai/instant"
-
-
-def _instant(body: dict) -> Reply | str:
-    messages = body["messages"]
-    if body.get("tools"):
-        tool = next((t["function"]["name"] for t in body["tools"] if t["function"]["name"].startswith("fn_")), None)
-        used = sum(1 for m in messages if m.get("role") == "tool")
-        if tool and used < 20:
-            return Reply(tool_calls=[(tool, {"args": f"({used},)"})])
-        return Reply(tool_calls=[("submit", {"method": tool or "", "description": "returns a number"})])
-    text = str(messages[-1].get("content"))
-    if "<reference>" in text:
-        return "Rating: 2"
-    return "```python\ndef test_func(*args):\n    return 0\n```"
 
 
 async def _timed(settings: Settings, config: EvalConfig) -> tuple[float, object]:
@@ -65,8 +52,10 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     options = parser.parse_args()
     rows = []
-    with FakeLLM(responder=_instant) as fake, tempfile.TemporaryDirectory() as tmp:
-        os.environ.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="bench")
+    model = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "_instant_llm.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    with model, tempfile.TemporaryDirectory() as tmp:
+        assert model.stdout is not None and model.stdin is not None
+        os.environ.update(OPENAI_BASE_URL=model.stdout.readline().strip(), OPENAI_API_KEY="bench")
         for concurrency in (1, 8, 32):
             data = Path(tmp) / f"c{concurrency}"
             settings = Settings.from_options(data_dir=data, judge_model=MODEL, coder_model=MODEL, budget=20)
@@ -81,6 +70,7 @@ def main() -> None:
         probe_settings = Settings.from_options(data_dir=Path(tmp) / "probe", budget=20)
         probe = EvalConfig(run="floor", model="", suite="builtin", agent="probe", concurrency=8, kinds=("direct",))
         _, floor = anyio.run(_timed, probe_settings, probe)
+        model.stdin.close()
     floor_mean = sum(floor.codematch) / len(floor.codematch)
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "

@@ -250,23 +250,27 @@ class _Ready:
 class _InstancePool:
     """Keeps a few fresh instances ready, and drops used ones, off the caller's path.
 
-    Instantiating (~1 ms) and tearing down (~0.5 ms) an instance are most of a
-    fresh call's fixed cost. Neither depends on the call, so a background
-    thread does both; a call only re-arms fuel and the deadline. An instance
-    is never used twice, so every call still starts from the pristine snapshot.
+    Instantiating (~1 ms), priming (~1 ms) and tearing down (~0.5 ms) an
+    instance are most of a fresh call's fixed cost. None depends on the call,
+    so they happen before it is asked for: in a background thread, or (in a
+    worker process that serves one call at a time) between calls, in
+    ``refill``, which avoids two threads of one process contending for its
+    memory map. An instance is never used twice, so every call still starts
+    from the pristine, primed snapshot.
     """
 
-    def __init__(self, make: Any, memory_bytes: int, size: int) -> None:
+    def __init__(self, make: Any, memory_bytes: int, size: int, background: bool) -> None:
         self._make = make
         self._memory = memory_bytes
         self._size = size
+        self._background = background
         self._ready: list[_Ready] = []
         self._dead: list[_Ready] = []
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
     def _start(self) -> None:
-        if self._thread is None and self._size > 0:
+        if self._background and self._thread is None and self._size > 0:
             self._thread = threading.Thread(target=self._loop, name="pau-sandbox-pool", daemon=True)
             self._thread.start()
 
@@ -279,12 +283,23 @@ class _InstancePool:
             return ready
 
     def discard(self, used: _Ready) -> None:
-        """Hand a used instance over for teardown in the background."""
+        """Hand a used instance over for teardown later, off the caller's path."""
         if self._size <= 0:
             return
         with self._cond:
             self._dead.append(used)
             self._cond.notify()
+
+    def refill(self) -> None:
+        """Tear down used instances and make the pool full, in the calling thread."""
+        with self._cond:
+            dead, self._dead = self._dead, []
+            missing = self._size - len(self._ready)
+        del dead
+        for _ in range(max(0, missing)):
+            fresh = self._make(self._memory)
+            with self._cond:
+                self._ready.append(fresh)
 
     def _loop(self) -> None:
         _CURRENT.batch = _Batch(source="", encoded_inputs=[], limits=Limits())
@@ -366,8 +381,10 @@ class Sandbox:
         cache_dir: Where the built component is cached (default: the user cache directory).
         progress: Receives progress lines if the component must be built first.
         max_concurrency: Calls run at once by the async API (default: CPU count).
-        pool_size: Instances prepared ahead in a background thread, so a call does not wait for
-            instantiation (0: none). Each is used once; a used instance is dropped in the background.
+        pool_size: Instances prepared ahead, so a call does not wait for instantiation (0: none).
+            Each is used once; a used instance is dropped later, off the caller's path.
+        pool_thread: Prepare them in a background thread; False when the owner calls ``refill()``
+            between calls (a worker process serving one call at a time).
 
     Example:
         >>> sandbox = Sandbox()
@@ -382,13 +399,14 @@ class Sandbox:
         progress: Progress | None = None,
         max_concurrency: int | None = None,
         pool_size: int = 2,
+        pool_thread: bool = True,
     ) -> None:
         self.limits = limits or Limits()
         self._engine = new_engine()
         self._component, self.artifacts = load_component(self._engine, cache_dir, progress)
         self._linker = self._make_linker()
         self._ticker = _Ticker(self._engine)
-        self._pool = _InstancePool(self._instantiate, self.limits.memory_bytes, size=pool_size)
+        self._pool = _InstancePool(self._instantiate, self.limits.memory_bytes, size=pool_size, background=pool_thread)
         self._limiter = anyio.CapacityLimiter(max_concurrency or _cpu_count())
         self._code_cache = _CodeCache(256)
 
@@ -498,6 +516,14 @@ class Sandbox:
         """What the guest interpreter offers: Python version, bundled and absent modules, hash probe."""
         batch = _Batch(source="", encoded_inputs=[], limits=self.limits)
         return json.loads(self._enter(batch, json.dumps({"info": True})))
+
+    def refill(self) -> None:
+        """Prepare the warm instances now, in this thread (with ``pool_thread=False``, between calls)."""
+        _CURRENT.batch = _Batch(source="", encoded_inputs=[], limits=self.limits)
+        try:
+            self._pool.refill()
+        finally:
+            _CURRENT.batch = None
 
     def _fresh_instance(self, memory_bytes: int) -> _Ready:
         """A new, never-used instance: from the warm pool when it has one for this memory limit."""

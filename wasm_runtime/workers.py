@@ -17,12 +17,12 @@ from __future__ import annotations
 import os
 import pickle
 import queue
+import select
 import struct
 import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -37,13 +37,16 @@ __all__ = ["WorkerError", "WorkerSandbox"]
 _HEADER = struct.Struct("!I")
 
 
+def _lost() -> Outcome:
+    return Outcome.failure(Status.CRASH, "WorkerDied", "the sandbox process stopped; the call was not completed")
+
+
 class WorkerError(RuntimeError):
     """A worker process could not start; the message carries its error output."""
 
 
 def _send(stream: BinaryIO, message: Any) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
+    stream.write(_frame(message))
     stream.flush()
 
 
@@ -59,7 +62,13 @@ def _receive(stream: BinaryIO) -> Any:
 
 
 class _Worker:
-    """One worker process and its pipes."""
+    """One worker process and its pipes.
+
+    The parent's ends are non-blocking file descriptors, so a request can be
+    made from a thread (waiting in ``select``) or from the event loop (waiting
+    in ``anyio.wait_readable``) without a hop to a worker thread, which cost
+    more than the pipe itself.
+    """
 
     def __init__(self, limits: Limits, cache_dir: Path | None, pool_size: int) -> None:
         command = [sys.executable, "-m", "wasm_runtime.workers"]
@@ -68,13 +77,15 @@ class _Worker:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
         assert self.process.stdin is not None and self.process.stdout is not None
-        self.stdin: BinaryIO = self.process.stdin
-        self.stdout: BinaryIO = self.process.stdout
-        _send(self.stdin, ("start", limits, str(cache_dir) if cache_dir else None, pool_size))
+        self._in = self.process.stdin.fileno()
+        self._out = self.process.stdout.fileno()
+        os.set_blocking(self._in, False)
+        os.set_blocking(self._out, False)
+        self._write_all(_frame(("start", limits, str(cache_dir) if cache_dir else None, pool_size)))
 
     def ready(self) -> None:
         try:
-            reply = _receive(self.stdout)
+            reply = self._read_reply()
         except EOFError:
             error = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
             raise WorkerError(f"a sandbox worker failed to start:\n{error[-2000:]}") from None
@@ -89,19 +100,83 @@ class _Worker:
             for _ in iter(lambda: stream.read(4096), b""):
                 pass
 
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._in, view) :]
+            except BlockingIOError:
+                select.select([], [self._in], [])
+
+    def _read_some(self, wanted: int) -> bytes:
+        try:
+            chunk = os.read(self._out, wanted)
+        except BlockingIOError:
+            return b""
+        if not chunk:
+            raise EOFError("the worker closed its pipe")
+        return chunk
+
+    def _read_reply(self) -> Any:
+        buffer = b""
+        while True:
+            needed = _needed(buffer)
+            if needed == 0:
+                return _unframe(buffer)
+            chunk = self._read_some(needed)
+            if not chunk:
+                select.select([self._out], [], [])
+            buffer += chunk
+
     def request(self, message: Any) -> Any:
-        _send(self.stdin, message)
-        return _receive(self.stdout)
+        """Send a request and wait for its reply, blocking this thread."""
+        self._write_all(_frame(message))
+        return self._read_reply()
+
+    async def arequest(self, message: Any) -> Any:
+        """Send a request and wait for its reply in the event loop."""
+        view = memoryview(_frame(message))
+        while view:
+            try:
+                view = view[os.write(self._in, view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self._in)
+        buffer = b""
+        while True:
+            needed = _needed(buffer)
+            if needed == 0:
+                return _unframe(buffer)
+            chunk = self._read_some(needed)
+            if not chunk:
+                await anyio.wait_readable(self._out)
+            buffer += chunk
 
     def stop(self) -> None:
         try:
-            self.stdin.close()
+            self.process.stdin.close()  # type: ignore[union-attr]
         except OSError:
             pass
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+
+def _frame(message: Any) -> bytes:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(data)) + data
+
+
+def _needed(buffer: bytes) -> int:
+    """Bytes still missing from a frame whose start is ``buffer`` (0 when it is complete)."""
+    if len(buffer) < _HEADER.size:
+        return _HEADER.size - len(buffer)
+    (size,) = _HEADER.unpack_from(buffer)
+    return _HEADER.size + size - len(buffer)
+
+
+def _unframe(buffer: bytes) -> Any:
+    return pickle.loads(buffer[_HEADER.size :])
 
 
 class WorkerSandbox:
@@ -159,17 +234,21 @@ class WorkerSandbox:
         worker = self._idle.get()
         try:
             reply = worker.request(("run", source, items, entry, limits or self.limits, fresh))
-        except (EOFError, OSError, BrokenPipeError):
-            # The worker process died (a host fault, never a guest's doing): replace it; report the call as a crash.
-            worker.stop()
-            worker = _Worker(self.limits, self._cache_dir, self._pool_size)
-            worker.ready()
-            return [Outcome.failure(Status.CRASH, "WorkerDied", "the sandbox process stopped; the call was not completed") for _ in items]
+        except (EOFError, OSError):
+            worker = self._replace(worker)
+            return [_lost() for _ in items]
         finally:
             self._idle.put(worker)
         if isinstance(reply, BaseException):
             raise reply
         return reply
+
+    def _replace(self, dead: _Worker) -> _Worker:
+        """A new worker for one that died (a host fault, never a guest's doing)."""
+        dead.stop()
+        worker = _Worker(self.limits, self._cache_dir, self._pool_size)
+        worker.ready()
+        return worker
 
     def call(self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None) -> Outcome:
         """``Sandbox.call`` in the next free worker."""
@@ -179,10 +258,23 @@ class WorkerSandbox:
         self, source: str, inputs: Sequence[str | tuple[Any, ...]], entry: str = "test_func",
         limits: Limits | None = None, fresh: bool = False,
     ) -> list[Outcome]:  # fmt: skip
-        """``run`` from async code, at most one call per worker at once."""
-        return await anyio.to_thread.run_sync(
-            partial(self.run, source, list(inputs), entry=entry, limits=limits, fresh=fresh), limiter=self._limiter
-        )
+        """``run`` from async code: the pipe is awaited in the event loop, at most one call per worker at once."""
+        items = list(inputs)
+        async with self._limiter:
+            try:
+                worker = self._idle.get_nowait()
+            except queue.Empty:  # a thread is using one through run(): wait for it without blocking the loop
+                worker = await anyio.to_thread.run_sync(self._idle.get)
+            try:
+                reply = await worker.arequest(("run", source, items, entry, limits or self.limits, fresh))
+            except (EOFError, OSError):
+                worker = await anyio.to_thread.run_sync(self._replace, worker)
+                return [_lost() for _ in items]
+            finally:
+                self._idle.put(worker)
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
 
     async def acall(self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None) -> Outcome:
         """``call`` from async code."""
@@ -208,7 +300,9 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     message = _receive(stdin)
     _, limits, cache_dir, pool_size = message
     try:
-        sandbox = Sandbox(limits=limits, cache_dir=Path(cache_dir) if cache_dir else None, pool_size=pool_size)
+        # One call at a time: the warm instance is prepared between calls, in this thread, never beside a call.
+        sandbox = Sandbox(limits=limits, cache_dir=Path(cache_dir) if cache_dir else None, pool_size=pool_size, pool_thread=False)
+        sandbox.refill()
     except Exception as exc:  # reported to the parent, which raises WorkerError with it
         _send(stdout, f"{type(exc).__name__}: {exc}")
         return
@@ -229,6 +323,7 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         except Exception as exc:  # an infrastructure error travels back and is raised in the parent
             reply = RuntimeError(f"{type(exc).__name__}: {exc}")
         _send(stdout, reply)
+        sandbox.refill()
 
 
 if __name__ == "__main__":
