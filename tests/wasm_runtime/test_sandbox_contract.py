@@ -247,3 +247,11 @@ def test_outcomes_match_is_consistent_with_running_twice(box):
     c = box.call(source, "(2,)")
     assert outcomes_match(a, b)
     assert not outcomes_match(a, c)
+
+
+def test_the_wall_clock_deadline_stops_what_fuel_would_not(box):
+    limits = Limits(timeout_s=0.3, fuel=10**13)
+    outcome = box.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
+    assert outcome.status is Status.TIMEOUT
+    assert outcome.error_message == "the function passed its wall-clock deadline"
+    assert outcome.duration_ms < 5000
