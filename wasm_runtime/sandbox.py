@@ -15,6 +15,7 @@ epoch interruption, memory by the store's limiter.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import marshal
 import os
@@ -469,8 +470,7 @@ class Sandbox:
         pending: list[tuple[int, str]] = []
         for index, item in enumerate(inputs):
             try:
-                args = parse_arguments(item) if isinstance(item, str) else tuple(item)
-                encoded = _encode_arguments(args)
+                encoded = _encoded_literal(item) if isinstance(item, str) else _encode_arguments(tuple(item))
             except InvalidInput as exc:
                 outcomes.append(Outcome.failure(Status.INVALID_INPUT, "InvalidInput", str(exc)))
                 continue
@@ -591,6 +591,16 @@ class Sandbox:
 
 
 _LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
+
+
+@functools.lru_cache(maxsize=16384)
+def _encoded_literal(text: str) -> str:
+    """Parse and encode an argument literal; cached, since a suite's test inputs are scored again and again.
+
+    Only the encoded string (immutable) is kept, never the parsed values. An invalid literal raises
+    ``InvalidInput`` each time (lru_cache does not cache exceptions).
+    """
+    return _encode_arguments(parse_arguments(text))
 
 
 def _encode_arguments(args: tuple[Any, ...]) -> str:
