@@ -18,6 +18,7 @@ user-editable price table. Requests the provider refuses for good (400, 401,
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import email.utils
@@ -444,7 +445,7 @@ class _LoopBound:
         return self._value
 
 
-class _Provider:
+class _Provider(abc.ABC):
     """How one provider's SDK is called and how its failures read."""
 
     name = ""
@@ -474,14 +475,17 @@ class _Provider:
         """Make the SDK client now, so a missing key or SDK is reported before any work starts."""
         self._client.get()
 
+    @abc.abstractmethod
     def _new_client(self) -> Any:
-        raise NotImplementedError
+        """The SDK's async client (made once per event loop)."""
 
+    @abc.abstractmethod
     async def send(self, model: str, request: Mapping[str, Any]) -> _Reply:
-        raise NotImplementedError
+        """One request to the provider."""
 
+    @abc.abstractmethod
     def classify(self, exc: BaseException) -> _Failure | None:
-        raise NotImplementedError
+        """How an SDK exception reads: retryable or not, its status and message; None when it is not the provider's."""
 
     async def aclose(self) -> None:
         client = self._client._value

@@ -35,7 +35,7 @@ from wasmtime import Store, WasiConfig, WasmtimeError
 from wasmtime.component import Linker, Record
 
 from ._fastcall import add_string_func
-from .build import GuestArtifacts, Progress, load_component, new_engine
+from .build import Progress, load_component, new_engine
 from .limits import Limits
 from .literals import InvalidInput, parse_arguments
 from .outcome import Outcome, Status
@@ -410,11 +410,6 @@ class Sandbox:
         self._pool = _InstancePool(self._instantiate, self.limits.memory_bytes, size=pool_size, background=pool_thread)
         self._limiter = anyio.CapacityLimiter(max_concurrency or _cpu_count())
         self._code_cache = _CodeCache(256)
-
-    @property
-    def build(self) -> GuestArtifacts:
-        """The cached build this sandbox runs."""
-        return self.artifacts
 
     def _make_linker(self) -> Linker:
         linker = Linker(self._engine)
