@@ -445,6 +445,21 @@ class _LoopBound:
         return self._value
 
 
+def _classify_sdk_error(exc: BaseException, sdk: Any, base_error: type[BaseException]) -> _Failure | None:
+    """How an exception of the openai or anthropic SDK reads: both SDKs share these exception shapes."""
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        message = _body_message(exc.body, exc.message)
+        return _Failure(status in _RETRYABLE or status >= 500, status, message, _retry_after(exc.response.headers))
+    if isinstance(exc, sdk.APITimeoutError):
+        return _Failure(True, None, str(exc) or "timed out", timeout=True)
+    if isinstance(exc, sdk.APIConnectionError):
+        return _Failure(True, None, str(exc) or type(exc).__name__, connection=True)
+    if isinstance(exc, base_error):
+        return _Failure(False, None, str(exc))
+    return None
+
+
 class _Provider(abc.ABC):
     """How one provider's SDK is called and how its failures read."""
 
@@ -553,17 +568,7 @@ class _OpenAI(_Provider):
     def classify(self, exc: BaseException) -> _Failure | None:
         import openai
 
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            message = _body_message(exc.body, exc.message)
-            return _Failure(status in _RETRYABLE or status >= 500, status, message, _retry_after(exc.response.headers))
-        if isinstance(exc, openai.APITimeoutError):
-            return _Failure(True, None, str(exc) or "timed out", timeout=True)
-        if isinstance(exc, openai.APIConnectionError):
-            return _Failure(True, None, str(exc) or type(exc).__name__, connection=True)
-        if isinstance(exc, openai.OpenAIError):
-            return _Failure(False, None, str(exc))
-        return None
+        return _classify_sdk_error(exc, openai, openai.OpenAIError)
 
 
 def _anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -690,17 +695,7 @@ class _Anthropic(_Provider):
             import anthropic
         except ImportError:
             return None
-        if isinstance(exc, anthropic.APIStatusError):
-            status = exc.status_code
-            message = _body_message(exc.body, exc.message)
-            return _Failure(status in _RETRYABLE or status >= 500, status, message, _retry_after(exc.response.headers))
-        if isinstance(exc, anthropic.APITimeoutError):
-            return _Failure(True, None, str(exc) or "timed out", timeout=True)
-        if isinstance(exc, anthropic.APIConnectionError):
-            return _Failure(True, None, str(exc) or type(exc).__name__, connection=True)
-        if isinstance(exc, anthropic.AnthropicError):
-            return _Failure(False, None, str(exc))
-        return None
+        return _classify_sdk_error(exc, anthropic, anthropic.AnthropicError)
 
 
 _PROVIDER_TYPES: dict[str, type[_Provider]] = {"openai": _OpenAI, "anthropic": _Anthropic}
