@@ -102,6 +102,30 @@ def _seed(a=None, version=2) -> None:
     _RANDOM_SEED(0 if a is None else a, version)
 
 
+def _no_default(value):
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# The C scanner and encoder, made once and kept in the snapshot. json.loads and
+# json.dumps build a decoder or encoder object and walk several Python frames on
+# every use, and each object they write to costs a fresh instance a copied page.
+_SCAN_JSON = json.decoder.JSONDecoder().scan_once
+_ENCODE_JSON = json.encoder.c_make_encoder(
+    None, _no_default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+)
+
+
+def _loads(text: str):
+    value, end = _SCAN_JSON(text, 0)
+    if end != len(text):
+        raise ValueError("extra data after the settings")
+    return value
+
+
+def _dumps(value) -> str:
+    return "".join(_ENCODE_JSON(value, 0))
+
+
 _RANDOM_SEED = random._inst.seed
 random.seed = _seed
 time.sleep = _virtual_sleep
@@ -220,13 +244,13 @@ def _call(code, error, entry: str, arguments: str, settings: dict) -> dict:
 
 class WitWorld(wit_world.WitWorld):
     def run(self, settings: str) -> str:
-        options = json.loads(settings)
+        options = _loads(settings)
         if options.get("prime"):
             # Run by the host on every new instance before its first real call: the pages one call touches are
             # copied now, in the host's background thread, instead of during the call. Every instance is primed
             # alike, so what a function can observe (ids, allocator state) is the same on every call.
             code = marshal.loads(binascii.a2b_base64(_PRIME_BLOB))
-            json.dumps(_call(code, None, "test_func", _PRIME_ARGS, options))
+            _dumps(_call(code, None, "test_func", _PRIME_ARGS, options))
             _RANDOM_SEED(0)
             return ""
         if options.get("info"):
@@ -258,7 +282,7 @@ class WitWorld(wit_world.WitWorld):
                 return ""
             result = _call(code, error, entry, literal, options)
             del literal
-            outcome = json.dumps(result)
+            outcome = _dumps(result)
             # After a MemoryError or a flood the interpreter may be unreliable: hand
             # back this outcome as the last one and let the host go on in a fresh instance.
             if result["status"] != "ok" and result["status"] != "error":
@@ -287,7 +311,7 @@ def _warm_up() -> None:
     code = compile(sample, "<hidden>", "exec")
     for args in ((3,), ("ab12c",), ([3, 1, 2],), ((1.5, 2.5),), ({1, 2},), (-7, "x")):
         arguments = binascii.b2a_base64(marshal.dumps(args), newline=False).decode()
-        json.dumps(_call(code, None, "test_func", arguments, settings))
+        _dumps(_call(code, None, "test_func", arguments, settings))
     for _ in range(3):
         blob = binascii.b2a_base64(marshal.dumps(compile(sample, "<hidden>", "exec")), newline=False).decode()
         marshal.loads(binascii.a2b_base64(blob))
