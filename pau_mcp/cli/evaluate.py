@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .. import eventloop
 from ..config import options
 from .common import err, settings_from, step_printer
 
@@ -81,7 +82,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
                 await scorer.aclose()
 
         try:
-            progress = anyio.run(main)
+            progress = eventloop.run(main)
         except (EvalError, LLMNotConfigured) as exc:
             raise click.ClickException(str(exc)) from None
     judge = f"{sum(progress.judge) / len(progress.judge):.2f}" if progress.judge else "n/a"

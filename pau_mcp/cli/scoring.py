@@ -14,6 +14,7 @@ import anyio
 import click
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .. import eventloop
 from ..config import options
 from ..llm import LLMError, LLMNotConfigured
 from ..manifests import ManifestError
@@ -298,7 +299,7 @@ def score(
                     group.start_soon(one, item, chosen)
         await scorer_.aclose()
 
-    anyio.run(run_all)
+    eventloop.run(run_all)
     if failure:
         raise click.ClickException(f"scoring stopped after {len(results)} of {len(plan)} submissions: {failure[0]}")
     assert scorer_.llm is not None

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from .. import eventloop
 from ..config import options
 from ..manifests import ManifestError
 from .common import err, settings_from, step_printer
@@ -75,7 +76,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
     logging.getLogger("pau_mcp.server").info("serving %d methods over %s, budget %s", len(service.catalog), transport, settings.budget)
     try:
         if transport == "stdio":
-            anyio.run(run_stdio, server)
+            eventloop.run(run_stdio, server)
         else:
             run_http(server, host, port, settings.token, stateless)
     except TransportError as exc:

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
-import anyio
 import uvicorn
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from starlette.applications import Starlette
@@ -28,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from .. import __version__
+from .. import __version__, eventloop
 from ..listening import is_loopback, listening_socket, shown_host
 from ..llm import LLMError, LLMNotConfigured
 from .codematch import MAX_CODE_CHARS
@@ -258,4 +257,4 @@ def serve(
     server = uvicorn.Server(config)
     if announce:
         print(f"pau-mcp scorer: serving at http://{shown_host(host)}:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
-    anyio.run(server.serve, [sock])
+    eventloop.run(server.serve, [sock])

@@ -6,13 +6,13 @@ import logging
 import sys
 from typing import Any
 
-import anyio
 import uvicorn
 from mcp.server import Server
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
+from .. import eventloop
 from ..listening import is_loopback, listening_socket, shown_host
 from .app import initialization_options, verify_bearer
 
@@ -71,4 +71,4 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, state
     runner = uvicorn.Server(config)
     if announce:
         print(f"pau-mcp: serving at http://{shown_host(host)}:{bound_port}/mcp", file=sys.stderr, flush=True)
-    anyio.run(runner.serve, [sock])
+    eventloop.run(runner.serve, [sock])
