@@ -16,6 +16,8 @@ Usage: python benchmarks/mcp_server.py [--calls 300] [--write]
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
 import platform
 import socket
@@ -24,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -86,31 +89,62 @@ async def _http_session(url: str, tool: str, calls: int, out: list[float] | None
                 return [], []
 
 
-_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+class _Connection:
+    """One keep-alive HTTP/1.1 connection, as light as a load generator can be (no HTTP client library)."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.host, self.port, self.path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def __aenter__(self) -> _Connection:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        self.writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.writer is not None
+        self.writer.close()
+
+    async def post(self, body: dict, session: str | None = None) -> tuple[dict[str, str], bytes]:
+        assert self.reader is not None and self.writer is not None
+        payload = json.dumps(body).encode()
+        extra = f"mcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n" if session else ""
+        self.writer.write(
+            f"POST {self.path} HTTP/1.1\r\nhost: {self.host}:{self.port}\r\naccept: application/json, text/event-stream\r\n"
+            f"content-type: application/json\r\n{extra}content-length: {len(payload)}\r\n\r\n".encode() + payload
+        )
+        head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        if not head[0].startswith("HTTP/1.1 2"):
+            raise RuntimeError(f"server answered {head[0]}")
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:] if line)}
+        if "content-length" not in headers:
+            raise RuntimeError("the load generator reads only responses with a content-length")
+        return headers, await self.reader.readexactly(int(headers["content-length"]))
 
 
-async def _raw_session(client: httpx2.AsyncClient, url: str, tool: str, calls: int, done: list[float]) -> None:
+async def _raw_session(url: str, tool: str, calls: int, done: list[float]) -> None:
     """One MCP session spoken as plain JSON-RPC over HTTP: a load generator as light as wrk, not the SDK client."""
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
-    response = await client.post(url, headers=_HEADERS, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
-    headers = {**_HEADERS, "mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
-    await client.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-    for i in range(calls):
-        body = {"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": tool, "arguments": {"arg0": i}}}
-        reply = (await client.post(url, headers=headers, json=body)).json()
-        assert reply["result"]["structuredContent"]["status"] == "ok", reply
-        done.append(1.0)
+    async with _Connection(url) as connection:
+        headers, _ = await connection.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        session = headers["mcp-session-id"]
+        await connection.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        for i in range(calls):
+            body = {"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": tool, "arguments": {"arg0": i}}}
+            reply = json.loads((await connection.post(body, session))[1])
+            assert reply["result"]["structuredContent"]["status"] == "ok", reply
+            done.append(1.0)
 
 
 async def _raw_throughput(url: str, tool: str, sessions: int, calls: int) -> float:
     done: list[float] = []
-    transport = httpx2.AsyncHTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-    async with httpx2.AsyncClient(transport=transport, timeout=60, limits=httpx2.Limits(max_connections=sessions)) as client:
-        start = time.perf_counter()
-        async with anyio.create_task_group() as group:
-            for _ in range(sessions):
-                group.start_soon(_raw_session, client, url, tool, calls, done)
-        return len(done) / (time.perf_counter() - start)
+    start = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for _ in range(sessions):
+            group.start_soon(_raw_session, url, tool, calls, done)
+    return len(done) / (time.perf_counter() - start)
 
 
 async def _throughput(url: str, tool: str, sessions: int, calls: int) -> float:
