@@ -37,6 +37,7 @@ from mcp.client.streamable_http import streamable_http_client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import _cpu  # noqa: E402
 from _markdown import write_section  # noqa: E402
 
 from pau_mcp.manifests import ManifestStore  # noqa: E402
@@ -160,7 +161,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--rounds", type=int, default=5, help="throughput rounds of 8 x 150 calls (median reported)")
     options = parser.parse_args()
+    rounds_cpu: list[dict[str, float]] = []
     tool = ManifestStore().method(METHOD).tool_name
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "runs.db"
@@ -168,7 +171,13 @@ def main() -> None:
         with http_server(["--benchmark-noop", "--budget", "0", "--db", str(db)]) as url:
             http_method, http_noop = anyio.run(_http_session, url, tool, options.calls)
             rate = anyio.run(_throughput, url, tool, 8, 50)
-            raw_rate = anyio.run(_raw_throughput, url, tool, 8, 100)
+            anyio.run(_raw_throughput, url, tool, 8, 20)  # warm-up
+            rounds = []
+            for _ in range(options.rounds):
+                before = _cpu.snapshot()
+                rounds.append(anyio.run(_raw_throughput, url, tool, 8, 150))
+                used = _cpu.spent(before, _cpu.snapshot())
+                rounds_cpu.append({role: seconds / (8 * 150) * 1000 for role, seconds in used.items()})
     rows = []
     for name, method, noop in (("stdio", stdio_method, stdio_noop), ("HTTP (JSON responses)", http_method, http_noop)):
         gap = statistics.median(method) - statistics.median(noop)
@@ -186,9 +195,14 @@ def main() -> None:
             "|---|---|---|---|---|---|",
             *rows,
             "",
-            f"Throughput, 8 concurrent HTTP sessions: **{raw_rate:.0f} calls/s** with a plain JSON-RPC load generator "
-            f"(100 calls each); {rate:.0f} calls/s when the load comes from 8 official SDK client sessions (50 calls each) "
-            "in one process, which then spends about a third of the two cores itself.",
+            f"Throughput, 8 concurrent HTTP sessions: **{statistics.median(rounds):.0f} calls/s** (median of {len(rounds)} rounds "
+            f"of 150 calls per session; range {min(rounds):.0f}-{max(rounds):.0f}) with a plain JSON-RPC load generator on "
+            f"keep-alive sockets; {rate:.0f} calls/s when the load comes from 8 official SDK client sessions (50 calls each) in one "
+            "process, which then spends a large share of the two cores itself.",
+            "",
+            "CPU per call during the plain-generator rounds (medians, from the processes' counters): "
+            + ", ".join(f"{role} {statistics.median(r.get(role, 0.0) for r in rounds_cpu):.2f} ms" for role in ("server", "sandbox workers"))
+            + f", load generator {statistics.median(r['this process'] for r in rounds_cpu):.2f} ms.",
         ]
     )
     print(table)
