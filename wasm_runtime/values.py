@@ -188,6 +188,17 @@ def encode(value: Any, *, max_bytes: int | None = None, max_depth: int = _MAX_DE
     Raises:
         EncodingError: The value passes ``max_bytes`` or ``max_depth``.
     """
+    cls = type(value)
+    # The commonest results, encoded as _Encoder would without building one (a fresh sandbox instance pays
+    # for every object it touches, so this path runs for most calls).
+    if cls is str:
+        if max_bytes is None or len(value) + 2 <= max_bytes:
+            return value
+    elif cls is int:
+        if -_EXACT_INT < value < _EXACT_INT and (max_bytes is None or max_bytes >= 8):
+            return value
+    elif (value is None or cls is bool) and (max_bytes is None or max_bytes >= 5):
+        return value
     return _Encoder(max_bytes, max_depth).run(value, 0)
 
 

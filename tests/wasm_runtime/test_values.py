@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import pytest
 
+from wasm_runtime import values
 from wasm_runtime.values import EncodingError, Opaque, decode, encode, values_equal
 
 ROUND_TRIP = [
@@ -116,3 +117,15 @@ def test_values_equal_follows_python_equality_with_nan_in_place(a, b, equal):
 def test_decode_rejects_malformed_data(bad):
     with pytest.raises(ValueError):
         decode(bad)
+
+
+@pytest.mark.parametrize("value", [None, True, False, 0, -7, 2**53 - 1, -(2**53) + 1, 2**53, "", "text", "é\ud800"])
+def test_scalars_encode_the_same_on_the_short_path_and_the_general_one(value):
+    assert encode(value, max_bytes=1000) == values._Encoder(1000, 200).run(value, 0)
+    assert decode(encode(value)) == value
+
+
+def test_a_string_just_over_the_limit_is_refused_on_the_short_path_too():
+    assert encode("x" * 98, max_bytes=100) == "x" * 98
+    with pytest.raises(EncodingError):
+        encode("x" * 99, max_bytes=100)
