@@ -34,7 +34,7 @@ import wasmtime
 from wasmtime import Store, WasiConfig, WasmtimeError
 from wasmtime.component import Linker, Record
 
-from ._fastcall import add_string_func
+from ._fastcall import add_string_func, arm, context_of, fuel_left
 from .build import Progress, load_component, new_engine
 from .limits import Limits
 from .literals import InvalidInput, parse_arguments
@@ -55,12 +55,30 @@ class _Violation(WasmtimeError):
 
 
 class _CodeCache:
-    """Compiled code objects (marshalled by the guest) by source text, least recently used out first."""
+    """Compiled code objects (marshalled by the guest) by source text, least recently used out first.
+
+    Code is cached from its second run on: a source seen once (generated code
+    being scored) is compiled and dropped, without the cost of handing its
+    code object to the host.
+    """
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
         self._items: OrderedDict[str, str] = OrderedDict()
+        self._seen: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
+
+    def seen_before(self, source: str) -> bool:
+        """True when ``source`` was offered before (among the last few thousand); remembers it."""
+        if self._capacity <= 0:
+            return False
+        with self._lock:
+            if source in self._seen:
+                return True
+            self._seen[source] = None
+            while len(self._seen) > 16 * self._capacity:
+                self._seen.popitem(last=False)
+            return False
 
     def get(self, source: str) -> str | None:
         with self._lock:
@@ -96,13 +114,18 @@ class _Batch:
     clock_ns: int = 0
     rng: random.Random = field(default_factory=lambda: random.Random(_SEED))
     rng_used: bool = False
+    fuel_budget: int = field(init=False)
+    epoch_ticks: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fuel_budget = self.limits.fuel_budget
+        self.epoch_ticks = self.limits.epoch_ticks(_TICK_S)
 
     def begin_next(self, context: Any) -> str:
         self.position += 1
         if self.position >= len(self.encoded_inputs):
             return ""
-        Store.set_fuel(context, self.limits.fuel_budget)
-        Store.set_epoch_deadline(context, self.limits.epoch_ticks(_TICK_S))
+        arm(context, self.fuel_budget, self.epoch_ticks)
         self.clock_ns = 0
         if self.rng_used:
             self.rng.seed(_SEED)
@@ -111,10 +134,8 @@ class _Batch:
         return self.encoded_inputs[self.position]
 
     def fuel_used(self, context: Any) -> int:
-        try:
-            return self.limits.fuel_budget - Store.get_fuel(context)
-        except WasmtimeError:
-            return self.limits.fuel_budget
+        left = fuel_left(context)
+        return self.fuel_budget if left is None else self.fuel_budget - left
 
     def finish(self, text: str, fuel: int) -> None:
         """Record the guest's outcome text; parsed after the instance is done, off the hot path."""
@@ -135,9 +156,12 @@ def _batch() -> _Batch:
 
 
 def _host_source(context: Any) -> str:
+    """The code to run, tagged: ``marshal:`` cached code, ``cache:`` source to compile and offer back, ``source:`` source."""
     batch = _batch()
     blob = batch.code_cache.get(batch.source)
-    return f"marshal:{blob}" if blob is not None else batch.source
+    if blob is not None:
+        return f"marshal:{blob}"
+    return ("cache:" if batch.code_cache.seen_before(batch.source) else "source:") + batch.source
 
 
 def _host_cache_code(context: Any, blob: str) -> None:
@@ -417,9 +441,9 @@ class Sandbox:
         linker.allow_shadowing = True
         with linker.root() as root:
             with root.add_instance("pau:sandbox/host") as host:
-                host.add_func("source", _host_source)
-                host.add_func("cache-code", _host_cache_code)
-                add_string_func(host, "next", _host_next)  # once per input: the fast path
+                add_string_func(host, "source", _host_source, takes=False)
+                add_string_func(host, "cache-code", _host_cache_code, returns=False)
+                add_string_func(host, "next", _host_next)
                 host.add_func("sleep", _host_sleep)
             with root.add_instance(f"wasi:clocks/monotonic-clock@{_WASI}") as clock:
                 clock.add_func("now", _monotonic_now)
@@ -544,12 +568,11 @@ class Sandbox:
             with self._ticker:
                 ready = self._fresh_instance(batch.limits.memory_bytes)
                 store = ready.store
-                store.set_fuel(batch.limits.fuel_budget)
-                store.set_epoch_deadline(batch.limits.epoch_ticks(_TICK_S))
+                arm(context_of(store), batch.fuel_budget, batch.epoch_ticks)
                 batch.store = store
                 batch.instantiated = True
                 result = ready.run(store, settings)
-                batch.last_fuel = batch.fuel_used(store)
+                batch.last_fuel = batch.fuel_used(context_of(store))
                 ready.run.post_return(store)
                 return result
         finally:

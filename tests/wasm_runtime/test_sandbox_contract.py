@@ -255,3 +255,11 @@ def test_the_wall_clock_deadline_stops_what_fuel_would_not(box):
     assert outcome.status is Status.TIMEOUT
     assert outcome.error_message == "the function passed its wall-clock deadline"
     assert outcome.duration_ms < 5000
+
+
+def test_source_is_run_the_same_whether_compiled_cached_or_reused(box):
+    # The third run uses the code compiled and cached on the second; a source that begins like the
+    # cache's own tag (an annotated name) must still be read as source.
+    source = "marshal: int = 3\ndef test_func(x):\n    return x * marshal\n"
+    runs = [box.run(source, ["(2,)", "('a',)"]) for _ in range(3)]
+    assert [[o.value for o in outcomes] for outcomes in runs] == [["6", "'aaa'"]] * 3

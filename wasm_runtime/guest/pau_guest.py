@@ -265,12 +265,13 @@ class WitWorld(wit_world.WitWorld):
         entry = options["entry"]
         code = error = None
         try:
-            text = host.source()
-            if text.startswith("marshal:"):
-                code = marshal.loads(binascii.a2b_base64(text[8:]))
+            kind, _, text = host.source().partition(":")
+            if kind == "marshal":
+                code = marshal.loads(binascii.a2b_base64(text))
             else:
                 code = compile(text, "<hidden>", "exec")
-                host.cache_code(binascii.b2a_base64(marshal.dumps(code), newline=False).decode())
+                if kind == "cache":
+                    host.cache_code(binascii.b2a_base64(marshal.dumps(code), newline=False).decode())
             del text
         except BaseException as exc:
             error = exc
