@@ -20,6 +20,20 @@ def test_equal_values_match_and_different_values_do_not():
     assert outcomes_match(ok(float("nan")), ok(float("nan")))
 
 
+def test_values_equal_under_python_equality_match_though_encoded_differently():
+    assert outcomes_match(ok(1), ok(1.0))
+    assert outcomes_match(ok({"a": 1, "b": 2}), ok({"b": 2, "a": 1}))
+    assert outcomes_match(ok(-0.0), ok(0.0))
+    assert not outcomes_match(ok({"a": 1}), ok({"a": 2}))
+
+
+def test_a_nan_matches_a_nan_in_the_same_place_inside_containers():
+    nan = float("nan")
+    assert outcomes_match(ok([1, (nan, 2)]), ok([1, (nan, 2)]))
+    assert outcomes_match(ok({nan}), ok({nan}))
+    assert not outcomes_match(ok([nan, 1]), ok([1, nan]))
+
+
 def test_same_exception_type_matches_whatever_the_message():
     assert outcomes_match(err("ValueError", "a"), err("ValueError", "b"))
     assert not outcomes_match(err("ValueError"), err("TypeError"))
