@@ -532,8 +532,6 @@ class _OpenAI(_Provider):
         return openai.AsyncOpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=0, http_client=http_client)
 
     async def send(self, model: str, request: Mapping[str, Any]) -> _Reply:
-        from openai.types.chat import ChatCompletion
-
         body: dict[str, Any] = {"model": model, "messages": list(request["messages"])}
         if request.get("tools"):
             body["tools"] = list(request["tools"])
@@ -545,25 +543,31 @@ class _OpenAI(_Provider):
             body["max_tokens"] = request["max_tokens"]
         if request.get("extra"):
             body.update(request["extra"])
-        # The plain JSON body goes through the client's post(): chat.completions.create() first walks every message
-        # and tool schema with typing introspection, which cost ~30 ms per call on long tool-calling conversations.
-        response = await self._client.get().post("/chat/completions", cast_to=ChatCompletion, body=body)
-        if not getattr(response, "choices", None):
-            raise LLMError(f"openai/{model}: the server returned no choices", model=f"openai/{model}")
-        choice = response.choices[0]
-        message = choice.message
-        calls = tuple(
-            ToolCall(id=call.id or f"call_{index}", name=call.function.name, arguments=call.function.arguments or "{}")
-            for index, call in enumerate(message.tool_calls or ())
-            if getattr(call, "function", None) is not None
-        )
-        usage = response.usage
-        return _Reply(
-            text=message.content or "",
-            tool_calls=calls,
-            usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)),
-            finish_reason=choice.finish_reason,
-        )
+        # The plain JSON body goes through the client's post(), and the reply comes back as a plain dict:
+        # chat.completions.create() walks every message and tool schema with typing introspection (~30 ms on long
+        # tool-calling conversations), and building ChatCompletion models was most of the harness's CPU per reply.
+        data = await self._client.get().post("/chat/completions", cast_to=dict, body=body)
+        try:
+            choice = data["choices"][0]
+            message = choice.get("message") or {}
+            calls = tuple(
+                ToolCall(id=call.get("id") or f"call_{index}", name=call["function"]["name"], arguments=call["function"].get("arguments") or "{}")
+                for index, call in enumerate(message.get("tool_calls") or ())
+                if isinstance(call.get("function"), dict)
+            )
+            usage = data.get("usage") or {}
+            return _Reply(
+                text=message.get("content") or "",
+                tool_calls=calls,
+                usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+                finish_reason=choice.get("finish_reason"),
+            )
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+            raise LLMError(
+                f"openai/{model}: the server's reply is not a chat completion (no choices with a message); "
+                "check that the base URL points at an OpenAI-compatible /v1 endpoint",
+                model=f"openai/{model}",
+            ) from None
 
     def classify(self, exc: BaseException) -> _Failure | None:
         import openai

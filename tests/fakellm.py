@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Failure", "FakeLLM", "Reply"]
+__all__ = ["Failure", "FakeLLM", "Raw", "Reply"]
 
 
 @dataclass
@@ -51,7 +51,14 @@ class Failure:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Responder = Callable[[dict[str, Any]], "Reply | Failure | str"]
+@dataclass
+class Raw:
+    """A 200 reply with exactly this JSON payload (for servers that answer something other than the API)."""
+
+    payload: Any
+
+
+Responder = Callable[[dict[str, Any]], "Reply | Failure | Raw | str"]
 
 
 class FakeLLM:
@@ -98,6 +105,12 @@ class FakeLLM:
         with self._lock:
             for _ in range(times):
                 self._queue.append(Failure(status, message or f"scripted {status}", headers))
+        return self
+
+    def answer_raw(self, payload: Any) -> FakeLLM:
+        """Queue a 200 reply carrying ``payload`` as it is."""
+        with self._lock:
+            self._queue.append(Raw(payload))
         return self
 
     @property
@@ -159,7 +172,7 @@ class FakeLLM:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _next(self, body: dict[str, Any]) -> Reply | Failure:
+    def _next(self, body: dict[str, Any]) -> Reply | Failure | Raw:
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
@@ -218,6 +231,9 @@ class _Handler(BaseHTTPRequestHandler):
                 error = {"message": reply.message, "type": "scripted", "code": str(reply.status)}
                 payload = {"type": "error", "error": error} if anthropic else {"error": error}
                 self._send(reply.status, payload, reply.headers)
+                return
+            if isinstance(reply, Raw):
+                self._send(200, reply.payload)
                 return
             if reply.delay_s:
                 time.sleep(reply.delay_s)

@@ -101,6 +101,14 @@ def test_retries_end_with_an_error_carrying_the_providers_message(fake):
     assert len(fake.requests) == 3
 
 
+@pytest.mark.parametrize("payload", [{"choices": []}, {"error": "nope"}, [1, 2], {"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}])
+def test_a_reply_that_is_not_a_chat_completion_is_an_error_naming_the_base_url_to_check(fake, payload):
+    fake.answer_raw(payload)
+    with pytest.raises(LLMError) as info:
+        run(lambda: client(fake).complete("openai/m", USER))
+    assert "not a chat completion" in str(info.value) and "base URL" in str(info.value)
+
+
 def test_a_401_raises_at_once_with_the_providers_message_and_the_key_to_check(fake):
     llm = client(fake)
     fake.fail(401, message="Incorrect API key provided: sk-...")
