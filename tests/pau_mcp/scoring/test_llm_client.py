@@ -24,9 +24,22 @@ def fake() -> Iterator[FakeLLM]:
         yield server
 
 
+_MADE: list[LLMClient] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    """Close every client a test made, as the commands do, so none is left for the garbage collector."""
+    yield
+    while _MADE:
+        anyio.run(_MADE.pop().aclose)
+
+
 def client(fake: FakeLLM, **options: Any) -> LLMClient:
     options.setdefault("backoff_s", 0.01)
-    return LLMClient(env={"OPENAI_BASE_URL": fake.base_url, **options.pop("env", {})}, **options)
+    made = LLMClient(env={"OPENAI_BASE_URL": fake.base_url, **options.pop("env", {})}, **options)
+    _MADE.append(made)
+    return made
 
 
 def run(step: Callable[[], Any], seconds: float = 30) -> Any:
