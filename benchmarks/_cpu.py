@@ -6,7 +6,12 @@ import os
 import resource
 from pathlib import Path
 
-_ROLES = (("wasm_runtime.workers", "sandbox workers"), ("pau_mcp serve", "server"), ("pau_mcp scorer", "scorer"))
+_ROLES = (
+    ("wasm_runtime.workers", "sandbox workers"),
+    ("pau_mcp serve", "server"),
+    ("pau_mcp scorer", "scorer"),
+    ("_instant_llm.py", "instant model"),
+)
 
 
 def _role(command: str) -> str | None:
@@ -20,7 +25,9 @@ def snapshot() -> dict[str, float]:
     """Seconds of CPU used so far by this process and by every running server, scorer and sandbox worker."""
     tick = os.sysconf("SC_CLK_TCK")
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    totals = {"this process": usage.ru_utime + usage.ru_stime}
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # Processes this one started and that have ended (a server and its workers) count here.
+    totals = {"this process": usage.ru_utime + usage.ru_stime, "ended children": ended.ru_utime + ended.ru_stime}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue

@@ -8,7 +8,7 @@ submission (the models are a loopback OpenAI-compatible server answering instant
 It also records the probe baseline's code match over the whole builtin suite (the floor).
 
 Target: at least 10 episodes per second at concurrency 8 with a 20-query budget on 2 cores.
-Usage: python benchmarks/harness.py [--episodes 32] [--write]
+Usage: python benchmarks/harness.py [--episodes 65] [--write]
 """
 
 from __future__ import annotations
@@ -16,72 +16,94 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import secrets
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import anyio
-from _markdown import write_section  # noqa: E402 (this script's own directory)
+import _cpu  # noqa: E402 (this script's own directory)
+from _markdown import write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 
+from pau_mcp import eventloop  # noqa: E402
 from pau_mcp.config import Settings  # noqa: E402
 from pau_mcp.harness import EvalConfig, run_eval  # noqa: E402
 from pau_mcp.scoring import Scorer  # noqa: E402
+from pau_mcp.server.launch import http_server  # noqa: E402
 
 MODEL = "openai/instant"
 
 
-async def _timed(settings: Settings, config: EvalConfig) -> tuple[float, object]:
+async def _timed(settings: Settings, config: EvalConfig) -> tuple[float, dict[str, float], object]:
+    """Seconds for the run, CPU seconds per process role while it ran (server still up), and the progress."""
     scorer = Scorer.from_settings(settings)
-    start = time.perf_counter()
     try:
+        before = _cpu.snapshot()
+        start = time.perf_counter()
         progress = await run_eval(settings, config, scorer)
+        seconds = time.perf_counter() - start
+        used = _cpu.spent(before, _cpu.snapshot())
     finally:
         await scorer.aclose()
-    return time.perf_counter() - start, progress
+    return seconds, used, progress
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--episodes", type=int, default=32, help="episodes per concurrency level")
+    parser.add_argument("--episodes", type=int, default=65, help="episodes at concurrency 8 and 32 (at most the suite's 65)")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     options = parser.parse_args()
     rows = []
+    token = secrets.token_urlsafe(16)
     model = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "_instant_llm.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     with model, tempfile.TemporaryDirectory() as tmp:
         assert model.stdout is not None and model.stdin is not None
         os.environ.update(OPENAI_BASE_URL=model.stdout.readline().strip(), OPENAI_API_KEY="bench")
-        for concurrency in (1, 8, 32):
+        for concurrency, episodes in ((1, min(16, options.episodes)), (8, options.episodes), (32, options.episodes)):
             data = Path(tmp) / f"c{concurrency}"
-            settings = Settings.from_options(data_dir=data, judge_model=MODEL, coder_model=MODEL, budget=20)
-            config = EvalConfig(
-                run=f"bench-{concurrency}", model=MODEL, suite="builtin", agent="tools", budget=20,
-                concurrency=concurrency, limit=options.episodes, kinds=("judge", "codematch"),
-            )  # fmt: skip
-            seconds, progress = anyio.run(_timed, settings, config)
+            data.mkdir()
+            settings = Settings.from_options(data_dir=data, judge_model=MODEL, coder_model=MODEL, budget=20, token=token)
+            started = time.perf_counter()
+            # The server runs apart (as with `pau-mcp eval --server URL`), so its start-up (about a second) is not
+            # counted as the harness's time.
+            with http_server(["--token", token, "--budget", "20", "--db", str(data / "runs.db")]) as url:
+                startup = time.perf_counter() - started
+                config = EvalConfig(
+                    run=f"bench-{concurrency}", model=MODEL, suite="builtin", agent="tools", budget=20,
+                    concurrency=concurrency, limit=episodes, kinds=("judge", "codematch"), server=url,
+                )  # fmt: skip
+                seconds, used, progress = eventloop.run(_timed, settings, config)
             assert progress.failed == 0, progress.errors
-            rows.append((concurrency, progress.done, seconds))
-            print(f"concurrency {concurrency}: {progress.done} episodes in {seconds:.1f} s", file=sys.stderr)
+            cpu = {role: used.get(role, 0.0) / progress.done * 1000 for role in ("this process", "server", "sandbox workers", "instant model")}
+            rows.append((concurrency, progress.done, seconds, cpu, startup))
+            print(f"concurrency {concurrency}: {progress.done} episodes in {seconds:.1f} s; CPU per episode {cpu}", file=sys.stderr)
         probe_settings = Settings.from_options(data_dir=Path(tmp) / "probe", budget=20)
         probe = EvalConfig(run="floor", model="", suite="builtin", agent="probe", concurrency=8, kinds=("direct",))
-        _, floor = anyio.run(_timed, probe_settings, probe)
+        _, _, floor = eventloop.run(_timed, probe_settings, probe)
         model.stdin.close()
     floor_mean = sum(floor.codematch) / len(floor.codematch)
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
         f"{len(os.sched_getaffinity(0))} CPUs; tools agent, 20 tool calls per episode, judge and code match scored, "
-        "model answering instantly on loopback. Wall time includes starting the server (about 1 s).",
+        "model answering instantly from its own process on loopback; the server started beforehand (as with "
+        f"`--server URL`; starting it took about {statistics.median(r[4] for r in rows):.1f} s). CPU per episode from "
+        "the processes' counters: the harness (with its scorer), the server, all sandbox workers (the server's "
+        "and the scorer's), the instant model.",
         "",
-        "| concurrency | episodes | seconds | episodes/s | harness time per episode |",
-        "|---|---|---|---|---|",
+        "| concurrency | episodes | seconds | episodes/s | CPU/episode: harness | server | sandbox workers | model |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for concurrency, done, seconds in rows:
-        lines.append(f"| {concurrency} | {done} | {seconds:.1f} | **{done / seconds:.1f}** | {seconds / done * 1000:.0f} ms |")
+    for concurrency, done, seconds, cpu, _ in rows:
+        lines.append(
+            f"| {concurrency} | {done} | {seconds:.1f} s | **{done / seconds:.1f}** | {cpu['this process']:.0f} ms | "
+            f"{cpu['server']:.0f} ms | {cpu['sandbox workers']:.0f} ms | {cpu['instant model']:.0f} ms |"
+        )
     lines += [
         "",
         f"The floor: the probe baseline (no LLM, memorising code) over all {len(floor.codematch)} builtin methods scores a mean "
