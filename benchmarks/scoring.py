@@ -197,10 +197,10 @@ def main() -> None:
         "",
         (
             f"Target: at least {TARGET}x the reference's methods per second: **{met}** "
-            f"({max(seq_rate, par_rate) / ref_rate:.0f}x). A method has about 20 test inputs, so a sandbox batch is "
-            "dominated by its fixed cost (a fresh instance and compiling the new source, about 4 ms, against about "
-            "0.2 ms per input), while a fork from a small plain process costs about 3 ms. Fresh instances do not scale over "
-            "threads of one process (they contend for its memory map), which is why `pau-mcp score` uses worker processes."
+            f"({max(seq_rate, par_rate) / ref_rate:.0f}x). A method has about 20 test inputs; a sandbox batch costs a "
+            "fixed ~3.5 ms of CPU (a fresh primed instance, compiling the new source, tearing down) and ~0.1 ms per input, "
+            "while each fork from a small plain process costs about 3.5 ms. Fresh instances do not scale over threads of "
+            "one process (they contend for its memory map), which is why `pau-mcp score` uses worker processes."
         ),
     ]
     table = "\n".join(lines)
