@@ -42,9 +42,9 @@ MODEL = "openai/instant"
 
 async def _timed(settings: Settings, config: EvalConfig) -> tuple[float, dict[str, float], object]:
     """Seconds for the run, CPU seconds per process role while it ran (server still up), and the progress."""
-    scorer = Scorer.from_settings(settings)
+    scorer = Scorer.from_settings(settings, sandbox=settings.sandbox(processes=True))  # as `pau-mcp eval` scores
     # One-time start-up happens before the clock, as the server's does: the scorer's SDK client (importing
-    # aiohttp, building a TLS context: about 0.4 s of the harness's one event loop) and its sandbox.
+    # aiohttp, building a TLS context: about 0.4 s of the harness's one event loop) and its sandbox workers.
     scorer.check(config.kinds)
     await scorer.sandbox.arun("def test_func():\n    return 0\n", ["()"])
     try:
@@ -55,6 +55,7 @@ async def _timed(settings: Settings, config: EvalConfig) -> tuple[float, dict[st
         used = _cpu.spent(before, _cpu.snapshot())
     finally:
         await scorer.aclose()
+        scorer.sandbox.close()
     return seconds, used, progress
 
 
@@ -97,8 +98,8 @@ def main() -> None:
         f"{len(os.sched_getaffinity(0))} CPUs; tools agent, 20 tool calls per episode, judge and code match scored, "
         "model answering instantly from its own process on loopback; the server started beforehand (as with "
         f"`--server URL`; starting it took about {statistics.median(r[4] for r in rows):.1f} s). CPU per episode from "
-        "the processes' counters: the harness (with its scorer, whose sandbox runs in the harness's own process), "
-        "the server, the server's sandbox workers, the instant model.",
+        "the processes' counters: the harness (with its scorer), the server, all sandbox workers (the server's "
+        "and the scorer's), the instant model.",
         "",
         "| concurrency | episodes | seconds | episodes/s | CPU/episode: harness | server | sandbox workers | model |",
         "|---|---|---|---|---|---|---|---|",

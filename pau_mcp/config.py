@@ -56,7 +56,7 @@ SETTINGS: dict[str, SettingSpec] = {
         ),
         SettingSpec(
             "workers", "PAU_MCP_WORKERS", "--workers",
-            "Sandbox worker processes for the server (default: one per CPU; 0: calls run in the server's own process).", int,
+            "Sandbox worker processes for serving or scoring (default: one per CPU; 0: in this process).", int,
         ),
         SettingSpec("db", "PAU_MCP_DB", "--db", "The run store (SQLite); default: DATA_DIR/runs.db.", click.Path(path_type=Path, dir_okay=False)),
         SettingSpec("budget", "PAU_MCP_BUDGET", "--budget", "Calls allowed per method per session (0: no limit).", int),

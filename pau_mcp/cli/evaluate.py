@@ -20,7 +20,7 @@ __all__ = ["demo", "evaluate"]
 
 _EVAL_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
-    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir",
+    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers",
 )  # fmt: skip
 
 
@@ -62,7 +62,10 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
         score=not no_score, kinds=kinds, retry_failed=retry_failed,
     )  # fmt: skip
-    scorer = Scorer.from_settings(settings, use_cache=not no_cache, progress=step_printer())
+    # Scoring runs in sandbox worker processes: the harness's one event loop is what limits a run's
+    # throughput, and sandbox work in its own process competed with it (docs/benchmarks.md).
+    sandbox = settings.sandbox(progress=step_printer(), processes=config.score)
+    scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
     if config.score and len(kinds) < 3:
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
@@ -80,6 +83,8 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
                 return await run_eval(settings, config, scorer, show)
             finally:
                 await scorer.aclose()
+                if hasattr(sandbox, "close"):
+                    sandbox.close()
 
         try:
             progress = eventloop.run(main)

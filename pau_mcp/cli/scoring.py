@@ -25,7 +25,7 @@ from .common import bar, err, settings_from, step_printer
 __all__ = ["no_cache_option", "score", "scorer"]
 
 _LLM_SETTINGS = ("judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
-_SANDBOX_SETTINGS = ("timeout_s", "memory_mb", "max_output_kb", "cache_dir")
+_SANDBOX_SETTINGS = ("timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers")
 
 
 def no_cache_option(function):  # type: ignore[no-untyped-def]
