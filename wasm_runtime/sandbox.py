@@ -66,17 +66,19 @@ class _CodeCache:
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
         self._items: OrderedDict[str, str] = OrderedDict()
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._seen: OrderedDict[int, None] = OrderedDict()  # hashes only: sources can be large
         self._lock = threading.Lock()
 
     def seen_before(self, source: str) -> bool:
         """True when ``source`` was offered before (among the last few thousand); remembers it."""
         if self._capacity <= 0:
             return False
+        # A hash collision would only cache a source's code one run early; the cache itself keys by the text.
+        digest = hash(source)
         with self._lock:
-            if source in self._seen:
+            if digest in self._seen:
                 return True
-            self._seen[source] = None
+            self._seen[digest] = None
             while len(self._seen) > 16 * self._capacity:
                 self._seen.popitem(last=False)
             return False
