@@ -84,7 +84,7 @@ def test_func(words):
 
 def test_string_hash_order_is_the_same_on_every_machine(box):
     if not box.artifacts.metadata().get("deterministic_hash"):
-        pytest.skip("this build could not pin CPython's hash secret (no C compiler); see docs/box.md")
+        pytest.skip("this build could not pin CPython's hash secret (no C compiler); see docs/sandbox.md")
     outcome = box.call("def test_func():\n    return hash('pau-mcp'), list({'pear', 'apple', 'fig', 'kiwi'})", "()")
     # Recorded from the reference build; a different value means string-set order differs between machines.
     assert outcome.value == "(1364964730, ['kiwi', 'apple', 'fig', 'pear'])"
