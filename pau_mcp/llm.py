@@ -1,12 +1,13 @@
 """One thin client layer over the LLM providers: chat completions, tools, retries, a cache and costs.
 
-Models are named ``provider/model``: ``openai/<model>`` goes through the
-official ``openai`` SDK to any OpenAI-compatible server (OpenAI, OpenRouter,
-Together, DeepSeek, vLLM, SGLang, Ollama, llama.cpp, a LiteLLM proxy: set
-``OPENAI_BASE_URL``); ``anthropic/<model>`` goes through the ``anthropic``
-SDK, an optional extra imported only when such a model is used. The SDKs'
-own variables (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``ANTHROPIC_BASE_URL``,
-``ANTHROPIC_API_KEY``) are read here and passed on explicitly.
+Models are named ``provider/model``: ``openai/<model>`` speaks the OpenAI
+chat completions protocol over HTTP (aiohttp) to any OpenAI-compatible
+server (OpenAI, OpenRouter, Together, DeepSeek, vLLM, SGLang, Ollama,
+llama.cpp, a LiteLLM proxy: set ``OPENAI_BASE_URL``); ``anthropic/<model>``
+goes through the ``anthropic`` SDK, an optional extra imported only when
+such a model is used. The usual variables (``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``, ``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``,
+``ANTHROPIC_BASE_URL``, ``ANTHROPIC_API_KEY``) are read here.
 
 Every request goes through ``LLMClient.complete``: at most ``concurrency``
 requests in flight, retries with exponential backoff on 429, 5xx and lost
@@ -30,6 +31,8 @@ import re
 import sqlite3
 import threading
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
@@ -61,7 +64,7 @@ DEFAULT_PRICING = Path(__file__).with_name("pricing.json")
 #: The providers a model string may name.
 PROVIDERS = ("openai", "anthropic")
 
-_DUMMY_KEY = "pau-mcp-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDKs insist on one
+_DUMMY_KEY = "pau-mcp-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore the key; the anthropic SDK insists on one
 _RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 _FATAL = {401, 403, 404}  # every later request would fail the same way: stop a batch instead of recording N errors
 _MAX_RETRY_AFTER_S = 300.0
@@ -482,7 +485,7 @@ def _refused(exc: BaseException) -> bool:
 
 
 def _classify_sdk_error(exc: BaseException, sdk: Any, base_error: type[BaseException]) -> _Failure | None:
-    """How an exception of the openai or anthropic SDK reads: both SDKs share these exception shapes."""
+    """How an exception of the anthropic SDK reads (its exception shapes follow the Stainless SDK pattern)."""
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         message = _body_message(exc.body, exc.message)
@@ -557,31 +560,71 @@ class _Provider(abc.ABC):
             await client.close()
 
 
+def _proxy_for(url: str) -> str | None:
+    """The proxy the environment names for this URL (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
+class _StatusError(Exception):
+    """An HTTP error reply from an OpenAI-compatible server."""
+
+    def __init__(self, status: int, body: Any, headers: Mapping[str, str]) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers
+        super().__init__(f"HTTP {status}")
+
+
 class _OpenAI(_Provider):
+    """The OpenAI chat completions protocol, spoken over aiohttp.
+
+    One JSON POST per completion, read back as plain JSON: the ``openai`` SDK
+    built and parsed the same request through three HTTP layers and cost
+    about three times the CPU per request, which was a third of the
+    harness's work per episode (docs/benchmarks.md).
+    """
+
     name = "openai"
     key_envs = ("OPENAI_API_KEY",)
     base_env = "OPENAI_BASE_URL"
     default_base = "https://api.openai.com/v1"
 
-    def _new_client(self) -> Any:
-        import openai
+    def ready(self) -> None:
+        # An aiohttp session belongs to a running event loop, and this check may run before any: check the key only.
+        self._headers()
 
+    def _headers(self) -> dict[str, str]:
         key = self._key_for_request()
         if key is None:
             raise LLMNotConfigured(
                 "no OpenAI API key: set OPENAI_API_KEY, or OPENAI_BASE_URL to an OpenAI-compatible server "
                 "(e.g. http://localhost:11434/v1 for Ollama, http://localhost:8000/v1 for vLLM)"
             )
-        # The SDK's aiohttp transport: about 40% less CPU per request than its default httpx stack, which was the
-        # harness's largest cost per episode. aiohttp also sets TCP_NODELAY, without which each request to a local
-        # server over plain HTTP (vLLM, Ollama, llama.cpp) can wait for the server's delayed ACK (~40 ms).
-        http_client = openai.DefaultAioHttpClient(timeout=self.timeout_s)
-        return openai.AsyncOpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout_s, max_retries=0, http_client=http_client)
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json", "Accept": "application/json"}
+        for variable, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+            if self.env.get(variable):
+                headers[header] = self.env[variable]
+        return headers
+
+    def _new_client(self) -> Any:
+        import aiohttp
+
+        headers = self._headers()
+        # aiohttp sets TCP_NODELAY: without it each request to a local server over plain HTTP (vLLM, Ollama,
+        # llama.cpp) can wait for the server's delayed ACK (~40 ms). The proxy (HTTPS_PROXY, NO_PROXY, ...) is
+        # looked up once here: aiohttp's trust_env looks it up in a thread on every request.
+        return aiohttp.ClientSession(
+            headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s), proxy=_proxy_for(self.shown_base)
+        )
 
     async def send(self, model: str, request: Mapping[str, Any]) -> _Reply:
-        body: dict[str, Any] = {"model": model, "messages": list(request["messages"])}
+        body: dict[str, Any] = {"model": model, "messages": request["messages"]}
         if request.get("tools"):
-            body["tools"] = list(request["tools"])
+            body["tools"] = request["tools"]
         if request.get("tool_choice") is not None:
             body["tool_choice"] = request["tool_choice"]
         if request.get("temperature") is not None:
@@ -590,11 +633,17 @@ class _OpenAI(_Provider):
             body["max_tokens"] = request["max_tokens"]
         if request.get("extra"):
             body.update(request["extra"])
-        # The plain JSON body goes through the client's post(), and the reply comes back as a plain dict:
-        # chat.completions.create() walks every message and tool schema with typing introspection (~30 ms on long
-        # tool-calling conversations), and building ChatCompletion models was most of the harness's CPU per reply.
-        data = await self._client.get().post("/chat/completions", cast_to=dict, body=body)
+        url = self.shown_base.rstrip("/") + "/chat/completions"
+        async with self._client.get().post(url, data=json.dumps(body)) as response:
+            raw = await response.read()
+            if response.status >= 400:
+                try:
+                    parsed: Any = json.loads(raw)
+                except ValueError:
+                    parsed = raw.decode("utf-8", "replace").strip()
+                raise _StatusError(response.status, parsed, response.headers)
         try:
+            data = json.loads(raw)
             choice = data["choices"][0]
             message = choice.get("message") or {}
             calls = tuple(
@@ -617,9 +666,21 @@ class _OpenAI(_Provider):
             ) from None
 
     def classify(self, exc: BaseException) -> _Failure | None:
-        import openai
+        import aiohttp
 
-        return _classify_sdk_error(exc, openai, openai.OpenAIError)
+        if isinstance(exc, _StatusError):
+            status = exc.status
+            message = _body_message(exc.body, f"HTTP {status}")
+            return _Failure(status in _RETRYABLE or status >= 500, status, message, _retry_after(exc.headers))
+        if isinstance(exc, TimeoutError):  # aiohttp's own timeouts derive from it too
+            return _Failure(True, None, str(exc) or "timed out", timeout=True)
+        if isinstance(exc, aiohttp.InvalidURL):
+            return _Failure(False, None, f"invalid URL {exc}", connection=True)
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return _Failure(True, None, str(exc.os_error) or "could not connect", connection=True)
+        if isinstance(exc, aiohttp.ClientError):  # the connection broke mid-request, or the reply was cut short
+            return _Failure(True, None, str(exc) or type(exc).__name__, connection=True)
+        return None
 
 
 def _anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """A scripted OpenAI-compatible (and Anthropic-compatible) chat server on loopback, for tests.
 
-Real HTTP on an ephemeral port, served from a thread, so the real ``openai``
-and ``anthropic`` SDKs talk to it exactly as they talk to a provider:
+Real HTTP on an ephemeral port, served from a thread, so the OpenAI client and
+the ``anthropic`` SDK talk to it exactly as they talk to a provider:
 
     with FakeLLM() as fake:
         fake.say("Rating: 4")                               # queue a text reply
@@ -44,11 +44,15 @@ class Reply:
 
 @dataclass
 class Failure:
-    """An error reply with a status, a provider message and optional headers (Retry-After)."""
+    """An error reply with a status, a provider message and optional headers (Retry-After).
+
+    With ``text``, the body is that plain text instead of the API's JSON error (as a proxy's error page is).
+    """
 
     status: int
     message: str = "scripted failure"
     headers: dict[str, str] = field(default_factory=dict)
+    text: str | None = None
 
 
 @dataclass
@@ -99,12 +103,14 @@ class FakeLLM:
             self._queue.append(Reply(text=text, tool_calls=[(name, arguments)], input_tokens=input_tokens, output_tokens=output_tokens))
         return self
 
-    def fail(self, status: int, *, times: int = 1, retry_after: float | str | None = None, message: str | None = None) -> FakeLLM:
-        """Queue ``times`` error replies with this status (and a Retry-After header when given)."""
+    def fail(
+        self, status: int, *, times: int = 1, retry_after: float | str | None = None, message: str | None = None, text: str | None = None
+    ) -> FakeLLM:
+        """Queue ``times`` error replies with this status (and a Retry-After header when given; ``text``: a plain body)."""
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
         with self._lock:
             for _ in range(times):
-                self._queue.append(Failure(status, message or f"scripted {status}", headers))
+                self._queue.append(Failure(status, message or f"scripted {status}", headers, text))
         return self
 
     def answer_raw(self, payload: Any) -> FakeLLM:
@@ -200,6 +206,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_text(self, status: int, text: str) -> None:
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
             self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "fakellm"}]})
@@ -227,6 +241,9 @@ class _Handler(BaseHTTPRequestHandler):
             owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
         try:
             reply = owner._next(body)
+            if isinstance(reply, Failure) and reply.text is not None:
+                self._send_text(reply.status, reply.text)
+                return
             if isinstance(reply, Failure):
                 error = {"message": reply.message, "type": "scripted", "code": str(reply.status)}
                 payload = {"type": "error", "error": error} if anthropic else {"error": error}

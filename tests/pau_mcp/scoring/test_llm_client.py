@@ -142,6 +142,37 @@ def test_other_permanent_errors_are_not_retried(fake, status):
     assert len(fake.requests) == 1
 
 
+def test_an_error_page_that_is_not_json_is_reported_with_its_text(fake):
+    fake.fail(400, text="upstream refused: body too large")
+    with pytest.raises(LLMError, match="400: upstream refused: body too large") as info:
+        run(lambda: client(fake).complete("openai/m", USER))
+    assert info.value.status == 400 and len(fake.requests) == 1
+
+
+def test_organization_and_project_variables_are_sent_as_headers(fake):
+    fake.say("ok")
+    run(lambda: client(fake, env={"OPENAI_ORG_ID": "org-7", "OPENAI_PROJECT_ID": "proj-9"}).complete("openai/m", USER))
+    assert fake.headers[0]["openai-organization"] == "org-7" and fake.headers[0]["openai-project"] == "proj-9"
+
+
+def test_requests_go_through_the_proxy_the_environment_names_unless_no_proxy_lists_the_host(fake, monkeypatch):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", fake.root_url)  # the fake answers as the proxy would, relaying to the model
+    behind = {"OPENAI_BASE_URL": "http://llm.invalid/v1"}
+    fake.say("through the proxy")
+    proxied = LLMClient(env=behind)
+    _MADE.append(proxied)
+    assert run(lambda: proxied.complete("openai/m", USER)).text == "through the proxy"
+    assert fake.paths == ["http://llm.invalid/v1/chat/completions"]
+    monkeypatch.setenv("no_proxy", "llm.invalid")
+    llm = LLMClient(env=behind, retries=0)
+    _MADE.append(llm)
+    with pytest.raises(LLMError, match="cannot reach http://llm.invalid/v1"):
+        run(lambda: llm.complete("openai/m", USER))
+    assert len(fake.requests) == 1
+
+
 def test_an_identical_second_call_is_answered_from_the_cache_without_a_request(fake, tmp_path):
     cache = tmp_path / "llm-cache.db"
     llm = client(fake, cache_path=cache, pricing=Pricing({"openai/m": Price(input=1, output=1)}))
