@@ -325,10 +325,9 @@ class ResponseCache:
             ) from None
 
     @staticmethod
-    def key(request: Mapping[str, Any]) -> str:
-        """A digest of everything that shapes a reply."""
-        text = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    def key(where: str, body: bytes) -> str:
+        """A digest of everything that shapes a reply: where it is asked (provider, base URL) and the request body."""
+        return hashlib.sha256(f"v2 {where}\n".encode() + body).hexdigest()
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored reply for a key, or None."""
@@ -534,8 +533,12 @@ class _Provider(abc.ABC):
         """The SDK's async client (made once per event loop)."""
 
     @abc.abstractmethod
-    async def send(self, model: str, request: Mapping[str, Any]) -> _Reply:
-        """One request to the provider."""
+    def body(self, model: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The request as this provider's API takes it (what the cache key is made of)."""
+
+    @abc.abstractmethod
+    async def send(self, model: str, body: dict[str, Any], encoded: bytes) -> _Reply:
+        """One request to the provider: ``body`` from :meth:`body`, and the same as canonical JSON."""
 
     @abc.abstractmethod
     def classify(self, exc: BaseException) -> _Failure | None:
@@ -621,7 +624,7 @@ class _OpenAI(_Provider):
             headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s), proxy=_proxy_for(self.shown_base)
         )
 
-    async def send(self, model: str, request: Mapping[str, Any]) -> _Reply:
+    def body(self, model: str, request: Mapping[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": model, "messages": request["messages"]}
         if request.get("tools"):
             body["tools"] = request["tools"]
@@ -633,8 +636,11 @@ class _OpenAI(_Provider):
             body["max_tokens"] = request["max_tokens"]
         if request.get("extra"):
             body.update(request["extra"])
+        return body
+
+    async def send(self, model: str, body: dict[str, Any], encoded: bytes) -> _Reply:
         url = self.shown_base.rstrip("/") + "/chat/completions"
-        async with self._client.get().post(url, data=json.dumps(body)) as response:
+        async with self._client.get().post(url, data=encoded) as response:
             raw = await response.read()
             if response.status >= 400:
                 try:
@@ -767,7 +773,7 @@ class _Anthropic(_Provider):
         except anthropic.AnthropicError as exc:
             raise LLMNotConfigured(f"cannot set up the Anthropic client ({exc}); set ANTHROPIC_API_KEY") from None
 
-    async def send(self, model: str, request: Mapping[str, Any]) -> _Reply:
+    def body(self, model: str, request: Mapping[str, Any]) -> dict[str, Any]:
         system, messages = _anthropic_messages(request["messages"])
         params: dict[str, Any] = {
             "model": model,
@@ -785,7 +791,10 @@ class _Anthropic(_Provider):
             params["temperature"] = request["temperature"]
         if request.get("extra"):
             params["extra_body"] = dict(request["extra"])
-        response = await self._client.get().messages.create(**params)
+        return params
+
+    async def send(self, model: str, body: dict[str, Any], encoded: bytes) -> _Reply:
+        response = await self._client.get().messages.create(**body)
         texts, calls = [], []
         for block in response.content or ():
             kind = getattr(block, "type", None)
@@ -926,26 +935,29 @@ class LLMClient:
             LLMNotConfigured: the model string, key or SDK is missing.
             LLMError: the provider refused the request, or kept failing after every retry.
         """
-        provider_name, name = parse_model(model)
+        _, name = parse_model(model)
         provider = self.provider(model)
         request = {
-            "messages": [dict(m) for m in messages],
-            "tools": [dict(t) for t in tools] if tools else None,
+            "messages": messages,
+            "tools": tools,
             "tool_choice": tool_choice,
             "temperature": temperature,
             "max_tokens": max_tokens,
-            "extra": dict(extra) if extra else None,
+            "extra": extra,
         }
+        body = provider.body(name, request)
+        # Encoded once, canonically: the same bytes are the cache key and (for OpenAI-compatible servers) the request.
+        encoded = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
         store = self._response_cache() if cache else None
         if store is None:
-            reply = await self._attempts(provider, model, name, request)
+            reply = await self._attempts(provider, model, name, body, encoded)
             return self._account(model, reply, cached=False)
-        key = ResponseCache.key({"v": 1, "provider": provider_name, "model": name, "base_url": provider.shown_base, **request})
+        key = ResponseCache.key(f"{provider.name} {provider.shown_base}", encoded)
         async with self._once(key):  # identical requests in flight at once make one call
             stored = store.get(key)
             if stored is not None:
                 return self._account(model, _Reply.from_json(stored), cached=True)
-            reply = await self._attempts(provider, model, name, request)
+            reply = await self._attempts(provider, model, name, body, encoded)
             store.put(key, model, reply.to_json())
             return self._account(model, reply, cached=False)
 
@@ -987,12 +999,12 @@ class LLMClient:
         ceiling = min(self.max_backoff_s, self.backoff_s * 2**attempt)
         return ceiling * (0.5 + random.random() / 2)
 
-    async def _attempts(self, provider: _Provider, model: str, name: str, request: Mapping[str, Any]) -> _Reply:
+    async def _attempts(self, provider: _Provider, model: str, name: str, body: dict[str, Any], encoded: bytes) -> _Reply:
         attempt = 0
         while True:
             try:
                 async with self._limiter.get():
-                    return await provider.send(name, request)
+                    return await provider.send(name, body, encoded)
             except LLMError:
                 raise
             except Exception as exc:
