@@ -8,7 +8,7 @@ submission (the models are a loopback OpenAI-compatible server answering instant
 It also records the probe baseline's code match over the whole builtin suite (the floor).
 
 Target: at least 10 episodes per second at concurrency 8 with a 20-query budget on 2 cores.
-Usage: python benchmarks/harness.py [--episodes 65] [--write]
+Usage: python benchmarks/harness.py [--episodes 65] [--rounds 3] [--write]
 """
 
 from __future__ import annotations
@@ -59,9 +59,40 @@ async def _timed(settings: Settings, config: EvalConfig) -> tuple[float, dict[st
     return seconds, used, progress
 
 
+def _reference_loop() -> float:
+    """Seconds a fixed pure-Python loop takes now: this machine's speed varies by tens of percent within minutes."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(2_000_000):
+        total += i * i
+    return time.perf_counter() - start
+
+
+def _round(token: str, data: Path, concurrency: int, episodes: int) -> dict[str, object]:
+    """One run at one concurrency against a fresh server and store; its time, CPU per episode and machine speed."""
+    data.mkdir()
+    settings = Settings.from_options(data_dir=data, judge_model=MODEL, coder_model=MODEL, budget=20, token=token)
+    started = time.perf_counter()
+    # The server runs apart (as with `pau-mcp eval --server URL`), so its start-up (about a second) is not
+    # counted as the harness's time.
+    with http_server(["--token", token, "--budget", "20", "--db", str(data / "runs.db")]) as url:
+        startup = time.perf_counter() - started
+        config = EvalConfig(
+            run=f"bench-{concurrency}", model=MODEL, suite="builtin", agent="tools", budget=20,
+            concurrency=concurrency, limit=episodes, kinds=("judge", "codematch"), server=url,
+        )  # fmt: skip
+        reference = _reference_loop()
+        seconds, used, progress = eventloop.run(_timed, settings, config)
+    assert progress.failed == 0, progress.errors
+    cpu = {role: used.get(role, 0.0) / progress.done * 1000 for role in ("this process", "server", "sandbox workers", "instant model")}
+    print(f"concurrency {concurrency}: {progress.done} episodes in {seconds:.1f} s; CPU per episode {cpu}", file=sys.stderr)
+    return {"done": progress.done, "seconds": seconds, "rate": progress.done / seconds, "cpu": cpu, "startup": startup, "reference": reference}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=65, help="episodes at concurrency 8 and 32 (at most the suite's 65)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs at concurrency 8 and 32; the median is reported")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     options = parser.parse_args()
     rows = []
@@ -70,44 +101,36 @@ def main() -> None:
     with model, tempfile.TemporaryDirectory() as tmp:
         assert model.stdout is not None and model.stdin is not None
         os.environ.update(OPENAI_BASE_URL=model.stdout.readline().strip(), OPENAI_API_KEY="bench")
-        for concurrency, episodes in ((1, min(16, options.episodes)), (8, options.episodes), (32, options.episodes)):
-            data = Path(tmp) / f"c{concurrency}"
-            data.mkdir()
-            settings = Settings.from_options(data_dir=data, judge_model=MODEL, coder_model=MODEL, budget=20, token=token)
-            started = time.perf_counter()
-            # The server runs apart (as with `pau-mcp eval --server URL`), so its start-up (about a second) is not
-            # counted as the harness's time.
-            with http_server(["--token", token, "--budget", "20", "--db", str(data / "runs.db")]) as url:
-                startup = time.perf_counter() - started
-                config = EvalConfig(
-                    run=f"bench-{concurrency}", model=MODEL, suite="builtin", agent="tools", budget=20,
-                    concurrency=concurrency, limit=episodes, kinds=("judge", "codematch"), server=url,
-                )  # fmt: skip
-                seconds, used, progress = eventloop.run(_timed, settings, config)
-            assert progress.failed == 0, progress.errors
-            cpu = {role: used.get(role, 0.0) / progress.done * 1000 for role in ("this process", "server", "sandbox workers", "instant model")}
-            rows.append((concurrency, progress.done, seconds, cpu, startup))
-            print(f"concurrency {concurrency}: {progress.done} episodes in {seconds:.1f} s; CPU per episode {cpu}", file=sys.stderr)
+        for concurrency, episodes, rounds in ((1, min(16, options.episodes), 1), (8, options.episodes, options.rounds), (32, options.episodes, options.rounds)):
+            runs = [_round(token, Path(tmp) / f"c{concurrency}-{n}", concurrency, episodes) for n in range(rounds)]
+            runs.sort(key=lambda run: run["rate"])
+            rows.append((concurrency, runs))
         probe_settings = Settings.from_options(data_dir=Path(tmp) / "probe", budget=20)
         probe = EvalConfig(run="floor", model="", suite="builtin", agent="probe", concurrency=8, kinds=("direct",))
         _, _, floor = eventloop.run(_timed, probe_settings, probe)
         model.stdin.close()
     floor_mean = sum(floor.codematch) / len(floor.codematch)
+    every = [run for _, runs in rows for run in runs]
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
         f"{len(os.sched_getaffinity(0))} CPUs; tools agent, 20 tool calls per episode, judge and code match scored, "
-        "model answering instantly from its own process on loopback; the server started beforehand (as with "
-        f"`--server URL`; starting it took about {statistics.median(r[4] for r in rows):.1f} s). CPU per episode from "
-        "the processes' counters: the harness (with its scorer), the server, all sandbox workers (the server's "
-        "and the scorer's), the instant model.",
+        "model answering instantly from its own process on loopback; a fresh server and store for each run, started "
+        f"beforehand (as with `--server URL`; starting it took about {statistics.median(r['startup'] for r in every):.1f} s). "
+        f"Concurrency 8 and 32: the median of {options.rounds} runs, with the slowest and fastest. CPU per episode "
+        "(of the median run) from the processes' counters: the harness (with its scorer), the server, all sandbox "
+        "workers (the server's and the scorer's), the instant model. Machine speed: a fixed Python loop took "
+        f"{min(r['reference'] for r in every) * 1000:.0f}-{max(r['reference'] for r in every) * 1000:.0f} ms before the runs.",
         "",
-        "| concurrency | episodes | seconds | episodes/s | CPU/episode: harness | server | sandbox workers | model |",
-        "|---|---|---|---|---|---|---|---|",
+        "| concurrency | episodes | seconds | episodes/s | runs: slowest-fastest | CPU/episode: harness | server | sandbox workers | model |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for concurrency, done, seconds, cpu, _ in rows:
+    for concurrency, runs in rows:
+        median = runs[len(runs) // 2]
+        cpu = median["cpu"]
+        spread = f"{runs[0]['rate']:.1f}-{runs[-1]['rate']:.1f}" if len(runs) > 1 else "(one run)"
         lines.append(
-            f"| {concurrency} | {done} | {seconds:.1f} s | **{done / seconds:.1f}** | {cpu['this process']:.0f} ms | "
-            f"{cpu['server']:.0f} ms | {cpu['sandbox workers']:.0f} ms | {cpu['instant model']:.0f} ms |"
+            f"| {concurrency} | {median['done']} | {median['seconds']:.1f} s | **{median['rate']:.1f}** | {spread} | "
+            f"{cpu['this process']:.0f} ms | {cpu['server']:.0f} ms | {cpu['sandbox workers']:.0f} ms | {cpu['instant model']:.0f} ms |"
         )
     lines += [
         "",
