@@ -468,31 +468,16 @@ def _close_orphan(client: Any) -> None:
         closing.close()
 
 
-def _refused(exc: BaseException) -> bool:
-    """True when the error's causes include a failed connection (refused, unreachable) rather than a timeout.
-
-    The aiohttp transport reports a refused connection as a connect timeout; the cause chain says which it was.
-    """
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError):
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
-
-
 def _classify_sdk_error(exc: BaseException, sdk: Any, base_error: type[BaseException]) -> _Failure | None:
     """How an exception of the anthropic SDK reads (its exception shapes follow the Stainless SDK pattern)."""
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         message = _body_message(exc.body, exc.message)
         return _Failure(status in _RETRYABLE or status >= 500, status, message, _retry_after(exc.response.headers))
-    if isinstance(exc, sdk.APITimeoutError) and not _refused(exc):
+    if isinstance(exc, sdk.APITimeoutError):  # before APIConnectionError, its base class
         return _Failure(True, None, str(exc) or "timed out", timeout=True)
     if isinstance(exc, sdk.APIConnectionError):
-        return _Failure(True, None, "could not connect" if isinstance(exc, sdk.APITimeoutError) else str(exc) or type(exc).__name__, connection=True)
+        return _Failure(True, None, str(exc) or type(exc).__name__, connection=True)
     if isinstance(exc, base_error):
         return _Failure(False, None, str(exc))
     return None
