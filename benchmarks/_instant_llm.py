@@ -3,16 +3,31 @@
 Prints its base URL on stdout, then serves until stdin closes. The script: a tools
 agent makes 20 tool calls and submits; the judge rates 2; the code writer returns
 a constant function.
+
+A real provider's CPU is not on this machine, so the stand-in should take as
+little of the benchmark's cores as it can: the replies are the tests' loopback
+fake's (tests/fakellm.py), served by uvicorn with uvloop and httptools as a
+bare ASGI app (about a third of the CPU per request of the fake's threaded
+http.server).
 """
 
 from __future__ import annotations
 
+import json
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import uvicorn
 
-from fakellm import FakeLLM, Reply  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from fakellm import Reply, _openai_body  # noqa: E402
+
+from pau_mcp import eventloop  # noqa: E402
+from pau_mcp.listening import listening_socket  # noqa: E402
 
 __all__ = ["instant"]
 
@@ -32,7 +47,39 @@ def instant(body: dict) -> Reply | str:
     return "```python\ndef test_func(*args):\n    return 0\n```"
 
 
-if __name__ == "__main__":
-    with FakeLLM(responder=instant) as fake:
-        print(fake.base_url, flush=True)
+async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    if scope["method"] == "POST" and scope["path"].rstrip("/").endswith("/chat/completions"):
+        request = json.loads(b"".join(chunks))
+        decided = instant(request)
+        status, payload = 200, _openai_body(request, Reply(text=decided) if isinstance(decided, str) else decided)
+    else:
+        status, payload = 404, {"error": {"message": f"no route {scope['path']}"}}
+    data = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def main() -> None:
+    sock = listening_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(_app, loop="uvloop", http="httptools", lifespan="off", log_level="warning", access_log=False))
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", flush=True)
+
+    def _stop_when_stdin_closes() -> None:
         sys.stdin.read()
+        server.should_exit = True
+
+    threading.Thread(target=_stop_when_stdin_closes, daemon=True).start()
+    eventloop.run(server.serve, [sock])
+
+
+if __name__ == "__main__":
+    main()
