@@ -932,7 +932,8 @@ class LLMClient:
         }
         body = provider.body(name, request)
         # Encoded once, canonically: the same bytes are the cache key and (for OpenAI-compatible servers) the request.
-        encoded = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        # ASCII escapes keep text that is not valid Unicode (a lone surrogate from a function's output) sendable.
+        encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("ascii")
         store = self._response_cache() if cache else None
         if store is None:
             reply = await self._attempts(provider, model, name, body, encoded)

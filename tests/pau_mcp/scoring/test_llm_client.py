@@ -149,6 +149,15 @@ def test_an_error_page_that_is_not_json_is_reported_with_its_text(fake):
     assert info.value.status == 400 and len(fake.requests) == 1
 
 
+def test_text_that_is_not_valid_unicode_still_reaches_the_server_and_is_cached(fake, tmp_path):
+    fake.say("seen")
+    odd = [{"role": "user", "content": "caf\u00e9 \ud800 \U0001f600"}]
+    llm = client(fake, cache_path=tmp_path / "cache.db")
+    assert run(lambda: llm.complete("openai/m", odd)).text == "seen"
+    assert fake.requests[0]["messages"] == odd
+    assert run(lambda: llm.complete("openai/m", odd)).cached and len(fake.requests) == 1
+
+
 def test_organization_and_project_variables_are_sent_as_headers(fake):
     fake.say("ok")
     run(lambda: client(fake, env={"OPENAI_ORG_ID": "org-7", "OPENAI_PROJECT_ID": "proj-9"}).complete("openai/m", USER))
