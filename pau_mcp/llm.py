@@ -42,6 +42,8 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from . import __version__
+
 __all__ = [
     "DEFAULT_PRICING",
     "PROVIDERS",
@@ -592,7 +594,12 @@ class _OpenAI(_Provider):
                 "no OpenAI API key: set OPENAI_API_KEY, or OPENAI_BASE_URL to an OpenAI-compatible server "
                 "(e.g. http://localhost:11434/v1 for Ollama, http://localhost:8000/v1 for vLLM)"
             )
-        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json", "Accept": "application/json"}
+        headers = {
+            "Authorization": f"Bearer {key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"pau-mcp/{__version__}",
+        }
         for variable, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
             if self.env.get(variable):
                 headers[header] = self.env[variable]

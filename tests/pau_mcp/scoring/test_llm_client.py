@@ -158,10 +158,11 @@ def test_text_that_is_not_valid_unicode_still_reaches_the_server_and_is_cached(f
     assert run(lambda: llm.complete("openai/m", odd)).cached and len(fake.requests) == 1
 
 
-def test_organization_and_project_variables_are_sent_as_headers(fake):
+def test_organization_and_project_variables_are_sent_as_headers_and_the_client_names_itself(fake):
     fake.say("ok")
     run(lambda: client(fake, env={"OPENAI_ORG_ID": "org-7", "OPENAI_PROJECT_ID": "proj-9"}).complete("openai/m", USER))
     assert fake.headers[0]["openai-organization"] == "org-7" and fake.headers[0]["openai-project"] == "proj-9"
+    assert fake.headers[0]["user-agent"].startswith("pau-mcp/")
 
 
 def test_requests_go_through_the_proxy_the_environment_names_unless_no_proxy_lists_the_host(fake, monkeypatch):
