@@ -24,7 +24,7 @@ import uvicorn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from fakellm import Reply, _openai_body  # noqa: E402
+from fakellm import Reply, openai_body  # noqa: E402
 
 from pau_mcp import eventloop  # noqa: E402
 from pau_mcp.listening import listening_socket  # noqa: E402
@@ -59,7 +59,7 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["method"] == "POST" and scope["path"].rstrip("/").endswith("/chat/completions"):
         request = json.loads(b"".join(chunks))
         decided = instant(request)
-        status, payload = 200, _openai_body(request, Reply(text=decided) if isinstance(decided, str) else decided)
+        status, payload = 200, openai_body(request, Reply(text=decided) if isinstance(decided, str) else decided)
     else:
         status, payload = 404, {"error": {"message": f"no route {scope['path']}"}}
     data = json.dumps(payload).encode()

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Failure", "FakeLLM", "Raw", "Reply"]
+__all__ = ["Failure", "FakeLLM", "Raw", "Reply", "openai_body"]
 
 
 @dataclass
@@ -263,7 +263,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if reply.delay_s:
                 time.sleep(reply.delay_s)
-            self._send(200, _anthropic_body(body, reply) if anthropic else _openai_body(body, reply))
+            self._send(200, _anthropic_body(body, reply) if anthropic else openai_body(body, reply))
         finally:
             with owner._lock:
                 owner.in_flight -= 1
@@ -273,7 +273,8 @@ def _arguments_text(arguments: Any) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
-def _openai_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def openai_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    """A chat completion carrying ``reply``, for ``request`` (the benchmark's instant model serves these too)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.tool_calls:
         message["tool_calls"] = [
