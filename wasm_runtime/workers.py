@@ -22,7 +22,7 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -81,11 +81,11 @@ class _Worker:
         self._out = self.process.stdout.fileno()
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
-        self._write_all(_frame(("start", limits, str(cache_dir) if cache_dir else None, pool_size)))
+        self._blocking(self._sending(_frame(("start", limits, str(cache_dir) if cache_dir else None, pool_size))))
 
     def ready(self) -> None:
         try:
-            reply = self._read_reply()
+            reply = self._blocking(self._receiving())
         except EOFError:
             error = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
             raise WorkerError(f"a sandbox worker failed to start:\n{error[-2000:]}") from None
@@ -100,13 +100,37 @@ class _Worker:
             for _ in iter(lambda: stream.read(4096), b""):
                 pass
 
-    def _write_all(self, data: bytes) -> None:
+    # The pipe protocol is written once, as generators that yield what they wait for ("read" or "write");
+    # ``_blocking`` drives them with select() for threads, ``arequest`` with the event loop.
+
+    def _sending(self, data: bytes) -> Iterator[str]:
         view = memoryview(data)
         while view:
             try:
                 view = view[os.write(self._in, view) :]
             except BlockingIOError:
-                select.select([], [self._in], [])
+                yield "write"
+
+    def _receiving(self) -> Generator[str, None, Any]:
+        buffer = b""
+        while needed := _needed(buffer):
+            chunk = self._read_some(needed)
+            if not chunk:
+                yield "read"
+            buffer += chunk
+        return _unframe(buffer)
+
+    def _exchange(self, message: Any) -> Generator[str, None, Any]:
+        yield from self._sending(_frame(message))
+        return (yield from self._receiving())
+
+    def _blocking(self, steps: Generator[str, None, Any]) -> Any:
+        try:
+            while True:
+                wait = next(steps)
+                select.select([self._out] if wait == "read" else [], [self._in] if wait == "write" else [], [])
+        except StopIteration as done:
+            return done.value
 
     def _read_some(self, wanted: int) -> bytes:
         try:
@@ -117,39 +141,21 @@ class _Worker:
             raise EOFError("the worker closed its pipe")
         return chunk
 
-    def _read_reply(self) -> Any:
-        buffer = b""
-        while True:
-            needed = _needed(buffer)
-            if needed == 0:
-                return _unframe(buffer)
-            chunk = self._read_some(needed)
-            if not chunk:
-                select.select([self._out], [], [])
-            buffer += chunk
-
     def request(self, message: Any) -> Any:
         """Send a request and wait for its reply, blocking this thread."""
-        self._write_all(_frame(message))
-        return self._read_reply()
+        return self._blocking(self._exchange(message))
 
     async def arequest(self, message: Any) -> Any:
         """Send a request and wait for its reply in the event loop."""
-        view = memoryview(_frame(message))
-        while view:
-            try:
-                view = view[os.write(self._in, view) :]
-            except BlockingIOError:
-                await anyio.wait_writable(self._in)
-        buffer = b""
-        while True:
-            needed = _needed(buffer)
-            if needed == 0:
-                return _unframe(buffer)
-            chunk = self._read_some(needed)
-            if not chunk:
-                await anyio.wait_readable(self._out)
-            buffer += chunk
+        steps = self._exchange(message)
+        try:
+            while True:
+                if next(steps) == "read":
+                    await anyio.wait_readable(self._out)
+                else:
+                    await anyio.wait_writable(self._in)
+        except StopIteration as done:
+            return done.value
 
     def stop(self) -> None:
         try:
