@@ -25,6 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -139,21 +140,13 @@ async def _raw_session(url: str, tool: str, calls: int, done: list[float]) -> No
             done.append(1.0)
 
 
-async def _raw_throughput(url: str, tool: str, sessions: int, calls: int) -> float:
+async def _throughput(session: Callable[..., Awaitable[None]], url: str, tool: str, sessions: int, calls: int) -> float:
+    """Calls per second over ``sessions`` concurrent ``session(url, tool, calls, done)`` loops."""
     done: list[float] = []
     start = time.perf_counter()
     async with anyio.create_task_group() as group:
         for _ in range(sessions):
-            group.start_soon(_raw_session, url, tool, calls, done)
-    return len(done) / (time.perf_counter() - start)
-
-
-async def _throughput(url: str, tool: str, sessions: int, calls: int) -> float:
-    done: list[float] = []
-    start = time.perf_counter()
-    async with anyio.create_task_group() as group:
-        for _ in range(sessions):
-            group.start_soon(_http_session, url, tool, calls, done)
+            group.start_soon(session, url, tool, calls, done)
     return len(done) / (time.perf_counter() - start)
 
 
@@ -170,12 +163,12 @@ def main() -> None:
         stdio_method, stdio_noop = anyio.run(_stdio, db, tool, options.calls)
         with http_server(["--benchmark-noop", "--budget", "0", "--db", str(db)]) as url:
             http_method, http_noop = anyio.run(_http_session, url, tool, options.calls)
-            rate = anyio.run(_throughput, url, tool, 8, 50)
-            anyio.run(_raw_throughput, url, tool, 8, 20)  # warm-up
+            rate = anyio.run(_throughput, _http_session, url, tool, 8, 50)
+            anyio.run(_throughput, _raw_session, url, tool, 8, 20)  # warm-up
             rounds = []
             for _ in range(options.rounds):
                 before = _cpu.snapshot()
-                rounds.append(anyio.run(_raw_throughput, url, tool, 8, 150))
+                rounds.append(anyio.run(_throughput, _raw_session, url, tool, 8, 150))
                 used = _cpu.spent(before, _cpu.snapshot())
                 rounds_cpu.append({role: seconds / (8 * 150) * 1000 for role, seconds in used.items()})
     rows = []
