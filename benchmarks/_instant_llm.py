@@ -70,7 +70,9 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 def main() -> None:
     sock = listening_socket("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(_app, loop="uvloop", http="httptools", lifespan="off", log_level="warning", access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(_app, loop="uvloop", http="httptools", lifespan="off", log_level="warning", access_log=False)
+    )
     print(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", flush=True)
 
     def _stop_when_stdin_closes() -> None:

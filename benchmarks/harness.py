@@ -84,24 +84,48 @@ def _round(token: str, data: Path, concurrency: int, episodes: int) -> dict[str,
         reference = _reference_loop()
         seconds, used, progress = eventloop.run(_timed, settings, config)
     assert progress.failed == 0, progress.errors
-    cpu = {role: used.get(role, 0.0) / progress.done * 1000 for role in ("this process", "server", "sandbox workers", "instant model")}
-    print(f"concurrency {concurrency}: {progress.done} episodes in {seconds:.1f} s; CPU per episode {cpu}", file=sys.stderr)
-    return {"done": progress.done, "seconds": seconds, "rate": progress.done / seconds, "cpu": cpu, "startup": startup, "reference": reference}
+    cpu = {
+        role: used.get(role, 0.0) / progress.done * 1000
+        for role in ("this process", "server", "sandbox workers", "instant model")
+    }
+    print(
+        f"concurrency {concurrency}: {progress.done} episodes in {seconds:.1f} s; CPU per episode {cpu}",
+        file=sys.stderr,
+    )
+    return {
+        "done": progress.done,
+        "seconds": seconds,
+        "rate": progress.done / seconds,
+        "cpu": cpu,
+        "startup": startup,
+        "reference": reference,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--episodes", type=int, default=65, help="episodes at concurrency 8 and 32 (at most the suite's 65)")
+    parser.add_argument(
+        "--episodes", type=int, default=65, help="episodes at concurrency 8 and 32 (at most the suite's 65)"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="runs at concurrency 8 and 32; the median is reported")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     options = parser.parse_args()
     rows = []
     token = secrets.token_urlsafe(16)
-    model = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "_instant_llm.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    model = subprocess.Popen(
+        [sys.executable, str(ROOT / "benchmarks" / "_instant_llm.py")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     with model, tempfile.TemporaryDirectory() as tmp:
         assert model.stdout is not None and model.stdin is not None
         os.environ.update(OPENAI_BASE_URL=model.stdout.readline().strip(), OPENAI_API_KEY="bench")
-        for concurrency, episodes, rounds in ((1, min(16, options.episodes), 1), (8, options.episodes, options.rounds), (32, options.episodes, options.rounds)):
+        for concurrency, episodes, rounds in (
+            (1, min(16, options.episodes), 1),
+            (8, options.episodes, options.rounds),
+            (32, options.episodes, options.rounds),
+        ):
             runs = [_round(token, Path(tmp) / f"c{concurrency}-{n}", concurrency, episodes) for n in range(rounds)]
             runs.sort(key=lambda run: run["rate"])
             rows.append((concurrency, runs))

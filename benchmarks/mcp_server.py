@@ -78,7 +78,9 @@ async def _stdio(db: Path, tool: str, calls: int) -> tuple[list[float], list[flo
             return await _measure(session, tool, calls)
 
 
-async def _http_session(url: str, tool: str, calls: int, out: list[float] | None = None) -> tuple[list[float], list[float]]:
+async def _http_session(
+    url: str, tool: str, calls: int, out: list[float] | None = None
+) -> tuple[list[float], list[float]]:
     async with httpx2.AsyncClient(timeout=60) as client:
         async with streamable_http_client(url, http_client=client) as (read, write, *_):
             async with ClientSession(read, write) as session:
@@ -115,7 +117,8 @@ class _Connection:
         extra = f"mcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n" if session else ""
         self.writer.write(
             f"POST {self.path} HTTP/1.1\r\nhost: {self.host}:{self.port}\r\naccept: application/json, text/event-stream\r\n"
-            f"content-type: application/json\r\n{extra}content-length: {len(payload)}\r\n\r\n".encode() + payload
+            f"content-type: application/json\r\n{extra}content-length: {len(payload)}\r\n\r\n".encode()
+            + payload
         )
         head = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
         if not head[0].startswith("HTTP/1.1 2"):
@@ -134,7 +137,12 @@ async def _raw_session(url: str, tool: str, calls: int, done: list[float]) -> No
         session = headers["mcp-session-id"]
         await connection.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
         for i in range(calls):
-            body = {"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": tool, "arguments": {"arg0": i}}}
+            body = {
+                "jsonrpc": "2.0",
+                "id": i + 1,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": {"arg0": i}},
+            }
             reply = json.loads((await connection.post(body, session))[1])
             assert reply["result"]["structuredContent"]["status"] == "ok", reply
             done.append(1.0)
@@ -194,7 +202,10 @@ def main() -> None:
             "process, which then spends a large share of the two cores itself.",
             "",
             "CPU per call during the plain-generator rounds (medians, from the processes' counters): "
-            + ", ".join(f"{role} {statistics.median(r.get(role, 0.0) for r in rounds_cpu):.2f} ms" for role in ("server", "sandbox workers"))
+            + ", ".join(
+                f"{role} {statistics.median(r.get(role, 0.0) for r in rounds_cpu):.2f} ms"
+                for role in ("server", "sandbox workers")
+            )
             + f", load generator {statistics.median(r['this process'] for r in rounds_cpu):.2f} ms.",
         ]
     )

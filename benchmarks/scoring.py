@@ -169,7 +169,10 @@ def main() -> None:
             sequential.append(seconds)
             seconds, _ = anyio.run(_pau_round, pool, methods, f"parallel {n}", workers)
             parallel.append(seconds)
-            print(f"round {n + 1}: reference {reference[-1]:.2f} s, pau-mcp {sequential[-1]:.2f} s / {parallel[-1]:.2f} s", file=sys.stderr)
+            print(
+                f"round {n + 1}: reference {reference[-1]:.2f} s, pau-mcp {sequential[-1]:.2f} s / {parallel[-1]:.2f} s",
+                file=sys.stderr,
+            )
     finally:
         os.unlink(handle.name)
 

@@ -45,34 +45,97 @@ class SettingSpec:
 SETTINGS: dict[str, SettingSpec] = {
     spec.name: spec
     for spec in [
-        SettingSpec("data_dir", "PAU_MCP_DATA_DIR", "--data-dir", "Directory for the run store and caches.", click.Path(path_type=Path)),
-        SettingSpec("cache_dir", "PAU_MCP_CACHE_DIR", "--cache-dir", "Directory for the built sandbox component.", click.Path(path_type=Path)),
+        SettingSpec(
+            "data_dir",
+            "PAU_MCP_DATA_DIR",
+            "--data-dir",
+            "Directory for the run store and caches.",
+            click.Path(path_type=Path),
+        ),
+        SettingSpec(
+            "cache_dir",
+            "PAU_MCP_CACHE_DIR",
+            "--cache-dir",
+            "Directory for the built sandbox component.",
+            click.Path(path_type=Path),
+        ),
         SettingSpec("timeout_s", "PAU_MCP_TIMEOUT", "--timeout", "Wall-clock limit per call, in seconds.", float),
         SettingSpec("memory_mb", "PAU_MCP_MEMORY_MB", "--memory-mb", "Memory limit per call, in MiB.", int),
         SettingSpec(
-            "manifests", "PAU_MCP_MANIFESTS", "--manifests",
+            "manifests",
+            "PAU_MCP_MANIFESTS",
+            "--manifests",
             "Extra directory of suites (repeatable; in the variable, separated by ':').",
-            click.Path(path_type=Path, file_okay=False), multiple=True,
+            click.Path(path_type=Path, file_okay=False),
+            multiple=True,
         ),
         SettingSpec(
-            "workers", "PAU_MCP_WORKERS", "--workers",
-            "Sandbox worker processes for serving or scoring (default: one per CPU; 0: in this process).", int,
+            "workers",
+            "PAU_MCP_WORKERS",
+            "--workers",
+            "Sandbox worker processes for serving or scoring (default: one per CPU; 0: in this process).",
+            int,
         ),
-        SettingSpec("db", "PAU_MCP_DB", "--db", "The run store (SQLite); default: DATA_DIR/runs.db.", click.Path(path_type=Path, dir_okay=False)),
+        SettingSpec(
+            "db",
+            "PAU_MCP_DB",
+            "--db",
+            "The run store (SQLite); default: DATA_DIR/runs.db.",
+            click.Path(path_type=Path, dir_okay=False),
+        ),
         SettingSpec("budget", "PAU_MCP_BUDGET", "--budget", "Calls allowed per method per session (0: no limit).", int),
         SettingSpec("token", "PAU_MCP_TOKEN", "--token", "Bearer token agents must send over HTTP.", str),
-        SettingSpec("log_file", "PAU_MCP_LOG_FILE", "--log-file", "Write server diagnostics here instead of stderr.", click.Path(path_type=Path, dir_okay=False)),
-        SettingSpec("max_output_kb", "PAU_MCP_MAX_OUTPUT_KB", "--max-output-kb", "Largest returned value per call, in KiB.", int),
-        SettingSpec("judge_model", "PAU_JUDGE_MODEL", "--judge-model", "The judge, as provider/model (e.g. openai/gpt-4o-mini, anthropic/claude-haiku-4-5).", str),
-        SettingSpec("coder_model", "PAU_CODER_MODEL", "--coder-model", "The model that writes code from a description, as provider/model.", str),
         SettingSpec(
-            "pricing", "PAU_MCP_PRICING", "--pricing", "Prices per million tokens (JSON); default: the packaged pricing.json.",
+            "log_file",
+            "PAU_MCP_LOG_FILE",
+            "--log-file",
+            "Write server diagnostics here instead of stderr.",
+            click.Path(path_type=Path, dir_okay=False),
+        ),
+        SettingSpec(
+            "max_output_kb", "PAU_MCP_MAX_OUTPUT_KB", "--max-output-kb", "Largest returned value per call, in KiB.", int
+        ),
+        SettingSpec(
+            "judge_model",
+            "PAU_JUDGE_MODEL",
+            "--judge-model",
+            "The judge, as provider/model (e.g. openai/gpt-4o-mini, anthropic/claude-haiku-4-5).",
+            str,
+        ),
+        SettingSpec(
+            "coder_model",
+            "PAU_CODER_MODEL",
+            "--coder-model",
+            "The model that writes code from a description, as provider/model.",
+            str,
+        ),
+        SettingSpec(
+            "pricing",
+            "PAU_MCP_PRICING",
+            "--pricing",
+            "Prices per million tokens (JSON); default: the packaged pricing.json.",
             click.Path(path_type=Path, dir_okay=False, exists=True),
         ),
-        SettingSpec("llm_timeout_s", "PAU_LLM_TIMEOUT", "--llm-timeout", "Seconds to wait for one LLM response.", float),
-        SettingSpec("llm_concurrency", "PAU_LLM_CONCURRENCY", "--llm-concurrency", "LLM requests in flight at once.", int),
-        SettingSpec("llm_retries", "PAU_LLM_RETRIES", "--llm-retries", "Retries of an LLM request after a 429, a 5xx or a lost connection.", int),
-        SettingSpec("scorer_token", "PAU_SCORER_TOKEN", "--scorer-token", "Bearer token clients of the scorer endpoint must send.", str),
+        SettingSpec(
+            "llm_timeout_s", "PAU_LLM_TIMEOUT", "--llm-timeout", "Seconds to wait for one LLM response.", float
+        ),
+        SettingSpec(
+            "llm_concurrency", "PAU_LLM_CONCURRENCY", "--llm-concurrency", "LLM requests in flight at once.", int
+        ),
+        SettingSpec(
+            "llm_retries",
+            "PAU_LLM_RETRIES",
+            "--llm-retries",
+            "Retries of an LLM request after a 429, a 5xx or a lost connection.",
+            int,
+        ),
+        SettingSpec(
+            "scorer_token",
+            "PAU_SCORER_TOKEN",
+            "--scorer-token",
+            "Bearer token clients of the scorer endpoint must send.",
+            str,
+        ),
     ]
 }
 
@@ -167,7 +230,9 @@ class Settings(BaseModel):
         from wasm_runtime.workers import WorkerSandbox
 
         if processes and self.workers != 0:
-            return WorkerSandbox(workers=self.workers, limits=self.sandbox_limits(), cache_dir=self.cache_dir, progress=progress)
+            return WorkerSandbox(
+                workers=self.workers, limits=self.sandbox_limits(), cache_dir=self.cache_dir, progress=progress
+            )
         return Sandbox(limits=self.sandbox_limits(), cache_dir=self.cache_dir, progress=progress)
 
     def sandbox_limits(self) -> Any:
@@ -175,7 +240,9 @@ class Settings(BaseModel):
         from wasm_runtime import Limits
 
         return Limits(
-            timeout_s=self.timeout_s, memory_bytes=self.memory_mb * 1024 * 1024, max_output_bytes=self.max_output_kb * 1024
+            timeout_s=self.timeout_s,
+            memory_bytes=self.memory_mb * 1024 * 1024,
+            max_output_bytes=self.max_output_kb * 1024,
         )
 
 

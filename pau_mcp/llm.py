@@ -66,7 +66,9 @@ DEFAULT_PRICING = Path(__file__).with_name("pricing.json")
 #: The providers a model string may name.
 PROVIDERS = ("openai", "anthropic")
 
-_DUMMY_KEY = "pau-mcp-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore the key; the anthropic SDK insists on one
+_DUMMY_KEY = (
+    "pau-mcp-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore the key; the anthropic SDK insists on one
+)
 _RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 _FATAL = {401, 403, 404}  # every later request would fail the same way: stop a batch instead of recording N errors
 _MAX_RETRY_AFTER_S = 300.0
@@ -85,7 +87,13 @@ class LLMError(RuntimeError):
     """
 
     def __init__(
-        self, message: str, *, model: str | None = None, status: int | None = None, provider_message: str | None = None, fatal: bool = False
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        status: int | None = None,
+        provider_message: str | None = None,
+        fatal: bool = False,
     ) -> None:
         super().__init__(message)
         self.model = model
@@ -645,7 +653,11 @@ class _OpenAI(_Provider):
             choice = data["choices"][0]
             message = choice.get("message") or {}
             calls = tuple(
-                ToolCall(id=call.get("id") or f"call_{index}", name=call["function"]["name"], arguments=call["function"].get("arguments") or "{}")
+                ToolCall(
+                    id=call.get("id") or f"call_{index}",
+                    name=call["function"]["name"],
+                    arguments=call["function"].get("arguments") or "{}",
+                )
                 for index, call in enumerate(message.get("tool_calls") or ())
                 if isinstance(call.get("function"), dict)
             )
@@ -699,7 +711,9 @@ def _anthropic_tool_choice(choice: Any) -> dict[str, Any] | None:
     if choice is None:
         return None
     if isinstance(choice, str):
-        return {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}.get(choice, {"type": "auto"})
+        return {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}.get(
+            choice, {"type": "auto"}
+        )
     name = (choice.get("function") or {}).get("name") if isinstance(choice, Mapping) else None
     return {"type": "tool", "name": name} if name else {"type": "auto"}
 
@@ -719,8 +733,10 @@ def _anthropic_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str | No
     for message in messages:
         role = message.get("role")
         content = message.get("content")
-        text = content if isinstance(content, str) else "".join(
-            part.get("text", "") for part in content or () if isinstance(part, Mapping)
+        text = (
+            content
+            if isinstance(content, str)
+            else "".join(part.get("text", "") for part in content or () if isinstance(part, Mapping))
         )
         if role == "system":
             system.append(text)
@@ -734,7 +750,9 @@ def _anthropic_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str | No
                     arguments = json.loads(function.get("arguments") or "{}")
                 except ValueError:
                     arguments = {}
-                blocks.append({"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", ""), "input": arguments})
+                blocks.append(
+                    {"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", ""), "input": arguments}
+                )
             append("assistant", blocks or [{"type": "text", "text": ""}])
         else:
             append("user", [{"type": "text", "text": text}])
@@ -992,7 +1010,9 @@ class LLMClient:
         ceiling = min(self.max_backoff_s, self.backoff_s * 2**attempt)
         return ceiling * (0.5 + random.random() / 2)
 
-    async def _attempts(self, provider: _Provider, model: str, name: str, body: dict[str, Any], encoded: bytes) -> _Reply:
+    async def _attempts(
+        self, provider: _Provider, model: str, name: str, body: dict[str, Any], encoded: bytes
+    ) -> _Reply:
         attempt = 0
         while True:
             try:
@@ -1036,7 +1056,9 @@ class LLMClient:
         else:
             hint = "the provider refused this request"
         shown = f"{status}: {said}" if status is not None else said
-        return LLMError(f"{model}: {shown} ({hint})", model=model, status=status, provider_message=said, fatal=status in _FATAL)
+        return LLMError(
+            f"{model}: {shown} ({hint})", model=model, status=status, provider_message=said, fatal=status in _FATAL
+        )
 
     async def aclose(self) -> None:
         """Close the SDK clients and the cache file."""
@@ -1045,4 +1067,3 @@ class LLMClient:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
-

@@ -158,7 +158,9 @@ class RunStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}; set --db or PAU_MCP_DB to a writable file") from None
+            raise StoreError(
+                f"cannot open the run store {self.path}: {exc}; set --db or PAU_MCP_DB to a writable file"
+            ) from None
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -256,7 +258,9 @@ class RunStore:
 
     def counted_calls(self, session_id: int, method_id: str) -> int:
         """How many calls of a method counted against a session's budget."""
-        rows = self.query("SELECT COUNT(*) FROM calls WHERE session_id = ? AND method_id = ? AND counted = 1", (session_id, method_id))
+        rows = self.query(
+            "SELECT COUNT(*) FROM calls WHERE session_id = ? AND method_id = ? AND counted = 1", (session_id, method_id)
+        )
         return int(rows[0][0])
 
     def record_submission(self, session_id: int, method_id: str, description: str, code: str | None) -> int:
@@ -294,13 +298,17 @@ class RunStore:
         An episode left ``running`` by a process that died is open again: its
         partial session stays in the store, but only a finished episode counts.
         """
-        rows = self.query("SELECT method_id FROM episodes WHERE run_id = ? AND state NOT IN ('done', 'failed') ORDER BY id", (run_id,))
+        rows = self.query(
+            "SELECT method_id FROM episodes WHERE run_id = ? AND state NOT IN ('done', 'failed') ORDER BY id", (run_id,)
+        )
         return [row["method_id"] for row in rows]
 
     def reopen_failed(self, run_id: int) -> int:
         """Make a run's failed episodes open again; returns how many."""
         with self.transaction() as conn:
-            return conn.execute("UPDATE episodes SET state = 'pending' WHERE run_id = ? AND state = 'failed'", (run_id,)).rowcount
+            return conn.execute(
+                "UPDATE episodes SET state = 'pending' WHERE run_id = ? AND state = 'failed'", (run_id,)
+            ).rowcount
 
     def start_episode(self, run_id: int, method_id: str) -> None:
         """Mark an episode as running (one more attempt)."""

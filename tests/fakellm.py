@@ -95,17 +95,29 @@ class FakeLLM:
     def say(self, text: str, *, input_tokens: int = 11, output_tokens: int = 7, delay_s: float = 0.0) -> FakeLLM:
         """Queue a text reply."""
         with self._lock:
-            self._queue.append(Reply(text=text, input_tokens=input_tokens, output_tokens=output_tokens, delay_s=delay_s))
+            self._queue.append(
+                Reply(text=text, input_tokens=input_tokens, output_tokens=output_tokens, delay_s=delay_s)
+            )
         return self
 
-    def call_tool(self, name: str, arguments: Any, *, text: str = "", input_tokens: int = 11, output_tokens: int = 7) -> FakeLLM:
+    def call_tool(
+        self, name: str, arguments: Any, *, text: str = "", input_tokens: int = 11, output_tokens: int = 7
+    ) -> FakeLLM:
         """Queue a reply that calls one tool (``arguments``: a dict, or a string sent verbatim)."""
         with self._lock:
-            self._queue.append(Reply(text=text, tool_calls=[(name, arguments)], input_tokens=input_tokens, output_tokens=output_tokens))
+            self._queue.append(
+                Reply(text=text, tool_calls=[(name, arguments)], input_tokens=input_tokens, output_tokens=output_tokens)
+            )
         return self
 
     def fail(
-        self, status: int, *, times: int = 1, retry_after: float | str | None = None, message: str | None = None, text: str | None = None
+        self,
+        status: int,
+        *,
+        times: int = 1,
+        retry_after: float | str | None = None,
+        message: str | None = None,
+        text: str | None = None,
     ) -> FakeLLM:
         """Queue ``times`` error replies with this status (and a Retry-After header when given; ``text``: a plain body)."""
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
@@ -136,7 +148,9 @@ class FakeLLM:
                 if isinstance(content, str):
                     parts.append(content)
                 elif isinstance(content, list):
-                    parts.extend(str(block.get("text", block.get("content", ""))) for block in content if isinstance(block, dict))
+                    parts.extend(
+                        str(block.get("text", block.get("content", ""))) for block in content if isinstance(block, dict)
+                    )
             out.append("\n".join(parts))
         return out
 
@@ -200,7 +214,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     owner: FakeLLM
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body go out in two writes: without this each reply waits for a delayed ACK
+    disable_nagle_algorithm = (
+        True  # headers and body go out in two writes: without this each reply waits for a delayed ACK
+    )
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -278,7 +294,11 @@ def openai_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function", "function": {"name": name, "arguments": _arguments_text(args)}}
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": name, "arguments": _arguments_text(args)},
+            }
             for name, args in reply.tool_calls
         ]
     return {
@@ -299,7 +319,12 @@ def _anthropic_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
     for name, args in reply.tool_calls:
         content.append(
-            {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:12]}", "name": name, "input": args if isinstance(args, dict) else json.loads(args)}
+            {
+                "type": "tool_use",
+                "id": f"toolu_{uuid.uuid4().hex[:12]}",
+                "name": name,
+                "input": args if isinstance(args, dict) else json.loads(args),
+            }
         )
     return {
         "id": f"msg_{uuid.uuid4().hex[:12]}",

@@ -49,7 +49,9 @@ def _string_vec(text: str) -> Any:
     return vec
 
 
-def add_string_func(instance: LinkerInstance, name: str, func: Callable[..., Any], takes: bool = True, returns: bool = True) -> None:
+def add_string_func(
+    instance: LinkerInstance, name: str, func: Callable[..., Any], takes: bool = True, returns: bool = True
+) -> None:
     """Define ``name`` in ``instance`` as a host function taking and/or returning one string.
 
     Args:
@@ -68,7 +70,11 @@ def add_string_func(instance: LinkerInstance, name: str, func: Callable[..., Any
     @ffi.wasmtime_component_func_callback_t
     def trampoline(_data, context, _ty, args, nargs, results, nresults):  # type: ignore[no-untyped-def]
         try:
-            if nargs != want_args or nresults != want_results or (takes and args[0].kind != ffi.WASMTIME_COMPONENT_STRING.value):
+            if (
+                nargs != want_args
+                or nresults != want_results
+                or (takes and args[0].kind != ffi.WASMTIME_COMPONENT_STRING.value)
+            ):
                 raise WasmtimeError(f"pau-sandbox: {name} called with the wrong signature")
             if takes:
                 vec = args[0].of.string

@@ -45,7 +45,10 @@ __all__ = [
 Progress = Callable[[str], None]
 
 _GUEST_DIR = Path(__file__).parent / "guest"
-_SHARED_MODULES = {"_pau_values.py": Path(__file__).parent / "values.py", "_pau_stdlib.py": Path(__file__).parent / "stdlib.py"}
+_SHARED_MODULES = {
+    "_pau_values.py": Path(__file__).parent / "values.py",
+    "_pau_stdlib.py": Path(__file__).parent / "stdlib.py",
+}
 _GUEST_FILES = [_GUEST_DIR / "pau_guest.py", _GUEST_DIR / "guest.wit", _GUEST_DIR / "deterministic_random.c"]
 # Settings that change the compiled code: part of the .cwasm cache key.
 _ENGINE_SETTINGS = {"consume_fuel": True, "epoch_interruption": True, "max_wasm_stack": 2 * 1024 * 1024}
@@ -201,7 +204,9 @@ def _componentize(art: GuestArtifacts, say: Progress) -> bool:
     return shim is not None
 
 
-def ensure_built(cache_dir: Path | None = None, progress: Progress | None = None, force: bool = False) -> GuestArtifacts:
+def ensure_built(
+    cache_dir: Path | None = None, progress: Progress | None = None, force: bool = False
+) -> GuestArtifacts:
     """Build and compile the guest component unless the cache already has it.
 
     Args:
@@ -243,7 +248,9 @@ def ensure_built(cache_dir: Path | None = None, progress: Progress | None = None
     return art
 
 
-def load_component(engine: wasmtime.Engine, cache_dir: Path | None = None, progress: Progress | None = None) -> tuple[Component, GuestArtifacts]:
+def load_component(
+    engine: wasmtime.Engine, cache_dir: Path | None = None, progress: Progress | None = None
+) -> tuple[Component, GuestArtifacts]:
     """Load the compiled component, building it first when needed.
 
     A compiled file that this wasmtime cannot load (another version or CPU)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from . import values
@@ -11,7 +11,7 @@ from . import values
 __all__ = ["Outcome", "Status", "outcomes_match"]
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """How a call ended. Only ``ok`` carries a value."""
 
     OK = "ok"

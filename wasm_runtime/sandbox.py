@@ -201,12 +201,16 @@ def _parse_outcome(text: str, fuel: int, elapsed_ms: float) -> Outcome:
         data = json.loads(text)
         status = Status(data["status"])
         fields = {key: data.get(key) for key in ("value", "value_type", "error_type", "error_message")}
-        if not all(isinstance(v, (str, type(None))) for v in fields.values()) or not isinstance(data.get("stdout", ""), str):
+        if not all(isinstance(v, (str, type(None))) for v in fields.values()) or not isinstance(
+            data.get("stdout", ""), str
+        ):
             raise ValueError("field types")
         if status is Status.OK and not isinstance(fields["value"], str):
             raise ValueError("value")
     except Exception:
-        return Outcome.failure(Status.CRASH, "SandboxViolation", "malformed outcome from the guest", fuel=fuel, duration_ms=elapsed_ms)
+        return Outcome.failure(
+            Status.CRASH, "SandboxViolation", "malformed outcome from the guest", fuel=fuel, duration_ms=elapsed_ms
+        )
     return Outcome(
         status=status,
         encoded=data.get("encoded"),
@@ -262,7 +266,14 @@ def _random_u64(context: Any) -> int:
 
 _SETUP_FUEL = 10**10  # instantiation and priming; generous and never the limit that matters
 _PRIME = json.dumps(
-    {"prime": True, "entry": "test_func", "recursion_limit": 1000, "max_output_bytes": 65536, "stdout_chars": 4096, "flood_chars": 1 << 20}
+    {
+        "prime": True,
+        "entry": "test_func",
+        "recursion_limit": 1000,
+        "max_output_bytes": 65536,
+        "stdout_chars": 4096,
+        "flood_chars": 1 << 20,
+    }
 )
 
 
@@ -505,7 +516,9 @@ class Sandbox:
                 outcomes.append(Outcome.failure(Status.INVALID_INPUT, "InvalidInput", str(exc)))
                 continue
             except (ValueError, TypeError) as exc:
-                outcomes.append(Outcome.failure(Status.INVALID_INPUT, "InvalidInput", f"cannot pass these arguments: {exc}"))
+                outcomes.append(
+                    Outcome.failure(Status.INVALID_INPUT, "InvalidInput", f"cannot pass these arguments: {exc}")
+                )
                 continue
             outcomes.append(None)
             pending.append((index, encoded))
@@ -524,21 +537,32 @@ class Sandbox:
         while len(produced) < len(encoded_inputs):
             chunk = encoded_inputs[len(produced) : len(produced) + step]
             produced.extend(self._run_instance(source, chunk, settings, limits))
-        for (index, _), outcome in zip(pending, produced):
+        for (index, _), outcome in zip(pending, produced, strict=False):
             outcomes[index] = outcome
         return [o for o in outcomes if o is not None]
 
-    def call(self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None) -> Outcome:
+    def call(
+        self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None
+    ) -> Outcome:
         """Run ``entry`` on one input in a fresh instance."""
         return self.run(source, [arguments], entry=entry, limits=limits)[0]
 
-    async def arun(self, source: str, inputs: Sequence[str | tuple[Any, ...]], entry: str = "test_func", limits: Limits | None = None, fresh: bool = False) -> list[Outcome]:
+    async def arun(
+        self,
+        source: str,
+        inputs: Sequence[str | tuple[Any, ...]],
+        entry: str = "test_func",
+        limits: Limits | None = None,
+        fresh: bool = False,
+    ) -> list[Outcome]:
         """``run`` in a worker thread, at most ``max_concurrency`` at once."""
         return await anyio.to_thread.run_sync(
             partial(self.run, source, list(inputs), entry=entry, limits=limits, fresh=fresh), limiter=self._limiter
         )
 
-    async def acall(self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None) -> Outcome:
+    async def acall(
+        self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None
+    ) -> Outcome:
         """``call`` in a worker thread, at most ``max_concurrency`` at once."""
         return (await self.arun(source, [arguments], entry=entry, limits=limits))[0]
 

@@ -261,14 +261,11 @@ def values_equal(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         if isinstance(a, list) != isinstance(b, list) or len(a) != len(b):
             return False
-        return all(values_equal(x, y) for x, y in zip(a, b))
+        return all(values_equal(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, dict) and isinstance(b, dict):
         if len(a) != len(b):
             return False
-        for key, value in a.items():
-            if key not in b or not values_equal(value, b[key]):
-                return False
-        return True
+        return all(key in b and values_equal(value, b[key]) for key, value in a.items())
     if isinstance(a, Decimal) and isinstance(b, Decimal) and a.is_nan() and b.is_nan():
         return True
     try:

@@ -14,6 +14,7 @@ stdin/stdout); ``WorkerSandbox`` starts and restarts them itself.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import queue
@@ -158,10 +159,8 @@ class _Worker:
             return done.value
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.process.stdin.close()  # type: ignore[union-attr]
-        except OSError:
-            pass
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -208,7 +207,9 @@ class WorkerSandbox:
         self.artifacts: GuestArtifacts = ensure_built(cache_dir, progress)
         self._cache_dir = cache_dir
         self._pool_size = pool_size
-        count = workers or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+        count = workers or max(
+            1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        )
         self._idle: queue.Queue[_Worker] = queue.Queue()
         started = [_Worker(self.limits, cache_dir, pool_size) for _ in range(count)]
         try:
@@ -256,7 +257,9 @@ class WorkerSandbox:
         worker.ready()
         return worker
 
-    def call(self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None) -> Outcome:
+    def call(
+        self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None
+    ) -> Outcome:
         """``Sandbox.call`` in the next free worker."""
         return self.run(source, [arguments], entry=entry, limits=limits)[0]
 
@@ -282,7 +285,9 @@ class WorkerSandbox:
             raise reply
         return reply
 
-    async def acall(self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None) -> Outcome:
+    async def acall(
+        self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None
+    ) -> Outcome:
         """``call`` from async code."""
         return (await self.arun(source, [arguments], entry=entry, limits=limits))[0]
 
@@ -307,7 +312,9 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     _, limits, cache_dir, pool_size = message
     try:
         # One call at a time: the warm instance is prepared between calls, in this thread, never beside a call.
-        sandbox = Sandbox(limits=limits, cache_dir=Path(cache_dir) if cache_dir else None, pool_size=pool_size, pool_thread=False)
+        sandbox = Sandbox(
+            limits=limits, cache_dir=Path(cache_dir) if cache_dir else None, pool_size=pool_size, pool_thread=False
+        )
         sandbox.refill()
     except Exception as exc:  # reported to the parent, which raises WorkerError with it
         _send(stdout, f"{type(exc).__name__}: {exc}")

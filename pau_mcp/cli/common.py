@@ -39,7 +39,13 @@ def step_printer() -> Callable[[str], None]:
 @contextmanager
 def bar(description: str, total: int) -> Iterator[Callable[..., None]]:
     """A progress bar on stderr; yields ``advance(n=1)``."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=err, transient=False) as progress:
         task = progress.add_task(description, total=total)
         yield lambda *_args, n=1: progress.advance(task, n)

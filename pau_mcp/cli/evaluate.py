@@ -31,10 +31,20 @@ def _default_run(suite: str, agent: str, mode: str, model: str) -> str:
 @click.command("eval")
 @click.option("--model", default="", help="The agent's model, provider/model (not needed for --agent probe).")
 @click.option("--suite", default="builtin", show_default=True, help="Suite to evaluate.")
-@click.option("--agent", type=click.Choice(["paper", "tools", "probe"]), default="paper", show_default=True,
-              help="paper: reason/act/reflect loop; tools: native function calling; probe: no LLM (the floor).")
-@click.option("--mode", type=click.Choice(["interactive", "incontext"]), default="interactive", show_default=True,
-              help="interactive: the agent queries the function; incontext: the initial examples only.")
+@click.option(
+    "--agent",
+    type=click.Choice(["paper", "tools", "probe"]),
+    default="paper",
+    show_default=True,
+    help="paper: reason/act/reflect loop; tools: native function calling; probe: no LLM (the floor).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["interactive", "incontext"]),
+    default="interactive",
+    show_default=True,
+    help="interactive: the agent queries the function; incontext: the initial examples only.",
+)
 @click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True, help="Episodes at once.")
 @click.option("--limit", type=click.IntRange(0), default=0, help="Only the first K methods (0: all).")
 @click.option("--methods", "method_ids", multiple=True, help="Only these method ids (repeatable).")
@@ -56,7 +66,9 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     from ..scoring import Scorer
 
     settings = settings_from(values)
-    kinds = tuple(k for k, model_ in (("judge", settings.judge_model), ("codematch", settings.coder_model)) if model_) + ("direct",)
+    kinds = tuple(
+        k for k, model_ in (("judge", settings.judge_model), ("codematch", settings.coder_model)) if model_
+    ) + ("direct",)
     config = EvalConfig(
         run=run_name or _default_run(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
@@ -104,7 +116,9 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
 
 
 @click.command()
-@click.option("--method", "method_id", default="builtin/b005", show_default=True, help="The built-in method to explore.")
+@click.option(
+    "--method", "method_id", default="builtin/b005", show_default=True, help="The built-in method to explore."
+)
 @options("manifests", "budget", "db", "data_dir", "cache_dir")
 def demo(method_id: str, **values: object) -> None:
     """Explore one hidden method end to end with no network and no LLM, and score the result.
@@ -134,24 +148,37 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
     say = step_printer()
     say("preparing the sandbox (built once, about 20 s, on first use)")
     scorer = Scorer.from_settings(settings, progress=say)
-    args = ["-m", "pau_mcp", "serve", "--methods", method.id, "--run", "demo", "--db", str(settings.db_path), "--budget", str(settings.budget)]
+    args = [
+        "-m",
+        "pau_mcp",
+        "serve",
+        "--methods",
+        method.id,
+        "--run",
+        "demo",
+        "--db",
+        str(settings.db_path),
+        "--budget",
+        str(settings.budget),
+    ]
     for directory in settings.manifests:
         args += ["--manifests", str(directory)]
     say(f"starting `pau-mcp serve --methods {method.id}` and connecting with the MCP client over stdio")
-    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(Path(__file__).resolve().parents[2]), env=dict(os.environ))
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            init = await session.initialize()
-            env = await Environment.open(session, method.tool_name)
-            console.print(f"\n[bold]{init.server_info.name}[/bold] offers [bold]{env.tool.name}[/bold]: {env.header}")
-            for line in env.examples:
-                console.print(f"  known: {line}")
-            result = await ProbeAgent().run(env, "interactive", settings.budget)
-            console.print(f"\n[bold]Probe explorer[/bold] ({env.queries} queries):")
-            for observation in env.observations:
-                console.print(f"  {observation.text.splitlines()[0]}")
-            submitted = await env.submit(result.description, result.code)
-            console.print(f"\n[bold]submit[/bold] (memorising baseline code): {submitted.text}")
+    params = StdioServerParameters(
+        command=sys.executable, args=args, cwd=str(Path(__file__).resolve().parents[2]), env=dict(os.environ)
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        init = await session.initialize()
+        env = await Environment.open(session, method.tool_name)
+        console.print(f"\n[bold]{init.server_info.name}[/bold] offers [bold]{env.tool.name}[/bold]: {env.header}")
+        for line in env.examples:
+            console.print(f"  known: {line}")
+        result = await ProbeAgent().run(env, "interactive", settings.budget)
+        console.print(f"\n[bold]Probe explorer[/bold] ({env.queries} queries):")
+        for observation in env.observations:
+            console.print(f"  {observation.text.splitlines()[0]}")
+        submitted = await env.submit(result.description, result.code)
+        console.print(f"\n[bold]submit[/bold] (memorising baseline code): {submitted.text}")
     scored = await scorer.score(method.id, code=result.code, kinds=("direct",))
     await scorer.aclose()
     direct = scored.direct
@@ -168,4 +195,3 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
         f'      {{"mcpServers": {{"pau-mcp": {{"command": "{Path(sys.executable).parent / "pau-mcp"}", "args": ["serve"]}}}}}}\n'
         "    (more clients in docs/clients.md)."
     )
-

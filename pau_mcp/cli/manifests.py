@@ -50,7 +50,13 @@ def list_(suites: tuple[str, ...], as_json: bool, **values: object) -> None:
                 suite = store.suite(name)
                 arity = Counter(min(m.tags.arity, 4) for m in suite.methods.values())
                 frozen = sum(m.frozen for m in suite.methods.values())
-                table.add_row(name, str(len(suite.methods)), str(frozen), "/".join(str(arity[k]) for k in (1, 2, 3, 4)), str(suite.path))
+                table.add_row(
+                    name,
+                    str(len(suite.methods)),
+                    str(frozen),
+                    "/".join(str(arity[k]) for k in (1, 2, 3, 4)),
+                    str(suite.path),
+                )
             Console().print(table)
             return
         methods = list(store.methods(_selected(store, suites)))
@@ -112,12 +118,15 @@ def freeze(suites: tuple[str, ...], method_ids: tuple[str, ...], **values: objec
     with bar("freezing", len(methods)) as advance:
         frozen = freeze_methods(methods, sandbox, progress=advance)
     changed = 0
-    for old, new in zip(methods, frozen):
+    for old, new in zip(methods, frozen, strict=False):
         if dump_method(old) != dump_method(new):
             store.suite(new.suite).save(new)
             changed += 1
     statuses = Counter(c.outcome.status for m in frozen for c in (*m.examples, *m.tests) if c.outcome)
-    click.echo(f"froze {len(frozen)} methods ({changed} changed); outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+    click.echo(
+        f"froze {len(frozen)} methods ({changed} changed); outcomes: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
+    )
 
 
 @manifests.command("validate")

@@ -23,16 +23,35 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 
 @click.command("report")
 @click.argument("names", metavar="RUN [RUN ...]", nargs=-1, required=True)
-@click.option("--unscored-as-one", is_flag=True, help="Count unscored judge replies as 1 (the reference's rule) instead of leaving them out.")
-@click.option("--resamples", type=click.IntRange(min=1), default=10_000, show_default=True, help="Bootstrap resamples per paired test.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed: the same seed gives the same p-values.")
+@click.option(
+    "--unscored-as-one",
+    is_flag=True,
+    help="Count unscored judge replies as 1 (the reference's rule) instead of leaving them out.",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Bootstrap resamples per paired test.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Bootstrap seed: the same seed gives the same p-values."
+)
 @click.option("--markdown", "markdown_path", type=_FILE, help="Also write the report as Markdown.")
 @click.option("--csv", "csv_path", type=_FILE, help="Also write one CSV row of raw numbers per run.")
 @click.option("--csv-methods", "methods_path", type=_FILE, help="Also write one CSV row per run and method.")
-@click.option("--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path), help="Write PNG plots into this directory.")
+@click.option(
+    "--plots",
+    "plots_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write PNG plots into this directory.",
+)
 @click.option("--html", "html_path", type=_FILE, help="Also write one self-contained HTML page with tables and plots.")
 @click.option("--classify-failures", is_flag=True, help="Label each failed episode with an LLM (the --judge-model).")
-@click.option("--no-cache", is_flag=True, help="With --classify-failures: neither read nor write the LLM response cache.")
+@click.option(
+    "--no-cache", is_flag=True, help="With --classify-failures: neither read nor write the LLM response cache."
+)
 @options("db", "data_dir", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
 def report(
     names: tuple[str, ...],
@@ -61,7 +80,9 @@ def report(
     try:
         runs = load_runs(store, names)
         labels = _classify(settings, store, runs, unscored_as_one, no_cache) if classify_failures else None
-        result = build_report(runs, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed, failure_labels=labels)
+        result = build_report(
+            runs, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed, failure_labels=labels
+        )
     except ReportError as exc:
         raise click.ClickException(str(exc)) from None
     console = Console()
@@ -88,19 +109,25 @@ def report(
 
 def _store(settings: Settings) -> RunStore:
     if not settings.db_path.exists():
-        raise click.ClickException(f"no run store at {settings.db_path}; run `pau-mcp eval` first, or point --db at one")
+        raise click.ClickException(
+            f"no run store at {settings.db_path}; run `pau-mcp eval` first, or point --db at one"
+        )
     try:
         return settings.run_store()
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
 
 
-def _classify(settings: Settings, store: RunStore, runs: Sequence[RunData], unscored_as_one: bool, no_cache: bool) -> dict[str, dict[str, str]]:
+def _classify(
+    settings: Settings, store: RunStore, runs: Sequence[RunData], unscored_as_one: bool, no_cache: bool
+) -> dict[str, dict[str, str]]:
     from pau_mcp.harness.failures import classify_cases, failure_cases
     from pau_mcp.llm import LLMClient, LLMError
 
     if not settings.judge_model:
-        raise click.UsageError("--classify-failures needs a model: pass --judge-model provider/model or set PAU_JUDGE_MODEL")
+        raise click.UsageError(
+            "--classify-failures needs a model: pass --judge-model provider/model or set PAU_JUDGE_MODEL"
+        )
     try:
         llm = LLMClient.from_settings(settings, use_cache=not no_cache)
         llm.check(settings.judge_model)
@@ -110,7 +137,9 @@ def _classify(settings: Settings, store: RunStore, runs: Sequence[RunData], unsc
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None
     if llm.spend.unpriced:
-        err.print(f"[yellow]no price for {', '.join(sorted(llm.spend.unpriced))}: the classifier's cost is not counted[/yellow]")
+        err.print(
+            f"[yellow]no price for {', '.join(sorted(llm.spend.unpriced))}: the classifier's cost is not counted[/yellow]"
+        )
     err.print(f"classified {len(cases)} failed episodes with {settings.judge_model} (${llm.spend.cost_usd:.4f})")
     return labels
 

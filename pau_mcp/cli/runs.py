@@ -20,7 +20,9 @@ __all__ = ["runs"]
 def _open(values: dict):  # type: ignore[no-untyped-def]
     settings = settings_from(values)
     if not settings.db_path.exists():
-        raise click.ClickException(f"no run store at {settings.db_path} yet; serve or evaluate first, or point --db at one")
+        raise click.ClickException(
+            f"no run store at {settings.db_path} yet; serve or evaluate first, or point --db at one"
+        )
     try:
         return settings.run_store()
     except StoreError as exc:
@@ -45,7 +47,14 @@ def list_(as_json: bool, **values: object) -> None:
         return
     table = Table("run", "kind", "created", "sessions", "calls", "submissions")
     for row in rows:
-        table.add_row(row["name"], row["kind"], row["created_at"], str(row["sessions"]), str(row["calls"]), str(row["submissions"]))
+        table.add_row(
+            row["name"],
+            row["kind"],
+            row["created_at"],
+            str(row["sessions"]),
+            str(row["calls"]),
+            str(row["submissions"]),
+        )
     Console().print(table)
 
 
@@ -67,7 +76,14 @@ def show(name: str, as_json: bool, **values: object) -> None:
     table = Table("session", "method", "arguments", "status", "result", "counted")
     for c in calls:
         result = c["value"] if c["status"] == "ok" else f"{c['error_type'] or ''}: {c['error_message'] or ''}"
-        table.add_row(c["session_key"], c["method_id"], c["arguments"], c["status"], (result or "")[:60], "yes" if c["counted"] else "no")
+        table.add_row(
+            c["session_key"],
+            c["method_id"],
+            c["arguments"],
+            c["status"],
+            (result or "")[:60],
+            "yes" if c["counted"] else "no",
+        )
     Console().print(table)
     for s in submissions:
         click.echo(f"\nsubmission {s['id']} for {s['method_id']} (session {s['session_key']}):\n  {s['description']}")
@@ -76,7 +92,9 @@ def show(name: str, as_json: bool, **values: object) -> None:
 @runs.command("export")
 @click.argument("name")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout.")
-@click.option("--episodes", is_flag=True, help="Export evaluation episodes with their full trajectories and scores instead.")
+@click.option(
+    "--episodes", is_flag=True, help="Export evaluation episodes with their full trajectories and scores instead."
+)
 @options("db", "data_dir")
 def export(name: str, output: Path | None, episodes: bool, **values: object) -> None:
     """Export run NAME as JSONL: the reference benchmark's predictions layout, or (--episodes) every episode's trajectory."""

@@ -81,8 +81,14 @@ def sandbox_info(as_json: bool, **values: object) -> None:
 @click.command("run-code")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--entry", default="test_func", show_default=True, help="Function to call.")
-@click.option("--input", "inputs", multiple=True, required=True, metavar="LITERAL",
-              help="Arguments as a Python literal, e.g. \"(1, 'a')\"; repeat for several calls.")
+@click.option(
+    "--input",
+    "inputs",
+    multiple=True,
+    required=True,
+    metavar="LITERAL",
+    help="Arguments as a Python literal, e.g. \"(1, 'a')\"; repeat for several calls.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per input.")
 @options("timeout_s", "memory_mb", "max_output_kb", "cache_dir")
 def run_code(file: Path, entry: str, inputs: tuple[str, ...], as_json: bool, **values: object) -> None:
@@ -103,13 +109,15 @@ def run_code(file: Path, entry: str, inputs: tuple[str, ...], as_json: bool, **v
         raise click.UsageError(f"{file} is not UTF-8 text") from None
     box = Sandbox(limits=limits, cache_dir=settings.cache_dir, progress=progress_printer())
     outcomes = box.run(source, list(inputs), entry=entry)
-    for literal, outcome in zip(inputs, outcomes):
+    for literal, outcome in zip(inputs, outcomes, strict=False):
         if as_json:
             click.echo(json.dumps({"input": literal, **outcome.to_dict()}))
         elif outcome.ok:
             click.echo(f"{call_text(entry, literal)} -> {outcome.value}")
         else:
-            click.echo(f"{call_text(entry, literal)} -> {outcome.status}: {outcome.error_type}: {outcome.error_message}")
+            click.echo(
+                f"{call_text(entry, literal)} -> {outcome.status}: {outcome.error_type}: {outcome.error_message}"
+            )
         if outcome.stdout and not as_json:
             click.echo("  printed: " + outcome.stdout.rstrip("\n").replace("\n", "\n           "))
     sys.stdout.flush()

@@ -30,7 +30,9 @@ _SANDBOX_SETTINGS = ("timeout_s", "memory_mb", "max_output_kb", "cache_dir", "wo
 
 def no_cache_option(function):  # type: ignore[no-untyped-def]
     """The ``--no-cache`` flag: neither read nor write the LLM response cache."""
-    return click.option("--no-cache", is_flag=True, help="Neither read nor write the LLM response cache (DATA_DIR/llm-cache.db).")(function)
+    return click.option(
+        "--no-cache", is_flag=True, help="Neither read nor write the LLM response cache (DATA_DIR/llm-cache.db)."
+    )(function)
 
 
 def _log_to_stderr() -> None:
@@ -97,7 +99,14 @@ def _import_file(store: RunStore, path: Path, run_name: str | None) -> tuple[str
         for literal, output in record.all_examples:
             store.record_call(
                 session,
-                CallRecord(method_id=record.id, tool="import", arguments=_text(literal), counted=True, status="ok", value=_text(output)),
+                CallRecord(
+                    method_id=record.id,
+                    tool="import",
+                    arguments=_text(literal),
+                    counted=True,
+                    status="ok",
+                    value=_text(output),
+                ),
             )
         store.record_submission(session, record.id, record.predicted_description or "", record.code)
     return name, run_id
@@ -124,7 +133,7 @@ def _items(store: RunStore, run_id: int) -> list[_Item]:
     submissions = store.submissions(run_id)
     predictions = list(store.predictions(run_id))  # same order: one record per submission
     items = []
-    for submission, prediction in zip(submissions, predictions):
+    for submission, prediction in zip(submissions, predictions, strict=False):
         assert submission["method_id"] == prediction["id"]
         items.append(
             _Item(
@@ -167,7 +176,11 @@ def _summary(results: list[Any], skipped: list[str], spend: Any, run_name: str) 
     for kind in ("codematch", "direct"):
         parts = [getattr(r, kind) for r in results if getattr(r, kind) is not None]
         fractions = [p.fraction for p in parts if p.status == "scored" and p.fraction is not None]
-        summary[kind] = {"count": len(parts), "mean": _mean(fractions), "errors": sum(p.status == "error" for p in parts)}
+        summary[kind] = {
+            "count": len(parts),
+            "mean": _mean(fractions),
+            "errors": sum(p.status == "error" for p in parts),
+        }
     summary["llm"] = {
         "calls": spend.calls,
         "cached_calls": spend.cached_calls,
@@ -187,17 +200,24 @@ def _print_summary(summary: dict[str, Any], gold: bool) -> None:
     def fmt(value: float | None, digits: int = 3) -> str:
         return "-" if value is None else f"{value:.{digits}f}"
 
-    click.echo(f"run {summary['run']}: {summary['submissions']} submissions scored" + (f", {summary['skipped']} skipped" if summary["skipped"] else ""))
+    click.echo(
+        f"run {summary['run']}: {summary['submissions']} submissions scored"
+        + (f", {summary['skipped']} skipped" if summary["skipped"] else "")
+    )
     judge = summary["judge"]
     if judge["count"]:
-        click.echo(f"judge:       mean {fmt(judge['mean_scored'], 2)} over {judge['scored']} scored ({judge['unscored']} unscored, {judge['errors']} errors)")
+        click.echo(
+            f"judge:       mean {fmt(judge['mean_scored'], 2)} over {judge['scored']} scored ({judge['unscored']} unscored, {judge['errors']} errors)"
+        )
         if judge["unscored"]:
             click.echo(f"             mean {fmt(judge['mean_unscored_as_1'], 2)} with {judge['note']}")
     label = "code match (gold description):" if gold else "code match:"
     for kind, name in (("codematch", label), ("direct", "direct code:")):
         part = summary[kind]
         if part["count"]:
-            click.echo(f"{name:<12} mean {fmt(part['mean'])} over {part['count'] - part['errors']} scored; {part['errors']} errors")
+            click.echo(
+                f"{name:<12} mean {fmt(part['mean'])} over {part['count'] - part['errors']} scored; {part['errors']} errors"
+            )
     llm = summary["llm"]
     unpriced = f" (unpriced, counted as $0: {', '.join(llm['unpriced_models'])})" if llm["unpriced_models"] else ""
     click.echo(
@@ -208,12 +228,31 @@ def _print_summary(summary: dict[str, Any], gold: bool) -> None:
 
 @click.command()
 @click.argument("source", required=False, metavar="[FILE_OR_RUN]")
-@click.option("--scores", "kinds", multiple=True, type=click.Choice(["judge", "codematch", "direct"]), help="Scores to compute (repeatable; default: every one a submission allows).")
-@click.option("--gold", is_flag=True, help="Give the code writer the gold description: each method's upper bound for code match.")
-@click.option("--suite", "suites", multiple=True, help="With --gold and no FILE_OR_RUN: score every method of this suite (repeatable).")
-@click.option("--with-examples", is_flag=True, help="Also give the code writer the calls the agent observed, as the reference does.")
+@click.option(
+    "--scores",
+    "kinds",
+    multiple=True,
+    type=click.Choice(["judge", "codematch", "direct"]),
+    help="Scores to compute (repeatable; default: every one a submission allows).",
+)
+@click.option(
+    "--gold", is_flag=True, help="Give the code writer the gold description: each method's upper bound for code match."
+)
+@click.option(
+    "--suite",
+    "suites",
+    multiple=True,
+    help="With --gold and no FILE_OR_RUN: score every method of this suite (repeatable).",
+)
+@click.option(
+    "--with-examples",
+    is_flag=True,
+    help="Also give the code writer the calls the agent observed, as the reference does.",
+)
 @click.option("--jobs", type=click.IntRange(1, 1024), help="Submissions scored at once (default: --llm-concurrency).")
-@click.option("--run", "run_name", help="Name of the run a predictions file is recorded as (default: file-<stem>-<hash>).")
+@click.option(
+    "--run", "run_name", help="Name of the run a predictions file is recorded as (default: file-<stem>-<hash>)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @no_cache_option
 @options("db", "data_dir", "manifests", *_LLM_SETTINGS, *_SANDBOX_SETTINGS)
@@ -308,7 +347,9 @@ def score(
         click.echo(json.dumps(summary, indent=2))
     else:
         _print_summary(summary, gold)
-    errors = [r for r in results for part in (r.judge, r.codematch, r.direct) if part is not None and part.status == "error"]
+    errors = [
+        r for r in results for part in (r.judge, r.codematch, r.direct) if part is not None and part.status == "error"
+    ]
     if errors:
         for result in errors[:10]:
             for part in (result.judge, result.codematch, result.direct):
@@ -321,9 +362,19 @@ def score(
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (non-loopback needs --scorer-token).")
-@click.option("--port", default=8100, show_default=True, type=click.IntRange(0, 65535), help="Port (0: pick a free one).")
-@click.option("--max-request-kb", default=1024, show_default=True, type=click.IntRange(1, 1024 * 1024), help="Largest request body, in KiB (413 beyond).")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (non-loopback needs --scorer-token)."
+)
+@click.option(
+    "--port", default=8100, show_default=True, type=click.IntRange(0, 65535), help="Port (0: pick a free one)."
+)
+@click.option(
+    "--max-request-kb",
+    default=1024,
+    show_default=True,
+    type=click.IntRange(1, 1024 * 1024),
+    help="Largest request body, in KiB (413 beyond).",
+)
 @no_cache_option
 @options("manifests", "data_dir", "scorer_token", *_LLM_SETTINGS, *_SANDBOX_SETTINGS)
 def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: object) -> None:

@@ -27,8 +27,15 @@ _FEEDBACK_SETTINGS = ("judge_model", "coder_model", "pricing", "llm_timeout_s", 
 
 
 def _selection(function):  # type: ignore[no-untyped-def]
-    function = click.option("--methods", "methods", multiple=True, help="Only these method ids or tool names (repeatable, or comma-separated).")(function)
-    return click.option("--suite", "suites", multiple=True, help="Suite to serve (repeatable; default: builtin).")(function)
+    function = click.option(
+        "--methods",
+        "methods",
+        multiple=True,
+        help="Only these method ids or tool names (repeatable, or comma-separated).",
+    )(function)
+    return click.option("--suite", "suites", multiple=True, help="Suite to serve (repeatable; default: builtin).")(
+        function
+    )
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -36,7 +43,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
 
 
 def _logging(settings) -> None:  # type: ignore[no-untyped-def]
-    handler: logging.Handler = logging.FileHandler(settings.log_file) if settings.log_file else logging.StreamHandler(sys.stderr)
+    handler: logging.Handler = (
+        logging.FileHandler(settings.log_file) if settings.log_file else logging.StreamHandler(sys.stderr)
+    )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("pau_mcp")
     root.addHandler(handler)
@@ -45,13 +54,33 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 
 
 @click.command()
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, help="stdio for Claude Desktop and subprocess clients; http for Streamable HTTP.")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for Claude Desktop and subprocess clients; http for Streamable HTTP.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP address to listen on.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="HTTP port (0: pick a free one).")
+@click.option(
+    "--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="HTTP port (0: pick a free one)."
+)
 @click.option("--stateless", is_flag=True, help="HTTP without sessions (budgets then apply per X-PAU-Session header).")
 @click.option("--run", "run_name", help="Record sessions under this run name (default: a new name per start).")
-@click.option("--feedback", type=click.Choice(["none", "score"]), default="none", show_default=True, help="What submit returns: nothing but a receipt, or the scores.")
-@click.option("--page-size", type=click.IntRange(1, 1000), default=100, show_default=True, help="Items per page of tools/resources/prompts lists.")
+@click.option(
+    "--feedback",
+    type=click.Choice(["none", "score"]),
+    default="none",
+    show_default=True,
+    help="What submit returns: nothing but a receipt, or the scores.",
+)
+@click.option(
+    "--page-size",
+    type=click.IntRange(1, 1000),
+    default=100,
+    show_default=True,
+    help="Items per page of tools/resources/prompts lists.",
+)
 @click.option("--benchmark-noop", is_flag=True, hidden=True, help="Add a no-op tool (for benchmarks/mcp.py).")
 @_selection
 @options(*_SERVE_SETTINGS, *_FEEDBACK_SETTINGS)
@@ -67,13 +96,21 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
         feedback_fn = _feedback(settings)
     try:
         service, sessions = create_service(
-            settings, list(suites) or ["builtin"], _split(methods), run_name, transport, feedback_fn,
-            progress=step_printer(), processes=True,
+            settings,
+            list(suites) or ["builtin"],
+            _split(methods),
+            run_name,
+            transport,
+            feedback_fn,
+            progress=step_printer(),
+            processes=True,
         )
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     server = build_server(service, sessions, page_size=page_size, noop_tool=benchmark_noop)
-    logging.getLogger("pau_mcp.server").info("serving %d methods over %s, budget %s", len(service.catalog), transport, settings.budget)
+    logging.getLogger("pau_mcp.server").info(
+        "serving %d methods over %s, budget %s", len(service.catalog), transport, settings.budget
+    )
     try:
         if transport == "stdio":
             eventloop.run(run_stdio, server)
@@ -107,7 +144,9 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
 
     settings = settings_from(values)
     try:
-        service, sessions = create_service(settings, list(suites) or ["builtin"], _split(methods), "cli", "cli", progress=step_printer())
+        service, sessions = create_service(
+            settings, list(suites) or ["builtin"], _split(methods), "cli", "cli", progress=step_printer()
+        )
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     exposed = service.catalog.find(tool)
@@ -134,7 +173,16 @@ def methods(as_json: bool, suites: tuple[str, ...], methods: tuple[str, ...], **
         raise click.ClickException(str(exc)) from None
     if as_json:
         for exposed in catalog:
-            click.echo(json.dumps({"tool": exposed.tool, "id": exposed.method.id, "header": exposed.method.header, "examples": exposed.example_lines()}))
+            click.echo(
+                json.dumps(
+                    {
+                        "tool": exposed.tool,
+                        "id": exposed.method.id,
+                        "header": exposed.method.header,
+                        "examples": exposed.example_lines(),
+                    }
+                )
+            )
         return
     table = Table("tool", "method", "header", "first example")
     for exposed in catalog:

@@ -97,7 +97,9 @@ class PaperAgent:
 
     async def _ask(self, result: AgentResult, env: Environment, prompt: str, max_tokens: int | None = None) -> str:
         messages = [{"role": "system", "content": _PAPER_SYSTEM}, {"role": "user", "content": prompt}]
-        completion = await self.llm.complete(self.model, messages, temperature=0, max_tokens=max_tokens or self.max_tokens)
+        completion = await self.llm.complete(
+            self.model, messages, temperature=0, max_tokens=max_tokens or self.max_tokens
+        )
         result.count(completion)
         env.note("model", prompt=prompt, reply=completion.text)
         return completion.text
@@ -117,7 +119,12 @@ class PaperAgent:
         if mode == "interactive":
             for _ in range(budget or 20):
                 context = self._context(env, hypothesis, history)
-                plan = await self._ask(result, env, context + "\nWhat do you still not know? Propose ONE input to test next and say what each possible outcome would tell you. Be brief.")
+                plan = await self._ask(
+                    result,
+                    env,
+                    context
+                    + "\nWhat do you still not know? Propose ONE input to test next and say what each possible outcome would tell you. Be brief.",
+                )
                 action = await self._ask(
                     result, env,
                     context + f"\nYour plan: {plan}\n\nGive the exact input as a Python literal tuple of {len(env.params)} "
@@ -193,10 +200,15 @@ class ToolsAgent:
             + f"When you know, call `submit` with method=`{env.tool.name}` and a description precise enough to "
             "re-implement the function, covering every case."
         )
-        messages: list[dict[str, Any]] = [{"role": "system", "content": _PAPER_SYSTEM}, {"role": "user", "content": task}]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": _PAPER_SYSTEM},
+            {"role": "user", "content": task},
+        ]
         nudged = False
         for _ in range((budget or 20) + 10):
-            completion = await self.llm.complete(self.model, messages, tools=tools, temperature=0, max_tokens=self.max_tokens)
+            completion = await self.llm.complete(
+                self.model, messages, tools=tools, temperature=0, max_tokens=self.max_tokens
+            )
             result.count(completion)
             env.note("model", reply=completion.text, tool_calls=[c.__dict__ for c in completion.tool_calls])
             messages.append(completion.message())
@@ -205,7 +217,12 @@ class ToolsAgent:
                     result.description = completion.text.strip()
                     return result
                 nudged = True
-                messages.append({"role": "user", "content": "Please continue by calling a tool, or call `submit` with your description."})
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": "Please continue by calling a tool, or call `submit` with your description.",
+                    }
+                )
                 continue
             for call in completion.tool_calls:
                 arguments = call.parsed_arguments()
@@ -227,7 +244,10 @@ class ToolsAgent:
 
 
 def _openai_tool(tool: Any) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": tool.name, "description": tool.description or "", "parameters": tool.input_schema}}
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description or "", "parameters": tool.input_schema},
+    }
 
 
 # -- the probe baseline -------------------------------------------------------------------------

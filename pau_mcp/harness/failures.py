@@ -141,15 +141,22 @@ def failure_cases(store: RunStore, run: RunData, unscored_as_one: bool = False) 
     from pau_mcp.harness.report import load_trajectories
 
     trajectories = load_trajectories(store, run)
-    return [FailureCase(run.name, m.method_id, why, _outcome(m), trajectories.get(m.method_id, [])) for m, why in failed]
+    return [
+        FailureCase(run.name, m.method_id, why, _outcome(m), trajectories.get(m.method_id, [])) for m, why in failed
+    ]
 
 
 def _outcome(method: MethodScores) -> str:
     parts = [f"state {method.state}"]
     if method.judge_status:
-        parts.append(f"judge {method.judge_status}" + (f" {method.judge_value:g}" if method.judge_value is not None else ""))
+        parts.append(
+            f"judge {method.judge_status}" + (f" {method.judge_value:g}" if method.judge_value is not None else "")
+        )
     if method.codematch_status:
-        parts.append(f"code match {method.codematch_status}" + (f" {method.codematch_value:.2f}" if method.codematch_value is not None else ""))
+        parts.append(
+            f"code match {method.codematch_status}"
+            + (f" {method.codematch_value:.2f}" if method.codematch_value is not None else "")
+        )
     if method.concluded is not None:
         parts.append("the agent concluded by itself" if method.concluded else "the agent ran out of budget")
     if method.queries is not None:
@@ -159,13 +166,18 @@ def _outcome(method: MethodScores) -> str:
 
 def classifier_messages(case: FailureCase) -> list[dict[str, str]]:
     """The classifier's chat messages for one failed episode."""
-    prompt = _PROMPT.format(why=case.why, method=case.method_id, outcome=case.outcome, trajectory=_trajectory_text(case.trajectory))
+    prompt = _PROMPT.format(
+        why=case.why, method=case.method_id, outcome=case.outcome, trajectory=_trajectory_text(case.trajectory)
+    )
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
 
 
 def _trajectory_text(steps: Sequence[Any]) -> str:
     """The steps as JSON lines, each clipped; when too long, the start and the end (where the agent concludes) are kept."""
-    lines = [f"{i}. {_clip(json.dumps(step, default=str, ensure_ascii=False), _MAX_STEP_CHARS)}" for i, step in enumerate(steps, 1)]
+    lines = [
+        f"{i}. {_clip(json.dumps(step, default=str, ensure_ascii=False), _MAX_STEP_CHARS)}"
+        for i, step in enumerate(steps, 1)
+    ]
     if not lines:
         return "(no steps were recorded)"
     if sum(len(line) + 1 for line in lines) <= _MAX_TRAJECTORY_CHARS:

@@ -55,8 +55,16 @@ def render_plots(report: Report) -> list[Plot]:
     """Every plot of a report: the judge and code-match distributions, and the mode comparison when there is one."""
     bars = _bars(report)
     plots = [
-        Plot("judge_distribution.png", _JUDGE_TITLE, _stacked(bars["judge"], [str(s) for s in JUDGE_SCORES], _JUDGE_COLOURS, "judge score", _JUDGE_TITLE)),
-        Plot("codematch_distribution.png", _CODE_TITLE, _stacked(bars["codematch"], list(CODEMATCH_BUCKETS), _BUCKET_COLOURS, "code match", _CODE_TITLE)),
+        Plot(
+            "judge_distribution.png",
+            _JUDGE_TITLE,
+            _stacked(bars["judge"], [str(s) for s in JUDGE_SCORES], _JUDGE_COLOURS, "judge score", _JUDGE_TITLE),
+        ),
+        Plot(
+            "codematch_distribution.png",
+            _CODE_TITLE,
+            _stacked(bars["codematch"], list(CODEMATCH_BUCKETS), _BUCKET_COLOURS, "code match", _CODE_TITLE),
+        ),
     ]
     if report.modes:
         plots.append(Plot("modes.png", _MODES_TITLE, _modes(report)))
@@ -127,10 +135,18 @@ def _modes(report: Report) -> bytes:
     figure = Figure(figsize=(max(7.0, 1.6 * len(report.modes) + 4), 4.2), layout="constrained")
     labels = [f"{m.model}\n{m.agent}" if m.agent else m.model for m in report.modes]
     xs = list(range(len(report.modes)))
-    for index, (kind, title, top) in enumerate((("judge", "judge score (mean)", 5.0), ("codematch", "code match (mean)", 1.0))):
+    for index, (kind, title, top) in enumerate(
+        (("judge", "judge score (mean)", 5.0), ("codematch", "code match (mean)", 1.0))
+    ):
         axes = figure.add_subplot(1, 2, index + 1)
         for offset, (mode, side) in zip((-0.2, 0.2), (("interactive", 0), ("in-context", 1)), strict=True):
-            axes.bar([x + offset for x in xs], [m.means[kind][side] for m in report.modes], width=0.4, label=mode, color=_MODE_COLOURS[mode])
+            axes.bar(
+                [x + offset for x in xs],
+                [m.means[kind][side] for m in report.modes],
+                width=0.4,
+                label=mode,
+                color=_MODE_COLOURS[mode],
+            )
         axes.set_xticks(xs, labels, fontsize=8)
         axes.set_ylim(0, top)
         axes.set_title(title, fontsize=10)

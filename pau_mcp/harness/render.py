@@ -39,7 +39,10 @@ __all__ = [
 ]
 
 _KIND_NAMES = {"judge": "judge", "codematch": "code match"}
-_BUCKET_COLUMNS = {bucket: f"codematch_{name}" for bucket, name in zip(CODEMATCH_BUCKETS, ("0_20", "20_40", "40_60", "60_80", "80_100", "100"), strict=True)}
+_BUCKET_COLUMNS = {
+    bucket: f"codematch_{name}"
+    for bucket, name in zip(CODEMATCH_BUCKETS, ("0_20", "20_40", "40_60", "60_80", "80_100", "100"), strict=True)
+}
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,20 @@ def report_tables(report: Report) -> list[TableData]:
 
 
 def _runs_table(report: Report) -> TableData:
-    columns = ["run", "model", "agent", "mode", "suite", "done", "failed", "queries", "concluded", "input tokens", "output tokens", "cost ($)"]
+    columns = [
+        "run",
+        "model",
+        "agent",
+        "mode",
+        "suite",
+        "done",
+        "failed",
+        "queries",
+        "concluded",
+        "input tokens",
+        "output tokens",
+        "cost ($)",
+    ]
     rows = [
         [
             s.name, s.model, s.agent, s.mode, s.suite, f"{s.done}/{s.planned}", str(s.failed), _num(s.queries_mean, 1),
@@ -97,7 +113,13 @@ def _runs_table(report: Report) -> TableData:
         ]
         for s in report.summaries
     ]  # fmt: skip
-    return TableData("runs", "Runs", columns, rows, "Queries and concluded are over done episodes; tokens and cost over done and failed ones.")
+    return TableData(
+        "runs",
+        "Runs",
+        columns,
+        rows,
+        "Queries and concluded are over done episodes; tokens and cost over done and failed ones.",
+    )
 
 
 def _max_label(report: Report) -> str:
@@ -113,7 +135,14 @@ def _judge_table(report: Report) -> TableData:
 
 
 def _judge_cells(name: str, stats: ScoreStats) -> list[str]:
-    return [name, str(stats.n), _num(stats.mean), _num(stats.std), _pct(stats.share_good), *(_pct(stats.share(str(s))) for s in JUDGE_SCORES)]
+    return [
+        name,
+        str(stats.n),
+        _num(stats.mean),
+        _num(stats.std),
+        _pct(stats.share_good),
+        *(_pct(stats.share(str(s))) for s in JUDGE_SCORES),
+    ]
 
 
 def _codematch_table(report: Report) -> TableData:
@@ -133,7 +162,17 @@ def _codematch_cells(name: str, stats: ScoreStats) -> list[str]:
 
 
 def _modes_table(report: Report) -> TableData:
-    columns = ["model", "agent", "score", "interactive", "in-context", "difference", "n", "p(interactive better)", "p(in-context better)"]
+    columns = [
+        "model",
+        "agent",
+        "score",
+        "interactive",
+        "in-context",
+        "difference",
+        "n",
+        "p(interactive better)",
+        "p(in-context better)",
+    ]
     rows = []
     for m in report.modes:
         for kind in KINDS:
@@ -150,13 +189,27 @@ def _modes_table(report: Report) -> TableData:
 def _pairs_table(report: Report) -> TableData:
     columns = ["run A", "run B", "score", "n", "mean A", "mean B", "p(A>B)", "p(B>A)"]
     # Pairs with no common method are named in the notes instead of filling the table with n/a.
-    rows = [_pair_cells(p.a, p.b, kind, p.tests[kind]) for p in report.pairs for kind in KINDS if any(t.n for t in p.tests.values())]
+    rows = [
+        _pair_cells(p.a, p.b, kind, p.tests[kind])
+        for p in report.pairs
+        for kind in KINDS
+        if any(t.n for t in p.tests.values())
+    ]
     caption = f"Paired bootstrap over methods scored in both runs (n), {report.resamples} resamples, seed {report.seed}; small p(A>B): A is reliably better."
     return TableData("pairs", "Paired bootstrap", columns, rows, caption)
 
 
 def _pair_cells(a: str, b: str, kind: str, test: BootstrapResult) -> list[str]:
-    return [a, b, _KIND_NAMES[kind], str(test.n), _num(test.mean_a), _num(test.mean_b), _p(test.p_a_better), _p(test.p_b_better)]
+    return [
+        a,
+        b,
+        _KIND_NAMES[kind],
+        str(test.n),
+        _num(test.mean_a),
+        _num(test.mean_b),
+        _p(test.p_a_better),
+        _p(test.p_b_better),
+    ]
 
 
 def _failures_table(report: Report) -> TableData:
@@ -165,8 +218,16 @@ def _failures_table(report: Report) -> TableData:
     for s in report.summaries:
         counts = s.failures or {}
         total = sum(counts.values())
-        rows.append([s.name, str(total), *(f"{counts.get(label, 0)} ({_pct(counts.get(label, 0) / total if total else 0)})" for label in labels)])
-    caption = "Failed: ended in an error, judge below 3, or code match below 0.8; labelled by an LLM from the trajectory."
+        rows.append(
+            [
+                s.name,
+                str(total),
+                *(f"{counts.get(label, 0)} ({_pct(counts.get(label, 0) / total if total else 0)})" for label in labels),
+            ]
+        )
+    caption = (
+        "Failed: ended in an error, judge below 3, or code match below 0.8; labelled by an LLM from the trajectory."
+    )
     return TableData("failures", "Failure modes", ["run", "failed", *labels], rows, caption)
 
 

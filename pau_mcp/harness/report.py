@@ -327,7 +327,10 @@ def build_report(
     if resamples < 1:
         raise ReportError(f"--resamples must be at least 1 (got {resamples})")
     labels = failure_labels or {}
-    summaries = [_summarise(run, unscored_as_one, labels.get(run.name, {}) if failure_labels is not None else None) for run in runs]
+    summaries = [
+        _summarise(run, unscored_as_one, labels.get(run.name, {}) if failure_labels is not None else None)
+        for run in runs
+    ]
     max_stats, max_methods = _max_aggregation(runs, unscored_as_one) if len(runs) > 1 else (None, 0)
     pairs = [_pair_test(a, b, unscored_as_one, resamples, seed) for a, b in itertools.combinations(runs, 2)]
     modes = _mode_comparisons(runs, summaries, pairs)
@@ -406,18 +409,25 @@ def _pair_test(a: RunData, b: RunData, unscored_as_one: bool, resamples: int, se
         scores_a, scores_b = _scores(a, kind, unscored_as_one), _scores(b, kind, unscored_as_one)
         # Sorted, so the resampled indices and hence the p-values do not depend on plan order.
         common = sorted(scores_a.keys() & scores_b.keys())
-        tests[kind] = paired_bootstrap([scores_a[m] for m in common], [scores_b[m] for m in common], resamples=resamples, seed=seed)
+        tests[kind] = paired_bootstrap(
+            [scores_a[m] for m in common], [scores_b[m] for m in common], resamples=resamples, seed=seed
+        )
     return PairTest(a.name, b.name, tests)
 
 
-def _mode_comparisons(runs: Sequence[RunData], summaries: Sequence[RunSummary], pairs: Sequence[PairTest]) -> list[ModeComparison]:
+def _mode_comparisons(
+    runs: Sequence[RunData], summaries: Sequence[RunSummary], pairs: Sequence[PairTest]
+) -> list[ModeComparison]:
     by_name = {s.name: s for s in summaries}
     tests = {(p.a, p.b): p.tests for p in pairs}
     comparisons = []
     for inter, incon in itertools.product(runs, runs):
         if inter.mode != "interactive" or incon.mode != "incontext":
             continue
-        if not inter.setting("model") or (inter.setting("model"), inter.setting("agent")) != (incon.setting("model"), incon.setting("agent")):
+        if not inter.setting("model") or (inter.setting("model"), inter.setting("agent")) != (
+            incon.setting("model"),
+            incon.setting("agent"),
+        ):
             continue
         si, sc = by_name[inter.name], by_name[incon.name]
         pair = tests.get((inter.name, incon.name)) or _swapped(tests[(incon.name, inter.name)])
@@ -444,13 +454,17 @@ def _notes(report: Report) -> list[str]:
         if s.done == 0:
             notes.append(f"Run {s.name} has no finished episodes: its numbers are zeros.")
         if s.unfinished:
-            notes.append(f"Run {s.name}: {s.unfinished} of {_episodes(s.planned)} not finished (pending or running) and left out.")
+            notes.append(
+                f"Run {s.name}: {s.unfinished} of {_episodes(s.planned)} not finished (pending or running) and left out."
+            )
         if s.failed:
             notes.append(f"Run {s.name}: {_episodes(s.failed)} failed with an error and left out of the scores.")
     suites = {s.suite for s in report.summaries}
     if len(suites) > 1:
         shown = ", ".join(sorted(x or "(unrecorded)" for x in suites))
-        notes.append(f"The runs come from different suites ({shown}): pairwise statistics use only methods scored in both runs (n).")
+        notes.append(
+            f"The runs come from different suites ({shown}): pairwise statistics use only methods scored in both runs (n)."
+        )
     if report.max_stats is not None:
         notes.append(
             f"Max: for each method the best score over the {len(report.runs)} runs, then mean and distribution over the methods "

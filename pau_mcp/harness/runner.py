@@ -98,7 +98,18 @@ class RunProgress:
 
 def _server_args(db: Path, config: EvalConfig, token: str, settings: Any) -> list[str]:
     """The `pau-mcp serve` options for a run's own server."""
-    args = ["--token", token, "--suite", config.suite, "--budget", str(config.budget), "--db", str(db), "--run", config.run]
+    args = [
+        "--token",
+        token,
+        "--suite",
+        config.suite,
+        "--budget",
+        str(config.budget),
+        "--db",
+        str(db),
+        "--run",
+        config.run,
+    ]
     for directory in settings.manifests:
         args += ["--manifests", str(directory)]
     if settings.cache_dir:
@@ -120,10 +131,12 @@ def _http_client(token: str | None) -> httpx2.AsyncClient:
 @contextlib.asynccontextmanager
 async def _session(client: httpx2.AsyncClient, url: str, tool: str, run: str, key: str) -> AsyncIterator[ClientSession]:
     target = f"{url}?methods={quote(tool)}&run={quote(run)}&session={quote(key)}"
-    async with streamable_http_client(target, http_client=client) as (read, write, *_):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
+    async with (
+        streamable_http_client(target, http_client=client) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 async def _episode(
@@ -146,7 +159,9 @@ async def _episode(
         if not (result.description or "").strip():
             kinds = [k for k in kinds if k == "direct"]  # the judge and the code writer need a description
         if config.score and kinds:
-            scored = await scorer.score(method.id, result.description, result.code, examples=env.observed_examples(), kinds=kinds)
+            scored = await scorer.score(
+                method.id, result.description, result.code, examples=env.observed_examples(), kinds=kinds
+            )
             values = record_scores(store, env.submission_id, scored)
             progress.input_tokens += scored.usage.input_tokens
             progress.output_tokens += scored.usage.output_tokens
@@ -166,7 +181,9 @@ async def _episode(
         if values.get("judge") is not None:
             progress.judge.append(values["judge"])  # type: ignore[arg-type]
         if values.get("codematch") is not None or values.get("direct") is not None:
-            progress.codematch.append(values.get("codematch") if values.get("codematch") is not None else values["direct"])  # type: ignore[arg-type]
+            progress.codematch.append(
+                values.get("codematch") if values.get("codematch") is not None else values["direct"]
+            )  # type: ignore[arg-type]
     except Exception as caught:  # noqa: BLE001 - sorted just below
         exc = _leaf(caught)
         if not isinstance(exc, (LLMError, EvalError, MCPError, httpx2.HTTPError)):
@@ -229,7 +246,9 @@ async def run_eval(
     if config.run in existing:
         stored = store.run_config(run_id)
         if stored and stored != config.identity():
-            raise EvalError(f"run {config.run!r} exists with {stored}; resume it with the same options or choose another --run")
+            raise EvalError(
+                f"run {config.run!r} exists with {stored}; resume it with the same options or choose another --run"
+            )
     store.plan_episodes(run_id, [m.id for m in methods])
     if config.retry_failed:
         store.reopen_failed(run_id)
@@ -246,7 +265,9 @@ async def run_eval(
 
     async def one(method: Method, url: str, client: httpx2.AsyncClient) -> None:
         async with limiter:
-            await _episode(method, attempts.get(method.id, 0) + 1, url, client, config, agent, scorer, store, run_id, progress)
+            await _episode(
+                method, attempts.get(method.id, 0) + 1, url, client, config, agent, scorer, store, run_id, progress
+            )
             if on_progress:
                 on_progress(progress)
 

@@ -127,7 +127,9 @@ def _stats(n: int, mean: float, std: float, distribution: dict[str, int], good: 
     return ScoreStats(n, mean, std, distribution, good / n if n else 0.0, bad / n if n else 0.0)
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000, seed: int = 0) -> BootstrapResult:
+def paired_bootstrap(
+    a: Sequence[float], b: Sequence[float], *, resamples: int = 10_000, seed: int = 0
+) -> BootstrapResult:
     """Paired bootstrap significance of run A against run B, as the reference benchmark does it.
 
     The per-method differences ``a[i] - b[i]`` are resampled: each resample
@@ -165,4 +167,6 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], *, resamples: int =
         sums = differences[rng.integers(0, n, size=(count, sample_size))].sum(axis=1)
         wins_a += int((sums > tolerance).sum())
         wins_b += int((sums < -tolerance).sum())
-    return BootstrapResult(n, mean_a, mean_b, 1 - wins_a / resamples, 1 - wins_b / resamples, resamples, sample_size, seed)
+    return BootstrapResult(
+        n, mean_a, mean_b, 1 - wins_a / resamples, 1 - wins_b / resamples, resamples, sample_size, seed
+    )

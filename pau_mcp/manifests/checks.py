@@ -54,7 +54,7 @@ def freeze_method(method: Method, sandbox: Sandbox, limits: Limits | None = None
     """Run every example and test input in the sandbox (one batch) and record the outcomes."""
     cases = _cases(method)
     outcomes = sandbox.run(method.source, [case.input for case in cases], entry=method.entry, limits=limits)
-    frozen = [Case(input=case.input, outcome=FrozenOutcome.of(o)) for case, o in zip(cases, outcomes)]
+    frozen = [Case(input=case.input, outcome=FrozenOutcome.of(o)) for case, o in zip(cases, outcomes, strict=False)]
     n = len(method.examples)
     return method.model_copy(update={"examples": frozen[:n], "tests": frozen[n:]})
 
@@ -91,7 +91,10 @@ def check_method(method: Method, sandbox: Sandbox, limits: Limits | None = None)
     try:
         arity = source_arity(method.source, method.entry)
         if arity is not None and not (arity[0] <= len(method.params) <= arity[1]):
-            problem("arity", f"the header has {len(method.params)} parameters, the source's {method.entry} takes {arity[0]}..{arity[1]}")
+            problem(
+                "arity",
+                f"the header has {len(method.params)} parameters, the source's {method.entry} takes {arity[0]}..{arity[1]}",
+            )
     except ValueError as exc:
         problem("entry", str(exc))
     if not method.description.strip():
@@ -102,15 +105,22 @@ def check_method(method: Method, sandbox: Sandbox, limits: Limits | None = None)
     again = sandbox.run(method.source, [c.input for c in cases], entry=method.entry, limits=limits, fresh=True)
     if cases and all(o.error_type == "SyntaxError" for o in again):
         problem("compiles", f"the source does not compile: {again[0].error_message}")
-    for case, outcome in zip(cases, again):
+    for case, outcome in zip(cases, again, strict=False):
         if outcome.status not in _RUNS:
             problem("runs", f"input {case.input} ended with {outcome.status}: {outcome.error_message}")
-        elif outcome.status is Status.ERROR and outcome.error_type == "NameError" and outcome.error_message == f"name {method.entry!r} is not defined":
+        elif (
+            outcome.status is Status.ERROR
+            and outcome.error_type == "NameError"
+            and outcome.error_message == f"name {method.entry!r} is not defined"
+        ):
             problem("entry", f"the source does not define {method.entry}")
         if case.outcome is None:
             problem("frozen", f"input {case.input} has no frozen outcome; run `pau-mcp manifests freeze`")
         elif not _reproduces(case.outcome, outcome):
-            problem("reproduces", f"input {case.input} was frozen as {case.outcome.shown()!r} but gives {FrozenOutcome.of(outcome).shown()!r}")
+            problem(
+                "reproduces",
+                f"input {case.input} was frozen as {case.outcome.shown()!r} but gives {FrozenOutcome.of(outcome).shown()!r}",
+            )
     original = method.provenance.original_name
     if original and len(original) >= 3 and original != "test_func":  # an entry named like the original reveals it too
         # The tool name is "fn_" and a hash of the id (checked here already): its hex digits can spell a short
@@ -138,10 +148,12 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
     return out
 
 
-def _parallel(items: list[Method], work: Callable[[Method], object], progress: Callable[[Method], None] | None, workers: int):
+def _parallel(
+    items: list[Method], work: Callable[[Method], object], progress: Callable[[Method], None] | None, workers: int
+):
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(work, item) for item in items]
-        for item, future in zip(items, futures):
+        for item, future in zip(items, futures, strict=False):
             result = future.result()
             if progress is not None:
                 progress(item)

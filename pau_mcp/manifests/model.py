@@ -83,7 +83,9 @@ class FrozenOutcome(BaseModel):
         if self.status == "ok":
             return str(self.value)
         if self.status == "error":
-            return f"raises {self.error_type}: {self.error_message}" if self.error_message else f"raises {self.error_type}"
+            return (
+                f"raises {self.error_type}: {self.error_message}" if self.error_message else f"raises {self.error_type}"
+            )
         return f"{self.status}: {self.error_message}"
 
 
@@ -203,7 +205,8 @@ class Method(BaseModel):
             "tool": self.tool_name,
             "header": self.header,
             "examples": [
-                {"input": case.input, "output": case.outcome.shown() if case.outcome else None} for case in self.examples
+                {"input": case.input, "output": case.outcome.shown() if case.outcome else None}
+                for case in self.examples
             ],
         }
 

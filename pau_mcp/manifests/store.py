@@ -49,7 +49,10 @@ def _compact(value: object, indent: int = 0, width: int = 110, expand: bool = Fa
     pad = " " * (indent + 2)
     if isinstance(value, list):
         # In a list that must be one item per line (source lines, cases), every item stays whole on its line.
-        items = [pad + (json.dumps(item, ensure_ascii=False) if expand else _compact(item, indent + 2, width)) for item in value]
+        items = [
+            pad + (json.dumps(item, ensure_ascii=False) if expand else _compact(item, indent + 2, width))
+            for item in value
+        ]
         return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
     items = [f"{pad}{json.dumps(k)}: {_compact(v, indent + 2, width, k in _ONE_PER_LINE)}" for k, v in value.items()]
     return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"

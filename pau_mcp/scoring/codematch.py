@@ -40,7 +40,9 @@ _MAX_EXAMPLE_CHARS = 500
 _MAX_SHOWN_CHARS = 2000
 _COUNTEREXAMPLE_TRIES = 5
 
-_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(
+    r"^[ \t]*(```+|~~~+)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL
+)
 
 _SYSTEM = "You write Python functions from descriptions of their behaviour. You reply with code only."
 
@@ -56,7 +58,9 @@ Write the complete function with exactly this header, and any imports it needs (
 ```python code block. Do not print anything and do not include tests or example calls."""
 
 
-def coder_messages(method: Method, description: str, examples: Sequence[tuple[str, str]] | None = None) -> list[dict[str, str]]:
+def coder_messages(
+    method: Method, description: str, examples: Sequence[tuple[str, str]] | None = None
+) -> list[dict[str, str]]:
     """The code writer's chat messages.
 
     Args:
@@ -183,7 +187,11 @@ def _shown(outcome: Outcome) -> str:
     if outcome.status is Status.OK:
         text = str(outcome.value)
     elif outcome.status is Status.ERROR:
-        text = f"raises {outcome.error_type}: {outcome.error_message}" if outcome.error_message else f"raises {outcome.error_type}"
+        text = (
+            f"raises {outcome.error_type}: {outcome.error_message}"
+            if outcome.error_message
+            else f"raises {outcome.error_type}"
+        )
     else:
         text = f"{outcome.status}: {outcome.error_message}"
     return _clip(text, _MAX_SHOWN_CHARS)
@@ -194,7 +202,7 @@ def _explain(code: str, entry: str, outcomes: Sequence[Outcome], matches: Sequen
 
     Only error types and counts: an outcome's message may quote the test input.
     """
-    wrong = [o for o, ok in zip(outcomes, matches) if not ok]
+    wrong = [o for o, ok in zip(outcomes, matches, strict=False) if not ok]
     if not wrong:
         return None, False
     compile_error = _host_syntax_error(code)
@@ -253,9 +261,13 @@ async def match_code(
     if not tests:
         return CodeMatch(status="error", reason=f"{method.id} has no tests to score against", code=code)
     if any(case.outcome is None for case in tests):
-        return CodeMatch(status="error", reason=f"{method.id} is not frozen; run `pau-mcp manifests freeze` first", code=code)
+        return CodeMatch(
+            status="error", reason=f"{method.id} is not frozen; run `pau-mcp manifests freeze` first", code=code
+        )
     if code is None or not code.strip():
-        return CodeMatch(status="scored", fraction=0.0, matches=(False,) * len(tests), reason="there is no code", code=code)
+        return CodeMatch(
+            status="scored", fraction=0.0, matches=(False,) * len(tests), reason="there is no code", code=code
+        )
     if len(code) > MAX_CODE_CHARS:
         return CodeMatch(
             status="scored", fraction=0.0, matches=(False,) * len(tests),
@@ -263,7 +275,7 @@ async def match_code(
         )  # fmt: skip
     inputs = [case.input for case in tests]
     outcomes = await sandbox.arun(code, inputs, entry=method.entry, limits=limits)
-    matches = [outcomes_match(case.outcome.outcome(), got) for case, got in zip(tests, outcomes)]  # type: ignore[union-attr]
+    matches = [outcomes_match(case.outcome.outcome(), got) for case, got in zip(tests, outcomes, strict=False)]  # type: ignore[union-attr]
     reason, zero = _explain(code, method.entry, outcomes, matches)
     if zero:
         matches = [False] * len(tests)
@@ -288,7 +300,7 @@ async def _counterexample(
     across inputs) gets no counterexample rather than a leaky one.
     """
     tried = 0
-    for case, ok in zip(method.tests, matches):
+    for case, ok in zip(method.tests, matches, strict=False):
         if ok:
             continue
         tried += 1
@@ -297,7 +309,9 @@ async def _counterexample(
         (alone,) = await sandbox.arun(code, [case.input], entry=method.entry, limits=limits, fresh=True)
         expected = case.outcome.outcome()  # type: ignore[union-attr]
         if not outcomes_match(expected, alone):
-            return Counterexample(input=case.input, expected=_clip(case.outcome.shown(), _MAX_SHOWN_CHARS), got=_shown(alone))  # type: ignore[union-attr]
+            return Counterexample(
+                input=case.input, expected=_clip(case.outcome.shown(), _MAX_SHOWN_CHARS), got=_shown(alone)
+            )  # type: ignore[union-attr]
     return None
 
 

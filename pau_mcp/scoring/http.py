@@ -52,7 +52,9 @@ class ScoreRequest(BaseModel):
 
     method: str = Field(min_length=1, max_length=200, description="The method id, e.g. builtin/b001.")
     description: str | None = Field(None, max_length=20_000, description="The agent's description of the function.")
-    code: str | None = Field(None, max_length=MAX_CODE_CHARS, description="Code the agent submitted (def test_func(...)).")
+    code: str | None = Field(
+        None, max_length=MAX_CODE_CHARS, description="Code the agent submitted (def test_func(...))."
+    )
     examples: list[tuple[str, Any]] | None = Field(
         None, max_length=1000, description="[input literal, output] pairs the agent observed; given to the code writer."
     )
@@ -90,24 +92,39 @@ def openapi() -> dict[str, Any]:
     }
 
     def error(text: str) -> dict[str, Any]:
-        return {"description": text, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+        return {
+            "description": text,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        }
 
     return {
         "openapi": "3.1.0",
-        "info": {"title": "pau-mcp scorer", "version": __version__, "description": "Scores descriptions and code of hidden PAU methods."},
+        "info": {
+            "title": "pau-mcp scorer",
+            "version": __version__,
+            "description": "Scores descriptions and code of hidden PAU methods.",
+        },
         "components": {"schemas": schemas, "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "paths": {
             "/v1/score": {
                 "post": {
                     "summary": "Score one submission",
                     "security": [{"bearer": []}],
-                    "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ScoreRequest"}}}},
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ScoreRequest"}}},
+                    },
                     "responses": {
                         "200": {
                             "description": "The scores",
                             "content": {
                                 "application/json": {
-                                    "schema": {"oneOf": [{"$ref": "#/components/schemas/ScoreResult"}, {"$ref": "#/components/schemas/AgentFeedback"}]}
+                                    "schema": {
+                                        "oneOf": [
+                                            {"$ref": "#/components/schemas/ScoreResult"},
+                                            {"$ref": "#/components/schemas/AgentFeedback"},
+                                        ]
+                                    }
                                 }
                             },
                         },
@@ -123,14 +140,18 @@ def openapi() -> dict[str, Any]:
             "/v1/health": {
                 "get": {
                     "summary": "Whether the scorer is up",
-                    "responses": {"200": {"description": "Up", "content": {"application/json": {"schema": {"type": "object"}}}}},
+                    "responses": {
+                        "200": {"description": "Up", "content": {"application/json": {"schema": {"type": "object"}}}}
+                    },
                 }
             },
         },
     }
 
 
-def _error(status: int, message: str, detail: list[dict[str, Any]] | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+def _error(
+    status: int, message: str, detail: list[dict[str, Any]] | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     body: dict[str, Any] = {"error": message}
     if detail is not None:
         body["detail"] = detail
@@ -153,7 +174,9 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
-def create_app(scorer: Scorer, *, token: str | None = None, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> Starlette:
+def create_app(
+    scorer: Scorer, *, token: str | None = None, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+) -> Starlette:
     """The Starlette app serving ``scorer``.
 
     Args:
@@ -172,7 +195,11 @@ def create_app(scorer: Scorer, *, token: str | None = None, max_request_bytes: i
 
     async def score(request: Request) -> JSONResponse:
         if not authorised(request):
-            return _error(401, "missing or wrong bearer token: send Authorization: Bearer <the scorer token>", headers={"WWW-Authenticate": "Bearer"})
+            return _error(
+                401,
+                "missing or wrong bearer token: send Authorization: Bearer <the scorer token>",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         try:
             raw = await _read_body(request, max_request_bytes)
         except _TooLarge:
@@ -184,9 +211,20 @@ def create_app(scorer: Scorer, *, token: str | None = None, max_request_bytes: i
         try:
             body = ScoreRequest.model_validate(data)
         except ValidationError as exc:
-            detail = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors(include_url=False, include_input=False)]
-            return _error(422, "the request's fields are not right: " + "; ".join(f"{'.'.join(map(str, d['loc'])) or 'body'}: {d['msg']}" for d in detail[:5]), detail)
-        examples = [(literal, output if isinstance(output, str) else json.dumps(output)) for literal, output in body.examples or ()]
+            detail = [
+                {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+                for e in exc.errors(include_url=False, include_input=False)
+            ]
+            return _error(
+                422,
+                "the request's fields are not right: "
+                + "; ".join(f"{'.'.join(map(str, d['loc'])) or 'body'}: {d['msg']}" for d in detail[:5]),
+                detail,
+            )
+        examples = [
+            (literal, output if isinstance(output, str) else json.dumps(output))
+            for literal, output in body.examples or ()
+        ]
         try:
             result = await scorer.score(
                 body.method, body.description, body.code,
@@ -251,10 +289,14 @@ def serve(
     try:
         sock = listening_socket(host, port)
     except OSError as exc:
-        raise EndpointError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host") from None
+        raise EndpointError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
+        ) from None
     app = create_app(scorer, token=token, max_request_bytes=max_request_bytes)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     if announce:
-        print(f"pau-mcp scorer: serving at http://{shown_host(host)}:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+        print(
+            f"pau-mcp scorer: serving at http://{shown_host(host)}:{sock.getsockname()[1]}", file=sys.stderr, flush=True
+        )
     eventloop.run(server.serve, [sock])

@@ -25,7 +25,9 @@ __all__ = [
     "summarise_ratings",
 ]
 
-_SYSTEM = "You compare descriptions of Python functions and rate how well they agree. You follow the rating scale exactly."
+_SYSTEM = (
+    "You compare descriptions of Python functions and rate how well they agree. You follow the rating scale exactly."
+)
 
 _PROMPT = """\
 Below are two descriptions of one hidden Python function. The reference description is correct: it was written \
@@ -101,7 +103,9 @@ class JudgeResult:
     cached: bool = False
 
 
-async def judge_description(llm: LLMClient, model: str, gold: str, candidate: str, *, temperature: float | None = 0.0) -> JudgeResult:
+async def judge_description(
+    llm: LLMClient, model: str, gold: str, candidate: str, *, temperature: float | None = 0.0
+) -> JudgeResult:
     """Ask the judge to rate ``candidate`` against ``gold``.
 
     Requests the provider refused (a 400, retries used up) come back as an
@@ -131,7 +135,9 @@ def _result(model: str, completion: Completion) -> JudgeResult:
     if rating is not None:
         return JudgeResult(status="scored", rating=rating, **common)
     if not completion.text.strip():
-        reason = "the judge's reply was empty" + (f" (finish reason: {completion.finish_reason})" if completion.finish_reason else "")
+        reason = "the judge's reply was empty" + (
+            f" (finish reason: {completion.finish_reason})" if completion.finish_reason else ""
+        )
     elif re.search(r"rating", completion.text, re.IGNORECASE):
         reason = "the judge's reply mentions a rating but none of the form 'Rating: X' with X from 1 to 5"
     else:
@@ -171,7 +177,9 @@ class RatingSummary:
         )
 
 
-def summarise_ratings(results: Iterable[JudgeResult | tuple[str, float | None]], unscored_as: int | None = 1) -> RatingSummary:
+def summarise_ratings(
+    results: Iterable[JudgeResult | tuple[str, float | None]], unscored_as: int | None = 1
+) -> RatingSummary:
     """Count and average judgements.
 
     Args:

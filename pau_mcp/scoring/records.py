@@ -10,7 +10,9 @@ from ..runstore import RunStore
 __all__ = ["record_scores"]
 
 
-def record_scores(store: RunStore, submission_id: int, result: Any, *, with_examples: bool = False) -> dict[str, float | None]:
+def record_scores(
+    store: RunStore, submission_id: int, result: Any, *, with_examples: bool = False
+) -> dict[str, float | None]:
     """Store every score of a ``ScoreResult``; returns ``{kind: value}`` (None where unscored).
 
     Kinds: ``judge`` (1 to 5), ``codematch`` (or ``codematch_gold`` when the code writer had the gold

@@ -166,10 +166,14 @@ class Scorer:
             return self.manifests.method(method_id)
         except ManifestError as exc:
             if "has no method" in str(exc):
-                raise UnknownMethod(f"no method {method_id!r} in suite {suite!r}; see `pau-mcp methods --suite {suite}`") from None
+                raise UnknownMethod(
+                    f"no method {method_id!r} in suite {suite!r}; see `pau-mcp methods --suite {suite}`"
+                ) from None
             raise
 
-    def kinds_for(self, description: str | None, code: str | None, requested: Collection[str] | None = None, gold: bool = False) -> tuple[str, ...]:
+    def kinds_for(
+        self, description: str | None, code: str | None, requested: Collection[str] | None = None, gold: bool = False
+    ) -> tuple[str, ...]:
         """The scores to compute: those requested that the submission allows, or every one it allows.
 
         The judge needs a description; code match a description (or ``gold``); direct code needs code.
@@ -268,7 +272,11 @@ class Scorer:
 
         async def direct() -> None:
             results["direct"] = await match_code(
-                self.sandbox, method, extract_code(code or "", method.entry), limits=self.limits, counterexample=counterexample
+                self.sandbox,
+                method,
+                extract_code(code or "", method.entry),
+                limits=self.limits,
+                counterexample=counterexample,
             )
 
         jobs = {"judge": judge, "codematch": codematch, "direct": direct}
@@ -332,8 +340,15 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
     """
     missing = [SETTINGS[name] for name in ("judge_model", "coder_model") if not getattr(settings, name)]
     for spec in missing:
-        log.warning("submission feedback leaves out the %s score: set %s or %s", "judge" if spec.name == "judge_model" else "code match", spec.flag, spec.env)
-    allowed = {"direct"} | ({"judge"} if settings.judge_model else set()) | ({"codematch"} if settings.coder_model else set())
+        log.warning(
+            "submission feedback leaves out the %s score: set %s or %s",
+            "judge" if spec.name == "judge_model" else "code match",
+            spec.flag,
+            spec.env,
+        )
+    allowed = (
+        {"direct"} | ({"judge"} if settings.judge_model else set()) | ({"codematch"} if settings.coder_model else set())
+    )
     state: dict[str, Scorer] = {"scorer": scorer} if scorer is not None else {}
     guard: dict[str, anyio.Lock] = {}  # the lock is made on first use: it belongs to the server's event loop
 
@@ -342,13 +357,19 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
             return state["scorer"]
         async with guard.setdefault("lock", anyio.Lock()):
             if "scorer" not in state:
-                state["scorer"] = await anyio.to_thread.run_sync(lambda: Scorer.from_settings(settings, use_cache=use_cache))
+                state["scorer"] = await anyio.to_thread.run_sync(
+                    lambda: Scorer.from_settings(settings, use_cache=use_cache)
+                )
         return state["scorer"]
 
-    async def feedback(method_id: str, description: str, code: str | None, submission_id: int | None = None) -> dict[str, Any]:
+    async def feedback(
+        method_id: str, description: str, code: str | None, submission_id: int | None = None
+    ) -> dict[str, Any]:
         active = await build()
         has_code = bool(code and code.strip())
-        kinds = [k for k in KINDS if k in allowed and (k != "direct" or has_code) and (k == "direct" or description.strip())]
+        kinds = [
+            k for k in KINDS if k in allowed and (k != "direct" or has_code) and (k == "direct" or description.strip())
+        ]
         if not kinds:
             return {}
         try:

@@ -44,5 +44,7 @@ def create_service(
     store = settings.run_store()
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_id = store.ensure_run(run_name, kind="serve", config={"suites": list(suites), "budget": settings.budget})
-    service = MethodService(catalog, settings.sandbox(progress=progress, processes=processes), store, settings.budget, feedback)
+    service = MethodService(
+        catalog, settings.sandbox(progress=progress, processes=processes), store, settings.budget, feedback
+    )
     return service, Sessions(store, run_id, transport)

@@ -25,7 +25,9 @@ log = logging.getLogger("pau_mcp.server")
 
 PAGE_SIZE = 100
 _RESOURCE_PREFIX = "pau://method/"
-_ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_ANNOTATIONS = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 _SUBMIT = types.Tool(
     name=SUBMIT_TOOL,
@@ -45,7 +47,9 @@ _SUBMIT = types.Tool(
         "required": ["method", "description"],
         "additionalProperties": False,
     },
-    annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False),
+    annotations=types.ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    ),
 )
 
 _OPEN = types.Tool(
@@ -61,7 +65,9 @@ _OPEN = types.Tool(
         "required": ["methods"],
         "additionalProperties": False,
     },
-    annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+    annotations=types.ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
 )
 
 
@@ -105,7 +111,11 @@ _NOOP = types.Tool(
 
 
 def build_server(
-    service: MethodService, sessions: Sessions, stdio_key: str | None = None, page_size: int = PAGE_SIZE, noop_tool: bool = False
+    service: MethodService,
+    sessions: Sessions,
+    stdio_key: str | None = None,
+    page_size: int = PAGE_SIZE,
+    noop_tool: bool = False,
 ) -> Server[Any]:
     """The low-level MCP server for one catalog.
 
@@ -147,19 +157,25 @@ def build_server(
     def visible(state: SessionState) -> list[Exposed]:
         return [e for e in catalog if state.sees(e.tool)]
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         state = session_of(ctx)
-        tools = [_SUBMIT, _OPEN] + ([_NOOP] if noop_tool else []) + [
-            types.Tool(
-                name=e.tool,
-                title=f"Hidden function {e.tool}",
-                description=e.description(service.budget),
-                input_schema=e.input_schema(),
-                output_schema=OUTPUT_SCHEMA,
-                annotations=_ANNOTATIONS,
-            )
-            for e in visible(state)
-        ]
+        tools = (
+            [_SUBMIT, _OPEN]
+            + ([_NOOP] if noop_tool else [])
+            + [
+                types.Tool(
+                    name=e.tool,
+                    title=f"Hidden function {e.tool}",
+                    description=e.description(service.budget),
+                    input_schema=e.input_schema(),
+                    output_schema=OUTPUT_SCHEMA,
+                    annotations=_ANNOTATIONS,
+                )
+                for e in visible(state)
+            ]
+        )
         page, cursor = _page(tools, params.cursor if params else None, page_size)
         return types.ListToolsResult(tools=page, next_cursor=cursor)
 
@@ -168,8 +184,17 @@ def build_server(
         arguments = params.arguments or {}
         if params.name == SUBMIT_TOOL:
             method, description, code = arguments.get("method"), arguments.get("description"), arguments.get("code")
-            if not isinstance(method, str) or not isinstance(description, str) or not isinstance(code, (str, type(None))):
-                return _result(Reply(text="submit needs `method` (a tool name) and `description` (text); `code` is optional text.", is_error=True))
+            if (
+                not isinstance(method, str)
+                or not isinstance(description, str)
+                or not isinstance(code, (str, type(None)))
+            ):
+                return _result(
+                    Reply(
+                        text="submit needs `method` (a tool name) and `description` (text); `code` is optional text.",
+                        is_error=True,
+                    )
+                )
             return _result(await service.submit(state, method, description, code))
         if params.name == OPEN_TOOL:
             return _result(await _open(ctx, state, arguments))
@@ -177,14 +202,20 @@ def build_server(
             return types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
         exposed = catalog.find(params.name)
         if exposed is None or exposed.tool != params.name or not state.sees(exposed.tool):
-            return _result(Reply(text=f"Unknown tool {params.name!r}; list the tools to see the functions available.", is_error=True))
+            return _result(
+                Reply(
+                    text=f"Unknown tool {params.name!r}; list the tools to see the functions available.", is_error=True
+                )
+            )
         return _result(await service.call(state, exposed, arguments))
 
     async def _open(ctx: ServerRequestContext[Any], state: SessionState, arguments: dict[str, Any]) -> Reply:
         names = arguments.get("methods")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             return Reply(text="open needs `methods`: a non-empty list of tool names.", is_error=True)
-        chosen = {catalog.find(n).tool for n in names if catalog.find(n) is not None and state.sees(catalog.find(n).tool)}  # type: ignore[union-attr]
+        chosen = {
+            catalog.find(n).tool for n in names if catalog.find(n) is not None and state.sees(catalog.find(n).tool)
+        }  # type: ignore[union-attr]
         unknown = [n for n in names if catalog.find(n) is None or not state.sees(catalog.find(n).tool)]  # type: ignore[union-attr]
         if unknown:
             return Reply(text=f"Unknown tools: {', '.join(unknown)}.", is_error=True)
@@ -194,9 +225,14 @@ def build_server(
             await ctx.session.send_tool_list_changed()
         except Exception as exc:  # a client that cannot take notifications still gets the narrowed list
             log.debug("tools/list_changed not delivered: %s", exc)
-        return Reply(text=f"This session now shows {len(chosen)} function(s): {', '.join(sorted(chosen))}.", structured={"methods": sorted(chosen)})
+        return Reply(
+            text=f"This session now shows {len(chosen)} function(s): {', '.join(sorted(chosen))}.",
+            structured={"methods": sorted(chosen)},
+        )
 
-    async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
         state = session_of(ctx)
         resources = [
             types.Resource(
@@ -208,7 +244,9 @@ def build_server(
         page, cursor = _page(resources, params.cursor if params else None, page_size)
         return types.ListResourcesResult(resources=page, next_cursor=cursor)
 
-    async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         state = session_of(ctx)
         uri = str(params.uri)
         tool = uri[len(_RESOURCE_PREFIX) :] if uri.startswith(_RESOURCE_PREFIX) else ""
@@ -216,13 +254,21 @@ def build_server(
         if exposed is None or exposed.tool != tool or not state.sees(tool):
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri}")
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=exposed.resource_text(service.budget))]
+            contents=[
+                types.TextResourceContents(uri=uri, mime_type="text/plain", text=exposed.resource_text(service.budget))
+            ]
         )
 
-    async def list_prompts(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+    async def list_prompts(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
         state = session_of(ctx)
         prompts = [
-            types.Prompt(name=e.tool, title=f"Explore {e.tool}", description=f"The starting prompt for exploring {e.tool} interactively.")
+            types.Prompt(
+                name=e.tool,
+                title=f"Explore {e.tool}",
+                description=f"The starting prompt for exploring {e.tool} interactively.",
+            )
             for e in visible(state)
         ]
         page, cursor = _page(prompts, params.cursor if params else None, page_size)
@@ -235,7 +281,11 @@ def build_server(
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}")
         return types.GetPromptResult(
             description=f"Explore {exposed.tool}",
-            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=exposed.prompt_text(service.budget)))],
+            messages=[
+                types.PromptMessage(
+                    role="user", content=types.TextContent(type="text", text=exposed.prompt_text(service.budget))
+                )
+            ],
         )
 
     return Server(

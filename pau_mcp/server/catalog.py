@@ -25,7 +25,11 @@ _STATUSES = ["ok", "error", "timeout", "memory", "output_limit", "invalid_input"
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "status": {"type": "string", "enum": _STATUSES, "description": "ok: returned a value; error: raised an exception; others: a limit ended the call"},
+        "status": {
+            "type": "string",
+            "enum": _STATUSES,
+            "description": "ok: returned a value; error: raised an exception; others: a limit ended the call",
+        },
         "value": {"type": ["string", "null"], "description": "repr() of the returned value"},
         "value_type": {"type": ["string", "null"], "description": "type of the returned value"},
         "error_type": {"type": ["string", "null"], "description": "exception (or limit) name"},
@@ -71,14 +75,16 @@ class Exposed:
             f"A hidden Python function `{self.method.header}`. You cannot read its code; call it to find out what it does.\n"
             f"Pass the arguments either as JSON values, one property per parameter ({params}), or as one `args` "
             "string holding a Python literal tuple, for values JSON cannot carry (tuples, sets, bytes, complex "
-            "numbers, dicts with non-string keys): e.g. {\"args\": \"((1, 2), {3: 'x'})\"}. Use exactly one form.\n"
+            'numbers, dicts with non-string keys): e.g. {"args": "((1, 2), {3: \'x\'})"}. Use exactly one form.\n'
             f"Known examples:\n{examples}\n{budget_text} When you know what it does, call `submit` with its tool name "
             "and your description."
         )
 
     def input_schema(self) -> dict[str, Any]:
         """One property per parameter (any JSON value) or ``args``, a Python literal tuple."""
-        properties: dict[str, Any] = {name: {"description": f"parameter {name}: any JSON value"} for name in self.method.params}
+        properties: dict[str, Any] = {
+            name: {"description": f"parameter {name}: any JSON value"} for name in self.method.params
+        }
         properties["args"] = {
             "type": "string",
             "description": f"all {self.arity} arguments as a Python literal tuple, e.g. \"(1, 'a')\"; instead of the {', '.join(self.method.params) or 'JSON'} properties",

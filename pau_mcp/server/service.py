@@ -60,7 +60,9 @@ class Sessions:
         self._runs: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: str, client: str | None = None, visible: set[str] | None = None, run: str | None = None) -> SessionState:
+    def get(
+        self, key: str, client: str | None = None, visible: set[str] | None = None, run: str | None = None
+    ) -> SessionState:
         """The state of session ``key``.
 
         Args:
@@ -96,7 +98,9 @@ class Reply:
 def _json_safe(value: Any, path: str) -> None:
     """JSON arguments may not hold non-finite numbers: their repr is not a literal the sandbox accepts."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidInput(f"{path} is {value}, which JSON cannot carry; use the args form, e.g. \"(1e999,)\" for infinity")
+        raise InvalidInput(
+            f'{path} is {value}, which JSON cannot carry; use the args form, e.g. "(1e999,)" for infinity'
+        )
     if isinstance(value, list):
         for i, item in enumerate(value):
             _json_safe(item, f"{path}[{i}]")
@@ -135,7 +139,9 @@ class MethodService:
         given = given or {}
         errors = sorted(self._validators[exposed.tool].iter_errors(given), key=lambda e: list(e.path))
         if errors:
-            raise InvalidInput(f"the arguments do not match the tool's schema: {errors[0].message}. {self._how(exposed)}")
+            raise InvalidInput(
+                f"the arguments do not match the tool's schema: {errors[0].message}. {self._how(exposed)}"
+            )
         names = exposed.method.params
         if "args" in given:
             if len(given) > 1:
@@ -229,11 +235,17 @@ class MethodService:
         """Record a final description (and optional code) for a method the session can see."""
         exposed = self.catalog.find(method)
         if exposed is None or not state.sees(exposed.tool):
-            return Reply(text=f"Unknown method {method!r}: give the tool name of a method you explored (e.g. fn_...).", is_error=True)
+            return Reply(
+                text=f"Unknown method {method!r}: give the tool name of a method you explored (e.g. fn_...).",
+                is_error=True,
+            )
         if not description or not description.strip():
             return Reply(text="The description is empty: say what the function does.", is_error=True)
         if len(description) > 20_000 or (code is not None and len(code) > 100_000):
-            return Reply(text="The submission is too long (at most 20,000 characters of description and 100,000 of code).", is_error=True)
+            return Reply(
+                text="The submission is too long (at most 20,000 characters of description and 100,000 of code).",
+                is_error=True,
+            )
         submission_id = self.store.record_submission(state.store_id, exposed.method.id, description.strip(), code)
         structured: dict[str, Any] = {"recorded": True, "submission": submission_id, "method": exposed.tool}
         text = f"Recorded your description of {exposed.tool} (submission {submission_id})."
@@ -249,7 +261,11 @@ def _describe(exposed: Exposed, literal: str, outcome: Outcome, used: int, budge
     if outcome.status is Status.OK:
         text = f"{call} returned {outcome.value}"
     elif outcome.status is Status.ERROR:
-        text = f"{call} raised {outcome.error_type}: {outcome.error_message}" if outcome.error_message else f"{call} raised {outcome.error_type}"
+        text = (
+            f"{call} raised {outcome.error_type}: {outcome.error_message}"
+            if outcome.error_message
+            else f"{call} raised {outcome.error_type}"
+        )
     else:
         text = f"{call} stopped ({outcome.status}): {outcome.error_message}"
     if outcome.stdout:

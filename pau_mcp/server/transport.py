@@ -31,7 +31,9 @@ async def run_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, initialization_options(server))
 
 
-def run_http(server: Server[Any], host: str, port: int, token: str | None, stateless: bool, announce: bool = True) -> None:
+def run_http(
+    server: Server[Any], host: str, port: int, token: str | None, stateless: bool, announce: bool = True
+) -> None:
     """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` with JSON responses until interrupted.
 
     Raises:
@@ -45,7 +47,9 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, state
     try:
         sock = listening_socket(host, port)
     except OSError as exc:
-        raise TransportError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host") from None
+        raise TransportError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
+        ) from None
     bound_port = sock.getsockname()[1]
     security = None
     if not is_loopback(host):
@@ -57,7 +61,11 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, state
         )
     auth = verifier = None
     if token:
-        auth = AuthSettings(issuer_url=f"http://{'127.0.0.1' if not is_loopback(host) else host}:{bound_port}", resource_server_url=None, required_scopes=["pau"])
+        auth = AuthSettings(
+            issuer_url=f"http://{'127.0.0.1' if not is_loopback(host) else host}:{bound_port}",
+            resource_server_url=None,
+            required_scopes=["pau"],
+        )
         verifier = verify_bearer(token)
     app = server.streamable_http_app(
         json_response=True,

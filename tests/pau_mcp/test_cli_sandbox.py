@@ -33,7 +33,10 @@ def test_run_code_prints_one_json_object_per_input_and_exits_zero_whatever_the_s
 def test_run_code_prints_readable_lines_by_default():
     result = pau("run-code", "examples/word_stats.py", "--input", "('the quick brown fox', 5)")
     assert result.returncode == 0
-    assert result.stdout.strip() == "test_func('the quick brown fox', 5) -> {'count': 2, 'longest': 'quick', 'upper': ['QUICK', 'BROWN']}"
+    assert (
+        result.stdout.strip()
+        == "test_func('the quick brown fox', 5) -> {'count': 2, 'longest': 'quick', 'upper': ['QUICK', 'BROWN']}"
+    )
 
 
 def test_the_timeout_variable_sets_the_cpu_budget(tmp_path):

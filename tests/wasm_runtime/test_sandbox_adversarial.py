@@ -29,35 +29,67 @@ CASES: dict[str, tuple[str, set[Status], str | None]] = {
     "read /dev/urandom": ("def test_func():\n    return open('/dev/urandom', 'rb').read(4)", {ERROR}, None),
     "connect a TCP socket": (
         "import socket\ndef test_func(port):\n    s = socket.socket()\n    s.connect(('127.0.0.1', port))\n    return 'connected'",
-        {ERROR}, None,
+        {ERROR},
+        None,
     ),
     "bind a listening socket": (
         "import socket\ndef test_func():\n    s = socket.socket()\n    s.bind(('0.0.0.0', 0))\n    s.listen()\n    return 'listening'",
-        {ERROR}, None,
+        {ERROR},
+        None,
     ),
-    "resolve a host name": ("import socket\ndef test_func():\n    return socket.gethostbyname('example.com')", {ERROR}, None),
-    "run a subprocess": ("import subprocess\ndef test_func():\n    return subprocess.run(['id']).returncode", {ERROR}, None),
+    "resolve a host name": (
+        "import socket\ndef test_func():\n    return socket.gethostbyname('example.com')",
+        {ERROR},
+        None,
+    ),
+    "run a subprocess": (
+        "import subprocess\ndef test_func():\n    return subprocess.run(['id']).returncode",
+        {ERROR},
+        None,
+    ),
     "os.system": ("import os\ndef test_func():\n    return os.system('id')", {ERROR}, None),
     "fork": ("import os\ndef test_func():\n    return os.fork()", {ERROR}, None),
     "exec a program": ("import os\ndef test_func():\n    os.execv('/bin/sh', ['sh'])", {ERROR}, None),
     "read the host environment": ("import os\ndef test_func():\n    return dict(os.environ)", {OK}, "{}"),
     "time.sleep(60)": ("import time\ndef test_func():\n    time.sleep(60)\n    return 'slept'", {OK}, "slept"),
-    "wait on a timer with select": ("import select\ndef test_func():\n    select.select([], [], [], 60)", {CRASH}, "timer"),
+    "wait on a timer with select": (
+        "import select\ndef test_func():\n    select.select([], [], [], 60)",
+        {CRASH},
+        "timer",
+    ),
     "infinite loop": ("def test_func():\n    while True:\n        pass", {TIMEOUT}, "CPU"),
     "loop that swallows every exception": (
         "def test_func():\n    while True:\n        try:\n            while True:\n                pass\n        except BaseException:\n            pass",
-        {TIMEOUT}, None,
+        {TIMEOUT},
+        None,
     ),
     "string memory bomb": ("def test_func():\n    return len('a' * 10**9)", {MEMORY}, None),
-    "list memory bomb": ("def test_func():\n    x = []\n    while True:\n        x.append(' ' * 10**6)", {MEMORY, TIMEOUT}, None),
-    "bytearray growth": ("def test_func():\n    b = bytearray()\n    while True:\n        b.extend(b'x' * 10**6)", {MEMORY}, None),
-    "dict memory bomb": ("def test_func():\n    return len({i: str(i) * 100 for i in range(10**8)})", {MEMORY, TIMEOUT}, None),
+    "list memory bomb": (
+        "def test_func():\n    x = []\n    while True:\n        x.append(' ' * 10**6)",
+        {MEMORY, TIMEOUT},
+        None,
+    ),
+    "bytearray growth": (
+        "def test_func():\n    b = bytearray()\n    while True:\n        b.extend(b'x' * 10**6)",
+        {MEMORY},
+        None,
+    ),
+    "dict memory bomb": (
+        "def test_func():\n    return len({i: str(i) * 100 for i in range(10**8)})",
+        {MEMORY, TIMEOUT},
+        None,
+    ),
     "deep recursion with a raised limit": (
         "import sys\ndef test_func():\n    sys.setrecursionlimit(10**6)\n    def r(n):\n        return r(n + 1)\n    return r(0)",
-        {ERROR}, "recursion",
+        {ERROR},
+        "recursion",
     ),
     "print flood": ("def test_func():\n    while True:\n        print('x' * 1000)", {OUTPUT}, None),
-    "flood through file descriptor 1": ("import os\ndef test_func():\n    while True:\n        os.write(1, b'x' * 10000)", {TIMEOUT, ERROR}, None),
+    "flood through file descriptor 1": (
+        "import os\ndef test_func():\n    while True:\n        os.write(1, b'x' * 10000)",
+        {TIMEOUT, ERROR},
+        None,
+    ),
     "huge return value": ("def test_func():\n    return 'a' * 10**7", {OUTPUT}, None),
     "huge integer": ("def test_func():\n    return 7 ** 10**6", {OUTPUT, ERROR, TIMEOUT}, None),
     "sys.exit": ("import sys\ndef test_func():\n    sys.exit(3)", {ERROR}, None),
@@ -69,10 +101,13 @@ CASES: dict[str, tuple[str, set[Status], str | None]] = {
         "        if cls.__name__ == 'FileIO':\n"
         "            return cls('/etc/passwd').read()\n"
         "    return 'not found'",
-        {ERROR, OK}, None,
+        {ERROR, OK},
+        None,
     ),
     "reach builtins through a function's __self__": (
-        "def test_func():\n    b = print.__self__\n    return b.open('/etc/hostname').read()", {ERROR}, None,
+        "def test_func():\n    b = print.__self__\n    return b.open('/etc/hostname').read()",
+        {ERROR},
+        None,
     ),
     "search gc for the hidden source": (
         "import gc\n"
@@ -87,7 +122,8 @@ CASES: dict[str, tuple[str, set[Status], str | None]] = {
         "                if isinstance(e, str) and o is not hits and e is not needle and needle in e:\n"
         "                    hits.append(e[:40])\n"
         "    return hits",
-        {OK}, "[]",
+        {OK},
+        "[]",
     ),
     "walk the frames for the source": (
         "import sys\n"
@@ -100,32 +136,41 @@ CASES: dict[str, tuple[str, set[Status], str | None]] = {
         "        out += [k for k, v in f.f_locals.items() if isinstance(v, str) and v is not needle and needle in v]\n"
         "        f = f.f_back\n"
         "    return out",
-        {OK}, "[]",
+        {OK},
+        "[]",
     ),
-    "read its own source with inspect": ("import inspect\ndef test_func():\n    return inspect.getsource(test_func)", {ERROR}, None),
+    "read its own source with inspect": (
+        "import inspect\ndef test_func():\n    return inspect.getsource(test_func)",
+        {ERROR},
+        None,
+    ),
     "import a module that is not there": ("import numpy\ndef test_func():\n    return 1", {ERROR}, "numpy"),
     "import ctypes": ("def test_func():\n    import ctypes\n    return ctypes.CDLL(None)", {ERROR}, None),
     "start a thread": (
         "import threading\ndef test_func():\n    t = threading.Thread(target=print)\n    t.start()\n    return 'started'",
-        {ERROR}, None,
+        {ERROR},
+        None,
     ),
     "exception whose message never ends": (
         "class E(Exception):\n    def __str__(self):\n        while True:\n            pass\n"
         "def test_func():\n    raise E()",
-        {TIMEOUT}, None,
+        {TIMEOUT},
+        None,
     ),
     "return value whose repr raises": (
-        "class V:\n    def __repr__(self):\n        raise RuntimeError('no repr')\n"
-        "def test_func():\n    return V()",
-        {ERROR}, "no repr",
+        "class V:\n    def __repr__(self):\n        raise RuntimeError('no repr')\ndef test_func():\n    return V()",
+        {ERROR},
+        "no repr",
     ),
     "return value nested too deep": (
         "def test_func():\n    x = []\n    for _ in range(3000):\n        x = [x]\n    return x",
-        {OUTPUT, ERROR}, None,
+        {OUTPUT, ERROR},
+        None,
     ),
     "forge an outcome through the host import": (
         "import wit_world.imports.host as h\ndef test_func():\n    h.next('not json')\n    return 'forged'",
-        {CRASH}, "malformed",
+        {CRASH},
+        "malformed",
     ),
 }
 

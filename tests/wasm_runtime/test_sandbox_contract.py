@@ -195,11 +195,15 @@ def test_limits_are_configurable_per_call(box):
     big = box.call("def test_func():\n    return 'a' * 200", "()", limits=Limits(max_output_bytes=100))
     assert big.status is Status.OUTPUT_LIMIT
     small_memory = box.call(
-        "def test_func():\n    return len(bytearray(150 * 1024 * 1024))", "()", limits=Limits(memory_bytes=128 * 1024 * 1024)
+        "def test_func():\n    return len(bytearray(150 * 1024 * 1024))",
+        "()",
+        limits=Limits(memory_bytes=128 * 1024 * 1024),
     )
     assert small_memory.status is Status.MEMORY
     roomy = box.call(
-        "def test_func():\n    return len(bytearray(150 * 1024 * 1024))", "()", limits=Limits(memory_bytes=512 * 1024 * 1024)
+        "def test_func():\n    return len(bytearray(150 * 1024 * 1024))",
+        "()",
+        limits=Limits(memory_bytes=512 * 1024 * 1024),
     )
     assert roomy.decoded() == 150 * 1024 * 1024
 

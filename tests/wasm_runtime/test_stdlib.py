@@ -15,7 +15,7 @@ def test_every_module_that_can_work_without_the_os_imports_inside_the_sandbox(sa
     assert len(names) > 150
     source = "import importlib\ndef test_func(name):\n    return importlib.import_module(name).__name__"
     outcomes = sandbox.run(source, [(name,) for name in names])
-    failed = {name: f"{o.error_type}: {o.error_message}" for name, o in zip(names, outcomes) if not o.ok}
+    failed = {name: f"{o.error_type}: {o.error_message}" for name, o in zip(names, outcomes, strict=False) if not o.ok}
     assert failed == {}
 
 

@@ -220,9 +220,7 @@ def _call(code, error, entry: str, arguments: str, settings: dict) -> dict:
         text = repr(result)
         if len(text) > settings["max_output_bytes"]:
             raise _pau_values.EncodingError("too_large", "the value is larger than the output limit")
-        return _outcome(
-            "ok", value=text, value_type=_pau_values.type_name(result), encoded=encoded
-        )
+        return _outcome("ok", value=text, value_type=_pau_values.type_name(result), encoded=encoded)
     except MemoryError:
         return _outcome("memory", error_type="MemoryError", error_message="the function ran out of memory")
     except OutputFlood:

@@ -16,7 +16,14 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def pau(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "PAU_"))}
-    return subprocess.run([sys.executable, "-m", "pau_mcp", *args], capture_output=True, text=True, timeout=300, cwd=ROOT, env={**clean, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "pau_mcp", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**clean, **(env or {})},
+    )
 
 
 def test_the_demo_explores_a_method_through_mcp_submits_and_prints_its_code_match(tmp_path):
@@ -42,7 +49,19 @@ def test_the_demo_refuses_an_unknown_method_clearly(tmp_path):
 
 
 def test_episodes_export_with_their_trajectories(tmp_path):
-    ran = pau("eval", "--agent", "probe", "--methods", "builtin/b001", "--methods", "builtin/b002", "--run", "floor", "--data-dir", str(tmp_path))
+    ran = pau(
+        "eval",
+        "--agent",
+        "probe",
+        "--methods",
+        "builtin/b001",
+        "--methods",
+        "builtin/b002",
+        "--run",
+        "floor",
+        "--data-dir",
+        str(tmp_path),
+    )
     assert ran.returncode == 0, ran.stderr
     out = tmp_path / "episodes.jsonl"
     assert pau("runs", "export", "floor", "--episodes", "-o", str(out), "--data-dir", str(tmp_path)).returncode == 0

@@ -37,8 +37,20 @@ def brain(body: dict) -> Reply | str:
         tool_results = sum(1 for m in messages if m.get("role") == "tool")
         spent = any(m.get("role") == "tool" and "budget" in str(m.get("content")) for m in messages)
         if method_tools and tool_results < 25 and not spent:
-            return Reply(tool_calls=[(method_tools[0], {"args": f"({tool_results},)"})], input_tokens=30, output_tokens=5)
-        return Reply(tool_calls=[("submit", {"method": method_tools[0] if method_tools else _tool_in(messages), "description": "scripted tools description"})])
+            return Reply(
+                tool_calls=[(method_tools[0], {"args": f"({tool_results},)"})], input_tokens=30, output_tokens=5
+            )
+        return Reply(
+            tool_calls=[
+                (
+                    "submit",
+                    {
+                        "method": method_tools[0] if method_tools else _tool_in(messages),
+                        "description": "scripted tools description",
+                    },
+                )
+            ]
+        )
     if "Rating:" in text and "<reference>" in text:
         return Reply(text="They agree on most cases.\nRating: 4", input_tokens=50, output_tokens=9)
     if "Write the Python function described below" in text:
@@ -48,7 +60,9 @@ def brain(body: dict) -> Reply | str:
     if "Propose ONE input" in text:
         return "I will try a small number."
     if "INPUT:" in text and "Give the exact input" in text:
-        count = len(re.findall(r"^  test_func", text.split("Your latest experiments:")[1].split("Current hypothesis")[0], re.M))
+        count = len(
+            re.findall(r"^  test_func", text.split("Your latest experiments:")[1].split("Current hypothesis")[0], re.M)
+        )
         return f"INPUT: ({count + 1},)"
     if "Update your hypothesis" in text:
         done = "YES" if len(re.findall(r"^  test_func", text.split("Your latest experiments:")[1], re.M)) >= 3 else "NO"
@@ -67,7 +81,9 @@ def _tool_in(messages) -> str:
 
 
 def _settings(tmp_path: Path, **extra) -> Settings:
-    return Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", judge_model=MODEL, coder_model=MODEL, **extra)
+    return Settings.from_options(
+        data_dir=tmp_path, db=tmp_path / "runs.db", judge_model=MODEL, coder_model=MODEL, **extra
+    )
 
 
 def _run(settings: Settings, **config) -> object:
@@ -113,7 +129,10 @@ def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(
     assert reflections
     # Unlike the reference, the reflection sees the output of the query just made.
     b001 = ManifestStore().method("builtin/b001")
-    assert any("You just ran test_func(1,) and it returned" in p or "You just ran test_func(1,) and it raised" in p for p in reflections)
+    assert any(
+        "You just ran test_func(1,) and it returned" in p or "You just ran test_func(1,) and it raised" in p
+        for p in reflections
+    )
     db = sqlite3.connect(settings.db_path)
     submissions = db.execute("SELECT description FROM submissions").fetchall()
     assert [s[0] for s in submissions] == ["scripted paper description"] * 3
@@ -173,7 +192,14 @@ def _summary(db: Path, run: str) -> list[tuple]:
     store = RunStore(db)
     rows = store.episodes(store.run_id(run))
     return sorted(
-        (e["method_id"], e["state"], e["queries"], e["concluded"], e["scores"]["judge"]["value"], e["scores"]["codematch"]["value"])
+        (
+            e["method_id"],
+            e["state"],
+            e["queries"],
+            e["concluded"],
+            e["scores"]["judge"]["value"],
+            e["scores"]["codematch"]["value"],
+        )
         for e in rows
     )
 
@@ -189,33 +215,55 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result_as_an_uninterrupte
         env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"}
         straight = tmp_path / "straight"
         straight.mkdir()
-        done = subprocess.run(_eval_command(straight / "runs.db", "r", straight), env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            _eval_command(straight / "runs.db", "r", straight),
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
 
         killed = tmp_path / "killed"
         killed.mkdir()
         db = killed / "runs.db"
-        process = subprocess.Popen(_eval_command(db, "r", killed), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            _eval_command(db, "r", killed),
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             time.sleep(0.2)
             if db.exists():
-                finished = sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes WHERE state = 'done'").fetchone()[0] if _has_episodes(db) else 0
+                finished = (
+                    sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes WHERE state = 'done'").fetchone()[0]
+                    if _has_episodes(db)
+                    else 0
+                )
                 if finished >= 2:
                     break
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
         states = dict(sqlite3.connect(db).execute("SELECT state, COUNT(*) FROM episodes GROUP BY state").fetchall())
         assert states.get("done", 0) >= 2 and states.get("done", 0) < 6
-        resumed = subprocess.run(_eval_command(db, "r", killed), env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        resumed = subprocess.run(
+            _eval_command(db, "r", killed), env=env, cwd=ROOT, capture_output=True, text=True, timeout=600
+        )
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         assert "earlier" in resumed.stdout
 
     assert _summary(db, "r") == _summary(straight / "runs.db", "r")
     attempts = sqlite3.connect(db).execute("SELECT method_id, attempts FROM episodes WHERE state = 'done'").fetchall()
-    submissions = sqlite3.connect(db).execute(
-        "SELECT COUNT(*) FROM episodes e JOIN submissions s ON s.id = e.submission_id"
-    ).fetchone()[0]
+    submissions = (
+        sqlite3.connect(db)
+        .execute("SELECT COUNT(*) FROM episodes e JOIN submissions s ON s.id = e.submission_id")
+        .fetchone()[0]
+    )
     assert submissions == 6 and all(a >= 1 for _, a in attempts)
 
 

@@ -125,13 +125,28 @@ def test_a_single_run_has_no_max_and_no_pairs(store) -> None:  # type: ignore[no
 
 
 def test_interactive_and_incontext_runs_of_one_model_are_paired(store) -> None:  # type: ignore[no-untyped-def]
-    add_run(store, "beta-int", {"model": "openai/beta", "agent": "paper", "mode": "interactive", "suite": "builtin"}, {"b/m1": ("scored", 3.0, 0.5, True, 3)})
-    add_run(store, "alpha-tools-ctx", {"model": "openai/alpha", "agent": "tools", "mode": "in-context", "suite": "builtin"}, {"b/m1": ("scored", 3.0, 0.5, True, 3)})
+    add_run(
+        store,
+        "beta-int",
+        {"model": "openai/beta", "agent": "paper", "mode": "interactive", "suite": "builtin"},
+        {"b/m1": ("scored", 3.0, 0.5, True, 3)},
+    )
+    add_run(
+        store,
+        "alpha-tools-ctx",
+        {"model": "openai/alpha", "agent": "tools", "mode": "in-context", "suite": "builtin"},
+        {"b/m1": ("scored", 3.0, 0.5, True, 3)},
+    )
     # In-context first on the command line: the pairing still reads interactive against in-context.
     report = _report(store, names=("alpha-ctx", "beta-int", "alpha-int", "alpha-tools-ctx"))
     assert len(report.modes) == 1
     mode = report.modes[0]
-    assert (mode.model, mode.agent, mode.interactive, mode.incontext) == ("openai/alpha", "paper", "alpha-int", "alpha-ctx")
+    assert (mode.model, mode.agent, mode.interactive, mode.incontext) == (
+        "openai/alpha",
+        "paper",
+        "alpha-int",
+        "alpha-ctx",
+    )
     assert mode.means["judge"] == (pytest.approx(3.5), pytest.approx(3.0))
     assert mode.means["codematch"] == (pytest.approx(0.51), pytest.approx(0.5))
     # Interactive is A in the test even though it came second.

@@ -27,7 +27,12 @@ def _report(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     # COLUMNS: a wide terminal, so no cell is wrapped and the assertions can read rows.
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("PAU_")} | {"COLUMNS": "250"} | (env or {})
     return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", "report", *args], check=False, capture_output=True, text=True, timeout=120, env=full_env
+        [sys.executable, "-m", "pau_mcp", "report", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=full_env,
     )
 
 
@@ -45,7 +50,11 @@ def test_report_prints_the_tables_and_writes_every_file(db: Path, tmp_path: Path
     assert "## Judge score (1-5)" in (out / "r.md").read_text()
     assert [r["run"] for r in csv.DictReader((out / "r.csv").open())] == ["alpha-int", "alpha-ctx"]
     assert len(list(csv.DictReader((out / "m.csv").open()))) == 10
-    assert sorted(p.name for p in (out / "plots").iterdir()) == ["codematch_distribution.png", "judge_distribution.png", "modes.png"]
+    assert sorted(p.name for p in (out / "plots").iterdir()) == [
+        "codematch_distribution.png",
+        "judge_distribution.png",
+        "modes.png",
+    ]
     page = (out / "r.html").read_text()
     assert page.count("data:image/png;base64,") == 3 and 'src="http' not in page
     for name in ("r.md", "r.csv", "m.csv", "r.html"):
@@ -94,7 +103,11 @@ def test_classify_failures_needs_a_model(db: Path) -> None:
 
 def test_classify_failures_adds_the_failure_table(db: Path, tmp_path: Path) -> None:
     with FakeLLM(responder=lambda body: "The agent stopped early.\nLabel: insufficient_exploration") as fake:
-        env = {"OPENAI_BASE_URL": fake.base_url, "PAU_JUDGE_MODEL": "openai/fake", "PAU_MCP_DATA_DIR": str(tmp_path / "data")}
+        env = {
+            "OPENAI_BASE_URL": fake.base_url,
+            "PAU_JUDGE_MODEL": "openai/fake",
+            "PAU_MCP_DATA_DIR": str(tmp_path / "data"),
+        }
         result = _report("alpha-int", "--db", str(db), "--classify-failures", "--csv", str(tmp_path / "r.csv"), env=env)
         assert len(fake.requests) == 3
     assert result.returncode == 0, result.stderr

@@ -105,11 +105,16 @@ def test_a_fatal_provider_error_stops_classification_with_the_providers_words(tm
 
 
 def test_a_refused_request_leaves_that_case_unclassified(tmp_path: Path) -> None:
-    cases = [FailureCase("r", "b/m1", "it failed", "state done", []), FailureCase("r", "b/m2", "it failed", "state done", [])]
+    cases = [
+        FailureCase("r", "b/m1", "it failed", "state done", []),
+        FailureCase("r", "b/m2", "it failed", "state done", []),
+    ]
     with FakeLLM() as fake:
         fake.fail(400, message="prompt refused")
         fake.say("Label: format_error")
-        labels = classify_cases(LLMClient(env={"OPENAI_BASE_URL": fake.base_url}, cache_path=None, retries=0, concurrency=1), MODEL, cases)
+        labels = classify_cases(
+            LLMClient(env={"OPENAI_BASE_URL": fake.base_url}, cache_path=None, retries=0, concurrency=1), MODEL, cases
+        )
     assert sorted(labels["r"].values()) == ["format_error", UNCLASSIFIED]
 
 

@@ -45,7 +45,14 @@ def add_run(store: RunStore, name: str, config: dict[str, Any], episodes: dict[s
             {"kind": "tool_result", "value": "2"},
         ]
         if spec is None:
-            result = EpisodeResult(state="failed", error="the agent crashed", input_tokens=50, output_tokens=5, cost_usd=0.005, trajectory=trajectory)
+            result = EpisodeResult(
+                state="failed",
+                error="the agent crashed",
+                input_tokens=50,
+                output_tokens=5,
+                cost_usd=0.005,
+                trajectory=trajectory,
+            )
             store.finish_episode(run_id, method, result)
             continue
         status, judge, codematch, concluded, queries = spec
@@ -72,5 +79,7 @@ def build_store(path: Path) -> RunStore:
 
 def add_pending_run(store: RunStore, name: str = "empty") -> None:
     """A run from another suite whose episodes were planned but none finished."""
-    run_id = store.ensure_run(name, "eval", {"model": "openai/beta", "agent": "tools", "mode": "interactive", "suite": "other"})
+    run_id = store.ensure_run(
+        name, "eval", {"model": "openai/beta", "agent": "tools", "mode": "interactive", "suite": "other"}
+    )
     store.plan_episodes(run_id, ["o/x1", "o/x2"])

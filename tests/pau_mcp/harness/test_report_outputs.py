@@ -51,7 +51,14 @@ def test_html_is_one_self_contained_page(report: Report) -> None:
 
 def test_markdown_holds_every_table_and_the_unscored_rule(report: Report) -> None:
     text = to_markdown(report)
-    for title in ("## Runs", "## Judge score (1-5)", "## Code match (0-1)", "## Interactive against in-context", "## Paired bootstrap", "## Notes"):
+    for title in (
+        "## Runs",
+        "## Judge score (1-5)",
+        "## Code match (0-1)",
+        "## Interactive against in-context",
+        "## Paired bootstrap",
+        "## Notes",
+    ):
         assert title in text
     judge_row = next(line for line in text.splitlines() if line.startswith("| alpha-int | 4 |"))
     assert judge_row == "| alpha-int | 4 | 3.50 | 1.12 | 75.0% | 0.0% | 25.0% | 25.0% | 25.0% | 25.0% | 1 | 0 |"

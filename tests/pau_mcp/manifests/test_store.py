@@ -296,7 +296,7 @@ def test_frozen_values_keep_their_python_types_through_the_file(tmp_path, sandbo
     assert math.isnan(odd[4]) and math.copysign(1, odd[5]) == -1 and odd[6] is None
     assert loaded.tests[1].outcome.error_type == "KeyError"
     again = sandbox.run(loaded.source, [c.input for c in (*loaded.examples, *loaded.tests)], fresh=True)
-    for case, outcome in zip((*loaded.examples, *loaded.tests), again):
+    for case, outcome in zip((*loaded.examples, *loaded.tests), again, strict=False):
         assert outcomes_match(case.outcome.outcome(), outcome), case.input
     assert loaded == suite.methods["demo/m1"]
 

@@ -77,7 +77,11 @@ def test_deliberately_wrong_code_scores_below_1_and_says_how_many_differ(sandbox
 
 
 def test_a_tuple_for_a_list_is_a_different_value_under_the_one_equality_rule(sandbox):
-    result = score(sandbox, RUNS, RUNS.source.replace("return [(ch, n) for ch, n in runs]", "return tuple((ch, n) for ch, n in runs)"))
+    result = score(
+        sandbox,
+        RUNS,
+        RUNS.source.replace("return [(ch, n) for ch, n in runs]", "return tuple((ch, n) for ch, n in runs)"),
+    )
     assert result.fraction == 0.0
 
 
@@ -85,10 +89,16 @@ def test_a_tuple_for_a_list_is_a_different_value_under_the_one_equality_rule(san
     ("code", "reason"),
     [
         ("def test_func(arg0):\n    while True:\n        pass\n", "every test input fails the same way (timeout)"),
-        ("raise ImportError('no luck')\ndef test_func(arg0):\n    return []\n", "every test input fails the same way (raises ImportError)"),
+        (
+            "raise ImportError('no luck')\ndef test_func(arg0):\n    return []\n",
+            "every test input fails the same way (raises ImportError)",
+        ),
         ("def solve(arg0):\n    return []\n", "the code does not define test_func"),
         ("def test_func(arg0)\n    return []\n", "the code does not compile: expected ':' (line 1)"),
-        ("def test_func(arg0):\n    print('x' * 10_000_000)\n    return []\n", "every test input fails the same way (output_limit)"),
+        (
+            "def test_func(arg0):\n    print('x' * 10_000_000)\n    return []\n",
+            "every test input fails the same way (output_limit)",
+        ),
         ("def test_func(arg0):\n    return 'x' * 10_000_000\n", "every test input fails the same way (output_limit)"),
         ("def test_func(arg0):\n    return bytearray(300 * 2**20)\n", "every test input fails the same way (memory)"),
         ("import os\ndef test_func(arg0):\n    os._exit(3)\n", "every test input fails the same way (crash)"),
@@ -102,7 +112,9 @@ def test_code_that_cannot_run_scores_0_with_a_reason_and_the_scorer_lives_on(san
 
 
 def test_code_that_loops_on_some_inputs_only_scores_the_rest(sandbox):
-    code = RUNS.source.replace("def test_func(arg0):", "def test_func(arg0):\n    while len(arg0) > 6:\n        pass", 1)
+    code = RUNS.source.replace(
+        "def test_func(arg0):", "def test_func(arg0):\n    while len(arg0) > 6:\n        pass", 1
+    )
     result = score(sandbox, RUNS, code, limits=FAST)
     looping = sum(len(eval(case.input)[0]) > 6 for case in RUNS.tests)
     assert 0 < looping < len(RUNS.tests)

@@ -16,9 +16,12 @@ RUNS = STORE.method("builtin/b002")  # run-length pairs of a string
 
 def test_the_first_wrong_input_comes_back_as_a_counterexample(sandbox):
     # Right except for strings longer than 8 characters, where it forgets the last run.
-    code = RUNS.source.replace("return [(ch, n) for ch, n in runs]", "pairs = [(ch, n) for ch, n in runs]\n    return pairs[:-1] if len(arg0) > 8 else pairs")
+    code = RUNS.source.replace(
+        "return [(ch, n) for ch, n in runs]",
+        "pairs = [(ch, n) for ch, n in runs]\n    return pairs[:-1] if len(arg0) > 8 else pairs",
+    )
     result = anyio.run(lambda: match_code(sandbox, RUNS, code, counterexample=True))
-    first_wrong = next(case for case, ok in zip(RUNS.tests, result.matches) if not ok)
+    first_wrong = next(case for case, ok in zip(RUNS.tests, result.matches, strict=False) if not ok)
     assert len(ast.literal_eval(first_wrong.input)[0]) > 8
     example = result.counterexample
     assert example is not None and example.input == first_wrong.input
@@ -68,7 +71,9 @@ def test_code_wrong_only_inside_a_batch_gets_no_counterexample_rather_than_a_lea
 
 def test_submitted_code_in_a_fence_is_unwrapped_and_needs_no_model(sandbox):
     scorer = Scorer(STORE, sandbox, llm=None)
-    result = anyio.run(lambda: scorer.score("builtin/b002", code=f"My code:\n```python\n{RUNS.source}```", counterexample=True))
+    result = anyio.run(
+        lambda: scorer.score("builtin/b002", code=f"My code:\n```python\n{RUNS.source}```", counterexample=True)
+    )
     assert result.judge is None and result.codematch is None
     assert result.direct.fraction == 1.0 and result.usage.total == 0 and result.cost_usd == 0.0
     assert result.feedback() == {"direct_code_match": 1.0}

@@ -72,7 +72,9 @@ def test_a_rating_line_is_read_in_its_usual_variants(reply, rating):
     assert parse_rating(reply) == rating
 
 
-@pytest.mark.parametrize("reply", ["Rating: 6", "Rating: 0", "Rating: 4.5", "Rating: 45", "I would say 4.", "Rating: X", ""])
+@pytest.mark.parametrize(
+    "reply", ["Rating: 6", "Rating: 0", "Rating: 4.5", "Rating: 45", "I would say 4.", "Rating: X", ""]
+)
 def test_replies_without_a_valid_rating_are_not_read_as_numbers(reply):
     assert parse_rating(reply) is None
 
@@ -105,7 +107,12 @@ def test_a_fatal_provider_error_is_raised_not_recorded(fake):
 
 
 def test_summaries_count_unscored_replies_as_1_only_when_asked_and_say_so():
-    results = [JudgeResult("scored", 5), JudgeResult("scored", 3), JudgeResult("unscored", reason="no line"), ("error", None)]
+    results = [
+        JudgeResult("scored", 5),
+        JudgeResult("scored", 3),
+        JudgeResult("unscored", reason="no line"),
+        ("error", None),
+    ]
     parity = summarise_ratings(results, unscored_as=1)
     assert (parity.scored, parity.unscored, parity.errors) == (2, 1, 1)
     assert parity.mean_scored == 4.0 and parity.mean == pytest.approx(3.0)

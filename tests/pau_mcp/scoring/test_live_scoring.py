@@ -15,7 +15,9 @@ BASE_URL = os.environ.get("PAU_TEST_LLM_BASE_URL")
 
 pytestmark = [
     pytest.mark.live_llm,
-    pytest.mark.skipif(not BASE_URL, reason="talks to a real model: set PAU_TEST_LLM_BASE_URL (and OPENAI_API_KEY if it needs one)"),
+    pytest.mark.skipif(
+        not BASE_URL, reason="talks to a real model: set PAU_TEST_LLM_BASE_URL (and OPENAI_API_KEY if it needs one)"
+    ),
 ]
 
 
@@ -41,5 +43,8 @@ def test_a_real_judge_and_code_writer_score_a_good_description_highly(sandbox, t
     result = anyio.run(go)
     assert result.judge.status == "scored", result.judge.reason
     assert result.judge.rating >= 4, result.judge.reply
-    assert result.codematch.status == "scored" and result.codematch.fraction >= 0.9, (result.codematch.reason, result.codematch.code)
+    assert result.codematch.status == "scored" and result.codematch.fraction >= 0.9, (
+        result.codematch.reason,
+        result.codematch.code,
+    )
     assert result.usage.total > 0

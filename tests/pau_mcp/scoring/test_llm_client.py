@@ -72,7 +72,9 @@ def test_a_model_missing_from_the_price_table_costs_nothing_and_is_reported_unpr
 
 
 def test_a_dated_model_is_priced_like_its_entry_and_a_different_model_is_not():
-    pricing = Pricing({"openai/gpt-4o-mini": Price(input=0.15, output=0.6), "openai/gpt-4o": Price(input=2.5, output=10)})
+    pricing = Pricing(
+        {"openai/gpt-4o-mini": Price(input=0.15, output=0.6), "openai/gpt-4o": Price(input=2.5, output=10)}
+    )
     assert pricing.price("openai/gpt-4o-mini-2024-07-18") == Price(input=0.15, output=0.6)
     assert pricing.price("anthropic/x-20250101") is None
     assert pricing.price("openai/gpt-4o-mini-high") is None  # not a date suffix: not silently priced as gpt-4o-mini
@@ -114,7 +116,10 @@ def test_retries_end_with_an_error_carrying_the_providers_message(fake):
     assert len(fake.requests) == 3
 
 
-@pytest.mark.parametrize("payload", [{"choices": []}, {"error": "nope"}, [1, 2], {"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}])
+@pytest.mark.parametrize(
+    "payload",
+    [{"choices": []}, {"error": "nope"}, [1, 2], {"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}],
+)
 def test_a_reply_that_is_not_a_chat_completion_is_an_error_naming_the_base_url_to_check(fake, payload):
     fake.answer_raw(payload)
     with pytest.raises(LLMError) as info:
@@ -166,7 +171,16 @@ def test_organization_and_project_variables_are_sent_as_headers_and_the_client_n
 
 
 def test_requests_go_through_the_proxy_the_environment_names_unless_no_proxy_lists_the_host(fake, monkeypatch):
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "no_proxy",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("http_proxy", fake.root_url)  # the fake answers as the proxy would, relaying to the model
     behind = {"OPENAI_BASE_URL": "http://llm.invalid/v1"}
@@ -247,7 +261,11 @@ def test_tools_are_sent_and_tool_calls_come_back_ready_for_the_next_turn(fake):
     tools = [
         {
             "type": "function",
-            "function": {"name": "fn_abc", "description": "a hidden function", "parameters": {"type": "object", "properties": {"arg0": {}}}},
+            "function": {
+                "name": "fn_abc",
+                "description": "a hidden function",
+                "parameters": {"type": "object", "properties": {"arg0": {}}},
+            },
         }
     ]
     fake.call_tool("fn_abc", {"arg0": 3}).say("It doubles its input.")
@@ -260,12 +278,18 @@ def test_tools_are_sent_and_tool_calls_come_back_ready_for_the_next_turn(fake):
     second = run(lambda: llm.complete("openai/m", conversation, tools=tools))
     assert second.text == "It doubles its input."
     sent = fake.requests[1]["messages"]
-    assert sent[1]["tool_calls"][0]["id"] == call.id and sent[2] == {"role": "tool", "tool_call_id": call.id, "content": "6"}
+    assert sent[1]["tool_calls"][0]["id"] == call.id and sent[2] == {
+        "role": "tool",
+        "tool_call_id": call.id,
+        "content": "6",
+    }
 
 
 def test_tool_arguments_that_are_not_json_are_kept_verbatim(fake):
     fake.call_tool("fn_abc", "{not json")
-    reply = run(lambda: client(fake).complete("openai/m", USER, tools=[{"type": "function", "function": {"name": "fn_abc"}}]))
+    reply = run(
+        lambda: client(fake).complete("openai/m", USER, tools=[{"type": "function", "function": {"name": "fn_abc"}}])
+    )
     assert reply.tool_calls[0].arguments == "{not json" and reply.tool_calls[0].parsed_arguments() is None
 
 
@@ -305,7 +329,9 @@ def test_an_unreachable_server_is_retried_then_reported_as_fatal_with_the_base_u
 
 def test_anthropic_models_go_through_the_messages_api_with_system_tools_and_tool_results(fake):
     llm = LLMClient(env={"ANTHROPIC_BASE_URL": fake.root_url}, backoff_s=0.01)
-    tools = [{"type": "function", "function": {"name": "fn_abc", "description": "hidden", "parameters": {"type": "object"}}}]
+    tools = [
+        {"type": "function", "function": {"name": "fn_abc", "description": "hidden", "parameters": {"type": "object"}}}
+    ]
     fake.call_tool("fn_abc", {"arg0": 1}, text="Let me try.").say("It returns 2.")
     messages = [{"role": "system", "content": "Be brief."}, *USER]
     first = run(lambda: llm.complete("anthropic/claude-test", messages, tools=tools, tool_choice="required"))

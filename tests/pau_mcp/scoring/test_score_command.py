@@ -59,9 +59,25 @@ def scores_by_submission(db: Path) -> dict[int, dict[str, dict[str, Any]]]:
 
 def write_predictions(path: Path) -> None:
     lines = [
-        {"id": "builtin/b002", "predicted_description": "Counts runs.", "num_queries": 2, "all_examples": [["('aab',)", "[('a', 2), ('b', 1)]"], ["('',)", "[]"]]},
-        {"id": "builtin/b003", "predicted_description": "Something.", "num_queries": 0, "all_examples": [], "code": BUILTIN["builtin/b003"].source},
-        {"id": "builtin/b004", "predicted_description": "Something else.", "num_queries": 1, "all_examples": [["(1, 2)", 3]]},
+        {
+            "id": "builtin/b002",
+            "predicted_description": "Counts runs.",
+            "num_queries": 2,
+            "all_examples": [["('aab',)", "[('a', 2), ('b', 1)]"], ["('',)", "[]"]],
+        },
+        {
+            "id": "builtin/b003",
+            "predicted_description": "Something.",
+            "num_queries": 0,
+            "all_examples": [],
+            "code": BUILTIN["builtin/b003"].source,
+        },
+        {
+            "id": "builtin/b004",
+            "predicted_description": "Something else.",
+            "num_queries": 1,
+            "all_examples": [["(1, 2)", 3]],
+        },
     ]
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
 
@@ -79,7 +95,10 @@ def test_a_predictions_file_is_recorded_as_a_run_and_every_score_lands_in_the_st
 
     scores = scores_by_submission(tmp_path / "runs.db")
     assert len(scores) == 3
-    assert all(s["judge"]["status"] == "scored" and s["judge"]["value"] == 3.0 and s["judge"]["model"] == "openai/judge" for s in scores.values())
+    assert all(
+        s["judge"]["status"] == "scored" and s["judge"]["value"] == 3.0 and s["judge"]["model"] == "openai/judge"
+        for s in scores.values()
+    )
     assert all(s["codematch"]["status"] == "scored" and s["codematch"]["value"] == 0.0 for s in scores.values())
     (direct,) = [s["direct"] for s in scores.values() if "direct" in s]
     assert direct["value"] == 1.0 and direct["detail"]["matches"] == [True] * len(BUILTIN["builtin/b003"].tests)
@@ -130,7 +149,11 @@ def test_a_stored_run_is_scored_by_name_with_the_agents_examples_for_the_code_wr
 def test_an_unscored_judge_reply_is_stored_without_a_value_and_the_summary_says_how_it_counted(fake, tmp_path):
     predictions = tmp_path / "predictions.jsonl"
     write_predictions(predictions)
-    fake.responder = lambda body: "I cannot decide." if "Rating: X" in json.dumps(body["messages"]) and "Counts runs." in json.dumps(body["messages"]) else _replies(body)
+    fake.responder = lambda body: (
+        "I cannot decide."
+        if "Rating: X" in json.dumps(body["messages"]) and "Counts runs." in json.dumps(body["messages"])
+        else _replies(body)
+    )
     done = pau(fake, tmp_path, str(predictions), *MODELS, "--scores", "judge")
     assert done.returncode == 0, done.stderr
     assert "judge:       mean 3.00 over 2 scored (1 unscored, 0 errors)" in done.stdout

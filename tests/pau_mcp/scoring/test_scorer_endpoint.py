@@ -48,13 +48,19 @@ class Endpoint:
     def post(self, body: Any, token: str | None = TOKEN, **options: Any) -> httpx2.Response:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         if isinstance(body, (bytes, str)):
-            return self.client.post("/v1/score", content=body, headers=headers | {"Content-Type": "application/json"}, **options)
+            return self.client.post(
+                "/v1/score", content=body, headers=headers | {"Content-Type": "application/json"}, **options
+            )
         return self.client.post("/v1/score", json=body, headers=headers, **options)
 
 
 def start(args: list[str], env: dict[str, str], seconds: float = 90) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "pau_mcp", "scorer", *args], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+        [sys.executable, "-m", "pau_mcp", "scorer", *args],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
@@ -107,7 +113,9 @@ def test_the_openapi_document_describes_the_score_request(endpoint):
     operation = document["paths"]["/v1/score"]["post"]
     assert {"200", "400", "401", "404", "413", "422"} <= set(operation["responses"])
     request = document["components"]["schemas"]["ScoreRequest"]
-    assert {"method", "description", "code", "examples", "scores", "counterexample", "gold", "view"} <= set(request["properties"])
+    assert {"method", "description", "code", "examples", "scores", "counterexample", "gold", "view"} <= set(
+        request["properties"]
+    )
     assert "ScoreResult" in document["components"]["schemas"]
 
 
@@ -119,7 +127,9 @@ def test_scoring_without_the_right_bearer_token_is_401(endpoint, token):
 
 
 def test_the_agents_token_scheme_alone_is_not_enough(endpoint):
-    reply = endpoint.client.post("/v1/score", json={"method": "builtin/b002", "code": "x"}, headers={"Authorization": f"Basic {TOKEN}"})
+    reply = endpoint.client.post(
+        "/v1/score", json={"method": "builtin/b002", "code": "x"}, headers={"Authorization": f"Basic {TOKEN}"}
+    )
     assert reply.status_code == 401
 
 
@@ -129,7 +139,9 @@ def test_malformed_json_is_400(endpoint, body):
     assert reply.status_code == 400 and "JSON" in reply.json()["error"]
 
 
-@pytest.mark.parametrize("body", [{"method": "builtin/b002"}, {"method": "builtin/b002", "description": "   ", "code": "\n"}])
+@pytest.mark.parametrize(
+    "body", [{"method": "builtin/b002"}, {"method": "builtin/b002", "description": "   ", "code": "\n"}]
+)
 def test_an_empty_submission_is_400(endpoint, body):
     reply = endpoint.post(body)
     assert reply.status_code == 400 and "empty" in reply.json()["error"]
@@ -183,7 +195,9 @@ def test_unknown_routes_and_methods_are_json_errors(endpoint):
 
 
 def test_a_description_gets_the_judges_rating_and_the_code_writers_match(endpoint, fake):
-    reply = endpoint.post({"method": "builtin/b002", "description": "Lists each run of equal characters with its length."})
+    reply = endpoint.post(
+        {"method": "builtin/b002", "description": "Lists each run of equal characters with its length."}
+    )
     assert reply.status_code == 200
     result = reply.json()
     assert result["method_id"] == "builtin/b002"
@@ -195,7 +209,13 @@ def test_a_description_gets_the_judges_rating_and_the_code_writers_match(endpoin
 
 def test_the_agent_view_holds_only_what_an_agent_may_see(endpoint):
     reply = endpoint.post(
-        {"method": "builtin/b002", "description": "Pairs characters with 1.", "code": WRONG, "counterexample": True, "view": "agent"}
+        {
+            "method": "builtin/b002",
+            "description": "Pairs characters with 1.",
+            "code": WRONG,
+            "counterexample": True,
+            "view": "agent",
+        }
     )
     shown = reply.json()
     assert set(shown) == {"judge_rating", "code_match", "direct_code_match", "direct_code_note", "counterexample"}
@@ -204,7 +224,11 @@ def test_the_agent_view_holds_only_what_an_agent_may_see(endpoint):
 
 def test_sixteen_concurrent_requests_are_all_answered_correctly(endpoint):
     bodies = [
-        {"method": f"builtin/b{n:03d}", "code": STORE.method(f"builtin/b{n:03d}").source if n % 2 else WRONG, "counterexample": True}
+        {
+            "method": f"builtin/b{n:03d}",
+            "code": STORE.method(f"builtin/b{n:03d}").source if n % 2 else WRONG,
+            "counterexample": True,
+        }
         for n in range(1, 17)
     ]
     with ThreadPoolExecutor(16) as pool:

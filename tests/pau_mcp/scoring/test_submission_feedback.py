@@ -49,7 +49,9 @@ def test_feedback_holds_every_score_and_one_counterexample_but_no_gold_material(
     settings = Settings(data_dir=tmp_path, judge_model="openai/judge", coder_model="openai/coder")
     shown = feedback(settings, "Pairs every character with 1.", WRONG)
     assert set(shown) == {"judge_rating", "code_match", "direct_code_match", "direct_code_note", "counterexample"}
-    assert shown["judge_rating"] == 4 and 0 < shown["code_match"] < 1 and shown["direct_code_match"] == shown["code_match"]
+    assert (
+        shown["judge_rating"] == 4 and 0 < shown["code_match"] < 1 and shown["direct_code_match"] == shown["code_match"]
+    )
     text = json.dumps(shown)
     assert RUNS.description not in text and "runs.append" not in text
     others = [case.input for case in RUNS.tests if case.input != shown["counterexample"]["input"]]

@@ -73,12 +73,16 @@ def serve_command(*args: str) -> list[str]:
 @contextlib.asynccontextmanager
 async def stdio_session(*args: str, message_handler=None) -> AsyncIterator[ClientSession]:
     """A `pau-mcp serve` subprocess over stdio with an initialized official client session."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "pau_mcp", "serve", *args], cwd=str(ROOT), env=dict(os.environ))
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, message_handler=message_handler) as session:
-            with anyio.fail_after(60):
-                await session.initialize()
-            yield session
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "pau_mcp", "serve", *args], cwd=str(ROOT), env=dict(os.environ)
+    )
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, message_handler=message_handler) as session,
+    ):
+        with anyio.fail_after(60):
+            await session.initialize()
+        yield session
 
 
 @contextlib.contextmanager

@@ -15,7 +15,14 @@ from pau_mcp.manifests import ManifestStore
 
 def pau(*args: str, db=None) -> subprocess.CompletedProcess[str]:
     extra = ["--db", str(db)] if db is not None else []
-    return subprocess.run([sys.executable, "-m", "pau_mcp", *args, *extra], capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-m", "pau_mcp", *args, *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=dict(os.environ),
+    )
 
 
 def test_call_runs_the_same_path_as_a_tool_and_is_recorded(tmp_path):

@@ -37,22 +37,30 @@ def test_submit_with_feedback_returns_scores_records_them_and_reveals_no_gold(tm
         )  # fmt: skip
 
         async def main() -> dict:
-            async with stdio_client(params) as (read, write):
-                async with ClientSession(read, write) as session:
-                    with anyio.fail_after(120):
-                        await session.initialize()
-                        result = await session.call_tool(
-                            "submit", {"method": METHOD.tool_name, "description": "counts things", "code": "def test_func(arg0):\n    return 0"}
-                        )
-                        assert not result.is_error
-                        return {"structured": result.structured_content, "text": result.content[0].text}
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                with anyio.fail_after(120):
+                    await session.initialize()
+                    result = await session.call_tool(
+                        "submit",
+                        {
+                            "method": METHOD.tool_name,
+                            "description": "counts things",
+                            "code": "def test_func(arg0):\n    return 0",
+                        },
+                    )
+                    assert not result.is_error
+                    return {"structured": result.structured_content, "text": result.content[0].text}
 
         shown = anyio.run(main)
     scores = shown["structured"]["scores"]
     assert scores["judge_rating"] == 3 and 0 <= scores["code_match"] < 1 and "direct_code_match" in scores
     text = json.dumps(shown)
     assert METHOD.description not in text
-    assert not [case.input for case in METHOD.tests if case.input in text and case.input != scores.get("counterexample", {}).get("input")]
+    assert not [
+        case.input
+        for case in METHOD.tests
+        if case.input in text and case.input != scores.get("counterexample", {}).get("input")
+    ]
     rows = sqlite3.connect(db).execute("SELECT kind, status, value FROM scores ORDER BY kind").fetchall()
     assert [(k, s) for k, s, _ in rows] == [("codematch", "scored"), ("direct", "scored"), ("judge", "scored")]
     assert dict((k, v) for k, _, v in rows)["judge"] == 3.0

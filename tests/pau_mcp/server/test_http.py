@@ -42,7 +42,11 @@ def _digit_product(n: int) -> int:
 def test_requests_without_the_token_get_401_and_with_it_work(tmp_path):
     tool = ManifestStore().method("builtin/b001").tool_name
     with http_server("--db", str(tmp_path / "runs.db"), "--token", TOKEN) as url:
-        anonymous = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"accept": "application/json, text/event-stream"})
+        anonymous = httpx2.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={"accept": "application/json, text/event-stream"},
+        )
         assert anonymous.status_code == 401
         assert anonymous.headers["www-authenticate"].startswith("Bearer")
         wrong = httpx2.post(url, json={}, headers={"authorization": "Bearer nope-nope-nope"})
@@ -79,10 +83,14 @@ def test_eight_concurrent_sessions_of_fifty_calls_are_all_answered_recorded_and_
         for i, r in calls:
             if not r.is_error:
                 assert r.structured_content["value"] == str(_digit_product(i))
-    rows = sqlite3.connect(db).execute(
-        "SELECT s.key, SUM(c.counted), COUNT(*) FROM calls c JOIN sessions s ON c.session_id = s.id "
-        "JOIN runs r ON s.run_id = r.id WHERE r.name = 'http-load' GROUP BY s.key"
-    ).fetchall()
+    rows = (
+        sqlite3.connect(db)
+        .execute(
+            "SELECT s.key, SUM(c.counted), COUNT(*) FROM calls c JOIN sessions s ON c.session_id = s.id "
+            "JOIN runs r ON s.run_id = r.id WHERE r.name = 'http-load' GROUP BY s.key"
+        )
+        .fetchall()
+    )
     assert len(rows) == 8
     assert all(counted == 40 and total == 50 for _, counted, total in rows)
 
@@ -127,7 +135,16 @@ def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path):
     with http_server("--db", str(tmp_path / "runs.db")) as url:
         response = httpx2.post(
             url,
-            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}},
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "x", "version": "1"},
+                },
+            },
             headers={"host": "evil.example.com", "accept": "application/json, text/event-stream"},
         )
     assert response.status_code in (403, 421)
@@ -135,6 +152,8 @@ def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path):
 
 @pytest.mark.parametrize("bad", ["--budget=-1", "--token=short"])
 def test_bad_settings_are_usage_errors(tmp_path, bad):
-    result = subprocess.run(serve_command(bad, "--db", str(tmp_path / "r.db")), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        serve_command(bad, "--db", str(tmp_path / "r.db")), cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2
     assert bad.split("=")[0] in result.stderr

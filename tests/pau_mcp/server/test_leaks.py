@@ -31,7 +31,9 @@ async def _recorded_session(manifests, db, transcript: list[str]) -> None:
         async def tee() -> None:
             async with send:
                 async for message in read:
-                    transcript.append(message.message.model_dump_json() if hasattr(message, "message") else repr(message))
+                    transcript.append(
+                        message.message.model_dump_json() if hasattr(message, "message") else repr(message)
+                    )
                     await send.send(message)
 
         async with anyio.create_task_group() as group:
@@ -78,7 +80,11 @@ def test_no_message_of_a_whole_session_reveals_source_description_or_tests(tmp_p
     hidden = set(SECRETS.values())
     for method in store.suite("secret").methods.values():
         hidden.add(method.description)
-        hidden.update(line.strip() for line in method.source.splitlines() if len(line.strip()) > 12 and line.strip() != method.header)
+        hidden.update(
+            line.strip()
+            for line in method.source.splitlines()
+            if len(line.strip()) > 12 and line.strip() != method.header
+        )
         for case in method.tests:
             hidden.add(case.input)
             hidden.add(json.dumps(case.input)[1:-1])

@@ -30,7 +30,11 @@ def test_tools_are_opaque_and_carry_header_examples_schema_and_annotations(tmp_p
                 assert f"{call_text('test_func', case.input)} -> {case.outcome.shown()}" in tool.description
             assert set(tool.input_schema["properties"]) == {"arg0", "args"}
             assert tool.output_schema["required"] == ["status", "queries_used", "queries_left"]
-            assert tool.annotations.read_only_hint and tool.annotations.idempotent_hint and not tool.annotations.open_world_hint
+            assert (
+                tool.annotations.read_only_hint
+                and tool.annotations.idempotent_hint
+                and not tool.annotations.open_world_hint
+            )
             by_tool = {m.tool_name: m for m in ManifestStore().suite("builtin").methods.values()}
             for t in methods:
                 assert t.name.startswith("fn_") and len(t.name) == 13
@@ -63,24 +67,47 @@ def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent
             assert third.structured_content["queries_left"] == 0
             over = await session.call_tool(tool, {"arg0": 5})
             assert over.is_error and "budget" in over.content[0].text and over.structured_content is None
-            submitted = await session.call_tool("submit", {"method": tool, "description": "doubles; negatives differ", "code": "def test_func(arg0):\n    return arg0 * 2"})
+            submitted = await session.call_tool(
+                "submit",
+                {
+                    "method": tool,
+                    "description": "doubles; negatives differ",
+                    "code": "def test_func(arg0):\n    return arg0 * 2",
+                },
+            )
             assert not submitted.is_error and submitted.structured_content["recorded"] is True
             assert "score" not in submitted.content[0].text.lower()
 
     anyio.run(main)
-    rows = sqlite3.connect(db).execute(
-        "SELECT c.arguments, c.counted, c.status FROM calls c JOIN sessions s ON c.session_id = s.id "
-        "JOIN runs r ON s.run_id = r.id WHERE r.name = 'stdio-test' ORDER BY c.id"
-    ).fetchall()
-    assert [(r[1], r[2]) for r in rows] == [(1, "ok"), (1, "ok"), (0, "invalid_input"), (0, "invalid_input"), (0, "invalid_input"), (1, "ok"), (0, "over_budget")]
+    rows = (
+        sqlite3.connect(db)
+        .execute(
+            "SELECT c.arguments, c.counted, c.status FROM calls c JOIN sessions s ON c.session_id = s.id "
+            "JOIN runs r ON s.run_id = r.id WHERE r.name = 'stdio-test' ORDER BY c.id"
+        )
+        .fetchall()
+    )
+    assert [(r[1], r[2]) for r in rows] == [
+        (1, "ok"),
+        (1, "ok"),
+        (0, "invalid_input"),
+        (0, "invalid_input"),
+        (0, "invalid_input"),
+        (1, "ok"),
+        (0, "over_budget"),
+    ]
     assert rows[1][0] == "(-2,)"
     submission = sqlite3.connect(db).execute("SELECT method_id, description, code FROM submissions").fetchone()
-    assert submission[0] == "builtin/b001" and submission[1] == "doubles; negatives differ" and "arg0 * 2" in submission[2]
+    assert (
+        submission[0] == "builtin/b001" and submission[1] == "doubles; negatives differ" and "arg0 * 2" in submission[2]
+    )
 
 
 def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path, secret_manifests):
     async def main() -> None:
-        async with stdio_session("--db", str(tmp_path / "r.db"), "--manifests", str(secret_manifests), "--suite", "secret") as session:
+        async with stdio_session(
+            "--db", str(tmp_path / "r.db"), "--manifests", str(secret_manifests), "--suite", "secret"
+        ) as session:
             tools = {t.name for t in (await session.list_tools()).tools if t.name.startswith("fn_")}
             method = ManifestStore([secret_manifests]).method("secret/m1")
             assert method.tool_name in tools
