@@ -169,6 +169,17 @@ class Settings(BaseModel):
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
 
+    @field_validator("manifests", mode="after")
+    @classmethod
+    def _existing_directories(cls, value: tuple[Path, ...]) -> tuple[Path, ...]:
+        # A mistyped directory would otherwise just hide its suites ("no suite named ...").
+        paths = tuple(path.expanduser() for path in value)
+        for path in paths:
+            if not path.is_dir():
+                state = "is not a directory" if path.exists() else "does not exist"
+                raise ValueError(f"{path} {state}; create it or correct the path")
+        return paths
+
     @classmethod
     def from_options(cls, **values: Any) -> Settings:
         """Build settings from command options, dropping the ones not given.
@@ -188,7 +199,8 @@ class Settings(BaseModel):
                 name = str(error["loc"][0]) if error["loc"] else ""
                 spec = SETTINGS.get(name)
                 where = f"{spec.flag} / {spec.env}" if spec else name
-                problems.append(f"{where}: {error['msg']} (got {error.get('input')!r})")
+                message = error["msg"].removeprefix("Value error, ")
+                problems.append(f"{where}: {message} (got {error.get('input')!r})")
             raise SettingsError("; ".join(problems)) from None
 
     @classmethod

@@ -6,6 +6,7 @@ could be imported (or the dataset could not be read), 2 for usage errors.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -45,6 +46,15 @@ def _limit(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def _run(values: dict[str, Any], as_json: bool, work: Callable[..., ImportReport]) -> None:
     """Build settings, store and sandbox, run one importer, print its report, exit with its code."""
+    directories = values.get("manifests") or ()
+    if not directories:
+        raise click.UsageError(
+            "say where the new suite goes: --manifests DIR or PAU_MCP_MANIFESTS (created if missing; "
+            "the packaged suites belong to the installation)"
+        )
+    # The first directory is the importer's target: it may be new (every other one must exist already).
+    with contextlib.suppress(OSError):  # a path that cannot be a directory is reported by the settings
+        Path(directories[0]).expanduser().mkdir(parents=True, exist_ok=True)
     settings = settings_from(values)
     try:
         store = settings.manifest_store()
@@ -67,7 +77,7 @@ def import_() -> None:
 
     Every method is anonymised, frozen and validated in the sandbox; methods
     that fail are refused and listed with the reason. The suite is written
-    under the first --manifests directory (else the packaged manifests/).
+    under the first --manifests directory, which is created if missing.
     """
 
 

@@ -1,10 +1,9 @@
 """Hidden-method suites: the manifest model, suites on disk, and importers."""
 
 from .model import Case, FrozenOutcome, Method, Provenance, SuiteInfo, Tags, call_text, tool_name_for
-from .store import PACKAGED_MANIFESTS, ManifestError, ManifestStore, Suite, dump_method
+from .store import ManifestError, ManifestStore, Suite, dump_method, packaged_manifests
 
 __all__ = [
-    "PACKAGED_MANIFESTS",
     "Case",
     "FrozenOutcome",
     "ManifestError",
@@ -16,5 +15,6 @@ __all__ = [
     "Tags",
     "call_text",
     "dump_method",
+    "packaged_manifests",
     "tool_name_for",
 ]

@@ -1,14 +1,18 @@
 """Suites on disk: ``<dir>/<suite>/suite.json`` and one ``<name>.json`` per method.
 
 One file per method keeps reviews and diffs small; the source is stored as a
-list of lines. Suites are found in the packaged ``manifests/`` directory and in
-any directory given by ``--manifests`` / ``PAU_MCP_MANIFESTS``; a suite name
-found twice is an error rather than a silent choice.
+list of lines. Suites are found in the suites that ship with pau-mcp (the
+repository's ``manifests/``, installed as the package ``pau_mcp._suites`` and
+found through ``importlib.resources``, so a wheel finds them as an editable
+install does) and in every directory given by ``--manifests`` /
+``PAU_MCP_MANIFESTS``. A suite name found twice is an error rather than a
+silent choice, and so is a ``--manifests`` directory that does not exist.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib.resources
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -19,14 +23,34 @@ from pydantic import ValidationError
 
 from .model import Method, SuiteInfo
 
-__all__ = ["PACKAGED_MANIFESTS", "ManifestError", "ManifestStore", "Suite", "dump_method"]
+__all__ = ["ManifestError", "ManifestStore", "Suite", "dump_method", "packaged_manifests"]
 
-#: The suites that ship with the project (the repository's top-level ``manifests/``).
-PACKAGED_MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+# The package the top-level manifests/ directory is installed as (pyproject.toml maps it).
+_PACKAGED = "pau_mcp._suites"
+_WHERE = "--manifests / PAU_MCP_MANIFESTS"
 
 
 class ManifestError(ValueError):
     """A manifest file is missing, malformed or inconsistent; the message names the file and the field."""
+
+
+def packaged_manifests() -> Path:
+    """The directory of the suites that ship with pau-mcp, wherever pau-mcp is installed.
+
+    Raises:
+        ManifestError: This installation does not have them (an editable install made before the
+            suites were packaged); the message says how to reinstall.
+    """
+    try:
+        root = importlib.resources.files(_PACKAGED)
+    except ModuleNotFoundError:
+        raise ManifestError(
+            f"this pau-mcp installation lacks its packaged suites (no package {_PACKAGED}); reinstall it: "
+            "`pip install -e .` in a checkout, `pip install --force-reinstall pau-mcp` otherwise"
+        ) from None
+    if not isinstance(root, Path) or not root.is_dir():
+        raise ManifestError(f"the packaged suites are not a directory on disk ({root}); install pau-mcp with pip")
+    return root
 
 
 def _explain(path: Path, error: ValidationError) -> ManifestError:
@@ -143,24 +167,39 @@ class Suite:
 
 
 class ManifestStore:
-    """Finds and loads suites from the packaged directory and extra ones.
+    """Finds and loads suites from the packaged suites and extra directories.
 
     Args:
-        extra_dirs: More directories holding suites (``--manifests``).
-        include_packaged: Also look in the project's own ``manifests/``.
+        extra_dirs: More directories holding suites (``--manifests``); each must exist when suites are
+            looked up, except the first, which ``writable_root`` creates for an importer.
+        include_packaged: Also look in the suites that ship with pau-mcp.
     """
 
     def __init__(self, extra_dirs: Iterable[Path] = (), include_packaged: bool = True) -> None:
-        self.dirs = [Path(d).expanduser() for d in extra_dirs]
-        if include_packaged and PACKAGED_MANIFESTS.is_dir():
-            self.dirs.append(PACKAGED_MANIFESTS)
+        self.extra_dirs = [Path(d).expanduser() for d in extra_dirs]
+        self.dirs = list(self.extra_dirs)
+        # Kept for the first lookup rather than raised here: commands report a ManifestError where they look.
+        self._missing_package: ManifestError | None = None
+        if include_packaged:
+            try:
+                self.dirs.append(packaged_manifests())
+            except ManifestError as exc:
+                self._missing_package = exc
         self._loaded: dict[str, Suite] = {}
 
+    def _check_dirs(self) -> None:
+        if self._missing_package is not None:
+            raise self._missing_package
+        for root in self.extra_dirs:
+            if not root.exists():
+                raise ManifestError(f"{_WHERE}: {root} does not exist; create it or correct the path")
+            if not root.is_dir():
+                raise ManifestError(f"{_WHERE}: {root} is a file; give a directory of suites")
+
     def _locations(self) -> dict[str, Path]:
+        self._check_dirs()
         found: dict[str, Path] = {}
         for root in self.dirs:
-            if not root.is_dir():
-                continue
             for entry in sorted(root.iterdir()):
                 if (entry / "suite.json").is_file():
                     if entry.name in found and found[entry.name].resolve() != entry.resolve():
@@ -207,5 +246,21 @@ class ManifestStore:
             raise ManifestError(f"suite {suite_name!r} has no method {method_id!r}") from None
 
     def writable_root(self) -> Path:
-        """Where new suites go: the first ``--manifests`` directory, else the packaged one."""
-        return self.dirs[0]
+        """Where new suites go: the first ``--manifests`` directory, created if missing.
+
+        The packaged suites are part of the installation (in a wheel, inside site-packages), so new
+        suites never go there.
+
+        Raises:
+            ManifestError: No ``--manifests`` directory was given, or one of them is not a directory.
+        """
+        if not self.extra_dirs:
+            raise ManifestError(
+                "new suites need a directory of your own: pass --manifests DIR or set PAU_MCP_MANIFESTS "
+                "(the packaged suites belong to the installation)"
+            )
+        root = self.extra_dirs[0]
+        if not root.exists():
+            root.mkdir(parents=True)
+        self._check_dirs()
+        return root

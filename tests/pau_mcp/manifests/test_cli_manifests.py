@@ -138,6 +138,20 @@ def test_the_manifests_variable_with_colons_works_like_repeated_flags(tmp_path):
     assert "alpha" in table.stdout and "beta" in table.stdout and "builtin" in table.stdout
 
 
+@pytest.mark.parametrize(
+    "command", [("manifests", "list"), ("serve",), ("eval", "--agent", "probe"), ("demo",), ("score", "x")]
+)
+def test_a_manifests_directory_that_does_not_exist_is_a_usage_error_naming_flag_and_variable(tmp_path, command):
+    missing = tmp_path / "typo"
+    data = {"PAU_MCP_DATA_DIR": str(tmp_path)}
+    by_flag = pau(*command, "--manifests", str(missing), env=data)
+    by_variable = pau(*command, env=data | {"PAU_MCP_MANIFESTS": f"{tmp_path}:{missing}"})
+    for result in (by_flag, by_variable):
+        assert result.returncode == 2, result.stderr
+        assert "--manifests / PAU_MCP_MANIFESTS" in result.stderr and f"{missing} does not exist" in result.stderr
+    assert not missing.exists()
+
+
 # --- show ----------------------------------------------------------------------------------------
 
 

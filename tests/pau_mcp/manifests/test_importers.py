@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pau_mcp.manifests import ManifestStore, Suite
+from pau_mcp.manifests import ManifestStore, Suite, packaged_manifests
 from pau_mcp.manifests.checks import check_methods
 from pau_mcp.manifests.importers import (
     DatasetUnavailable,
@@ -472,6 +472,18 @@ def test_the_import_command_reports_usage_errors_with_exit_two(tmp_path):
     assert bad_name.returncode == 2 and "suite names" in bad_name.stderr
     missing = pau("codearc", "--from", str(tmp_path / "nope"), "--manifests", str(tmp_path))
     assert missing.returncode == 2
+
+
+def test_the_import_command_needs_a_directory_for_the_new_suite_and_never_writes_the_packaged_suites(tmp_path):
+    source = tmp_path / "f.py"
+    source.write_text("def f(x):\n    return x\n")
+    clean = {k: v for k, v in os.environ.items() if k != "PAU_MCP_MANIFESTS"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pau_mcp", "import", "python", str(source)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, env=clean,
+    )  # fmt: skip
+    assert result.returncode == 2 and "--manifests DIR or PAU_MCP_MANIFESTS" in result.stderr
+    assert not (packaged_manifests() / "f").exists()
 
 
 def test_the_pau_command_without_network_says_how_to_import_from_a_file(tmp_path):

@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 
 from pau_mcp.config import Settings
-from pau_mcp.manifests import PACKAGED_MANIFESTS, ManifestError, ManifestStore, Method, Suite, SuiteInfo, dump_method
+from pau_mcp.manifests import (
+    ManifestError,
+    ManifestStore,
+    Method,
+    Suite,
+    SuiteInfo,
+    dump_method,
+    packaged_manifests,
+)
 from pau_mcp.manifests.checks import freeze_method
 from wasm_runtime import Sandbox, outcomes_match
 
@@ -336,13 +344,40 @@ def test_creating_over_an_existing_suite_needs_replace(tmp_path):
 def test_the_store_finds_suites_in_every_directory_and_the_packaged_one(tmp_path):
     write_suite(tmp_path / "a", "alpha", [method_data("alpha/m1")])
     write_suite(tmp_path / "b", "beta", [method_data("beta/m1")])
-    store = ManifestStore([tmp_path / "a", tmp_path / "b", tmp_path / "missing"])
+    store = ManifestStore([tmp_path / "a", tmp_path / "b"])
     assert store.names() == ["alpha", "beta", "builtin"]
-    assert store.dirs[-1] == PACKAGED_MANIFESTS
+    assert store.dirs[-1] == packaged_manifests()
     assert [m.id for m in store.methods(["beta", "alpha"])] == ["beta/m1", "alpha/m1"]
     assert store.method("alpha/m1").id == "alpha/m1"
     assert store.writable_root() == tmp_path / "a"
     assert ManifestStore([tmp_path / "a"], include_packaged=False).names() == ["alpha"]
+
+
+def test_a_manifests_directory_that_does_not_exist_is_an_error_naming_the_flag(tmp_path):
+    write_suite(tmp_path / "a", "alpha", [method_data("alpha/m1")])
+    store = ManifestStore([tmp_path / "a", tmp_path / "missing"])
+    for look in (store.names, lambda: store.suite("alpha"), lambda: store.method("builtin/b001")):
+        with pytest.raises(ManifestError) as info:
+            look()
+        message = str(info.value)
+        assert "--manifests / PAU_MCP_MANIFESTS" in message and str(tmp_path / "missing") in message
+        assert "does not exist" in message
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ManifestError, match="is a file"):
+        ManifestStore([tmp_path / "file"]).names()
+
+
+def test_new_suites_go_into_the_first_manifests_directory_created_if_missing(tmp_path):
+    store = ManifestStore([tmp_path / "new" / "suites"])
+    assert store.writable_root() == tmp_path / "new" / "suites"
+    assert (tmp_path / "new" / "suites").is_dir() and store.names() == ["builtin"]
+    with pytest.raises(ManifestError, match="does not exist"):
+        ManifestStore([tmp_path / "new2", tmp_path / "missing"]).writable_root()
+
+
+def test_new_suites_never_go_into_the_packaged_suites(tmp_path):
+    with pytest.raises(ManifestError, match="--manifests DIR or set PAU_MCP_MANIFESTS"):
+        ManifestStore().writable_root()
 
 
 def test_a_loaded_suite_is_kept(tmp_path):
