@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,7 +87,8 @@ def report(
     except ReportError as exc:
         raise click.ClickException(str(exc)) from None
     console = Console()
-    print_report(result, console if console.is_terminal else Console(width=200))
+    # Piped without COLUMNS: wide, so a file gets the whole tables; a terminal or COLUMNS sets the width.
+    print_report(result, console if console.is_terminal or os.environ.get("COLUMNS") else Console(width=200))
     plots = []
     if plots_dir or html_path:
         from pau_mcp.harness.plots import render_plots, write_plots

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from rich.columns import Columns
+from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from pau_mcp.harness.failures import FAILURE_LABELS, UNCLASSIFIED
-from pau_mcp.harness.report import KINDS, Report, RunSummary
+from pau_mcp.harness.report import FRACTION_KINDS, KIND_TITLES, KINDS, Report, RunSummary
 from pau_mcp.harness.stats import CODEMATCH_BUCKETS, JUDGE_SCORES, BootstrapResult, ScoreStats
 
 if TYPE_CHECKING:  # plots loads matplotlib: only renderings that embed plots should pay for it
@@ -38,10 +40,17 @@ __all__ = [
     "write_csv",
 ]
 
-_KIND_NAMES = {"judge": "judge", "codematch": "code match"}
-_BUCKET_COLUMNS = {
-    bucket: f"codematch_{name}"
-    for bucket, name in zip(CODEMATCH_BUCKETS, ("0_20", "20_40", "40_60", "60_80", "80_100", "100"), strict=True)
+_KIND_NAMES = {
+    "judge": "judge",
+    "codematch": "code match",
+    "codematch_gold": "code match (gold description)",
+    "direct": "direct code",
+}
+_BUCKET_SUFFIXES = dict(zip(CODEMATCH_BUCKETS, ("0_20", "20_40", "40_60", "60_80", "80_100", "100"), strict=True))
+_KIND_CAPTIONS = {
+    "codematch": "Share of test inputs on which code written from the description matches the hidden function",
+    "codematch_gold": "Share of test inputs on which code written from the gold description matches the hidden function (each method's upper bound for code match)",
+    "direct": "Share of test inputs on which code the agent submitted matches the hidden function",
 }
 
 
@@ -50,7 +59,8 @@ class TableData:
     """One formatted table: what every layout (terminal, Markdown, HTML) shows.
 
     Attributes:
-        key: A stable identifier (``runs``, ``judge``, ``codematch``, ``modes``, ``pairs``, ``failures``).
+        key: A stable identifier (``runs``, a score kind such as ``judge`` or ``direct``, ``modes``, ``pairs``,
+            ``failures``).
         title: The heading.
         columns: Column headings.
         rows: Cells as text, one list per row.
@@ -75,16 +85,22 @@ def _num(value: float, digits: int = 2) -> str:
     return f"{value:.{digits}f}"
 
 
+def _mean(kind: str, value: float) -> str:
+    """A mean or std: two decimals on the judge's 1-5 scale, three for fractions (as `eval` and `score` print)."""
+    return _num(value, 2 if kind == "judge" else 3)
+
+
 def _p(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
 def report_tables(report: Report) -> list[TableData]:
     """Every table of a report, formatted once, in display order."""
-    tables = [_runs_table(report), _judge_table(report), _codematch_table(report)]
-    if report.modes:
+    tables = [_runs_table(report)]
+    tables += [_judge_table(report) if kind == "judge" else _fraction_table(report, kind) for kind in report.kinds]
+    if report.modes and report.kinds:
         tables.append(_modes_table(report))
-    if report.pairs:
+    if report.pairs and report.kinds:
         tables.append(_pairs_table(report))
     if any(s.failures is not None for s in report.summaries):
         tables.append(_failures_table(report))
@@ -94,6 +110,7 @@ def report_tables(report: Report) -> list[TableData]:
 def _runs_table(report: Report) -> TableData:
     columns = [
         "run",
+        "kind",
         "model",
         "agent",
         "mode",
@@ -108,18 +125,16 @@ def _runs_table(report: Report) -> TableData:
     ]
     rows = [
         [
-            s.name, s.model, s.agent, s.mode, s.suite, f"{s.done}/{s.planned}", str(s.failed), _num(s.queries_mean, 1),
-            _pct(s.concluded_share), f"{s.input_tokens:,}", f"{s.output_tokens:,}", _num(s.cost_usd, 4),
+            s.name, s.kind, s.model, s.agent, s.mode, s.suite, f"{s.done}/{s.planned}", str(s.failed),
+            _num(s.queries_mean, 1), "n/a" if s.concluded_share is None else _pct(s.concluded_share), f"{s.input_tokens:,}", f"{s.output_tokens:,}",
+            _num(s.cost_usd, 4),
         ]
         for s in report.summaries
     ]  # fmt: skip
-    return TableData(
-        "runs",
-        "Runs",
-        columns,
-        rows,
-        "Queries and concluded are over done episodes; tokens and cost over done and failed ones.",
-    )
+    caption = "Queries and concluded are over done episodes; tokens and cost over done and failed ones."
+    if any(not run.episodes for run in report.runs):
+        caption += " A run without episodes counts its submissions (the latest per session and method) as done."
+    return TableData("runs", "Runs", columns, rows, caption)
 
 
 def _max_label(report: Report) -> str:
@@ -131,33 +146,33 @@ def _judge_table(report: Report) -> TableData:
     rows = [_judge_cells(s.name, s.judge) + [str(s.judge_unscored), str(s.judge_missing)] for s in report.summaries]
     if report.max_stats is not None:
         rows.append(_judge_cells(_max_label(report), report.max_stats["judge"]) + ["", ""])
-    return TableData("judge", "Judge score (1-5)", columns, rows, report.unscored_rule)
+    return TableData("judge", KIND_TITLES["judge"], columns, rows, report.unscored_rule)
 
 
 def _judge_cells(name: str, stats: ScoreStats) -> list[str]:
     return [
         name,
         str(stats.n),
-        _num(stats.mean),
-        _num(stats.std),
+        _mean("judge", stats.mean),
+        _mean("judge", stats.std),
         _pct(stats.share_good),
         *(_pct(stats.share(str(s))) for s in JUDGE_SCORES),
     ]
 
 
-def _codematch_table(report: Report) -> TableData:
+def _fraction_table(report: Report, kind: str) -> TableData:
     columns = ["run", "n", "mean", "std", "=1.0", "<0.8", *CODEMATCH_BUCKETS, "no score"]
-    rows = [_codematch_cells(s.name, s.codematch) + [str(s.codematch_missing)] for s in report.summaries]
+    rows = [_fraction_cells(kind, s.name, s.scores[kind]) + [str(s.missing[kind])] for s in report.summaries]
     if report.max_stats is not None:
-        rows.append(_codematch_cells(_max_label(report), report.max_stats["codematch"]) + [""])
-    caption = "Share of test inputs on which code written from the description matches the hidden function; buckets are [low, high), 100% is exactly 1.0."
-    return TableData("codematch", "Code match (0-1)", columns, rows, caption)
+        rows.append(_fraction_cells(kind, _max_label(report), report.max_stats[kind]) + [""])
+    caption = f"{_KIND_CAPTIONS[kind]}; buckets are [low, high), 100% is exactly 1.0."
+    return TableData(kind, KIND_TITLES[kind], columns, rows, caption)
 
 
-def _codematch_cells(name: str, stats: ScoreStats) -> list[str]:
+def _fraction_cells(kind: str, name: str, stats: ScoreStats) -> list[str]:
     return [
-        name, str(stats.n), _num(stats.mean), _num(stats.std), _pct(stats.share_good), _pct(stats.share_bad),
-        *(_pct(stats.share(b)) for b in CODEMATCH_BUCKETS),
+        name, str(stats.n), _mean(kind, stats.mean), _mean(kind, stats.std), _pct(stats.share_good),
+        _pct(stats.share_bad), *(_pct(stats.share(b)) for b in CODEMATCH_BUCKETS),
     ]  # fmt: skip
 
 
@@ -175,12 +190,14 @@ def _modes_table(report: Report) -> TableData:
     ]
     rows = []
     for m in report.modes:
-        for kind in KINDS:
+        for kind in report.kinds:
             inter, incon = m.means[kind]
             test = m.tests[kind]
+            digits = 2 if kind == "judge" else 3
             rows.append([
-                m.model, m.agent, _KIND_NAMES[kind], f"{_num(inter)} ({m.interactive})", f"{_num(incon)} ({m.incontext})",
-                f"{inter - incon:+.2f}", str(test.n), _p(test.p_a_better), _p(test.p_b_better),
+                m.model, m.agent, _KIND_NAMES[kind], f"{_mean(kind, inter)} ({m.interactive})",
+                f"{_mean(kind, incon)} ({m.incontext})", f"{inter - incon:+.{digits}f}", str(test.n),
+                _p(test.p_a_better), _p(test.p_b_better),
             ])  # fmt: skip
     caption = "Means over each run's own scored episodes; p-values from the paired bootstrap over the n methods scored in both."
     return TableData("modes", "Interactive against in-context", columns, rows, caption)
@@ -192,7 +209,7 @@ def _pairs_table(report: Report) -> TableData:
     rows = [
         _pair_cells(p.a, p.b, kind, p.tests[kind])
         for p in report.pairs
-        for kind in KINDS
+        for kind in report.kinds
         if any(t.n for t in p.tests.values())
     ]
     caption = f"Paired bootstrap over methods scored in both runs (n), {report.resamples} resamples, seed {report.seed}; small p(A>B): A is reliably better."
@@ -205,8 +222,8 @@ def _pair_cells(a: str, b: str, kind: str, test: BootstrapResult) -> list[str]:
         b,
         _KIND_NAMES[kind],
         str(test.n),
-        _num(test.mean_a),
-        _num(test.mean_b),
+        _mean(kind, test.mean_a),
+        _mean(kind, test.mean_b),
         _p(test.p_a_better),
         _p(test.p_b_better),
     ]
@@ -235,15 +252,64 @@ def _failures_table(report: Report) -> TableData:
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
-    """Print every table and the notes to the terminal."""
+    """Print every table and the notes to the terminal, each table laid out to fit its width.
+
+    A table wider than the terminal is turned (one column per run) and, if that is still too wide, shown as
+    one block per run; nothing is cut off with an ellipsis. The full tables are in the Markdown, CSV and HTML.
+    """
     console = console or Console()
     for data in report_tables(report):
-        table = Table(*data.columns, title=data.title, caption=data.caption or None, title_justify="left")
-        for row in data.rows:
-            table.add_row(*(Text(cell) for cell in row))  # Text: a run named "[x]" is not rich markup
-        console.print(table)
+        console.print(_fitted(data, console))
     for note in report.notes:
         console.print(f"- {note}", markup=False, highlight=False)
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str | None, caption: str) -> Table:
+    table = Table(title=title, caption=caption or None, title_justify="left", caption_justify="left")
+    for column in columns:
+        # Fold, never an ellipsis: a value broken over two lines can still be read, "100.…" cannot.
+        table.add_column(Text(column), overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))  # Text: a run named "[x]" is not rich markup
+    return table
+
+
+def _fits(console: Console, renderable: RenderableType) -> bool:
+    # Measured against unlimited room: a table measured against the terminal reports at most its width.
+    natural = Measurement.get(console, console.options.update_width(1_000_000), renderable).maximum
+    return natural <= console.width
+
+
+def _fitted(data: TableData, console: Console) -> RenderableType:
+    """The table whole if it fits; else turned, one column per row; else one block of label and value per row.
+
+    Only a table whose first column names each row once (a run) is turned; the others go to blocks.
+    """
+    whole = _table(data.columns, data.rows, data.title, data.caption)
+    if _fits(console, whole) or not data.rows:
+        return whole
+    keys = [row[0] for row in data.rows]
+    if len(set(keys)) == len(keys):
+        turned = _table(
+            [data.columns[0], *keys],
+            [[column, *(row[index] for row in data.rows)] for index, column in enumerate(data.columns) if index],
+            data.title,
+            data.caption,
+        )
+        if _fits(console, turned):
+            return turned
+    blocks = []
+    for row in data.rows:
+        block = Table(show_header=False)
+        block.add_column(overflow="fold")
+        block.add_column(overflow="fold")
+        for column, cell in zip(data.columns, row, strict=True):
+            block.add_row(Text(column), Text(cell))
+        blocks.append(block)
+    parts: list[RenderableType] = [Text(data.title, style="table.title"), Columns(blocks, padding=(0, 2))]
+    if data.caption:
+        parts.append(Text(data.caption, style="table.caption"))
+    return Group(*parts)
 
 
 def _md_cell(text: str) -> str:
@@ -300,26 +366,30 @@ def to_html(report: Report, plots: Sequence[Plot] = ()) -> str:
 
 
 def run_rows(report: Report) -> list[dict[str, Any]]:
-    """One flat row of raw numbers per run (counts, not shares, for the distributions)."""
+    """One flat row of raw numbers per run (counts, not shares, for the distributions), every score kind included."""
     return [_run_row(report, s) for s in report.summaries]
 
 
 def _run_row(report: Report, s: RunSummary) -> dict[str, Any]:
+    judge = s.scores["judge"]
     row: dict[str, Any] = {
-        "run": s.name, "model": s.model, "agent": s.agent, "mode": s.mode, "suite": s.suite,
+        "run": s.name, "kind": s.kind, "model": s.model, "agent": s.agent, "mode": s.mode, "suite": s.suite,
         "planned": s.planned, "done": s.done, "failed": s.failed, "unfinished": s.unfinished,
         "unscored_as_one": int(report.unscored_as_one),
-        "judge_n": s.judge.n, "judge_mean": s.judge.mean, "judge_std": s.judge.std, "judge_share_ge3": s.judge.share_good,
+        "judge_n": judge.n, "judge_mean": judge.mean, "judge_std": judge.std, "judge_share_ge3": judge.share_good,
     }  # fmt: skip
-    row |= {f"judge_{score}": s.judge.distribution.get(str(score), 0) for score in JUDGE_SCORES}
-    row |= {"judge_unscored": s.judge_unscored, "judge_missing": s.judge_missing}
+    row |= {f"judge_{score}": judge.distribution.get(str(score), 0) for score in JUDGE_SCORES}
+    row |= {"judge_unscored": s.judge_unscored, "judge_missing": s.missing["judge"]}
+    for kind in FRACTION_KINDS:
+        stats = s.scores[kind]
+        row |= {
+            f"{kind}_n": stats.n, f"{kind}_mean": stats.mean, f"{kind}_std": stats.std,
+            f"{kind}_share_perfect": stats.share_good, f"{kind}_share_below_0_8": stats.share_bad,
+        }  # fmt: skip
+        row |= {f"{kind}_{suffix}": stats.distribution.get(bucket, 0) for bucket, suffix in _BUCKET_SUFFIXES.items()}
+        row[f"{kind}_missing"] = s.missing[kind]
     row |= {
-        "codematch_n": s.codematch.n, "codematch_mean": s.codematch.mean, "codematch_std": s.codematch.std,
-        "codematch_share_perfect": s.codematch.share_good, "codematch_share_below_0_8": s.codematch.share_bad,
-    }  # fmt: skip
-    row |= {column: s.codematch.distribution.get(bucket, 0) for bucket, column in _BUCKET_COLUMNS.items()}
-    row |= {
-        "codematch_missing": s.codematch_missing, "queries_mean": s.queries_mean, "concluded_share": s.concluded_share,
+        "queries_mean": s.queries_mean, "concluded_share": _blank(s.concluded_share),
         "input_tokens": s.input_tokens, "output_tokens": s.output_tokens, "cost_usd": s.cost_usd,
     }  # fmt: skip
     if s.failures is not None:
@@ -328,20 +398,24 @@ def _run_row(report: Report, s: RunSummary) -> dict[str, Any]:
 
 
 def method_rows(report: Report) -> list[dict[str, Any]]:
-    """One row per run and method: the episode's state, counted scores and costs."""
+    """One row per run and method (per submission, in a run without episodes): state, every score, costs."""
     rows = []
     for run in report.runs:
         labels = report.failure_labels.get(run.name, {})
         for m in run.methods:
-            rows.append({
+            row: dict[str, Any] = {
                 "run": run.name, "model": run.setting("model"), "agent": run.setting("agent"), "mode": run.mode,
                 "method_id": m.method_id, "state": m.state,
-                "judge_status": m.judge_status or "", "judge": _blank(m.judge(report.unscored_as_one)),
-                "codematch_status": m.codematch_status or "", "codematch": _blank(m.codematch()),
+            }  # fmt: skip
+            for kind in KINDS:
+                row[f"{kind}_status"] = m.status(kind) or ""
+                row[kind] = _blank(m.score(kind, report.unscored_as_one))
+            row |= {
                 "concluded": _blank(None if m.concluded is None else int(m.concluded)), "queries": _blank(m.queries),
                 "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "cost_usd": m.cost_usd,
                 "failure": labels.get(m.method_id, ""), "error": m.error or "",
-            })  # fmt: skip
+            }  # fmt: skip
+            rows.append(row)
     return rows
 
 

@@ -1,17 +1,21 @@
 """Evaluation reports: gather runs from the run store and compute every number a report shows.
 
-``load_runs`` reads the episodes of the named runs, ``build_report`` turns
-them into a ``Report`` (per-run summaries, the paper's "Max" aggregation,
-interactive against in-context per model, and paired bootstrap tests for
-every pair of runs). Rendering lives in ``render`` and ``plots``: they only
-format what is computed here.
+``load_runs`` reads the named runs: the episodes of an evaluation run, or,
+for a run without episodes (a ``serve`` run such as the demo's, a scored
+predictions file, gold descriptions), its submissions, one per session and
+method. ``build_report`` turns them into a ``Report`` (per-run summaries of
+every score kind recorded, the paper's "Max" aggregation, interactive against
+in-context per model, and paired bootstrap tests for every pair of runs).
+Rendering lives in ``render`` and ``plots``: they only format what is computed
+here.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +31,9 @@ from pau_mcp.harness.stats import (
 from pau_mcp.runstore import RunStore, StoreError
 
 __all__ = [
+    "FRACTION_KINDS",
     "KINDS",
+    "KIND_TITLES",
     "MethodScores",
     "ModeComparison",
     "PairTest",
@@ -35,13 +41,27 @@ __all__ = [
     "ReportError",
     "RunData",
     "RunSummary",
+    "Score",
     "build_report",
     "load_runs",
     "load_trajectories",
 ]
 
-#: Score kinds compared across runs, in display order.
-KINDS = ("judge", "codematch")
+#: Every score kind the run store records, in display order: the judge's rating of the description, code
+#: written from the description, code written from the gold description (``pau-mcp score --gold``), and code
+#: the agent submitted itself, run against the hidden tests.
+KINDS = ("judge", "codematch", "codematch_gold", "direct")
+
+#: The kinds whose values are fractions of matching tests (0 to 1).
+FRACTION_KINDS = ("codematch", "codematch_gold", "direct")
+
+#: Each kind's name in headings.
+KIND_TITLES = {
+    "judge": "Judge score (1-5)",
+    "codematch": "Code match (0-1)",
+    "codematch_gold": "Code match from the gold description (0-1)",
+    "direct": "Direct code (0-1)",
+}
 
 
 class ReportError(ValueError):
@@ -49,16 +69,26 @@ class ReportError(ValueError):
 
 
 @dataclass(frozen=True)
+class Score:
+    """The latest recorded score of one kind.
+
+    Attributes:
+        status: ``scored`` (a value), ``unscored`` (the judge's reply had no readable rating) or ``error``.
+        value: The rating or fraction when scored.
+    """
+
+    status: str
+    value: float | None = None
+
+
+@dataclass(frozen=True)
 class MethodScores:
-    """One episode as a report sees it: how it ended and its raw scores.
+    """One episode (or, in a run without episodes, one submission) as a report sees it.
 
     Attributes:
         method_id: The method explored.
-        state: ``done``, ``failed``, ``pending`` or ``running``.
-        judge_status: ``scored``, ``unscored``, ``error``, or None when the judge never ran.
-        judge_value: The judge's rating when scored.
-        codematch_status: As ``judge_status``, for code match.
-        codematch_value: The code-match fraction when scored.
+        state: ``done``, ``failed``, ``pending`` or ``running``; a submission is ``done``.
+        scores: The latest score of each kind recorded (``judge``, ``codematch``, ``codematch_gold``, ``direct``).
         concluded: True when the agent concluded by itself, False when the budget ran out.
         queries: Tool calls that counted.
         input_tokens: Tokens the agent read.
@@ -69,10 +99,7 @@ class MethodScores:
 
     method_id: str
     state: str
-    judge_status: str | None = None
-    judge_value: float | None = None
-    codematch_status: str | None = None
-    codematch_value: float | None = None
+    scores: dict[str, Score] = field(default_factory=dict)
     concluded: bool | None = None
     queries: int | None = None
     input_tokens: int = 0
@@ -85,40 +112,83 @@ class MethodScores:
         """Only finished, successful episodes count in the scores."""
         return self.state == "done"
 
-    def judge(self, unscored_as_one: bool = False) -> float | None:
-        """The judge score this episode counts with, or None when it does not count.
+    def status(self, kind: str) -> str | None:
+        """The status of the latest score of a kind, or None when none was recorded."""
+        score = self.scores.get(kind)
+        return score.status if score is not None else None
+
+    def value(self, kind: str) -> float | None:
+        """The recorded value of a kind, whatever the episode's state (None when not scored)."""
+        score = self.scores.get(kind)
+        return score.value if score is not None else None
+
+    @property
+    def judge_status(self) -> str | None:
+        """``scored``, ``unscored``, ``error``, or None when the judge never ran."""
+        return self.status("judge")
+
+    @property
+    def judge_value(self) -> float | None:
+        """The judge's rating when scored."""
+        return self.value("judge")
+
+    @property
+    def codematch_status(self) -> str | None:
+        """As ``judge_status``, for code match."""
+        return self.status("codematch")
+
+    @property
+    def codematch_value(self) -> float | None:
+        """The code-match fraction when scored."""
+        return self.value("codematch")
+
+    def score(self, kind: str, unscored_as_one: bool = False) -> float | None:
+        """The score of one kind this episode counts with, or None when it does not count.
 
         Args:
+            kind: One of ``KINDS``.
             unscored_as_one: Count an unscored judge reply as 1 (the reference benchmark's rule)
                 instead of leaving it out.
         """
-        if not self.done:
+        score = self.scores.get(kind)
+        if not self.done or score is None:
             return None
-        if self.judge_status == "scored" and self.judge_value is not None:
-            return float(self.judge_value)
-        if self.judge_status == "unscored" and unscored_as_one:
+        if score.status == "scored" and score.value is not None:
+            return float(score.value)
+        if kind == "judge" and score.status == "unscored" and unscored_as_one:
             return 1.0
         return None
 
+    def judge(self, unscored_as_one: bool = False) -> float | None:
+        """The judge score this episode counts with, or None."""
+        return self.score("judge", unscored_as_one)
+
     def codematch(self) -> float | None:
         """The code-match fraction this episode counts with, or None."""
-        if self.done and self.codematch_status == "scored" and self.codematch_value is not None:
-            return float(self.codematch_value)
-        return None
-
-    def score(self, kind: str, unscored_as_one: bool = False) -> float | None:
-        """The counted score of one kind (``judge`` or ``codematch``)."""
-        return self.judge(unscored_as_one) if kind == "judge" else self.codematch()
+        return self.score("codematch")
 
 
 @dataclass(frozen=True)
 class RunData:
-    """A run's configuration and episodes, as read from the store."""
+    """A run's configuration and what it recorded, as read from the store.
+
+    Attributes:
+        name: The run.
+        run_id: Its id in the store.
+        config: The configuration it was created with.
+        methods: Its episodes, or for a run without episodes its submissions (the latest per session and method).
+        kind: How the run was made: ``eval``, ``serve`` (the demo's too), ``file`` (a predictions file) or ``gold``.
+        episodes: True when ``methods`` are evaluation episodes, False when they are submissions.
+        replaced: Submissions left out because a later one in the same session replaced them.
+    """
 
     name: str
     run_id: int
     config: dict[str, Any]
     methods: tuple[MethodScores, ...]
+    kind: str = "eval"
+    episodes: bool = True
+    replaced: int = 0
 
     def setting(self, key: str) -> str:
         """A configuration value as text ("" when the run does not record it)."""
@@ -130,6 +200,14 @@ class RunData:
         """``interactive`` or ``incontext`` (spelling variants such as ``in-context`` folded), or ""."""
         return self.setting("mode").lower().replace("-", "").replace("_", "")
 
+    @property
+    def suite(self) -> str:
+        """The suite (or suites, comma-separated) the run covers: from its configuration, else its method ids."""
+        if self.setting("suite"):
+            return self.setting("suite")
+        suites = self.config.get("suites") or sorted({m.method_id.split("/", 1)[0] for m in self.methods})
+        return ", ".join(str(s) for s in suites)
+
 
 @dataclass(frozen=True)
 class RunSummary:
@@ -137,21 +215,22 @@ class RunSummary:
 
     Attributes:
         name: The run.
+        kind: How the run was made (``eval``, ``serve``, ``file``, ``gold``).
         model: The agent's model (from the run's configuration; "" if not recorded).
         agent: The agent kind (``paper``, ``tools``, ``probe``).
         mode: ``interactive`` or ``incontext``.
         suite: The suite it ran over.
-        planned: Episodes planned.
-        done: Episodes finished (the only ones scored).
+        planned: Episodes planned (submissions, for a run without episodes).
+        done: Episodes finished (the only ones scored); every submission counts as done.
         failed: Episodes that failed (errors).
         unfinished: Episodes still pending or running.
-        judge: Judge-score stats over done episodes with a counted score.
-        codematch: Code-match stats over done episodes with a score.
+        scores: Per kind, stats over done episodes with a counted score of that kind.
+        missing: Per kind, done episodes with no counted score of that kind (never scored, or an error;
+            an unscored judge reply is counted in ``judge_unscored`` instead unless it counts as 1).
         judge_unscored: Done episodes whose judge reply had no readable rating.
-        judge_missing: Done episodes with no judge score (not run, or the judge request failed).
-        codematch_missing: Done episodes with no code-match score.
         queries_mean: Mean counted tool calls per done episode.
-        concluded_share: Share of done episodes the agent concluded by itself.
+        concluded_share: Share of done episodes the agent concluded by itself (None when none recorded it:
+            submissions say nothing of how the agent stopped).
         input_tokens: Input tokens over all finished episodes (done and failed: both were paid for).
         output_tokens: Output tokens, likewise.
         cost_usd: Cost, likewise.
@@ -159,6 +238,7 @@ class RunSummary:
     """
 
     name: str
+    kind: str
     model: str
     agent: str
     mode: str
@@ -167,17 +247,40 @@ class RunSummary:
     done: int
     failed: int
     unfinished: int
-    judge: ScoreStats
-    codematch: ScoreStats
+    scores: dict[str, ScoreStats]
+    missing: dict[str, int]
     judge_unscored: int
-    judge_missing: int
-    codematch_missing: int
     queries_mean: float
-    concluded_share: float
+    concluded_share: float | None
     input_tokens: int
     output_tokens: int
     cost_usd: float
     failures: dict[str, int] | None = None
+
+    @property
+    def judge(self) -> ScoreStats:
+        """Judge-score stats."""
+        return self.scores["judge"]
+
+    @property
+    def codematch(self) -> ScoreStats:
+        """Code-match stats."""
+        return self.scores["codematch"]
+
+    @property
+    def judge_missing(self) -> int:
+        """Done episodes with no judge score (not run, or the judge request failed)."""
+        return self.missing["judge"]
+
+    @property
+    def codematch_missing(self) -> int:
+        """Done episodes with no code-match score."""
+        return self.missing["codematch"]
+
+    @property
+    def recorded(self) -> int:
+        """Scores of every kind counted in this run."""
+        return sum(stats.n for stats in self.scores.values())
 
 
 @dataclass(frozen=True)
@@ -187,7 +290,7 @@ class PairTest:
     Attributes:
         a: The first run (in command-line order).
         b: The second run.
-        tests: ``judge`` and ``codematch`` results, each over the methods scored in both runs.
+        tests: Per kind shown in the report, the result over the methods scored in both runs.
     """
 
     a: str
@@ -204,7 +307,7 @@ class ModeComparison:
         agent: The agent kind.
         interactive: The interactive run.
         incontext: The in-context run.
-        means: Per kind, ``(interactive mean, in-context mean)`` over each run's own scored episodes.
+        means: Per kind shown, ``(interactive mean, in-context mean)`` over each run's own scored episodes.
         tests: Per kind, the paired test with A = interactive, B = in-context (common methods only).
     """
 
@@ -223,7 +326,8 @@ class Report:
     Attributes:
         runs: The runs' data, in the order asked for.
         summaries: One summary per run, same order.
-        max_stats: Per kind, the "Max" aggregation (None for a single run).
+        kinds: The score kinds shown: those with at least one score recorded in some run, in ``KINDS`` order.
+        max_stats: Per kind shown, the "Max" aggregation (None for a single run).
         max_methods: Methods in the Max aggregation (scored in at least one run).
         modes: Interactive against in-context comparisons.
         pairs: Paired tests for every pair of runs.
@@ -236,6 +340,7 @@ class Report:
 
     runs: list[RunData]
     summaries: list[RunSummary]
+    kinds: tuple[str, ...]
     max_stats: dict[str, ScoreStats] | None
     max_methods: int
     modes: list[ModeComparison]
@@ -260,18 +365,30 @@ class Report:
 def load_runs(store: RunStore, names: Sequence[str]) -> list[RunData]:
     """Read the named runs (duplicates dropped, order kept).
 
+    A run with episodes (``pau-mcp eval``) is read as its episodes. A run without (``pau-mcp serve``, the
+    demo, a predictions file or gold descriptions scored with ``pau-mcp score``) is read as its submissions:
+    one per session and method, the latest, since a later submission in a session replaces the earlier one.
+
     Raises:
         ReportError: a name is not a run; the message lists the known runs.
     """
     runs = []
+    known = {row["name"]: row for row in store.runs()}
     for name in dict.fromkeys(names):
         try:
             run_id = store.run_id(name)
         except StoreError:
-            known = ", ".join(sorted(row["name"] for row in store.runs())) or "none yet"
-            raise ReportError(f"no run named {name!r} in {store.path}; known runs: {known}") from None
-        methods = tuple(_method_scores(row) for row in store.episodes(run_id))
-        runs.append(RunData(name, run_id, store.run_config(run_id), methods))
+            listed = ", ".join(sorted(known)) or "none yet"
+            raise ReportError(f"no run named {name!r} in {store.path}; known runs: {listed}") from None
+        kind = str(known[name]["kind"]) if name in known else ""
+        config = store.run_config(run_id)
+        episodes = store.episodes(run_id)
+        if episodes:
+            methods = tuple(_episode_scores(row) for row in episodes)
+            runs.append(RunData(name, run_id, config, methods, kind=kind))
+        else:
+            methods, replaced = _submission_scores(store, run_id)
+            runs.append(RunData(name, run_id, config, methods, kind=kind, episodes=False, replaced=replaced))
     return runs
 
 
@@ -280,16 +397,16 @@ def load_trajectories(store: RunStore, run: RunData) -> dict[str, list[Any]]:
     return {row["method_id"]: row["trajectory"] or [] for row in store.episodes(run.run_id, with_trajectories=True)}
 
 
-def _method_scores(row: dict[str, Any]) -> MethodScores:
-    scores = row.get("scores") or {}
-    judge, codematch = scores.get("judge") or {}, scores.get("codematch") or {}
+def _latest_scores(rows: Iterable[dict[str, Any]]) -> dict[str, Score]:
+    """The latest score of each kind (rows come oldest first)."""
+    return {row["kind"]: Score(row["status"], row.get("value")) for row in rows}
+
+
+def _episode_scores(row: dict[str, Any]) -> MethodScores:
     return MethodScores(
         method_id=row["method_id"],
         state=row["state"],
-        judge_status=judge.get("status"),
-        judge_value=judge.get("value"),
-        codematch_status=codematch.get("status"),
-        codematch_value=codematch.get("value"),
+        scores=_latest_scores((row.get("scores") or {}).values()),
         concluded=None if row.get("concluded") is None else bool(row["concluded"]),
         queries=row.get("queries"),
         input_tokens=int(row.get("input_tokens") or 0),
@@ -297,6 +414,25 @@ def _method_scores(row: dict[str, Any]) -> MethodScores:
         cost_usd=float(row.get("cost_usd") or 0.0),
         error=row.get("error"),
     )
+
+
+def _submission_scores(store: RunStore, run_id: int) -> tuple[tuple[MethodScores, ...], int]:
+    """A run without episodes as its submissions: the latest per session and method, with its counted calls."""
+    submissions = store.submissions(run_id)
+    latest: dict[tuple[int, str], dict[str, Any]] = {}
+    for row in submissions:  # in id order: a later one replaces an earlier one
+        latest[(row["session_id"], row["method_id"])] = row
+    counted = Counter((c["session_id"], c["method_id"]) for c in store.calls(run_id) if c["counted"])
+    methods = tuple(
+        MethodScores(
+            method_id=row["method_id"],
+            state="done",
+            scores=_latest_scores(store.scores(row["id"])),
+            queries=counted.get(key, 0),
+        )
+        for key, row in latest.items()
+    )
+    return methods, len(submissions) - len(latest)
 
 
 # -- computing ----------------------------------------------------------------------------------
@@ -327,16 +463,19 @@ def build_report(
     if resamples < 1:
         raise ReportError(f"--resamples must be at least 1 (got {resamples})")
     labels = failure_labels or {}
+    # A kind is shown when some run recorded a score of it, whatever its status: an error is news too.
+    kinds = tuple(k for k in KINDS if any(m.status(k) is not None for run in runs for m in run.methods))
     summaries = [
         _summarise(run, unscored_as_one, labels.get(run.name, {}) if failure_labels is not None else None)
         for run in runs
     ]
-    max_stats, max_methods = _max_aggregation(runs, unscored_as_one) if len(runs) > 1 else (None, 0)
-    pairs = [_pair_test(a, b, unscored_as_one, resamples, seed) for a, b in itertools.combinations(runs, 2)]
-    modes = _mode_comparisons(runs, summaries, pairs)
+    max_stats, max_methods = _max_aggregation(runs, kinds, unscored_as_one) if len(runs) > 1 else (None, 0)
+    pairs = [_pair_test(a, b, kinds, unscored_as_one, resamples, seed) for a, b in itertools.combinations(runs, 2)]
+    modes = _mode_comparisons(runs, summaries, pairs, kinds)
     report = Report(
         runs=list(runs),
         summaries=summaries,
+        kinds=kinds,
         max_stats=max_stats,
         max_methods=max_methods,
         modes=modes,
@@ -350,30 +489,37 @@ def build_report(
     return report
 
 
+def _stats(kind: str, values: Sequence[float]) -> ScoreStats:
+    return judge_stats(values) if kind == "judge" else codematch_stats(values)
+
+
 def _summarise(run: RunData, unscored_as_one: bool, labels: dict[str, str] | None) -> RunSummary:
     done = [m for m in run.methods if m.done]
-    judged = [v for m in done if (v := m.judge(unscored_as_one)) is not None]
-    matched = [v for m in done if (v := m.codematch()) is not None]
+    scores, missing = {}, {}
+    for kind in KINDS:
+        values = [v for m in done if (v := m.score(kind, unscored_as_one)) is not None]
+        scores[kind] = _stats(kind, values)
+        uncounted = [m for m in done if m.score(kind, unscored_as_one) is None]
+        missing[kind] = sum(1 for m in uncounted if kind != "judge" or m.status(kind) != "unscored")
     queries, _ = mean_and_std([float(m.queries) for m in done if m.queries is not None])
     concluded = [m.concluded for m in done if m.concluded is not None]
     finished = [m for m in run.methods if m.state in ("done", "failed")]
     return RunSummary(
         name=run.name,
+        kind=run.kind,
         model=run.setting("model"),
         agent=run.setting("agent"),
         mode=run.mode,
-        suite=run.setting("suite"),
+        suite=run.suite,
         planned=len(run.methods),
         done=len(done),
         failed=sum(1 for m in run.methods if m.state == "failed"),
         unfinished=sum(1 for m in run.methods if m.state not in ("done", "failed")),
-        judge=judge_stats(judged),
-        codematch=codematch_stats(matched),
+        scores=scores,
+        missing=missing,
         judge_unscored=sum(1 for m in done if m.judge_status == "unscored"),
-        judge_missing=sum(1 for m in done if m.judge_status not in ("scored", "unscored")),
-        codematch_missing=sum(1 for m in done if m.codematch() is None),
         queries_mean=queries,
-        concluded_share=sum(concluded) / len(concluded) if concluded else 0.0,
+        concluded_share=sum(concluded) / len(concluded) if concluded else None,
         input_tokens=sum(m.input_tokens for m in finished),
         output_tokens=sum(m.output_tokens for m in finished),
         cost_usd=sum(m.cost_usd for m in finished),
@@ -386,37 +532,50 @@ def _count_labels(labels: dict[str, str]) -> dict[str, int]:
     return {label: counts.get(label, 0) for label in (*FAILURE_LABELS, UNCLASSIFIED)}
 
 
-def _scores(run: RunData, kind: str, unscored_as_one: bool) -> dict[str, float]:
-    return {m.method_id: v for m in run.methods if (v := m.score(kind, unscored_as_one)) is not None}
+def _scores(run: RunData, kind: str, unscored_as_one: bool) -> dict[str, list[float]]:
+    """Each method's counted scores of one kind (several only in a run of several sessions without episodes)."""
+    found: dict[str, list[float]] = {}
+    for m in run.methods:
+        if (value := m.score(kind, unscored_as_one)) is not None:
+            found.setdefault(m.method_id, []).append(value)
+    return found
 
 
-def _max_aggregation(runs: Sequence[RunData], unscored_as_one: bool) -> tuple[dict[str, ScoreStats], int]:
+def _max_aggregation(
+    runs: Sequence[RunData], kinds: Sequence[str], unscored_as_one: bool
+) -> tuple[dict[str, ScoreStats], int]:
     """Per method the best score over all runs, then stats over methods: the upper bound of what the runs can do."""
     stats, methods = {}, set()
-    for kind, summarise in (("judge", judge_stats), ("codematch", codematch_stats)):
+    for kind in kinds:
         best: dict[str, float] = {}
         for run in runs:
-            for method, value in _scores(run, kind, unscored_as_one).items():
-                best[method] = max(value, best.get(method, value))
-        stats[kind] = summarise([best[m] for m in sorted(best)])
+            for method, values in _scores(run, kind, unscored_as_one).items():
+                best[method] = max(*values, best.get(method, values[0]))
+        stats[kind] = _stats(kind, [best[m] for m in sorted(best)])
         methods |= set(best)
     return stats, len(methods)
 
 
-def _pair_test(a: RunData, b: RunData, unscored_as_one: bool, resamples: int, seed: int) -> PairTest:
+def _pair_test(
+    a: RunData, b: RunData, kinds: Sequence[str], unscored_as_one: bool, resamples: int, seed: int
+) -> PairTest:
     tests = {}
-    for kind in KINDS:
+    for kind in kinds:
         scores_a, scores_b = _scores(a, kind, unscored_as_one), _scores(b, kind, unscored_as_one)
         # Sorted, so the resampled indices and hence the p-values do not depend on plan order.
         common = sorted(scores_a.keys() & scores_b.keys())
+        # A method submitted in several sessions of one run counts once, with its mean.
         tests[kind] = paired_bootstrap(
-            [scores_a[m] for m in common], [scores_b[m] for m in common], resamples=resamples, seed=seed
+            [math.fsum(scores_a[m]) / len(scores_a[m]) for m in common],
+            [math.fsum(scores_b[m]) / len(scores_b[m]) for m in common],
+            resamples=resamples,
+            seed=seed,
         )
     return PairTest(a.name, b.name, tests)
 
 
 def _mode_comparisons(
-    runs: Sequence[RunData], summaries: Sequence[RunSummary], pairs: Sequence[PairTest]
+    runs: Sequence[RunData], summaries: Sequence[RunSummary], pairs: Sequence[PairTest], kinds: Sequence[str]
 ) -> list[ModeComparison]:
     by_name = {s.name: s for s in summaries}
     tests = {(p.a, p.b): p.tests for p in pairs}
@@ -431,7 +590,7 @@ def _mode_comparisons(
             continue
         si, sc = by_name[inter.name], by_name[incon.name]
         pair = tests.get((inter.name, incon.name)) or _swapped(tests[(incon.name, inter.name)])
-        means = {"judge": (si.judge.mean, sc.judge.mean), "codematch": (si.codematch.mean, sc.codematch.mean)}
+        means = {kind: (si.scores[kind].mean, sc.scores[kind].mean) for kind in kinds}
         comparisons.append(ModeComparison(si.model, si.agent, inter.name, incon.name, means, pair))
     return comparisons
 
@@ -444,14 +603,34 @@ def _swapped(tests: dict[str, BootstrapResult]) -> dict[str, BootstrapResult]:
     }
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("s" if number != 1 else "")
+
+
 def _episodes(count: int) -> str:
-    return f"{count} episode" + ("s" if count != 1 else "")
+    return _count(count, "episode")
 
 
 def _notes(report: Report) -> list[str]:
     notes = [report.unscored_rule]
-    for s in report.summaries:
-        if s.done == 0:
+    for run, s in zip(report.runs, report.summaries, strict=True):
+        if not run.episodes:
+            made = f"a {run.kind} run" if run.kind else "a run"
+            if not run.methods:
+                notes.append(
+                    f"Run {s.name} ({made}) has no episodes and no submissions yet: there is nothing to report."
+                )
+                continue
+            notes.append(
+                f"Run {s.name} ({made}) has no episodes: its {_count(s.planned, 'submission')} "
+                f"{'is' if s.planned == 1 else 'are'} reported, the latest per session and method."
+            )
+            if run.replaced:
+                notes.append(
+                    f"Run {s.name}: {_count(run.replaced, 'earlier submission')} replaced by a later one in the same "
+                    "session left out."
+                )
+        elif s.done == 0:
             notes.append(f"Run {s.name} has no finished episodes: its numbers are zeros.")
         if s.unfinished:
             notes.append(
@@ -459,13 +638,21 @@ def _notes(report: Report) -> list[str]:
             )
         if s.failed:
             notes.append(f"Run {s.name}: {_episodes(s.failed)} failed with an error and left out of the scores.")
+        scored = any(m.scores for m in run.methods if m.done)
+        if s.done and not scored:
+            notes.append(
+                f"Run {s.name} has no scores yet: score it with `pau-mcp score {s.name}` and --judge-model and "
+                f"--coder-model, or, with no model, score the code it submitted: `pau-mcp score {s.name} --scores direct`."
+            )
+    if not report.kinds:
+        notes.append("No score of any kind is recorded in these runs, so there are no score tables.")
     suites = {s.suite for s in report.summaries}
     if len(suites) > 1:
         shown = ", ".join(sorted(x or "(unrecorded)" for x in suites))
         notes.append(
             f"The runs come from different suites ({shown}): pairwise statistics use only methods scored in both runs (n)."
         )
-    if report.max_stats is not None:
+    if report.max_stats is not None and report.kinds:
         notes.append(
             f"Max: for each method the best score over the {len(report.runs)} runs, then mean and distribution over the methods "
             f"scored in at least one run ({report.max_methods} methods; n per score in the tables)."
@@ -473,7 +660,12 @@ def _notes(report: Report) -> list[str]:
     for pair in report.pairs:
         if not any(test.n for test in pair.tests.values()):
             notes.append(f"Runs {pair.a} and {pair.b} have no method scored in both: they are not compared.")
-    if report.pairs:
+    if any(not run.episodes and len({m.method_id for m in run.methods}) < len(run.methods) for run in report.runs):
+        notes.append(
+            "A method submitted in several sessions of one run counts once per session in that run's numbers, "
+            "once (its mean) in the pairwise tests and once (its best) in Max."
+        )
+    if report.pairs and report.kinds:
         notes.append(
             f"Paired bootstrap: {report.resamples} resamples, each drawing half of the common methods with replacement, seed {report.seed}; "
             "p(A>B) = 1 - share of resamples in which A's mean beats B's."
