@@ -114,7 +114,8 @@ def import_python(
         progress: Progress bars, as in ``build_suite``.
 
     Returns:
-        The report; a function without inputs or description is refused with that reason.
+        The report; a function without inputs or description is refused, with every missing piece named in
+        one reason (and a file with no public function is refused too).
 
     Raises:
         DatasetUnavailable: The path or a JSON file is missing or malformed.
@@ -132,28 +133,45 @@ def import_python(
     for file in files:
         text = file.read_text(encoding="utf-8")
         try:
-            found.extend((file, text, function) for function in public_functions(text))
+            functions = public_functions(text)
         except SyntaxError as exc:
             items.append(Refusal(file.name, f"does not parse: {exc.msg} (line {exc.lineno})"))
+            continue
+        if not functions:
+            items.append(
+                Refusal(file.name, "no public function: define one at the top level, its name not starting with _")
+            )
+        found.extend((file, text, function) for function in functions)
     for position, (file, text, function) in enumerate(found):
         key = f"{file.name}::{function}"
         sidecar = file.with_name(f"{file.stem}.inputs.json")
         mapping = given if given is not None else (_json_mapping(sidecar, "inputs") if sidecar.is_file() else {})
         described = file.with_name(f"{file.stem}.descriptions.json")
         descriptions = _json_mapping(described, "descriptions") if described.is_file() else {}
+        # Every missing piece at once, so one round of fixes is enough.
+        missing: list[str] = []
+        where = inputs or sidecar
         raw = _lookup(mapping, file.stem, function)
+        probes: list[Probe] = []
         if raw is None:
-            where = inputs or sidecar
-            items.append(Refusal(key, f'no inputs: add "{function}": ["(...)", ...] to {where}'))
-            continue
-        used.update({function, f"{file.stem}.{function}"})
-        probes = _probes(raw, str(inputs or sidecar))
-        if isinstance(probes, str):
-            items.append(Refusal(key, probes))
-            continue
+            missing.append(f'no inputs: add "{function}": ["(...)", ...] to {where}')
+        else:
+            used.update({function, f"{file.stem}.{function}"})
+            checked = _probes(raw, str(where))
+            if isinstance(checked, str):
+                missing.append(checked)
+            elif not checked:
+                missing.append(f'no inputs: the list for "{function}" in {where} is empty')
+            else:
+                probes = checked
         description = _lookup(descriptions, file.stem, function)
         if not isinstance(description, str) or not description.strip():
             description = description_from_docstring(docstring_of(text, function), function)
+        if not description.strip():
+            missing.append(f'no description: add a docstring to {function}, or "{function}": "..." to {described}')
+        if missing:
+            items.append(Refusal(key, "; ".join(missing)))
+            continue
         examples, tests = split_probes(probes, hide=function)
         items.append(Draft(
             key=key,

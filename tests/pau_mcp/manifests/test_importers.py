@@ -474,6 +474,35 @@ def test_the_import_command_reports_usage_errors_with_exit_two(tmp_path):
     assert missing.returncode == 2
 
 
+def test_the_shipped_example_imports_cleanly(tmp_path, sandbox):
+    result = pau("python", "examples/word_stats.py", "--manifests", str(tmp_path), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["imported"] == ["word_stats/f000"] and report["refused"] == []
+    (method,) = assert_suite_validates(tmp_path / "word_stats", sandbox).methods.values()
+    assert method.description.startswith("Words of the text arg0") and len(method.examples) == 2
+    assert len(method.tests) >= 5
+
+
+def test_every_missing_piece_of_a_python_file_is_reported_at_once(tmp_path):
+    source = tmp_path / "bare.py"
+    source.write_text(
+        'def bare(x):\n    return x\n\n\ndef empty(x):\n    return x\n\n\ndef fine(x):\n    """Itself."""\n    return x\n'
+    )
+    (tmp_path / "bare.inputs.json").write_text(json.dumps({"empty": [], "fine": ["(1,)", "(2,)"]}))
+    (tmp_path / "nothing.py").write_text("def _private(x):\n    return x\n")
+    result = pau("python", str(tmp_path), "--manifests", str(tmp_path / "m"), "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    refused = {item["key"]: item["reason"] for item in json.loads(result.stdout)["refused"]}
+    assert set(refused) == {"bare.py::bare", "bare.py::empty", "nothing.py"}
+    bare = refused["bare.py::bare"]
+    assert "no inputs" in bare and "no description" in bare and "docstring" in bare
+    assert str(tmp_path / "bare.inputs.json") in bare and str(tmp_path / "bare.descriptions.json") in bare
+    assert "no inputs" in refused["bare.py::empty"] and "empty" in refused["bare.py::empty"]
+    assert "no description" in refused["bare.py::empty"]
+    assert "no public function" in refused["nothing.py"]
+
+
 def test_the_import_command_needs_a_directory_for_the_new_suite_and_never_writes_the_packaged_suites(tmp_path):
     source = tmp_path / "f.py"
     source.write_text("def f(x):\n    return x\n")
