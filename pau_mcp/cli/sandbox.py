@@ -94,11 +94,22 @@ def sandbox_info(as_json: bool, **values: object) -> None:
 def run_code(file: Path, entry: str, inputs: tuple[str, ...], as_json: bool, **values: object) -> None:
     """Run the function ENTRY from FILE in the sandbox on each --input.
 
-    Exits 0 when the calls ran, whatever their statuses; 2 for usage errors.
+    Exits 0 when the calls ran, whatever their statuses; 2 for usage errors, an --input that is not a
+    literal among them (nothing runs then).
     """
-    from wasm_runtime import Sandbox
+    from wasm_runtime import InvalidInput, Sandbox, parse_arguments
 
     settings = settings_from(values)
+    problems = []
+    for literal in inputs:
+        try:
+            parse_arguments(literal)
+        except InvalidInput as exc:
+            problems.append(f"--input {literal!r}: {exc}")
+    if problems:
+        # The shell eats unquoted parentheses and quotes, so say how to protect the literal from it.
+        problems.append("Quote each literal for the shell, e.g. --input \"(1, 'a')\".")
+        raise click.UsageError("\n".join(problems))
     try:
         limits = settings.sandbox_limits()
     except ValueError as exc:

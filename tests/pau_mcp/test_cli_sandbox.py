@@ -21,10 +21,10 @@ def pau(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
 def test_run_code_prints_one_json_object_per_input_and_exits_zero_whatever_the_status(tmp_path):
     source = tmp_path / "f.py"
     source.write_text("def test_func(a, b=0):\n    return a // b\n")
-    result = pau("run-code", str(source), "--input", "(7, 2)", "--input", "(1, 0)", "--input", "(f(),)", "--json")
+    result = pau("run-code", str(source), "--input", "(7, 2)", "--input", "(1, 0)", "--input", "(9, 4)", "--json")
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [line["status"] for line in lines] == ["ok", "error", "invalid_input"]
+    assert [line["status"] for line in lines] == ["ok", "error", "ok"]
     assert lines[0]["value"] == "3" and lines[0]["input"] == "(7, 2)"
     assert lines[1]["error_type"] == "ZeroDivisionError"
     assert {"value_type", "encoded", "error_message", "duration_ms", "fuel"} <= set(lines[0])
@@ -55,6 +55,18 @@ def test_usage_errors_exit_two_with_a_message(tmp_path):
     assert bad_limit.returncode == 2 and "--memory-mb" in bad_limit.stderr
     no_file = pau("run-code", str(tmp_path / "nope.py"), "--input", "1")
     assert no_file.returncode == 2
+
+
+def test_an_input_that_is_not_a_literal_is_a_usage_error_saying_how_to_write_one(tmp_path):
+    source = tmp_path / "f.py"
+    source.write_text("def test_func(*a):\n    return a\n")
+    result = pau("run-code", str(source), "--input", "(1,)", "--input", "(1, 'a'", "--input", "(f(),)")
+    assert result.returncode == 2, result.stdout
+    assert result.stdout == ""  # nothing ran
+    assert '''--input "(1, 'a'"''' in result.stderr and "not valid Python" in result.stderr
+    assert "--input '(f(),)'" in result.stderr and "`f()` is a call" in result.stderr
+    assert "Write the arguments as a Python literal" in result.stderr and "(3, 'abc')" in result.stderr
+    assert "--input '(1,)'" not in result.stderr and "Quote each literal for the shell" in result.stderr
 
 
 def test_sandbox_info_reports_the_build():
