@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.resources
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -43,8 +44,11 @@ def test_the_packaged_suites_are_found_through_the_installed_package() -> None:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: setuptools packs whatever a build/ directory holds, stale files included.
+    source = out / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "build", "dist", "*.egg-info", "__pycache__"))
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
