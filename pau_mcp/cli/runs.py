@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..config import options
@@ -27,6 +29,20 @@ def _open(values: dict):  # type: ignore[no-untyped-def]
         return settings.run_store()
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _literal(text: object, keep_lines: bool = False) -> str:
+    """Agent-supplied text as it was written: Rich markup escaped, and every control or format character
+    (terminal escapes, bells, bidirectional overrides) shown as a Python escape instead of acting on the terminal."""
+    out = []
+    for ch in str(text):
+        if keep_lines and ch in "\n\t":
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            out.append(ascii(ch)[1:-1])
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 @click.group()
@@ -75,18 +91,17 @@ def show(name: str, as_json: bool, **values: object) -> None:
         return
     table = Table("session", "method", "arguments", "status", "result", "counted")
     for c in calls:
-        result = c["value"] if c["status"] == "ok" else f"{c['error_type'] or ''}: {c['error_message'] or ''}"
-        table.add_row(
-            c["session_key"],
-            c["method_id"],
-            c["arguments"],
-            c["status"],
-            (result or "")[:60],
-            "yes" if c["counted"] else "no",
-        )
+        ok = c["status"] in ("ok", "counterexample")
+        result = c["value"] if ok else f"{c['error_type'] or ''}: {c['error_message'] or ''}"
+        cells = [c["session_key"], c["method_id"], c["arguments"], c["status"], (result or "")[:60]]
+        table.add_row(*(escape(_literal(cell)) for cell in cells), "yes" if c["counted"] else "no")
     Console().print(table)
     for s in submissions:
-        click.echo(f"\nsubmission {s['id']} for {s['method_id']} (session {s['session_key']}):\n  {s['description']}")
+        # click.echo interprets no markup: only control characters need showing as escapes.
+        click.echo(
+            f"\nsubmission {s['id']} for {s['method_id']} (session {_literal(s['session_key'])}):\n"
+            f"  {_literal(s['description'], keep_lines=True)}"
+        )
 
 
 @runs.command("export")

@@ -1,6 +1,6 @@
 """Hidden-method suites: the manifest model, suites on disk, and importers."""
 
-from .model import Case, FrozenOutcome, Method, Provenance, SuiteInfo, Tags, call_text, tool_name_for
+from .model import Case, FrozenOutcome, Method, Provenance, SuiteInfo, Tags, call_text, tool_name
 from .store import PACKAGED_MANIFESTS, ManifestError, ManifestStore, Suite, dump_method
 
 __all__ = [
@@ -16,5 +16,5 @@ __all__ = [
     "Tags",
     "call_text",
     "dump_method",
-    "tool_name_for",
+    "tool_name",
 ]
