@@ -43,7 +43,7 @@ _SUBMIT = types.Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "method": {"type": "string", "description": "the tool name of the function, e.g. fn_3ebe01a8c1"},
+            "method": {"type": "string", "description": "the tool name of the function, as listed, e.g. fn_2c9d41e07a"},
             "description": {"type": "string", "description": "what the function does"},
             "code": {"type": "string", "description": "optional: your implementation, def test_func(...)"},
         },

@@ -195,3 +195,57 @@ def test_spent_feedback_and_counterexample_queries_survive_a_restart(tmp_path):
     assert all("counterexample" in r["result"]["structuredContent"]["scores"] for r in before)
     assert "scores" not in after["result"]["structuredContent"]
     assert call["result"]["structuredContent"]["queries_used"] == 3
+
+
+def test_concurrent_submits_never_get_more_feedback_than_the_limit(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(METHOD.id)
+    wrong = {"method": tool, "description": "d", "code": "def test_func(arg0):\n    return 0\n"}
+
+    async def main() -> list:
+        replies: list = []
+        async with _feedback_server(db, "--feedback-limit", "2", "--budget", "20") as session:
+
+            async def one() -> None:
+                replies.append(await session.call_tool("submit", wrong))
+
+            with anyio.fail_after(120):
+                async with anyio.create_task_group() as group:
+                    for _ in range(8):
+                        group.start_soon(one)
+        return replies
+
+    replies = anyio.run(main)
+    assert len(replies) == 8 and sum("scores" in r.structured_content for r in replies) == 2
+    rows = sqlite3.connect(db).execute("SELECT SUM(feedback), COUNT(*) FROM submissions").fetchone()
+    counted = sqlite3.connect(db).execute("SELECT COUNT(*) FROM calls WHERE status = 'counterexample'").fetchone()
+    assert rows == (2, 8) and counted == (2,)
+
+
+def test_without_a_budget_counterexamples_are_still_counted_and_limited(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(METHOD.id)
+    wrong = {"method": tool, "description": "d", "code": "def test_func(arg0):\n    return 0\n"}
+
+    async def main() -> list:
+        async with _feedback_server(db, "--budget", "0", "--feedback-limit", "2") as session:
+            return [await session.call_tool("submit", wrong) for _ in range(3)]
+
+    replies = anyio.run(main)
+    assert [("counterexample" in (r.structured_content.get("scores") or {})) for r in replies] == [True, True, False]
+    assert replies[1].structured_content["queries_used"] == 2 and replies[1].structured_content["queries_left"] is None
+
+
+def test_a_submit_without_code_gets_no_counterexample_and_keeps_its_query(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(METHOD.id)
+
+    async def main() -> tuple:
+        async with _feedback_server(db, "--budget", "2") as session:
+            submitted = await session.call_tool("submit", {"method": tool, "description": "runs of characters"})
+            call = await session.call_tool(tool, {"arg0": "aa"})
+            return submitted, call
+
+    submitted, call = anyio.run(main)
+    assert "counterexample" not in submitted.structured_content["scores"]
+    assert submitted.structured_content["queries_left"] == 2 and call.structured_content["queries_used"] == 1

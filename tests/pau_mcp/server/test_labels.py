@@ -158,3 +158,77 @@ def test_the_evaluation_harness_way_of_labelling_still_records_each_episode_unde
         " ON s.run_id = r.id WHERE r.name = 'eval-run' GROUP BY s.key ORDER BY s.key",
     )
     assert rows == [(f"eval-run/{B001}/1", 3), (f"eval-run/{B001}/2", 3)]
+
+
+def test_concurrent_calls_of_one_session_never_exceed_the_budget(tmp_path):
+    tool = tool_of(B001)
+
+    async def main(url: str) -> list:
+        async with httpx2.AsyncClient(timeout=60) as client:
+            async with streamable_http_client(url, http_client=client) as (read, write, *_):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    results: list = []
+
+                    async def one(i: int) -> None:
+                        results.append(await session.call_tool(tool, {"arg0": i}))
+
+                    with anyio.fail_after(120):
+                        async with anyio.create_task_group() as group:
+                            for i in range(12):
+                                group.start_soon(one, i)
+                    return results
+
+    with http_server("--db", str(tmp_path / "runs.db"), "--budget", "3") as url:
+        results = anyio.run(main, url)
+    assert len(results) == 12 and sum(not r.is_error for r in results) == 3
+
+
+def test_the_same_label_in_two_runs_names_two_sessions(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(B001)
+    with http_server("--db", str(db), "--budget", "2") as url:
+        first = anyio.run(_official, f"{url}?session=team&run=day-1", [(tool, {"arg0": i}) for i in range(2)])
+        second = anyio.run(_official, f"{url}?session=team&run=day-2", [(tool, {"arg0": i}) for i in range(2)])
+    assert all(not r.is_error for r in first + second)
+    rows = _store_rows(
+        db, "SELECT r.name, s.key FROM sessions s JOIN runs r ON s.run_id = r.id WHERE s.key = 'team' ORDER BY r.name"
+    )
+    assert rows == [("day-1", "team"), ("day-2", "team")]
+
+
+def test_stateless_requests_naming_two_labels_at_once_are_refused(tmp_path):
+    tool = tool_of(B001)
+    with http_server("--db", str(tmp_path / "runs.db"), "--stateless") as url:
+        raw = RawSession(url)
+        both = raw.call(tool, {"arg0": 1}, query={"session": "a"}, **{"x-pau-session": "b"})
+        labelled = raw.call(tool, {"arg0": 1}, query={"session": "a"}, **{"x-pau-session": "a"})
+        raw.close()
+    assert not served(both) and "X-PAU-Session" in both["error"]["message"]
+    assert served(labelled)
+
+
+def test_a_stateless_label_records_the_calls_under_it_but_spends_the_shared_budget(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(B001)
+    with http_server("--db", str(db), "--stateless", "--budget", "3", "--run", "stateless-run") as url:
+        raw = RawSession(url)
+        replies = [raw.call(tool, {"arg0": i}, **{"x-pau-session": name}) for i, name in enumerate("aabbc")]
+        raw.close()
+    with http_server("--db", str(db), "--stateless", "--budget", "3", "--run", "stateless-run") as url:
+        raw = RawSession(url)
+        after_restart = raw.call(tool, {"arg0": 1}, **{"x-pau-session": "d"})
+        raw.close()
+    assert [served(r) for r in replies] == [True, True, True, False, False]
+    assert not served(after_restart)
+    rows = _store_rows(
+        db,
+        "SELECT s.key, s.transport, SUM(c.counted) FROM calls c JOIN sessions s ON c.session_id = s.id"
+        " GROUP BY s.id ORDER BY s.key",
+    )
+    assert rows == [
+        ("a", "http-stateless", 2),
+        ("b", "http-stateless", 1),
+        ("c", "http-stateless", 0),
+        ("d", "http-stateless", 0),
+    ]

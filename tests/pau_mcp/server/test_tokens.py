@@ -176,6 +176,9 @@ def test_forged_tampered_foreign_and_expired_tokens_are_refused_with_401(tmp_pat
             "unsigned": f"{head}.{body}.",
             "foreign": foreign.stdout.strip(),
             "expired": expired,
+            "not base64": f"{head}.{body}.!!{signature}",
+            "huge": f"{head}.{body * 400}.{signature}",
+            "no payload": f"{head}..{signature}",
             "good": good,
         }.items():
             reply = httpx2.post(
@@ -184,7 +187,7 @@ def test_forged_tampered_foreign_and_expired_tokens_are_refused_with_401(tmp_pat
                     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}},
             )  # fmt: skip
             statuses[name] = reply.status_code
-    assert statuses == {"tampered": 401, "unsigned": 401, "foreign": 401, "expired": 401, "good": 200}
+    assert statuses == {name: 200 if name == "good" else 401 for name in statuses}
 
 
 def test_a_forged_token_on_a_server_without_a_main_token_is_refused_too(tmp_path):

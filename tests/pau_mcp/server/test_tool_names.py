@@ -170,3 +170,31 @@ def test_tools_resources_and_prompts_refuse_method_ids_as_they_refuse_any_unknow
         by_id_text = json.dumps({k: v for k, v in by_id.items() if k != "id"})
         unknown_text = json.dumps({k: v for k, v in unknown.items() if k != "id"})
         assert _same_error(by_id_text, "builtin/b001", unknown_text, "fn_0123456789")
+
+
+def test_no_reply_of_an_ordinary_session_names_a_method_or_its_unkeyed_hash(tmp_path):
+    chosen = ["builtin/b001", "builtin/b002"]
+
+    async def main() -> str:
+        transcript = []
+        async with stdio_session("--db", str(tmp_path / "runs.db"), "--methods", ",".join(chosen)) as session:
+            transcript.append((await session.list_tools()).model_dump_json())
+            transcript.append((await session.list_resources()).model_dump_json())
+            transcript.append((await session.list_prompts()).model_dump_json())
+            for method_id in chosen:
+                tool = tool_of(method_id)
+                transcript.append((await session.read_resource(f"pau://method/{tool}")).model_dump_json())
+                transcript.append((await session.get_prompt(tool)).model_dump_json())
+                for arguments in ({"arg0": 5}, {"args": "('ab',)"}, {"args": "oops("}, {"x": 1}):
+                    transcript.append((await session.call_tool(tool, arguments)).model_dump_json())
+                transcript.append(
+                    (await session.call_tool("submit", {"method": tool, "description": "d"})).model_dump_json()
+                )
+            transcript.append((await session.call_tool("open", {"methods": [tool_of(chosen[0])]})).model_dump_json())
+        return "\n".join(transcript)
+
+    text = anyio.run(main)
+    for method_id in chosen:
+        assert method_id not in text and method_id.split("/")[1] not in text
+        assert _unkeyed(method_id) not in text
+    assert "builtin" not in text
