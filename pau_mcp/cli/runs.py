@@ -64,7 +64,7 @@ def list_(as_json: bool, **values: object) -> None:
     table = Table("run", "kind", "created", "sessions", "calls", "submissions")
     for row in rows:
         table.add_row(
-            row["name"],
+            escape(_literal(row["name"])),  # a client may name a run (?run=)
             row["kind"],
             row["created_at"],
             str(row["sessions"]),

@@ -154,14 +154,12 @@ def build_server(
         """The request's session token, if it carries one (verified by the SDK's auth, or here without it)."""
         access = getattr(request.scope.get("user"), "access_token", None)
         if access is not None:
-            if not access.claims:
-                return None  # the main token
-            credential = access.token
-        else:
-            header = request.headers.get("authorization", "")
-            credential = header[7:].strip() if header[:7].lower() == "bearer " else ""
-            if not looks_like_session_token(credential):
-                return None
+            # Verified (signature and expiry) by the SDK's auth for this very request: read, not checked again.
+            return SessionToken.from_claims(access.claims) if access.claims else None
+        header = request.headers.get("authorization", "")
+        credential = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        if not looks_like_session_token(credential):
+            return None
         token = tokens.verify(credential) if tokens is not None else None
         if token is None:
             raise MCPError(

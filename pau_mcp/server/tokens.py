@@ -46,6 +46,24 @@ class SessionToken:
     issued_at: int = 0
     expires_at: int | None = None
 
+    @classmethod
+    def from_claims(cls, claims: dict[str, object]) -> SessionToken:
+        """The token a verified payload describes.
+
+        Raises:
+            KeyError, TypeError, ValueError: the payload lacks a field or has one of the wrong type.
+        """
+        methods, run, expires = claims.get("methods"), claims.get("run"), claims.get("exp")
+        if methods is not None and not isinstance(methods, list):
+            raise TypeError("methods must be a list")
+        return cls(
+            label=str(claims["label"]),
+            run=None if run is None else str(run),
+            methods=None if methods is None else tuple(str(m) for m in methods),
+            issued_at=int(claims["iat"]),  # type: ignore[call-overload]
+            expires_at=None if expires is None else int(expires),  # type: ignore[call-overload]
+        )
+
     def claims(self) -> dict[str, object]:
         """The payload as JSON-ready data."""
         return {
@@ -127,14 +145,8 @@ class TokenSigner:
         except (ValueError, TypeError, binascii.Error, UnicodeError):
             return None
         try:
-            token = SessionToken(
-                label=str(claims["label"]),
-                run=claims["run"] if claims.get("run") is None else str(claims["run"]),
-                methods=None if claims.get("methods") is None else tuple(str(m) for m in claims["methods"]),
-                issued_at=int(claims["iat"]),
-                expires_at=None if claims.get("exp") is None else int(claims["exp"]),
-            )
-        except (KeyError, TypeError, ValueError):
+            token = SessionToken.from_claims(claims)
+        except (KeyError, TypeError, ValueError, AttributeError):
             return None
         if token.expires_at is not None and token.expires_at <= (now if now is not None else time.time()):
             return None

@@ -231,3 +231,31 @@ def test_one_client_cannot_take_over_a_session_opened_with_another_token(tmp_pat
         )  # fmt: skip
         owner.close()
     assert hijack.status_code == 404
+
+
+# -- the signer itself, in process --------------------------------------------------------------------------------
+
+
+def test_a_token_round_trips_and_every_altered_byte_voids_it():
+    from pau_mcp.server import SessionToken, TokenSigner
+
+    signer = TokenSigner("deployment-key-for-unit-tests")
+    token = signer.issue("agent-1", run="r", methods=["fn_0000000002", "fn_0000000001"], now=1000, expires_in=60)
+    assert signer.verify(token, now=1001) == SessionToken(
+        label="agent-1", run="r", methods=("fn_0000000001", "fn_0000000002"), issued_at=1000, expires_at=1060
+    )
+    assert signer.verify(token, now=1060) is None  # expired
+    assert TokenSigner("another-deployment-key-000").verify(token, now=1001) is None
+    for i in range(len(token)):
+        for replacement in ("A", "-", "."):
+            altered = token[:i] + replacement + token[i + 1 :]
+            if altered != token:
+                assert signer.verify(altered, now=1001) is None, (i, replacement)
+
+
+@pytest.mark.parametrize("label", ["", " x", "x" * 129, "a\nb", "[bold]", "ä"])
+def test_the_signer_refuses_labels_outside_the_label_rule(label):
+    from pau_mcp.server import TokenSigner
+
+    with pytest.raises(ValueError, match="letters"):
+        TokenSigner("deployment-key-for-unit-tests").issue(label)
