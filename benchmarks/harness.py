@@ -75,7 +75,8 @@ def _round(token: str, data: Path, concurrency: int, episodes: int) -> dict[str,
     started = time.perf_counter()
     # The server runs apart (as with `pau-mcp eval --server URL`), so its start-up (about a second) is not
     # counted as the harness's time.
-    with http_server(["--token", token, "--budget", "20", "--db", str(data / "runs.db")]) as url:
+    server = ["--token", token, "--budget", "20", "--db", str(data / "runs.db"), "--data-dir", str(data)]
+    with http_server(server) as url:  # the same data directory: the same tool key, so the same tool names
         startup = time.perf_counter() - started
         config = EvalConfig(
             run=f"bench-{concurrency}", model=MODEL, suite="builtin", agent="tools", budget=20,

@@ -20,6 +20,7 @@ import asyncio
 import json
 import os
 import platform
+import secrets
 import socket
 import statistics
 import sys
@@ -41,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 import _cpu  # noqa: E402
 from _markdown import write_section  # noqa: E402
 
-from pau_mcp.manifests import ManifestStore  # noqa: E402
+from pau_mcp.manifests import ManifestStore, tool_name  # noqa: E402
 from pau_mcp.server.launch import http_server  # noqa: E402
 
 METHOD = "builtin/b001"
@@ -165,7 +166,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="throughput rounds of 8 x 150 calls (median reported)")
     options = parser.parse_args()
     rounds_cpu: list[dict[str, float]] = []
-    tool = ManifestStore().method(METHOD).tool_name
+    key = secrets.token_urlsafe(32)
+    os.environ["PAU_MCP_TOOL_KEY"] = key  # both servers below inherit it, so the tool's name is known here
+    tool = tool_name(key, ManifestStore().method(METHOD).id)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "runs.db"
         stdio_method, stdio_noop = anyio.run(_stdio, db, tool, options.calls)

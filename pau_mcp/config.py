@@ -8,6 +8,7 @@ the variable, the variable beats the default.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,6 +87,21 @@ SETTINGS: dict[str, SettingSpec] = {
         SettingSpec("budget", "PAU_MCP_BUDGET", "--budget", "Calls allowed per method per session (0: no limit).", int),
         SettingSpec("token", "PAU_MCP_TOKEN", "--token", "Bearer token agents must send over HTTP.", str),
         SettingSpec(
+            "tool_key",
+            "PAU_MCP_TOOL_KEY",
+            "--tool-key",
+            "The deployment's secret: keys tool names and signs session tokens (default: DATA_DIR/tool.key, "
+            "created once). Servers that must agree on tool names share it.",
+            str,
+        ),
+        SettingSpec(
+            "feedback_limit",
+            "PAU_MCP_FEEDBACK_LIMIT",
+            "--feedback-limit",
+            "Submits answered with feedback per method per session (--feedback score); later ones get a receipt.",
+            int,
+        ),
+        SettingSpec(
             "log_file",
             "PAU_MCP_LOG_FILE",
             "--log-file",
@@ -155,6 +171,8 @@ class Settings(BaseModel):
     workers: int | None = Field(None, ge=0, le=256)
     budget: int = Field(20, ge=0, le=1_000_000)
     token: str | None = Field(None, min_length=8)
+    tool_key: str | None = Field(None, min_length=16, max_length=4096)
+    feedback_limit: int = Field(3, ge=0, le=1_000_000)
     log_file: Path | None = None
     judge_model: str | None = None
     coder_model: str | None = None
@@ -213,6 +231,33 @@ class Settings(BaseModel):
                 values[spec.name] = raw.split(os.pathsep) if spec.multiple else raw
         return cls._validated(values)
 
+    def deployment_key(self) -> str:
+        """The deployment's secret: ``tool_key`` if set, else ``DATA_DIR/tool.key``, created on first use.
+
+        The file gets 32 random bytes (URL-safe base64 text, mode 0600) and is never rewritten, so tool names and
+        session tokens stay valid across restarts; two processes creating it at once end up with the same key.
+
+        Raises:
+            SettingsError: the file cannot be created or read, or holds too short a key; the message says
+                how to give the key instead.
+        """
+        if self.tool_key is not None:
+            return self.tool_key
+        path = self.data_dir / "tool.key"
+        advice = f"set {SETTINGS['tool_key'].flag} or {SETTINGS['tool_key'].env}, or make {self.data_dir} writable"
+        try:
+            if not path.exists():
+                _create_key(path)
+            key = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SettingsError(f"cannot create or read the tool key {path}: {exc}; {advice}") from None
+        if len(key) < 16:
+            raise SettingsError(
+                f"the tool key in {path} is shorter than 16 characters; delete the file to create a new one "
+                f"(every tool name and session token changes) or {advice}"
+            )
+        return key
+
     @property
     def db_path(self) -> Path:
         """The run store file."""
@@ -256,6 +301,24 @@ class Settings(BaseModel):
             memory_bytes=self.memory_mb * 1024 * 1024,
             max_output_bytes=self.max_output_kb * 1024,
         )
+
+
+def _create_key(path: Path) -> None:
+    """Write a new random key to ``path`` unless someone else did first (linked into place: never half-written)."""
+    import secrets
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(secrets.token_urlsafe(32) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):  # another process created it first: its key is the key
+            os.link(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -100,6 +100,10 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX episodes_by_state ON episodes (run_id, state);
     """,
+    # 3: whether a submission was answered with feedback (--feedback score), so its limit survives a restart
+    """
+    ALTER TABLE submissions ADD COLUMN feedback INTEGER NOT NULL DEFAULT 0
+    """,
 ]
 
 
@@ -263,14 +267,39 @@ class RunStore:
         )
         return int(rows[0][0])
 
-    def record_submission(self, session_id: int, method_id: str, description: str, code: str | None) -> int:
-        """Store a submitted description (and optional code); returns its id."""
+    def record_submission(
+        self, session_id: int, method_id: str, description: str, code: str | None, feedback: bool = False
+    ) -> int:
+        """Store a submitted description (and optional code), and whether it gets feedback; returns its id."""
         with self.transaction() as conn:
             cursor = conn.execute(
-                "INSERT INTO submissions (session_id, method_id, description, code, at) VALUES (?, ?, ?, ?, ?)",
-                (session_id, method_id, description, code, utc_now()),
+                "INSERT INTO submissions (session_id, method_id, description, code, feedback, at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, method_id, description, code, int(feedback), utc_now()),
             )
             return int(cursor.lastrowid)
+
+    def session_ids(self, run_id: int, transport: str) -> list[int]:
+        """The sessions of a run recorded with this transport."""
+        rows = self.query("SELECT id FROM sessions WHERE run_id = ? AND transport = ?", (run_id, transport))
+        return [int(row["id"]) for row in rows]
+
+    def spent(self, session_ids: list[int]) -> tuple[dict[str, int], dict[str, int]]:
+        """What these sessions spent, per method id: counted calls, and submissions answered with feedback."""
+        if not session_ids:
+            return {}, {}
+        marks = ", ".join("?" * len(session_ids))
+        calls = self.query(
+            f"SELECT method_id, COUNT(*) AS n FROM calls WHERE session_id IN ({marks}) AND counted = 1"
+            " GROUP BY method_id",
+            tuple(session_ids),
+        )
+        feedback = self.query(
+            f"SELECT method_id, COUNT(*) AS n FROM submissions WHERE session_id IN ({marks}) AND feedback = 1"
+            " GROUP BY method_id",
+            tuple(session_ids),
+        )
+        return {r["method_id"]: int(r["n"]) for r in calls}, {r["method_id"]: int(r["n"]) for r in feedback}
 
     def record_score(
         self, submission_id: int, kind: str, status: str, value: float | None, model: str | None, detail: dict[str, Any]
@@ -424,7 +453,7 @@ class RunStore:
 
 
 def _shown(call: dict[str, Any]) -> str:
-    if call["status"] == "ok":
+    if call["status"] in ("ok", "counterexample"):  # a counterexample's value is the method's own output
         return str(call["value"])
     if call["status"] == "error":
         return f"raises {call['error_type']}: {call['error_message']}"

@@ -13,6 +13,7 @@ from .runs import runs
 from .sandbox import run_code, sandbox
 from .scoring import score, scorer
 from .serve import call, methods, serve
+from .tokens import token
 
 __all__ = ["main"]
 
@@ -30,6 +31,7 @@ main.add_command(import_)
 main.add_command(serve)
 main.add_command(call)
 main.add_command(methods)
+main.add_command(token)
 main.add_command(runs)
 main.add_command(report)
 main.add_command(score)

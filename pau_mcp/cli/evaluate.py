@@ -19,7 +19,7 @@ from .common import err, settings_from, step_printer
 __all__ = ["demo", "evaluate"]
 
 _EVAL_SETTINGS = (
-    "manifests", "budget", "db", "data_dir", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
+    "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
     "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers",
 )  # fmt: skip
 
@@ -49,7 +49,11 @@ def _default_run(suite: str, agent: str, mode: str, model: str) -> str:
 @click.option("--limit", type=click.IntRange(0), default=0, help="Only the first K methods (0: all).")
 @click.option("--methods", "method_ids", multiple=True, help="Only these method ids (repeatable).")
 @click.option("--run", "run_name", help="Run name; the same name (or the same options) resumes a run.")
-@click.option("--server", help="Use a running `pau-mcp serve --transport http` at this URL (its token from --token).")
+@click.option(
+    "--server",
+    help="Use a running `pau-mcp serve --transport http` at this URL (its token from --token, its tool key from "
+    "--tool-key or the same --data-dir).",
+)
 @click.option("--no-score", is_flag=True, help="Only explore and submit; score later with `pau-mcp score RUN`.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
 @click.option("--retry-failed", is_flag=True, help="Run the episodes that failed before again.")
@@ -119,7 +123,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
 @click.option(
     "--method", "method_id", default="builtin/b005", show_default=True, help="The built-in method to explore."
 )
-@options("manifests", "budget", "db", "data_dir", "cache_dir")
+@options("manifests", "budget", "db", "data_dir", "tool_key", "cache_dir")
 def demo(method_id: str, **values: object) -> None:
     """Explore one hidden method end to end with no network and no LLM, and score the result.
 
@@ -135,15 +139,17 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
+    from ..config import SettingsError
     from ..harness.agents import ProbeAgent
     from ..harness.environment import Environment
-    from ..manifests import ManifestError
+    from ..manifests import ManifestError, tool_name
     from ..scoring import Scorer
 
     console = Console()
     try:
         method = settings.manifest_store().method(method_id)
-    except ManifestError as exc:
+        key = settings.deployment_key()
+    except (ManifestError, SettingsError) as exc:
         raise click.ClickException(str(exc)) from None
     say = step_printer()
     say("preparing the sandbox (built once, about 20 s, on first use)")
@@ -165,11 +171,12 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
         args += ["--manifests", str(directory)]
     say(f"starting `pau-mcp serve --methods {method.id}` and connecting with the MCP client over stdio")
     params = StdioServerParameters(
-        command=sys.executable, args=args, cwd=str(Path(__file__).resolve().parents[2]), env=dict(os.environ)
-    )
+        command=sys.executable, args=args, cwd=str(Path(__file__).resolve().parents[2]),
+        env={**os.environ, "PAU_MCP_TOOL_KEY": key},
+    )  # fmt: skip
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
-        env = await Environment.open(session, method.tool_name)
+        env = await Environment.open(session, tool_name(key, method.id))
         console.print(f"\n[bold]{init.server_info.name}[/bold] offers [bold]{env.tool.name}[/bold]: {env.header}")
         for line in env.examples:
             console.print(f"  known: {line}")

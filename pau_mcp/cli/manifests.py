@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..config import options
-from ..manifests import ManifestError, Method, call_text, dump_method
+from ..config import SettingsError, options
+from ..manifests import ManifestError, Method, call_text, dump_method, tool_name
 from ..manifests.checks import check_methods, freeze_methods
 from .common import bar, err, settings_from, step_printer
 
@@ -22,6 +22,14 @@ __all__ = ["manifests"]
 def _store(values: dict):
     settings = settings_from(values)
     return settings, settings.manifest_store()
+
+
+def _key(settings) -> str:  # type: ignore[no-untyped-def]
+    """The deployment key, which names the tools as this deployment's servers do."""
+    try:
+        return settings.deployment_key()
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _selected(store, suites: tuple[str, ...]) -> list[str]:
@@ -39,10 +47,10 @@ def manifests() -> None:
 @manifests.command("list")
 @click.option("--suite", "suites", multiple=True, help="Only this suite (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per method.")
-@options("manifests")
+@options("manifests", "data_dir", "tool_key")
 def list_(suites: tuple[str, ...], as_json: bool, **values: object) -> None:
-    """List suites, or the methods of the given suites."""
-    _, store = _store(values)
+    """List suites, or the methods of the given suites (with their tool names in this deployment)."""
+    settings, store = _store(values)
     try:
         if not suites and not as_json:
             table = Table("suite", "methods", "frozen", "arity 1/2/3/4+", "path")
@@ -62,17 +70,18 @@ def list_(suites: tuple[str, ...], as_json: bool, **values: object) -> None:
         methods = list(store.methods(_selected(store, suites)))
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
+    key = _key(settings)
     if as_json:
         for m in methods:
             click.echo(json.dumps({
-                "id": m.id, "tool": m.tool_name, "header": m.header, "arity": m.tags.arity, "examples": len(m.examples),
+                "id": m.id, "tool": tool_name(key, m.id), "header": m.header, "arity": m.tags.arity, "examples": len(m.examples),
                 "tests": len(m.tests), "frozen": m.frozen, "difficulty": m.tags.difficulty,
                 "hidden_behaviour": m.tags.hidden_behaviour, "dataset": m.provenance.dataset,
             }))  # fmt: skip
         return
     table = Table("id", "tool", "header", "tests", "frozen", "difficulty", "hidden behaviour")
     for m in methods:
-        table.add_row(m.id, m.tool_name, m.header, str(len(m.tests)), "yes" if m.frozen else "no",
+        table.add_row(m.id, tool_name(key, m.id), m.header, str(len(m.tests)), "yes" if m.frozen else "no",
                       m.tags.difficulty or "", ", ".join(m.tags.hidden_behaviour))  # fmt: skip
     Console().print(table)
 
@@ -81,10 +90,10 @@ def list_(suites: tuple[str, ...], as_json: bool, **values: object) -> None:
 @click.argument("method_id")
 @click.option("--hidden", is_flag=True, help="Show everything, including source, gold description and tests.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@options("manifests")
+@options("manifests", "data_dir", "tool_key")
 def show(method_id: str, hidden: bool, as_json: bool, **values: object) -> None:
     """Show what an agent would see of METHOD_ID (suite/name), or everything with --hidden."""
-    _, store = _store(values)
+    settings, store = _store(values)
     try:
         method = store.method(method_id)
     except ManifestError as exc:
@@ -92,7 +101,7 @@ def show(method_id: str, hidden: bool, as_json: bool, **values: object) -> None:
     if hidden:
         click.echo(dump_method(method) if not as_json else json.dumps(method.model_dump(mode="json")))
         return
-    view = method.agent_view()
+    view = method.agent_view(_key(settings))
     if as_json:
         click.echo(json.dumps(view, indent=2))
         return

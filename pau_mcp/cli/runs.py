@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..config import options
@@ -29,6 +31,20 @@ def _open(values: dict):  # type: ignore[no-untyped-def]
         raise click.ClickException(str(exc)) from None
 
 
+def _literal(text: object, keep_lines: bool = False) -> str:
+    """Agent-supplied text as it was written: Rich markup escaped, and every control or format character
+    (terminal escapes, bells, bidirectional overrides) shown as a Python escape instead of acting on the terminal."""
+    out = []
+    for ch in str(text):
+        if keep_lines and ch in "\n\t":
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            out.append(ascii(ch)[1:-1])
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 @click.group()
 def runs() -> None:
     """Inspect and export recorded runs."""
@@ -48,7 +64,7 @@ def list_(as_json: bool, **values: object) -> None:
     table = Table("run", "kind", "created", "sessions", "calls", "submissions")
     for row in rows:
         table.add_row(
-            row["name"],
+            escape(_literal(row["name"])),  # a client may name a run (?run=)
             row["kind"],
             row["created_at"],
             str(row["sessions"]),
@@ -75,18 +91,17 @@ def show(name: str, as_json: bool, **values: object) -> None:
         return
     table = Table("session", "method", "arguments", "status", "result", "counted")
     for c in calls:
-        result = c["value"] if c["status"] == "ok" else f"{c['error_type'] or ''}: {c['error_message'] or ''}"
-        table.add_row(
-            c["session_key"],
-            c["method_id"],
-            c["arguments"],
-            c["status"],
-            (result or "")[:60],
-            "yes" if c["counted"] else "no",
-        )
+        ok = c["status"] in ("ok", "counterexample")
+        result = c["value"] if ok else f"{c['error_type'] or ''}: {c['error_message'] or ''}"
+        cells = [c["session_key"], c["method_id"], c["arguments"], c["status"], (result or "")[:60]]
+        table.add_row(*(escape(_literal(cell)) for cell in cells), "yes" if c["counted"] else "no")
     Console().print(table)
     for s in submissions:
-        click.echo(f"\nsubmission {s['id']} for {s['method_id']} (session {s['session_key']}):\n  {s['description']}")
+        # click.echo interprets no markup: only control characters need showing as escapes.
+        click.echo(
+            f"\nsubmission {s['id']} for {s['method_id']} (session {_literal(s['session_key'])}):\n"
+            f"  {_literal(s['description'], keep_lines=True)}"
+        )
 
 
 @runs.command("export")

@@ -13,17 +13,20 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import eventloop
-from ..config import options
+from ..config import SettingsError, options
 from ..manifests import ManifestError
 from .common import err, settings_from, step_printer
 
 __all__ = ["call", "methods", "serve"]
 
 _SERVE_SETTINGS = (
-    "manifests", "budget", "db", "data_dir", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers",
+    "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
+    "cache_dir", "workers",
 )  # fmt: skip
 # --feedback score needs the scorer's models.
-_FEEDBACK_SETTINGS = ("judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
+_FEEDBACK_SETTINGS = (
+    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries",
+)  # fmt: skip
 
 
 def _selection(function):  # type: ignore[no-untyped-def]
@@ -65,14 +68,18 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 @click.option(
     "--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="HTTP port (0: pick a free one)."
 )
-@click.option("--stateless", is_flag=True, help="HTTP without sessions (budgets then apply per X-PAU-Session header).")
+@click.option(
+    "--stateless",
+    is_flag=True,
+    help="HTTP without MCP sessions: budgets then belong to session tokens, or to one bucket all other requests share.",
+)
 @click.option("--run", "run_name", help="Record sessions under this run name (default: a new name per start).")
 @click.option(
     "--feedback",
     type=click.Choice(["none", "score"]),
     default="none",
     show_default=True,
-    help="What submit returns: nothing but a receipt, or the scores.",
+    help="What submit returns: nothing but a receipt, or the scores (see --feedback-limit).",
 )
 @click.option(
     "--page-size",
@@ -87,7 +94,7 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int, benchmark_noop: bool,
           suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
-    from ..server import TransportError, build_server, create_service, run_http, run_stdio
+    from ..server import TokenSigner, TransportError, build_server, create_service, run_http, run_stdio
 
     settings = settings_from(values)
     _logging(settings)
@@ -95,6 +102,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
     if feedback == "score":
         feedback_fn = _feedback(settings)
     try:
+        tokens = TokenSigner(settings.deployment_key())
         service, sessions = create_service(
             settings,
             list(suites) or ["builtin"],
@@ -105,9 +113,11 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
             progress=step_printer(),
             processes=True,
         )
-    except ManifestError as exc:
+    except (ManifestError, SettingsError) as exc:
         raise click.ClickException(str(exc)) from None
-    server = build_server(service, sessions, page_size=page_size, noop_tool=benchmark_noop)
+    server = build_server(
+        service, sessions, page_size=page_size, noop_tool=benchmark_noop, tokens=tokens, stateless=stateless
+    )
     logging.getLogger("pau_mcp.server").info(
         "serving %d methods over %s, budget %s", len(service.catalog), transport, settings.budget
     )
@@ -115,7 +125,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
         if transport == "stdio":
             eventloop.run(run_stdio, server)
         else:
-            run_http(server, host, port, settings.token, stateless)
+            run_http(server, host, port, settings.token, stateless, tokens=tokens)
     except TransportError as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:
@@ -140,19 +150,19 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
 
     The call is recorded in the run store under the run "cli". Exits 1 when the call was refused.
     """
-    from ..server import create_service
+    from ..server import Identity, create_service
 
     settings = settings_from(values)
     try:
         service, sessions = create_service(
             settings, list(suites) or ["builtin"], _split(methods), "cli", "cli", progress=step_printer()
         )
-    except ManifestError as exc:
+    except (ManifestError, SettingsError) as exc:
         raise click.ClickException(str(exc)) from None
     exposed = service.catalog.find(tool)
     if exposed is None:
         raise click.UsageError(f"no method {tool!r} in the served suites; see `pau-mcp methods`")
-    state = sessions.get(f"cli-{uuid.uuid4().hex[:12]}")
+    state = sessions.get(Identity("process", f"cli-{uuid.uuid4().hex[:12]}"))
     reply = anyio.run(service.call, state, exposed, {"args": literal})
     click.echo(reply.text)
     sys.exit(1 if reply.is_error else 0)
@@ -161,15 +171,17 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per method.")
 @_selection
-@options("manifests", "budget")
+@options("manifests", "budget", "data_dir", "tool_key")
 def methods(as_json: bool, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:
-    """List the tools a server with the same options would expose."""
+    """List the tools a server with the same options (and the same tool key) would expose."""
     from ..server import Catalog
 
     settings = settings_from(values)
     try:
-        catalog = Catalog(settings.manifest_store(), list(suites) or ["builtin"], _split(methods))
-    except ManifestError as exc:
+        catalog = Catalog(
+            settings.manifest_store(), list(suites) or ["builtin"], _split(methods), key=settings.deployment_key()
+        )
+    except (ManifestError, SettingsError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         for exposed in catalog:

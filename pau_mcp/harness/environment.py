@@ -79,7 +79,10 @@ class Environment:
             if cursor is None:
                 break
         if tool_name not in tools or "submit" not in tools:
-            raise RuntimeError(f"the server does not offer {tool_name} and submit; is it serving the same suite?")
+            raise RuntimeError(
+                f"the server does not offer {tool_name} and submit: is it serving the same suite, with the same tool "
+                "key (--tool-key / PAU_MCP_TOOL_KEY, or the same --data-dir)?"
+            )
         return cls(session=session, tool=tools[tool_name], submit_tool=tools["submit"])
 
     @property

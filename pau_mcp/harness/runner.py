@@ -19,16 +19,19 @@ from urllib.parse import quote
 
 import anyio
 import httpx2
+import mcp_types as types
 from httpx_aiohttp.httpx2 import AiohttpTransport
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from ..config import SettingsError
 from ..llm import LLMClient, LLMError
-from ..manifests import Method
+from ..manifests import Method, tool_name
 from ..runstore import EpisodeResult, RunStore
 from ..scoring.records import record_scores
 from ..server.launch import LaunchError, http_server
+from ..server.sessions import label_problem
 from .agents import AGENTS, Agent, AgentResult
 from .environment import Environment
 
@@ -139,8 +142,25 @@ async def _session(client: httpx2.AsyncClient, url: str, tool: str, run: str, ke
         yield session
 
 
+async def _served_tools(client: httpx2.AsyncClient, url: str) -> set[str]:
+    """Every tool a running server lists (one session that spends nothing)."""
+    async with (
+        streamable_http_client(url, http_client=client) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        names: set[str] = set()
+        cursor = None
+        while True:
+            listed = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            names.update(t.name for t in listed.tools)
+            cursor = listed.next_cursor
+            if cursor is None:
+                return names
+
+
 async def _episode(
-    method: Method, attempt: int, url: str, client: httpx2.AsyncClient, config: EvalConfig, agent: Agent,
+    method: Method, tool: str, attempt: int, url: str, client: httpx2.AsyncClient, config: EvalConfig, agent: Agent,
     scorer: Any, store: RunStore, run_id: int, progress: RunProgress,
 ) -> None:  # fmt: skip
     key = f"{config.run}/{method.id}/{attempt}"
@@ -148,8 +168,8 @@ async def _episode(
     result: AgentResult | None = None
     env: Environment | None = None
     try:
-        async with _session(client, url, method.tool_name, config.run, key) as session:
-            env = await Environment.open(session, method.tool_name)
+        async with _session(client, url, tool, config.run, key) as session:
+            env = await Environment.open(session, tool)
             result = await agent.run(env, config.mode, config.budget)
             submitted = await env.submit(result.description or "(no description)", result.code)
             if submitted.is_error or env.submission_id is None:
@@ -234,6 +254,13 @@ async def run_eval(
     Raises:
         EvalError: the run exists with another configuration, the suite is empty, or the server fails.
     """
+    problem = label_problem(config.run, "run name")
+    if problem:
+        raise EvalError(problem)
+    try:
+        deployment_key = settings.deployment_key()
+    except SettingsError as exc:
+        raise EvalError(str(exc)) from None
     store: RunStore = settings.run_store()
     suite = settings.manifest_store().suite(config.suite)
     methods = [m for m in suite.methods.values() if not config.methods or m.id in config.methods]
@@ -263,18 +290,40 @@ async def run_eval(
     token = settings.token if config.server else secrets.token_urlsafe(24)
     limiter = anyio.Semaphore(max(1, config.concurrency))
 
+    tools = {m.id: tool_name(deployment_key, m.id) for m in todo}
+
     async def one(method: Method, url: str, client: httpx2.AsyncClient) -> None:
         async with limiter:
             await _episode(
-                method, attempts.get(method.id, 0) + 1, url, client, config, agent, scorer, store, run_id, progress
-            )
+                method, tools[method.id], attempts.get(method.id, 0) + 1, url, client, config, agent, scorer, store,
+                run_id, progress,
+            )  # fmt: skip
             if on_progress:
                 on_progress(progress)
 
     async def all_episodes(url: str) -> None:
-        async with _http_client(token) as client, anyio.create_task_group() as group:
-            for method in todo:
-                group.start_soon(one, method, url, client)
+        async with _http_client(token) as client:
+            if config.server:
+                try:
+                    served = await _served_tools(client, url)
+                except Exception as caught:  # noqa: BLE001 - sorted just below
+                    exc = _leaf(caught)
+                    if not isinstance(exc, (MCPError, httpx2.HTTPError)):
+                        raise
+                    raise EvalError(
+                        f"cannot list the tools of {url}: {type(exc).__name__}: {exc}; check the URL and --token"
+                    ) from None
+                missing = sorted(set(tools.values()) - served)
+                if missing:
+                    raise EvalError(
+                        f"the server at {url} does not offer {len(missing)} of the {len(tools)} tools expected for "
+                        f"suite {config.suite!r} (e.g. {missing[0]}): is it serving that suite, with the same tool "
+                        "key? Give this command the server's key with --tool-key or PAU_MCP_TOOL_KEY, or the "
+                        "server's data directory with --data-dir"
+                    )
+            async with anyio.create_task_group() as group:
+                for method in todo:
+                    group.start_soon(one, method, url, client)
 
     try:
         if todo:
@@ -282,7 +331,9 @@ async def run_eval(
                 await all_episodes(config.server)
             else:
                 try:
-                    with http_server(_server_args(store.path, config, token, settings)) as url:
+                    # The key goes by environment, not argv, which other local users can read.
+                    child_env = {"PAU_MCP_TOOL_KEY": deployment_key}
+                    with http_server(_server_args(store.path, config, token, settings), env=child_env) as url:
                         await all_episodes(url)
                 except LaunchError as exc:
                     raise EvalError(str(exc)) from None

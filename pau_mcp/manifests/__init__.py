@@ -1,6 +1,6 @@
 """Hidden-method suites: the manifest model, suites on disk, and importers."""
 
-from .model import Case, FrozenOutcome, Method, Provenance, SuiteInfo, Tags, call_text, tool_name_for
+from .model import Case, FrozenOutcome, Method, Provenance, SuiteInfo, Tags, call_text, tool_name
 from .store import ManifestError, ManifestStore, Suite, dump_method, packaged_manifests
 
 __all__ = [
@@ -16,5 +16,5 @@ __all__ = [
     "call_text",
     "dump_method",
     "packaged_manifests",
-    "tool_name_for",
+    "tool_name",
 ]

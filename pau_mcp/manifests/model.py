@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import hmac
 import re
 from typing import Any, Literal
 
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 
 from wasm_runtime import Outcome, Status, parse_python
 
-__all__ = ["Case", "FrozenOutcome", "Method", "Provenance", "SuiteInfo", "Tags", "call_text", "tool_name_for"]
+__all__ = ["Case", "FrozenOutcome", "Method", "Provenance", "SuiteInfo", "Tags", "call_text", "tool_name"]
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}/[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -38,9 +39,17 @@ def call_text(entry: str, literal: str) -> str:
     return f"{entry}({text})"
 
 
-def tool_name_for(method_id: str) -> str:
-    """The opaque MCP tool name of a method: stable, and carrying no hint of what it does."""
-    return "fn_" + hashlib.sha256(method_id.encode()).hexdigest()[:10]
+def tool_name(key: str, method_id: str) -> str:
+    """The opaque MCP tool name of a method in a deployment: ``fn_`` and 10 hex digits of HMAC-SHA256(key, id).
+
+    Keyed, because method ids are public (with their gold descriptions): without the deployment's key, no one can
+    tell which method a tool is, and the same key gives the same names on every server and after every restart.
+
+    Args:
+        key: The deployment's secret (``Settings.deployment_key()``).
+        method_id: The method, e.g. ``builtin/b001``.
+    """
+    return "fn_" + hmac.new(key.encode(), method_id.encode(), hashlib.sha256).hexdigest()[:10]
 
 
 class FrozenOutcome(BaseModel):
@@ -194,15 +203,10 @@ class Method(BaseModel):
         """The method's name inside its suite."""
         return self.id.split("/", 1)[1]
 
-    @property
-    def tool_name(self) -> str:
-        """Its opaque MCP tool name."""
-        return tool_name_for(self.id)
-
-    def agent_view(self) -> dict[str, Any]:
-        """Everything an agent may see of this method: tool name, header and the initial examples."""
+    def agent_view(self, key: str) -> dict[str, Any]:
+        """Everything an agent may see of this method: tool name (in the deployment of ``key``), header, examples."""
         return {
-            "tool": self.tool_name,
+            "tool": tool_name(key, self.id),
             "header": self.header,
             "examples": [
                 {"input": case.input, "output": case.outcome.shown() if case.outcome else None}

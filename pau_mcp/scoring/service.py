@@ -363,8 +363,9 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
         return state["scorer"]
 
     async def feedback(
-        method_id: str, description: str, code: str | None, submission_id: int | None = None
-    ) -> dict[str, Any]:
+        method_id: str, description: str, code: str | None, *, submission_id: int | None = None,
+        counterexample: bool = True,
+    ) -> dict[str, Any]:  # fmt: skip
         active = await build()
         has_code = bool(code and code.strip())
         kinds = [
@@ -373,7 +374,7 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
         if not kinds:
             return {}
         try:
-            result = await active.score(method_id, description, code, kinds=kinds, counterexample=True)
+            result = await active.score(method_id, description, code, kinds=kinds, counterexample=counterexample)
         except (LLMError, NothingToScore, UnknownMethod) as exc:
             log.warning("scoring a submission for %s failed: %s", method_id, exc)
             return {"scores": "unavailable: the scorer failed; your submission is recorded"}

@@ -9,24 +9,32 @@ from typing import Any
 from .app import PAGE_SIZE, build_server
 from .catalog import OUTPUT_SCHEMA, Catalog, Exposed
 from .launch import LaunchError, http_server
-from .service import Feedback, MethodService, Reply, Sessions, SessionState
+from .service import Feedback, MethodService, Reply
+from .sessions import Budget, Identity, SessionRefused, Sessions, SessionState, label_problem
+from .tokens import SessionToken, TokenSigner
 from .transport import TransportError, run_http, run_stdio
 
 __all__ = [
     "OUTPUT_SCHEMA",
     "PAGE_SIZE",
+    "Budget",
     "Catalog",
     "Exposed",
     "Feedback",
+    "Identity",
     "LaunchError",
     "MethodService",
     "Reply",
+    "SessionRefused",
     "SessionState",
+    "SessionToken",
     "Sessions",
+    "TokenSigner",
     "TransportError",
     "build_server",
     "create_service",
     "http_server",
+    "label_problem",
     "run_http",
     "run_stdio",
 ]
@@ -39,12 +47,17 @@ def create_service(
     """A method service and its session registry from settings (shared by ``serve`` and ``call``).
 
     ``processes`` runs calls in sandbox worker processes (a server under load); ``call`` runs one in-process.
+
+    Raises:
+        ManifestError: an unknown suite or method.
+        SettingsError: the deployment key cannot be read or created.
     """
-    catalog = Catalog(settings.manifest_store(), suites, methods)
+    catalog = Catalog(settings.manifest_store(), suites, methods, key=settings.deployment_key())
     store = settings.run_store()
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_id = store.ensure_run(run_name, kind="serve", config={"suites": list(suites), "budget": settings.budget})
     service = MethodService(
-        catalog, settings.sandbox(progress=progress, processes=processes), store, settings.budget, feedback
-    )
-    return service, Sessions(store, run_id, transport)
+        catalog, settings.sandbox(progress=progress, processes=processes), store, settings.budget, feedback,
+        feedback_limit=settings.feedback_limit,
+    )  # fmt: skip
+    return service, Sessions(store, run_id, transport, tools={e.method.id: e.tool for e in catalog})

@@ -7,6 +7,7 @@ are published verbatim and arguments are validated here (``MethodService``).
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import uuid
 from typing import Any
@@ -17,7 +18,9 @@ from mcp.shared.exceptions import MCPError
 
 from .. import __version__
 from .catalog import OPEN_TOOL, OUTPUT_SCHEMA, SUBMIT_TOOL, Exposed
-from .service import MethodService, Reply, Sessions, SessionState
+from .service import MethodService, Reply
+from .sessions import Identity, SessionRefused, Sessions, SessionState
+from .tokens import SessionToken, TokenSigner, looks_like_session_token
 
 __all__ = ["PAGE_SIZE", "build_server", "verify_bearer"]
 
@@ -40,7 +43,7 @@ _SUBMIT = types.Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "method": {"type": "string", "description": "the tool name of the function, e.g. fn_3ebe01a8c1"},
+            "method": {"type": "string", "description": "the tool name of the function, as listed, e.g. fn_2c9d41e07a"},
             "description": {"type": "string", "description": "what the function does"},
             "code": {"type": "string", "description": "optional: your implementation, def test_func(...)"},
         },
@@ -90,15 +93,29 @@ def _page(items: list[Any], cursor: str | None, size: int) -> tuple[list[Any], s
     return items[start:end], (str(end) if end < len(items) else None)
 
 
-def verify_bearer(expected: str):  # type: ignore[no-untyped-def]
-    """A token verifier for the SDK's bearer auth that accepts exactly one token."""
+def verify_bearer(expected: str | None, tokens: TokenSigner | None = None):  # type: ignore[no-untyped-def]
+    """A token verifier for the SDK's bearer auth: the main token, or any valid session token of ``tokens``.
+
+    A session token's principal is its label and run, so the SDK keeps each MCP session to the credential
+    that opened it; the main token is one principal.
+    """
     from mcp.server.auth.provider import AccessToken
 
     class _Verifier:
         async def verify_token(self, token: str) -> AccessToken | None:
-            if hmac.compare_digest(token.encode(), expected.encode()):
+            if expected is not None and hmac.compare_digest(token.encode(), expected.encode()):
                 return AccessToken(token=token, client_id="pau-mcp-agent", scopes=["pau"])
-            return None
+            session = tokens.verify(token) if tokens is not None else None
+            if session is None:
+                return None
+            return AccessToken(
+                token=token,
+                client_id="pau-mcp-session",
+                scopes=["pau"],
+                subject=json.dumps([session.run, session.label]),
+                expires_at=session.expires_at,
+                claims=session.claims(),
+            )
 
     return _Verifier()
 
@@ -116,43 +133,90 @@ def build_server(
     stdio_key: str | None = None,
     page_size: int = PAGE_SIZE,
     noop_tool: bool = False,
+    tokens: TokenSigner | None = None,
+    stateless: bool = False,
 ) -> Server[Any]:
     """The low-level MCP server for one catalog.
 
     Args:
         service: Runs calls and submissions.
-        sessions: Session states (budgets, narrowing) by key.
+        sessions: Session states (budgets, narrowing) by identity and label.
         stdio_key: The session key for a stdio server (one session per process); None over HTTP.
         page_size: Items per page of the tools, resources and prompts lists.
         noop_tool: Also offer a ``noop`` tool (benchmarks measure the SDK's floor with it).
+        tokens: Verifies session tokens (the deployment's signer); None accepts none.
+        stateless: HTTP without MCP sessions: budgets then belong to session tokens, or to one shared bucket.
     """
     catalog = service.catalog
     process_key = stdio_key or f"stdio-{uuid.uuid4().hex[:12]}"
 
+    def session_token(request: Any) -> SessionToken | None:
+        """The request's session token, if it carries one (verified by the SDK's auth, or here without it)."""
+        access = getattr(request.scope.get("user"), "access_token", None)
+        if access is not None:
+            # Verified (signature and expiry) by the SDK's auth for this very request: read, not checked again.
+            return SessionToken.from_claims(access.claims) if access.claims else None
+        header = request.headers.get("authorization", "")
+        credential = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        if not looks_like_session_token(credential):
+            return None
+        token = tokens.verify(credential) if tokens is not None else None
+        if token is None:
+            raise MCPError(
+                types.INVALID_REQUEST,
+                "the session token is not valid here (altered, from another deployment, or expired); "
+                "ask the operator for a new one (pau-mcp token issue)",
+            )
+        return token
+
     def session_of(ctx: ServerRequestContext[Any]) -> SessionState:
         request = ctx.request
-        narrowed: set[str] | None = None
-        run: str | None = None
-        if request is None:
-            key = process_key
-        else:
-            # A client may label its session (?session=...) and its run (?run=...): the harness does, to find
-            # each episode's calls; otherwise the transport's session id is the key.
-            header = request.headers.get("mcp-session-id")
-            key = request.query_params.get("session") or header or request.headers.get("x-pau-session") or "stateless"
-            run = request.query_params.get("run") or None
-            wanted = request.query_params.get("methods")
-            if wanted:
-                narrowed = set()
-                for item in wanted.split(","):
-                    exposed = catalog.find(item.strip())
-                    if exposed is not None:
-                        narrowed.add(exposed.tool)
         client = None
         params = ctx.session.client_params if ctx.session is not None else None
         if params is not None and params.client_info is not None:
             client = f"{params.client_info.name} {params.client_info.version}".strip()
-        return sessions.get(key, client=client, visible=narrowed, run=run)
+        if request is None:
+            return sessions.get(Identity("process", process_key), client=client)
+        query = request.query_params
+        # A client may label its session (?session=...) and its run (?run=...): the harness does, to find each
+        # episode's calls. A label only names the session; the budget belongs to the identity (sessions.py).
+        label, run = query.get("session") or None, query.get("run") or None
+        header_label = request.headers.get("x-pau-session") or None
+        narrowed: set[str] | None = None
+        wanted = query.get("methods")
+        if wanted:
+            narrowed = {e.tool for e in map(catalog.by_tool, (w.strip() for w in wanted.split(","))) if e is not None}
+        token = session_token(request)
+        if token is not None:
+            for given, own, what in (
+                (label, token.label, "?session="), (run, token.run, "?run="), (header_label, token.label, "X-PAU-Session"),
+            ):  # fmt: skip
+                if given is not None and given != own:
+                    raise MCPError(
+                        types.INVALID_REQUEST,
+                        f"this session token is for label {token.label!r}"
+                        + (f" in run {token.run!r}" if token.run else " in the server run")
+                        + f"; {what} cannot name another: leave it out",
+                    )
+            if token.methods is not None:
+                allowed = set(token.methods)
+                narrowed = allowed if narrowed is None else narrowed & allowed
+            identity, label, run = Identity("token", token.label, token.run), token.label, token.run
+        elif stateless:
+            if label and header_label and label != header_label:
+                raise MCPError(
+                    types.INVALID_REQUEST, "?session= and X-PAU-Session name different labels: send one of them"
+                )
+            identity, label = Identity("shared", "stateless"), label or header_label
+        else:
+            mcp_id = request.headers.get("mcp-session-id")
+            if not mcp_id:
+                raise MCPError(types.INVALID_REQUEST, "no MCP session id: initialize a session first")
+            identity = Identity("mcp", mcp_id)
+        try:
+            return sessions.get(identity, label=label, run=run, client=client, visible=narrowed)
+        except SessionRefused as exc:
+            raise MCPError(types.INVALID_REQUEST, str(exc)) from None
 
     def visible(state: SessionState) -> list[Exposed]:
         return [e for e in catalog if state.sees(e.tool)]
@@ -200,8 +264,8 @@ def build_server(
             return _result(await _open(ctx, state, arguments))
         if noop_tool and params.name == "noop":
             return types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
-        exposed = catalog.find(params.name)
-        if exposed is None or exposed.tool != params.name or not state.sees(exposed.tool):
+        exposed = catalog.by_tool(params.name)
+        if exposed is None or not state.sees(exposed.tool):
             return _result(
                 Reply(
                     text=f"Unknown tool {params.name!r}; list the tools to see the functions available.", is_error=True
@@ -213,10 +277,9 @@ def build_server(
         names = arguments.get("methods")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             return Reply(text="open needs `methods`: a non-empty list of tool names.", is_error=True)
-        chosen = {
-            catalog.find(n).tool for n in names if catalog.find(n) is not None and state.sees(catalog.find(n).tool)
-        }  # type: ignore[union-attr]
-        unknown = [n for n in names if catalog.find(n) is None or not state.sees(catalog.find(n).tool)]  # type: ignore[union-attr]
+        found = {n: catalog.by_tool(n) for n in names}
+        chosen = {e.tool for e in found.values() if e is not None and state.sees(e.tool)}
+        unknown = [n for n, e in found.items() if e is None or not state.sees(e.tool)]
         if unknown:
             return Reply(text=f"Unknown tools: {', '.join(unknown)}.", is_error=True)
         with state.lock:
@@ -250,8 +313,8 @@ def build_server(
         state = session_of(ctx)
         uri = str(params.uri)
         tool = uri[len(_RESOURCE_PREFIX) :] if uri.startswith(_RESOURCE_PREFIX) else ""
-        exposed = catalog.find(tool)
-        if exposed is None or exposed.tool != tool or not state.sees(tool):
+        exposed = catalog.by_tool(tool)
+        if exposed is None or not state.sees(tool):
             raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri}")
         return types.ReadResourceResult(
             contents=[
@@ -276,8 +339,8 @@ def build_server(
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
         state = session_of(ctx)
-        exposed = catalog.find(params.name)
-        if exposed is None or exposed.tool != params.name or not state.sees(exposed.tool):
+        exposed = catalog.by_tool(params.name)
+        if exposed is None or not state.sees(exposed.tool):
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}")
         return types.GetPromptResult(
             description=f"Explore {exposed.tool}",

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..manifests import ManifestError, ManifestStore, Method, call_text
+from ..manifests import ManifestError, ManifestStore, Method, call_text, tool_name
 
 __all__ = ["Catalog", "Exposed", "OUTPUT_SCHEMA", "SUBMIT_TOOL", "OPEN_TOOL"]
 
@@ -44,14 +44,15 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class Exposed:
-    """One method as a server exposes it."""
+    """One method as a server exposes it.
+
+    Attributes:
+        method: The method (its hidden parts never leave the server).
+        tool: Its opaque tool name in this deployment (``manifests.tool_name``).
+    """
 
     method: Method
-
-    @property
-    def tool(self) -> str:
-        """The opaque tool name."""
-        return self.method.tool_name
+    tool: str
 
     @property
     def arity(self) -> int:
@@ -120,14 +121,15 @@ class Catalog:
     Args:
         store: Where suites come from.
         suites: Suites to serve.
-        methods: Optional subset: method ids or tool names.
+        methods: Optional subset (the operator's choice): method ids or tool names.
+        key: The deployment's secret, which names the tools (``Settings.deployment_key()``).
 
     Raises:
         ManifestError: an unknown suite or method, or no method at all.
     """
 
-    def __init__(self, store: ManifestStore, suites: Iterable[str], methods: Iterable[str] = ()) -> None:
-        exposed = [Exposed(m) for m in store.methods(suites)]
+    def __init__(self, store: ManifestStore, suites: Iterable[str], methods: Iterable[str] = (), *, key: str) -> None:
+        exposed = [Exposed(m, tool_name(key, m.id)) for m in store.methods(suites)]
         wanted = set(methods)
         if wanted:
             known = {e.tool for e in exposed} | {e.method.id for e in exposed}
@@ -156,5 +158,10 @@ class Catalog:
         return list(self._by_tool)
 
     def find(self, name_or_id: str) -> Exposed | None:
-        """A method by tool name or method id."""
+        """A method by tool name or method id: for the operator's commands only, never for an agent's input."""
         return self._by_tool.get(name_or_id) or self._by_id.get(name_or_id)
+
+    def by_tool(self, name: str) -> Exposed | None:
+        """A method by tool name alone: what every agent-facing input goes through, so that a method id is
+        answered exactly as any unknown name."""
+        return self._by_tool.get(name)

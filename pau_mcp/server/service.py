@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -20,70 +19,17 @@ from wasm_runtime import InvalidInput, Outcome, Sandbox, Status, parse_arguments
 from ..manifests import call_text
 from ..runstore import CallRecord, RunStore
 from .catalog import Catalog, Exposed
+from .sessions import SessionState
 
-__all__ = ["Feedback", "MethodService", "Reply", "SessionState", "Sessions"]
+__all__ = ["FEEDBACK_KEYS", "Feedback", "MethodService", "Reply"]
 
-#: Feedback on a submission: called with (method id, description, code, submission_id=...), returns what the
-#: agent may see (and records the scores under the submission).
+#: Feedback on a submission: ``await feedback(method_id, description, code, *, submission_id, counterexample)``
+#: returns what the agent may see (and records the scores under the submission); with ``counterexample`` it may
+#: add one ``{"input", "expected"}`` pair, which costs the session one query.
 Feedback = Callable[..., Awaitable[dict[str, Any]]]
 
-
-@dataclass
-class SessionState:
-    """One agent session: what it sees and how many queries it has used per method.
-
-    Attributes:
-        key: The transport's session id (HTTP) or the process's (stdio).
-        store_id: The session's row in the run store.
-        visible: Tool names this session sees; None for the whole catalog.
-    """
-
-    key: str
-    store_id: int
-    visible: set[str] | None = None
-    used: dict[str, int] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def sees(self, tool: str) -> bool:
-        """True when the tool is visible in this session."""
-        return self.visible is None or tool in self.visible
-
-
-class Sessions:
-    """Session states by key, created on first use and recorded in the run store."""
-
-    def __init__(self, store: RunStore, run_id: int, transport: str) -> None:
-        self._store = store
-        self._run_id = run_id
-        self._transport = transport
-        self._states: dict[tuple[int, str], SessionState] = {}
-        self._runs: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def get(
-        self, key: str, client: str | None = None, visible: set[str] | None = None, run: str | None = None
-    ) -> SessionState:
-        """The state of session ``key``.
-
-        Args:
-            key: The session's key.
-            client: The client's name and version, recorded with a new session.
-            visible: Narrows a new session's catalog.
-            run: Record the session under this run instead of the server's (an evaluation
-                harness sharing one server names its run per connection).
-        """
-        with self._lock:
-            run_id = self._run_id
-            if run:
-                if run not in self._runs:
-                    self._runs[run] = self._store.ensure_run(run, kind="eval")
-                run_id = self._runs[run]
-            state = self._states.get((run_id, key))
-            if state is None:
-                store_id = self._store.ensure_session(run_id, key, self._transport, client)
-                state = SessionState(key=key, store_id=store_id, visible=visible)
-                self._states[(run_id, key)] = state
-            return state
+#: The feedback an agent may see; anything else the scorer returns is dropped.
+FEEDBACK_KEYS = ("judge_rating", "code_match", "direct_code_match", "direct_code_note", "counterexample", "scores")
 
 
 @dataclass(frozen=True)
@@ -118,16 +64,19 @@ class MethodService:
         store: Where calls and submissions are recorded.
         budget: Counted calls allowed per method per session; 0 for no limit.
         feedback: Scores a submission for the agent (``--feedback score``); None records only.
+        feedback_limit: Submits answered with feedback per method per budget identity.
     """
 
     def __init__(
-        self, catalog: Catalog, sandbox: Sandbox, store: RunStore, budget: int, feedback: Feedback | None = None
-    ) -> None:
+        self, catalog: Catalog, sandbox: Sandbox, store: RunStore, budget: int, feedback: Feedback | None = None,
+        feedback_limit: int = 3,
+    ) -> None:  # fmt: skip
         self.catalog = catalog
         self.sandbox = sandbox
         self.store = store
         self.budget = budget
         self.feedback = feedback
+        self.feedback_limit = feedback_limit
         self._validators = {e.tool: jsonschema.Draft202012Validator(e.input_schema()) for e in catalog}
 
     def arguments(self, exposed: Exposed, given: dict[str, Any] | None) -> tuple[tuple[Any, ...], str]:
@@ -232,8 +181,13 @@ class MethodService:
         )
 
     async def submit(self, state: SessionState, method: str, description: str, code: str | None) -> Reply:
-        """Record a final description (and optional code) for a method the session can see."""
-        exposed = self.catalog.find(method)
+        """Record a final description (and optional code) for a method the session can see, by tool name.
+
+        With feedback (``--feedback score``), the first ``feedback_limit`` submits per method get the scores;
+        a counterexample comes only while a query is left, and costs one (recorded as a counted call with
+        status ``counterexample``). Later submits are recorded and get a receipt.
+        """
+        exposed = self.catalog.by_tool(method)
         if exposed is None or not state.sees(exposed.tool):
             return Reply(
                 text=f"Unknown method {method!r}: give the tool name of a method you explored (e.g. fn_...).",
@@ -246,14 +200,81 @@ class MethodService:
                 text="The submission is too long (at most 20,000 characters of description and 100,000 of code).",
                 is_error=True,
             )
-        submission_id = self.store.record_submission(state.store_id, exposed.method.id, description.strip(), code)
-        structured: dict[str, Any] = {"recorded": True, "submission": submission_id, "method": exposed.tool}
-        text = f"Recorded your description of {exposed.tool} (submission {submission_id})."
-        if self.feedback is not None:
-            scores = await self.feedback(exposed.method.id, description.strip(), code, submission_id=submission_id)
-            structured["scores"] = scores
-            text += " Scores: " + ", ".join(f"{k} {v}" for k, v in scores.items())
-        return Reply(text=text, structured=structured)
+        tool = exposed.tool
+        with state.lock:
+            given = state.budget.feedback.get(tool, 0)
+            answered = self.feedback is not None and given < self.feedback_limit
+            charged = answered and (not self.budget or state.used.get(tool, 0) < self.budget)
+            if answered:
+                state.budget.feedback[tool] = given + 1
+            if charged:
+                state.used[tool] = state.used.get(tool, 0) + 1  # held for the counterexample, returned if none
+        try:
+            submission_id = self.store.record_submission(
+                state.store_id, exposed.method.id, description.strip(), code, feedback=answered
+            )
+        except BaseException:
+            self._refund(state, tool, charged)
+            raise
+        structured: dict[str, Any] = {"recorded": True, "submission": submission_id, "method": tool}
+        text = f"Recorded your description of {tool} (submission {submission_id})."
+        if self.feedback is None:
+            return Reply(text=text, structured=structured)
+        structured["feedback_left"] = max(0, self.feedback_limit - state.budget.feedback.get(tool, 0))
+        if not answered:
+            return Reply(
+                text=text + f" No feedback: the {self.feedback_limit} submission(s) with feedback for {tool} in this "
+                "session are used up.",
+                structured=structured,
+            )
+        try:
+            scores = await self.feedback(
+                exposed.method.id, description.strip(), code, submission_id=submission_id, counterexample=charged
+            )
+        except BaseException:
+            self._refund(state, tool, charged)
+            raise
+        shown = _visible_feedback(scores, charged)
+        example = shown.get("counterexample")
+        if charged and example:
+            self.store.record_call(
+                state.store_id,
+                CallRecord(
+                    method_id=exposed.method.id, tool=tool, arguments=example["input"], counted=True,
+                    status="counterexample", value=example["expected"],
+                ),
+            )  # fmt: skip
+        else:
+            self._refund(state, tool, charged)
+        structured["scores"] = shown
+        structured["queries_used"] = state.used.get(tool, 0)
+        structured["queries_left"] = self.left(state, exposed)
+        parts = [f"{k} {v}" for k, v in shown.items() if k != "counterexample"]
+        text += " Scores: " + (", ".join(parts) or "none")
+        if example:
+            text += (
+                f". Counterexample: {call_text(exposed.method.entry, example['input'])} returns {example['expected']}"
+                " (it cost one query)"
+            )
+        return Reply(text=text + ".", structured=structured)
+
+    @staticmethod
+    def _refund(state: SessionState, tool: str, charged: bool) -> None:
+        if charged:
+            with state.lock:
+                state.used[tool] = max(0, state.used.get(tool, 0) - 1)
+
+
+def _visible_feedback(scores: dict[str, Any], counterexample: bool) -> dict[str, Any]:
+    """The part of the scorer's answer an agent may see: known keys only; a counterexample only when it was paid
+    for, and only its input and the method's output (never what the submitted code produced)."""
+    shown = {key: scores[key] for key in FEEDBACK_KEYS if key in scores and key != "counterexample"}
+    example = scores.get("counterexample")
+    if counterexample and isinstance(example, dict):
+        given, expected = example.get("input"), example.get("expected")
+        if isinstance(given, str) and isinstance(expected, str):
+            shown["counterexample"] = {"input": given, "expected": expected}
+    return shown
 
 
 def _describe(exposed: Exposed, literal: str, outcome: Outcome, used: int, budget: int) -> str:

@@ -32,9 +32,12 @@ async def run_stdio(server: Server[Any]) -> None:
 
 
 def run_http(
-    server: Server[Any], host: str, port: int, token: str | None, stateless: bool, announce: bool = True
-) -> None:
+    server: Server[Any], host: str, port: int, token: str | None, stateless: bool, announce: bool = True,
+    tokens: Any = None,
+) -> None:  # fmt: skip
     """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` with JSON responses until interrupted.
+
+    With ``token``, requests need it or a session token ``tokens`` (a ``TokenSigner``) accepts.
 
     Raises:
         TransportError: a non-loopback address without a token, or the port is taken.
@@ -66,7 +69,7 @@ def run_http(
             resource_server_url=None,
             required_scopes=["pau"],
         )
-        verifier = verify_bearer(token)
+        verifier = verify_bearer(token, tokens)
     app = server.streamable_http_app(
         json_response=True,
         stateless_http=stateless,

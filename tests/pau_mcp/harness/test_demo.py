@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pau_mcp.manifests import ManifestStore
+from pau_mcp.manifests import ManifestStore, tool_name
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -31,7 +31,8 @@ def test_the_demo_explores_a_method_through_mcp_submits_and_prints_its_code_matc
     result = pau("demo", "--data-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert method.tool_name in out and method.header in out
+    key = (tmp_path / "tool.key").read_text().strip()  # created by the demo in its data directory
+    assert tool_name(key, method.id) in out and method.header in out
     calls = re.findall(r"^  test_func\(.*\) (?:returned|raised) .*$", out, re.M)
     assert 5 <= len(calls) <= 20
     score = float(re.search(r"Code match of the memorising baseline: ([0-9.]+)", out).group(1))

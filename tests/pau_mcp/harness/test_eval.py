@@ -272,3 +272,42 @@ def _has_episodes(db: Path) -> bool:
         return bool(sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE name = 'episodes'").fetchone())
     except sqlite3.Error:
         return False
+
+
+def _probe(settings: Settings, run: str, server: str | None = None) -> object:
+    config = EvalConfig(
+        run=run, model="", suite="builtin", agent="probe", methods=METHODS[:2], kinds=("direct",), server=server
+    )
+    return anyio.run(_with_scorer, settings, config)
+
+
+def test_a_run_against_a_running_server_with_the_same_data_directory_finds_its_tools(tmp_path):
+    from pau_mcp.server.launch import http_server
+
+    env = {k: v for k, v in os.environ.items() if k != "PAU_MCP_TOOL_KEY"}
+    with http_server(["--data-dir", str(tmp_path), "--db", str(tmp_path / "runs.db")], env=env) as url:
+        settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db")
+        progress = _probe(settings, "shared-key", server=url)
+    assert (progress.done, progress.failed) == (2, 0)
+
+
+def test_a_run_against_a_server_with_another_tool_key_says_how_to_give_the_key(tmp_path):
+    from pau_mcp.harness import EvalError
+    from pau_mcp.server.launch import http_server
+
+    with http_server(["--tool-key", "the-servers-own-key-0123", "--db", str(tmp_path / "server.db")]) as url:
+        settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db")
+        with pytest.raises(EvalError) as refused:
+            _probe(settings, "other-key", server=url)
+    assert "--tool-key" in str(refused.value) and "PAU_MCP_TOOL_KEY" in str(refused.value)
+    store = RunStore(settings.db_path)
+    assert all(e["state"] != "failed" for e in store.episodes(store.run_id("other-key")))
+
+
+def test_a_run_name_that_cannot_label_a_session_is_refused_before_anything_starts(tmp_path):
+    from pau_mcp.harness import EvalError
+
+    settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db")
+    with pytest.raises(EvalError, match="letters"):
+        _probe(settings, "my run")
+    assert not settings.db_path.exists()

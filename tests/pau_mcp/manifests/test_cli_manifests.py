@@ -11,17 +11,21 @@ from typing import Any
 
 import pytest
 
-from pau_mcp.manifests import Case, ManifestStore, Method, Suite, SuiteInfo, dump_method
+from pau_mcp.manifests import Case, ManifestStore, Method, Suite, SuiteInfo, dump_method, tool_name
 from pau_mcp.manifests.checks import freeze_method
 from wasm_runtime import Sandbox
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
+#: The deployment key of these commands (tool names depend on it).
+KEY = "manifest-tests-deployment-key"
+
+
 def pau(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``python -m pau_mcp ARGS`` with a wide terminal (so tables and messages are not wrapped)."""
     environment = {key: value for key, value in os.environ.items() if key != "PAU_MCP_MANIFESTS"}
-    environment.update({"COLUMNS": "250", **(env or {})})
+    environment.update({"COLUMNS": "250", "PAU_MCP_TOOL_KEY": KEY, **(env or {})})
     return subprocess.run(
         [sys.executable, "-m", "pau_mcp", *args],
         check=False,
@@ -167,7 +171,7 @@ def test_show_prints_what_an_agent_would_see_and_nothing_hidden(frozen_suite: Su
     assert result.returncode == 0, result.stderr
     shown = frozen_suite.methods["demo/m1"]
     assert result.stdout.splitlines() == [
-        f"tool:   {shown.tool_name}",
+        f"tool:   {tool_name(KEY, shown.id)}",
         "header: def test_func(arg0):",
         "examples:",
         "  test_func(2) -> 4",
@@ -187,7 +191,7 @@ def test_show_prints_what_an_agent_would_see_and_nothing_hidden(frozen_suite: Su
 def test_show_json_gives_the_agent_view(frozen_suite: Suite):
     result = pau("manifests", "show", "demo/m1", "--json", "--manifests", str(frozen_suite.path.parent))
     view = json.loads(result.stdout)
-    assert view == frozen_suite.methods["demo/m1"].agent_view()
+    assert view == frozen_suite.methods["demo/m1"].agent_view(KEY)
     assert set(view) == {"tool", "header", "examples"}
     assert "hidden_line_marker" not in result.stdout and "zebra_test_input" not in result.stdout
 

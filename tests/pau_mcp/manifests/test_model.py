@@ -7,13 +7,14 @@ field named, and what agents may see carries nothing hidden.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from pau_mcp.manifests import Case, FrozenOutcome, Method, SuiteInfo, call_text, tool_name_for
+from pau_mcp.manifests import Case, FrozenOutcome, Method, SuiteInfo, call_text, tool_name
 from wasm_runtime import Outcome, Status
 
 
@@ -180,10 +181,13 @@ def test_a_method_without_parameters_is_allowed():
 # --- what agents may see ---------------------------------------------------------------------
 
 
+KEY = "a-deployment-key-for-tests"
+
+
 def test_the_agent_view_holds_only_tool_header_and_examples():
     method = Method.model_validate(method_data())
-    view = method.agent_view()
-    assert set(view) == {"tool", "header", "examples"}
+    view = method.agent_view(KEY)
+    assert set(view) == {"tool", "header", "examples"} and view["tool"] == tool_name(KEY, method.id)
     assert view["examples"] == [
         {"input": "(1, 2)", "output": "3"},
         {"input": "('a', 1)", "output": "raises TypeError: bad"},
@@ -193,17 +197,19 @@ def test_the_agent_view_holds_only_tool_header_and_examples():
         assert hidden not in text
 
 
-def test_the_tool_name_is_stable_opaque_and_distinct():
-    method = Method.model_validate(method_data())
-    assert re.fullmatch(r"fn_[0-9a-f]{10}", method.tool_name)
-    assert method.tool_name == tool_name_for("demo/add_them") == Method.model_validate(method_data()).tool_name
-    assert tool_name_for("demo/add_them2") != method.tool_name
-    assert "add_them" not in method.tool_name and "demo" not in method.tool_name
+def test_the_tool_name_is_keyed_stable_opaque_and_distinct():
+    name = tool_name(KEY, "demo/add_them")
+    assert re.fullmatch(r"fn_[0-9a-f]{10}", name)
+    assert name == tool_name(KEY, "demo/add_them")
+    assert tool_name(KEY, "demo/add_them2") != name
+    assert tool_name("another-deployment-key", "demo/add_them") != name
+    assert name != "fn_" + hashlib.sha256(b"demo/add_them").hexdigest()[:10]  # an id alone does not give it
+    assert "add_them" not in name and "demo" not in name
 
 
 def test_an_unfrozen_example_shows_no_output():
     method = Method.model_validate(method_data(examples=[{"input": "(1, 2)"}]))
-    assert method.agent_view()["examples"] == [{"input": "(1, 2)", "output": None}]
+    assert method.agent_view(KEY)["examples"] == [{"input": "(1, 2)", "output": None}]
 
 
 @pytest.mark.parametrize(

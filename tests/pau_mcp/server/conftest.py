@@ -13,11 +13,26 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
+from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, tool_name
 from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.server.launch import http_server as launch_http_server
 
 ROOT = Path(__file__).resolve().parents[3]
+
+#: The deployment key every server of these tests shares (PAU_MCP_TOOL_KEY), so tests can name tools.
+TEST_KEY = "test-deployment-key-0123456789abcdef"
+
+
+def tool_of(method_id: str) -> str:
+    """The tool name of a method on the servers of these tests."""
+    return tool_name(TEST_KEY, method_id)
+
+
+@pytest.fixture(autouse=True)
+def _deployment_key(monkeypatch):
+    """Every server started by a test (and every command) uses the shared test key unless the test says otherwise."""
+    monkeypatch.setenv("PAU_MCP_TOOL_KEY", TEST_KEY)
+
 
 #: Strings that exist only in the hidden parts of the secret suite: none may ever reach an agent.
 SECRETS = {
@@ -90,3 +105,57 @@ def http_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """A `pau-mcp serve --transport http` process on an ephemeral port; yields its URL."""
     with launch_http_server(args, env=env, timeout_s=90) as url:
         yield url
+
+
+class RawSession:
+    """A hand-written MCP client over HTTP: the moves the official client never makes (changing its URL, headers
+    or credentials between requests of one session), as a hostile agent with its own HTTP client would.
+
+    Args:
+        url: The server's MCP endpoint.
+        query: URL parameters of the opening request (``session``, ``run``, ``methods``).
+        headers: Extra headers of every request (e.g. ``Authorization``).
+    """
+
+    def __init__(self, url: str, query: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> None:
+        import httpx2
+
+        self.url = url
+        self.headers = {"accept": "application/json, text/event-stream", **(headers or {})}
+        self.client = httpx2.Client(timeout=60)
+        self.ids = iter(range(1, 1_000_000))
+        reply = self.client.post(
+            url, params=query or {}, headers=self.headers,
+            json={"jsonrpc": "2.0", "id": next(self.ids), "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}},
+        )  # fmt: skip
+        reply.raise_for_status()
+        session_id = reply.headers.get("mcp-session-id")
+        if session_id:
+            self.headers["mcp-session-id"] = session_id
+        self.headers["mcp-protocol-version"] = "2025-06-18"
+        self.client.post(
+            url, params=query or {}, headers=self.headers,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        )  # fmt: skip
+
+    def request(self, method: str, params: dict, query: dict[str, str] | None = None, **headers: str) -> dict:
+        """One JSON-RPC request; returns the JSON-RPC reply (``result`` or ``error``)."""
+        reply = self.client.post(
+            self.url, params=query or {}, headers={**self.headers, **headers},
+            json={"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params},
+        )  # fmt: skip
+        assert reply.status_code == 200, (reply.status_code, reply.text)
+        return reply.json()
+
+    def call(self, tool: str, arguments: dict, query: dict[str, str] | None = None, **headers: str) -> dict:
+        """A ``tools/call``; returns the JSON-RPC reply."""
+        return self.request("tools/call", {"name": tool, "arguments": arguments}, query, **headers)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def served(reply: dict) -> bool:
+    """True when a raw ``tools/call`` reply ran the function (a result that is not a tool error)."""
+    return "result" in reply and not reply["result"].get("isError")

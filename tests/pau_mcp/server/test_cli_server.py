@@ -8,9 +8,7 @@ import subprocess
 import sys
 
 import anyio
-from conftest import ROOT, stdio_session
-
-from pau_mcp.manifests import ManifestStore
+from conftest import ROOT, stdio_session, tool_of
 
 
 def pau(*args: str, db=None) -> subprocess.CompletedProcess[str]:
@@ -27,8 +25,7 @@ def pau(*args: str, db=None) -> subprocess.CompletedProcess[str]:
 
 def test_call_runs_the_same_path_as_a_tool_and_is_recorded(tmp_path):
     db = tmp_path / "runs.db"
-    b001 = ManifestStore().method("builtin/b001")
-    ok = pau("call", b001.tool_name, "(-23,)", db=db)
+    ok = pau("call", tool_of("builtin/b001"), "(-23,)", db=db)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith("test_func(-23) returned -6")
     by_id = pau("call", "builtin/b001", "(105,)", db=db)
@@ -52,14 +49,14 @@ def test_methods_lists_what_a_server_would_expose():
 
 def test_runs_export_writes_the_reference_predictions_layout(tmp_path):
     db = tmp_path / "runs.db"
-    b001 = ManifestStore().method("builtin/b001")
+    tool = tool_of("builtin/b001")
 
     async def session() -> None:
         async with stdio_session("--db", str(db), "--run", "export-me") as client:
-            await client.call_tool(b001.tool_name, {"arg0": 12})
-            await client.call_tool(b001.tool_name, {"args": "(-3,)"})
-            await client.call_tool(b001.tool_name, {"args": "bad("})
-            await client.call_tool("submit", {"method": b001.tool_name, "description": "product of nonzero digits"})
+            await client.call_tool(tool, {"arg0": 12})
+            await client.call_tool(tool, {"args": "(-3,)"})
+            await client.call_tool(tool, {"args": "bad("})
+            await client.call_tool("submit", {"method": tool, "description": "product of nonzero digits"})
 
     anyio.run(session)
     listed = pau("runs", "list", "--json", db=db)
@@ -75,3 +72,27 @@ def test_runs_export_writes_the_reference_predictions_layout(tmp_path):
     assert record["all_examples"] == [["(12,)", "2"], ["(-3,)", "-3"]]
     missing = pau("runs", "export", "nope", db=db)
     assert missing.returncode == 1 and "export-me" in missing.stderr
+
+
+def test_runs_show_prints_agents_text_literally_without_markup_or_terminal_escapes(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # a wide table: no cell is wrapped, so each text is found whole
+    db = tmp_path / "runs.db"
+    tool = tool_of("builtin/b001")
+    hostile = "[bold red]LOUD[/bold red] \x1b]0;pwned\x07 \x1b[2J\x9b31m \u202e reversed\nsecond line"
+
+    async def session() -> None:
+        async with stdio_session("--db", str(db), "--run", "hostile") as client:
+            await client.call_tool(tool_of("builtin/b002"), {"arg0": "[link=http://x]click[/link]\x1b[5m"})
+            await client.call_tool(tool, {"args": "bad( [blink]x[/blink]"})
+            await client.call_tool("submit", {"method": tool, "description": hostile, "code": "[red]x\x1b[0m"})
+
+    anyio.run(session)
+    shown = pau("runs", "show", "hostile", db=db)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "[bold red]LOUD[/bold red]" in out and "[blink]x[/blink]" in out and "[link=http://x]" in out
+    assert not any(ch in out for ch in "\x1b\x07\x9b\u202e")
+    assert "\\x1b]0;pwned\\x07" in out and "\\x1b[2J" in out and "\\u202e" in out
+    assert "second line" in out
+    as_json = json.loads(pau("runs", "show", "hostile", "--json", db=db).stdout)
+    assert as_json["submissions"][0]["description"] == hostile  # the JSON keeps the text exactly

@@ -8,7 +8,7 @@ import sqlite3
 import sys
 
 import anyio
-from conftest import ROOT
+from conftest import ROOT, RawSession, http_server, stdio_session, tool_of
 from fakellm import FakeLLM
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -43,7 +43,7 @@ def test_submit_with_feedback_returns_scores_records_them_and_reveals_no_gold(tm
                     result = await session.call_tool(
                         "submit",
                         {
-                            "method": METHOD.tool_name,
+                            "method": tool_of(METHOD.id),
                             "description": "counts things",
                             "code": "def test_func(arg0):\n    return 0",
                         },
@@ -64,3 +64,188 @@ def test_submit_with_feedback_returns_scores_records_them_and_reveals_no_gold(tm
     rows = sqlite3.connect(db).execute("SELECT kind, status, value FROM scores ORDER BY kind").fetchall()
     assert [(k, s) for k, s, _ in rows] == [("codematch", "scored"), ("direct", "scored"), ("judge", "scored")]
     assert dict((k, v) for k, _, v in rows)["judge"] == 3.0
+
+
+# -- what feedback may cost and reveal (direct-code scoring: no model needed) -------------------------------------
+
+
+def _table_code(table: dict[str, str]) -> str:
+    """A lookup table of inputs the agent was told about: the code a feedback-farming agent submits."""
+    entries = ", ".join(f"{key}: {value}" for key, value in table.items())
+    return f"TABLE = {{{entries}}}\n\ndef test_func(*args):\n    return TABLE.get(args)\n"
+
+
+def _feedback_server(db, *extra: str):
+    return stdio_session("--feedback", "score", "--db", str(db), "--methods", METHOD.id, *extra)
+
+
+def test_twenty_two_feedback_submits_reveal_no_more_counterexamples_than_the_limit(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(METHOD.id)
+
+    async def main() -> list:
+        table: dict[str, str] = {}
+        replies = []
+        async with _feedback_server(db, "--budget", "20") as session:
+            for _ in range(22):
+                reply = await session.call_tool(
+                    "submit", {"method": tool, "description": "runs of characters", "code": _table_code(table)}
+                )
+                assert not reply.is_error
+                replies.append(reply)
+                example = (reply.structured_content.get("scores") or {}).get("counterexample")
+                if example:
+                    table[example["input"]] = example["expected"]
+        return replies
+
+    replies = anyio.run(main)
+    scored = [r for r in replies if r.structured_content.get("scores")]
+    examples = [r for r in scored if "counterexample" in r.structured_content["scores"]]
+    assert len(scored) == 3 and len(examples) == 3
+    assert all(r.structured_content["scores"]["direct_code_match"] < 1 for r in scored)
+    later = replies[3]
+    assert "feedback" in later.content[0].text and "used" in later.content[0].text
+    assert later.structured_content["feedback_left"] == 0 and "scores" not in later.structured_content
+    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM submissions").fetchone() == (22,)
+
+
+def test_each_counterexample_costs_one_query_and_none_is_given_without_a_query_left(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(METHOD.id)
+    wrong = "def test_func(arg0):\n    return []\n"
+
+    async def main() -> dict:
+        async with _feedback_server(db, "--budget", "3", "--feedback-limit", "5", "--run", "costs") as session:
+            first = await session.call_tool(tool, {"arg0": "aab"})
+            with_example = await session.call_tool("submit", {"method": tool, "description": "d", "code": wrong})
+            last = await session.call_tool(tool, {"arg0": "abb"})
+            over = await session.call_tool(tool, {"arg0": "b"})
+            without = await session.call_tool("submit", {"method": tool, "description": "d", "code": wrong})
+            return {"first": first, "with": with_example, "last": last, "over": over, "without": without}
+
+    got = anyio.run(main)
+    assert got["first"].structured_content["queries_left"] == 2
+    assert "counterexample" in got["with"].structured_content["scores"]
+    assert got["with"].structured_content["queries_left"] == 1
+    assert got["last"].structured_content["queries_used"] == 3 and got["last"].structured_content["queries_left"] == 0
+    assert got["over"].is_error and "budget" in got["over"].content[0].text
+    assert "direct_code_match" in got["without"].structured_content["scores"]
+    assert "counterexample" not in got["without"].structured_content["scores"]
+    rows = sqlite3.connect(db).execute("SELECT status, counted, arguments, value FROM calls ORDER BY id").fetchall()
+    assert [(status, counted) for status, counted, *_ in rows] == [
+        ("ok", 1), ("counterexample", 1), ("ok", 1), ("over_budget", 0)
+    ]  # fmt: skip
+    example = got["with"].structured_content["scores"]["counterexample"]
+    assert rows[1][2:] == (example["input"], example["expected"])
+    exported = [json.loads(line) for line in _export(db, "costs")]
+    assert exported[0]["num_queries"] == 3
+
+
+def _export(db, run: str) -> list[str]:
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-m", "pau_mcp", "runs", "export", run, "--db", str(db)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_feedback_never_echoes_what_the_submitted_code_returned(tmp_path):
+    marker = "ECHO-MARKER-5521"
+    code = f"def test_func(arg0):\n    return '{marker}' + str(len(arg0))\n"
+
+    async def main():
+        async with _feedback_server(tmp_path / "runs.db") as session:
+            return await session.call_tool("submit", {"method": tool_of(METHOD.id), "description": "d", "code": code})
+
+    reply = anyio.run(main)
+    assert "counterexample" in reply.structured_content["scores"]
+    assert set(reply.structured_content["scores"]["counterexample"]) == {"input", "expected"}
+    assert marker not in reply.model_dump_json()
+
+
+def test_a_negative_feedback_limit_is_a_usage_error(tmp_path):
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-m", "pau_mcp", "serve", "--feedback", "score", "--feedback-limit", "-1",
+         "--db", str(tmp_path / "r.db")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 2 and "PAU_MCP_FEEDBACK_LIMIT" in result.stderr
+
+
+def test_spent_feedback_and_counterexample_queries_survive_a_restart(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(METHOD.id)
+    query = {"session": "farmer", "run": "feedback-restarts"}
+    wrong = {"method": tool, "description": "d", "code": "def test_func(arg0):\n    return None\n"}
+    args = ("--db", str(db), "--feedback", "score", "--feedback-limit", "2", "--budget", "5", "--methods", METHOD.id)
+    with http_server(*args) as url:
+        raw = RawSession(url, query=query)
+        before = [raw.call("submit", wrong, query=query) for _ in range(2)]
+        raw.close()
+    with http_server(*args) as url:
+        raw = RawSession(url, query=query)
+        after = raw.call("submit", wrong, query=query)
+        call = raw.call(tool, {"arg0": "x"}, query=query)
+        raw.close()
+    assert all("counterexample" in r["result"]["structuredContent"]["scores"] for r in before)
+    assert "scores" not in after["result"]["structuredContent"]
+    assert call["result"]["structuredContent"]["queries_used"] == 3
+
+
+def test_concurrent_submits_never_get_more_feedback_than_the_limit(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(METHOD.id)
+    wrong = {"method": tool, "description": "d", "code": "def test_func(arg0):\n    return 0\n"}
+
+    async def main() -> list:
+        replies: list = []
+        async with _feedback_server(db, "--feedback-limit", "2", "--budget", "20") as session:
+
+            async def one() -> None:
+                replies.append(await session.call_tool("submit", wrong))
+
+            with anyio.fail_after(120):
+                async with anyio.create_task_group() as group:
+                    for _ in range(8):
+                        group.start_soon(one)
+        return replies
+
+    replies = anyio.run(main)
+    assert len(replies) == 8 and sum("scores" in r.structured_content for r in replies) == 2
+    rows = sqlite3.connect(db).execute("SELECT SUM(feedback), COUNT(*) FROM submissions").fetchone()
+    counted = sqlite3.connect(db).execute("SELECT COUNT(*) FROM calls WHERE status = 'counterexample'").fetchone()
+    assert rows == (2, 8) and counted == (2,)
+
+
+def test_without_a_budget_counterexamples_are_still_counted_and_limited(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(METHOD.id)
+    wrong = {"method": tool, "description": "d", "code": "def test_func(arg0):\n    return 0\n"}
+
+    async def main() -> list:
+        async with _feedback_server(db, "--budget", "0", "--feedback-limit", "2") as session:
+            return [await session.call_tool("submit", wrong) for _ in range(3)]
+
+    replies = anyio.run(main)
+    assert [("counterexample" in (r.structured_content.get("scores") or {})) for r in replies] == [True, True, False]
+    assert replies[1].structured_content["queries_used"] == 2 and replies[1].structured_content["queries_left"] is None
+
+
+def test_a_submit_without_code_gets_no_counterexample_and_keeps_its_query(tmp_path):
+    db = tmp_path / "runs.db"
+    tool = tool_of(METHOD.id)
+
+    async def main() -> tuple:
+        async with _feedback_server(db, "--budget", "2") as session:
+            submitted = await session.call_tool("submit", {"method": tool, "description": "runs of characters"})
+            call = await session.call_tool(tool, {"arg0": "aa"})
+            return submitted, call
+
+    submitted, call = anyio.run(main)
+    assert "counterexample" not in submitted.structured_content["scores"]
+    assert submitted.structured_content["queries_left"] == 2 and call.structured_content["queries_used"] == 1

@@ -8,7 +8,7 @@ import subprocess
 import anyio
 import httpx2
 import pytest
-from conftest import ROOT, http_server, serve_command
+from conftest import ROOT, http_server, serve_command, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -40,7 +40,7 @@ def _digit_product(n: int) -> int:
 
 
 def test_requests_without_the_token_get_401_and_with_it_work(tmp_path):
-    tool = ManifestStore().method("builtin/b001").tool_name
+    tool = tool_of("builtin/b001")
     with http_server("--db", str(tmp_path / "runs.db"), "--token", TOKEN) as url:
         anonymous = httpx2.post(
             url,
@@ -65,7 +65,7 @@ def test_eight_concurrent_sessions_of_fifty_calls_are_all_answered_recorded_and_
         with anyio.fail_after(240):
             async with anyio.create_task_group() as group:
                 for _ in range(8):
-                    group.start_soon(_session_calls, url, method.tool_name, 50, None, results)
+                    group.start_soon(_session_calls, url, tool_of(method.id), 50, None, results)
 
     with http_server("--db", str(db), "--budget", "40", "--run", "http-load") as url:
         anyio.run(main)
@@ -99,18 +99,18 @@ def test_a_url_parameter_narrows_what_a_session_sees(tmp_path):
     chosen = ManifestStore().method("builtin/b007")
 
     async def main() -> list[str]:
-        async with streamable_http_client(f"{url}?methods={chosen.id}") as (read, write, *_):
+        async with streamable_http_client(f"{url}?methods={tool_of(chosen.id)}") as (read, write, *_):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 return [t.name for t in (await session.list_tools()).tools]
 
     with http_server("--db", str(tmp_path / "runs.db")) as url:
         names = anyio.run(main)
-    assert names == ["submit", "open", chosen.tool_name]
+    assert names == ["submit", "open", tool_of(chosen.id)]
 
 
 def test_stateless_mode_answers_calls(tmp_path):
-    tool = ManifestStore().method("builtin/b001").tool_name
+    tool = tool_of("builtin/b001")
 
     async def main() -> dict:
         async with streamable_http_client(url) as (read, write, *_):

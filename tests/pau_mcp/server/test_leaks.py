@@ -12,7 +12,7 @@ import os
 import sys
 
 import anyio
-from conftest import ROOT, SECRETS
+from conftest import ROOT, SECRETS, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -45,17 +45,17 @@ async def _recorded_session(manifests, db, transcript: list[str]) -> None:
                     m1, m2 = store.method("secret/m1"), store.method("secret/m2")
                     await session.list_tools()
                     await session.list_resources()
-                    await session.read_resource(f"pau://method/{m1.tool_name}")
+                    await session.read_resource(f"pau://method/{tool_of(m1.id)}")
                     await session.list_prompts()
-                    await session.get_prompt(m1.tool_name)
+                    await session.get_prompt(tool_of(m1.id))
                     for arguments in (
                         {"arg0": "hello"}, {"arg0": "boom"}, {"args": "(1,)"}, {"args": "(open('x'),)"},
                         {"arg0": 1, "args": "(1,)"}, {"nope": 1}, {"arg0": 7}, {"arg0": 8}, {"arg0": 9},
                     ):  # fmt: skip
-                        await session.call_tool(m1.tool_name, arguments)
-                    await session.call_tool(m2.tool_name, {"arg0": 1})
+                        await session.call_tool(tool_of(m1.id), arguments)
+                    await session.call_tool(tool_of(m2.id), {"arg0": 1})
                     await session.call_tool("fn_0000000000", {"arg0": 1})
-                    await session.call_tool("submit", {"method": m1.tool_name, "description": "shouts"})
+                    await session.call_tool("submit", {"method": tool_of(m1.id), "description": "shouts"})
                     await session.call_tool("submit", {"method": "secret/m1", "description": ""})
                     await session.call_tool("open", {"methods": ["nope"]})
                     for bad in ("pau://method/nope", f"pau://method/{m1.id}"):

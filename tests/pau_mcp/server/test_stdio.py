@@ -6,7 +6,7 @@ import sqlite3
 
 import anyio
 import mcp_types as types
-from conftest import stdio_session
+from conftest import stdio_session, tool_of
 
 from pau_mcp.manifests import ManifestStore, call_text
 
@@ -23,7 +23,7 @@ def test_tools_are_opaque_and_carry_header_examples_schema_and_annotations(tmp_p
             assert len(methods) == len(ManifestStore().suite("builtin").methods)
             assert {t.name for t in listed.tools} >= {"submit", "open"}
             b001 = _builtin("builtin/b001")
-            tool = next(t for t in methods if t.name == b001.tool_name)
+            tool = next(t for t in methods if t.name == tool_of(b001.id))
             assert b001.header in tool.description
             assert "20 times" in tool.description
             for case in b001.examples:
@@ -35,7 +35,7 @@ def test_tools_are_opaque_and_carry_header_examples_schema_and_annotations(tmp_p
                 and tool.annotations.idempotent_hint
                 and not tool.annotations.open_world_hint
             )
-            by_tool = {m.tool_name: m for m in ManifestStore().suite("builtin").methods.values()}
+            by_tool = {tool_of(m.id): m for m in ManifestStore().suite("builtin").methods.values()}
             for t in methods:
                 assert t.name.startswith("fn_") and len(t.name) == 13
                 assert by_tool[t.name].name not in t.name and "builtin" not in t.name
@@ -49,7 +49,7 @@ def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent
 
     async def main() -> None:
         async with stdio_session("--db", str(db), "--budget", "3", "--run", "stdio-test") as session:
-            tool = b005.tool_name
+            tool = tool_of(b005.id)
             first = await session.call_tool(tool, {"arg0": 4})
             assert not first.is_error
             assert first.structured_content["status"] == "ok"
@@ -110,14 +110,14 @@ def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path, secret_
         ) as session:
             tools = {t.name for t in (await session.list_tools()).tools if t.name.startswith("fn_")}
             method = ManifestStore([secret_manifests]).method("secret/m1")
-            assert method.tool_name in tools
-            raised = await session.call_tool(method.tool_name, {"arg0": "boom"})
+            assert tool_of(method.id) in tools
+            raised = await session.call_tool(tool_of(method.id), {"arg0": "boom"})
             assert not raised.is_error
             assert raised.structured_content["status"] == "error"
             assert raised.structured_content["error_type"] == "ValueError"
             assert "raised ValueError" in raised.content[0].text
             loop = ManifestStore([secret_manifests]).method("secret/m2")
-            timed = await session.call_tool(loop.tool_name, {"arg0": 1})
+            timed = await session.call_tool(tool_of(loop.id), {"arg0": 1})
             assert timed.structured_content["status"] == "timeout"
 
     anyio.run(main)
@@ -133,11 +133,11 @@ def test_open_narrows_the_session_and_announces_the_change(tmp_path):
 
     async def main() -> None:
         async with stdio_session("--db", str(tmp_path / "runs.db"), message_handler=on_message) as session:
-            opened = await session.call_tool("open", {"methods": [b010.tool_name]})
+            opened = await session.call_tool("open", {"methods": [tool_of(b010.id)]})
             assert not opened.is_error
             names = [t.name for t in (await session.list_tools()).tools]
-            assert names == ["submit", "open", b010.tool_name]
-            hidden = _builtin("builtin/b011").tool_name
+            assert names == ["submit", "open", tool_of(b010.id)]
+            hidden = tool_of("builtin/b011")
             refused = await session.call_tool(hidden, {"args": "(1,)"})
             assert refused.is_error and "Unknown tool" in refused.content[0].text
             with anyio.fail_after(10):
@@ -172,14 +172,14 @@ def test_resources_and_prompts_show_only_what_an_agent_may_see(tmp_path):
     async def main() -> None:
         async with stdio_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
             resources = (await session.list_resources()).resources
-            assert [str(r.uri) for r in resources] == [f"pau://method/{b001.tool_name}"]
+            assert [str(r.uri) for r in resources] == [f"pau://method/{tool_of(b001.id)}"]
             text = (await session.read_resource(resources[0].uri)).contents[0].text
             assert b001.header in text and "budget: 20" in text
             prompts = (await session.list_prompts()).prompts
-            assert [p.name for p in prompts] == [b001.tool_name]
-            prompt = await session.get_prompt(b001.tool_name)
+            assert [p.name for p in prompts] == [tool_of(b001.id)]
+            prompt = await session.get_prompt(tool_of(b001.id))
             body = prompt.messages[0].content.text
-            assert b001.tool_name in body and "submit" in body
+            assert tool_of(b001.id) in body and "submit" in body
             for hidden in (b001.description, b001.source.splitlines()[1]):
                 assert hidden not in text and hidden not in body
 

@@ -1,0 +1,79 @@
+"""``pau-mcp token issue``: session tokens, for agents that must not share or reset a budget."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from ..config import SettingsError, options
+from ..manifests import ManifestError, tool_name
+from .common import err, settings_from
+
+__all__ = ["token"]
+
+
+@click.group()
+def token() -> None:
+    """Session tokens: bearer credentials whose label is their budget (docs/server.md)."""
+
+
+@token.command("issue")
+@click.option("--label", required=True, help="The session's label: its budget and its name in the run store.")
+@click.option("--run", "run_name", help="Record its session under this run (default: the server's run).")
+@click.option(
+    "--methods",
+    "methods",
+    multiple=True,
+    help="Only these methods, as tool names or method ids (repeatable, or comma-separated); the token holds tool names.",
+)
+@click.option(
+    "--expires-in",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds the token stays valid (default: until the deployment key changes).",
+)
+@options("manifests", "data_dir", "tool_key")
+def issue(
+    label: str, run_name: str | None, methods: tuple[str, ...], expires_in: float | None, **values: object
+) -> None:
+    """Print a new session token for LABEL, signed with the deployment key (keep both secret).
+
+    A server with the same key accepts it as `Authorization: Bearer TOKEN`, like its --token; every request
+    carrying it spends the label's budget, whatever MCP session or connection carries it.
+    """
+    from ..server import TokenSigner, label_problem
+
+    settings = settings_from(values)
+    for what, value in (("label", label), ("run", run_name)):
+        problem = label_problem(value, what) if value is not None else None
+        if problem:
+            raise click.UsageError(problem)
+    try:
+        key = settings.deployment_key()
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    wanted = [item.strip() for value in methods for item in value.split(",") if item.strip()]
+    tools: list[str] | None = None
+    if wanted:
+        store = settings.manifest_store()
+        try:
+            known = {m.id: tool_name(key, m.id) for m in store.methods(store.names())}
+        except ManifestError as exc:
+            raise click.ClickException(str(exc)) from None
+        names = set(known.values())
+        unknown = [item for item in wanted if item not in known and item not in names]
+        if unknown:
+            raise click.UsageError(f"no method {', '.join(unknown)} in any suite; see `pau-mcp methods`")
+        tools = [known.get(item, item) for item in wanted]
+    try:
+        issued = TokenSigner(key).issue(label, run=run_name, methods=tools, expires_in=expires_in)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(issued)
+    until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(time.time() + expires_in)) if expires_in else "no expiry"
+    err.print(
+        f"session token for label {label!r}" + (f" in run {run_name!r}" if run_name else "")
+        + (f", {len(tools)} method(s)" if tools is not None else ", every method served")
+        + f", {until}; send it as `Authorization: Bearer <token>`",
+        markup=False, highlight=False,
+    )  # fmt: skip

@@ -1,0 +1,261 @@
+"""Session tokens (`pau-mcp token issue`): a budget identity that no new MCP session, connection or label resets."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import anyio
+import httpx2
+import pytest
+from conftest import ROOT, RawSession, http_server, served, tool_of
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+MAIN = "main-token-0123456789"
+B001, B002 = "builtin/b001", "builtin/b002"
+
+
+def _issue(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pau_mcp", "token", "issue", *args], capture_output=True, text=True, timeout=120,
+        cwd=ROOT, env=env if env is not None else dict(os.environ),
+    )  # fmt: skip
+
+
+def _token(*args: str) -> str:
+    issued = _issue(*args)
+    assert issued.returncode == 0, issued.stderr
+    return issued.stdout.strip()
+
+
+def _payload(token: str) -> dict:
+    body = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+
+
+async def _one_call_per_session(url: str, token: str, tool: str, calls: int) -> list:
+    """Like langchain-mcp-adapters: a new MCP session (and connection) for every tool call."""
+    out = []
+    for i in range(calls):
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+            async with streamable_http_client(url, http_client=client) as (read, write, *_):
+                async with ClientSession(read, write) as session:
+                    with anyio.fail_after(60):
+                        await session.initialize()
+                        out.append(await session.call_tool(tool, {"arg0": i}))
+    return out
+
+
+def test_a_session_token_keeps_one_budget_across_new_mcp_sessions(tmp_path):
+    db = tmp_path / "runs.db"
+    token = _token("--label", "agent-7", "--run", "tokens")
+    with http_server("--db", str(db), "--token", MAIN, "--budget", "4") as url:
+        results = anyio.run(_one_call_per_session, url, token, tool_of(B001), 6)
+    assert [r.is_error for r in results] == [False] * 4 + [True] * 2
+    assert [r.structured_content["queries_used"] for r in results[:4]] == [1, 2, 3, 4]
+    rows = (
+        sqlite3.connect(db)
+        .execute(
+            "SELECT s.key, r.name, SUM(c.counted) FROM calls c JOIN sessions s ON c.session_id = s.id"
+            " JOIN runs r ON s.run_id = r.id GROUP BY s.id"
+        )
+        .fetchall()
+    )
+    assert rows == [("agent-7", "tokens", 4)]
+
+
+def test_a_session_token_works_on_a_loopback_server_without_a_main_token(tmp_path):
+    token = _token("--label", "local-agent")
+    with http_server("--db", str(tmp_path / "runs.db"), "--budget", "2") as url:
+        results = anyio.run(_one_call_per_session, url, token, tool_of(B001), 3)
+    assert [r.is_error for r in results] == [False, False, True]
+
+
+def test_a_session_token_keeps_its_budget_across_a_restart(tmp_path):
+    db = tmp_path / "runs.db"
+    token = _token("--label", "patient", "--run", "r")
+    with http_server("--db", str(db), "--token", MAIN, "--budget", "3") as url:
+        first = anyio.run(_one_call_per_session, url, token, tool_of(B001), 2)
+    with http_server("--db", str(db), "--token", MAIN, "--budget", "3") as url:
+        second = anyio.run(_one_call_per_session, url, token, tool_of(B001), 2)
+    assert [r.is_error for r in first + second] == [False, False, False, True]
+
+
+@pytest.mark.parametrize("stateless", [False, True])
+def test_a_session_token_cannot_name_another_label_or_run(tmp_path, stateless):
+    token = _token("--label", "mine", "--run", "r")
+    args = ["--db", str(tmp_path / "runs.db"), "--token", MAIN] + (["--stateless"] if stateless else [])
+    bearer = {"Authorization": f"Bearer {token}"}
+    with http_server(*args) as url:
+        attempts = []
+        for query, headers in (
+            ({"session": "theirs"}, {}),
+            ({"run": "other-run"}, {}),
+            ({}, {"x-pau-session": "theirs"}),
+        ):
+            raw = RawSession(url, query=query, headers={**bearer, **headers})
+            attempts.append(raw.call(tool_of(B001), {"arg0": 1}, query=query))
+            raw.close()
+        raw = RawSession(url, query={"session": "mine", "run": "r"}, headers=bearer)
+        same = raw.call(tool_of(B001), {"arg0": 1}, query={"session": "mine", "run": "r"})
+        raw.close()
+    assert not any(served(a) for a in attempts)
+    assert all("session token" in a["error"]["message"] for a in attempts)
+    assert served(same)
+
+
+def test_a_label_used_by_a_session_token_is_refused_to_everyone_else(tmp_path):
+    token = _token("--label", "reserved", "--run", "r")
+    with http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
+        owner = RawSession(url, headers={"Authorization": f"Bearer {token}"})
+        assert served(owner.call(tool_of(B001), {"arg0": 1}))
+        query = {"session": "reserved", "run": "r"}
+        squatter = RawSession(url, query=query, headers={"Authorization": f"Bearer {MAIN}"})
+        refused = squatter.call(tool_of(B001), {"arg0": 1}, query=query)
+        owner.close()
+        squatter.close()
+    assert not served(refused) and "reserved" in refused["error"]["message"]
+
+
+def test_stateless_labels_bind_to_the_first_credential_that_used_them(tmp_path):
+    alice, bob = _token("--label", "alice"), _token("--label", "bob")
+    with http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--stateless", "--budget", "2") as url:
+        as_alice = RawSession(url, headers={"Authorization": f"Bearer {alice}"})
+        as_bob = RawSession(url, headers={"Authorization": f"Bearer {bob}"})
+        as_main = RawSession(url, headers={"Authorization": f"Bearer {MAIN}"})
+        alice_calls = [as_alice.call(tool_of(B001), {"arg0": i}) for i in range(3)]
+        bob_calls = [as_bob.call(tool_of(B001), {"arg0": i}) for i in range(3)]
+        main_named = as_main.call(tool_of(B001), {"arg0": 1}, **{"x-pau-session": "shared-label"})
+        bob_on_it = as_bob.call(tool_of(B001), {"arg0": 1}, **{"x-pau-session": "shared-label"})
+        main_on_alice = as_main.call(tool_of(B001), {"arg0": 1}, **{"x-pau-session": "alice"})
+        for raw in (as_alice, as_bob, as_main):
+            raw.close()
+    assert [served(r) for r in alice_calls] == [True, True, False]
+    assert [served(r) for r in bob_calls] == [True, True, False]
+    assert served(main_named)
+    assert not served(bob_on_it) and not served(main_on_alice)
+
+
+def test_a_session_token_sees_only_the_methods_it_was_issued_for(tmp_path):
+    token = _token("--label", "narrow", "--methods", f"{B001},{tool_of(B002)}")
+    assert _payload(token)["methods"] == sorted([tool_of(B001), tool_of(B002)])
+
+    async def main(url: str) -> tuple:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+            async with streamable_http_client(url, http_client=client) as (read, write, *_):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    names = [t.name for t in (await session.list_tools()).tools]
+                    hidden = await session.call_tool(tool_of("builtin/b003"), {"arg0": 1})
+                    opened = await session.call_tool("open", {"methods": [tool_of("builtin/b003")]})
+                    return names, hidden, opened
+
+    with http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
+        names, hidden, opened = anyio.run(main, url)
+    assert sorted(names) == sorted(["submit", "open", tool_of(B001), tool_of(B002)])
+    assert hidden.is_error and opened.is_error
+
+
+def test_forged_tampered_foreign_and_expired_tokens_are_refused_with_401(tmp_path):
+    good = _token("--label", "honest")
+    head, body, signature = good.split(".")
+    claims = _payload(good) | {"label": "someone-else"}
+    forged_body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+    foreign = _issue("--label", "honest", env={**os.environ, "PAU_MCP_TOOL_KEY": "another-deployment-key-42"})
+    expired = _token("--label", "late", "--expires-in", "1")
+    anyio.run(anyio.sleep, 2.1)
+    with http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
+        statuses = {}
+        for name, token in {
+            "tampered": f"{head}.{forged_body}.{signature}",
+            "unsigned": f"{head}.{body}.",
+            "foreign": foreign.stdout.strip(),
+            "expired": expired,
+            "not base64": f"{head}.{body}.!!{signature}",
+            "huge": f"{head}.{body * 400}.{signature}",
+            "no payload": f"{head}..{signature}",
+            "good": good,
+        }.items():
+            reply = httpx2.post(
+                url, headers={"Authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}},
+            )  # fmt: skip
+            statuses[name] = reply.status_code
+    assert statuses == {name: 200 if name == "good" else 401 for name in statuses}
+
+
+def test_a_forged_token_on_a_server_without_a_main_token_is_refused_too(tmp_path):
+    good = _token("--label", "honest")
+    head, body, signature = good.split(".")
+    with http_server("--db", str(tmp_path / "runs.db")) as url:
+        raw = RawSession(url, headers={"Authorization": f"Bearer {head}.{body}.{signature[:-2]}AA"})
+        reply = raw.call(tool_of(B001), {"arg0": 1})
+        raw.close()
+    assert not served(reply) and "session token" in reply["error"]["message"]
+
+
+def test_the_token_holds_tool_names_and_labels_only_never_a_method_id():
+    token = _token("--label", "reader", "--run", "r", "--methods", "builtin/b001")
+    claims = _payload(token)
+    assert claims["label"] == "reader" and claims["run"] == "r" and claims["methods"] == [tool_of(B001)]
+    assert "builtin" not in json.dumps(claims)
+
+
+@pytest.mark.parametrize(
+    "args, complaint",
+    [
+        ([], "--label"),
+        (["--label", "bad label"], "letters"),
+        (["--label", "x", "--methods", "builtin/nope"], "pau-mcp methods"),
+        (["--label", "x", "--expires-in", "0"], "--expires-in"),
+    ],
+)
+def test_token_issue_refuses_bad_options_with_advice(args, complaint):
+    result = _issue(*args)
+    assert result.returncode != 0 and complaint in result.stderr and "Traceback" not in result.stderr
+
+
+def test_one_client_cannot_take_over_a_session_opened_with_another_token(tmp_path):
+    alice, bob = _token("--label", "alice"), _token("--label", "bob")
+    with http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
+        owner = RawSession(url, headers={"Authorization": f"Bearer {alice}"})
+        hijack = owner.client.post(
+            url, headers={**owner.headers, "Authorization": f"Bearer {bob}"},
+            json={"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}},
+        )  # fmt: skip
+        owner.close()
+    assert hijack.status_code == 404
+
+
+# -- the signer itself, in process --------------------------------------------------------------------------------
+
+
+def test_a_token_round_trips_and_every_altered_byte_voids_it():
+    from pau_mcp.server import SessionToken, TokenSigner
+
+    signer = TokenSigner("deployment-key-for-unit-tests")
+    token = signer.issue("agent-1", run="r", methods=["fn_0000000002", "fn_0000000001"], now=1000, expires_in=60)
+    assert signer.verify(token, now=1001) == SessionToken(
+        label="agent-1", run="r", methods=("fn_0000000001", "fn_0000000002"), issued_at=1000, expires_at=1060
+    )
+    assert signer.verify(token, now=1060) is None  # expired
+    assert TokenSigner("another-deployment-key-000").verify(token, now=1001) is None
+    for i in range(len(token)):
+        for replacement in ("A", "-", "."):
+            altered = token[:i] + replacement + token[i + 1 :]
+            if altered != token:
+                assert signer.verify(altered, now=1001) is None, (i, replacement)
+
+
+@pytest.mark.parametrize("label", ["", " x", "x" * 129, "a\nb", "[bold]", "ä"])
+def test_the_signer_refuses_labels_outside_the_label_rule(label):
+    from pau_mcp.server import TokenSigner
+
+    with pytest.raises(ValueError, match="letters"):
+        TokenSigner("deployment-key-for-unit-tests").issue(label)
