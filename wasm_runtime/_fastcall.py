@@ -1,12 +1,13 @@
-"""Host functions that take or return one string, without wasmtime-py's generic marshalling.
+"""Crossings of one string each way, without wasmtime-py's generic marshalling.
 
-wasmtime-py converts every argument and result of a host function through
-its type objects, which costs tens of microseconds per call. The sandbox
-crosses into the host once per input, so for batches that overhead was the
-largest single cost. This registers the callback directly with the C API for
-the one signature it needs. It relies on wasmtime-py's ctypes bindings, which
-is why pyproject.toml pins wasmtime exactly; the contract tests exercise it on
-every call.
+wasmtime-py converts every argument and result through its type objects,
+which costs tens of microseconds per crossing. The sandbox crosses the
+boundary once per input (the host calls the guest's ``call`` export), so for
+batches that overhead was the largest single cost. This module calls exports
+and registers host functions directly through the C API, for the few
+signatures the sandbox needs. It relies on wasmtime-py's ctypes bindings,
+which is why pyproject.toml pins wasmtime exactly; the contract tests exercise
+it on every call.
 """
 
 from __future__ import annotations
@@ -17,9 +18,22 @@ from typing import Any
 
 from wasmtime import Store, WasmtimeError
 from wasmtime import _ffi as ffi
-from wasmtime.component import LinkerInstance
+from wasmtime.component import Func, LinkerInstance
+from wasmtime.component._enter import maybe_raise_last_exn
 
-__all__ = ["add_string_func", "arm", "context_of", "fuel_left"]
+__all__ = ["OversizedResult", "add_string_func", "arm", "call_export", "context_of", "fuel_left", "post_return"]
+
+
+class OversizedResult(Exception):
+    """An export returned a string larger than the caller accepts; it was dropped unread.
+
+    Attributes:
+        size: The string's size in bytes (UTF-8).
+    """
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"the result is {size} bytes long")
+        self.size = size
 
 
 # Callbacks must outlive the linker that calls them.
@@ -122,3 +136,67 @@ def fuel_left(context: Any) -> int | None:
         ffi.wasmtime_error_delete(error)
         return None
     return remaining.value
+
+
+def call_export(
+    func: Func, context: Any, argument: str | None = None, returns: bool = False, max_result_bytes: int = 1 << 62
+) -> str | None:
+    """Call a component export taking at most one string and returning at most one string.
+
+    The export's ``post_return`` must be called (see ``post_return``) before
+    the instance is entered again, also after ``OversizedResult``.
+
+    Args:
+        func: The export, from ``Instance.get_func``.
+        context: The store's raw context (``context_of``).
+        argument: The one string argument, or None for an export without parameters.
+        returns: The export returns one string (otherwise nothing).
+        max_result_bytes: A longer result is freed without being turned into a Python string.
+
+    Returns:
+        The result, or None when ``returns`` is False.
+
+    Raises:
+        WasmtimeError: The guest trapped (or a host function it called failed).
+        OversizedResult: The result was longer than ``max_result_bytes``.
+    """
+    params = (ffi.wasmtime_component_val_t * 1)()
+    count = 0
+    if argument is not None:
+        params[0].kind = ffi.WASMTIME_COMPONENT_STRING
+        params[0].of.string = _string_vec(argument)
+        count = 1
+    result = ffi.wasmtime_component_val_t()
+    try:
+        error = ffi.wasmtime_component_func_call(
+            ctypes.byref(func._func), context, params, count, ctypes.byref(result) if returns else None, int(returns)
+        )
+    finally:
+        if count:
+            ffi.wasmtime_component_val_delete(ctypes.byref(params[0]))
+    if error:
+        failure = WasmtimeError._from_ptr(error)
+        maybe_raise_last_exn()
+        raise failure
+    if not returns:
+        return None
+    if result.kind != ffi.WASMTIME_COMPONENT_STRING.value:
+        ffi.wasmtime_component_val_delete(ctypes.byref(result))
+        raise WasmtimeError("pau-sandbox: an export returned something other than a string")
+    vec = result.of.string
+    size = vec.size
+    try:
+        if size > max_result_bytes:
+            raise OversizedResult(size)
+        return ctypes.string_at(vec.data, size).decode("utf-8") if size else ""
+    finally:
+        ffi.wasm_byte_vec_delete(ctypes.byref(vec))
+
+
+def post_return(func: Func, context: Any) -> None:
+    """Let the guest free what the last call of ``func`` returned; required before the instance is entered again."""
+    error = ffi.wasmtime_component_func_post_return(ctypes.byref(func._func), context)
+    if error:
+        failure = WasmtimeError._from_ptr(error)
+        maybe_raise_last_exn()
+        raise failure
