@@ -38,7 +38,7 @@ from . import values
 from ._fastcall import OversizedResult, add_string_func, arm, call_export, context_of, fuel_left, post_return
 from .build import Progress, load_component, new_engine
 from .limits import Limits
-from .literals import InvalidInput, parse_arguments
+from .literals import MAX_INT_DIGITS, InvalidInput, int_too_long, parse_arguments
 from .outcome import Outcome, Status
 
 __all__ = ["Sandbox", "VIRTUAL_EPOCH_S"]
@@ -760,8 +760,13 @@ def _encode_arguments(args: tuple[Any, ...]) -> str:
         if budget < 0:
             raise InvalidInput("the arguments are too large or refer to themselves")
         value = stack.pop()
-        if type(value) not in _LITERAL_TYPES:
-            raise InvalidInput(f"a {type(value).__name__} cannot be passed to the sandbox; only literal values can")
+        kind = type(value)
+        if kind not in _LITERAL_TYPES:
+            raise InvalidInput(f"a {kind.__name__} cannot be passed to the sandbox; only literal values can")
+        if kind is int and int_too_long(value):
+            raise InvalidInput(
+                f"an integer argument has more than {MAX_INT_DIGITS} digits; the sandbox accepts at most {MAX_INT_DIGITS}."
+            )
         if isinstance(value, (tuple, list, set, frozenset)):
             stack.extend(value)
         elif isinstance(value, dict):
