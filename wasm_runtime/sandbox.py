@@ -35,7 +35,7 @@ from wasmtime import Store, WasiConfig, WasmtimeError
 from wasmtime.component import Func, Linker, Record
 
 from . import values
-from ._fastcall import OversizedResult, add_string_func, arm, call_export, context_of, fuel_left, post_return
+from ._fastcall import OversizedResult, add_string_func, arm, call_export, context_of, fuel_left
 from .build import Progress, load_component, new_engine
 from .limits import Limits
 from .literals import MAX_INT_DIGITS, InvalidInput, int_too_long, parse_arguments
@@ -625,7 +625,6 @@ class Sandbox:
                 ready = self._fresh_instance(batch.limits.memory_bytes)
                 batch.begin_input(ready.context)
                 text = call_export(ready.info, ready.context, returns=True)
-                post_return(ready.info, ready.context)
                 return json.loads(text or "{}")
         finally:
             _CURRENT.batch = None
@@ -658,9 +657,7 @@ class Sandbox:
         context = context_of(store)
         # The same crossings a real call makes, with a built-in function: see `_InstancePool`.
         call_export(exports["prime"], context, _PRIME_SETTINGS)
-        post_return(exports["prime"], context)
         call_export(exports["call"], context, _PRIME_ARGUMENTS, returns=True)
-        post_return(exports["call"], context)
         return _Ready(store=store, context=context, load=exports["load"], call=exports["call"],
                       info=exports["info"], memory_bytes=memory_bytes)  # fmt: skip
 
@@ -675,7 +672,6 @@ class Sandbox:
         batch = _Batch(source=source, limits=limits, code_cache=self._code_cache)
         _CURRENT.batch = batch
         ready: _Ready | None = None
-        outcomes: list[Outcome] = []
         started = time.perf_counter()
         try:
             with self._ticker:
@@ -691,7 +687,6 @@ class Sandbox:
                 batch.loading = True
                 try:
                     call_export(ready.load, context, settings)
-                    post_return(ready.load, context)
                 except WasmtimeError as exc:
                     # A trap while loading (compiling the source) belongs to the first input.
                     return [_trap_outcome(exc, limits, started)]
@@ -712,10 +707,6 @@ class Sandbox:
                     batch.raw.append(
                         (text, batch.fuel_used(context), round((time.perf_counter() - started) * 1000, 3), size)
                     )
-                    try:
-                        post_return(ready.call, context)
-                    except WasmtimeError:
-                        break
                     # After a memory error, an output flood or an outcome that is not the guest's own the
                     # interpreter may be unreliable: the batch goes on in a fresh instance.
                     if text is None or not text.startswith(_CONTINUES):
