@@ -59,10 +59,10 @@ _ENGINE_SETTINGS = {"consume_fuel": True, "epoch_interruption": True, "max_wasm_
 # subprocess.run until the child is done, so here it means the parent process.
 _COMPONENTIZE = (
     "import ctypes, os, signal, sys\n"
-    "parent = int(os.environ.pop('PAU_BUILD_PARENT', '0'))\n"
+    "parent = int(sys.argv.pop(1))\n"
     "if sys.platform.startswith('linux'):\n"
     "    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
-    "if parent and os.getppid() != parent:\n"
+    "if os.getppid() != parent:\n"
     "    sys.exit('the process that started this build has ended')\n"
     "from componentize_py import script\n"
     "sys.argv[0] = 'componentize-py'\n"
@@ -198,13 +198,13 @@ def _componentize(art: GuestArtifacts, say: Progress) -> bool:
         shutil.copy(_GUEST_DIR / "guest.wit", work_dir / "wit" / "guest.wit")
         out = work_dir / "guest.wasm"
         env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-        env["PAU_BUILD_PARENT"] = str(os.getpid())
         if shim is not None:
             env["LD_PRELOAD"] = str(shim)
         command = [
             sys.executable,
             "-c",
             _COMPONENTIZE,
+            str(os.getpid()),
             "-d", str(work_dir / "wit"), "-w", "guest", "componentize", "pau_guest",
             "-p", str(work_dir), "-o", str(out),
         ]  # fmt: skip
