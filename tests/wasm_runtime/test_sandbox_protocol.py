@@ -48,7 +48,7 @@ def test_func():
     for name in ('load', 'run'):
         if hasattr(world, name):
             getattr(world, name)('{{"entry": "test_func", "recursion_limit": 1000, "max_output_bytes": 65536, "stdout_chars": 4096, "flood_chars": 1048576}}')
-    return repr(sys.modules['pau_guest'].__dict__.get('_STATE'))
+    return repr(sys.modules['pau_guest'].__dict__.get('_LOADED'))
 """
     outcome = sandbox.call(source, "()")
     assert MARKER not in _text([outcome])
