@@ -11,13 +11,20 @@ and the time from starting a new process to its first sandbox result, with
 the component already built. Prints a Markdown table with medians and ratios;
 ``--write`` replaces the sandbox section of docs/benchmarks.md with it.
 
-Usage: python benchmarks/sandbox.py [--repeat 200] [--write]
+``--against DIR`` instead compares this checkout's sandbox with the one in DIR
+(another revision, e.g. ``git archive REV | tar -x -C DIR``): fresh calls and
+batches of 200, measured in fresh processes that alternate between the two,
+with wall time and CPU time per call; ``--write`` puts that table in the
+sandbox-versus section.
+
+Usage: python benchmarks/sandbox.py [--repeat 200] [--write] [--against DIR [--rounds 5]]
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import platform
 import statistics
 import subprocess
@@ -27,7 +34,10 @@ from pathlib import Path
 
 from _markdown import write_section  # noqa: E402 (this script's own directory)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+_HERE = Path(__file__).resolve()
+# `--root DIR` (used by `--against`) measures the wasm_runtime of another checkout: it must come first on the path.
+_ROOT = Path(sys.argv[sys.argv.index("--root") + 1]).resolve() if "--root" in sys.argv else _HERE.parents[1]
+sys.path.insert(0, str(_ROOT))
 
 from wasm_runtime import Sandbox  # noqa: E402
 
@@ -144,11 +154,90 @@ def _first_call_in_new_process(rounds: int) -> float:
     return statistics.median(samples)
 
 
+def _probe(repeat: int) -> dict[str, float]:
+    """One round of the revision comparison, in this process: fresh calls and batches, wall and CPU per call."""
+    box = Sandbox()
+    result: dict[str, float] = {}
+    for name in ("trivial", "regex"):
+        source, literal, make_input = FUNCTIONS[name]
+        for _ in range(20):
+            box.call(source, literal)
+        wall = []
+        cpu = time.process_time()
+        for _ in range(repeat):
+            start = time.perf_counter()
+            box.call(source, literal)
+            wall.append(time.perf_counter() - start)
+        result[f"{name} fresh"] = _median_ms(wall)
+        result[f"{name} fresh cpu"] = (time.process_time() - cpu) / repeat * 1000
+        inputs = [make_input(i) for i in range(200)]
+        box.run(source, inputs)
+        wall = []
+        cpu = time.process_time()
+        for _ in range(10):
+            start = time.perf_counter()
+            box.run(source, inputs)
+            wall.append(time.perf_counter() - start)
+        result[f"{name} batch"] = _median_ms(wall)
+        result[f"{name} batch cpu"] = (time.process_time() - cpu) / 10 * 1000
+    return result
+
+
+def _versus(baseline: Path, rounds: int, repeat: int) -> str:
+    """Alternate fresh processes of the baseline checkout and this one; a table of medians and ratios."""
+    import json
+
+    runs: dict[str, list[dict[str, float]]] = {"baseline": [], "this checkout": []}
+    roots = {"baseline": baseline.resolve(), "this checkout": _HERE.parents[1]}
+    for round_ in range(rounds):
+        for label, root in roots.items():
+            command = [sys.executable, str(_HERE), "--probe", "--root", str(root), "--repeat", str(repeat)]
+            out = subprocess.run(command, capture_output=True, text=True, check=True)
+            runs[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"round {round_ + 1}/{rounds} done", file=sys.stderr)
+
+    def median(label: str, key: str) -> float:
+        return statistics.median(run[key] for run in runs[label])
+
+    lines = [
+        f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
+        f"{_cpus()} CPUs (load average {os.getloadavg()[0]:.1f} at the end); {rounds} rounds, each a fresh process "
+        f"per checkout, alternating; medians of the rounds' medians ({repeat} fresh calls, 10 batches of 200 "
+        "per round). CPU is the process's CPU time per call or batch, background threads included.",
+        "",
+        "| measure | baseline | this checkout | this / baseline |",
+        "|---|---|---|---|",
+    ]
+    for name in ("trivial", "regex"):
+        for what in ("fresh", "fresh cpu", "batch", "batch cpu"):
+            key = f"{name} {what}"
+            old, new = median("baseline", key), median("this checkout", key)
+            label = f"{name}: {'fresh call' if what.startswith('fresh') else 'batch of 200'}"
+            label += ", CPU" if what.endswith("cpu") else ", wall"
+            lines.append(f"| {label} | {old:.2f} ms | {new:.2f} ms | **{new / old:.2f}x** |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=200, help="calls per single-call measurement")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--against", type=Path, help="compare with the sandbox of the checkout in this directory")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per checkout with --against")
+    parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.probe:
+        import json
+
+        print(json.dumps(_probe(options.repeat)))
+        return
+    if options.against is not None:
+        table = _versus(options.against, options.rounds, options.repeat)
+        print(table)
+        if options.write:
+            write_section("sandbox-versus", table)
+        return
 
     box = Sandbox()
     for source, literal, _ in FUNCTIONS.values():
@@ -184,8 +273,6 @@ def main() -> None:
 
 
 def _cpus() -> int:
-    import os
-
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 

@@ -7,7 +7,7 @@ and argument literals, and returns outcomes.
 from .build import BuildError, GuestArtifacts, default_cache_dir, ensure_built
 from .limits import FUEL_PER_SECOND, Limits
 from .literals import InvalidInput, parse_arguments, parse_python
-from .outcome import Outcome, Status, outcomes_match
+from .outcome import Comparison, Outcome, Status, compare_outcomes, outcomes_match
 from .sandbox import VIRTUAL_EPOCH_S, Sandbox
 from .values import EncodingError, Opaque, decode, encode, values_equal
 
@@ -15,6 +15,7 @@ __all__ = [
     "FUEL_PER_SECOND",
     "VIRTUAL_EPOCH_S",
     "BuildError",
+    "Comparison",
     "EncodingError",
     "GuestArtifacts",
     "InvalidInput",
@@ -23,6 +24,7 @@ __all__ = [
     "Outcome",
     "Sandbox",
     "Status",
+    "compare_outcomes",
     "decode",
     "default_cache_dir",
     "encode",

@@ -1,12 +1,13 @@
-"""Host functions that take or return one string, without wasmtime-py's generic marshalling.
+"""Crossings of one string each way, without wasmtime-py's generic marshalling.
 
-wasmtime-py converts every argument and result of a host function through
-its type objects, which costs tens of microseconds per call. The sandbox
-crosses into the host once per input, so for batches that overhead was the
-largest single cost. This registers the callback directly with the C API for
-the one signature it needs. It relies on wasmtime-py's ctypes bindings, which
-is why pyproject.toml pins wasmtime exactly; the contract tests exercise it on
-every call.
+wasmtime-py converts every argument and result through its type objects,
+which costs tens of microseconds per crossing. The sandbox crosses the
+boundary once per input (the host calls the guest's ``call`` export), so for
+batches that overhead was the largest single cost. This module calls exports
+and registers host functions directly through the C API, for the few
+signatures the sandbox needs. It relies on wasmtime-py's ctypes bindings,
+which is why pyproject.toml pins wasmtime exactly; the contract tests exercise
+it on every call.
 """
 
 from __future__ import annotations
@@ -17,9 +18,22 @@ from typing import Any
 
 from wasmtime import Store, WasmtimeError
 from wasmtime import _ffi as ffi
-from wasmtime.component import LinkerInstance
+from wasmtime.component import Func, LinkerInstance
+from wasmtime.component._enter import maybe_raise_last_exn
 
-__all__ = ["add_string_func", "arm", "context_of", "fuel_left"]
+__all__ = ["OversizedResult", "add_string_func", "arm", "call_export", "context_of", "fuel_left"]
+
+
+class OversizedResult(Exception):
+    """An export returned a string larger than the caller accepts; it was dropped unread.
+
+    Attributes:
+        size: The string's size in bytes (UTF-8).
+    """
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"the result is {size} bytes long")
+        self.size = size
 
 
 # Callbacks must outlive the linker that calls them.
@@ -122,3 +136,67 @@ def fuel_left(context: Any) -> int | None:
         ffi.wasmtime_error_delete(error)
         return None
     return remaining.value
+
+
+# Private prototypes of C functions wasmtime-py also binds: these take a Python bytes object as the data pointer
+# and the vector's address as an int, which saves a ctypes conversion and a memmove per crossing.
+_VEC_NEW = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)(("wasm_byte_vec_new", ffi.dll))
+_ONE_VALUE = ffi.wasmtime_component_val_t * 1
+_STRING = ffi.WASMTIME_COMPONENT_STRING
+
+
+def call_export(
+    func: Func, context: Any, argument: str | None = None, returns: bool = False, max_result_bytes: int = 1 << 62
+) -> str | None:
+    """Call a component export taking at most one string and returning at most one string.
+
+    The guest's post-return function (which frees the result in the guest)
+    runs inside the call: in this wasmtime, ``wasmtime_component_func_post_return``
+    has no effect and is never needed.
+
+    Args:
+        func: The export, from ``Instance.get_func``.
+        context: The store's raw context (``context_of``).
+        argument: The one string argument, or None for an export without parameters.
+        returns: The export returns one string (otherwise nothing).
+        max_result_bytes: A longer result is freed without being turned into a Python string.
+
+    Returns:
+        The result, or None when ``returns`` is False.
+
+    Raises:
+        WasmtimeError: The guest trapped (or a host function it called failed).
+        OversizedResult: The result was longer than ``max_result_bytes``.
+    """
+    params = _ONE_VALUE()
+    count = 0
+    if argument is not None:
+        param = params[0]
+        param.kind = _STRING
+        data = argument.encode("utf-8")
+        _VEC_NEW(ctypes.addressof(param.of.string), len(data), data)
+        count = 1
+    result = ffi.wasmtime_component_val_t()
+    try:
+        error = ffi.wasmtime_component_func_call(
+            ctypes.byref(func._func), context, params, count, ctypes.byref(result) if returns else None, int(returns)
+        )
+    finally:
+        if count:
+            ffi.wasmtime_component_val_delete(params)
+    if error:
+        failure = WasmtimeError._from_ptr(error)
+        maybe_raise_last_exn()
+        raise failure
+    if not returns:
+        return None
+    try:
+        if result.kind != _STRING.value:
+            raise WasmtimeError("pau-sandbox: an export returned something other than a string")
+        vec = result.of.string
+        size = vec.size
+        if size > max_result_bytes:
+            raise OversizedResult(size)
+        return ctypes.string_at(vec.data, size).decode("utf-8") if size else ""
+    finally:
+        ffi.wasmtime_component_val_delete(ctypes.byref(result))

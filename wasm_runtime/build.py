@@ -54,6 +54,22 @@ _GUEST_FILES = [_GUEST_DIR / "pau_guest.py", _GUEST_DIR / "guest.wit", _GUEST_DI
 _ENGINE_SETTINGS = {"consume_fuel": True, "epoch_interruption": True, "max_wasm_stack": 2 * 1024 * 1024}
 
 
+# componentize-py runs in a child process that must not outlive the process that asked for the build (kill -9
+# included). PR_SET_PDEATHSIG fires when the thread that started the child ends; that thread waits in
+# subprocess.run until the child is done, so here it means the parent process.
+_COMPONENTIZE = (
+    "import ctypes, os, signal, sys\n"
+    "parent = int(sys.argv.pop(1))\n"
+    "if sys.platform.startswith('linux'):\n"
+    "    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+    "if os.getppid() != parent:\n"
+    "    sys.exit('the process that started this build has ended')\n"
+    "from componentize_py import script\n"
+    "sys.argv[0] = 'componentize-py'\n"
+    "sys.exit(script())\n"
+)
+
+
 class BuildError(RuntimeError):
     """Building the guest component failed; the message says what to do."""
 
@@ -187,7 +203,8 @@ def _componentize(art: GuestArtifacts, say: Progress) -> bool:
         command = [
             sys.executable,
             "-c",
-            "import sys; from componentize_py import script; sys.argv[0] = 'componentize-py'; sys.exit(script())",
+            _COMPONENTIZE,
+            str(os.getpid()),
             "-d", str(work_dir / "wit"), "-w", "guest", "componentize", "pau_guest",
             "-p", str(work_dir), "-o", str(out),
         ]  # fmt: skip

@@ -53,6 +53,17 @@ class Limits:
         """The CPU budget in fuel units."""
         return self.fuel if self.fuel is not None else int(self.timeout_s * FUEL_PER_SECOND)
 
+    @property
+    def outcome_bytes(self) -> int:
+        """The largest outcome text the host accepts from the guest for one input, in bytes.
+
+        Room for a value and its encoding at the output limit, the kept
+        printed text and the error fields, even when every character is
+        written as a 12-byte JSON escape; anything longer cannot come from
+        the guest's own code and is dropped unread (``output_limit``).
+        """
+        return 24 * self.max_output_bytes + 12 * self.stdout_chars + 64 * 1024
+
     def epoch_ticks(self, tick_s: float) -> int:
         """The wall-clock deadline in epoch ticks of ``tick_s`` seconds (one extra for the tick in flight)."""
         return max(1, math.ceil(self.timeout_s / tick_s)) + 1

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import ast
 import threading
+import warnings
 from typing import Any
 
-__all__ = ["InvalidInput", "MAX_LITERAL_CHARS", "MAX_NESTING", "parse_arguments", "parse_python"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "MAX_LITERAL_CHARS",
+    "MAX_NESTING",
+    "InvalidInput",
+    "int_too_long",
+    "parse_arguments",
+    "parse_python",
+]
 
 MAX_LITERAL_CHARS = 64 * 1024
 MAX_NESTING = 100
+#: Longest int argument, in decimal digits: Python's own limit for turning an int into text, so any
+#: argument can be shown (``repr``) on the host and in the sandbox alike.
+MAX_INT_DIGITS = 4300
+_INT_BOUND = 10**MAX_INT_DIGITS
 
 _HOW = (
     "Write the arguments as a Python literal: numbers, strings, bytes, True/False/None, "
@@ -24,16 +37,31 @@ _AST_LOCK = threading.Lock()
 
 
 def parse_python(text: str, mode: str = "exec") -> ast.AST:
-    """``ast.parse``, safe to call from many threads at once."""
-    with _AST_LOCK:
+    """``ast.parse``, safe to call from many threads at once, without printing SyntaxWarnings to stderr."""
+    with _AST_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
         return ast.parse(text, mode=mode)
 
 
 class InvalidInput(ValueError):
-    """The text is not a literal argument tuple the sandbox accepts. The message says why and how to fix it."""
+    """The text is not a literal argument tuple the sandbox accepts. The message (one line) says why and how to fix it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+
+def int_too_long(value: int) -> bool:
+    """True when ``value`` has more than ``MAX_INT_DIGITS`` decimal digits."""
+    return value >= _INT_BOUND or value <= -_INT_BOUND
+
+
+_INT_TOO_LONG = (
+    f"an integer in the arguments has more than {MAX_INT_DIGITS} digits; the sandbox accepts at most {MAX_INT_DIGITS}."
+)
 
 
 def _depth(node: ast.AST) -> int:
+    """How deep the tree nests (counting up to just past ``MAX_NESTING``); refuses over-long int constants."""
     deepest = 0
     stack = [(node, 1)]
     while stack:
@@ -41,8 +69,23 @@ def _depth(node: ast.AST) -> int:
         deepest = max(deepest, level)
         if deepest > MAX_NESTING:
             break
+        if isinstance(current, ast.Constant) and type(current.value) is int and int_too_long(current.value):
+            raise InvalidInput(_INT_TOO_LONG)
         stack.extend((child, level + 1) for child in ast.iter_child_nodes(current))
     return deepest
+
+
+def _not_python(exc: BaseException) -> str:
+    if isinstance(exc, UnicodeEncodeError) and exc.reason == "surrogates not allowed":
+        char = exc.object[exc.start]
+        return (
+            f"the arguments contain a lone surrogate character (U+{ord(char):04X}), which is not valid text; "
+            f"inside a string literal write it as the escape '\\u{ord(char):04x}'."
+        )
+    detail = exc.msg if isinstance(exc, SyntaxError) else str(exc) or type(exc).__name__
+    if "integer string conversion" in detail:
+        return _INT_TOO_LONG
+    return f"the arguments are not valid Python ({detail}). {_HOW}"
 
 
 def parse_arguments(text: str) -> tuple[Any, ...]:
@@ -53,13 +96,14 @@ def parse_arguments(text: str) -> tuple[Any, ...]:
     the host, before anything enters the sandbox.
 
     Args:
-        text: The literal, at most 64 KiB and nested at most 100 levels.
+        text: The literal, at most 64 KiB, nested at most 100 levels, with ints of at most 4300 digits.
 
     Returns:
         The arguments.
 
     Raises:
-        InvalidInput: The text is too long, too deep, not Python, or not a literal.
+        InvalidInput: The text is too long, too deep, not Python (a lone surrogate character included), not a
+            literal, or holds an int too long to show. Nothing else is raised.
     """
     if not isinstance(text, str):
         raise InvalidInput(f"arguments must be given as text, not {type(text).__name__}. {_HOW}")
@@ -70,8 +114,7 @@ def parse_arguments(text: str) -> tuple[Any, ...]:
     try:
         tree = parse_python(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        detail = exc.msg if isinstance(exc, SyntaxError) else str(exc) or type(exc).__name__
-        raise InvalidInput(f"the arguments are not valid Python ({detail}). {_HOW}") from None
+        raise InvalidInput(_not_python(exc)) from None
     if _depth(tree.body) > MAX_NESTING:
         raise InvalidInput(f"the arguments are nested more than {MAX_NESTING} levels deep.")
     try:

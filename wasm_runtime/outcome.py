@@ -8,7 +8,7 @@ from typing import Any
 
 from . import values
 
-__all__ = ["Outcome", "Status", "outcomes_match"]
+__all__ = ["Comparison", "Outcome", "Status", "compare_outcomes", "outcomes_match"]
 
 
 class Status(StrEnum):
@@ -59,7 +59,12 @@ class Outcome:
         return self.status is Status.OK
 
     def decoded(self) -> Any:
-        """The returned value rebuilt as a Python value (``ok`` only)."""
+        """The returned value rebuilt as a Python value (``ok`` only).
+
+        Raises:
+            ValueError: The outcome is not ``ok``.
+            values.EncodingError: ``encoded`` is not a valid encoding (an outcome forged by hostile code).
+        """
         if self.status is not Status.OK:
             raise ValueError(f"a {self.status} outcome has no value")
         return values.decode(self.encoded)
@@ -91,6 +96,9 @@ def outcomes_match(expected: Outcome, actual: Outcome) -> bool:
     NaN in the same place, a tuple never equals a list), or both raised the
     same exception type. Any other status matches only the same status: a
     timeout matches a timeout. Printed output, duration and fuel are ignored.
+    A value whose encoding cannot be decoded (hostile code can forge one)
+    matches nothing; ``compare_outcomes`` says why two outcomes differ.
+    Never raises.
     """
     if expected.status is not actual.status:
         return False
@@ -99,7 +107,53 @@ def outcomes_match(expected: Outcome, actual: Outcome) -> bool:
         # same places included); only different encodings need decoding (1 == 1.0, dict order, -0.0 == 0.0).
         if expected.encoded == actual.encoded and expected.encoded is not None:
             return True
-        return values.values_equal(expected.decoded(), actual.decoded())
+        try:
+            return values.values_equal(values.decode(expected.encoded), values.decode(actual.encoded))
+        except (values.EncodingError, RecursionError):
+            return False
     if expected.status is Status.ERROR:
         return expected.error_type == actual.error_type
     return True
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Whether two outcomes match, and if not, why.
+
+    Attributes:
+        matched: The result of ``outcomes_match``.
+        reason: Empty when matched; otherwise one of ``"different status"``,
+            ``"different value"``, ``"different exception type"``,
+            ``"undecodable outcome"`` (the actual value's encoding is not valid: a forged outcome) or
+            ``"undecodable expected outcome"`` (the expected one's is not: damaged gold data).
+        detail: A sentence for people, e.g. ``"expected ok, got error"``.
+    """
+
+    matched: bool
+    reason: str = ""
+    detail: str = ""
+
+
+def compare_outcomes(expected: Outcome, actual: Outcome) -> Comparison:
+    """``outcomes_match`` with the reason two outcomes do not match. Never raises."""
+    if expected.status is not actual.status:
+        return Comparison(False, "different status", f"expected {expected.status}, got {actual.status}")
+    if expected.status is Status.ERROR and expected.error_type != actual.error_type:
+        return Comparison(False, "different exception type", f"expected {expected.error_type}, got {actual.error_type}")
+    if expected.status is not Status.OK or (expected.encoded == actual.encoded and expected.encoded is not None):
+        return Comparison(True)
+    try:
+        wanted = values.decode(expected.encoded)
+    except values.EncodingError as exc:
+        return Comparison(False, "undecodable expected outcome", str(exc))
+    try:
+        got = values.decode(actual.encoded)
+    except values.EncodingError as exc:
+        return Comparison(False, "undecodable outcome", str(exc))
+    try:
+        equal = values.values_equal(wanted, got)
+    except RecursionError:
+        return Comparison(False, "undecodable outcome", "the value is nested too deep to compare")
+    if equal:
+        return Comparison(True)
+    return Comparison(False, "different value", "the returned values differ")

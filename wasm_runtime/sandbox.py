@@ -32,12 +32,13 @@ from typing import Any
 import anyio
 import wasmtime
 from wasmtime import Store, WasiConfig, WasmtimeError
-from wasmtime.component import Linker, Record
+from wasmtime.component import Func, Linker, Record
 
-from ._fastcall import add_string_func, arm, context_of, fuel_left
+from . import values
+from ._fastcall import OversizedResult, add_string_func, arm, call_export, context_of, fuel_left
 from .build import Progress, load_component, new_engine
 from .limits import Limits
-from .literals import InvalidInput, parse_arguments
+from .literals import MAX_INT_DIGITS, InvalidInput, int_too_long, parse_arguments
 from .outcome import Outcome, Status
 
 __all__ = ["Sandbox", "VIRTUAL_EPOCH_S"]
@@ -102,18 +103,19 @@ class _CodeCache:
 
 @dataclass
 class _Batch:
-    """What the host callbacks of one instance need: the current call's state."""
+    """What the host callbacks of one instance need: which answers it has given, and the current input's state.
+
+    A new batch is made for every instance a call uses, so "once per batch"
+    is once per instance.
+    """
 
     source: str
-    encoded_inputs: list[str]
     limits: Limits
     code_cache: _CodeCache = field(default_factory=lambda: _CodeCache(0))
-    store: Store | None = None
-    position: int = -1  # index into encoded_inputs of the input now running
-    raw: list[tuple[str, int, float]] = field(default_factory=list)  # (outcome JSON, fuel, ms) per finished input
-    started: float = 0.0
-    instantiated: bool = False
-    last_fuel: int = 0
+    loading: bool = False  # the guest's `load` export is running: no hidden code has run yet
+    source_given: bool = False
+    code_offered: bool = False
+    raw: list[tuple[str | None, int, float, int]] = field(default_factory=list)  # (outcome text, fuel, ms, size)
     clock_ns: int = 0
     rng: random.Random = field(default_factory=lambda: random.Random(_SEED))
     rng_used: bool = False
@@ -124,28 +126,21 @@ class _Batch:
         self.fuel_budget = self.limits.fuel_budget
         self.epoch_ticks = self.limits.epoch_ticks(_TICK_S)
 
-    def begin_next(self, context: Any) -> str:
-        self.position += 1
-        if self.position >= len(self.encoded_inputs):
-            return ""
+    def begin_input(self, context: Any) -> None:
+        """Give the next input its own CPU budget, deadline, clock and random generator."""
         arm(context, self.fuel_budget, self.epoch_ticks)
         self.clock_ns = 0
         if self.rng_used:
             self.rng.seed(_SEED)
             self.rng_used = False
-        self.started = time.perf_counter()
-        return self.encoded_inputs[self.position]
 
     def fuel_used(self, context: Any) -> int:
         left = fuel_left(context)
         return self.fuel_budget if left is None else self.fuel_budget - left
 
-    def finish(self, text: str, fuel: int) -> None:
-        """Record the guest's outcome text; parsed after the instance is done, off the hot path."""
-        self.raw.append((text, fuel, round((time.perf_counter() - self.started) * 1000, 3)))
-
     def outcomes(self) -> list[Outcome]:
-        return [_parse_outcome(text, fuel, elapsed) for text, fuel, elapsed in self.raw]
+        """The recorded outcome texts as outcomes; parsed after the instance is done, off the hot path."""
+        return [_parse_outcome(text, fuel, elapsed, size, self.limits) for text, fuel, elapsed, size in self.raw]
 
 
 _CURRENT = threading.local()
@@ -159,8 +154,16 @@ def _batch() -> _Batch:
 
 
 def _host_source(context: Any) -> str:
-    """The code to run, tagged: ``marshal:`` cached code, ``cache:`` source to compile and offer back, ``source:`` source."""
+    """The code to run, tagged: ``marshal:`` cached code, ``cache:`` source to compile and offer back, ``source:`` source.
+
+    Answered once per instance, while the guest loads, before any hidden code
+    runs: hidden code that calls it itself (it runs in the guest's
+    interpreter and can reach the import) traps instead of reading its source.
+    """
     batch = _batch()
+    if not batch.loading or batch.source_given:
+        raise _Violation("pau-sandbox: the source is handed over once, before the function runs")
+    batch.source_given = True
     blob = batch.code_cache.get(batch.source)
     if blob is not None:
         return f"marshal:{blob}"
@@ -169,56 +172,104 @@ def _host_source(context: Any) -> str:
 
 def _host_cache_code(context: Any, blob: str) -> None:
     batch = _batch()
-    if batch.position >= 0:  # hidden code is running: it must not plant code for later calls
+    if not batch.loading or batch.code_offered or not batch.source_given:
+        # Hidden code is running (or ran): it must not plant code for later calls.
         raise _Violation("pau-sandbox: code offered after the function started")
+    batch.code_offered = True
     batch.code_cache.put(batch.source, blob)
-
-
-def _host_next(context: Any, outcome: str) -> str:
-    batch = _batch()
-    if outcome:
-        if not (0 <= batch.position < len(batch.encoded_inputs)) or len(batch.raw) != batch.position:
-            raise _Violation("pau-sandbox: outcome handed over out of turn")
-        if outcome[0] != "{":
-            raise _Violation("pau-sandbox: malformed outcome from the guest")
-        batch.finish(outcome, batch.fuel_used(context))
-    elif batch.position >= 0:
-        raise _Violation("pau-sandbox: input requested before the previous outcome")
-    return batch.begin_next(context)
 
 
 def _host_sleep(context: Any, nanoseconds: int) -> None:
     _batch().clock_ns += nanoseconds
 
 
-def _parse_outcome(text: str, fuel: int, elapsed_ms: float) -> Outcome:
-    """Turn the guest's outcome JSON into an Outcome; a malformed one (the guest runs untrusted code) is a crash.
+#: Statuses the guest's own code reports; the others (timeout, crash, invalid_input) only the host decides.
+_GUEST_STATUSES = {s.value: s for s in (Status.OK, Status.ERROR, Status.MEMORY, Status.OUTPUT_LIMIT)}
+#: Longest exception or type name kept from an outcome; longer ones are cut (no real class name comes close).
+NAME_CHARS = 200
+#: Longest error message kept from an outcome.
+MESSAGE_CHARS = 500
+_TEXT_FIELDS = ("value", "value_type", "error_type", "error_message", "stdout")
 
-    The typed value is checked only for shape here; decoding it is left to
-    whoever compares it, where a malformed value simply fails to match.
+
+def _encoded_chars(limits: Limits) -> int:
+    """Largest encoding (its JSON text) the host keeps: what the guest's encoder budget allows, as 12-byte escapes."""
+    return 12 * limits.max_output_bytes + 1024
+
+
+def _malformed(why: str, fuel: int, elapsed_ms: float) -> Outcome:
+    return Outcome.failure(
+        Status.CRASH, "SandboxViolation", f"malformed outcome from the guest ({why})", fuel=fuel, duration_ms=elapsed_ms
+    )
+
+
+def _over_limit(message: str, fuel: int, elapsed_ms: float) -> Outcome:
+    return Outcome.failure(Status.OUTPUT_LIMIT, "OutputLimit", message, fuel=fuel, duration_ms=elapsed_ms)
+
+
+def _printable(text: str) -> str:
+    """``text`` with lone surrogates written as escapes, so every consumer can encode it as UTF-8."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _parse_outcome(text: str | None, fuel: int, elapsed_ms: float, size: int, limits: Limits) -> Outcome:
+    """Turn the guest's outcome text into an Outcome, capping every field before it is kept.
+
+    The guest runs untrusted code that can replace the guest's own helpers, so
+    nothing it returns is trusted: a text that is not an outcome is a crash,
+    and each field is cut or refused at its limit here. The typed value is
+    checked for size and nesting only; decoding it is left to whoever compares
+    it, where an undecodable value fails to match (``compare_outcomes``).
     """
+    if text is None:
+        return _over_limit(
+            f"the outcome was {size} bytes long, more than the sandbox accepts ({limits.outcome_bytes})",
+            fuel,
+            elapsed_ms,
+        )
     try:
         data = json.loads(text)
-        status = Status(data["status"])
-        fields = {key: data.get(key) for key in ("value", "value_type", "error_type", "error_message")}
-        if not all(isinstance(v, (str, type(None))) for v in fields.values()) or not isinstance(
-            data.get("stdout", ""), str
+    except (ValueError, RecursionError):
+        return _malformed("not JSON, or nested too deep", fuel, elapsed_ms)
+    if type(data) is not dict:
+        return _malformed("not an object", fuel, elapsed_ms)
+    status = _GUEST_STATUSES.get(data.get("status")) if isinstance(data.get("status"), str) else None
+    if status is None:
+        return _malformed("unknown status", fuel, elapsed_ms)
+    fields = {key: data.get(key) for key in _TEXT_FIELDS}
+    if not all(value is None or type(value) is str for value in fields.values()):
+        return _malformed("a field is not text", fuel, elapsed_ms)
+    if status is not Status.OK and fields["error_type"] is None:
+        return _malformed("a failure without its error type", fuel, elapsed_ms)
+    encoded = None
+    if status is Status.OK:
+        if fields["value"] is None or "encoded" not in data:
+            return _malformed("a value without its encoding", fuel, elapsed_ms)
+        if len(fields["value"]) > limits.max_output_bytes:
+            return _over_limit("the value is larger than the output limit", fuel, elapsed_ms)
+        encoded = data["encoded"]
+        cap = _encoded_chars(limits)
+        if len(text) > cap and len(json.dumps(encoded, separators=(",", ":"))) > cap:
+            return _over_limit("the value's encoding is larger than the output limit", fuel, elapsed_ms)
+        if len(text) > 2 * values.MAX_ENCODED_NESTING and values.nested_deeper_than(
+            encoded, values.MAX_ENCODED_NESTING
         ):
-            raise ValueError("field types")
-        if status is Status.OK and not isinstance(fields["value"], str):
-            raise ValueError("value")
-    except Exception:
-        return Outcome.failure(
-            Status.CRASH, "SandboxViolation", "malformed outcome from the guest", fuel=fuel, duration_ms=elapsed_ms
-        )
-    return Outcome(
-        status=status,
-        encoded=data.get("encoded"),
-        stdout=data.get("stdout", ""),
-        duration_ms=elapsed_ms,
-        fuel=fuel,
-        **fields,
-    )
+            return _malformed("the encoding is nested too deep", fuel, elapsed_ms)
+    else:
+        fields["value"] = fields["value_type"] = None
+    for key, cut in (("value_type", NAME_CHARS), ("error_type", NAME_CHARS), ("error_message", MESSAGE_CHARS),
+                     ("stdout", limits.stdout_chars), ("value", limits.max_output_bytes)):  # fmt: skip
+        field_text = fields[key]
+        if field_text is not None:
+            fields[key] = _printable(field_text[:cut])
+    stdout = fields.pop("stdout") or ""
+    return Outcome(status=status, encoded=encoded, stdout=stdout, duration_ms=elapsed_ms, fuel=fuel, **fields)
 
 
 def _monotonic_now(context: Any) -> int:
@@ -265,24 +316,23 @@ def _random_u64(context: Any) -> int:
 
 
 _SETUP_FUEL = 10**10  # instantiation and priming; generous and never the limit that matters
-_PRIME = json.dumps(
-    {
-        "prime": True,
-        "entry": "test_func",
-        "recursion_limit": 1000,
-        "max_output_bytes": 65536,
-        "stdout_chars": 4096,
-        "flood_chars": 1 << 20,
-    }
-)
+_PRIME_SETTINGS = json.dumps(
+    {"entry": "test_func", "recursion_limit": 1000, "max_output_bytes": 65536, "stdout_chars": 4096,
+     "flood_chars": 1 << 20}
+)  # fmt: skip
+_PRIME_ARGUMENTS = base64.b64encode(marshal.dumps((7,), 4)).decode("ascii")
+_CONTINUES = ('{"status":"ok"', '{"status":"error"')  # outcomes after which the instance takes the next input
 
 
 @dataclass
 class _Ready:
-    """An instantiated, never-used instance."""
+    """An instantiated, primed, never-used instance and its exports."""
 
     store: Store
-    run: Any
+    context: Any
+    load: Func
+    call: Func
+    info: Func
     memory_bytes: int
 
 
@@ -341,7 +391,7 @@ class _InstancePool:
                 self._ready.append(fresh)
 
     def _loop(self) -> None:
-        _CURRENT.batch = _Batch(source="", encoded_inputs=[], limits=Limits())
+        _CURRENT.batch = _Batch(source="", limits=Limits())
         while True:
             with self._cond:
                 while not self._dead and len(self._ready) >= self._size:
@@ -465,7 +515,6 @@ class Sandbox:
             with root.add_instance("pau:sandbox/host") as host:
                 add_string_func(host, "source", _host_source, takes=False)
                 add_string_func(host, "cache-code", _host_cache_code, returns=False)
-                add_string_func(host, "next", _host_next)
                 host.add_func("sleep", _host_sleep)
             with root.add_instance(f"wasi:clocks/monotonic-clock@{_WASI}") as clock:
                 clock.add_func("now", _monotonic_now)
@@ -568,12 +617,23 @@ class Sandbox:
 
     def info(self) -> dict[str, Any]:
         """What the guest interpreter offers: Python version, bundled and absent modules, hash probe."""
-        batch = _Batch(source="", encoded_inputs=[], limits=self.limits)
-        return json.loads(self._enter(batch, json.dumps({"info": True})))
+        batch = _Batch(source="", limits=self.limits)
+        _CURRENT.batch = batch
+        ready: _Ready | None = None
+        try:
+            with self._ticker:
+                ready = self._fresh_instance(batch.limits.memory_bytes)
+                batch.begin_input(ready.context)
+                text = call_export(ready.info, ready.context, returns=True)
+                return json.loads(text or "{}")
+        finally:
+            _CURRENT.batch = None
+            if ready is not None:
+                self._pool.discard(ready)
 
     def refill(self) -> None:
         """Prepare the warm instances now, in this thread (with ``pool_thread=False``, between calls)."""
-        _CURRENT.batch = _Batch(source="", encoded_inputs=[], limits=self.limits)
+        _CURRENT.batch = _Batch(source="", limits=self.limits)
         try:
             self._pool.refill()
         finally:
@@ -591,56 +651,78 @@ class Sandbox:
         store.set_fuel(_SETUP_FUEL)
         store.set_epoch_deadline(1 << 40)  # re-armed when the instance is used
         instance = self._linker.instantiate(store, self._component)
-        run = instance.get_func(store, "run")
-        run(store, _PRIME)
-        run.post_return(store)
-        return _Ready(store=store, run=run, memory_bytes=memory_bytes)
-
-    def _enter(self, batch: _Batch, settings: str) -> str:
-        _CURRENT.batch = batch
-        ready: _Ready | None = None
-        try:
-            with self._ticker:
-                ready = self._fresh_instance(batch.limits.memory_bytes)
-                store = ready.store
-                arm(context_of(store), batch.fuel_budget, batch.epoch_ticks)
-                batch.store = store
-                batch.instantiated = True
-                result = ready.run(store, settings)
-                batch.last_fuel = batch.fuel_used(context_of(store))
-                ready.run.post_return(store)
-                return result
-        finally:
-            _CURRENT.batch = None
-            batch.store = None
-            if ready is not None:
-                self._pool.discard(ready)
+        exports = {name: instance.get_func(store, name) for name in ("load", "call", "prime", "info")}
+        if any(func is None for func in exports.values()):
+            raise WasmtimeError("the guest component lacks an export; rebuild it with `pau-mcp sandbox build --force`")
+        context = context_of(store)
+        # The same crossings a real call makes, with a built-in function: see `_InstancePool`.
+        call_export(exports["prime"], context, _PRIME_SETTINGS)
+        call_export(exports["call"], context, _PRIME_ARGUMENTS, returns=True)
+        return _Ready(store=store, context=context, load=exports["load"], call=exports["call"],
+                      info=exports["info"], memory_bytes=memory_bytes)  # fmt: skip
 
     def _run_instance(self, source: str, inputs: list[str], settings: str, limits: Limits) -> list[Outcome]:
-        """Run inputs in one instance until they are done or the instance must be replaced."""
-        batch = _Batch(source=source, encoded_inputs=inputs, limits=limits, code_cache=self._code_cache)
-        batch.started = time.perf_counter()
+        """Run inputs in one instance until they are done or the instance must be replaced.
+
+        The host pushes the inputs one at a time through the guest's ``call``
+        export and takes each outcome from its return value: no host import
+        hands out an input or takes an outcome, so code running on one input
+        can neither read the next nor answer for it.
+        """
+        batch = _Batch(source=source, limits=limits, code_cache=self._code_cache)
+        _CURRENT.batch = batch
+        ready: _Ready | None = None
+        started = time.perf_counter()
         try:
-            last = self._enter(batch, settings)
-        except WasmtimeError as exc:
-            if not batch.instantiated:
-                raise RuntimeError(
-                    f"the sandbox could not start an instance ({exc}); "
-                    "if the memory limit is very low, raise it, otherwise rebuild with `pau-mcp sandbox build --force`"
-                ) from exc
-            status, error_type, message = _classify_trap(exc)
-            # A trap before the first input (while compiling the source) belongs to the first input.
-            fuel = limits.fuel_budget if status is Status.TIMEOUT else 0
-            elapsed = (time.perf_counter() - batch.started) * 1000
-            outcomes = batch.outcomes()[: max(batch.position, 0)]
-            outcomes.append(Outcome.failure(status, error_type, message, duration_ms=round(elapsed, 3), fuel=fuel))
-            return outcomes
-        if last:
-            batch.finish(last, batch.last_fuel)
-        outcomes = batch.outcomes()
-        if not outcomes:  # the guest ended without producing anything: never loop forever on it
-            outcomes.append(Outcome.failure(Status.CRASH, "Trap", "the interpreter ended without a result"))
-        return outcomes
+            with self._ticker:
+                try:
+                    ready = self._fresh_instance(limits.memory_bytes)
+                except WasmtimeError as exc:
+                    raise RuntimeError(
+                        f"the sandbox could not start an instance ({exc}); if the memory limit is very low, raise "
+                        "it, otherwise rebuild with `pau-mcp sandbox build --force`"
+                    ) from exc
+                context = ready.context
+                arm(context, batch.fuel_budget, batch.epoch_ticks)
+                batch.loading = True
+                try:
+                    call_export(ready.load, context, settings)
+                except WasmtimeError as exc:
+                    # A trap while loading (compiling the source) belongs to the first input.
+                    return [_trap_outcome(exc, limits, started)]
+                batch.loading = False
+                cap = limits.outcome_bytes
+                for encoded in inputs:
+                    batch.begin_input(context)
+                    started = time.perf_counter()
+                    try:
+                        text = call_export(ready.call, context, encoded, returns=True, max_result_bytes=cap)
+                        size = 0
+                    except OversizedResult as big:
+                        text, size = None, big.size
+                    except WasmtimeError as exc:
+                        outcomes = batch.outcomes()
+                        outcomes.append(_trap_outcome(exc, limits, started))
+                        return outcomes
+                    batch.raw.append(
+                        (text, batch.fuel_used(context), round((time.perf_counter() - started) * 1000, 3), size)
+                    )
+                    # After a memory error, an output flood or an outcome that is not the guest's own the
+                    # interpreter may be unreliable: the batch goes on in a fresh instance.
+                    if text is None or not text.startswith(_CONTINUES):
+                        break
+        finally:
+            _CURRENT.batch = None
+            if ready is not None:
+                self._pool.discard(ready)
+        return batch.outcomes()
+
+
+def _trap_outcome(error: WasmtimeError, limits: Limits, started: float) -> Outcome:
+    status, error_type, message = _classify_trap(error)
+    fuel = limits.fuel_budget if status is Status.TIMEOUT else 0
+    elapsed = round((time.perf_counter() - started) * 1000, 3)
+    return Outcome.failure(status, error_type, message, duration_ms=elapsed, fuel=fuel)
 
 
 _LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
@@ -669,8 +751,13 @@ def _encode_arguments(args: tuple[Any, ...]) -> str:
         if budget < 0:
             raise InvalidInput("the arguments are too large or refer to themselves")
         value = stack.pop()
-        if type(value) not in _LITERAL_TYPES:
-            raise InvalidInput(f"a {type(value).__name__} cannot be passed to the sandbox; only literal values can")
+        kind = type(value)
+        if kind not in _LITERAL_TYPES:
+            raise InvalidInput(f"a {kind.__name__} cannot be passed to the sandbox; only literal values can")
+        if kind is int and int_too_long(value):
+            raise InvalidInput(
+                f"an integer argument has more than {MAX_INT_DIGITS} digits; the sandbox accepts at most {MAX_INT_DIGITS}."
+            )
         if isinstance(value, (tuple, list, set, frozenset)):
             stack.extend(value)
         elif isinstance(value, dict):

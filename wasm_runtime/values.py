@@ -33,10 +33,12 @@ from typing import Any
 
 __all__ = [
     "ENCODING_VERSION",
+    "MAX_ENCODED_NESTING",
     "EncodingError",
     "Opaque",
     "decode",
     "encode",
+    "nested_deeper_than",
     "type_name",
     "values_equal",
 ]
@@ -44,14 +46,21 @@ __all__ = [
 ENCODING_VERSION = 1
 _EXACT_INT = 2**53
 _MAX_DEPTH = 200
+#: Deepest JSON nesting ``encode`` can produce within its default depth limit (a dict costs three JSON
+#: levels per Python level: the tag, the list of pairs, the pair). ``decode`` refuses anything deeper.
+MAX_ENCODED_NESTING = 3 * (_MAX_DEPTH + 1) + 4
+# More set elements or dict keys than this sharing a hash value cannot come from ``encode`` of a real set
+# or dict by chance; a forged encoding full of them would make building the set take quadratic time.
+_MAX_SHARED_HASHES = 1000
 
 
 class EncodingError(ValueError):
-    """A value cannot be encoded within the given limits.
+    """A value cannot be encoded within the given limits, or data is not a valid encoding.
 
     Attributes:
         reason: ``"too_large"`` when the encoding passes the byte budget,
-            ``"too_deep"`` when nesting passes the depth limit.
+            ``"too_deep"`` when nesting passes the depth limit,
+            ``"malformed"`` when ``decode`` is given data that ``encode`` cannot have produced.
     """
 
     def __init__(self, reason: str, message: str) -> None:
@@ -126,7 +135,9 @@ class _Encoder:
             return self.container(value, cls, depth)
         for base in (bool, int, float, str, bytes, list, tuple, dict, set, frozenset):
             if isinstance(value, base):
-                return {"sub": type_name(value), "of": self.run(_as_base(value, base), depth + 1)}
+                name = type_name(value)
+                self.spend(len(name) + 14)
+                return {"sub": name, "of": self.run(_as_base(value, base), depth + 1)}
         return self.opaque(value)
 
     def container(self, value: Any, cls: type, depth: int) -> Any:
@@ -150,8 +161,9 @@ class _Encoder:
 
     def opaque(self, value: Any) -> Any:
         text = repr(value)
-        self.spend(len(text) + 20)
-        return {"opaque": text, "type": type_name(value)}
+        name = type_name(value)
+        self.spend(len(text) + len(name) + 20)
+        return {"opaque": text, "type": name}
 
 
 def _as_base(value: Any, base: type) -> Any:
@@ -187,6 +199,7 @@ def encode(value: Any, *, max_bytes: int | None = None, max_depth: int = _MAX_DE
 
     Raises:
         EncodingError: The value passes ``max_bytes`` or ``max_depth``.
+        ValueError: An int has more digits than Python turns into text (4300 by default), as ``repr`` would.
     """
     cls = type(value)
     # The commonest results, encoded as _Encoder would without building one (a fresh sandbox instance pays
@@ -206,46 +219,104 @@ def decode(data: Any) -> Any:
     """Turn tagged JSON data from ``encode`` back into a Python value.
 
     Opaque values come back as ``Opaque``; a subclass comes back as its base type.
+    Outcomes come from untrusted code, so any data is accepted: what is not a
+    valid encoding raises ``EncodingError`` and nothing else.
 
     Raises:
-        ValueError: ``data`` is not a valid encoding.
+        EncodingError: ``data`` is not a valid encoding (``reason`` is ``"malformed"``), or is nested
+            deeper than ``MAX_ENCODED_NESTING`` (``"too_deep"``).
     """
-    if data is None or isinstance(data, (bool, int, float, str)):
+    try:
+        return _decode(data, 0)
+    except EncodingError:
+        raise
+    except RecursionError:
+        raise EncodingError("too_deep", "the encoding is nested too deep to decode") from None
+    except Exception as exc:  # whatever a malformed body makes int(), Fraction() or a set raise
+        raise EncodingError("malformed", f"not a valid encoding ({type(exc).__name__}: {_short(str(exc))})") from None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _malformed(data: Any) -> EncodingError:
+    return EncodingError("malformed", f"not a valid encoding: {_short(repr(data))}")
+
+
+def _hashable_without_pileups(items: list[Any]) -> list[Any]:
+    if len(items) > _MAX_SHARED_HASHES and len(items) - len(set(map(hash, items))) > _MAX_SHARED_HASHES:
+        raise EncodingError("malformed", "not a valid encoding: too many set elements or dict keys share a hash")
+    return items
+
+
+def _decode(data: Any, depth: int) -> Any:
+    if depth > MAX_ENCODED_NESTING:
+        raise EncodingError("too_deep", f"the encoding is nested deeper than {MAX_ENCODED_NESTING} levels")
+    cls = type(data)
+    if data is None or cls is bool or cls is int or cls is float or cls is str:
         return data
-    if isinstance(data, list):
-        return [decode(item) for item in data]
-    if not isinstance(data, dict) or not data:
-        raise ValueError(f"not a typed value: {data!r}")
+    if cls is list:
+        return [_decode(item, depth + 1) for item in data]
+    if cls is not dict or not data:
+        raise _malformed(data)
     if "opaque" in data:
-        return Opaque(type=str(data.get("type", "")), repr=str(data["opaque"]))
+        kind, text = data.get("type", ""), data["opaque"]
+        if type(kind) is not str or type(text) is not str or len(data) > 2 or (len(data) == 2 and "type" not in data):
+            raise _malformed(data)
+        return Opaque(type=kind, repr=text)
     if "sub" in data:
-        return decode(data["of"])
+        if len(data) != 2 or "of" not in data or type(data["sub"]) is not str:
+            raise _malformed(data)
+        return _decode(data["of"], depth + 1)
     if len(data) != 1:
-        raise ValueError(f"not a typed value: {data!r}")
+        raise _malformed(data)
     ((tag, body),) = data.items()
-    if tag == "int":
-        return int(body)
-    if tag == "float":
-        return float(body)
+    if tag in _TEXT_TAGS:
+        if type(body) is not str:
+            raise _malformed(data)
+        return _TEXT_TAGS[tag](body)
+    if type(body) is not list:
+        raise _malformed(data)
+    items = [_decode(item, depth + 1) for item in body]
     if tag == "tuple":
-        return tuple(decode(item) for item in body)
-    if tag == "dict":
-        return {decode(k): decode(v) for k, v in body}
+        return tuple(items)
     if tag == "set":
-        return {decode(item) for item in body}
+        return set(_hashable_without_pileups(items))
     if tag == "frozenset":
-        return frozenset(decode(item) for item in body)
-    if tag == "bytes":
-        return bytes.fromhex(body)
-    if tag == "bytearray":
-        return bytearray.fromhex(body)
-    if tag == "complex":
-        return complex(decode(body[0]), decode(body[1]))
-    if tag == "decimal":
-        return Decimal(body)
-    if tag == "fraction":
-        return Fraction(decode(body[0]), decode(body[1]))
-    raise ValueError(f"unknown type tag {tag!r}")
+        return frozenset(_hashable_without_pileups(items))
+    if tag == "dict":
+        if not all(type(pair) is list and len(pair) == 2 for pair in items):
+            raise _malformed(data)
+        keys = _hashable_without_pileups([key for key, _ in items])
+        return dict(zip(keys, (value for _, value in items), strict=True))
+    if tag in ("complex", "fraction") and len(items) == 2:
+        if tag == "complex" and all(type(part) is float or type(part) is int for part in items):
+            return complex(items[0], items[1])
+        if tag == "fraction" and all(type(part) is int for part in items):
+            return Fraction(items[0], items[1])
+    raise _malformed(data)
+
+
+_TEXT_TAGS = {
+    "int": int,
+    "float": float,
+    "bytes": bytes.fromhex,
+    "bytearray": bytearray.fromhex,
+    "decimal": Decimal,
+}
+
+
+def nested_deeper_than(data: Any, limit: int) -> bool:
+    """True when JSON data (lists and dicts) nests more than ``limit`` levels; without recursion."""
+    stack = [(data, 1)]
+    while stack:
+        node, level = stack.pop()
+        if level > limit:
+            return True
+        children = node if type(node) is list else node.values() if type(node) is dict else ()
+        stack.extend((child, level + 1) for child in children if type(child) is list or type(child) is dict)
+    return False
 
 
 def values_equal(a: Any, b: Any) -> bool:

@@ -9,7 +9,9 @@ as length-prefixed pickles between this trusted host code and its own
 workers; the untrusted code stays inside WebAssembly in the worker.
 
 Run a worker by hand with ``python -m wasm_runtime.workers`` (it speaks on
-stdin/stdout); ``WorkerSandbox`` starts and restarts them itself.
+stdin/stdout); ``WorkerSandbox`` starts and restarts them itself. A worker
+ends when its parent process ends, however it ends (``kill -9`` included), and
+when its stdin closes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -36,10 +39,21 @@ from .outcome import Outcome, Status
 __all__ = ["WorkerError", "WorkerSandbox"]
 
 _HEADER = struct.Struct("!I")
+_SMALL_REPLY = 16 * 1024 * 1024  # "ready", errors and `info`
 
 
 def _lost() -> Outcome:
-    return Outcome.failure(Status.CRASH, "WorkerDied", "the sandbox process stopped; the call was not completed")
+    return Outcome.failure(
+        Status.CRASH,
+        "WorkerDied",
+        "the sandbox worker process running this input stopped before it finished; it was replaced, "
+        "so running the input again starts afresh",
+    )
+
+
+def _reply_bound(items: int, limits: Limits) -> int:
+    """The largest reply a worker can send for ``items`` inputs: each outcome is capped by the sandbox."""
+    return items * 2 * limits.outcome_bytes + (1 << 20)
 
 
 class WorkerError(RuntimeError):
@@ -72,7 +86,7 @@ class _Worker:
     """
 
     def __init__(self, limits: Limits, cache_dir: Path | None, pool_size: int) -> None:
-        command = [sys.executable, "-m", "wasm_runtime.workers"]
+        command = [sys.executable, "-m", "wasm_runtime.workers", "--parent", str(os.getpid())]
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -86,7 +100,7 @@ class _Worker:
 
     def ready(self) -> None:
         try:
-            reply = self._blocking(self._receiving())
+            reply = self._blocking(self._receiving(_SMALL_REPLY))
         except EOFError:
             error = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
             raise WorkerError(f"a sandbox worker failed to start:\n{error[-2000:]}") from None
@@ -112,18 +126,30 @@ class _Worker:
             except BlockingIOError:
                 yield "write"
 
-    def _receiving(self) -> Generator[str, None, Any]:
-        buffer = b""
-        while needed := _needed(buffer):
-            chunk = self._read_some(needed)
+    def _receiving(self, limit: int) -> Generator[str, None, Any]:
+        """One reply, read into a buffer allocated once at its announced size: linear in the reply's length."""
+        header = bytearray()
+        while len(header) < _HEADER.size:
+            chunk = self._read_some(_HEADER.size - len(header))
             if not chunk:
                 yield "read"
-            buffer += chunk
-        return _unframe(buffer)
+            header += chunk
+        (size,) = _HEADER.unpack(header)
+        if size > limit:
+            raise EOFError(f"the worker announced a reply of {size} bytes, more than any reply can be ({limit})")
+        body = bytearray(size)
+        view = memoryview(body)
+        filled = 0
+        while filled < size:
+            count = self._read_into(view[filled:])
+            if not count:
+                yield "read"
+            filled += count
+        return pickle.loads(body)
 
-    def _exchange(self, message: Any) -> Generator[str, None, Any]:
+    def _exchange(self, message: Any, limit: int) -> Generator[str, None, Any]:
         yield from self._sending(_frame(message))
-        return (yield from self._receiving())
+        return (yield from self._receiving(limit))
 
     def _blocking(self, steps: Generator[str, None, Any]) -> Any:
         try:
@@ -142,13 +168,22 @@ class _Worker:
             raise EOFError("the worker closed its pipe")
         return chunk
 
-    def request(self, message: Any) -> Any:
-        """Send a request and wait for its reply, blocking this thread."""
-        return self._blocking(self._exchange(message))
+    def _read_into(self, view: memoryview) -> int:
+        try:
+            count = os.readv(self._out, [view])
+        except BlockingIOError:
+            return 0
+        if not count:
+            raise EOFError("the worker closed its pipe")
+        return count
 
-    async def arequest(self, message: Any) -> Any:
-        """Send a request and wait for its reply in the event loop."""
-        steps = self._exchange(message)
+    def request(self, message: Any, limit: int = _SMALL_REPLY) -> Any:
+        """Send a request and wait for its reply (at most ``limit`` bytes), blocking this thread."""
+        return self._blocking(self._exchange(message, limit))
+
+    async def arequest(self, message: Any, limit: int = _SMALL_REPLY) -> Any:
+        """Send a request and wait for its reply (at most ``limit`` bytes) in the event loop."""
+        steps = self._exchange(message, limit)
         try:
             while True:
                 if next(steps) == "read":
@@ -164,24 +199,22 @@ class _Worker:
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
+            self.kill()
+
+    def kill(self) -> None:
+        """End the process at once (it broke the protocol or died) and reap it."""
+        with contextlib.suppress(OSError):
             self.process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()  # type: ignore[union-attr]
 
 
 def _frame(message: Any) -> bytes:
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     return _HEADER.pack(len(data)) + data
-
-
-def _needed(buffer: bytes) -> int:
-    """Bytes still missing from a frame whose start is ``buffer`` (0 when it is complete)."""
-    if len(buffer) < _HEADER.size:
-        return _HEADER.size - len(buffer)
-    (size,) = _HEADER.unpack_from(buffer)
-    return _HEADER.size + size - len(buffer)
-
-
-def _unframe(buffer: bytes) -> Any:
-    return pickle.loads(buffer[_HEADER.size :])
 
 
 class WorkerSandbox:
@@ -238,9 +271,10 @@ class WorkerSandbox:
     ) -> list[Outcome]:
         """``Sandbox.run`` in the next free worker."""
         items = list(inputs)
+        limits = limits or self.limits
         worker = self._idle.get()
         try:
-            reply = worker.request(("run", source, items, entry, limits or self.limits, fresh))
+            reply = worker.request(("run", source, items, entry, limits, fresh), _reply_bound(len(items), limits))
         except (EOFError, OSError):
             worker = self._replace(worker)
             return [_lost() for _ in items]
@@ -251,8 +285,8 @@ class WorkerSandbox:
         return reply
 
     def _replace(self, dead: _Worker) -> _Worker:
-        """A new worker for one that died (a host fault, never a guest's doing)."""
-        dead.stop()
+        """A new worker for one that died or broke the protocol (a host fault, never a guest's doing)."""
+        dead.kill()
         worker = _Worker(self.limits, self._cache_dir, self._pool_size)
         worker.ready()
         return worker
@@ -269,13 +303,16 @@ class WorkerSandbox:
     ) -> list[Outcome]:  # fmt: skip
         """``run`` from async code: the pipe is awaited in the event loop, at most one call per worker at once."""
         items = list(inputs)
+        limits = limits or self.limits
         async with self._limiter:
             try:
                 worker = self._idle.get_nowait()
             except queue.Empty:  # a thread is using one through run(): wait for it without blocking the loop
                 worker = await anyio.to_thread.run_sync(self._idle.get)
             try:
-                reply = await worker.arequest(("run", source, items, entry, limits or self.limits, fresh))
+                reply = await worker.arequest(
+                    ("run", source, items, entry, limits, fresh), _reply_bound(len(items), limits)
+                )
             except (EOFError, OSError):
                 worker = await anyio.to_thread.run_sync(self._replace, worker)
                 return [_lost() for _ in items]
@@ -339,5 +376,32 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         sandbox.refill()
 
 
+def _die_with_parent(parent: int) -> None:
+    """End this process as soon as ``parent`` ends, however it ends (``kill -9`` included).
+
+    A thread waits on a pidfd of the parent (Linux 5.3 and later), or checks
+    the parent's pid twice a second elsewhere. ``PR_SET_PDEATHSIG`` is not
+    used: it fires when the parent *thread* that started the worker ends, and
+    ``WorkerSandbox`` replaces workers from short-lived threads.
+    """
+    handle = None
+    with contextlib.suppress(AttributeError, OSError):
+        handle = os.pidfd_open(parent)
+    if os.getppid() != parent:  # gone already (this process was handed to another parent)
+        os._exit(0)
+
+    def watch() -> None:
+        if handle is not None:
+            select.select([handle], [], [])
+        else:
+            while os.getppid() == parent:
+                time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="pau-worker-lifeline", daemon=True).start()
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--parent":
+        _die_with_parent(int(sys.argv[2]))
     _serve(sys.stdin.buffer, sys.stdout.buffer)

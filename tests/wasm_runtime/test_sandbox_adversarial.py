@@ -167,10 +167,10 @@ CASES: dict[str, tuple[str, set[Status], str | None]] = {
         {OUTPUT, ERROR},
         None,
     ),
-    "forge an outcome through the host import": (
-        "import wit_world.imports.host as h\ndef test_func():\n    h.next('not json')\n    return 'forged'",
+    "ask the host for the source again": (
+        "import wit_world.imports.host as h\ndef test_func():\n    return h.source()",
         {CRASH},
-        "malformed",
+        "source is handed over once",
     ),
 }
 

@@ -1,12 +1,22 @@
-"""The worker-process sandbox: a dead worker is replaced and its call reported, not hung."""
+"""The worker-process sandbox: a dead worker is replaced and its call reported, not hung; workers never outlive
+their parent; replies are read in linear time and bounded."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
+import threading
+import time
 
-from wasm_runtime import Status
-from wasm_runtime.workers import WorkerSandbox
+import anyio
+import anyio.from_thread
+import pytest
+
+from wasm_runtime import Limits, Status
+from wasm_runtime.workers import WorkerSandbox, _reply_bound, _Worker
 
 
 def test_a_worker_that_dies_is_replaced_and_the_call_reports_a_crash():
@@ -50,3 +60,149 @@ def test_an_async_call_to_a_dead_worker_also_reports_a_crash_and_recovers():
         assert lost.status is Status.CRASH and again.value == "3"
     finally:
         box.close()
+
+
+def test_a_worker_killed_in_the_middle_of_a_batch_fails_only_that_batch():
+    box = WorkerSandbox(workers=2)
+    try:
+        slow = "def test_func(x):\n    while True:\n        pass"
+        limits = Limits(timeout_s=5.0)
+        results: dict[str, list] = {}
+        everyone = list(box._idle.queue)
+        running = threading.Thread(
+            target=lambda: results.setdefault("slow", box.run(slow, ["(1,)", "(2,)"], limits=limits))
+        )
+        running.start()
+        busy = _busy_worker(box, everyone)
+        os.kill(busy.process.pid, signal.SIGKILL)
+        others = box.run("def test_func(x):\n    return -x", ["(1,)", "(2,)"])
+        running.join(timeout=60)
+        assert [o.value for o in others] == ["-1", "-2"]
+        assert [(o.status, o.error_type) for o in results["slow"]] == [(Status.CRASH, "WorkerDied")] * 2
+        assert "replaced" in results["slow"][0].error_message
+        assert box.workers == 2 and box._idle.qsize() == 2
+        assert [o.value for o in box.run("def test_func(x):\n    return x + 1", ["(1,)", "(2,)", "(3,)"])] == [
+            "2",
+            "3",
+            "4",
+        ]
+    finally:
+        box.close()
+
+
+def _busy_worker(box: WorkerSandbox, workers: list[_Worker]) -> _Worker:
+    """The worker not in the idle queue, once the slow call has taken it."""
+    everyone = {w.process.pid: w for w in workers}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        idle = {w.process.pid for w in list(box._idle.queue)}
+        if len(idle) < len(everyone):
+            return next(w for pid, w in everyone.items() if pid not in idle)
+        time.sleep(0.01)
+    raise AssertionError("the slow call never took a worker")
+
+
+def test_a_reply_is_read_in_time_linear_in_its_length():
+    # 128 MB through a real pipe. Appending each 64 KB pipe read to the bytes read so far (as before) copies
+    # about 130 GB on the way: minutes. Reading into one buffer of the announced size takes well under a second.
+    payload = b"x" * (128 * 1024 * 1024)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", "import pickle, struct, sys\n"
+         "data = pickle.dumps(b'x' * (128 * 1024 * 1024), protocol=5)\n"
+         "sys.stdout.buffer.write(struct.pack('!I', len(data)) + data)\nsys.stdout.buffer.flush()"],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        reader = _PipeReader(writer.stdout.fileno())
+        with anyio.from_thread.start_blocking_portal() as portal:
+            got = portal.call(_read_reply, reader, 1 << 30)
+        assert got == payload
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def test_a_reply_announced_larger_than_any_outcome_can_be_is_refused_before_it_is_read():
+    writer = subprocess.Popen(
+        [sys.executable, "-c", "import struct, sys\nsys.stdout.buffer.write(struct.pack('!I', 3_000_000_000))\n"
+         "sys.stdout.buffer.flush()\nimport time\ntime.sleep(30)"],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        reader = _PipeReader(writer.stdout.fileno())
+        with pytest.raises(EOFError, match="more than any reply can be"):
+            reader._blocking(reader._receiving(_reply_bound(10, Limits())))
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+class _PipeReader(_Worker):
+    """The worker's pipe protocol, reading from any pipe (no worker process behind it)."""
+
+    def __init__(self, fd: int) -> None:
+        self._out = fd
+        self._in = -1
+        os.set_blocking(fd, False)
+
+
+async def _read_reply(reader: _Worker, limit: int):
+    with anyio.fail_after(20):
+        steps = reader._receiving(limit)
+        try:
+            while True:
+                next(steps)
+                await anyio.wait_readable(reader._out)
+        except StopIteration as done:
+            return done.value
+
+
+_PARENT = """
+import json, sys, threading, time
+from wasm_runtime import Limits
+from wasm_runtime.workers import WorkerSandbox
+box = WorkerSandbox(workers=2)
+# Replace one worker from a thread that then ends, as the async API does: the worker must outlive the thread.
+thread = threading.Thread(target=lambda: box._idle.put(box._replace(box._idle.get())))
+thread.start()
+thread.join()
+time.sleep(0.5)
+assert [o.value for o in box.run("def test_func(x):\\n    return x", ["(1,)"])] == ["1"]
+pids = [w.process.pid for w in list(box._idle.queue)]
+# One worker busy with a batch that would take minutes, the other idle.
+slow = "def test_func(x):\\n    while True:\\n        pass"
+threading.Thread(target=box.run, args=(slow, ["(1,)"] * 100), kwargs={"limits": Limits(timeout_s=2.0)}).start()
+while box._idle.qsize() > 1:
+    time.sleep(0.01)
+time.sleep(0.5)
+print(json.dumps(pids), flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["kill -9", "SIGTERM"])
+def test_workers_die_with_their_parent_however_it_is_killed(signum):
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        line = parent.stdout.readline()
+        assert line, "the parent process did not start its workers"
+        workers = json.loads(line)
+        assert len(workers) == 2 and all(_alive(pid) for pid in workers)
+        os.kill(parent.pid, signum)
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(pid) for pid in workers)
+    finally:
+        parent.kill()
+        parent.wait()

@@ -195,15 +195,14 @@ def _message(error: BaseException) -> str:
 
 
 def _outcome(status: str, **fields) -> dict:
-    fields["status"] = status
-    fields["stdout"] = _SINK.text()
-    return fields
+    # The status comes first: the host reads it from the text's start to decide whether the instance goes on.
+    return {"status": status, **fields, "stdout": _SINK.text()}
 
 
 def _call(code, error, entry: str, arguments: str, settings: dict) -> dict:
     _SINK.reset(settings["stdout_chars"], settings["flood_chars"])
     if error is not None:
-        return _outcome("error", error_type=type(error).__name__, error_message=_message(error))
+        return _outcome("error", error_type=error[0], error_message=error[1])
     run = _Run()
     fresh = dict(_BUILTINS)
     fresh["__import__"] = run.importer
@@ -240,52 +239,49 @@ def _call(code, error, entry: str, arguments: str, settings: dict) -> dict:
             _RANDOM_SEED(0)
 
 
+# What `load` (or `prime`) prepared for `call`: the code object, or the error compiling it gave, and the settings.
+_LOADED = {"code": None, "error": ("RuntimeError", "no function was loaded"), "entry": "test_func", "options": None}
+
+
+def _compile_source() -> tuple:
+    """The code of this instance's function, from the host's one answer to ``source``: (code, error)."""
+    try:
+        kind, _, text = host.source().partition(":")
+        if kind == "marshal":
+            return marshal.loads(binascii.a2b_base64(text)), None
+        code = compile(text, "<hidden>", "exec")
+        del text
+        if kind == "cache":
+            host.cache_code(binascii.b2a_base64(marshal.dumps(code), newline=False).decode())
+        return code, None
+    except BaseException as exc:
+        # Only the name and message are kept: the exception's traceback holds frames that held the source.
+        return None, (type(exc).__name__, _message(exc))
+
+
 class WitWorld(wit_world.WitWorld):
-    def run(self, settings: str) -> str:
+    def load(self, settings: str) -> None:
         options = _loads(settings)
-        if options.get("prime"):
-            # Run by the host on every new instance before its first real call: the pages one call touches are
-            # copied now, in the host's background thread, instead of during the call. Every instance is primed
-            # alike, so what a function can observe (ids, allocator state) is the same on every call.
-            code = marshal.loads(binascii.a2b_base64(_PRIME_BLOB))
-            _dumps(_call(code, None, "test_func", _PRIME_ARGS, options))
-            _RANDOM_SEED(0)
-            return ""
-        if options.get("info"):
-            return json.dumps(
-                {
-                    "python": sys.version.split()[0],
-                    "bundled": _IMPORTED,
-                    "absent": _ABSENT,
-                    "hash_probe": hash("pau-mcp"),
-                }
-            )
-        entry = options["entry"]
-        code = error = None
-        try:
-            kind, _, text = host.source().partition(":")
-            if kind == "marshal":
-                code = marshal.loads(binascii.a2b_base64(text))
-            else:
-                code = compile(text, "<hidden>", "exec")
-                if kind == "cache":
-                    host.cache_code(binascii.b2a_base64(marshal.dumps(code), newline=False).decode())
-            del text
-        except BaseException as exc:
-            error = exc
-        outcome = ""
-        while True:
-            literal = host.next(outcome)
-            outcome = ""  # the previous result must not be visible to the next input's frames
-            if not literal:
-                return ""
-            result = _call(code, error, entry, literal, options)
-            del literal
-            outcome = _dumps(result)
-            # After a MemoryError or a flood the interpreter may be unreliable: hand
-            # back this outcome as the last one and let the host go on in a fresh instance.
-            if result["status"] != "ok" and result["status"] != "error":
-                return outcome
+        code, error = _compile_source()
+        _LOADED.update(code=code, error=error, entry=options["entry"], options=options)
+
+    def call(self, arguments: str) -> str:
+        loaded = _LOADED
+        outcome = _call(loaded["code"], loaded["error"], loaded["entry"], arguments, loaded["options"])
+        return _dumps(outcome)
+
+    def prime(self, settings: str) -> None:
+        # Run by the host on every new instance before its first real call: the pages one call touches are
+        # copied now, in the host's background thread, instead of during the call. Every instance is primed
+        # alike, so what a function can observe (ids, allocator state) is the same on every call.
+        options = _loads(settings)
+        _LOADED.update(code=marshal.loads(binascii.a2b_base64(_PRIME_BLOB)), error=None, entry="test_func",
+                       options=options)  # fmt: skip
+
+    def info(self) -> str:
+        return json.dumps(
+            {"python": sys.version.split()[0], "bundled": _IMPORTED, "absent": _ABSENT, "hash_probe": hash("pau-mcp")}
+        )
 
 
 def _warm_up() -> None:
@@ -311,6 +307,7 @@ def _warm_up() -> None:
     for args in ((3,), ("ab12c",), ([3, 1, 2],), ((1.5, 2.5),), ({1, 2},), (-7, "x")):
         arguments = binascii.b2a_base64(marshal.dumps(args), newline=False).decode()
         _dumps(_call(code, None, "test_func", arguments, settings))
+    _dumps(_call(None, ("SyntaxError", "invalid syntax"), "test_func", arguments, settings))
     for _ in range(3):
         blob = binascii.b2a_base64(marshal.dumps(compile(sample, "<hidden>", "exec")), newline=False).decode()
         marshal.loads(binascii.a2b_base64(blob))
@@ -321,7 +318,6 @@ _PRIME_BLOB = binascii.b2a_base64(
     marshal.dumps(compile("def test_func(a):\n    return a\n", "<hidden>", "exec")),
     newline=False,
 ).decode()
-_PRIME_ARGS = binascii.b2a_base64(marshal.dumps((7,)), newline=False).decode()
 _RANDOM_SEED(0)  # every instance starts from the state every input starts from
 gc.collect()
 _SNAPSHOT.update(
