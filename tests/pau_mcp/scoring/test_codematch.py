@@ -73,7 +73,8 @@ def test_deliberately_wrong_code_scores_below_1_and_says_how_many_differ(sandbox
     assert result.status == "scored" and 0 < result.fraction < 1
     wrong = result.matches.count(False)
     assert result.fraction == pytest.approx(1 - wrong / len(RUNS.tests))
-    assert result.reason == f"{wrong} of {len(RUNS.tests)} test inputs differ ({wrong} a different value)"
+    assert result.reason == f"{wrong} of {len(RUNS.tests)} test inputs differ ({wrong} returned a different value)"
+    assert result.failures == {"returned a different value": wrong}
 
 
 def test_a_tuple_for_a_list_is_a_different_value_under_the_one_equality_rule(sandbox):
@@ -88,20 +89,26 @@ def test_a_tuple_for_a_list_is_a_different_value_under_the_one_equality_rule(san
 @pytest.mark.parametrize(
     ("code", "reason"),
     [
-        ("def test_func(arg0):\n    while True:\n        pass\n", "every test input fails the same way (timeout)"),
+        ("def test_func(arg0):\n    while True:\n        pass\n", "every test input fails the same way (timed out)"),
         (
             "raise ImportError('no luck')\ndef test_func(arg0):\n    return []\n",
-            "every test input fails the same way (raises ImportError)",
+            "every test input fails the same way (raised an exception)",
         ),
         ("def solve(arg0):\n    return []\n", "the code does not define test_func"),
         ("def test_func(arg0)\n    return []\n", "the code does not compile: expected ':' (line 1)"),
         (
             "def test_func(arg0):\n    print('x' * 10_000_000)\n    return []\n",
-            "every test input fails the same way (output_limit)",
+            "every test input fails the same way (printed or returned too much)",
         ),
-        ("def test_func(arg0):\n    return 'x' * 10_000_000\n", "every test input fails the same way (output_limit)"),
-        ("def test_func(arg0):\n    return bytearray(300 * 2**20)\n", "every test input fails the same way (memory)"),
-        ("import os\ndef test_func(arg0):\n    os._exit(3)\n", "every test input fails the same way (crash)"),
+        (
+            "def test_func(arg0):\n    return 'x' * 10_000_000\n",
+            "every test input fails the same way (printed or returned too much)",
+        ),
+        (
+            "def test_func(arg0):\n    return bytearray(300 * 2**20)\n",
+            "every test input fails the same way (ran out of memory)",
+        ),
+        ("import os\ndef test_func(arg0):\n    os._exit(3)\n", "every test input fails the same way (crashed)"),
         ("", "there is no code"),
     ],
 )
@@ -119,12 +126,12 @@ def test_code_that_loops_on_some_inputs_only_scores_the_rest(sandbox):
     looping = sum(len(eval(case.input)[0]) > 6 for case in RUNS.tests)
     assert 0 < looping < len(RUNS.tests)
     assert result.fraction == pytest.approx(1 - looping / len(RUNS.tests))
-    assert result.reason == f"{looping} of {len(RUNS.tests)} test inputs differ ({looping} timeout)"
+    assert result.reason == f"{looping} of {len(RUNS.tests)} test inputs differ ({looping} timed out)"
 
 
 def test_reasons_never_quote_an_outcome_message_which_could_hold_a_test_input(sandbox):
     result = score(sandbox, RUNS, "def test_func(arg0):\n    raise ValueError(f'secret {arg0!r}')\n")
-    assert result.reason == "every test input fails the same way (raises ValueError)"
+    assert result.reason == "every test input fails the same way (raised an exception)"
 
 
 def test_a_method_without_frozen_tests_is_an_error_not_a_score(sandbox):

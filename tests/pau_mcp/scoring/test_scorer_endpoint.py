@@ -218,7 +218,10 @@ def test_the_agent_view_holds_only_what_an_agent_may_see(endpoint):
         }
     )
     shown = reply.json()
-    assert set(shown) == {"judge_rating", "code_match", "direct_code_match", "direct_code_note", "counterexample"}
+    assert set(shown) == {
+        "judge_rating", "code_match", "direct_code_match", "direct_code_note", "direct_code_failures", "counterexample"
+    }  # fmt: skip
+    assert set(shown["counterexample"]) == {"input", "expected"}
     assert RUNS.description not in json.dumps(shown)
 
 
