@@ -55,7 +55,7 @@ FAILURE_KINDS: dict[str, str] = {
     "memory": "ran out of memory",
     "output_limit": "printed or returned too much",
     "crash": "crashed",
-    "invalid_input": "was not run (invalid input)",
+    "invalid_input": "was not run",
 }
 _MAX_EXAMPLES = 50
 _MAX_EXAMPLE_CHARS = 500
@@ -334,6 +334,12 @@ async def match_code(
             status="scored", fraction=0.0, matches=(False,) * len(tests),
             reason=f"the code is longer than {MAX_CODE_CHARS:,} characters", code=code,
         )  # fmt: skip
+    if not _is_text(code):
+        return CodeMatch(
+            status="scored", fraction=0.0, matches=(False,) * len(tests),
+            reason="the code is not valid Unicode text (it holds a lone surrogate)",
+            failures={FAILURE_KINDS["invalid_input"]: len(tests)}, code=code,
+        )  # fmt: skip
     inputs = [case.input for case in tests]
     try:
         outcomes = await sandbox.arun(code, inputs, entry=method.entry, limits=limits)
@@ -362,6 +368,15 @@ async def match_code(
         code=code,
         counterexample=example,
     )
+
+
+def _is_text(code: str) -> bool:
+    """False for a string no UTF-8 can carry (a lone surrogate): the sandbox's runtime aborts on one."""
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _sandbox_failed(exc: Exception) -> str:

@@ -230,6 +230,15 @@ def test_huge_output_and_runaway_code_are_fixed_categories(sandbox, code, kind):
     assert result.reason == f"every test input fails the same way ({FAILURE_KINDS[kind]})"
 
 
+def test_code_with_a_lone_surrogate_scores_0_without_reaching_the_sandbox(worker_sandbox):
+    # Source that is not valid Unicode aborts the sandbox's process (a native free() failure): it never goes there.
+    code = "def test_func(arg0):\n    return '" + chr(0xD800) + "'\n"
+    result = score(worker_sandbox, code, counterexample=True)
+    assert result.status == "scored" and result.fraction == 0.0 and "not valid Unicode" in result.reason
+    assert result.counterexample is None
+    assert score(worker_sandbox, RUNS.source).fraction == 1.0
+
+
 def test_one_hostile_submission_never_changes_anothers_score(worker_sandbox):
     # In worker processes, as `pau-mcp score` and `pau-mcp scorer` run code, all at once.
     hostile = [
