@@ -248,7 +248,9 @@ def test_hostile_submissions_in_the_middle_of_a_file_leave_every_other_score_int
         ("builtin/b001", 1.0), ("builtin/b002", 0.0), ("builtin/b003", 1.0), ("builtin/b002", 0.0),
         ("builtin/b004", 1.0), ("builtin/b002", 0.0), ("builtin/b005", 1.0),
     ]  # fmt: skip
-    reasons = [json.loads(detail)["reason"] for method, _, detail in rows if method == "builtin/b002"]
+    details = [json.loads(detail) for method, _, detail in rows if method == "builtin/b002"]
+    reasons = [detail["reason"] for detail in details]
+    assert details[0]["failures"] == {"returned a value that could not be decoded": len(BUILTIN["builtin/b002"].tests)}
     assert reasons[0] == "every test input fails the same way (returned a value that could not be decoded)"
     # Nesting that deep may also stop the worker process on its way back: it is replaced and the inputs crashed.
     assert reasons[2].endswith(("(returned a value that could not be decoded)", "(crashed)"))
