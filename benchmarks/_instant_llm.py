@@ -42,7 +42,7 @@ def instant(body: dict) -> Reply | str:
             return Reply(tool_calls=[(tool, {"args": f"({used},)"})])
         return Reply(tool_calls=[("submit", {"method": tool or "", "description": "returns a number"})])
     text = str(messages[-1].get("content"))
-    if "<reference>" in text:
+    if "<reference-" in text:  # the judge: its fences carry a per-request tag
         return "Rating: 2"
     return "```python\ndef test_func(*args):\n    return 0\n```"
 

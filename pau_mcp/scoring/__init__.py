@@ -4,12 +4,13 @@
 server's ``submit`` tool; ``scoring.http`` serves it as a JSON endpoint.
 """
 
-from .codematch import CodeMatch, Counterexample, coder_messages, extract_code, match_code, write_code
+from .codematch import FAILURE_KINDS, CodeMatch, Counterexample, coder_messages, extract_code, match_code, write_code
 from .judge import JudgeResult, RatingSummary, judge_description, judge_messages, parse_rating, summarise_ratings
 from .records import record_scores
 from .service import KINDS, NothingToScore, Scorer, ScoreResult, UnknownMethod, feedback_for
 
 __all__ = [
+    "FAILURE_KINDS",
     "KINDS",
     "CodeMatch",
     "Counterexample",

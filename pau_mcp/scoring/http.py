@@ -3,10 +3,14 @@
 ``POST /v1/score`` scores one submission, ``GET /v1/health`` says it is up,
 ``GET /openapi.json`` describes both. A bearer token of its own
 (``--scorer-token``), separate from the agents' token, guards scoring; a
-non-loopback address without one is refused. Every failure is JSON with a
-status that says whose fault it is: 400 malformed JSON or an empty
-submission, 401 no or a wrong token, 404 unknown method, 413 too large,
-422 fields of the wrong shape, 502 the model provider failed for good.
+non-loopback address without one is refused. On a loopback address, a
+request must name a loopback host and come from no other site's page
+(DNS rebinding), and a score request must be ``application/json`` (which a
+page cannot send elsewhere without asking first). Every failure is JSON with
+a status that says whose fault it is: 400 malformed or too deeply nested
+JSON or an empty submission, 401 no or a wrong token, 403 another site's
+page, 404 unknown method, 413 too large, 415 not JSON, 421 another host's
+name, 422 fields of the wrong shape, 502 the model provider failed for good.
 """
 
 from __future__ import annotations
@@ -18,14 +22,18 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import uvicorn
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__, eventloop
 from ..listening import is_loopback, listening_socket, shown_host
@@ -33,12 +41,23 @@ from ..llm import LLMError, LLMNotConfigured
 from .codematch import MAX_CODE_CHARS
 from .service import KINDS, NothingToScore, Scorer, ScoreResult, UnknownMethod
 
-__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "EndpointError", "ScoreRequest", "create_app", "openapi", "serve"]
+__all__ = [
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "MAX_JSON_DEPTH",
+    "EndpointError",
+    "ScoreRequest",
+    "create_app",
+    "openapi",
+    "serve",
+]
 
 log = logging.getLogger("pau_mcp.scoring")
 
 #: The largest request body accepted (413 beyond).
 DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
+
+#: The deepest nesting of a request's JSON (400 beyond): no field of a score request needs more.
+MAX_JSON_DEPTH = 64
 
 
 class EndpointError(RuntimeError):
@@ -74,16 +93,32 @@ _RESULT = TypeAdapter(ScoreResult)
 def openapi() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the endpoint."""
     request_schema = ScoreRequest.model_json_schema(ref_template="#/components/schemas/{model}")
-    result_schema = _RESULT.json_schema(ref_template="#/components/schemas/{model}")
+    result_schema = _RESULT.json_schema(ref_template="#/components/schemas/{model}", mode="serialization")
     schemas: dict[str, Any] = {}
     for source in (request_schema, result_schema):
         schemas.update(source.pop("$defs", {}))
     schemas["ScoreRequest"] = request_schema
     schemas["ScoreResult"] = result_schema
+    fraction_or_error = {"anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, {"const": "error"}]}
     schemas["AgentFeedback"] = {
         "type": "object",
-        "description": "view=agent: judge_rating, code_match, direct_code_match, direct_code_note, counterexample.",
-        "additionalProperties": True,
+        "description": "view=agent: only what an agent may see; never text the submitted code produced.",
+        "properties": {
+            "judge_rating": {
+                "anyOf": [{"type": "integer", "minimum": 1, "maximum": 5}, {"enum": ["unscored", "error"]}]
+            },
+            "code_match": fraction_or_error,
+            "direct_code_match": fraction_or_error,
+            "direct_code_note": {"type": "string"},
+            "direct_code_failures": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
+            "counterexample": {
+                "type": "object",
+                "properties": {"input": {"type": "string"}, "expected": {"type": "string"}},
+                "required": ["input", "expected"],
+                "additionalProperties": False,
+            },
+        },
+        "additionalProperties": False,
     }
     schemas["Error"] = {
         "type": "object",
@@ -97,6 +132,10 @@ def openapi() -> dict[str, Any]:
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
         }
 
+    guarded = {
+        "403": error("The request came from another site's page (Origin)"),
+        "421": error("The request names a host this endpoint does not serve (Host)"),
+    }
     return {
         "openapi": "3.1.0",
         "info": {
@@ -128,12 +167,17 @@ def openapi() -> dict[str, Any]:
                                 }
                             },
                         },
-                        "400": error("Malformed JSON, an empty submission, or a score this scorer has no model for"),
+                        "400": error(
+                            "Malformed or too deeply nested JSON, an empty submission, or a score this scorer has "
+                            "no model for"
+                        ),
                         "401": error("No bearer token, or a wrong one"),
                         "404": error("Unknown method"),
                         "413": error("Request body too large"),
+                        "415": error("The body is not sent as application/json"),
                         "422": error("Fields of the wrong shape"),
                         "502": error("The model provider failed for good (bad key, unknown model, unreachable)"),
+                        **guarded,
                     },
                 }
             },
@@ -141,12 +185,20 @@ def openapi() -> dict[str, Any]:
                 "get": {
                     "summary": "Whether the scorer is up",
                     "responses": {
-                        "200": {"description": "Up", "content": {"application/json": {"schema": {"type": "object"}}}}
+                        "200": {"description": "Up", "content": {"application/json": {"schema": {"type": "object"}}}},
+                        **guarded,
                     },
                 }
             },
         },
     }
+
+
+class _JSON(JSONResponse):
+    """JSON as ASCII: a lone surrogate in a message (a method id as sent) is escaped, never an encoding error."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 def _error(
@@ -155,7 +207,78 @@ def _error(
     body: dict[str, Any] = {"error": message}
     if detail is not None:
         body["detail"] = detail
-    return JSONResponse(body, status_code=status, headers=headers)
+    return _JSON(body, status_code=status, headers=headers)
+
+
+def _authority(value: str) -> tuple[str, str] | None:
+    """``(host, port)`` of a Host header (lower case, IPv6 without brackets), or None if it is malformed."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        host, rest = value[1:end], value[end + 1 :]
+        port = rest[1:] if rest.startswith(":") else ("" if not rest else None)
+    else:
+        host, _, port = value.partition(":")
+    if port is None or (port and not port.isdigit()) or not host:
+        return None
+    return host, port
+
+
+def _refusal(headers: Headers, loopback: bool) -> JSONResponse | None:
+    """Why a request is refused as DNS rebinding or a cross-site page's, or None."""
+    host = headers.get("host")
+    named = _authority(host) if host is not None else None
+    if host is not None and (named is None or (loopback and not is_loopback(named[0]))):
+        return _error(421, f"the Host header names {host!r}, which this endpoint does not serve: use 127.0.0.1")
+    origin = headers.get("origin")
+    if origin is None:
+        return None
+    try:
+        parts = urlsplit(origin.strip().lower())
+        origin_host, origin_port = parts.hostname or "", parts.port
+    except ValueError:
+        origin_host, origin_port, parts = "", None, urlsplit("")
+    if parts.scheme in ("http", "https") and origin_host:
+        if loopback and is_loopback(origin_host):
+            return None
+        default = "443" if parts.scheme == "https" else "80"
+        if named is not None and (origin_host, str(origin_port or default)) == (named[0], named[1] or default):
+            return None
+    return _error(403, f"requests from the page at Origin {origin!r} are refused: call the scorer from a program")
+
+
+class _SameHost:
+    """Refuses requests that name another host or come from another site's page, before any route runs."""
+
+    def __init__(self, app: ASGIApp, loopback: bool) -> None:
+        self.app = app
+        self.loopback = loopback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = _refusal(Headers(scope=scope), self.loopback)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _depth_over(data: Any, limit: int) -> bool:
+    """True when ``data`` nests deeper than ``limit`` (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (list, dict)):
+            if depth > limit:
+                return True
+            stack.extend((item, depth + 1) for item in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+def _is_json(content_type: str | None) -> bool:
+    return (content_type or "").split(";", 1)[0].strip().lower() == "application/json"
 
 
 class _TooLarge(Exception):
@@ -175,7 +298,11 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def create_app(
-    scorer: Scorer, *, token: str | None = None, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    scorer: Scorer,
+    *,
+    token: str | None = None,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    host: str = "127.0.0.1",
 ) -> Starlette:
     """The Starlette app serving ``scorer``.
 
@@ -183,6 +310,9 @@ def create_app(
         scorer: Does the scoring.
         token: Bearer token required by ``POST /v1/score``; None for none (loopback only).
         max_request_bytes: Larger bodies get 413.
+        host: The address it is served on. On a loopback address, requests must name a loopback
+            host (421 otherwise) and any Origin must be a loopback one (403); elsewhere an Origin
+            must be the Host the request names.
     """
     document = openapi()
 
@@ -200,14 +330,27 @@ def create_app(
                 "missing or wrong bearer token: send Authorization: Bearer <the scorer token>",
                 headers={"WWW-Authenticate": "Bearer"},
             )
+        if not _is_json(request.headers.get("content-type")):
+            return _error(
+                415,
+                "send the body as JSON with Content-Type: application/json",
+                headers={"Accept-Post": "application/json"},
+            )
         try:
             raw = await _read_body(request, max_request_bytes)
         except _TooLarge:
             return _error(413, f"the request body is larger than {max_request_bytes:,} bytes")
         try:
             data = json.loads(raw)
+        except RecursionError:
+            data = None
+            nested = True
         except (ValueError, UnicodeDecodeError) as exc:
             return _error(400, f"the body is not valid JSON: {exc}")
+        else:
+            nested = _depth_over(data, MAX_JSON_DEPTH)
+        if nested:
+            return _error(400, f"the JSON is nested deeper than {MAX_JSON_DEPTH} levels; no field needs that")
         try:
             body = ScoreRequest.model_validate(data)
         except ValidationError as exc:
@@ -238,18 +381,23 @@ def create_app(
             log.warning("scoring %s failed: %s", body.method, exc)
             return _error(502, str(exc))
         if body.view == "agent":
-            return JSONResponse(result.feedback())
-        return JSONResponse(_RESULT.dump_python(result, mode="json"))
+            return _JSON(result.feedback())
+        return _JSON(_RESULT.dump_python(result, mode="json"))
 
     async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "version": __version__, "scores": list(KINDS)})
+        return _JSON({"status": "ok", "version": __version__, "scores": list(KINDS)})
 
     async def schema(request: Request) -> JSONResponse:
-        return JSONResponse(document)
+        return _JSON(document)
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
         return _error(exc.status_code, str(exc.detail), headers=dict(exc.headers or {}))
+
+    async def server_error(request: Request, exc: Exception) -> JSONResponse:
+        # A defect of this program, never the request's or the code's doing: still JSON, and no detail leaves.
+        log.error("the scorer failed on a request: %s: %s", type(exc).__name__, str(exc)[:500], exc_info=exc)
+        return _error(500, "the scorer failed on this request; its log has the details")
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -262,7 +410,8 @@ def create_app(
             Route("/v1/health", health, methods=["GET"]),
             Route("/openapi.json", schema, methods=["GET"]),
         ],
-        exception_handlers={HTTPException: http_error},
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+        middleware=[Middleware(_SameHost, loopback=is_loopback(host))],
         lifespan=lifespan,
     )
 
@@ -292,7 +441,7 @@ def serve(
         raise EndpointError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
         ) from None
-    app = create_app(scorer, token=token, max_request_bytes=max_request_bytes)
+    app = create_app(scorer, token=token, max_request_bytes=max_request_bytes, host=host)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     if announce:

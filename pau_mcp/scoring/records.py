@@ -32,7 +32,8 @@ def record_scores(
         store.record_score(
             submission_id, kind, codematch.status, codematch.fraction, codematch.model,
             {
-                "reason": codematch.reason, "code": codematch.code, "matches": list(codematch.matches),
+                "reason": codematch.reason, "failures": codematch.failures, "code": codematch.code,
+                "matches": list(codematch.matches),
                 "usage": asdict(codematch.usage), "cost_usd": codematch.cost_usd, "cached": codematch.cached,
                 "gold": result.gold, "with_examples": with_examples,
             },
@@ -42,7 +43,10 @@ def record_scores(
         example = direct.counterexample
         store.record_score(
             submission_id, "direct", direct.status, direct.fraction, None,
-            {"reason": direct.reason, "matches": list(direct.matches), "code": direct.code, "counterexample": asdict(example) if example else None},
+            {
+                "reason": direct.reason, "failures": direct.failures, "matches": list(direct.matches), "code": direct.code,
+                "counterexample": asdict(example) if example else None,
+            },
         )  # fmt: skip
         values["direct"] = direct.fraction
     return values

@@ -71,19 +71,36 @@ class ScoreResult:
         return asdict(self)
 
     def feedback(self) -> dict[str, Any]:
-        """What an agent may see: scores, the reason its own code failed, one counterexample; never gold material."""
+        """What an agent may see: scores, fixed words about its own code, at most one counterexample.
+
+        Keys, whichever apply: ``judge_rating`` (1 to 5, or ``unscored``/``error``), ``code_match``
+        and ``direct_code_match`` (fractions, or ``error``), ``direct_code_note`` (counts and fixed
+        words, or the code's own syntax error), ``direct_code_failures`` (``{FAILURE_KINDS value:
+        count}``) and ``counterexample`` (``{"input", "expected"}``, only when one was asked for).
+        Never the gold description, the source, another test input, or any text the submitted code
+        produced (its values, exception names and messages, printed text).
+        """
         out: dict[str, Any] = {}
         if self.judge is not None:
             out["judge_rating"] = self.judge.rating if self.judge.status == "scored" else self.judge.status
         if self.codematch is not None:
-            out["code_match"] = round(self.codematch.fraction, 3) if self.codematch.status == "scored" else "error"
-        if self.direct is not None:
-            out["direct_code_match"] = round(self.direct.fraction, 3) if self.direct.status == "scored" else "error"
-            if self.direct.status == "scored" and self.direct.reason:
-                out["direct_code_note"] = self.direct.reason  # counts and kinds only, or the code's own syntax error
-            if self.direct.counterexample is not None:
-                example = self.direct.counterexample
-                out["counterexample"] = {"input": example.input, "expected": example.expected, "got": example.got}
+            scored = self.codematch.status == "scored" and self.codematch.fraction is not None
+            out["code_match"] = round(self.codematch.fraction, 3) if scored else "error"  # type: ignore[arg-type]
+        direct = self.direct
+        if direct is not None:
+            if direct.status == "scored" and direct.fraction is not None:
+                out["direct_code_match"] = round(direct.fraction, 3)
+                if direct.reason:
+                    out["direct_code_note"] = direct.reason
+                if direct.failures:
+                    out["direct_code_failures"] = dict(direct.failures)
+            else:
+                out["direct_code_match"] = "error"
+            if direct.counterexample is not None:
+                out["counterexample"] = {
+                    "input": direct.counterexample.input,
+                    "expected": direct.counterexample.expected,
+                }
         return out
 
 
@@ -315,9 +332,11 @@ class Scorer:
             await self.llm.aclose()
 
 
-#: What ``feedback_for`` returns: called with (method id, description, code, submission_id=None), returns what the
-#: agent may see.
+#: What ``feedback_for`` returns: ``await feedback(method_id, description, code, *, submission_id=None,
+#: counterexample=False) -> dict``, the agent's view of the scores.
 Feedback = Callable[..., Awaitable[dict[str, Any]]]
+
+_UNAVAILABLE = {"scores": "unavailable: the scorer failed; your submission is recorded"}
 
 
 def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer | None = None) -> Feedback:
@@ -325,8 +344,8 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
 
     Every score the configuration allows: the judge and the code writer when
     their models are set (a warning names the settings otherwise), and direct
-    code, with a counterexample, whenever code is submitted. The scorer (and
-    its sandbox) is built on the first submission, off the event loop.
+    code whenever code is submitted. The scorer (and its sandbox) is built on
+    the first submission, off the event loop.
 
     Args:
         settings: Models, price table, cache, sandbox limits, manifests.
@@ -334,9 +353,14 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
         scorer: Use this scorer instead of building one.
 
     Returns:
-        ``async feedback(method_id, description, code, submission_id=None) -> dict``: only
-        ``ScoreResult.feedback()``, never the gold description, the source or any test input but the one
-        counterexample. With a submission id the scores are also written to the run store.
+        ``async feedback(method_id, description, code, *, submission_id=None, counterexample=False) -> dict``:
+        ``ScoreResult.feedback()``. With ``counterexample=False`` the dict never holds one; with True
+        it may hold ``"counterexample": {"input": ..., "expected": ...}`` (the first test input the
+        submitted code gets wrong, and what the hidden function does with it, as agents see call
+        results); the caller charges for it. The dict never holds the gold description, the source,
+        another test input or any text the submitted code produced; a scorer failure of any kind
+        answers ``{"scores": "unavailable: ..."}`` without its message. With a submission id the
+        scores are also written to the run store.
     """
     missing = [SETTINGS[name] for name in ("judge_model", "coder_model") if not getattr(settings, name)]
     for spec in missing:
@@ -363,9 +387,13 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
         return state["scorer"]
 
     async def feedback(
-        method_id: str, description: str, code: str | None, *, submission_id: int | None = None,
-        counterexample: bool = True,
-    ) -> dict[str, Any]:  # fmt: skip
+        method_id: str,
+        description: str,
+        code: str | None,
+        *,
+        submission_id: int | None = None,
+        counterexample: bool = False,
+    ) -> dict[str, Any]:
         active = await build()
         has_code = bool(code and code.strip())
         kinds = [
@@ -375,9 +403,10 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
             return {}
         try:
             result = await active.score(method_id, description, code, kinds=kinds, counterexample=counterexample)
-        except (LLMError, NothingToScore, UnknownMethod) as exc:
-            log.warning("scoring a submission for %s failed: %s", method_id, exc)
-            return {"scores": "unavailable: the scorer failed; your submission is recorded"}
+        except Exception as exc:
+            # Whatever failed, its message stays in the operator's log: it could quote what the code handed back.
+            log.warning("scoring a submission for %s failed: %s: %s", method_id, type(exc).__name__, str(exc)[:500])
+            return dict(_UNAVAILABLE)
         if submission_id is not None:
             if "store" not in state:
                 state["store"] = settings.run_store()  # type: ignore[assignment]

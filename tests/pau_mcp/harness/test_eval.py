@@ -51,7 +51,7 @@ def brain(body: dict) -> Reply | str:
                 )
             ]
         )
-    if "Rating:" in text and "<reference>" in text:
+    if "Rating:" in text and "<reference-" in text:
         return Reply(text="They agree on most cases.\nRating: 4", input_tokens=50, output_tokens=9)
     if "Write the Python function described below" in text:
         header = re.search(r"Header: (def test_func\((.*)\):)", text)

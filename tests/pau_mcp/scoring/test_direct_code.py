@@ -84,8 +84,9 @@ def test_the_agent_sees_the_score_the_reason_and_one_counterexample_only(sandbox
     code = "def test_func(arg0):\n    return [(c, 1) for c in arg0]\n"
     result = anyio.run(lambda: scorer.score("builtin/b002", code=code, counterexample=True))
     shown = result.feedback()
-    assert set(shown) == {"direct_code_match", "direct_code_note", "counterexample"}
+    assert set(shown) == {"direct_code_match", "direct_code_note", "direct_code_failures", "counterexample"}
     assert shown["direct_code_match"] == pytest.approx(result.direct.fraction, abs=1e-3)
+    assert set(shown["counterexample"]) == {"input", "expected"}  # what the code did is not shown
     others = [case.input for case in RUNS.tests if case.input != shown["counterexample"]["input"]]
     text = repr(shown)
     assert RUNS.description not in text and "runs.append" not in text

@@ -214,3 +214,43 @@ def test_a_malformed_line_or_an_unknown_name_is_reported_clearly(fake, tmp_path)
     unknown.write_text('{"id": "builtin/zzz", "predicted_description": "x"}\n')
     done = pau(fake, tmp_path, str(unknown), *MODELS)
     assert done.returncode == 1 and "builtin/zzz" in done.stderr
+
+
+def test_hostile_submissions_in_the_middle_of_a_file_leave_every_other_score_intact(fake, tmp_path):
+    hostile = [
+        # A forged encoding the host cannot decode, an outcome handed straight to the host, nesting too deep.
+        "import _pau_values\ndef test_func(*args):\n    _pau_values.encode = lambda *a, **k: {'set': [[1]]}\n"
+        "    return 1\n",
+        'from wit_world.imports import host\ndef test_func(*args):\n    host.next(\'{"status": "ok"}\')\n'
+        "    return 1\n",
+        "import _pau_values\nv = 1\nfor _ in range(600):\n    v = [v]\n"
+        "def test_func(*args):\n    _pau_values.encode = lambda *a, **k: v\n    return 1\n",
+    ]
+    honest = ["builtin/b001", "builtin/b003", "builtin/b004", "builtin/b005"]
+    lines = []
+    for index, method_id in enumerate(honest):
+        lines.append({"id": method_id, "predicted_description": "", "code": BUILTIN[method_id].source})
+        if index < len(hostile):
+            lines.append({"id": "builtin/b002", "predicted_description": "", "code": hostile[index]})
+    predictions = tmp_path / "hostile.jsonl"
+    predictions.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    done = pau(fake, tmp_path, str(predictions), "--scores", "direct", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["submissions"] == 7 and summary["direct"]["count"] == 7 and summary["direct"]["errors"] == 0
+    store = RunStore(tmp_path / "runs.db")
+    rows = store.query(
+        "SELECT s.method_id, c.value, c.detail FROM scores c JOIN submissions s ON s.id = c.submission_id "
+        "WHERE c.kind = 'direct' ORDER BY s.id"
+    )
+    store.close()
+    assert [(method, value) for method, value, _ in rows] == [
+        ("builtin/b001", 1.0), ("builtin/b002", 0.0), ("builtin/b003", 1.0), ("builtin/b002", 0.0),
+        ("builtin/b004", 1.0), ("builtin/b002", 0.0), ("builtin/b005", 1.0),
+    ]  # fmt: skip
+    details = [json.loads(detail) for method, _, detail in rows if method == "builtin/b002"]
+    reasons = [detail["reason"] for detail in details]
+    assert details[0]["failures"] == {"returned a value that could not be decoded": len(BUILTIN["builtin/b002"].tests)}
+    assert reasons[0] == "every test input fails the same way (returned a value that could not be decoded)"
+    # Nesting that deep may also stop the worker process on its way back: it is replaced and the inputs crashed.
+    assert reasons[2].endswith(("(returned a value that could not be decoded)", "(crashed)"))

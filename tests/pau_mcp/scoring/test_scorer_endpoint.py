@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import queue
-import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,19 +13,13 @@ from typing import Any
 import httpx2
 import pytest
 from fakellm import FakeLLM
+from scorer_process import TOKEN, clean_env, start, stop
 
 from pau_mcp.manifests import ManifestStore
 
-TOKEN = "scorer-secret-token"
 STORE = ManifestStore()
 RUNS = STORE.method("builtin/b002")
 WRONG = "def test_func(arg0):\n    return [(c, 1) for c in arg0]\n"
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """The test process's environment without any setting or provider variable, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_", "ANTHROPIC_"))}
-    return env | extra
 
 
 def _replies(body: dict[str, Any]) -> str:
@@ -45,36 +35,13 @@ class Endpoint:
         self.url = url
         self.client = httpx2.Client(base_url=url, timeout=60)
 
-    def post(self, body: Any, token: str | None = TOKEN, **options: Any) -> httpx2.Response:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        if isinstance(body, (bytes, str)):
-            return self.client.post(
-                "/v1/score", content=body, headers=headers | {"Content-Type": "application/json"}, **options
-            )
-        return self.client.post("/v1/score", json=body, headers=headers, **options)
-
-
-def start(args: list[str], env: dict[str, str], seconds: float = 90) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pau_mcp", "scorer", *args],
-        env=env,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
-    seen = []
-    while True:
-        try:
-            line = lines.get(timeout=seconds)
-        except queue.Empty:
-            process.kill()
-            raise AssertionError(f"the scorer did not announce its URL within {seconds} s: {seen}") from None
-        seen.append(line)
-        match = re.search(r"serving at (http://\S+)", line)
-        if match:
-            return process, match.group(1)
+    def post(
+        self, body: Any, token: str | None = TOKEN, headers: dict[str, str] | None = None, **options: Any
+    ) -> httpx2.Response:
+        sent = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
+        # JSON as ASCII, as most clients send it: a lone surrogate travels as its \\ud800 escape.
+        content = body if isinstance(body, (bytes, str)) else json.dumps(body)
+        return self.client.post("/v1/score", content=content, headers=sent | (headers or {}), **options)
 
 
 @pytest.fixture(scope="module")
@@ -94,11 +61,7 @@ def endpoint(fake, tmp_path_factory) -> Iterator[Endpoint]:
     service = Endpoint(process, url)
     yield service
     service.client.close()
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    stop(process)
 
 
 def test_the_endpoint_announces_a_loopback_url_and_answers_health_without_a_token(endpoint):
@@ -178,7 +141,9 @@ def test_a_chunked_body_over_the_limit_is_413_too(endpoint):
             yield b"#" * 1024
         yield b'"}'
 
-    reply = endpoint.client.post("/v1/score", content=chunks(), headers={"Authorization": f"Bearer {TOKEN}"})
+    reply = endpoint.client.post(
+        "/v1/score", content=chunks(), headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    )
     assert reply.status_code == 413
 
 
@@ -218,7 +183,10 @@ def test_the_agent_view_holds_only_what_an_agent_may_see(endpoint):
         }
     )
     shown = reply.json()
-    assert set(shown) == {"judge_rating", "code_match", "direct_code_match", "direct_code_note", "counterexample"}
+    assert set(shown) == {
+        "judge_rating", "code_match", "direct_code_match", "direct_code_note", "direct_code_failures", "counterexample"
+    }  # fmt: skip
+    assert set(shown["counterexample"]) == {"input", "expected"}
     assert RUNS.description not in json.dumps(shown)
 
 
@@ -250,3 +218,100 @@ def test_a_non_loopback_address_without_a_token_is_refused(tmp_path: Path):
     )  # fmt: skip
     assert done.returncode == 2
     assert "refusing" in done.stderr and "PAU_SCORER_TOKEN" in done.stderr
+
+
+# -- hostile requests and hostile code ---------------------------------------------------------------
+
+FORGED = (
+    "import _pau_values\n"
+    "def test_func(arg0):\n"
+    "    _pau_values.encode = lambda *args, **kwargs: {'set': [[1]]}\n"
+    "    return 1\n"
+)
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1.evil.example:{port}", "10.0.0.1"])
+def test_a_request_naming_another_host_is_refused_against_dns_rebinding(endpoint, host):
+    port = endpoint.url.rsplit(":", 1)[1]
+    for reply in (
+        endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Host": host.format(port=port)}),
+        endpoint.client.get("/v1/health", headers={"Host": host.format(port=port)}),
+    ):
+        assert reply.status_code == 421 and "Host" in reply.json()["error"]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "localhost", "[::1]:{port}"])
+def test_loopback_names_are_accepted_as_the_host(endpoint, host):
+    port = endpoint.url.rsplit(":", 1)[1]
+    reply = endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Host": host.format(port=port)})
+    assert reply.status_code == 200 and reply.json()["direct"]["fraction"] == 1.0
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://127.0.0.1.evil.example", "file://"])
+def test_a_request_from_another_sites_page_is_refused(endpoint, origin):
+    reply = endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Origin": origin})
+    assert reply.status_code == 403 and "Origin" in reply.json()["error"]
+
+
+def test_a_request_from_a_loopback_origin_is_accepted(endpoint):
+    reply = endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Origin": endpoint.url})
+    assert reply.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None]
+)
+def test_a_body_not_sent_as_json_is_415(endpoint, content_type):
+    # text/plain and form posts are what a browser page may send anywhere without asking first.
+    body = json.dumps({"method": "builtin/b002", "code": RUNS.source})
+    headers = {"Authorization": f"Bearer {TOKEN}"} | ({"Content-Type": content_type} if content_type else {})
+    reply = endpoint.client.post("/v1/score", content=body, headers=headers)
+    assert reply.status_code == 415 and "application/json" in reply.json()["error"]
+
+
+def test_json_with_a_charset_is_accepted(endpoint):
+    body = json.dumps({"method": "builtin/b002", "code": RUNS.source})
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "Application/JSON; charset=utf-8"}
+    assert endpoint.client.post("/v1/score", content=body, headers=headers).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * 30_000 + "]" * 30_000,
+        '{"method": "builtin/b002", "code": "x", "examples": [["(1,)", ' + "[" * 20_000 + "]" * 20_000 + "]]}",
+        '{"method": "builtin/b002", "code": "x", "examples": [["(1,)", ' + '{"a":' * 9_000 + "1" + "}" * 9_000 + "]]}",
+    ],
+    ids=["top-level", "in-examples", "objects"],
+)
+def test_deeply_nested_json_is_a_json_400(endpoint, body):
+    reply = endpoint.post(body)
+    assert reply.status_code == 400 and reply.headers["content-type"] == "application/json"
+    assert "nested" in reply.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        FORGED,
+        'from wit_world.imports import host\ndef test_func(arg0):\n    host.next(\'{"status": "ok"}\')\n    return 1\n',
+        "def test_func(arg0):\n    raise type('E' * 100_000, (Exception,), {})('x' * 100_000)\n",
+        "def test_func(arg0):\n    print(arg0 * 100_000)\n    return [arg0] * 1_000_000\n",
+    ],
+    ids=["forged-encoding", "forged-outcome", "long-names", "huge-output"],
+)
+def test_hostile_code_gets_a_json_result_never_a_500(endpoint, code):
+    for view in ("full", "agent"):
+        reply = endpoint.post({"method": "builtin/b002", "code": code, "counterexample": True, "view": view})
+        assert reply.status_code == 200, reply.text[:300]
+        assert len(reply.content) < 20_000
+        shown = reply.json()
+        fraction = shown["direct"]["fraction"] if view == "full" else shown["direct_code_match"]
+        assert fraction == 0.0
+    assert endpoint.post({"method": "builtin/b002", "code": RUNS.source}).json()["direct"]["fraction"] == 1.0
+
+
+def test_code_with_a_lone_surrogate_is_refused_as_422_and_the_scorer_lives_on(endpoint):
+    reply = endpoint.post({"method": "builtin/b002", "code": "def test_func(arg0):\n    return '\ud800'\n"})
+    assert reply.status_code == 422 and reply.json()["detail"][0]["loc"] == ["code"]
+    assert endpoint.post({"method": "builtin/b002", "code": RUNS.source}).json()["direct"]["fraction"] == 1.0

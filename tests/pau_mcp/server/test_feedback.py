@@ -20,7 +20,7 @@ METHOD = ManifestStore().method("builtin/b002")
 
 def _replies(body: dict) -> str:
     prompt = json.dumps(body["messages"])
-    if "<reference>" in prompt:
+    if "<reference-" in prompt:
         return f"The reference: {METHOD.description}\nRating: 3"
     return "```python\ndef test_func(arg0):\n    return None\n```"
 
