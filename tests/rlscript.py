@@ -11,7 +11,7 @@ import re
 
 from fakellm import Reply
 
-__all__ = ["brain", "critic_reply", "is_critic", "policy_reply"]
+__all__ = ["brain", "critic_reply", "honest", "is_critic", "policy_reply"]
 
 
 def is_critic(body: dict) -> bool:
@@ -61,3 +61,8 @@ def policy_reply(body: dict) -> str:
 def brain(body: dict) -> Reply | str:
     """The critic or the policy, whichever is asked."""
     return critic_reply(body) if is_critic(body) else policy_reply(body)
+
+
+def honest(observation: str) -> str:
+    """The honest explorer as a plain function of the observation (for stepping an environment directly)."""
+    return policy_reply({"messages": [{"role": "user", "content": observation}]})

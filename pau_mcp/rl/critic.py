@@ -330,6 +330,10 @@ class LLMCritic:
             return Rating(status="error", reason=str(exc))
         return _rating(completion)
 
+    async def aclose(self) -> None:
+        """Close this process's client (on the loop that used it: ``runtime.run(critic.aclose())``)."""
+        await self.llm.aclose()
+
     async def code_match(self, method: Method, hypothesis: str, examples: Sequence[tuple[str, str]]) -> float | None:
         if not self.coder_model or self._sandbox is None:
             return None

@@ -8,9 +8,10 @@ One step of the cycle is rewarded on its own:
   the wrong arity), ``lambda * H / (2 * T_max)`` (0.025 by default) when the
   call returns, -0.5 when it raises or hits a limit, plus a length penalty
   (``tau`` 30, ``alpha`` 0.5).
-* **reflect** (the hypothesis): the critic's rating of the hypothesis (0 to 9)
-  divided by 9, plus a termination term, both scaled by ``H``; -0.5 when the
-  reply does not follow the format; a length penalty as for reasoning.
+* **reflect** (the hypothesis): the critic's rating of the concluding
+  hypothesis (0 to 9) divided by 9, plus a termination term, both scaled by
+  ``H``; -0.5 when the reply does not follow the format; a length penalty as
+  for reasoning.
 
 The length penalty is ``-min(cap, alpha * max(0, words - tau))``: ``alpha``
 per word beyond ``tau``, never worse than ``-cap``. The reference
@@ -50,8 +51,9 @@ class RewardConfig:
         termination_bonus: The termination term's size.
         reflection_tau: Words of a reflection before the length penalty starts.
         reflection_alpha: Penalty per word of a reflection beyond ``reflection_tau``.
-        judge_every_reflection: Rate the hypothesis at every reflection (the reference implementation);
-            False rates only the concluding one.
+        judge_every_reflection: Rate the hypothesis at every reflection, as the reference implementation does;
+            by default only the concluding one is rated (the paper's Table 3): rating every reflection pays
+            ``H`` per reflection for restating a good hypothesis, so stalling out-earns concluding.
         timeout_penalty: Added when the turn limit ends an episode that never concluded.
         length_penalty_cap: The worst a length penalty can be (its magnitude).
         code_match_weight: Weight of the optional terminal code-match reward (the fraction of hidden tests
@@ -73,7 +75,7 @@ class RewardConfig:
     termination_bonus: float = 1.0
     reflection_tau: int = 100
     reflection_alpha: float = 0.05
-    judge_every_reflection: bool = True
+    judge_every_reflection: bool = False
     timeout_penalty: float = -1.0
     length_penalty_cap: float = 1.0
     code_match_weight: float = 0.0

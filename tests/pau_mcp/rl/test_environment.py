@@ -125,8 +125,8 @@ def test_only_an_asymmetric_critic_is_handed_the_gold_data(manifests, runtime):
     assert symmetric.gold is None
 
 
-def test_the_reference_judges_every_reflection_and_the_option_only_the_last(manifests, runtime):
-    env = _env(manifests, runtime, rewards=RewardConfig(judge_every_reflection=False))
+def test_only_the_concluding_hypothesis_is_judged_unless_every_reflection_is_asked_for(manifests, runtime):
+    env = _env(manifests, runtime)
     env.reset()
     for reply in ("plan", "INPUT: (3,)"):
         env.step(reply)
@@ -135,6 +135,11 @@ def test_the_reference_judges_every_reflection_and_the_option_only_the_last(mani
     for reply in ("plan", "INPUT: (4,)"):
         env.step(reply)
     assert "hypothesis" in env.step(GOOD).info["components"]
+    every = _env(manifests, runtime, rewards=RewardConfig(judge_every_reflection=True))
+    every.reset()
+    for reply in ("plan", "INPUT: (3,)"):
+        every.step(reply)
+    assert "hypothesis" in every.step("CONCLUDED: NO\nHYPOTHESIS: maybe").info["components"]
 
 
 def _episode(env) -> list[float]:
