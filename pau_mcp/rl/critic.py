@@ -134,7 +134,12 @@ class ScriptedCritic:
         hypothesis: ``(view, hypothesis) -> score`` from 0 to 9 (or None).
         matcher: ``(method, hypothesis) -> fraction`` for the terminal code-match reward (None: unavailable).
         mode: ``asymmetric`` (the environment hands it the gold data) or ``symmetric``.
+
+    Its ratings never wait on anything (``synchronous``), so the environment computes them in the stepping
+    thread instead of on the runtime's event loop.
     """
+
+    synchronous = True
 
     reasoning: Callable[[CriticView, str], int | None] = lambda view, text: 5
     hypothesis: Callable[[CriticView, str], int | None] = lambda view, text: 5

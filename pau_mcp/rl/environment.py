@@ -97,6 +97,20 @@ class StepResult:
         return [{"role": "user", "content": self.observation}] if self.observation else []
 
 
+def _drive(coroutine: Any) -> Any:
+    """Run a coroutine that never waits (a scripted critic's) to its end in this thread.
+
+    Handing it to the runtime's loop thread would cost a thread switch per rating: with Python's 5 ms switch
+    interval, more than the sandbox call of a step.
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as finished:
+        return finished.value
+    coroutine.close()
+    raise RuntimeError("a critic marked synchronous awaited something; leave `synchronous` unset for such critics")
+
+
 def _shown(outcome: Outcome, limit: int) -> str:
     if outcome.status is Status.OK:
         text = f"returned {outcome.value}"
@@ -232,7 +246,7 @@ class ExplorationEnv:
         )  # fmt: skip
 
     def _ask(self, rating: Any) -> Rating:
-        result: Rating = self.runtime.run(rating)
+        result: Rating = _drive(rating) if getattr(self.critic, "synchronous", False) else self.runtime.run(rating)
         self.critic_usage = self.critic_usage + result.usage
         self.critic_cost_usd += result.cost_usd
         return result
@@ -348,7 +362,8 @@ class ExplorationEnv:
         info = dict(result.info)
         if rewards.code_match_weight and self.hypothesis:
             pairs = [(case.input, case.outcome.shown()) for case in self.method.examples if case.outcome is not None]
-            fraction = self.runtime.run(self.critic.code_match(self.method, self.hypothesis, pairs + self.observed))
+            matching = self.critic.code_match(self.method, self.hypothesis, pairs + self.observed)
+            fraction = _drive(matching) if getattr(self.critic, "synchronous", False) else self.runtime.run(matching)
             if fraction is not None:
                 components["code_match"] = rewards.code_match_weight * fraction
                 info["code_match"] = fraction

@@ -13,14 +13,21 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 _SCRIPT = textwrap.dedent(
     """
-    import os, threading
+    import asyncio, os, threading
     from pau_mcp.manifests import ManifestStore
     from pau_mcp.rl import ExplorationEnv, ScriptedCritic
 
     method = ManifestStore(()).method("builtin/b005")
 
+    class Awaiting(ScriptedCritic):  # waits as a model client does, so ratings go through the runtime's loop
+        synchronous = False
+
+        async def rate_reasoning(self, view, text):
+            await asyncio.sleep(0)
+            return await super().rate_reasoning(view, text)
+
     def episode():
-        env = ExplorationEnv(method, ScriptedCritic())
+        env = ExplorationEnv(method, Awaiting())
         env.reset()
         rewards = [env.step(reply).reward for reply in ("try 9", "INPUT: (9,)", "CONCLUDED: NO\\nHYPOTHESIS: steps")]
         return env.experiments[-1], rewards
