@@ -10,6 +10,7 @@ API, whichever of the two it is. The SDK sends over its aiohttp transport
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -284,7 +285,12 @@ class OpenAIProvider(Provider):
                 raise
             return f"{self.name}/{model}: {self.shown_base} lists no models (HTTP {exc.status_code}), so the name is not checked"
         listed = [entry.id for entry in page.data or ()]
-        if model in listed or f"{model}:latest" in listed:
+        # Ollama's implicit tag; a gateway's wildcard routes (LiteLLM lists "openai/*").
+        if (
+            model in listed
+            or f"{model}:latest" in listed
+            or any(fnmatch.fnmatchcase(model, e) for e in listed if "*" in e)
+        ):
             return None
         shown = ", ".join(listed[:10]) + (f", ... ({len(listed)} in all)" if len(listed) > 10 else "")
         raise LLMError(

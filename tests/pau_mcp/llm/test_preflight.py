@@ -48,9 +48,10 @@ def test_a_model_the_server_does_not_list_fails_naming_what_it_lists(fake, make_
     assert fake.requests == []  # no completion was asked for
 
 
-def test_an_ollama_tag_left_implicit_matches_latest(fake, make_client, run):
-    fake.models = ["llama3.1:latest"]
-    assert run(lambda: make_client({"OPENAI_BASE_URL": fake.base_url}).preflight(["openai/llama3.1"])) == []
+def test_an_ollama_tag_left_implicit_matches_latest_and_a_gateways_wildcard_route_matches(fake, make_client, run):
+    fake.models = ["llama3.1:latest", "anthropic/*"]
+    llm = make_client({"OPENAI_BASE_URL": fake.base_url})
+    assert run(lambda: llm.preflight(["openai/llama3.1", "openai/anthropic/claude-haiku-4-5"])) == []
 
 
 def test_a_server_without_a_model_list_passes_with_a_warning(fake, make_client, run):

@@ -57,6 +57,23 @@ def test_qwen3_thinking_is_switched_with_the_chat_template_flag_vllm_and_sglang_
     assert "chat_template_kwargs" not in default and default["max_tokens"] > 300  # thinks by default: room for it
 
 
+def test_a_prompt_switch_tags_the_last_user_message_for_servers_without_template_flags(
+    tmp_path, fake, make_client, run
+):
+    mine = tmp_path / "capabilities.json"
+    mine.write_text(json.dumps({"models": [{"match": ["qwen3*"], "thinking_switch": "prompt"}]}))
+    llm = make_client({"OPENAI_BASE_URL": fake.base_url}, capabilities=CapabilityTable.load(mine))
+    fake.say("a").say("b")
+    run(lambda: llm.complete("openai/qwen3:8b", USER, reasoning_effort="none"))
+    run(lambda: llm.complete("openai/qwen3:8b", USER, reasoning_effort="medium"))
+    assert [body["messages"][-1]["content"] for body in fake.requests] == [
+        "Say something. /no_think",
+        "Say something. /think",
+    ]
+    assert all("chat_template_kwargs" not in body and "reasoning_effort" not in body for body in fake.requests)
+    assert USER == [{"role": "user", "content": "Say something."}]  # the caller's messages are left as they were
+
+
 def test_think_blocks_and_reasoning_fields_are_kept_out_of_the_text(fake, llm, run):
     fake.say("<think>Maybe INPUT: (666,)?\nNo.</think>\nINPUT: (1,)")
     fake.say("INPUT: (2,)", reasoning="INPUT: (777,) would be silly")
