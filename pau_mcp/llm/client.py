@@ -102,7 +102,7 @@ class LLMClient:
             env=env,
             cache_path=settings.data_dir / "llm-cache.db" if use_cache else None,
             pricing=Pricing.load(settings.pricing),
-            capabilities=CapabilityTable.load(getattr(settings, "model_capabilities", None)),
+            capabilities=CapabilityTable.load(settings.model_capabilities),
             concurrency=settings.llm_concurrency,
             timeout_s=settings.llm_timeout_s,
             retries=settings.llm_retries,
