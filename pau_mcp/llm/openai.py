@@ -196,7 +196,7 @@ class OpenAIProvider(Provider):
         # types, which cost ~20 ms of CPU on a tools agent's 40-message conversation (docs/benchmarks.md).
         openai = _sdk()
         client = self._client.get()
-        if "input" in body:
+        if request.capabilities.api == "responses":
             from openai.types.responses import Response
 
             return self._responses_reply(model, await client.post("/responses", body=body, cast_to=Response))

@@ -11,6 +11,7 @@ from fakellm import FakeLLM, Reply
 
 from pau_mcp.config import Settings
 from pau_mcp.harness import EvalConfig, run_eval
+from pau_mcp.harness.runner import EvalError
 from pau_mcp.llm import CapabilityTable, Overrides
 from pau_mcp.runstore import RunStore
 
@@ -119,3 +120,10 @@ def test_overrides_replace_the_agents_temperature_token_limit_and_effort(tmp_pat
     room = CapabilityTable.load().lookup("openai/gpt-oss-20b").thinking_tokens
     assert all((body["temperature"], body["reasoning_effort"]) == (0.7, "low") for body in fake.requests)
     assert {body["max_tokens"] - room for body in fake.requests} == {123, 2 * 123}  # the final answer gets twice
+
+
+def test_a_run_resumed_with_other_overrides_is_refused(tmp_path, served):
+    served(paper_brain(["INPUT: (1,)"]))
+    _run(tmp_path, "openai/m", budget=1, overrides=Overrides(temperature=0.7))
+    with pytest.raises(EvalError, match="exists with.*temperature"):
+        _run(tmp_path, "openai/m", budget=1, overrides=Overrides(temperature=0.2))
