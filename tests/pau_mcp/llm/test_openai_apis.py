@@ -73,3 +73,10 @@ def test_an_azure_setting_missing_is_named(make_client, missing, variable):
     del env[missing]
     with pytest.raises(LLMNotConfigured, match=variable):
         make_client(env).check("azure/deployment")
+
+
+def test_a_responses_reply_cut_off_by_its_limit_says_length(fake, make_client, run):
+    llm = make_client({"OPENAI_BASE_URL": fake.base_url})
+    fake.say("It adds", finish="length")
+    reply = run(lambda: llm.complete("openai/o3-pro", USER, max_tokens=5))
+    assert reply.text == "It adds" and reply.finish_reason == "length"
