@@ -128,3 +128,16 @@ def _run_names(db) -> str:
     import sqlite3
 
     return " ".join(row[0] for row in sqlite3.connect(db).execute("SELECT name FROM runs"))
+
+
+def test_azure_is_checked_for_endpoint_version_and_key_with_a_note_that_deployments_are_not_listed(
+    fake, make_client, run
+):
+    fake.models = ["gpt-4o-mini"]
+    fake.require_key = "az-key"
+    env = {"AZURE_OPENAI_ENDPOINT": fake.root_url, "OPENAI_API_VERSION": "2024-10-21"}
+    (note,) = run(lambda: make_client({**env, "AZURE_OPENAI_API_KEY": "az-key"}).preflight(["azure/my-deployment"]))
+    assert "azure/my-deployment" in note and "not checked" in note
+    assert fake.gets[0] == "/openai/models?api-version=2024-10-21"
+    with pytest.raises(LLMError, match="AZURE_OPENAI_API_KEY"):
+        run(lambda: make_client({**env, "AZURE_OPENAI_API_KEY": "wrong"}).preflight(["azure/my-deployment"]))
