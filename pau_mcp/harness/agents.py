@@ -219,19 +219,28 @@ _INPUT = re.compile(r"INPUT:\s*(.*)", re.IGNORECASE)
 def _input_literal(reply: str, arity: int) -> str | None:
     """The argument tuple an action reply gives: its last ``INPUT:`` line, else its last line that reads as one.
 
-    An ``INPUT:`` line is taken as written (the server says what is wrong with it, without spending budget);
-    ``INPUT: test_func(1, 2)`` becomes ``(1, 2)``. Without one, a line counts only if it is a literal tuple of the
+    An ``INPUT:`` line is taken as written (the server says what is wrong with it, without spending budget),
+    less any prose after the arguments; ``INPUT: test_func(1, 2)`` becomes ``(1, 2)``. Without one, a line counts only if it is a literal tuple of the
     function's arity (any literal for one argument) or a call with literal arguments.
     """
     marked = [match.group(1).strip().strip("`").strip() for match in _INPUT.finditer(reply)]
     marked = [text for text in marked if text]
     if marked:
-        return _as_arguments(marked[-1], arity) or marked[-1]
+        return _leading_arguments(marked[-1], arity) or marked[-1]
     for line in reversed(reply.splitlines()):
         found = _as_arguments(line.strip().strip("`*-> ").strip(), arity)
         if found:
             return found
     return None
+
+
+def _leading_arguments(text: str, arity: int) -> str | None:
+    """The arguments at the start of ``text``, which may go on in prose (``(3,) to see the sign``)."""
+    found = _as_arguments(text, arity)
+    closing = [index for index, char in enumerate(text) if char == ")"]
+    while found is None and closing:
+        found = _as_arguments(text[: closing.pop() + 1], arity)
+    return found
 
 
 def _as_arguments(text: str, arity: int) -> str | None:

@@ -81,7 +81,7 @@ def test_an_input_inside_the_models_thinking_is_never_run(tmp_path, served):
             [
                 "<think>INPUT: (666,) would be silly.</think>\nINPUT: (1,)",
                 Reply(text="INPUT: (2,)", reasoning="INPUT: (777,) maybe"),
-                "INPUT: (3,)",
+                "INPUT: `(3,)` to see what a larger one gives",
             ]
         )
     )
