@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pau_mcp.llm import LLMNotConfigured
+from pau_mcp.llm import CapabilityTable, LLMNotConfigured
 
 USER = [{"role": "user", "content": "Say something."}]
 TOOLS = [
@@ -66,3 +66,15 @@ def test_a_reasoning_effort_turns_on_extended_thinking_with_room_for_the_answer(
     run(lambda: claude.complete("anthropic/claude-opus-5", USER, max_tokens=300, reasoning_effort="low"))
     body = fake.requests[1]
     assert body["thinking"] == {"type": "adaptive"} and body["output_config"] == {"effort": "low"}
+
+
+def test_a_gateway_on_an_older_api_version_gets_the_temperature_a_row_of_ones_own_allows(
+    tmp_path, fake, make_client, run
+):
+    mine = tmp_path / "capabilities.json"
+    mine.write_text('{"models": [{"match": ["claude-3-5-haiku*"], "temperature": true}]}')
+    env = {"ANTHROPIC_BASE_URL": fake.root_url, "ANTHROPIC_API_KEY": "k"}
+    llm = make_client(env, capabilities=CapabilityTable.load(mine))
+    fake.say("ok")
+    run(lambda: llm.complete("anthropic/claude-3-5-haiku-20241022", USER, temperature=0.3))
+    assert fake.requests[0]["temperature"] == 0.3

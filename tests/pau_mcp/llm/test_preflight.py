@@ -80,6 +80,9 @@ def test_anthropic_models_are_looked_up_by_name(fake, make_client, run):
     assert run(lambda: llm.preflight(["anthropic/claude-haiku-4-5"])) == []
     with pytest.raises(LLMError, match="claude-nonexistent"):
         run(lambda: llm.preflight(["anthropic/claude-nonexistent"]))
+    fake.models = None  # a gateway without the models route
+    (note,) = run(lambda: llm.preflight(["anthropic/claude-nonexistent"]))
+    assert "not checked" in note
 
 
 # -- the commands check before they start --------------------------------------------------------
