@@ -222,7 +222,8 @@ def parse_critic_rating(reply: str) -> int | None:
 def _fresh_client(client: LLMClient) -> LLMClient:
     """A client configured as ``client``, for a forked child (the parent's cache connection must not cross a fork)."""
     return LLMClient(
-        env=client.env, cache_path=client.cache_path, pricing=client.pricing, concurrency=client.concurrency,
+        env=client.env, cache_path=client.cache_path, pricing=client.pricing, capabilities=client.capabilities,
+        concurrency=client.concurrency,
         timeout_s=client.timeout_s, retries=client.retries, backoff_s=client.backoff_s,
         max_backoff_s=client.max_backoff_s,
     )  # fmt: skip
