@@ -15,11 +15,11 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MIGRATIONS", "CallRecord", "EpisodeResult", "RunStore", "StoreError", "utc_now"]
+__all__ = ["MIGRATIONS", "CallRecord", "EpisodeResult", "RunStore", "SessionRecord", "StoreError", "utc_now"]
 
 MIGRATIONS: list[str] = [
     # 1: runs, sessions, calls, submissions, scores
@@ -147,6 +147,33 @@ class EpisodeResult:
     cost_usd: float = 0.0
     error: str | None = None
     trajectory: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """One session's rows, carried from the run store of the process that recorded them into another.
+
+    A Ray worker's own server records an episode's session in the worker's store; the driver imports it into
+    the run's store. Row ids are the recording store's: the import gives the rows new ones.
+
+    Attributes:
+        key: The session's key (``<run>/<method>/<attempt>`` for an evaluation episode).
+        transport: How the session was served (``http``, ...).
+        client: The client's name and version, as recorded.
+        started_at: When the session began.
+        calls: Its calls in order, each a row of ``calls`` without ``id`` and ``session_id``.
+        submissions: Its submissions in order, each a row of ``submissions`` with its ``id`` and without
+            ``session_id``.
+        scores: The scores of those submissions in order, each a row of ``scores`` without ``id``.
+    """
+
+    key: str
+    transport: str
+    client: str | None
+    started_at: str
+    calls: list[dict[str, Any]]
+    submissions: list[dict[str, Any]]
+    scores: list[dict[str, Any]]
 
 
 class RunStore:
@@ -339,29 +366,86 @@ class RunStore:
                 "UPDATE episodes SET state = 'pending' WHERE run_id = ? AND state = 'failed'", (run_id,)
             ).rowcount
 
-    def start_episode(self, run_id: int, method_id: str) -> None:
-        """Mark an episode as running (one more attempt)."""
+    def start_episode(self, run_id: int, method_id: str) -> int:
+        """Mark an episode as running (one more attempt); returns the attempt's number (1 for the first)."""
         with self.transaction() as conn:
-            conn.execute(
+            row = conn.execute(
                 "UPDATE episodes SET state = 'running', attempts = attempts + 1, started_at = ?, error = NULL"
-                " WHERE run_id = ? AND method_id = ?",
+                " WHERE run_id = ? AND method_id = ? RETURNING attempts",
                 (utc_now(), run_id, method_id),
-            )
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"run {run_id} has no episode planned for {method_id!r}; plan it first")
+            return int(row["attempts"])
 
     def finish_episode(self, run_id: int, method_id: str, result: EpisodeResult) -> None:
         """Record how an episode ended, with its whole trajectory."""
         with self.transaction() as conn:
-            conn.execute(
-                "UPDATE episodes SET state = ?, session_key = ?, submission_id = ?, concluded = ?, queries = ?,"
-                " input_tokens = ?, output_tokens = ?, cost_usd = ?, error = ?, trajectory = ?, finished_at = ?"
-                " WHERE run_id = ? AND method_id = ?",
-                (
-                    result.state, result.session_key, result.submission_id,
-                    None if result.concluded is None else int(result.concluded), result.queries,
-                    result.input_tokens, result.output_tokens, result.cost_usd, result.error,
-                    json.dumps(result.trajectory or [], default=str), utc_now(), run_id, method_id,
-                ),
-            )  # fmt: skip
+            _finish(conn, run_id, method_id, result)
+
+    def import_episode(
+        self, run_id: int, method_id: str, attempt: int, result: EpisodeResult, session: SessionRecord | None = None
+    ) -> bool:
+        """Record how one attempt of an episode ended, with the session it recorded elsewhere, exactly once.
+
+        In one transaction: the session's rows (with new ids), the ending, and the episode's submission id
+        mapped to the imported submission. Only the attempt the episode is running counts: a second delivery
+        of the same attempt (a worker thought lost that answered after all), or a stale one (the episode was
+        started again since), changes nothing.
+
+        Args:
+            run_id: The run.
+            method_id: The episode's method.
+            attempt: The attempt's number, as ``start_episode`` returned it.
+            result: How it ended; its ``submission_id`` is the recording store's when ``session`` is given.
+            session: The session's rows when another store recorded them; None when they are in this store.
+
+        Returns:
+            True when this call recorded the ending; False when it was already recorded or is stale.
+
+        Raises:
+            StoreError: this store already has a session under the imported session's key.
+        """
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT state, attempts FROM episodes WHERE run_id = ? AND method_id = ?", (run_id, method_id)
+            ).fetchone()
+            if row is None or row["state"] != "running" or int(row["attempts"]) != attempt:
+                return False
+            if session is not None:
+                submission_id = _import_session(conn, run_id, session, result.submission_id)
+                result = replace(result, submission_id=submission_id)
+            _finish(conn, run_id, method_id, result)
+            return True
+
+    def export_session(self, run: str, key: str) -> SessionRecord | None:
+        """The rows of one session of a run (by the run's name), for ``import_episode`` elsewhere; None if absent."""
+        rows = self.query(
+            "SELECT s.* FROM sessions s JOIN runs r ON s.run_id = r.id WHERE r.name = ? AND s.key = ?", (run, key)
+        )
+        if not rows:
+            return None
+        session = dict(rows[0])
+        calls = [
+            {k: v for k, v in dict(row).items() if k not in ("id", "session_id")}
+            for row in self.query("SELECT * FROM calls WHERE session_id = ? ORDER BY id", (session["id"],))
+        ]
+        submissions = [
+            {k: v for k, v in dict(row).items() if k != "session_id"}
+            for row in self.query("SELECT * FROM submissions WHERE session_id = ? ORDER BY id", (session["id"],))
+        ]
+        scores = [
+            {k: v for k, v in dict(row).items() if k != "id"}
+            for row in self.query(
+                "SELECT c.* FROM scores c JOIN submissions u ON c.submission_id = u.id WHERE u.session_id = ?"
+                " ORDER BY c.id",
+                (session["id"],),
+            )
+        ]
+        return SessionRecord(
+            key=session["key"], transport=session["transport"], client=session["client"],
+            started_at=session["started_at"], calls=calls, submissions=submissions, scores=scores,
+        )  # fmt: skip
 
     def episodes(self, run_id: int, with_trajectories: bool = False) -> list[dict[str, Any]]:
         """Every episode of a run in plan order, each with its latest scores by kind (``judge``, ``codematch``, ...)."""
@@ -450,6 +534,58 @@ class RunStore:
                 "code": submission["code"],
                 "session": submission["session_key"],
             }
+
+
+def _finish(conn: sqlite3.Connection, run_id: int, method_id: str, result: EpisodeResult) -> None:
+    conn.execute(
+        "UPDATE episodes SET state = ?, session_key = ?, submission_id = ?, concluded = ?, queries = ?,"
+        " input_tokens = ?, output_tokens = ?, cost_usd = ?, error = ?, trajectory = ?, finished_at = ?"
+        " WHERE run_id = ? AND method_id = ?",
+        (
+            result.state, result.session_key, result.submission_id,
+            None if result.concluded is None else int(result.concluded), result.queries,
+            result.input_tokens, result.output_tokens, result.cost_usd, result.error,
+            json.dumps(result.trajectory or [], default=str), utc_now(), run_id, method_id,
+        ),
+    )  # fmt: skip
+
+
+def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
+    known = {column["name"] for column in conn.execute(f"PRAGMA table_info({table})")}
+    unknown = sorted(set(row) - known)
+    if unknown:
+        raise StoreError(
+            f"the imported {table} rows have columns this run store lacks ({', '.join(unknown)}); "
+            "run the same pau-mcp version on the driver and every worker"
+        )
+    columns = ", ".join(row)
+    marks = ", ".join("?" * len(row))
+    return int(conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(row.values())).lastrowid)
+
+
+def _import_session(
+    conn: sqlite3.Connection, run_id: int, session: SessionRecord, submission_id: int | None
+) -> int | None:
+    """Insert a session's rows under ``run_id``; returns the new id of the recording store's ``submission_id``."""
+    if conn.execute("SELECT 1 FROM sessions WHERE run_id = ? AND key = ?", (run_id, session.key)).fetchone():
+        raise StoreError(
+            f"the run already has a session {session.key!r}, so the imported one would merge into it; "
+            "start the episode again (a new attempt has a new key)"
+        )
+    session_id = _insert(
+        conn, "sessions",
+        {"run_id": run_id, "key": session.key, "transport": session.transport, "client": session.client,
+         "started_at": session.started_at},
+    )  # fmt: skip
+    for call in session.calls:
+        _insert(conn, "calls", {**call, "session_id": session_id})
+    new_ids: dict[int, int] = {}
+    for submission in session.submissions:
+        row = {k: v for k, v in submission.items() if k != "id"}
+        new_ids[int(submission["id"])] = _insert(conn, "submissions", {**row, "session_id": session_id})
+    for score in session.scores:
+        _insert(conn, "scores", {**score, "submission_id": new_ids[int(score["submission_id"])]})
+    return new_ids.get(submission_id) if submission_id is not None else None
 
 
 def _shown(call: dict[str, Any]) -> str:

@@ -16,7 +16,10 @@ from .. import eventloop
 from ..config import options
 from .common import err, settings_from, step_printer
 
-__all__ = ["demo", "evaluate"]
+__all__ = [
+    "check_models", "connect_cluster", "default_run", "demo", "evaluate", "execute", "overrides_of", "ray_options",
+    "score_kinds", "summary",
+]  # fmt: skip
 
 _EVAL_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
@@ -25,8 +28,45 @@ _EVAL_SETTINGS = (
 )  # fmt: skip
 
 
-def _default_run(suite: str, agent: str, mode: str, model: str) -> str:
+def default_run(suite: str, agent: str, mode: str, model: str) -> str:
+    """The run name `pau-mcp eval` chooses: ``<suite>-<agent>-<mode>-<model>`` in label characters."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{suite}-{agent}-{mode}-{model or 'none'}").strip("-")
+
+
+def ray_options(command):  # type: ignore[no-untyped-def]
+    """The ``--ray`` and ``--ray-workers`` options of the commands that can spread episodes over a cluster."""
+    command = click.option(
+        "--ray-workers",
+        type=click.IntRange(1, 4096),
+        help="Episode workers on the Ray cluster, each holding one CPU (default: one per node with a CPU).",
+    )(command)
+    return click.option(
+        "--ray",
+        "ray_address",
+        is_flag=False,
+        flag_value="auto",
+        default=None,
+        metavar="[ADDRESS]",
+        help="Spread episodes over a Ray cluster: its ADDRESS (host:port, ray://host:10001); alone, RAY_ADDRESS or "
+        "the cluster started on this machine; `local`, a cluster of this machine for this command "
+        "(pip install 'pau-mcp[ray]'; docs/scaling.md).",
+    )(command)
+
+
+def connect_cluster(address: str | None, workers: int | None):  # type: ignore[no-untyped-def]
+    """The Ray cluster ``--ray`` names, or None without ``--ray``; a cluster that cannot be used ends the command."""
+    if address is None:
+        if workers is not None:
+            raise click.UsageError("--ray-workers needs --ray")
+        return None
+    from ..distributed import ClusterError, RayOptions, connect
+
+    try:
+        cluster = connect(RayOptions(address=address, workers=workers))
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    err.print(f"Ray cluster: {cluster.nodes} node(s) with CPUs; {cluster.workers} episode worker(s) per run")
+    return cluster
 
 
 @click.command("eval")
@@ -46,7 +86,13 @@ def _default_run(suite: str, agent: str, mode: str, model: str) -> str:
     show_default=True,
     help="interactive: the agent queries the function; incontext: the initial examples only.",
 )
-@click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True, help="Episodes at once.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 4096),
+    default=4,
+    show_default=True,
+    help="Episodes at once (with --ray, over the whole cluster).",
+)
 @click.option("--limit", type=click.IntRange(0), default=0, help="Only the first K methods (0: all).")
 @click.option("--methods", "method_ids", multiple=True, help="Only these method ids (repeatable).")
 @click.option("--run", "run_name", help="Run name; the same name (or the same options) resumes a run.")
@@ -58,43 +104,97 @@ def _default_run(suite: str, agent: str, mode: str, model: str) -> str:
 @click.option("--no-score", is_flag=True, help="Only explore and submit; score later with `pau-mcp score RUN`.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
 @click.option("--retry-failed", is_flag=True, help="Run the episodes that failed before again.")
+@ray_options
 @options(*_EVAL_SETTINGS)
 def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, limit: int, method_ids: tuple[str, ...],
              run_name: str | None, server: str | None, no_score: bool, no_cache: bool, retry_failed: bool,
-             **values: object) -> None:  # fmt: skip
+             ray_address: str | None, ray_workers: int | None, **values: object) -> None:  # fmt: skip
     """Run an agent over a suite through the MCP server, submit, score, and store every trajectory.
 
     Killing it (even with kill -9) and running the same command again finishes the run: no episode is lost or done twice.
+    With --ray, Ray workers run the episodes (each with its own server and sandbox) and this process alone writes
+    the run store; an episode whose worker dies runs again on another one, and is recorded once.
     """
-    from ..harness.runner import EvalConfig, EvalError, run_eval
-    from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides
-    from ..scoring import Scorer
+    from ..harness.runner import EvalConfig
 
     settings = settings_from(values)
-    kinds = tuple(
+    if ray_address is not None and server:
+        raise click.UsageError("--server and --ray do not mix: each Ray worker starts its own server; drop one")
+    config = EvalConfig(
+        run=run_name or default_run(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
+        budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
+        score=not no_score, kinds=score_kinds(settings), retry_failed=retry_failed, overrides=overrides_of(settings),
+    )  # fmt: skip
+    check_models(settings, [config])
+    cluster = connect_cluster(ray_address, ray_workers)
+    try:
+        progress = execute(settings, config, no_cache=no_cache, cluster=cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
+    for line in summary(config.run, progress, on_ray=cluster is not None):
+        click.echo(line)
+    for line in progress.errors[:10]:
+        err.print(f"[red]failed[/red] {line}")
+    click.echo(f"see `pau-mcp report {config.run}`")
+    if progress.failed:
+        sys.exit(1)
+
+
+def score_kinds(settings) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+    """The scores a run records: judge and code match when their models are set, and direct code always."""
+    return tuple(
         k for k, model_ in (("judge", settings.judge_model), ("codematch", settings.coder_model)) if model_
     ) + ("direct",)
-    config = EvalConfig(
-        run=run_name or _default_run(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
-        budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
-        score=not no_score, kinds=kinds, retry_failed=retry_failed,
-        overrides=Overrides(settings.temperature, settings.max_tokens, settings.reasoning_effort),
-    )  # fmt: skip
-    # One cheap check per model before the run exists (and before the sandbox starts): a wrong key, URL or model
-    # name fails in seconds, in one line, instead of in every episode.
-    models = ([model] if agent != "probe" and model else []) + (
-        [m for m in (settings.judge_model, settings.coder_model) if m] if config.score else []
-    )
+
+
+def overrides_of(settings):  # type: ignore[no-untyped-def]
+    """The agent model's request settings the user chose."""
+    from ..llm import Overrides
+
+    return Overrides(settings.temperature, settings.max_tokens, settings.reasoning_effort)
+
+
+def check_models(settings, configs) -> None:  # type: ignore[no-untyped-def]
+    """One cheap check per model of these runs before any run exists (and before the sandbox starts).
+
+    A wrong key, URL or model name fails in seconds, in one line, instead of in every episode.
+    """
+    from ..llm import LLMClient, LLMError
+
+    models: list[str] = []
+    for config in configs:
+        if config.agent != "probe" and config.model:
+            models.append(config.model)
+        if config.score:
+            models += [m for m in (settings.judge_model, settings.coder_model) if m]
+    models = list(dict.fromkeys(models))
+    if not models:
+        return
     try:
         for warning in eventloop.run(_preflight, LLMClient.from_settings(settings, use_cache=False), models):
             err.print(f"[yellow]note:[/yellow] {warning}")
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None
-    # Scoring runs in sandbox worker processes: the harness's one event loop is what limits a run's
-    # throughput, and sandbox work in its own process competed with it (docs/benchmarks.md).
-    sandbox = settings.sandbox(progress=step_printer(), processes=config.score)
-    scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
-    if config.score and len(kinds) < 3:
+
+
+def execute(settings, config, *, no_cache: bool = False, cluster=None):  # type: ignore[no-untyped-def]
+    """Run (or resume) one evaluation with a progress bar on stderr; returns its progress.
+
+    Raises:
+        click.ClickException: the run cannot start or continue (the message says why).
+    """
+    from ..harness.runner import EvalError, run_eval
+    from ..llm import LLMNotConfigured
+    from ..scoring import Scorer
+
+    scorer = sandbox = None
+    if cluster is None:
+        # Scoring runs in sandbox worker processes: the harness's one event loop is what limits a run's
+        # throughput, and sandbox work in its own process competed with it (docs/benchmarks.md).
+        sandbox = settings.sandbox(progress=step_printer(), processes=config.score)
+        scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
+    if config.score and len(config.kinds) < 3:
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -103,14 +203,16 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
 
         def show(p) -> None:  # type: ignore[no-untyped-def]
             tokens = p.input_tokens + p.output_tokens
+            where = f" · {p.workers} Ray workers, {p.rerun} re-run" if cluster is not None else ""
             bar.update(task, total=p.total, completed=p.done + p.failed + p.skipped,
-                       description=f"{config.run} · failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}")  # fmt: skip
+                       description=f"{config.run} · failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}{where}")  # fmt: skip
 
         async def main():  # type: ignore[no-untyped-def]
             try:
-                return await run_eval(settings, config, scorer, show)
+                return await run_eval(settings, config, scorer, show, cluster=cluster)
             finally:
-                await scorer.aclose()
+                if scorer is not None:
+                    await scorer.aclose()
                 if hasattr(sandbox, "close"):
                     sandbox.close()
 
@@ -118,17 +220,21 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
             progress = eventloop.run(main)
         except (EvalError, LLMNotConfigured) as exc:
             raise click.ClickException(str(exc)) from None
+    return progress
+
+
+def summary(run: str, progress, on_ray: bool = False) -> list[str]:  # type: ignore[no-untyped-def]
+    """The lines that end a run's output."""
     judge = f"{sum(progress.judge) / len(progress.judge):.2f}" if progress.judge else "n/a"
     match = f"{sum(progress.codematch) / len(progress.codematch):.3f}" if progress.codematch else "n/a"
-    click.echo(
-        f"run {config.run}: {progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed; "
-        f"mean judge {judge}, mean code match {match}; {progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f}"
-    )
-    for line in progress.errors[:10]:
-        err.print(f"[red]failed[/red] {line}")
-    click.echo(f"see `pau-mcp report {config.run}`")
-    if progress.failed:
-        sys.exit(1)
+    lines = [
+        f"run {run}: {progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed; "
+        f"mean judge {judge}, mean code match {match}; {progress.input_tokens + progress.output_tokens:,} tokens, "
+        f"${progress.cost_usd:.4f}"
+    ]
+    if on_ray:
+        lines.append(f"on Ray: {progress.workers} workers at the end, {progress.rerun} re-run after a lost worker")
+    return lines
 
 
 async def _preflight(llm, models: list[str]) -> list[str]:  # type: ignore[no-untyped-def]

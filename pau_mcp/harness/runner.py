@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,14 +28,17 @@ from mcp.shared.exceptions import MCPError
 from ..config import SettingsError
 from ..llm import LLMClient, LLMError, Overrides
 from ..manifests import Method, tool_name
-from ..runstore import EpisodeResult, RunStore
+from ..runstore import EpisodeResult, RunStore, SessionRecord
 from ..scoring.records import record_scores
 from ..server.launch import LaunchError, http_server
 from ..server.sessions import label_problem
 from .agents import AGENTS, Agent, AgentResult
 from .environment import Environment
 
-__all__ = ["EvalConfig", "EvalError", "RunProgress", "run_eval"]
+__all__ = [
+    "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "planned_methods", "play_episode", "run_eval",
+    "session_key",
+]  # fmt: skip
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,7 +93,11 @@ class EvalConfig:
 
 @dataclass
 class RunProgress:
-    """Live totals of a run, for the progress display and the summary."""
+    """Live totals of a run, for the progress display and the summary.
+
+    ``workers`` counts the Ray workers running episodes (0: this process runs them), and ``rerun`` the
+    episodes run again elsewhere after their worker was lost.
+    """
 
     total: int = 0
     done: int = 0
@@ -102,6 +109,8 @@ class RunProgress:
     judge: list[float] = field(default_factory=list)
     codematch: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    workers: int = 0
+    rerun: int = 0
 
 
 def _server_args(db: Path, config: EvalConfig, token: str, settings: Any) -> list[str]:
@@ -164,12 +173,48 @@ async def _served_tools(client: httpx2.AsyncClient, url: str) -> set[str]:
                 return names
 
 
-async def _episode(
+@dataclass
+class EpisodeRecord:
+    """How one attempt of an episode ended, wherever it ran: what the driver records and counts.
+
+    Attributes:
+        method_id: The episode's method.
+        attempt: The attempt's number (its session key ends with it).
+        result: The ending, as the run store records it.
+        values: The submission's scores by kind (None where unscored).
+        scoring_input_tokens: Tokens the scorer's models read.
+        scoring_output_tokens: Tokens the scorer's models wrote.
+        scoring_cost_usd: What scoring cost.
+        session: The session's rows when a worker's own server recorded them (None: they are in the run store).
+    """
+
+    method_id: str
+    attempt: int
+    result: EpisodeResult
+    values: dict[str, float | None] = field(default_factory=dict)
+    scoring_input_tokens: int = 0
+    scoring_output_tokens: int = 0
+    scoring_cost_usd: float = 0.0
+    session: SessionRecord | None = None
+
+
+def session_key(run: str, method_id: str, attempt: int) -> str:
+    """The session label of one attempt of an episode."""
+    return f"{run}/{method_id}/{attempt}"
+
+
+async def play_episode(
     method: Method, tool: str, attempt: int, url: str, client: httpx2.AsyncClient, config: EvalConfig, agent: Agent,
-    scorer: Any, store: RunStore, run_id: int, progress: RunProgress,
-) -> None:  # fmt: skip
-    key = f"{config.run}/{method.id}/{attempt}"
-    store.start_episode(run_id, method.id)
+    scorer: Any, store: RunStore,
+) -> EpisodeRecord:  # fmt: skip
+    """Run one attempt of an episode against the server at ``url``: explore, submit, score.
+
+    The server records the session's calls and submission in its run store, and the scores go to ``store``
+    (the same file); the episode's own ending is returned, not recorded, so the caller records it once.
+    Expected failures (a provider's permanent error, a refused submission, a lost connection) are an
+    ending with ``state="failed"``; anything else is raised.
+    """
+    key = session_key(config.run, method.id, attempt)
     result: AgentResult | None = None
     env: Environment | None = None
     try:
@@ -179,7 +224,7 @@ async def _episode(
             submitted = await env.submit(result.description or "(no description)", result.code)
             if submitted.is_error or env.submission_id is None:
                 raise EvalError(f"the server refused the submission: {submitted.text}")
-        values: dict[str, float | None] = {}
+        record = EpisodeRecord(method.id, attempt, EpisodeResult(state="done"))
         kinds = [k for k in config.kinds if k != "direct" or result.code]
         if not (result.description or "").strip():
             kinds = [k for k in kinds if k == "direct"]  # the judge and the code writer need a description
@@ -187,45 +232,46 @@ async def _episode(
             scored = await scorer.score(
                 method.id, result.description, result.code, examples=env.observed_examples(), kinds=kinds
             )
-            values = record_scores(store, env.submission_id, scored)
-            progress.input_tokens += scored.usage.input_tokens
-            progress.output_tokens += scored.usage.output_tokens
-            progress.cost_usd += scored.cost_usd
-        store.finish_episode(
-            run_id, method.id,
-            EpisodeResult(
-                state="done", session_key=key, submission_id=env.submission_id, concluded=result.concluded,
-                queries=env.queries, input_tokens=result.usage.input_tokens, output_tokens=result.usage.output_tokens,
-                cost_usd=result.cost_usd, trajectory=[s.to_json() for s in env.trajectory],
-            ),
+            record.values = record_scores(store, env.submission_id, scored)
+            record.scoring_input_tokens = scored.usage.input_tokens
+            record.scoring_output_tokens = scored.usage.output_tokens
+            record.scoring_cost_usd = scored.cost_usd
+        record.result = EpisodeResult(
+            state="done", session_key=key, submission_id=env.submission_id, concluded=result.concluded,
+            queries=env.queries, input_tokens=result.usage.input_tokens, output_tokens=result.usage.output_tokens,
+            cost_usd=result.cost_usd, trajectory=[s.to_json() for s in env.trajectory],
         )  # fmt: skip
-        progress.done += 1
-        progress.input_tokens += result.usage.input_tokens
-        progress.output_tokens += result.usage.output_tokens
-        progress.cost_usd += result.cost_usd
-        if values.get("judge") is not None:
-            progress.judge.append(values["judge"])  # type: ignore[arg-type]
-        if values.get("codematch") is not None or values.get("direct") is not None:
-            progress.codematch.append(
-                values.get("codematch") if values.get("codematch") is not None else values["direct"]
-            )  # type: ignore[arg-type]
+        return record
     except Exception as caught:  # noqa: BLE001 - sorted just below
         exc = _leaf(caught)
         if not isinstance(exc, (LLMError, EvalError, MCPError, httpx2.HTTPError)):
             raise
         # Permanent for this episode (transient provider errors were already retried): recorded, reported, not dropped.
-        store.finish_episode(
-            run_id, method.id,
-            EpisodeResult(
-                state="failed", session_key=key, error=f"{type(exc).__name__}: {exc}",
-                submission_id=env.submission_id if env else None,
-                input_tokens=result.usage.input_tokens if result else 0,
-                output_tokens=result.usage.output_tokens if result else 0,
-                trajectory=[s.to_json() for s in env.trajectory] if env else [],
-            ),
+        failed = EpisodeResult(
+            state="failed", session_key=key, error=f"{type(exc).__name__}: {exc}",
+            submission_id=env.submission_id if env else None,
+            input_tokens=result.usage.input_tokens if result else 0,
+            output_tokens=result.usage.output_tokens if result else 0,
+            trajectory=[s.to_json() for s in env.trajectory] if env else [],
         )  # fmt: skip
+        return EpisodeRecord(method.id, attempt, failed)
+
+
+def _count(progress: RunProgress, record: EpisodeRecord) -> None:
+    """Add a recorded episode to the live totals."""
+    result, values = record.result, record.values
+    progress.input_tokens += result.input_tokens + record.scoring_input_tokens
+    progress.output_tokens += result.output_tokens + record.scoring_output_tokens
+    progress.cost_usd += result.cost_usd + record.scoring_cost_usd
+    if result.state != "done":
         progress.failed += 1
-        progress.errors.append(f"{method.id}: {exc}")
+        progress.errors.append(f"{record.method_id}: {(result.error or '').partition(': ')[2] or result.error}")
+        return
+    progress.done += 1
+    if values.get("judge") is not None:
+        progress.judge.append(values["judge"])  # type: ignore[arg-type]
+    if values.get("codematch") is not None or values.get("direct") is not None:
+        progress.codematch.append(values.get("codematch") if values.get("codematch") is not None else values["direct"])  # type: ignore[arg-type]
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -245,32 +291,51 @@ def _make_agent(config: EvalConfig, llm: LLMClient) -> Agent:
     return AGENTS[config.agent](llm=llm, model=config.model, overrides=config.overrides)
 
 
+Play = Callable[[Method, str, int], Awaitable[EpisodeRecord]]
+
+
+def planned_methods(settings: Any, config: EvalConfig) -> list[Method]:
+    """The methods a run covers, in plan order (its suite, narrowed by ``methods`` and ``limit``).
+
+    Raises:
+        ManifestError: the suite does not exist or a manifest is broken.
+    """
+    suite = settings.manifest_store().suite(config.suite)
+    methods = [m for m in suite.methods.values() if not config.methods or m.id in config.methods]
+    return methods[: config.limit] if config.limit else methods
+
+
 async def run_eval(
-    settings: Any, config: EvalConfig, scorer: Any, on_progress: Callable[[RunProgress], None] | None = None
-) -> RunProgress:
-    """Run (or resume) an evaluation.
+    settings: Any, config: EvalConfig, scorer: Any, on_progress: Callable[[RunProgress], None] | None = None,
+    cluster: Any = None,
+) -> RunProgress:  # fmt: skip
+    """Run (or resume) an evaluation, here or spread over a Ray cluster.
+
+    Whichever way episodes run, this process alone writes the run store, and each episode's ending (with
+    its session, when a Ray worker recorded it) is recorded exactly once.
 
     Args:
         settings: The ``Settings`` (run store, manifests, sandbox cache, token for ``--server``).
         config: What to evaluate.
-        scorer: A ``pau_mcp.scoring.Scorer`` (used only when ``config.score``).
+        scorer: A ``pau_mcp.scoring.Scorer`` (used only when ``config.score``, and only without ``cluster``).
         on_progress: Called after every episode with the live totals.
+        cluster: A ``pau_mcp.distributed.Cluster`` to run the episodes on Ray workers; None to run them here.
 
     Raises:
-        EvalError: the run exists with another configuration, the suite is empty, or the server fails.
+        EvalError: the run exists with another configuration, the suite is empty, the server fails, or the
+            cluster has no worker left.
     """
     problem = label_problem(config.run, "run name")
     if problem:
         raise EvalError(problem)
+    if cluster is not None and config.server:
+        raise EvalError("--server and --ray do not mix: each Ray worker starts its own server; drop one of them")
     try:
         deployment_key = settings.deployment_key()
     except SettingsError as exc:
         raise EvalError(str(exc)) from None
     store: RunStore = settings.run_store()
-    suite = settings.manifest_store().suite(config.suite)
-    methods = [m for m in suite.methods.values() if not config.methods or m.id in config.methods]
-    if config.limit:
-        methods = methods[: config.limit]
+    methods = planned_methods(settings, config)
     if not methods:
         raise EvalError(f"no methods to evaluate in suite {config.suite!r} with these options")
     existing = {row["name"] for row in store.runs()}
@@ -289,59 +354,127 @@ async def run_eval(
     progress = RunProgress(total=len(methods), skipped=len(methods) - len(todo))
     if on_progress:
         on_progress(progress)
-    llm = LLMClient.from_settings(settings)
-    agent = _make_agent(config, llm)
-    attempts = {row["method_id"]: row["attempts"] for row in store.episodes(run_id)}
-    token = settings.token if config.server else secrets.token_urlsafe(24)
+    if not todo:
+        return progress
+    tools = {m.id: tool_name(deployment_key, m.id) for m in todo}
     limiter = anyio.Semaphore(max(1, config.concurrency))
 
-    tools = {m.id: tool_name(deployment_key, m.id) for m in todo}
-
-    async def one(method: Method, url: str, client: httpx2.AsyncClient) -> None:
+    async def one(method: Method, play: Play) -> None:
         async with limiter:
-            await _episode(
-                method, tools[method.id], attempts.get(method.id, 0) + 1, url, client, config, agent, scorer, store,
-                run_id, progress,
-            )  # fmt: skip
+            attempt = store.start_episode(run_id, method.id)
+            record = await play(method, tools[method.id], attempt)
+            if store.import_episode(run_id, method.id, attempt, record.result, record.session):
+                _count(progress, record)
             if on_progress:
                 on_progress(progress)
 
-    async def all_episodes(url: str) -> None:
-        async with _http_client(token) as client:
-            if config.server:
-                try:
-                    served = await _served_tools(client, url)
-                except Exception as caught:  # noqa: BLE001 - sorted just below
-                    exc = _leaf(caught)
-                    if not isinstance(exc, (MCPError, httpx2.HTTPError)):
-                        raise
-                    raise EvalError(
-                        f"cannot list the tools of {url}: {type(exc).__name__}: {exc}; check the URL and --token"
-                    ) from None
-                missing = sorted(set(tools.values()) - served)
-                if missing:
-                    raise EvalError(
-                        f"the server at {url} does not offer {len(missing)} of the {len(tools)} tools expected for "
-                        f"suite {config.suite!r} (e.g. {missing[0]}): is it serving that suite, with the same tool "
-                        "key? Give this command the server's key with --tool-key or PAU_MCP_TOOL_KEY, or the "
-                        "server's data directory with --data-dir"
-                    )
-            async with anyio.create_task_group() as group:
-                for method in todo:
-                    group.start_soon(one, method, url, client)
+    if cluster is None:
+        episodes = _local_episodes(settings, config, scorer, store, deployment_key, set(tools.values()))
+    else:
+        from ..distributed.evaluation import ray_episodes
 
-    try:
-        if todo:
-            if config.server:
-                await all_episodes(config.server)
-            else:
-                try:
-                    # The key goes by environment, not argv, which other local users can read.
-                    child_env = {"PAU_MCP_TOOL_KEY": deployment_key}
-                    with http_server(_server_args(store.path, config, token, settings), env=child_env) as url:
-                        await all_episodes(url)
-                except LaunchError as exc:
-                    raise EvalError(str(exc)) from None
-    finally:
-        await llm.aclose()
+        episodes = ray_episodes(cluster, settings, config, deployment_key, progress)
+    async with episodes as play, anyio.create_task_group() as group:
+        for method in todo:
+            group.start_soon(one, method, play)
     return progress
+
+
+class EpisodeHost:
+    """Plays a run's episodes in this process against one MCP server: ``--server``, or one started here.
+
+    The server records each session in ``store``'s file and the scores go to ``store``; ``play`` returns
+    the ending for the caller to record. A Ray worker hosts one of these over a run store of its own.
+
+    Args:
+        settings: The ``Settings`` (manifests, sandbox cache, token for ``--server``).
+        config: The run.
+        scorer: A ``pau_mcp.scoring.Scorer`` (used only when ``config.score``).
+        store: The run store the server records sessions in.
+        deployment_key: Keys tool names; the started server gets it by environment.
+        llm: The agent's LLM client (default: one made from ``settings``); closed with the host.
+    """
+
+    def __init__(
+        self, settings: Any, config: EvalConfig, scorer: Any, store: RunStore, deployment_key: str,
+        llm: LLMClient | None = None,
+    ) -> None:  # fmt: skip
+        self.settings = settings
+        self.config = config
+        self.scorer = scorer
+        self.store = store
+        self.url: str | None = None
+        self._key = deployment_key
+        self._llm = llm if llm is not None else LLMClient.from_settings(settings)
+        self._agent = _make_agent(config, self._llm)
+        self._stack = contextlib.AsyncExitStack()
+        self._client: httpx2.AsyncClient | None = None
+
+    async def start(self, tools: Iterable[str] = ()) -> str:
+        """Start this run's own server (or check ``--server`` offers ``tools``); returns its URL.
+
+        Raises:
+            EvalError: the server did not start, or ``--server`` lacks some of ``tools``.
+        """
+        self._stack.push_async_callback(self._llm.aclose)
+        token = self.settings.token if self.config.server else secrets.token_urlsafe(24)
+        self._client = await self._stack.enter_async_context(_http_client(token))
+        if self.config.server:
+            await _check_served(self._client, self.config.server, self.config, set(tools))
+            self.url = self.config.server
+            return self.url
+        try:
+            # The key goes by environment, not argv, which other local users can read.
+            child_env = {"PAU_MCP_TOOL_KEY": self._key}
+            self.url = self._stack.enter_context(
+                http_server(_server_args(self.store.path, self.config, token, self.settings), env=child_env)
+            )
+        except LaunchError as exc:
+            raise EvalError(str(exc)) from None
+        return self.url
+
+    async def play(self, method: Method, tool: str, attempt: int) -> EpisodeRecord:
+        """Run one attempt of an episode (``play_episode``) against this host's server."""
+        if self.url is None or self._client is None:
+            raise EvalError("the episode host was not started; call start() first")
+        return await play_episode(
+            method, tool, attempt, self.url, self._client, self.config, self._agent, self.scorer, self.store
+        )
+
+    async def close(self) -> None:
+        """Stop the server (if started here) and close the clients."""
+        await self._stack.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _local_episodes(
+    settings: Any, config: EvalConfig, scorer: Any, store: RunStore, deployment_key: str, tools: set[str]
+) -> AsyncIterator[Play]:
+    """Episodes played in this process."""
+    host = EpisodeHost(settings, config, scorer, store, deployment_key)
+    try:
+        await host.start(tools)
+        yield host.play
+    finally:
+        await host.close()
+
+
+async def _check_served(client: httpx2.AsyncClient, url: str, config: EvalConfig, tools: set[str]) -> None:
+    """Refuse a ``--server`` that does not offer the run's tools (another suite, or another tool key)."""
+    try:
+        served = await _served_tools(client, url)
+    except Exception as caught:  # noqa: BLE001 - sorted just below
+        exc = _leaf(caught)
+        if not isinstance(exc, (MCPError, httpx2.HTTPError)):
+            raise
+        raise EvalError(
+            f"cannot list the tools of {url}: {type(exc).__name__}: {exc}; check the URL and --token"
+        ) from None
+    missing = sorted(tools - served)
+    if missing:
+        raise EvalError(
+            f"the server at {url} does not offer {len(missing)} of the {len(tools)} tools expected for "
+            f"suite {config.suite!r} (e.g. {missing[0]}): is it serving that suite, with the same tool "
+            "key? Give this command the server's key with --tool-key or PAU_MCP_TOOL_KEY, or the "
+            "server's data directory with --data-dir"
+        )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,10 @@ from .critic import Critic
 from .environment import EnvConfig, ExplorationEnv
 from .runtime import Runtime
 
-__all__ = ["RolloutConfig", "RolloutError", "RolloutProgress", "answer_hint", "run_rollout", "write_trajectories"]
+__all__ = [
+    "RolloutConfig", "RolloutError", "RolloutProgress", "RolloutRecord", "answer_hint", "play_rollout", "run_rollout",
+    "write_trajectories",
+]  # fmt: skip
 
 
 class RolloutError(RuntimeError):
@@ -97,6 +100,8 @@ class RolloutProgress:
     cost_usd: float = 0.0
     returns: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    workers: int = 0
+    rerun: int = 0
 
 
 def answer_hint(method: Method) -> str:
@@ -114,11 +119,27 @@ def _policy_messages(observation: str, hint: str | None) -> list[dict[str, str]]
     return [{"role": "system", "content": system}, {"role": "user", "content": observation}]
 
 
-async def _episode(
-    method: Method, config: RolloutConfig, llm: LLMClient, critic: Critic, runtime: Runtime, store: RunStore,
-    run_id: int, progress: RolloutProgress,
-) -> None:  # fmt: skip
-    store.start_episode(run_id, method.id)
+@dataclass
+class RolloutRecord:
+    """How one attempt of a rollout episode ended, wherever it ran.
+
+    Attributes:
+        method_id: The episode's method.
+        attempt: The attempt's number.
+        result: The ending, as the run store records it.
+        fatal: The error that must end the whole run (a bad key, an unknown model), after this ending is recorded.
+    """
+
+    method_id: str
+    attempt: int
+    result: EpisodeResult
+    fatal: Exception | None = None
+
+
+async def play_rollout(
+    method: Method, attempt: int, config: RolloutConfig, llm: LLMClient, critic: Critic, runtime: Runtime
+) -> RolloutRecord:
+    """Run one attempt of an episode through the environment; the ending is returned, not recorded."""
     env = ExplorationEnv(method, critic, config.env, runtime)
     first = env.reset()
     observation = first[-1]["content"]
@@ -143,68 +164,69 @@ async def _episode(
             steps.append(step)
             observation = result.observation
     except LLMError as exc:
-        _fail(store, run_id, method, steps, input_tokens, output_tokens, cost, env, progress, exc)
-        if exc.fatal:
-            raise
-        return
-    summary = env.summary()
-    total_in = input_tokens + summary["critic_input_tokens"]
-    total_out = output_tokens + summary["critic_output_tokens"]
-    total_cost = cost + summary["critic_cost_usd"]
-    store.finish_episode(
-        run_id, method.id,
-        EpisodeResult(
-            state="done", session_key=f"{config.run}/{method.id}", concluded=env.concluded, queries=env.budget.used,
-            input_tokens=total_in, output_tokens=total_out, cost_usd=total_cost,
-            trajectory=[{"kind": "rl_summary", **summary, "policy_cost_usd": cost}, *steps],
-        ),
-    )  # fmt: skip
-    progress.done += 1
-    progress.input_tokens += total_in
-    progress.output_tokens += total_out
-    progress.cost_usd += total_cost
-    progress.returns.append(summary["return"])
-
-
-def _fail(
-    store: RunStore, run_id: int, method: Method, steps: list[dict[str, Any]], input_tokens: int, output_tokens: int,
-    cost: float, env: ExplorationEnv, progress: RolloutProgress, exc: Exception,
-) -> None:  # fmt: skip
-    store.finish_episode(
-        run_id, method.id,
-        EpisodeResult(
+        failed = EpisodeResult(
             state="failed", error=f"{type(exc).__name__}: {exc}", queries=env.budget.used,
             input_tokens=input_tokens + env.critic_usage.input_tokens,
             output_tokens=output_tokens + env.critic_usage.output_tokens,
             cost_usd=cost + env.critic_cost_usd, trajectory=[{"kind": "rl_summary", **env.summary()}, *steps],
-        ),
+        )  # fmt: skip
+        return RolloutRecord(method.id, attempt, failed, fatal=exc if exc.fatal else None)
+    summary = env.summary()
+    done = EpisodeResult(
+        state="done", session_key=f"{config.run}/{method.id}", concluded=env.concluded, queries=env.budget.used,
+        input_tokens=input_tokens + summary["critic_input_tokens"],
+        output_tokens=output_tokens + summary["critic_output_tokens"], cost_usd=cost + summary["critic_cost_usd"],
+        trajectory=[{"kind": "rl_summary", **summary, "policy_cost_usd": cost}, *steps],
     )  # fmt: skip
-    progress.failed += 1
-    progress.errors.append(f"{method.id}: {exc}")
+    return RolloutRecord(method.id, attempt, done)
+
+
+def _count(progress: RolloutProgress, record: RolloutRecord) -> None:
+    result = record.result
+    progress.input_tokens += result.input_tokens
+    progress.output_tokens += result.output_tokens
+    progress.cost_usd += result.cost_usd
+    if result.state == "done":
+        progress.done += 1
+        progress.returns.append((result.trajectory or [{}])[0].get("return", 0.0))
+    else:
+        progress.failed += 1
+        progress.errors.append(f"{record.method_id}: {(result.error or '').partition(': ')[2] or result.error}")
+
+
+PlayRollout = Callable[[Method, int], Awaitable[RolloutRecord]]
 
 
 async def run_rollout(
     store: RunStore,
     methods: list[Method],
     config: RolloutConfig,
-    llm: LLMClient,
-    critic: Critic,
-    runtime: Runtime,
+    llm: LLMClient | None,
+    critic: Critic | None,
+    runtime: Runtime | None,
     on_progress: Callable[[RolloutProgress], None] | None = None,
+    cluster: Any = None,
+    settings: Any = None,
 ) -> RolloutProgress:
-    """Run (or resume) a rollout over ``methods``.
+    """Run (or resume) a rollout over ``methods``, here or spread over a Ray cluster.
+
+    Whichever way episodes run, this process alone writes the run store, and each episode's ending is
+    recorded exactly once.
 
     Args:
         store: The run store (the run's episodes and trajectories).
         methods: The methods, one episode each.
         config: The run.
-        llm: The policy's client.
-        critic: Rates the steps.
-        runtime: The sandbox and loop the environments share.
+        llm: The policy's client (unused with ``cluster``: each worker makes its own).
+        critic: Rates the steps (unused with ``cluster``).
+        runtime: The sandbox and loop the environments share (unused with ``cluster``).
         on_progress: Called after every episode with the live totals.
+        cluster: A ``pau_mcp.distributed.Cluster`` to run the episodes on Ray workers; None to run them here.
+        settings: The ``Settings`` the workers start from (needed with ``cluster``).
 
     Raises:
-        RolloutError: the run exists with another configuration, or there is nothing to run.
+        RolloutError: the run exists with another configuration, there is nothing to run, the cluster has
+            no worker left, or (on a cluster) a model failed for good.
         LLMError: the policy's or the critic's model failed for good (bad key, unknown model, unreachable server).
     """
     if not methods:
@@ -226,17 +248,37 @@ async def run_rollout(
     progress = RolloutProgress(total=len(methods), skipped=len(methods) - len(todo))
     if on_progress:
         on_progress(progress)
+    if not todo:
+        return progress
     limiter = anyio.Semaphore(max(1, config.concurrency))
 
-    async def one(method: Method) -> None:
+    async def one(method: Method, play: PlayRollout) -> None:
         async with limiter:
-            await _episode(method, config, llm, critic, runtime, store, run_id, progress)
+            attempt = store.start_episode(run_id, method.id)
+            record = await play(method, attempt)
+            if store.import_episode(run_id, method.id, attempt, record.result):
+                _count(progress, record)
             if on_progress:
                 on_progress(progress)
+            if record.fatal is not None:
+                raise record.fatal
 
-    async with anyio.create_task_group() as group:
+    if cluster is None:
+        if llm is None or critic is None or runtime is None:
+            raise RolloutError("a rollout in this process needs the policy's client, a critic and a runtime")
+
+        async def here(method: Method, attempt: int) -> RolloutRecord:
+            return await play_rollout(method, attempt, config, llm, critic, runtime)
+
+        async with anyio.create_task_group() as group:
+            for method in todo:
+                group.start_soon(one, method, here)
+        return progress
+    from ..distributed.rollouts import ray_rollouts
+
+    async with ray_rollouts(cluster, settings, config, progress) as play, anyio.create_task_group() as group:
         for method in todo:
-            group.start_soon(one, method)
+            group.start_soon(one, method, play)
     return progress
 
 

@@ -1,0 +1,151 @@
+"""Evaluation episodes on Ray workers: the same episode code as a local run, against each worker's own server.
+
+A worker (``EvalWorker``, one Ray actor) unpacks the driver's shipment into a temporary directory, starts
+``pau-mcp serve --transport http`` there over a run store of its own, and plays episodes with the same
+``EpisodeHost`` a local run uses. After each episode it reads the session its server recorded (calls,
+submission) and the scores back from its store and returns them with the ending; the driver imports them
+into the run's store in one transaction, exactly once per attempt (``RunStore.import_episode``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+from ..harness.runner import EpisodeHost, EpisodeRecord, EvalConfig, EvalError, Play, RunProgress
+from ..llm import LLMClient
+from ..manifests import Method
+from ..runstore import RunStore
+from .cluster import Cluster, ClusterError
+from .pool import WorkerLost, WorkerPool
+from .shipping import Shipment, pack
+
+__all__ = ["EvalSetup", "EvalWorker", "ray_episodes"]
+
+
+@dataclass(frozen=True)
+class EvalSetup:
+    """What every evaluation worker of a run gets: the run, and the driver's shipment."""
+
+    config: EvalConfig
+    shipment: Shipment
+
+
+class EvalWorker:
+    """One Ray worker of an evaluation: a server, a scorer and the run's agent, over a run store of its own.
+
+    Args:
+        setup: The run and the driver's shipment.
+    """
+
+    def __init__(self, setup: EvalSetup) -> None:
+        self._setup = setup
+        self._directory: Path | None = None
+        self._host: EpisodeHost | None = None
+        self._sandbox: Any = None
+        self._methods: Any = None
+
+    async def start(self) -> dict[str, Any]:
+        """Start the worker's server and scorer; returns where it runs.
+
+        Raises:
+            EvalError: the server did not start (its error output says why).
+        """
+        from ..scoring import Scorer
+
+        setup = self._setup
+        # A local run's --server does not apply: each worker serves its own episodes.
+        config = replace(setup.config, server=None)
+        self._directory = Path(tempfile.mkdtemp(prefix="pau-mcp-worker-"))
+        settings = setup.shipment.settings(self._directory)
+        env = setup.shipment.env
+        self._methods = settings.manifest_store()
+        self._sandbox = settings.sandbox(processes=config.score)
+        scorer = Scorer(
+            self._methods, self._sandbox, LLMClient.from_settings(settings, use_cache=setup.shipment.use_cache, env=env),
+            judge_model=settings.judge_model, coder_model=settings.coder_model, limits=settings.sandbox_limits(),
+        )  # fmt: skip
+        store = RunStore(settings.db_path)
+        agent_llm = LLMClient.from_settings(settings, env=env)
+        self._host = EpisodeHost(settings, config, scorer, store, setup.shipment.key, llm=agent_llm)
+        # Starting the server waits on a child process; the actor has nothing else to do meanwhile.
+        await self._host.start()
+        return {"host": socket.gethostname(), "pid": os.getpid()}
+
+    async def play(self, method_id: str, tool: str, attempt: int) -> EpisodeRecord:
+        """Play one attempt of an episode; returns its ending with the session and scores recorded for it.
+
+        Raises:
+            WorkerLost: this worker's server died, so its ending says nothing about the episode.
+        """
+        host = self._host
+        if host is None:
+            raise EvalError("the worker was not started")
+        method: Method = self._methods.method(method_id)
+        record = await host.play(method, tool, attempt)
+        if record.result.state == "failed" and not await self._serving():
+            raise WorkerLost(f"the worker's own MCP server at {host.url} stopped answering")
+        session = host.store.export_session(host.config.run, record.result.session_key or "")
+        if session is None:  # the episode ended before its session began: nothing of it is in this store
+            return replace(record, result=replace(record.result, submission_id=None))
+        return replace(record, session=session)
+
+    async def _serving(self) -> bool:
+        """Whether the worker's server still answers HTTP at all."""
+        host = self._host
+        assert host is not None and host.url is not None
+        try:
+            async with httpx2.AsyncClient(timeout=5) as client:
+                await client.get(host.url)
+        except httpx2.HTTPError:
+            return False
+        return True
+
+    async def stop(self) -> None:
+        """Stop the server and the sandbox workers, and delete the worker's directory."""
+        if self._host is not None:
+            await self._host.scorer.aclose()
+            await self._host.close()
+        if self._sandbox is not None and hasattr(self._sandbox, "close"):
+            self._sandbox.close()
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def ray_episodes(
+    cluster: Cluster, settings: Any, config: EvalConfig, deployment_key: str, progress: RunProgress
+) -> AsyncIterator[Play]:
+    """Episodes played by Ray workers, for ``run_eval``; ``progress`` counts the workers and the re-runs.
+
+    Raises:
+        EvalError: the workers cannot start or are all lost.
+    """
+    try:
+        shipment = pack(settings, (config.suite,), key=deployment_key)
+    except ValueError as exc:
+        raise EvalError(str(exc)) from None
+    pool = WorkerPool(
+        cluster, EvalWorker, EvalSetup(config, shipment), concurrency=config.concurrency, name="evaluation worker"
+    )
+
+    async def play(method: Method, tool: str, attempt: int) -> EpisodeRecord:
+        try:
+            record: EpisodeRecord = await pool.call(method.id, tool, attempt)
+        except ClusterError as exc:
+            raise EvalError(str(exc)) from None
+        finally:
+            progress.workers, progress.rerun = pool.live, pool.rerun
+        return record
+
+    async with pool:
+        yield play

@@ -1,0 +1,116 @@
+"""RL rollout episodes on Ray workers: the same episode code as a local rollout, with each worker's own sandbox.
+
+A worker (``RolloutWorker``, one Ray actor) makes its own LLM client (the driver's provider variables), its
+own sandbox runtime and critic, and plays episodes with ``play_rollout``; the driver records each ending
+once (``RunStore.import_episode``). Methods travel with each episode: the asymmetric critic reads the
+method's source and gold description on the worker, as it does in a local rollout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..llm import LLMClient
+from ..manifests import Method
+from ..rl.rollout import PlayRollout, RolloutConfig, RolloutError, RolloutProgress, RolloutRecord, play_rollout
+from .cluster import Cluster, ClusterError
+from .shipping import Shipment, pack
+
+__all__ = ["RolloutSetup", "RolloutWorker", "ray_rollouts"]
+
+
+@dataclass(frozen=True)
+class RolloutSetup:
+    """What every rollout worker of a run gets: the run, and the driver's shipment."""
+
+    config: RolloutConfig
+    shipment: Shipment
+
+
+class RolloutWorker:
+    """One Ray worker of a rollout: the policy's client, a sandbox runtime and the critic.
+
+    Args:
+        setup: The run and the driver's shipment.
+    """
+
+    def __init__(self, setup: RolloutSetup) -> None:
+        self._setup = setup
+        self._directory: Path | None = None
+        self._llm: LLMClient | None = None
+        self._runtime: Any = None
+        self._critic: Any = None
+
+    async def start(self) -> dict[str, Any]:
+        """Make the client, the runtime and the critic; returns where the worker runs."""
+        from ..rl import LLMCritic, Runtime
+
+        setup = self._setup
+        self._directory = Path(tempfile.mkdtemp(prefix="pau-mcp-worker-"))
+        settings = setup.shipment.settings(self._directory)
+        self._llm = LLMClient.from_settings(settings, use_cache=setup.shipment.use_cache, env=setup.shipment.env)
+        self._runtime = Runtime(lambda: settings.sandbox(processes=bool(settings.workers)))
+        critic = setup.config.critic
+        self._critic = LLMCritic(
+            self._llm, critic["model"], critic["mode"], coder_model=critic.get("coder_model"),
+            sandbox=self._runtime.sandbox,
+        )  # fmt: skip
+        return {"host": socket.gethostname(), "pid": os.getpid()}
+
+    async def play(self, method: Method, attempt: int) -> RolloutRecord:
+        """Play one attempt of an episode; a fatal model error comes back as a ``RolloutError`` in the record."""
+        if self._llm is None:
+            raise RolloutError("the worker was not started")
+        record = await play_rollout(method, attempt, self._setup.config, self._llm, self._critic, self._runtime)
+        if record.fatal is not None:
+            # The SDK's exception types need not survive pickling; their message is what the user needs.
+            record = replace(record, fatal=RolloutError(str(record.fatal)))
+        return record
+
+    async def stop(self) -> None:
+        """Close the client and the runtime, and delete the worker's directory."""
+        if self._llm is not None:
+            await self._llm.aclose()
+        if self._runtime is not None:
+            self._runtime.close()
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def ray_rollouts(
+    cluster: Cluster, settings: Any, config: RolloutConfig, progress: RolloutProgress
+) -> AsyncIterator[PlayRollout]:
+    """Episodes played by Ray workers, for ``run_rollout``; ``progress`` counts the workers and the re-runs.
+
+    Raises:
+        RolloutError: the workers cannot start or are all lost.
+    """
+    from .pool import WorkerPool
+
+    if settings is None:
+        raise RolloutError("a rollout on a Ray cluster needs the driver's settings to ship to its workers")
+    pool = WorkerPool(
+        cluster, RolloutWorker, RolloutSetup(config, pack(settings)), concurrency=config.concurrency,
+        name="rollout worker",
+    )  # fmt: skip
+
+    async def play(method: Method, attempt: int) -> RolloutRecord:
+        try:
+            record: RolloutRecord = await pool.call(method, attempt)
+        except ClusterError as exc:
+            raise RolloutError(str(exc)) from None
+        finally:
+            progress.workers, progress.rerun = pool.live, pool.rerun
+        return record
+
+    async with pool:
+        yield play

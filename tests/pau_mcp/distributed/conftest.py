@@ -1,0 +1,142 @@
+"""A Ray cluster of this machine for the distributed tests: a head and two worker nodes, each its own process.
+
+Every node is `ray start --block` in a process group of its own, so a test can kill one worker node outright
+(SIGKILL to its group: its raylet, its workers) the way a machine dies, and teardown stops exactly the
+processes these tests started. Ray refuses a multi-node cluster on the loopback address and advertises this
+machine's own address instead; nothing leaves the machine. Ray's temporary directories get short paths:
+its Unix sockets live there and a socket path may not exceed 107 bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray", reason="the distributed tests need Ray: pip install 'pau-mcp[ray]'")
+
+RAY = str(Path(sys.executable).with_name("ray"))
+START_TIMEOUT_S = 180
+
+
+class LocalCluster:
+    """The head and worker nodes started by these tests, and what they share.
+
+    Attributes:
+        address: The head's address (``host:port``) for ``--ray``.
+        base: The directory holding every node's Ray directory, data directory and temporary files.
+        node_data: ``PAU_MCP_DATA_DIR`` of the worker nodes (their LLM cache; never the driver's key).
+    """
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.address = ""
+        self.node_data = base / "node-data"
+        self.nodes: dict[str, subprocess.Popen] = {}
+        self._count = 0
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "RAY_"))},
+            "PAU_MCP_DATA_DIR": str(self.node_data),
+            "PAU_MCP_WORKERS": "1",  # two cores: one sandbox worker per server and scorer is plenty
+            "TMPDIR": str(base / "tmp"),
+            "RAY_USAGE_STATS_ENABLED": "0",
+            # A killed node is declared dead after about 3 s rather than 15 (period x threshold).
+            "RAY_health_check_period_ms": "1000",
+            "RAY_health_check_failure_threshold": "3",
+        }
+        (base / "tmp").mkdir(parents=True, exist_ok=True)
+
+    def _start(self, name: str, *args: str) -> subprocess.Popen:
+        log = (self.base / f"{name}.log").open("w")
+        process = subprocess.Popen(
+            [RAY, "start", "--block", "--disable-usage-stats", f"--temp-dir={self.base / name}",
+             "--dashboard-agent-listen-port=0", "--min-worker-port=0", "--max-worker-port=0", *args],
+            stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
+        )  # fmt: skip
+        self.nodes[name] = process
+        return process
+
+    def _wait_log(self, name: str, pattern: str) -> re.Match[str]:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            text = (self.base / f"{name}.log").read_text(errors="replace")
+            found = re.search(pattern, text)
+            if found:
+                return found
+            if self.nodes[name].poll() is not None:
+                break
+            time.sleep(0.2)
+        raise RuntimeError(f"Ray node {name} did not start:\n{text[-3000:]}")
+
+    def start_head(self) -> None:
+        self._start("head", "--head", "--port=0", "--num-cpus=0", "--include-dashboard=false")
+        self.address = self._wait_log("head", r"--address='([^']+)'").group(1)
+
+    def add_worker(self) -> str:
+        self._count += 1
+        name = f"w{self._count}"
+        self._start(name, f"--address={self.address}", "--num-cpus=1")
+        self._wait_log(name, r"Ray runtime started")
+        return name
+
+    def workers(self) -> list[str]:
+        """Worker nodes still running."""
+        return [n for n, p in self.nodes.items() if n != "head" and p.poll() is None]
+
+    def ensure_workers(self, count: int) -> None:
+        while len(self.workers()) < count:
+            self.add_worker()
+
+    def kill(self, name: str) -> None:
+        """Kill a node as a machine dies: every process of its group at once."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.nodes[name].pid, signal.SIGKILL)
+        self.nodes[name].wait(timeout=30)
+
+    def stop(self) -> None:
+        for name in reversed(list(self.nodes)):
+            self.kill(name)
+        # Episode workers and their servers run in process groups of their own (Ray gives each worker one);
+        # any still alive belong to these nodes: they name this cluster's directories in their command line.
+        for pid in _processes_mentioning(str(self.base)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (entry / "environ").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if text in command or text in environ:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[LocalCluster]:
+    """A head (no CPUs: it hosts no episode worker) and two worker nodes of one CPU each."""
+    base = Path(tempfile.mkdtemp(prefix="pr", dir="/tmp"))
+    cluster = LocalCluster(base)
+    try:
+        cluster.start_head()
+        cluster.ensure_workers(2)
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(base, ignore_errors=True)

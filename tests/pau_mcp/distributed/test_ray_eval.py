@@ -1,0 +1,112 @@
+"""`pau-mcp eval --ray`: a run spread over a Ray cluster of this machine ends as the same run on one machine does."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pau_mcp.runstore import RunStore
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[3]
+LIMIT = "40"
+
+
+def _eval(data: Path, db: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "pau_mcp", "eval", "--agent", "probe", "--suite", "builtin", "--limit", LIMIT,
+        "--run", "probe", "--data-dir", str(data), "--db", str(db), "--workers", "1", "--concurrency", "4", *extra,
+    ]  # fmt: skip
+
+
+def _driver_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "RAY_"))}
+
+
+def _results(db: Path) -> list[tuple]:
+    """Per episode: its ending, scores, submission and every call, without ids and times."""
+    store = RunStore(db)
+    run_id = store.run_id("probe")
+    calls: dict[str, list[tuple]] = {}
+    for call in store.calls(run_id):
+        calls.setdefault(call["session_key"], []).append(
+            (call["tool"], call["arguments"], call["counted"], call["status"], call["value"], call["error_type"])
+        )
+    submissions = {s["id"]: (s["description"], s["code"]) for s in store.submissions(run_id)}
+    return sorted(
+        (
+            e["method_id"], e["state"], e["queries"], e["concluded"], e["session_key"],
+            {kind: (score["status"], score["value"]) for kind, score in e["scores"].items()},
+            submissions.get(e["submission_id"]), tuple(calls.get(e["session_key"], [])),
+        )
+        for e in store.episodes(run_id)
+    )  # fmt: skip
+
+
+def _done(db: Path) -> int:
+    try:
+        return sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes WHERE state = 'done'").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_a_run_that_loses_a_ray_worker_mid_run_ends_with_the_results_of_a_single_machine_run(tmp_path, ray_cluster):
+    ray_cluster.ensure_workers(2)
+    data = tmp_path / "data"
+    single = subprocess.run(
+        _eval(data, tmp_path / "single.db"), env=_driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert single.returncode == 0, single.stderr[-3000:]
+
+    db = tmp_path / "ray.db"
+    spread = subprocess.Popen(
+        _eval(data, db, "--ray", ray_cluster.address), env=_driver_env(), cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 400
+    while _done(db) < 6 and spread.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    victim = ray_cluster.workers()[-1]
+    ray_cluster.kill(victim)  # mid-run: episodes are in flight on both workers
+    out, err = spread.communicate(timeout=600)
+    assert spread.returncode == 0, err[-3000:]
+    assert _done(db) == int(LIMIT) and "re-run after a lost worker" in out, out + err[-2000:]
+    reruns = int(out.split(" re-run after a lost worker")[0].rsplit(" ", 1)[-1])
+    assert reruns >= 1, out
+
+    assert _results(db) == _results(tmp_path / "single.db")
+    # Exactly once: one session, one submission and one set of scores per episode, each under attempt 1.
+    connection = sqlite3.connect(db)
+    assert connection.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == int(LIMIT)
+    assert connection.execute("SELECT COUNT(*) FROM submissions").fetchone()[0] == int(LIMIT)
+    assert connection.execute("SELECT COUNT(*), COUNT(DISTINCT submission_id) FROM scores").fetchone() == (
+        int(LIMIT),
+        int(LIMIT),
+    )
+    assert connection.execute("SELECT DISTINCT attempts FROM episodes").fetchall() == [(1,)]
+
+
+def test_a_ray_worker_gets_the_tool_key_from_the_driver_and_no_log_holds_it(tmp_path, ray_cluster):
+    ray_cluster.ensure_workers(2)
+    data = tmp_path / "data"
+    done = subprocess.run(
+        _eval(data, tmp_path / "runs.db", "--ray", ray_cluster.address, "--methods", "builtin/b001", "--methods",
+              "builtin/b002"),
+        env=_driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    key = (data / "tool.key").read_text().strip()
+    assert not (ray_cluster.node_data / "tool.key").exists()  # the workers never made (or read) a key of their own
+    leaks = []
+    for path in ray_cluster.base.rglob("*"):
+        readable = path.is_file() and not path.is_symlink() and path.stat().st_size < 50_000_000
+        if readable and key.encode() in path.read_bytes():
+            leaks.append(path)
+    assert leaks == [] and key not in done.stdout + done.stderr

@@ -1,0 +1,130 @@
+"""Episodes recorded exactly once: attempts, and sessions imported from the store of the process that ran them."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from pau_mcp.runstore import CallRecord, EpisodeResult, RunStore, StoreError
+
+
+def _worker_episode(store: RunStore, run: str, key: str, method: str) -> int:
+    """Record a session the way a worker's server and scorer do; returns the submission's id."""
+    run_id = store.ensure_run(run, kind="eval")
+    session = store.ensure_session(run_id, key, "http", "pau-mcp-harness 1")
+    for n in range(3):
+        store.record_call(session, CallRecord(method, "fn_x", f"({n},)", True, "ok", value=str(n * 2)))
+    store.record_call(session, CallRecord(method, "fn_x", "(", False, "refused", error_message="not a literal"))
+    submission = store.record_submission(session, method, "doubles its argument", "def test_func(x): return 2*x")
+    store.record_score(submission, "direct", "scored", 1.0, None, {"matches": [True]})
+    store.record_score(submission, "judge", "scored", 4.0, "openai/j", {"reason": "close"})
+    return submission
+
+
+def _driver(tmp_path) -> tuple[RunStore, int]:
+    store = RunStore(tmp_path / "driver.db")
+    # Rows of another run first, so the imported rows cannot keep the worker's ids by chance.
+    other = store.ensure_run("other", kind="eval")
+    session = store.ensure_session(other, "k", "http")
+    for _ in range(5):
+        store.record_submission(session, "builtin/b009", "x", None)
+    run_id = store.ensure_run("r", kind="eval")
+    store.plan_episodes(run_id, ["builtin/b001", "builtin/b002"])
+    return store, run_id
+
+
+def _result(submission: int, key: str) -> EpisodeResult:
+    return EpisodeResult(state="done", session_key=key, submission_id=submission, concluded=True, queries=3)
+
+
+def test_an_imported_session_keeps_its_calls_submission_and_scores_under_the_drivers_own_ids(tmp_path):
+    worker = RunStore(tmp_path / "worker.db")
+    submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
+    record = worker.export_session("r", "r/builtin/b001/1")
+    store, run_id = _driver(tmp_path)
+    attempt = store.start_episode(run_id, "builtin/b001")
+    assert attempt == 1
+
+    assert store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
+
+    episode = next(e for e in store.episodes(run_id) if e["method_id"] == "builtin/b001")
+    assert episode["state"] == "done" and episode["session_key"] == "r/builtin/b001/1"
+    assert {k: v["value"] for k, v in episode["scores"].items()} == {"direct": 1.0, "judge": 4.0}
+    [prediction] = list(store.predictions(run_id))
+    assert prediction == next(iter(worker.predictions(worker.run_id("r"))))
+    copied = [(c["arguments"], c["status"], c["value"], c["counted"]) for c in store.calls(run_id)]
+    original = [(c["arguments"], c["status"], c["value"], c["counted"]) for c in worker.calls(worker.run_id("r"))]
+    assert copied == original and len(copied) == 4
+
+
+def test_a_second_delivery_of_the_same_attempt_records_nothing(tmp_path):
+    worker = RunStore(tmp_path / "worker.db")
+    submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
+    record = worker.export_session("r", "r/builtin/b001/1")
+    store, run_id = _driver(tmp_path)
+    attempt = store.start_episode(run_id, "builtin/b001")
+
+    assert store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
+    assert not store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
+
+    db = sqlite3.connect(store.path)
+    run_sessions = db.execute("SELECT COUNT(*) FROM sessions WHERE run_id = ?", (run_id,)).fetchone()[0]
+    assert run_sessions == 1
+    assert len(store.calls(run_id)) == 4 and len(store.submissions(run_id)) == 1
+    assert db.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == 2
+
+
+def test_a_stale_attempt_is_not_recorded_once_the_episode_started_again(tmp_path):
+    worker = RunStore(tmp_path / "worker.db")
+    submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
+    record = worker.export_session("r", "r/builtin/b001/1")
+    store, run_id = _driver(tmp_path)
+    first = store.start_episode(run_id, "builtin/b001")
+    second = store.start_episode(run_id, "builtin/b001")  # the driver restarted and ran it again
+
+    assert second == first + 1
+    assert not store.import_episode(run_id, "builtin/b001", first, _result(submission, record.key), record)
+    assert store.calls(run_id) == [] and store.open_episodes(run_id) == ["builtin/b001", "builtin/b002"]
+
+
+def test_an_episode_that_is_not_running_takes_no_import(tmp_path):
+    store, run_id = _driver(tmp_path)
+    assert not store.import_episode(run_id, "builtin/b002", 0, EpisodeResult(state="done"))
+    assert not store.import_episode(run_id, "builtin/unplanned", 1, EpisodeResult(state="done"))
+    assert store.open_episodes(run_id) == ["builtin/b001", "builtin/b002"]
+
+
+def test_an_import_that_fails_halfway_leaves_nothing_behind(tmp_path):
+    worker = RunStore(tmp_path / "worker.db")
+    submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
+    record = worker.export_session("r", "r/builtin/b001/1")
+    broken = record.__class__(**{**record.__dict__, "scores": [{**record.scores[0], "submission_id": 999}]})
+    store, run_id = _driver(tmp_path)
+    attempt = store.start_episode(run_id, "builtin/b001")
+
+    with pytest.raises(KeyError):
+        store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), broken)
+
+    assert store.calls(run_id) == [] and store.submissions(run_id) == []
+    assert store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
+
+
+def test_rows_from_a_store_with_unknown_columns_are_refused_with_what_to_do(tmp_path):
+    worker = RunStore(tmp_path / "worker.db")
+    submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
+    record = worker.export_session("r", "r/builtin/b001/1")
+    newer = record.__class__(**{**record.__dict__, "calls": [{**record.calls[0], "cpu_ms": 3.0}]})
+    store, run_id = _driver(tmp_path)
+    attempt = store.start_episode(run_id, "builtin/b001")
+
+    with pytest.raises(StoreError, match="same pau-mcp version"):
+        store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), newer)
+    assert store.calls(run_id) == []
+
+
+def test_exporting_a_session_that_does_not_exist_gives_none(tmp_path):
+    worker = RunStore(tmp_path / "worker.db")
+    _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
+    assert worker.export_session("r", "r/builtin/b001/2") is None
+    assert worker.export_session("nope", "r/builtin/b001/1") is None
