@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .. import eventloop
 from ..config import options
 from .common import err, settings_from
+from .evaluate import connect_cluster, ray_options
 
 __all__ = ["rl"]
 
@@ -104,7 +105,13 @@ def _default_run(suite: str, model: str, mode: str, aware: bool) -> str:
 @click.option(
     "--max-tokens", type=click.IntRange(1), default=512, show_default=True, help="Longest policy reply per step."
 )
-@click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True, help="Episodes at once.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 4096),
+    default=4,
+    show_default=True,
+    help="Episodes at once (with --ray, over the whole cluster).",
+)
 @click.option(
     "--out",
     "out_dir",
@@ -114,17 +121,19 @@ def _default_run(suite: str, model: str, mode: str, aware: bool) -> str:
 @click.option("--no-parquet", is_flag=True, help="Write trajectories.jsonl only.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
 @click.option("--retry-failed", is_flag=True, help="Run the episodes that failed before again.")
+@ray_options
 @options(*_ROLLOUT_SETTINGS)
 def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[str, ...], limit: int,
             run_name: str | None, critic_model: str | None, critic_mode: str, max_turns: int, window: int,
             reward_pairs: tuple[str, ...], rewards_file: Path | None, answer_aware: bool, temperature: float,
             max_tokens: int, concurrency: int, out_dir: Path | None, no_parquet: bool, no_cache: bool,
-            retry_failed: bool, **values: object) -> None:  # fmt: skip
+            retry_failed: bool, ray_address: str | None, ray_workers: int | None, **values: object) -> None:  # fmt: skip
     """Roll a policy out through the exploration environment and write trajectories with per-step rewards.
 
     Every step is rewarded by the critic and the sandbox (docs/training.md has the schedule). Trajectories go to
     the run store as they finish and to OUT/trajectories.jsonl and OUT/steps.parquet at the end. Killing it (even
-    with kill -9) and running the same command again finishes the run: no episode is lost or done twice.
+    with kill -9) and running the same command again finishes the run: no episode is lost or done twice. With --ray,
+    Ray workers run the episodes (each with its own sandbox and critic) and this process alone writes the store.
     """
     from ..llm import LLMClient, LLMError
     from ..manifests import ManifestError
@@ -180,10 +189,13 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         llm.check(critic_model)
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None
-    runtime = Runtime(lambda: settings.sandbox(processes=bool(settings.workers)))
-    critic = LLMCritic(
-        llm, critic_model, critic_mode, coder_model=critic_identity["coder_model"], sandbox=runtime.sandbox
-    )
+    cluster = connect_cluster(ray_address, ray_workers)
+    runtime = critic = None
+    if cluster is None:
+        runtime = Runtime(lambda: settings.sandbox(processes=bool(settings.workers)))
+        critic = LLMCritic(
+            llm, critic_model, critic_mode, coder_model=critic_identity["coder_model"], sandbox=runtime.sandbox
+        )
     store = settings.run_store()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err) as bar:
@@ -191,12 +203,15 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
 
         def show(p) -> None:  # type: ignore[no-untyped-def]
             tokens = p.input_tokens + p.output_tokens
+            where = f" · {p.workers} Ray workers, {p.rerun} re-run" if cluster is not None else ""
             bar.update(task, total=p.total, completed=p.done + p.failed + p.skipped,
-                       description=f"{run} · failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}")  # fmt: skip
+                       description=f"{run} · failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}{where}")  # fmt: skip
 
         async def main():  # type: ignore[no-untyped-def]
             try:
-                return await run_rollout(store, methods, config, llm, critic, runtime, show)
+                return await run_rollout(
+                    store, methods, config, llm, critic, runtime, show, cluster=cluster, settings=settings
+                )
             finally:
                 await llm.aclose()
 
@@ -205,7 +220,10 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         except (RolloutError, LLMError) as exc:
             raise click.ClickException(str(exc)) from None
         finally:
-            runtime.close()
+            if runtime is not None:
+                runtime.close()
+            if cluster is not None:
+                cluster.close()
     target = out_dir or settings.data_dir / "rl" / run
     try:
         written = write_trajectories(store, run, target, parquet=not no_parquet)
@@ -216,6 +234,8 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         f"run {run}: {progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed; "
         f"mean return {mean}; {progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f}"
     )
+    if cluster is not None:
+        click.echo(f"on Ray: {progress.workers} workers at the end, {progress.rerun} re-run after a lost worker")
     for path in written.values():
         click.echo(f"wrote {path}")
     for line in progress.errors[:10]:
