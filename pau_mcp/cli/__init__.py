@@ -15,6 +15,7 @@ from .runs import runs
 from .sandbox import run_code, sandbox
 from .scoring import score, scorer
 from .serve import call, methods, serve
+from .sweep import sweep
 from .tokens import token
 
 __all__ = ["main"]
@@ -40,5 +41,6 @@ main.add_command(score)
 main.add_command(scorer)
 main.add_command(evaluate)
 main.add_command(demo)
+main.add_command(sweep)
 main.add_command(rl)
 main.add_command(export)

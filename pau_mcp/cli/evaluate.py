@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from ..config import options
 from .common import err, settings_from, step_printer
 
 __all__ = [
-    "check_models", "connect_cluster", "default_run", "demo", "evaluate", "execute", "overrides_of", "ray_options",
+    "check_models", "connect_cluster", "demo", "evaluate", "execute", "overrides_of", "ray_options",
     "score_kinds", "summary",
 ]  # fmt: skip
 
@@ -26,11 +25,6 @@ _EVAL_SETTINGS = (
     "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "model_capabilities",
     "temperature", "max_tokens", "reasoning_effort",
 )  # fmt: skip
-
-
-def default_run(suite: str, agent: str, mode: str, model: str) -> str:
-    """The run name `pau-mcp eval` chooses: ``<suite>-<agent>-<mode>-<model>`` in label characters."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{suite}-{agent}-{mode}-{model or 'none'}").strip("-")
 
 
 def ray_options(command):  # type: ignore[no-untyped-def]
@@ -116,12 +110,13 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     the run store; an episode whose worker dies runs again on another one, and is recorded once.
     """
     from ..harness.runner import EvalConfig
+    from ..harness.runner import run_name as default_name
 
     settings = settings_from(values)
     if ray_address is not None and server:
         raise click.UsageError("--server and --ray do not mix: each Ray worker starts its own server; drop one")
     config = EvalConfig(
-        run=run_name or default_run(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
+        run=run_name or default_name(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
         score=not no_score, kinds=score_kinds(settings), retry_failed=retry_failed, overrides=overrides_of(settings),
     )  # fmt: skip
@@ -178,8 +173,10 @@ def check_models(settings, configs) -> None:  # type: ignore[no-untyped-def]
         raise click.ClickException(str(exc)) from None
 
 
-def execute(settings, config, *, no_cache: bool = False, cluster=None):  # type: ignore[no-untyped-def]
+def execute(settings, config, *, no_cache: bool = False, cluster=None, note: bool = True):  # type: ignore[no-untyped-def]
     """Run (or resume) one evaluation with a progress bar on stderr; returns its progress.
+
+    ``note``: say when judge and code-match scores are off for want of their models.
 
     Raises:
         click.ClickException: the run cannot start or continue (the message says why).
@@ -194,7 +191,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None):  # type:
         # throughput, and sandbox work in its own process competed with it (docs/benchmarks.md).
         sandbox = settings.sandbox(progress=step_printer(), processes=config.score)
         scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
-    if config.score and len(config.kinds) < 3:
+    if note and config.score and len(config.kinds) < 3:
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

@@ -10,6 +10,7 @@ the repeat costs almost nothing.
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -37,7 +38,7 @@ from .environment import Environment
 
 __all__ = [
     "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "planned_methods", "play_episode", "run_eval",
-    "session_key",
+    "run_name", "session_key",
 ]  # fmt: skip
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -196,6 +197,11 @@ class EpisodeRecord:
     scoring_output_tokens: int = 0
     scoring_cost_usd: float = 0.0
     session: SessionRecord | None = None
+
+
+def run_name(suite: str, agent: str, mode: str, model: str) -> str:
+    """The name a run gets unless the user chooses one: ``<suite>-<agent>-<mode>-<model>`` in label characters."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{suite}-{agent}-{mode}-{model or 'none'}").strip("-")
 
 
 def session_key(run: str, method_id: str, attempt: int) -> str:

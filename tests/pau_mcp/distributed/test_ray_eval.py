@@ -111,3 +111,23 @@ def test_a_ray_worker_gets_the_tool_key_from_the_driver_and_no_log_holds_it(tmp_
         if readable and key.encode() in path.read_bytes():
             leaks.append(path)
     assert leaks == [] and key not in done.stdout + done.stderr
+
+
+def test_a_sweep_on_a_ray_cluster_runs_there_and_a_second_time_skips_what_is_finished(tmp_path, ray_cluster):
+    ray_cluster.ensure_workers(2)
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        'suites = ["builtin"]\nagents = ["probe"]\nmodes = ["interactive", "incontext"]\n'
+        'methods = ["builtin/b001", "builtin/b002", "builtin/b003"]\n'
+    )
+    command = [
+        sys.executable, "-m", "pau_mcp", "sweep", str(sweep), "--data-dir", str(tmp_path), "--ray", ray_cluster.address,
+    ]  # fmt: skip
+    first = subprocess.run(command, env=_driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.count("3 episodes finished now") == 2 and first.stdout.count("on Ray: 2 workers") == 2
+    second = subprocess.run(command, env=_driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.stdout.count("skip: finished") == 2 and "episodes finished now" not in second.stdout
+    assert "Ray cluster" not in second.stderr  # nothing left to run: the cluster is not even joined
+    assert "builtin-probe-incontext-none" in second.stdout.split("skip: finished")[-1]  # the report

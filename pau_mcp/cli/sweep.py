@@ -1,0 +1,116 @@
+"""``pau-mcp sweep FILE``: every run of a comparison, here or on a Ray cluster, then the report over them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..config import options
+from .common import err, settings_from
+from .evaluate import check_models, connect_cluster, execute, ray_options, summary
+from .report import report
+
+__all__ = ["sweep"]
+
+_SWEEP_SETTINGS = (
+    "manifests", "budget", "db", "data_dir", "tool_key", "judge_model", "coder_model", "pricing", "llm_timeout_s",
+    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "model_capabilities",
+    "temperature", "max_tokens", "reasoning_effort",
+)  # fmt: skip
+
+_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+@click.command("sweep")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="List the runs and where each stands; run nothing.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache when scoring.")
+@click.option("--markdown", "markdown_path", type=_FILE, help="Also write the final report as Markdown.")
+@click.option("--html", "html_path", type=_FILE, help="Also write the final report as one HTML page.")
+@ray_options
+@options(*_SWEEP_SETTINGS)
+def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None, html_path: Path | None,
+          ray_address: str | None, ray_workers: int | None, **values: object) -> None:  # fmt: skip
+    """Run a whole comparison described in FILE (TOML): models x modes x suites x agents, then report on it.
+
+    Runs are named as `pau-mcp eval` names them. Finished runs are skipped and unfinished ones resumed, so the
+    same command after an interruption (or with more models added to FILE) does only what is left. With --ray
+    every run spreads its episodes over the cluster. The file's keys are in docs/scaling.md ("Sweeps").
+    """
+    from ..harness.runner import planned_methods
+    from ..harness.sweep import SweepError, expand, load_sweep, run_state
+    from ..manifests import ManifestError
+
+    settings = settings_from(values)
+    try:
+        plan = expand(load_sweep(file), settings)
+    except SweepError as exc:
+        raise click.UsageError(str(exc)) from None
+    store = settings.run_store()
+    states: list[str] = []
+    conflicts: list[str] = []
+    for planned in plan:
+        config = planned.config
+        try:
+            methods = [m.id for m in planned_methods(settings, config)]
+        except ManifestError as exc:
+            raise click.UsageError(f"{file}: {exc}") from None
+        if not methods:
+            raise click.UsageError(f"{file}: no methods in suite {config.suite!r} with these methods and limit")
+        state = run_state(store, config, methods)
+        states.append(state)
+        if state == "conflict":
+            conflicts.append(
+                f"  {config.run}: stored with {store.run_config(store.run_id(config.run))}, the file asks for "
+                f"{config.identity()}"
+            )
+        label = {"finished": "skip: finished", "partial": "resume", "new": "new", "conflict": "conflict"}[state]
+        click.echo(f"{config.run}  {len(methods)} methods  {label}")
+    if conflicts:
+        raise click.UsageError(
+            f"{file}: {len(conflicts)} run(s) exist with other options, so they cannot be resumed:\n"
+            + "\n".join(conflicts)
+            + '\nchange the file back, give those models a label = "..." (new run names), or use another --db'
+        )
+    if dry_run:
+        return
+    todo = [planned for planned, state in zip(plan, states, strict=True) if state != "finished"]
+    # Every run of a sweep shares its scoring models: the file's, else the command's.
+    scoring = {"judge_model": plan[0].judge_model, "coder_model": plan[0].coder_model}
+    run_settings = settings.model_copy(update=scoring)
+    check_models(run_settings, [planned.config for planned in todo])
+    if todo and todo[0].config.score and len(todo[0].config.kinds) < 3:
+        err.print("[yellow]note:[/yellow] judge and code-match scores need judge_model and coder_model (in the file, "
+                  "or --judge-model and --coder-model); without them only code the agents submit is scored")  # fmt: skip
+    cluster = connect_cluster(ray_address, ray_workers) if todo else None
+    failed = 0
+    try:
+        for planned in todo:
+            progress = execute(run_settings, planned.config, no_cache=no_cache, cluster=cluster, note=False)
+            failed += progress.failed
+            for line in summary(planned.config.run, progress, on_ray=cluster is not None):
+                click.echo(line)
+            for line in progress.errors[:5]:
+                err.print(f"[red]failed[/red] {line}")
+    finally:
+        if cluster is not None:
+            cluster.close()
+    names = [planned.config.run for planned in plan if _has_finished_episode(store, planned.config.run)]
+    if names:
+        click.echo("")
+        click.get_current_context().invoke(
+            report, names=tuple(names), markdown_path=markdown_path, html_path=html_path,
+            db=settings.db_path, data_dir=settings.data_dir,
+        )  # fmt: skip
+    if failed:
+        err.print(f"[red]{failed} episode(s) failed[/red]; run the sweep again with retry_failed = true to retry them")
+        sys.exit(1)
+
+
+def _has_finished_episode(store, run: str) -> bool:  # type: ignore[no-untyped-def]
+    rows = store.query(
+        "SELECT 1 FROM episodes e JOIN runs r ON e.run_id = r.id WHERE r.name = ? AND e.state = 'done' LIMIT 1", (run,)
+    )
+    return bool(rows)

@@ -1,0 +1,236 @@
+"""Sweeps: a whole comparison (models x modes x suites x agents) described in one TOML file.
+
+A sweep file names what to compare; ``expand`` turns it into evaluation runs, named as ``pau-mcp eval``
+names them, each with its model's own settings; ``run_state`` says which of them are finished, so a sweep
+run again skips those and resumes the rest.
+
+Example::
+
+    suites = ["builtin"]
+    modes = ["interactive", "incontext"]
+    agents = ["paper"]
+    judge_model = "openai/gpt-4o-mini"
+    coder_model = "openai/gpt-4o-mini"
+
+    [[models]]
+    model = "openai/gpt-4o-mini"
+    concurrency = 16
+
+    [[models]]
+    model = "anthropic/claude-haiku-4-5"
+    concurrency = 4
+    reasoning_effort = "low"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..llm import LLMError, Overrides
+from ..llm.models import parse_model
+from ..runstore import RunStore
+from .runner import EvalConfig, run_name
+
+__all__ = ["PlannedRun", "Sweep", "SweepError", "SweepModel", "expand", "load_sweep", "run_state"]
+
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+
+
+class SweepError(ValueError):
+    """A sweep file cannot be read or describes an impossible comparison; the message names the file and key."""
+
+
+class SweepModel(BaseModel):
+    """One model of a sweep and its own settings (unset: the command's settings).
+
+    Attributes:
+        model: ``provider/model``.
+        label: Used in run names instead of the model (two entries of one model need different labels).
+        concurrency: Episodes at once for this model's runs (its provider's rate limit decides).
+        temperature: The model's sampling temperature.
+        max_tokens: Its longest reply per step.
+        reasoning_effort: Its reasoning effort.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    label: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    concurrency: int | None = Field(None, ge=1, le=4096)
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    reasoning_effort: Effort | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _provider_model(cls, value: str) -> str:
+        try:
+            parse_model(value)
+        except LLMError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+
+class Sweep(BaseModel):
+    """A comparison: every model in every mode on every suite with every agent.
+
+    Attributes:
+        suites: Suites to evaluate.
+        modes: ``interactive`` and/or ``incontext``.
+        agents: ``paper``, ``tools`` and/or ``probe`` (the probe needs no model: one run per suite and mode).
+        models: The models and their settings.
+        methods: Only these method ids (empty: all).
+        limit: Only the first ``limit`` methods of each suite (0: all).
+        budget: Queries per method (unset: the command's ``--budget``).
+        concurrency: Episodes at once, for models that set none.
+        score: Score each submission.
+        judge_model: The judge (unset: the command's ``--judge-model``).
+        coder_model: The code writer (unset: the command's ``--coder-model``).
+        retry_failed: Run failed episodes of every run again.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    suites: list[str] = Field(min_length=1)
+    modes: list[Literal["interactive", "incontext"]] = Field(default_factory=lambda: ["interactive"], min_length=1)
+    agents: list[Literal["paper", "tools", "probe"]] = Field(default_factory=lambda: ["paper"], min_length=1)
+    models: list[SweepModel] = Field(default_factory=list)
+    methods: list[str] = Field(default_factory=list)
+    limit: int = Field(0, ge=0)
+    budget: int | None = Field(None, ge=0, le=1_000_000)
+    concurrency: int = Field(4, ge=1, le=4096)
+    score: bool = True
+    judge_model: str | None = None
+    coder_model: str | None = None
+    retry_failed: bool = False
+
+    @field_validator("judge_model", "coder_model")
+    @classmethod
+    def _scorer_model(cls, value: str | None) -> str | None:
+        if value is not None:
+            SweepModel._provider_model(value)
+        return value
+
+    @model_validator(mode="after")
+    def _models_for_agents(self) -> Sweep:
+        needing = [a for a in self.agents if a != "probe"]
+        if needing and not self.models:
+            raise ValueError(
+                f'the {needing[0]} agent needs at least one [[models]] entry (model = "provider/model"); '
+                "only the probe agent runs without one"
+            )
+        for name, values in (("suites", self.suites), ("modes", self.modes), ("agents", self.agents)):
+            if len(set(values)) != len(values):
+                raise ValueError(f"{name} lists the same value twice: {values}")
+        return self
+
+
+def load_sweep(path: Path) -> Sweep:
+    """Read and validate a sweep file.
+
+    Raises:
+        SweepError: the file cannot be read, is not TOML, or breaks the schema (each problem named by its key).
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SweepError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepError(f"{path} is not valid TOML: {exc}") from None
+    try:
+        return Sweep.model_validate(data)
+    except ValidationError as exc:
+        raise SweepError(f"{path}:\n" + "\n".join(_problem(error) for error in exc.errors())) from None
+
+
+def _problem(error: Any) -> str:
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
+    if error["type"] == "extra_forbidden":
+        model = SweepModel if "models" in error["loc"][:1] else Sweep
+        known = ", ".join(model.model_fields)
+        return f"  {where}: unknown key (known keys: {known})"
+    message = error["msg"].removeprefix("Value error, ")
+    shown = f" (got {error['input']!r})" if error["type"] not in ("missing",) and where else ""
+    return f"  {where or '(file)'}: {message}{shown}"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a sweep: its evaluation and the scoring models it uses."""
+
+    config: EvalConfig
+    judge_model: str | None
+    coder_model: str | None
+
+
+def expand(sweep: Sweep, settings: Any) -> list[PlannedRun]:
+    """The sweep's runs in order: per suite, per model (the probe last), per agent, per mode.
+
+    Args:
+        sweep: The validated file.
+        settings: The command's settings (what the file leaves unset).
+
+    Raises:
+        SweepError: two runs would get one name.
+    """
+    judge = sweep.judge_model or settings.judge_model
+    coder = sweep.coder_model or settings.coder_model
+    kinds = tuple(k for k, m in (("judge", judge), ("codematch", coder)) if m) + ("direct",)
+    budget = sweep.budget if sweep.budget is not None else settings.budget
+    runs: list[PlannedRun] = []
+    for suite in sweep.suites:
+        pairs: list[tuple[str, SweepModel | None]] = [
+            (agent, model) for model in sweep.models for agent in sweep.agents if agent != "probe"
+        ]
+        if "probe" in sweep.agents:
+            pairs.append(("probe", None))
+        for agent, model in pairs:
+            for mode in sweep.modes:
+                overrides = Overrides(
+                    model.temperature if model and model.temperature is not None else settings.temperature,
+                    model.max_tokens if model and model.max_tokens is not None else settings.max_tokens,
+                    model.reasoning_effort if model and model.reasoning_effort else settings.reasoning_effort,
+                )
+                name = run_name(suite, agent, mode, (model.label or model.model) if model else "")
+                config = EvalConfig(
+                    run=name, model=model.model if model else "", suite=suite, agent=agent, mode=mode, budget=budget,
+                    concurrency=(model.concurrency if model and model.concurrency else sweep.concurrency),
+                    limit=sweep.limit, methods=tuple(sweep.methods), score=sweep.score, kinds=kinds,
+                    retry_failed=sweep.retry_failed, overrides=overrides if agent != "probe" else Overrides(),
+                )  # fmt: skip
+                runs.append(PlannedRun(config, judge, coder))
+    seen: dict[str, EvalConfig] = {}
+    for planned in runs:
+        other = seen.setdefault(planned.config.run, planned.config)
+        if other is not planned.config:
+            raise SweepError(
+                f"two runs would be named {planned.config.run!r} ({other.model} and {planned.config.model} with "
+                'different settings); give one [[models]] entry a label = "..." to name its runs'
+            )
+    return runs
+
+
+def run_state(store: RunStore, config: EvalConfig, method_ids: list[str]) -> str:
+    """Where a run stands: ``new``, ``finished`` (nothing left to run), ``partial``, or ``conflict``.
+
+    ``conflict``: the run exists with other options (``EvalConfig.identity``), so it cannot be resumed.
+    A failed episode counts as finished unless the run retries failed episodes.
+    """
+    rows = store.query("SELECT id FROM runs WHERE name = ?", (config.run,))
+    if not rows:
+        return "new"
+    run_id = int(rows[0]["id"])
+    stored = store.run_config(run_id)
+    if stored and stored != config.identity():
+        return "conflict"
+    ended = ("done",) if config.retry_failed else ("done", "failed")
+    states = {
+        row["method_id"]: row["state"]
+        for row in store.query("SELECT method_id, state FROM episodes WHERE run_id = ?", (run_id,))
+    }
+    return "finished" if all(states.get(m) in ended for m in method_ids) else "partial"

@@ -1,0 +1,159 @@
+"""`pau-mcp sweep FILE`: a whole comparison from one TOML file, resumable, ending with the report."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fakellm import FakeLLM
+from test_eval import brain
+
+from pau_mcp.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+PROBE = """
+suites = ["builtin"]
+agents = ["probe"]
+modes = ["interactive", "incontext"]
+methods = ["builtin/b001", "builtin/b002"]
+"""
+
+
+def _sweep(tmp_path: Path, text: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    path = tmp_path / "sweep.toml"
+    path.write_text(text)
+    plain = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "pau_mcp", "sweep", str(path), "--data-dir", str(tmp_path), "--workers", "1", *extra],
+        env=plain | {"COLUMNS": "250"} | (env or {}), cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def _invoke(tmp_path: Path, text: str, *extra: str):  # type: ignore[no-untyped-def]
+    """The command in this process, for what ends before any run starts."""
+    path = tmp_path / "sweep.toml"
+    path.write_text(text)
+    runner = CliRunner()
+    return runner.invoke(main, ["sweep", str(path), "--data-dir", str(tmp_path), *extra], env={"COLUMNS": "250"})
+
+
+def _attempts(tmp_path: Path) -> dict[tuple[str, str], int]:
+    rows = sqlite3.connect(tmp_path / "runs.db").execute(
+        "SELECT r.name, e.method_id, e.attempts FROM episodes e JOIN runs r ON e.run_id = r.id"
+    )
+    return {(run, method): attempts for run, method, attempts in rows}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (PROBE + "limt = 3\n", "limt: unknown key"),
+        (PROBE.replace("agents = [\"probe\"]", "agents = [\"paper\"]") + '[[models]]\nmodel = "gpt-4o"\n', "models[0].model"),
+        (PROBE.replace("agents = [\"probe\"]", "agents = [\"paper\"]") + '[[models]]\nmodel = "openai/m"\ntemprature = 1\n', "models[0].temprature: unknown key"),
+        (PROBE.replace("agents = [\"probe\"]", "agents = [\"paper\"]"), "the paper agent needs at least one [[models]]"),
+        (PROBE.replace('"incontext"', '"in-context"'), "modes[1]"),
+        (PROBE + "concurrency = 0\n", "concurrency"),
+        ("suites = [\n", "not valid TOML"),
+    ],
+)  # fmt: skip
+def test_a_bad_sweep_file_is_refused_before_anything_runs_saying_where(tmp_path, text, expected):
+    done = _invoke(tmp_path, text)
+    assert done.exit_code == 2, done.output
+    assert expected in done.output and "sweep.toml" in done.output
+    assert not (tmp_path / "runs.db").exists()
+
+
+def test_two_entries_that_would_share_a_run_name_are_refused_with_the_fix(tmp_path):
+    text = PROBE.replace('agents = ["probe"]', 'agents = ["paper"]')
+    text += '[[models]]\nmodel = "openai/m"\ntemperature = 0\n[[models]]\nmodel = "openai/m"\ntemperature = 1\n'
+    done = _invoke(tmp_path, text)
+    assert done.exit_code == 2
+    assert "builtin-paper-interactive-openai-m" in done.output and "label" in done.output
+
+
+def test_a_dry_run_lists_each_run_by_the_name_eval_gives_it(tmp_path):
+    text = PROBE.replace('agents = ["probe"]', 'agents = ["paper", "probe"]')
+    text += '[[models]]\nmodel = "openai/m-1"\n[[models]]\nmodel = "anthropic/claude-x"\nlabel = "claude"\n'
+    done = _invoke(tmp_path, text, "--dry-run")
+    assert done.exit_code == 0, done.output
+    names = [line.split()[0] for line in done.output.splitlines() if line.startswith("builtin-")]
+    assert names == [
+        "builtin-paper-interactive-openai-m-1", "builtin-paper-incontext-openai-m-1",
+        "builtin-paper-interactive-claude", "builtin-paper-incontext-claude",
+        "builtin-probe-interactive-none", "builtin-probe-incontext-none",
+    ]  # fmt: skip
+    assert not (tmp_path / "runs.db").exists() or not _attempts(tmp_path)
+
+
+def test_a_probe_sweep_runs_every_run_and_ends_with_the_report_over_them(tmp_path):
+    done = _sweep(tmp_path, PROBE)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "run builtin-probe-interactive-none: 2 episodes finished now" in done.stdout
+    assert "run builtin-probe-incontext-none: 2 episodes finished now" in done.stdout
+    report = done.stdout.split("run builtin-probe-incontext-none")[1]
+    assert "builtin-probe-interactive-none" in report and "builtin-probe-incontext-none" in report
+    assert "Code match" in report or "code match" in report.lower()
+    assert set(_attempts(tmp_path).values()) == {1} and len(_attempts(tmp_path)) == 4
+
+
+def test_a_resumed_sweep_skips_finished_runs_and_runs_only_the_new_ones(tmp_path):
+    first = _sweep(tmp_path, PROBE.replace('"interactive", "incontext"', '"interactive"'))
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = _attempts(tmp_path)
+
+    again = _sweep(tmp_path, PROBE)
+
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "builtin-probe-interactive-none" in again.stdout and "skip: finished" in again.stdout
+    assert "run builtin-probe-interactive-none:" not in again.stdout
+    assert "run builtin-probe-incontext-none: 2 episodes finished now" in again.stdout
+    after = _attempts(tmp_path)
+    assert {k: v for k, v in after.items() if k in before} == before  # nothing finished ran again
+    assert len(after) == 4
+
+
+def test_a_sweep_whose_run_exists_with_other_options_stops_before_running_anything(tmp_path):
+    first = _sweep(tmp_path, PROBE.replace('"interactive", "incontext"', '"incontext"') + "budget = 5\n")
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = _attempts(tmp_path)
+    other = _sweep(tmp_path, PROBE + "budget = 7\n")
+    assert other.returncode == 2
+    assert "builtin-probe-incontext-none" in other.stderr and "budget" in other.stderr
+    assert _attempts(tmp_path) == before
+
+
+def test_a_paper_agent_sweep_gives_each_model_its_own_settings(tmp_path):
+    text = """
+suites = ["builtin"]
+agents = ["paper"]
+modes = ["interactive"]
+methods = ["builtin/b001", "builtin/b002"]
+judge_model = "openai/fake-judge"
+coder_model = "openai/fake-judge"
+
+[[models]]
+model = "openai/fake-a"
+temperature = 0.5
+concurrency = 1
+
+[[models]]
+model = "openai/fake-b"
+max_tokens = 123
+"""
+    with FakeLLM(responder=brain) as fake:
+        done = _sweep(tmp_path, text, env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"})
+        requests = list(fake.requests)
+    assert done.returncode == 0, done.stderr[-3000:]
+    agent = [r for r in requests if r.get("model") in ("fake-a", "fake-b") and "messages" in r]
+    assert {r.get("temperature") for r in agent if r["model"] == "fake-a"} == {0.5}
+    assert {r.get("max_tokens") or r.get("max_completion_tokens") for r in agent if r["model"] == "fake-b"} >= {123}
+    assert "run builtin-paper-interactive-openai-fake-a: 2 episodes finished now" in done.stdout
+    assert "run builtin-paper-interactive-openai-fake-b: 2 episodes finished now" in done.stdout
+    judged = sqlite3.connect(tmp_path / "runs.db").execute("SELECT COUNT(*) FROM scores WHERE kind = 'judge'")
+    assert judged.fetchone()[0] == 4
