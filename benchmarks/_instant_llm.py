@@ -1,6 +1,7 @@
 """An instant scripted model for benchmarks, served from its own process (as a real provider would be).
 
-Prints its base URL on stdout, then serves until stdin closes. The script: a tools
+Prints its base URL on stdout, then serves until stdin closes. ``--delay-ms N`` holds each chat reply for N ms,
+as a provider's latency would (without using CPU meanwhile). The script: a tools
 agent makes 20 tool calls and submits; the judge rates 2; the code writer returns
 a constant function.
 
@@ -13,6 +14,8 @@ http.server).
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import sys
 import threading
@@ -30,6 +33,8 @@ from pau_mcp import eventloop  # noqa: E402
 from pau_mcp.listening import listening_socket  # noqa: E402
 
 __all__ = ["instant"]
+
+_DELAY_S = 0.0
 
 
 def instant(body: dict) -> Reply | str:
@@ -59,6 +64,8 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["method"] == "GET" and scope["path"].rstrip("/").endswith("/models"):  # what the preflight asks
         status, payload = 200, {"object": "list", "data": [{"id": "instant", "object": "model", "owned_by": "bench"}]}
     elif scope["method"] == "POST" and scope["path"].rstrip("/").endswith("/chat/completions"):
+        if _DELAY_S:
+            await asyncio.sleep(_DELAY_S)
         request = json.loads(b"".join(chunks))
         decided = instant(request)
         status, payload = 200, openai_body(request, Reply(text=decided) if isinstance(decided, str) else decided)
@@ -71,6 +78,10 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 def main() -> None:
+    global _DELAY_S
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="latency added to each chat reply")
+    _DELAY_S = parser.parse_args().delay_ms / 1000
     sock = listening_socket("127.0.0.1", 0)
     server = uvicorn.Server(
         uvicorn.Config(_app, loop="uvloop", http="httptools", lifespan="off", log_level="warning", access_log=False)
