@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -117,8 +118,10 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
-        # Ray's workers inherit this process's environment: their node data directory (LLM cache) is private.
+        # Ray's workers inherit this process's environment: their node data directory (LLM cache) is private, and
+        # so are Ray's own directory and token (Ray would otherwise write one into ~/.ray for every later cluster).
         os.environ["PAU_MCP_DATA_DIR"] = str(tmp / "node")
+        os.environ.update(RAY_TMPDIR=str(tmp / "ray"), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
         instant, slow = _Model(0), _Model(options.delay_ms)
         try:
             fast_rows = [

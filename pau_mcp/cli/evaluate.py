@@ -230,7 +230,9 @@ def summary(run: str, progress, on_ray: bool = False) -> list[str]:  # type: ign
         f"${progress.cost_usd:.4f}"
     ]
     if on_ray:
-        lines.append(f"on Ray: {progress.workers} workers at the end, {progress.rerun} re-run after a lost worker")
+        lines.append(
+            f"on Ray: episodes played by {progress.workers} workers; {progress.rerun} re-run after a lost worker"
+        )
     return lines
 
 

@@ -235,7 +235,9 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         f"mean return {mean}; {progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f}"
     )
     if cluster is not None:
-        click.echo(f"on Ray: {progress.workers} workers at the end, {progress.rerun} re-run after a lost worker")
+        click.echo(
+            f"on Ray: episodes played by {progress.workers} workers; {progress.rerun} re-run after a lost worker"
+        )
     for path in written.values():
         click.echo(f"wrote {path}")
     for line in progress.errors[:10]:

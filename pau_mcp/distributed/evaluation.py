@@ -144,7 +144,7 @@ async def ray_episodes(
         except ClusterError as exc:
             raise EvalError(str(exc)) from None
         finally:
-            progress.workers, progress.rerun = pool.live, pool.rerun
+            progress.workers, progress.rerun = pool.played, pool.rerun
         return record
 
     async with pool:

@@ -67,6 +67,7 @@ class WorkerPool:
         self.cluster = cluster
         self.name = name
         self.rerun = 0
+        self._played: set[int] = set()
         self._remote = ray.remote(factory)
         self._setup = ray.put(setup)
         # Every worker can take the whole run's concurrency: after losses, the survivors carry it all.
@@ -83,6 +84,11 @@ class WorkerPool:
     def live(self) -> int:
         """Workers ready to play."""
         return len(self._ready)
+
+    @property
+    def played(self) -> int:
+        """Workers that have played at least one episode to its end."""
+        return len(self._played)
 
     async def __aenter__(self) -> WorkerPool:
         self._group = anyio.create_task_group()
@@ -186,7 +192,9 @@ class WorkerPool:
             worker = await self._pick()
             worker.inflight += 1
             try:
-                return await worker.handle.play.remote(*args)
+                result = await worker.handle.play.remote(*args)
+                self._played.add(id(worker))
+                return result
             except self._lost_types as exc:
                 self._lose(worker, _first_line(exc))
             except Exception as exc:

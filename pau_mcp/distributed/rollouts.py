@@ -109,7 +109,7 @@ async def ray_rollouts(
         except ClusterError as exc:
             raise RolloutError(str(exc)) from None
         finally:
-            progress.workers, progress.rerun = pool.live, pool.rerun
+            progress.workers, progress.rerun = pool.played, pool.rerun
         return record
 
     async with pool:

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 import anyio
+import anyio.abc
 import httpx2
 import mcp_types as types
 from httpx_aiohttp.httpx2 import AiohttpTransport
@@ -96,7 +97,7 @@ class EvalConfig:
 class RunProgress:
     """Live totals of a run, for the progress display and the summary.
 
-    ``workers`` counts the Ray workers running episodes (0: this process runs them), and ``rerun`` the
+    ``workers`` counts the Ray workers that played episodes (0: this process plays them), and ``rerun`` the
     episodes run again elsewhere after their worker was lost.
     """
 
@@ -365,10 +366,17 @@ async def run_eval(
     tools = {m.id: tool_name(deployment_key, m.id) for m in todo}
     limiter = anyio.Semaphore(max(1, config.concurrency))
 
-    async def one(method: Method, play: Play) -> None:
+    stop: list[EvalError] = []  # what ends the whole run (no Ray worker left): raised once the rest is cancelled
+
+    async def one(method: Method, play: Play, group: anyio.abc.TaskGroup) -> None:
         async with limiter:
             attempt = store.start_episode(run_id, method.id)
-            record = await play(method, tools[method.id], attempt)
+            try:
+                record = await play(method, tools[method.id], attempt)
+            except EvalError as exc:
+                stop.append(exc)
+                group.cancel_scope.cancel()
+                return
             if store.import_episode(run_id, method.id, attempt, record.result, record.session):
                 _count(progress, record)
             if on_progress:
@@ -382,7 +390,9 @@ async def run_eval(
         episodes = ray_episodes(cluster, settings, config, deployment_key, progress)
     async with episodes as play, anyio.create_task_group() as group:
         for method in todo:
-            group.start_soon(one, method, play)
+            group.start_soon(one, method, play, group)
+    if stop:
+        raise stop[0]
     return progress
 
 

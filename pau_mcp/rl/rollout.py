@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from ..llm import LLMClient, LLMError
 from ..manifests import Method
@@ -252,16 +253,24 @@ async def run_rollout(
         return progress
     limiter = anyio.Semaphore(max(1, config.concurrency))
 
-    async def one(method: Method, play: PlayRollout) -> None:
+    stop: list[Exception] = []  # what ends the whole run: raised once the episodes in flight are cancelled
+
+    async def one(method: Method, play: PlayRollout, group: anyio.abc.TaskGroup) -> None:
         async with limiter:
             attempt = store.start_episode(run_id, method.id)
-            record = await play(method, attempt)
+            try:
+                record = await play(method, attempt)
+            except RolloutError as exc:
+                stop.append(exc)
+                group.cancel_scope.cancel()
+                return
             if store.import_episode(run_id, method.id, attempt, record.result):
                 _count(progress, record)
             if on_progress:
                 on_progress(progress)
             if record.fatal is not None:
-                raise record.fatal
+                stop.append(record.fatal)
+                group.cancel_scope.cancel()
 
     if cluster is None:
         if llm is None or critic is None or runtime is None:
@@ -272,13 +281,15 @@ async def run_rollout(
 
         async with anyio.create_task_group() as group:
             for method in todo:
-                group.start_soon(one, method, here)
-        return progress
-    from ..distributed.rollouts import ray_rollouts
+                group.start_soon(one, method, here, group)
+    else:
+        from ..distributed.rollouts import ray_rollouts
 
-    async with ray_rollouts(cluster, settings, config, progress) as play, anyio.create_task_group() as group:
-        for method in todo:
-            group.start_soon(one, method, play)
+        async with ray_rollouts(cluster, settings, config, progress) as play, anyio.create_task_group() as group:
+            for method in todo:
+                group.start_soon(one, method, play, group)
+    if stop:
+        raise stop[0]
     return progress
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# Token authentication with a token of these tests' own, never a file in the home directory (which would change
+# how every other Ray cluster of this user starts). Ray reads the mode once, when it is imported: this process
+# (a driver in test_ray_pool.py) gets it before that.
+AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+os.environ.update(AUTH)
 
 pytest.importorskip("ray", reason="the distributed tests need Ray: pip install 'pau-mcp[ray]'")
 
@@ -44,8 +51,10 @@ class LocalCluster:
         self.node_data = base / "node-data"
         self.nodes: dict[str, subprocess.Popen] = {}
         self._count = 0
+        self.auth = AUTH
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "RAY_"))},
+            **self.auth,
             "PAU_MCP_DATA_DIR": str(self.node_data),
             "PAU_MCP_WORKERS": "1",  # two cores: one sandbox worker per server and scorer is plenty
             "TMPDIR": str(base / "tmp"),
@@ -55,6 +64,10 @@ class LocalCluster:
             "RAY_health_check_failure_threshold": "3",
         }
         (base / "tmp").mkdir(parents=True, exist_ok=True)
+
+    def driver_env(self) -> dict[str, str]:
+        """The environment of a command run against this cluster: no PAU_ or RAY_ settings but its token."""
+        return {**{k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "RAY_"))}, **self.auth}
 
     def _start(self, name: str, *args: str) -> subprocess.Popen:
         log = (self.base / f"{name}.log").open("w")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import subprocess
@@ -25,10 +24,6 @@ def _eval(data: Path, db: Path, *extra: str) -> list[str]:
         sys.executable, "-m", "pau_mcp", "eval", "--agent", "probe", "--suite", "builtin", "--limit", LIMIT,
         "--run", "probe", "--data-dir", str(data), "--db", str(db), "--workers", "1", "--concurrency", "4", *extra,
     ]  # fmt: skip
-
-
-def _driver_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "RAY_"))}
 
 
 def _results(db: Path) -> list[tuple]:
@@ -62,13 +57,18 @@ def test_a_run_that_loses_a_ray_worker_mid_run_ends_with_the_results_of_a_single
     ray_cluster.ensure_workers(2)
     data = tmp_path / "data"
     single = subprocess.run(
-        _eval(data, tmp_path / "single.db"), env=_driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600
+        _eval(data, tmp_path / "single.db"),
+        env=ray_cluster.driver_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert single.returncode == 0, single.stderr[-3000:]
 
     db = tmp_path / "ray.db"
     spread = subprocess.Popen(
-        _eval(data, db, "--ray", ray_cluster.address), env=_driver_env(), cwd=ROOT, stdout=subprocess.PIPE,
+        _eval(data, db, "--ray", ray_cluster.address), env=ray_cluster.driver_env(), cwd=ROOT, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 400
@@ -100,7 +100,7 @@ def test_a_ray_worker_gets_the_tool_key_from_the_driver_and_no_log_holds_it(tmp_
     done = subprocess.run(
         _eval(data, tmp_path / "runs.db", "--ray", ray_cluster.address, "--methods", "builtin/b001", "--methods",
               "builtin/b002"),
-        env=_driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env=ray_cluster.driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     key = (data / "tool.key").read_text().strip()
@@ -123,10 +123,12 @@ def test_a_sweep_on_a_ray_cluster_runs_there_and_a_second_time_skips_what_is_fin
     command = [
         sys.executable, "-m", "pau_mcp", "sweep", str(sweep), "--data-dir", str(tmp_path), "--ray", ray_cluster.address,
     ]  # fmt: skip
-    first = subprocess.run(command, env=_driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    first = subprocess.run(command, env=ray_cluster.driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert first.stdout.count("3 episodes finished now") == 2 and first.stdout.count("on Ray: 2 workers") == 2
-    second = subprocess.run(command, env=_driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert first.stdout.count("3 episodes finished now") == 2 and first.stdout.count("on Ray: episodes played by") == 2
+    second = subprocess.run(
+        command, env=ray_cluster.driver_env(), cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert second.returncode == 0, second.stderr[-3000:]
     assert second.stdout.count("skip: finished") == 2 and "episodes finished now" not in second.stdout
     assert "Ray cluster" not in second.stderr  # nothing left to run: the cluster is not even joined

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 import subprocess
@@ -24,13 +23,13 @@ METHODS = ("builtin/b001", "builtin/b002", "builtin/b003", "builtin/b004", "buil
 def _rollout(data: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "pau_mcp", "rl", "rollout", "--model", "openai/fake-policy", "--critic-model",
-        "openai/fake-critic", "--run", "r", "--data-dir", str(data), "--out", str(data / "out"), "--concurrency", "4",
+        "openai/fake-critic", "--run", "r", "--data-dir", str(data), "--out", str(data / "out"), "--concurrency", "2",
         "--budget", "6", "--workers", "0", *[item for m in METHODS for item in ("--methods", m)], *extra,
     ]  # fmt: skip
 
 
-def _env(fake: FakeLLM) -> dict[str, str]:
-    plain = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "RAY_", "OPENAI_"))}
+def _env(fake: FakeLLM, cluster) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    plain = {k: v for k, v in cluster.driver_env().items() if not k.startswith("OPENAI_")}
     return {**plain, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"}
 
 
@@ -54,20 +53,26 @@ def test_a_rollout_that_loses_a_ray_worker_mid_run_ends_with_the_trajectories_of
 
     def slow(body: dict) -> Reply:
         reply = brain(body)
-        return Reply(text=reply, delay_s=0.02) if isinstance(reply, str) else reply
+        return Reply(text=reply, delay_s=0.05) if isinstance(reply, str) else reply
 
     with FakeLLM(responder=slow) as fake:
         local = subprocess.run(
-            _rollout(tmp_path / "local"), env=_env(fake), cwd=ROOT, capture_output=True, text=True, timeout=600
+            _rollout(tmp_path / "local"),
+            env=_env(fake, ray_cluster),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert local.returncode == 0, local.stderr[-3000:]
         spread_dir = tmp_path / "ray"
         spread = subprocess.Popen(
-            _rollout(spread_dir, "--ray", ray_cluster.address), env=_env(fake), cwd=ROOT, stdout=subprocess.PIPE,
+            _rollout(spread_dir, "--ray", ray_cluster.address), env=_env(fake, ray_cluster), cwd=ROOT, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + 400
-        while _done(spread_dir / "runs.db") < 1 and spread.poll() is None and time.monotonic() < deadline:
+        # Two in flight, one on each worker: after the first two, each worker is in the middle of its next one.
+        while _done(spread_dir / "runs.db") < 2 and spread.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         ray_cluster.kill(ray_cluster.workers()[-1])
         out, err = spread.communicate(timeout=600)

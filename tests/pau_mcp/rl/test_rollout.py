@@ -101,3 +101,16 @@ def test_resuming_with_other_options_is_refused(tmp_path):
         other = subprocess.run(_command(tmp_path, "r", "--critic-mode", "symmetric"), env=_env(fake), cwd=ROOT,
                                capture_output=True, text=True, timeout=300)  # fmt: skip
     assert other.returncode == 1 and "exists with another configuration" in other.stderr
+
+
+def test_a_rejected_key_ends_the_rollout_in_one_line_and_records_the_failed_episode(tmp_path):
+    with FakeLLM(responder=brain) as fake:
+        fake.fail(401, message="invalid api key")
+        done = subprocess.run(
+            _command(tmp_path, "r", "--concurrency", "1"), env=_env(fake), cwd=ROOT, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "invalid api key" in done.stderr and "Traceback" not in done.stderr
+    failed = sqlite3.connect(tmp_path / "runs.db").execute("SELECT error FROM episodes WHERE state = 'failed'")
+    assert ["invalid api key" in error for (error,) in failed.fetchall()] == [True]
