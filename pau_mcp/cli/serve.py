@@ -15,13 +15,17 @@ from rich.table import Table
 from .. import eventloop
 from ..config import options
 from ..manifests import ManifestError
+from ..runstore import StoreError
 from .common import err, settings_from, step_printer
 
 __all__ = ["call", "methods", "serve"]
 
 _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers",
+    "max_argument_kb",
 )  # fmt: skip
+# Limits of the HTTP transport only.
+_HTTP_SETTINGS = ("max_sessions", "session_idle_s", "max_connections", "read_timeout_s")
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = ("judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
 
@@ -83,7 +87,7 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 )
 @click.option("--benchmark-noop", is_flag=True, hidden=True, help="Add a no-op tool (for benchmarks/mcp.py).")
 @_selection
-@options(*_SERVE_SETTINGS, *_FEEDBACK_SETTINGS)
+@options(*_SERVE_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int, benchmark_noop: bool,
           suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
@@ -105,7 +109,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
             progress=step_printer(),
             processes=True,
         )
-    except ManifestError as exc:
+    except (ManifestError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     server = build_server(service, sessions, page_size=page_size, noop_tool=benchmark_noop)
     logging.getLogger("pau_mcp.server").info(
@@ -147,7 +151,7 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
         service, sessions = create_service(
             settings, list(suites) or ["builtin"], _split(methods), "cli", "cli", progress=step_printer()
         )
-    except ManifestError as exc:
+    except (ManifestError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     exposed = service.catalog.find(tool)
     if exposed is None:

@@ -45,6 +45,7 @@ def create_service(
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_id = store.ensure_run(run_name, kind="serve", config={"suites": list(suites), "budget": settings.budget})
     service = MethodService(
-        catalog, settings.sandbox(progress=progress, processes=processes), store, settings.budget, feedback
-    )
+        catalog, settings.sandbox(progress=progress, processes=processes), store, settings.budget, feedback,
+        max_argument_bytes=settings.max_argument_kb * 1024,
+    )  # fmt: skip
     return service, Sessions(store, run_id, transport)

@@ -6,22 +6,34 @@ call from the command line behaves exactly like a call from an agent.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import math
+import sqlite3
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import jsonschema
 
 from wasm_runtime import InvalidInput, Outcome, Sandbox, Status, parse_arguments
 
-from ..manifests import call_text
 from ..runstore import CallRecord, RunStore
 from .catalog import Catalog, Exposed
 
 __all__ = ["Feedback", "MethodService", "Reply", "SessionState", "Sessions"]
+
+log = logging.getLogger("pau_mcp.server")
+
+#: Arguments of at most this many bytes are checked and recorded on the event loop; larger ones in a thread, so
+#: one big call never holds up the other sessions' requests (moving every call costs the small ones ~5%).
+_INLINE_BYTES = 8 * 1024
+#: How much of a refused call's arguments the run store keeps (with their full size).
+_KEPT_CHARS = 1024
 
 #: Feedback on a submission: called with (method id, description, code, submission_id=...), returns what the
 #: agent may see (and records the scores under the submission).
@@ -118,16 +130,19 @@ class MethodService:
         store: Where calls and submissions are recorded.
         budget: Counted calls allowed per method per session; 0 for no limit.
         feedback: Scores a submission for the agent (``--feedback score``); None records only.
+        max_argument_bytes: Largest arguments of one call, in bytes of JSON (``--max-argument-kb``).
     """
 
     def __init__(
-        self, catalog: Catalog, sandbox: Sandbox, store: RunStore, budget: int, feedback: Feedback | None = None
-    ) -> None:
+        self, catalog: Catalog, sandbox: Sandbox, store: RunStore, budget: int, feedback: Feedback | None = None,
+        max_argument_bytes: int = 64 * 1024,
+    ) -> None:  # fmt: skip
         self.catalog = catalog
         self.sandbox = sandbox
         self.store = store
         self.budget = budget
         self.feedback = feedback
+        self.max_argument_bytes = max_argument_bytes
         self._validators = {e.tool: jsonschema.Draft202012Validator(e.input_schema()) for e in catalog}
 
     def arguments(self, exposed: Exposed, given: dict[str, Any] | None) -> tuple[tuple[Any, ...], str]:
@@ -146,7 +161,12 @@ class MethodService:
         if "args" in given:
             if len(given) > 1:
                 raise InvalidInput(f"give either `args` or {', '.join(names)}, not both. {self._how(exposed)}")
-            args = parse_arguments(given["args"])
+            try:
+                args = parse_arguments(given["args"])
+            except InvalidInput as exc:
+                if "integer string conversion" in str(exc):  # CPython's own words, which advise a setting agents lack
+                    raise InvalidInput(_HUGE_INT) from None
+                raise
         else:
             missing = [n for n in names if n not in given]
             if missing:
@@ -158,7 +178,10 @@ class MethodService:
             raise InvalidInput(
                 f"{exposed.method.header[4:-1]} takes {len(names)} argument{'s' * (len(names) != 1)}, got {len(args)}. {self._how(exposed)}"
             )
-        literal = repr(args)
+        try:
+            literal = repr(args)
+        except ValueError:  # an int with more digits than Python converts to text (a hex literal can make one)
+            raise InvalidInput(_HUGE_INT) from None
         return args, literal
 
     @staticmethod
@@ -175,16 +198,27 @@ class MethodService:
     async def call(self, state: SessionState, exposed: Exposed, given: dict[str, Any] | None) -> Reply:
         """One call of a method tool.
 
-        Malformed arguments and calls over budget are errors that do not
-        count and never reach the sandbox; every other call counts, whatever
-        the function does. Each call is in the run store before this returns.
+        Oversized or malformed arguments and calls over budget are refused in one line: they do not count and
+        never reach the sandbox. Every other call counts, whatever the function does, and is in the run store
+        before this returns; a call the store cannot take (a full or read-only disk) does not count and its
+        result is withheld, so every answer an agent saw was recorded.
         """
-        raw = json.dumps(given or {}, sort_keys=True, default=str)
+        given = given if given is not None else {}
+        sent, size = _sent(given)
+        if size > self.max_argument_bytes:
+            message = (
+                f"Invalid arguments: they are {_kib(size)} of JSON and this server takes at most "
+                f"{_kib(self.max_argument_bytes)} per call (--max-argument-kb / PAU_MCP_MAX_ARGUMENT_KB on the "
+                "server); try smaller inputs."
+            )
+            return await self._refuse(state, exposed, sent, size, "invalid_input", message)
         try:
-            args, literal = self.arguments(exposed, given)
+            if size > _INLINE_BYTES:
+                args, literal = await anyio.to_thread.run_sync(self.arguments, exposed, given)
+            else:
+                args, literal = self.arguments(exposed, given)
         except InvalidInput as exc:
-            self._record(state, exposed, raw, counted=False, status="invalid_input", message=str(exc))
-            return Reply(text=f"Invalid arguments: {exc}", is_error=True)
+            return await self._refuse(state, exposed, sent, size, "invalid_input", f"Invalid arguments: {exc}")
         with state.lock:
             used = state.used.get(exposed.tool, 0)
             if self.budget and used >= self.budget:
@@ -194,10 +228,21 @@ class MethodService:
                 state.used[exposed.tool] = used + 1
         if over:
             message = f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used in this session); submit your description now."
-            self._record(state, exposed, literal, counted=False, status="over_budget", message=message)
-            return Reply(text=message, is_error=True)
-        outcome = await self.sandbox.acall(exposed.method.source, args, entry=exposed.method.entry)
-        self._record(state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome)
+            size = len(literal.encode("utf-8", "surrogatepass"))
+            return await self._refuse(state, exposed, literal, size, "over_budget", message)
+        outcome = _printable(await self.sandbox.acall(exposed.method.source, args, entry=exposed.method.entry))
+        large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
+        problem = await self._record(
+            state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large
+        )
+        if problem is not None:
+            with state.lock:
+                state.used[exposed.tool] -= 1
+            return Reply(
+                text=f"This call was not recorded ({problem}), so it did not count and its result is withheld; the "
+                "server's disk may be full or read-only: tell its operator.",
+                is_error=True,
+            )
         used_now = state.used[exposed.tool]
         structured = {
             "status": outcome.status.value,
@@ -209,27 +254,44 @@ class MethodService:
             "queries_used": used_now,
             "queries_left": self.left(state, exposed),
         }
-        return Reply(text=_describe(exposed, literal, outcome, used_now, self.budget), structured=structured)
+        return Reply(text=_describe(exposed, args, outcome, used_now, self.budget), structured=structured)
 
-    def _record(
+    async def _refuse(
+        self, state: SessionState, exposed: Exposed, arguments: str, size: int, status: str, message: str
+    ) -> Reply:
+        """A refused call: recorded with a bounded prefix of its arguments, answered with one line."""
+        if len(arguments) > _KEPT_CHARS:
+            arguments = f"{arguments[:_KEPT_CHARS]}... [{size:,} bytes in all; the store keeps the first {_KEPT_CHARS:,} characters]"
+        reason = message.removeprefix("Invalid arguments: ")
+        await self._record(state, exposed, arguments, counted=False, status=status, message=reason)
+        return Reply(text=" ".join(message.split()), is_error=True)
+
+    async def _record(
         self, state: SessionState, exposed: Exposed, arguments: str, counted: bool, status: str,
-        outcome: Outcome | None = None, message: str | None = None,
-    ) -> None:  # fmt: skip
-        self.store.record_call(
-            state.store_id,
-            CallRecord(
-                method_id=exposed.method.id,
-                tool=exposed.tool,
-                arguments=arguments,
-                counted=counted,
-                status=status,
-                value=outcome.value if outcome else None,
-                error_type=outcome.error_type if outcome else ("InvalidInput" if status == "invalid_input" else None),
-                error_message=outcome.error_message if outcome else message,
-                outcome=outcome.to_dict() if outcome else None,
-                duration_ms=outcome.duration_ms if outcome else None,
-            ),
+        outcome: Outcome | None = None, message: str | None = None, large: bool = False,
+    ) -> str | None:  # fmt: skip
+        """Store one call; returns None, or what kept the store from taking it (the server carries on)."""
+        record = CallRecord(
+            method_id=exposed.method.id,
+            tool=exposed.tool,
+            arguments=arguments,
+            counted=counted,
+            status=status,
+            value=outcome.value if outcome else None,
+            error_type=outcome.error_type if outcome else ("InvalidInput" if status == "invalid_input" else None),
+            error_message=outcome.error_message if outcome else message,
+            outcome=outcome.to_dict() if outcome else None,
+            duration_ms=outcome.duration_ms if outcome else None,
         )
+        try:
+            if large:
+                await anyio.to_thread.run_sync(self.store.record_call, state.store_id, record)
+            else:
+                self.store.record_call(state.store_id, record)
+        except (sqlite3.Error, OSError) as exc:
+            log.error("a %s call of %s could not be recorded: %s", status, exposed.tool, exc)
+            return f"run store: {exc}"
+        return None
 
     async def submit(self, state: SessionState, method: str, description: str, code: str | None) -> Reply:
         """Record a final description (and optional code) for a method the session can see."""
@@ -256,8 +318,48 @@ class MethodService:
         return Reply(text=text, structured=structured)
 
 
-def _describe(exposed: Exposed, literal: str, outcome: Outcome, used: int, budget: int) -> str:
-    call = call_text(exposed.method.entry, literal)
+_HUGE_INT = (
+    f"an integer in the arguments has more than {sys.get_int_max_str_digits() or 4300:,} digits, the most Python "
+    "turns into text and back; use a smaller number."
+)
+
+
+def _sent(given: dict[str, Any]) -> tuple[str, int]:
+    """The arguments as recorded (JSON, sorted keys) and their size in bytes as a client sends them."""
+    try:
+        compact = json.dumps(given, ensure_ascii=False, separators=(",", ":"), default=str)
+    except ValueError:  # an integer too long to print: measured by its literal, refused on parsing
+        return repr(given)[:_KEPT_CHARS], 0
+    size = len(compact.encode("utf-8", "surrogatepass"))
+    return json.dumps(given, sort_keys=True, default=str), size
+
+
+def _kib(size: int) -> str:
+    return f"{size // 1024:,} KiB" if size % 1024 == 0 else f"{size / 1024:,.1f} KiB"
+
+
+def _valid_text(text: str) -> str:
+    """Text that can be encoded: a lone surrogate (from a function's output) becomes its escape, e.g. \\ud800."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _printable(outcome: Outcome) -> Outcome:
+    """The outcome with every text valid Unicode, so that JSON replies and the run store can carry it."""
+    changes = {
+        name: _valid_text(value)
+        for name in ("value", "value_type", "error_type", "error_message", "stdout")
+        if isinstance(value := getattr(outcome, name), str) and not value.isascii()
+    }
+    return dataclasses.replace(outcome, **changes) if changes else outcome
+
+
+def _describe(exposed: Exposed, args: tuple[Any, ...], outcome: Outcome, used: int, budget: int) -> str:
+    # The call as the agent wrote it, from the argument reprs (linear; re-parsing the literal was quadratic).
+    call = f"{exposed.method.entry}({', '.join(map(repr, args))})"
     if outcome.status is Status.OK:
         text = f"{call} returned {outcome.value}"
     elif outcome.status is Status.ERROR:
