@@ -91,7 +91,7 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int, benchmark_noop: bool,
           suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
-    from ..server import TransportError, build_server, create_service, run_http, run_stdio
+    from ..server import TransportError, build_server, create_service, message_limit, run_http, run_stdio
 
     settings = settings_from(values)
     _logging(settings)
@@ -117,7 +117,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
     )
     try:
         if transport == "stdio":
-            eventloop.run(run_stdio, server)
+            eventloop.run(run_stdio, server, message_limit(settings.max_argument_kb * 1024))
         else:
             run_http(server, host, port, settings.token, stateless)
     except TransportError as exc:

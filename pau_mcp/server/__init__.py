@@ -11,6 +11,7 @@ from .catalog import OUTPUT_SCHEMA, Catalog, Exposed
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply, Sessions, SessionState
 from .transport import TransportError, run_http, run_stdio
+from .wire import message_limit
 
 __all__ = [
     "OUTPUT_SCHEMA",
@@ -27,6 +28,7 @@ __all__ = [
     "build_server",
     "create_service",
     "http_server",
+    "message_limit",
     "run_http",
     "run_stdio",
 ]

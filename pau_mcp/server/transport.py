@@ -9,12 +9,12 @@ from typing import Any
 import uvicorn
 from mcp.server import Server
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from .. import eventloop
 from ..listening import is_loopback, listening_socket, shown_host
 from .app import initialization_options, verify_bearer
+from .stdio import stdio_streams
 
 __all__ = ["TransportError", "run_http", "run_stdio"]
 
@@ -25,9 +25,14 @@ class TransportError(RuntimeError):
     """The server cannot start as asked; the message says how to fix the command."""
 
 
-async def run_stdio(server: Server[Any]) -> None:
-    """Serve one session on stdin/stdout until stdin closes (so a killed client never leaves the server behind)."""
-    async with stdio_server() as (read_stream, write_stream):
+async def run_stdio(server: Server[Any], max_message_bytes: int = 1 << 20) -> None:
+    """Serve one session on stdin/stdout until stdin closes (so a killed client never leaves the server behind).
+
+    Args:
+        server: The MCP server.
+        max_message_bytes: The longest line read (``message_limit``); longer ones are refused, not held.
+    """
+    async with stdio_streams(max_message_bytes) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, initialization_options(server))
 
 
