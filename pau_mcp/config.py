@@ -131,6 +131,14 @@ SETTINGS: dict[str, SettingSpec] = {
             float,
         ),
         SettingSpec(
+            "allowed_hosts",
+            "PAU_MCP_ALLOWED_HOSTS",
+            "--allowed-host",
+            "Another host name HTTP clients may use, e.g. a reverse proxy's (repeatable; in the variable, separated by ':').",
+            str,
+            multiple=True,
+        ),
+        SettingSpec(
             "judge_model",
             "PAU_JUDGE_MODEL",
             "--judge-model",
@@ -186,10 +194,11 @@ class Settings(BaseModel):
     memory_mb: int = Field(256, ge=96, le=4096)
     max_output_kb: int = Field(64, ge=1, le=16 * 1024)
     max_argument_kb: int = Field(64, ge=1, le=16 * 1024)
-    max_sessions: int = Field(256, ge=1, le=100_000)
+    max_sessions: int = Field(500, ge=1, le=100_000)
     session_idle_s: float = Field(1800.0, gt=0, le=7 * 24 * 3600)
     max_connections: int = Field(1000, ge=8, le=100_000)
     read_timeout_s: float = Field(10.0, gt=0, le=3600)
+    allowed_hosts: tuple[str, ...] = ()
     manifests: tuple[Path, ...] = ()
     db: Path | None = None
     workers: int | None = Field(None, ge=0, le=256)

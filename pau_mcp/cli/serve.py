@@ -25,7 +25,7 @@ _SERVE_SETTINGS = (
     "max_argument_kb",
 )  # fmt: skip
 # Limits of the HTTP transport only.
-_HTTP_SETTINGS = ("max_sessions", "session_idle_s", "max_connections", "read_timeout_s")
+_HTTP_SETTINGS = ("max_sessions", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts")
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = ("judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
 
@@ -91,7 +91,7 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int, benchmark_noop: bool,
           suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
-    from ..server import TransportError, build_server, create_service, message_limit, run_http, run_stdio
+    from ..server import HTTPLimits, TransportError, build_server, create_service, message_limit, run_http, run_stdio
 
     settings = settings_from(values)
     _logging(settings)
@@ -119,7 +119,15 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
         if transport == "stdio":
             eventloop.run(run_stdio, server, message_limit(settings.max_argument_kb * 1024))
         else:
-            run_http(server, host, port, settings.token, stateless)
+            limits = HTTPLimits(
+                message_bytes=message_limit(settings.max_argument_kb * 1024),
+                max_sessions=settings.max_sessions,
+                session_idle_s=settings.session_idle_s,
+                max_connections=settings.max_connections,
+                read_timeout_s=settings.read_timeout_s,
+                allowed_hosts=settings.allowed_hosts,
+            )
+            run_http(server, host, port, settings.token, stateless, limits=limits)
     except TransportError as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:

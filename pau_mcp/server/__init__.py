@@ -10,7 +10,7 @@ from .app import PAGE_SIZE, build_server
 from .catalog import OUTPUT_SCHEMA, Catalog, Exposed
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply, Sessions, SessionState
-from .transport import TransportError, run_http, run_stdio
+from .transport import HTTPLimits, TransportError, run_http, run_stdio
 from .wire import message_limit
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "Catalog",
     "Exposed",
     "Feedback",
+    "HTTPLimits",
     "LaunchError",
     "MethodService",
     "Reply",
