@@ -105,7 +105,15 @@ MIGRATIONS: list[str] = [
 
 
 class StoreError(RuntimeError):
-    """The run store cannot be opened or is from a newer version; the message says what to do."""
+    """The run store cannot be opened or written, or is from a newer version; the message says what to do.
+
+    Attributes:
+        reason: What SQLite or the file system said (``disk I/O error``, ...), for a one-line note elsewhere.
+    """
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 def utc_now() -> str:
@@ -204,16 +212,23 @@ class RunStore:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction, committed on exit (rolled back on error, including a commit that fails)."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                if _unwritable(exc):
+                    raise StoreError(_unusable(self.path, exc), reason=str(exc)) from exc
+                raise
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 # A failed COMMIT (a full disk) leaves the transaction open; without this every later write
                 # would fail with "cannot start a transaction within a transaction".
                 if self._conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         self._conn.execute("ROLLBACK")
+                if _unwritable(exc):
+                    raise StoreError(_unusable(self.path, exc), reason=str(exc)) from exc
                 raise
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
@@ -253,7 +268,7 @@ class RunStore:
         """Store one tool call; returns its id.
 
         Raises:
-            sqlite3.Error: the store cannot take it (a full or read-only disk); nothing was written.
+            StoreError: the store cannot take it (a full or read-only disk); nothing was written.
         """
         with self.transaction() as conn:
             cursor = conn.execute(
@@ -432,6 +447,11 @@ class RunStore:
                 "code": submission["code"],
                 "session": submission["session_key"],
             }
+
+
+def _unwritable(exc: BaseException) -> bool:
+    """True for errors of the disk or the file (full, read-only, I/O, locked), not of the caller's SQL."""
+    return isinstance(exc, OSError | sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError
 
 
 def _unusable(path: Path, exc: BaseException) -> str:

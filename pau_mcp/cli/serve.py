@@ -86,10 +86,13 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
     help="Items per page of tools/resources/prompts lists.",
 )
 @click.option("--benchmark-noop", is_flag=True, hidden=True, help="Add a no-op tool (for benchmarks/mcp.py).")
+@click.option(
+    "--exit-with-stdin", is_flag=True, hidden=True, help="Over HTTP, stop when stdin closes (a parent's pipe)."
+)
 @_selection
 @options(*_SERVE_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int, benchmark_noop: bool,
-          suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
+          exit_with_stdin: bool, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
     from ..server import HTTPLimits, TransportError, build_server, create_service, message_limit, run_http, run_stdio
 
@@ -127,7 +130,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
                 read_timeout_s=settings.read_timeout_s,
                 allowed_hosts=settings.allowed_hosts,
             )
-            run_http(server, host, port, settings.token, stateless, limits=limits)
+            run_http(server, host, port, settings.token, stateless, limits=limits, exit_with_stdin=exit_with_stdin)
     except TransportError as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:

@@ -10,7 +10,6 @@ import dataclasses
 import json
 import logging
 import math
-import sqlite3
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -22,7 +21,7 @@ import jsonschema
 
 from wasm_runtime import InvalidInput, Outcome, Sandbox, Status, parse_arguments
 
-from ..runstore import CallRecord, RunStore
+from ..runstore import CallRecord, RunStore, StoreError
 from .catalog import Catalog, Exposed
 
 __all__ = ["Feedback", "MethodService", "Reply", "SessionState", "Sessions"]
@@ -288,9 +287,9 @@ class MethodService:
                 await anyio.to_thread.run_sync(self.store.record_call, state.store_id, record)
             else:
                 self.store.record_call(state.store_id, record)
-        except (sqlite3.Error, OSError) as exc:
+        except StoreError as exc:
             log.error("a %s call of %s could not be recorded: %s", status, exposed.tool, exc)
-            return f"run store: {exc}"
+            return f"run store: {exc.reason}"
         return None
 
     async def submit(self, state: SessionState, method: str, description: str, code: str | None) -> Reply:

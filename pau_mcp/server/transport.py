@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import os
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,9 +56,20 @@ async def run_stdio(server: Server[Any], max_message_bytes: int = 1 << 20) -> No
 
 def run_http(
     server: Server[Any], host: str, port: int, token: str | None, stateless: bool, announce: bool = True,
-    limits: HTTPLimits | None = None,
+    limits: HTTPLimits | None = None, exit_with_stdin: bool = False,
 ) -> None:  # fmt: skip
     """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` with JSON responses until interrupted.
+
+    Args:
+        server: The MCP server.
+        host: The address to listen on.
+        port: The port (0: a free one, announced on stderr).
+        token: The bearer token clients must send; None for none (loopback only).
+        stateless: No sessions.
+        announce: Print the URL on stderr.
+        limits: What one client may take (connections, sessions, sizes, timeouts).
+        exit_with_stdin: Stop when stdin reaches its end: a parent holding the other end of a pipe (``launch``)
+            takes the server with it when it ends, however it ends.
 
     Raises:
         TransportError: a non-loopback address without a token, or the port is taken.
@@ -88,6 +103,21 @@ def run_http(
         timeout_keep_alive=max(1, math.ceil(min(5, limits.read_timeout_s))),
     )  # fmt: skip
     runner = uvicorn.Server(config)
+    if exit_with_stdin:
+        threading.Thread(target=_stop_at_end_of_stdin, args=(runner,), name="pau-mcp-parent", daemon=True).start()
     if announce:
         print(f"pau-mcp: serving at http://{shown_host(host)}:{bound_port}/mcp", file=sys.stderr, flush=True)
     eventloop.run(runner.serve, [sock])
+
+
+def _stop_at_end_of_stdin(runner: uvicorn.Server) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        while sys.stdin.buffer.read(1 << 16):
+            pass
+    log.info("stdin closed: the parent process is gone; stopping")
+    runner.should_exit = True
+    # A graceful stop takes a few seconds at most (open requests get timeout_graceful_shutdown); past that, a
+    # server that cannot stop must not outlive its parent.
+    time.sleep(15)
+    log.error("the server did not stop within 15 s of its parent; exiting now")
+    os._exit(1)
