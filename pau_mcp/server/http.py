@@ -19,6 +19,7 @@ From the socket inward:
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import logging
 import math
@@ -108,6 +109,7 @@ class HostGate:
             names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
         self.names = names
 
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - one gate per server, and the few names clients use repeat
     def allows(self, host: str | None) -> bool:
         """True when ``host`` (bare, no port) names this server."""
         if not host:

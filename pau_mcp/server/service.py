@@ -203,21 +203,23 @@ class MethodService:
         result is withheld, so every answer an agent saw was recorded.
         """
         given = given if given is not None else {}
-        sent, size = _sent(given)
+        size = _size(given)
         if size > self.max_argument_bytes:
             message = (
                 f"Invalid arguments: they are {_kib(size)} of JSON and this server takes at most "
                 f"{_kib(self.max_argument_bytes)} per call (--max-argument-kb / PAU_MCP_MAX_ARGUMENT_KB on the "
                 "server); try smaller inputs."
             )
-            return await self._refuse(state, exposed, sent, size, "invalid_input", message)
+            return await self._refuse(state, exposed, _recorded(given), size, "invalid_input", message)
         try:
             if size > _INLINE_BYTES:
                 args, literal = await anyio.to_thread.run_sync(self.arguments, exposed, given)
             else:
                 args, literal = self.arguments(exposed, given)
         except InvalidInput as exc:
-            return await self._refuse(state, exposed, sent, size, "invalid_input", f"Invalid arguments: {exc}")
+            return await self._refuse(
+                state, exposed, _recorded(given), size, "invalid_input", f"Invalid arguments: {exc}"
+            )
         with state.lock:
             used = state.used.get(exposed.tool, 0)
             if self.budget and used >= self.budget:
@@ -323,14 +325,21 @@ _HUGE_INT = (
 )
 
 
-def _sent(given: dict[str, Any]) -> tuple[str, int]:
-    """The arguments as recorded (JSON, sorted keys) and their size in bytes as a client sends them."""
+def _size(given: dict[str, Any]) -> int:
+    """The arguments' size in bytes, as compact JSON (what a client sends)."""
     try:
         compact = json.dumps(given, ensure_ascii=False, separators=(",", ":"), default=str)
-    except ValueError:  # an integer too long to print: measured by its literal, refused on parsing
-        return repr(given)[:_KEPT_CHARS], 0
-    size = len(compact.encode("utf-8", "surrogatepass"))
-    return json.dumps(given, sort_keys=True, default=str), size
+    except ValueError:  # an integer too long to print: refused when the arguments are read
+        return 0
+    return len(compact) if compact.isascii() else len(compact.encode("utf-8", "surrogatepass"))
+
+
+def _recorded(given: dict[str, Any]) -> str:
+    """The arguments as a refused call records them: JSON with sorted keys."""
+    try:
+        return json.dumps(given, sort_keys=True, default=str)
+    except ValueError:
+        return "<arguments holding an integer too long to print>"
 
 
 def _kib(size: int) -> str:
