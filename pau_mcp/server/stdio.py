@@ -14,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, BinaryIO
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
@@ -34,7 +36,7 @@ _SKIP_CHUNK = 1 << 20
 
 
 class _Lines:
-    """Lines from a file descriptor, each at most ``limit`` bytes kept; read from a worker thread."""
+    """Lines from a file descriptor, each at most ``limit`` bytes kept; read from a thread."""
 
     def __init__(self, fd: int, limit: int) -> None:
         self._file: BinaryIO = open(fd, "rb", buffering=1 << 16, closefd=False)  # noqa: SIM115 - lives with the transport
@@ -123,11 +125,23 @@ async def stdio_streams(
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
     refusals = write_send.clone()
+    lines_send, lines_receive = anyio.create_memory_object_stream[tuple[bytes, int]](0)
+    token = anyio.lowlevel.current_token()
+
+    def pump() -> None:
+        # A daemon thread of its own: blocked on a stdin that never closes, it must not keep the process alive
+        # (anyio's worker threads would).
+        with contextlib.suppress(Exception):
+            while (item := lines.read()) is not None:
+                anyio.from_thread.run(lines_send.send, item, token=token)
+        with contextlib.suppress(Exception):
+            anyio.from_thread.run_sync(lines_send.close, token=token)
+
+    threading.Thread(target=pump, name="pau-mcp-stdin", daemon=True).start()
 
     async def read_loop() -> None:
-        async with read_send, refusals:
-            while (item := await anyio.to_thread.run_sync(lines.read, abandon_on_cancel=True)) is not None:
-                data, size = item
+        async with read_send, refusals, lines_receive:
+            async for data, size in lines_receive:
                 text = data.decode("utf-8", errors="replace")
                 if size > limit:
                     await refusals.send(SessionMessage(oversized(text, size, limit)))
@@ -154,12 +168,18 @@ async def stdio_streams(
         async with write_receive:
             async for item in write_receive:
                 data = _encoded(item.message)
-                if data:
+                if not data:
+                    continue
+                try:
                     await anyio.to_thread.run_sync(_write_all, wire_out, data)
+                except OSError as exc:  # the client closed its end: nobody is listening any more
+                    log.info("stdout closed (%s); stopping", exc)
+                    reading.cancel()
+                    return
 
+    reading = anyio.CancelScope()
     try:
         async with anyio.create_task_group() as group:
-            reading = anyio.CancelScope()
 
             async def read_until_stopped() -> None:
                 with reading:

@@ -195,3 +195,16 @@ def test_every_request_of_a_hostile_burst_gets_exactly_one_reply(wire):
     assert ids == [101, 102, 103, 104, 105, 106]
     assert [r["id"] for r in replies].count(None) == 2
     assert wire.receive(timeout=1) is None
+
+
+def test_a_client_that_stops_reading_ends_the_server_without_a_traceback(tmp_path):
+    server = Wire(tmp_path / "runs.db")
+    assert server.process.stdout is not None and server.process.stderr is not None
+    server.process.stdout.close()
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    try:
+        assert server.process.wait(timeout=120) is not None
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+    assert "Traceback" not in server.process.stderr.read().decode(errors="replace")
