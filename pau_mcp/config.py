@@ -30,6 +30,12 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("pau-mcp"))
 
 
+class _Words(click.types.StringParamType):
+    """Text values; several in one environment variable are separated by ``os.pathsep``, as paths are."""
+
+    envvar_list_splitter = os.pathsep
+
+
 @dataclass(frozen=True)
 class SettingSpec:
     """How one setting is spelled on the command line and in the environment."""
@@ -135,7 +141,7 @@ SETTINGS: dict[str, SettingSpec] = {
             "PAU_MCP_ALLOWED_HOSTS",
             "--allowed-host",
             "Another host name HTTP clients may use, e.g. a reverse proxy's (repeatable; in the variable, separated by ':').",
-            str,
+            _Words(),
             multiple=True,
         ),
         SettingSpec(

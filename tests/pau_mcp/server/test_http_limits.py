@@ -112,6 +112,11 @@ def test_an_allowed_host_setting_admits_a_proxy_name(tmp_path):
     with http_server("--db", str(tmp_path / "runs.db"), "--allowed-host", "mcp.example.org") as url:
         assert _post(url, INITIALIZE, host="mcp.example.org").status_code == 200
         assert _post(url, INITIALIZE, host="other.example.org").status_code == 421
+    names = {"PAU_MCP_ALLOWED_HOSTS": "a.example.org:b.example.org"}
+    with http_server("--db", str(tmp_path / "runs.db"), env=names) as url:
+        assert _post(url, INITIALIZE, host="a.example.org").status_code == 200
+        assert _post(url, INITIALIZE, host="b.example.org:8443").status_code == 200
+        assert _post(url, INITIALIZE, host="c.example.org").status_code == 421
 
 
 # -- bodies ------------------------------------------------------------------------------------------------------
