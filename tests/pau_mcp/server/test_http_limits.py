@@ -87,10 +87,14 @@ def test_a_foreign_host_header_is_refused_on_every_loopback_address(tmp_path, ho
         pytest.skip(f"this machine cannot bind {host}")
     with http_server("--db", str(tmp_path / "runs.db"), "--host", host) as url:
         bare, port = _address(url)
-        for foreign in ("evil.example", f"evil.example:{port}", f"127.0.0.1.evil.example:{port}", ""):
-            assert _post(url, INITIALIZE, host=foreign).status_code == 421, foreign
+        foreign = (
+            "evil.example", f"evil.example:{port}", f"127.0.0.1.evil.example:{port}", f"localhost.evil.example:{port}",
+            f"evil.example:{port}:{port}", "[::1", f"127.0.0.1:{port}x", "10.1.2.3", "",
+        )  # fmt: skip
+        for host in foreign:
+            assert _post(url, INITIALIZE, host=host).status_code == 421, host
         shown = f"[{bare}]" if ":" in bare else bare
-        for own in (f"{shown}:{port}", f"localhost:{port}", shown):
+        for own in (f"{shown}:{port}", f"LocalHost:{port}", shown, f"127.9.9.9:{port}", f"[::1]:{port}"):
             assert _post(url, INITIALIZE, host=own).status_code == 200, own
 
 
