@@ -274,7 +274,8 @@ def main() -> None:
     table = "\n".join(
         [
             f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
-            f"{len(os.sched_getaffinity(0))} CPUs; {options.calls} calls each, alternating no-op and method; "
+            f"{len(os.sched_getaffinity(0))} CPUs (load average {os.getloadavg()[0]:.1f} at the end); "
+            f"{options.calls} calls each, alternating no-op and method; "
             f"method {METHOD} (a fresh sandbox instance per call).",
             "",
             "| transport | no-op median | no-op p99 | method median | method p99 | method - no-op (median) |",
