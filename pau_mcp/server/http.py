@@ -426,7 +426,13 @@ def connection_guard(base: type[asyncio.Protocol], cap: int, read_timeout_s: flo
                 self._pau_stop_waiting()
 
         def on_response_complete(self) -> None:
+            unread = self.cycle is not None and self.cycle.more_body
             super().on_response_complete()
+            if unread:
+                # Answered before its body was read (a 413): the rest of the body would be taken for the next
+                # request's head, so the connection ends here, as HTTP servers do.
+                self._pau_drop()
+                return
             pipelined = self.cycle is not None and not self.cycle.response_complete
             if not self.transport.is_closing() and not pipelined:
                 self._pau_wait()
