@@ -232,11 +232,21 @@ class MethodService:
             message = f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used in this session); submit your description now."
             size = len(literal.encode("utf-8", "surrogatepass"))
             return await self._refuse(state, exposed, literal, size, "over_budget", message)
-        outcome = _printable(await self.sandbox.acall(exposed.method.source, args, entry=exposed.method.entry))
-        large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
-        problem = await self._record(
-            state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large
-        )
+        # Shielded: a counted call runs to its end and is recorded even if the client cancels it or goes away
+        # (the sandbox's limits bound the wait). Abandoned halfway, a worker's reply would be left in its pipe
+        # for whichever call used that worker next, and the call would count without a record.
+        with anyio.CancelScope(shield=True):
+            try:
+                outcome = _printable(await self.sandbox.acall(exposed.method.source, args, entry=exposed.method.entry))
+            except Exception:
+                with state.lock:
+                    state.used[exposed.tool] -= 1
+                log.exception("the sandbox failed on a call of %s", exposed.tool)
+                return Reply(text="The sandbox could not run this call, so it did not count; try again.", is_error=True)
+            large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
+            problem = await self._record(
+                state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large
+            )
         if problem is not None:
             with state.lock:
                 state.used[exposed.tool] -= 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -16,6 +17,7 @@ import pytest
 from conftest import ROOT, stdio_session
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from test_stdio_wire import Wire
 
 from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Suite, SuiteInfo, Tags
 from pau_mcp.manifests.checks import freeze_method
@@ -29,6 +31,11 @@ def _hostile_methods() -> list[Method]:
             id="hostile/shout", params=["arg0"], description="Prints its argument, then raises it as a ValueError.",
             source="def test_func(arg0):\n    print(arg0)\n    raise ValueError(arg0)\n",
             examples=[Case(input="('a',)")], tests=[Case(input="('b',)")], **common,
+        ),
+        Method(
+            id="hostile/spin", params=["arg0"], description="Loops forever on a truthy argument, else returns 0.",
+            source="def test_func(arg0):\n    while arg0:\n        pass\n    return 0\n",
+            examples=[Case(input="(0,)")], tests=[Case(input="('',)")], **common,
         ),
         Method(
             id="hostile/size", params=["arg0"], description="Returns the length of its argument's repr.",
@@ -204,3 +211,28 @@ def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path, ho
     counted = [r.structured_content["queries_used"] for r in replies if not r.is_error]
     assert counted == list(range(1, len(counted) + 1))
     assert len([r for r in _calls(db) if r["counted"]]) == len(counted)
+
+
+def test_a_call_cancelled_while_it_runs_is_counted_and_recorded_and_the_next_call_gets_its_own_result(
+    tmp_path, hostile
+):
+    db = tmp_path / "runs.db"
+    server = Wire(db, "--manifests", str(hostile), "--suite", "hostile", "--workers", "1", "--timeout", "1")
+    try:
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+        assert server.request({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, timeout=120)
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        spin, size = _tool(hostile, "spin"), _tool(hostile, "size")
+        server.send(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": spin, "arguments": {"arg0": 1}}}
+        )
+        time.sleep(0.3)
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        call = {"name": size, "arguments": {"arg0": "abc"}}
+        reply = server.request({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}, timeout=60)
+        assert reply is not None and reply["id"] == 2, reply
+        assert reply["result"]["structuredContent"]["value"] == "5", reply
+    finally:
+        server.close()
+    rows = [(r["tool"], r["counted"], r["status"]) for r in _calls(db)]
+    assert rows == [(spin, 1, "timeout"), (size, 1, "ok")]
