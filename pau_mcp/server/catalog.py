@@ -113,12 +113,13 @@ class Exposed:
         property, send ``args: null`` for the JSON form and placeholders for the parameters with ``args``.
         """
         properties: dict[str, Any] = dict(self.parameter_schemas)
-        names = ", ".join(self.method.params) or "parameter"
+        names = ", ".join(self.method.params)
+        others = f"the {names} propert{'y is' if self.arity == 1 else 'ies are'} ignored" if names else "it is the call"
         properties["args"] = {
             **nullable({"type": "string"}),
             "description": f"all {self.arity} arguments as a Python literal tuple, e.g. \"(1, 'a')\", for values JSON "
-            f"cannot carry or other types than the examples show; when it is a string it is the call and the {names} "
-            "properties are ignored; null or absent: the properties are the call",
+            f"cannot carry or other types than the examples show; when it is a string it is the call and {others}; "
+            "null or absent: the properties are the call",
         }
         return {"type": "object", "properties": properties, "additionalProperties": False}
 

@@ -73,6 +73,7 @@ def test_inspect_eval_runs_the_task_from_the_command_line_and_logs_the_trajector
              "-T", "methods=builtin/b001", "-T", "budget=2", "--log-dir", str(log_dir), "--display", "plain"],
             capture_output=True, text=True, timeout=600, cwd=tmp_path, env=environment,
         )  # fmt: skip
+        coder = [json.dumps(r) for r in fake.requests if "rating" not in json.dumps(r).lower() and "tools" not in r]
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     logs = list_eval_logs(str(log_dir))
     assert len(logs) == 1
@@ -85,6 +86,8 @@ def test_inspect_eval_runs_the_task_from_the_command_line_and_logs_the_trajector
     assert [e.function for e in sample.events if e.event == "tool"] == [TOOL, TOOL, TOOL, "submit"]
     _check_trajectory(_tool_texts(sample))
     assert sample.scores["pau_scorer"].value == {"judge": 4, "codematch": 1.0, "direct": 1.0}
+    # The code writer is shown what the agent observed, as in `pau-mcp eval`: here the call of 105.
+    assert len(coder) == 1 and "test_func(105)" in coder[0]
     assert submissions(data_dir) == [("builtin/b001", DESCRIPTION)]
 
 
