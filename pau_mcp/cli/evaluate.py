@@ -16,7 +16,7 @@ from ..config import options
 from .common import err, settings_from, step_printer
 
 __all__ = [
-    "check_models", "connect_cluster", "demo", "evaluate", "execute", "overrides_of", "ray_options",
+    "check_configs", "check_models", "connect_cluster", "demo", "evaluate", "execute", "overrides_of", "ray_options",
     "score_kinds", "summary",
 ]  # fmt: skip
 
@@ -97,7 +97,12 @@ def connect_cluster(address: str | None, workers: int | None):  # type: ignore[n
 )
 @click.option("--no-score", is_flag=True, help="Only explore and submit; score later with `pau-mcp score RUN`.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
-@click.option("--retry-failed", is_flag=True, help="Run the episodes that failed before again.")
+@click.option(
+    "--retry-failed/--keep-failed",
+    default=True,
+    show_default=True,
+    help="Re-running a run plays its failed episodes again; --keep-failed leaves them failed.",
+)
 @ray_options
 @options(*_EVAL_SETTINGS)
 def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, limit: int, method_ids: tuple[str, ...],
@@ -120,6 +125,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
         score=not no_score, kinds=score_kinds(settings), retry_failed=retry_failed, overrides=overrides_of(settings),
     )  # fmt: skip
+    check_configs([config])
     check_models(settings, [config])
     cluster = connect_cluster(ray_address, ray_workers)
     try:
@@ -132,8 +138,24 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     for line in progress.errors[:10]:
         err.print(f"[red]failed[/red] {line}")
     click.echo(f"see `pau-mcp report {config.run}`")
-    if progress.failed:
+    failed = progress.whole.failed if progress.whole is not None else progress.failed
+    if failed:
+        if not retry_failed and not progress.failed:
+            err.print(
+                f"{failed} episode(s) of this run failed earlier; run it again without --keep-failed to retry them"
+            )
         sys.exit(1)
+
+
+def check_configs(configs) -> None:  # type: ignore[no-untyped-def]
+    """Refuse runs that cannot play an episode (no model, an unknown provider) before any run or sandbox exists."""
+    from ..harness.runner import EvalError, check_config
+
+    for config in configs:
+        try:
+            check_config(config)
+        except EvalError as exc:
+            raise click.ClickException(str(exc)) from None
 
 
 def score_kinds(settings) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
@@ -221,14 +243,20 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
 
 
 def summary(run: str, progress, on_ray: bool = False) -> list[str]:  # type: ignore[no-untyped-def]
-    """The lines that end a run's output."""
-    judge = f"{sum(progress.judge) / len(progress.judge):.2f}" if progress.judge else "n/a"
-    match = f"{sum(progress.codematch) / len(progress.codematch):.3f}" if progress.codematch else "n/a"
-    lines = [
-        f"run {run}: {progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed; "
-        f"mean judge {judge}, mean code match {match}; {progress.input_tokens + progress.output_tokens:,} tokens, "
-        f"${progress.cost_usd:.4f}"
-    ]
+    """The lines that end a run's output: what this invocation did, then the whole run as stored."""
+    whole = progress.whole
+    if whole is None:  # the run ended before its totals were read
+        judges, matches = progress.judge, progress.codematch
+        tokens, cost = progress.input_tokens + progress.output_tokens, progress.cost_usd
+    else:
+        judges, matches, tokens, cost = whole.judge, whole.codematch, whole.tokens, whole.cost_usd
+    judge = f"{sum(judges) / len(judges):.2f}" if judges else "n/a"
+    match = f"{sum(matches) / len(matches):.3f}" if matches else "n/a"
+    now = f"{progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed now"
+    if whole is not None:
+        unfinished = f", {whole.unfinished} unfinished" if whole.unfinished else ""
+        now += f"; whole run: {whole.episodes} episodes, {whole.done} done, {whole.failed} failed{unfinished}"
+    lines = [f"run {run}: {now}; mean judge {judge}, mean code match {match}; {tokens:,} tokens, ${cost:.4f}"]
     if on_ray:
         lines.append(
             f"on Ray: episodes played by {progress.workers} workers; {progress.rerun} re-run after a lost worker"

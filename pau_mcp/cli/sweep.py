@@ -9,7 +9,7 @@ import click
 
 from ..config import options
 from .common import err, settings_from
-from .evaluate import check_models, connect_cluster, execute, ray_options, summary
+from .evaluate import check_configs, check_models, connect_cluster, execute, ray_options, summary
 from .report import report
 
 __all__ = ["sweep"]
@@ -80,6 +80,7 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     # Every run of a sweep shares its scoring models: the file's, else the command's.
     scoring = {"judge_model": plan[0].judge_model, "coder_model": plan[0].coder_model}
     run_settings = settings.model_copy(update=scoring)
+    check_configs([planned.config for planned in todo])
     check_models(run_settings, [planned.config for planned in todo])
     if todo and todo[0].config.score and len(todo[0].config.kinds) < 3:
         err.print("[yellow]note:[/yellow] judge and code-match scores need judge_model and coder_model (in the file, "

@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from ..config import SettingsError
-from ..llm import LLMClient, LLMError, Overrides
+from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import Method, tool_name
 from ..runstore import EpisodeResult, RunStore, SessionRecord
 from ..scoring.records import record_scores
@@ -38,8 +38,8 @@ from .agents import AGENTS, Agent, AgentResult
 from .environment import Environment
 
 __all__ = [
-    "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "planned_methods", "play_episode", "run_eval",
-    "run_name", "session_key",
+    "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "RunTotals", "check_config",
+    "planned_methods", "play_episode", "run_eval", "run_name", "run_totals", "session_key",
 ]  # fmt: skip
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +66,8 @@ class EvalConfig:
         server: A running server's URL (``--server``); None to start one.
         score: Score each submission.
         kinds: Which scores (``judge``, ``codematch`` need models; ``direct`` scores code the agent wrote).
-        retry_failed: Run failed episodes again.
+        retry_failed: Run the episodes that failed in an earlier invocation again (the default); False keeps
+            them failed.
         overrides: The agent model's request settings chosen by the user (``--temperature``, ...).
     """
 
@@ -82,7 +83,7 @@ class EvalConfig:
     server: str | None = None
     score: bool = True
     kinds: tuple[str, ...] = ("judge", "codematch", "direct")
-    retry_failed: bool = False
+    retry_failed: bool = True
     overrides: Overrides = field(default_factory=Overrides)
 
     def identity(self) -> dict[str, Any]:
@@ -94,11 +95,40 @@ class EvalConfig:
 
 
 @dataclass
+class RunTotals:
+    """What the run store holds for a whole run, whichever invocations played its episodes.
+
+    Attributes:
+        episodes: Episodes planned.
+        done: Episodes that finished.
+        failed: Episodes whose latest attempt failed.
+        judge: The judge ratings recorded.
+        codematch: Code-match fractions (the direct score where no code-match score was recorded).
+        tokens: Tokens the agents and the scorer's models spent, as recorded.
+        cost_usd: What they cost.
+    """
+
+    episodes: int = 0
+    done: int = 0
+    failed: int = 0
+    judge: list[float] = field(default_factory=list)
+    codematch: list[float] = field(default_factory=list)
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def unfinished(self) -> int:
+        """Episodes neither done nor failed (not run yet, or cut short)."""
+        return self.episodes - self.done - self.failed
+
+
+@dataclass
 class RunProgress:
-    """Live totals of a run, for the progress display and the summary.
+    """Live totals of one invocation of a run, for the progress display and the summary.
 
     ``workers`` counts the Ray workers that played episodes (0: this process plays them), and ``rerun`` the
-    episodes run again elsewhere after their worker was lost.
+    episodes run again elsewhere after their worker was lost. ``whole`` is the whole run as stored once this
+    invocation ends (earlier invocations included).
     """
 
     total: int = 0
@@ -113,6 +143,7 @@ class RunProgress:
     errors: list[str] = field(default_factory=list)
     workers: int = 0
     rerun: int = 0
+    whole: RunTotals | None = None
 
 
 def _server_args(db: Path, config: EvalConfig, token: str, settings: Any) -> list[str]:
@@ -288,14 +319,58 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def _make_agent(config: EvalConfig, llm: LLMClient) -> Agent:
+def check_config(config: EvalConfig) -> None:
+    """Refuse a run that could not play a single episode, before anything is created for it.
+
+    Raises:
+        EvalError: an unknown agent, a missing model, a model that names no known provider, or a run name
+            that cannot label a session.
+    """
+    problem = label_problem(config.run, "run name")
+    if problem:
+        raise EvalError(problem)
     if config.agent not in AGENTS:
         raise EvalError(f"unknown agent {config.agent!r}; choose from {', '.join(AGENTS)}")
     if config.agent == "probe":
-        return AGENTS["probe"]()
+        return
     if not config.model:
         raise EvalError(f"the {config.agent} agent needs --model (e.g. openai/gpt-4o-mini)")
+    try:
+        parse_model(config.model)
+    except LLMNotConfigured as exc:
+        raise EvalError(str(exc)) from None
+
+
+def _make_agent(config: EvalConfig, llm: LLMClient) -> Agent:
+    check_config(config)
+    if config.agent == "probe":
+        return AGENTS["probe"]()
     return AGENTS[config.agent](llm=llm, model=config.model, overrides=config.overrides)
+
+
+def run_totals(store: RunStore, run_id: int) -> RunTotals:
+    """The whole run as the store holds it: episodes by state, recorded scores, tokens and cost."""
+    totals = RunTotals()
+    for episode in store.episodes(run_id):
+        totals.episodes += 1
+        totals.done += episode["state"] == "done"
+        totals.failed += episode["state"] == "failed"
+        totals.tokens += episode["input_tokens"] + episode["output_tokens"]
+        totals.cost_usd += episode["cost_usd"]
+        scores = episode["scores"]
+        for score in scores.values():
+            usage = score["detail"].get("usage") or {}
+            totals.tokens += int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+            totals.cost_usd += float(score["detail"].get("cost_usd") or 0.0)
+        if episode["state"] != "done":
+            continue
+        if scores.get("judge", {}).get("value") is not None:
+            totals.judge.append(scores["judge"]["value"])
+        for kind in ("codematch", "direct"):
+            if scores.get(kind, {}).get("value") is not None:
+                totals.codematch.append(scores[kind]["value"])
+                break
+    return totals
 
 
 Play = Callable[[Method, str, int], Awaitable[EpisodeRecord]]
@@ -332,19 +407,20 @@ async def run_eval(
         EvalError: the run exists with another configuration, the suite is empty, the server fails, or the
             cluster has no worker left.
     """
-    problem = label_problem(config.run, "run name")
-    if problem:
-        raise EvalError(problem)
+    check_config(config)
     if cluster is not None and config.server:
         raise EvalError("--server and --ray do not mix: each Ray worker starts its own server; drop one of them")
     try:
         deployment_key = settings.deployment_key()
     except SettingsError as exc:
         raise EvalError(str(exc)) from None
-    store: RunStore = settings.run_store()
     methods = planned_methods(settings, config)
     if not methods:
         raise EvalError(f"no methods to evaluate in suite {config.suite!r} with these options")
+    if config.server:  # a wrong URL, token or tool key ends the command here, before the run exists
+        async with _http_client(settings.token) as client:
+            await _check_served(client, config.server, config, {tool_name(deployment_key, m.id) for m in methods})
+    store: RunStore = settings.run_store()
     existing = {row["name"] for row in store.runs()}
     run_id = store.ensure_run(config.run, kind="eval", config=config.identity())
     if config.run in existing:
@@ -362,6 +438,7 @@ async def run_eval(
     if on_progress:
         on_progress(progress)
     if not todo:
+        progress.whole = run_totals(store, run_id)
         return progress
     tools = {m.id: tool_name(deployment_key, m.id) for m in todo}
     limiter = anyio.Semaphore(max(1, config.concurrency))
@@ -393,6 +470,7 @@ async def run_eval(
             group.start_soon(one, method, play, group)
     if stop:
         raise stop[0]
+    progress.whole = run_totals(store, run_id)
     return progress
 
 
@@ -475,6 +553,33 @@ async def _local_episodes(
         await host.close()
 
 
+async def _unreachable(client: httpx2.AsyncClient, url: str, exc: BaseException) -> str:
+    """Why the MCP client could not talk to ``url``, in one line: the HTTP status of a plain request says more
+    than the client's error (401: the token; 404: the path)."""
+    from urllib.parse import urlsplit
+
+    try:
+        answer = await client.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 0, "method": "ping"},
+            headers={"Accept": "application/json, text/event-stream"},
+        )
+        status: int | None = answer.status_code
+    except httpx2.HTTPError:
+        status = None
+    if status in (401, 403):
+        sent = "a token the server refused" if "authorization" in client.headers else "no token"
+        return (
+            f"the server at {url} answered {status} to {sent}: give this command the server's token with --token "
+            "or PAU_MCP_TOKEN"
+        )
+    if status in (404, 405):
+        parts = urlsplit(url)
+        hint = f"; `pau-mcp serve --transport http` serves MCP at {parts.scheme}://{parts.netloc}/mcp"
+        return f"nothing answers MCP at {url} ({status}: wrong path){hint if parts.path.rstrip('/') != '/mcp' else ''}"
+    return f"cannot list the tools of {url}: {type(exc).__name__}: {exc}; check the URL and --token"
+
+
 async def _check_served(client: httpx2.AsyncClient, url: str, config: EvalConfig, tools: set[str]) -> None:
     """Refuse a ``--server`` that does not offer the run's tools (another suite, or another tool key)."""
     try:
@@ -483,9 +588,7 @@ async def _check_served(client: httpx2.AsyncClient, url: str, config: EvalConfig
         exc = _leaf(caught)
         if not isinstance(exc, (MCPError, httpx2.HTTPError)):
             raise
-        raise EvalError(
-            f"cannot list the tools of {url}: {type(exc).__name__}: {exc}; check the URL and --token"
-        ) from None
+        raise EvalError(await _unreachable(client, url, exc)) from None
     missing = sorted(tools - served)
     if missing:
         raise EvalError(
