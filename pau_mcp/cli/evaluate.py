@@ -126,6 +126,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
         score=not no_score, kinds=score_kinds(settings), retry_failed=retry_failed, overrides=overrides_of(settings),
     )  # fmt: skip
     check_configs([config])
+    _check_suite(settings, config)
     check_models(settings, [config])
     cluster = connect_cluster(ray_address, ray_workers)
     try:
@@ -145,6 +146,17 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
                 f"{failed} episode(s) of this run failed earlier; run it again without --keep-failed to retry them"
             )
         sys.exit(1)
+
+
+def _check_suite(settings, config) -> None:  # type: ignore[no-untyped-def]
+    """An unknown or broken suite ends the command in one line, before the sandbox starts."""
+    from ..harness.runner import planned_methods
+    from ..manifests import ManifestError
+
+    try:
+        planned_methods(settings, config)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def check_configs(configs) -> None:  # type: ignore[no-untyped-def]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -12,8 +13,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..config import SettingsError, options
-from ..manifests import ManifestError, Method, call_text, dump_method, tool_name
+from ..manifests import ManifestError, ManifestStore, Method, call_text, dump_method, tool_name
 from ..manifests.checks import check_methods, freeze_methods
+from ..manifests.store import load_method, packaged_manifests
 from .common import bar, err, settings_from, step_printer
 
 __all__ = ["manifests"]
@@ -86,16 +88,41 @@ def list_(suites: tuple[str, ...], as_json: bool, **values: object) -> None:
     Console().print(table)
 
 
+def _find(store: ManifestStore, target: str, key: str) -> Method:
+    """A method by id (``suite/name``), by tool name as this deployment serves it, or from a manifest file.
+
+    Raises:
+        ManifestError: nothing by that name, or a bad file.
+    """
+    path = Path(target).expanduser()
+    if target.endswith(".json") or path.is_file():
+        if not path.is_file():
+            raise ManifestError(f"{path}: no such manifest file")
+        return load_method(path)
+    if "/" in target:
+        return store.method(target)
+    for method in store.methods(store.names()):
+        if tool_name(key, method.id) == target:
+            return method
+    raise ManifestError(
+        f"no method or tool named {target!r} in the suites found (tool names depend on the deployment key: "
+        "give the server's --tool-key or --data-dir); see `pau-mcp manifests list --suite SUITE`"
+    )
+
+
 @manifests.command("show")
-@click.argument("method_id")
+@click.argument("target", metavar="METHOD")
 @click.option("--hidden", is_flag=True, help="Show everything, including source, gold description and tests.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @options("manifests", "data_dir", "tool_key")
-def show(method_id: str, hidden: bool, as_json: bool, **values: object) -> None:
-    """Show what an agent would see of METHOD_ID (suite/name), or everything with --hidden."""
+def show(target: str, hidden: bool, as_json: bool, **values: object) -> None:
+    """Show what an agent would see of METHOD, or everything with --hidden.
+
+    METHOD is a method id (suite/name), a tool name as this deployment serves it (fn_...), or a manifest file.
+    """
     settings, store = _store(values)
     try:
-        method = store.method(method_id)
+        method = _find(store, target, _key(settings))
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     if hidden:
@@ -119,8 +146,18 @@ def freeze(suites: tuple[str, ...], method_ids: tuple[str, ...], **values: objec
     """Run every example and test input in the sandbox and store the outcomes."""
     settings, store = _store(values)
     try:
-        names = _selected(store, suites)
+        names = list(suites) or [n for n in store.names() if not _installed(store, n)]
+        if not names and not method_ids:
+            raise click.UsageError("no suites of your own to freeze; add their directory with --manifests")
         methods = [store.method(i) for i in method_ids] if method_ids else list(store.methods(names))
+        for name in sorted({m.suite for m in methods}):
+            if _installed(store, name):
+                where = store.suite(name).path
+                raise click.ClickException(
+                    f"suite {name!r} is part of the pau-mcp installation ({where}) and is not rewritten in place: "
+                    f"copy it (cp -r {where} DIR/) and pass --manifests DIR, or pass the directory that holds it "
+                    "with --manifests to freeze it there"
+                )
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     sandbox = settings.sandbox(progress=step_printer())
@@ -135,6 +172,17 @@ def freeze(suites: tuple[str, ...], method_ids: tuple[str, ...], **values: objec
     click.echo(
         f"froze {len(frozen)} methods ({changed} changed); outcomes: "
         + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
+    )
+
+
+def _installed(store: ManifestStore, name: str) -> bool:
+    """Whether a suite was found among the packaged suites rather than in a ``--manifests`` directory."""
+    try:
+        packaged = packaged_manifests().resolve()
+    except ManifestError:
+        return False
+    return store.suite(name).path.parent.resolve() == packaged and not any(
+        (root / name).is_dir() for root in store.extra_dirs
     )
 
 

@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from ..config import SettingsError
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
-from ..manifests import Method, tool_name
+from ..manifests import ManifestError, Method, tool_name
 from ..runstore import EpisodeResult, RunStore, SessionRecord
 from ..scoring.records import record_scores
 from ..server.launch import LaunchError, http_server
@@ -404,8 +404,8 @@ async def run_eval(
         cluster: A ``pau_mcp.distributed.Cluster`` to run the episodes on Ray workers; None to run them here.
 
     Raises:
-        EvalError: the run exists with another configuration, the suite is empty, the server fails, or the
-            cluster has no worker left.
+        EvalError: the run exists with another configuration, the suite is missing, broken or empty, the server
+            fails, or the cluster has no worker left.
     """
     check_config(config)
     if cluster is not None and config.server:
@@ -414,7 +414,10 @@ async def run_eval(
         deployment_key = settings.deployment_key()
     except SettingsError as exc:
         raise EvalError(str(exc)) from None
-    methods = planned_methods(settings, config)
+    try:
+        methods = planned_methods(settings, config)
+    except ManifestError as exc:
+        raise EvalError(str(exc)) from None
     if not methods:
         raise EvalError(f"no methods to evaluate in suite {config.suite!r} with these options")
     if config.server:  # a wrong URL, token or tool key ends the command here, before the run exists

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from .model import Method, SuiteInfo
 
-__all__ = ["ManifestError", "ManifestStore", "Suite", "dump_method", "packaged_manifests"]
+__all__ = ["ManifestError", "ManifestStore", "Suite", "dump_method", "load_method", "packaged_manifests"]
 
 # The package the top-level manifests/ directory is installed as (pyproject.toml maps it).
 _PACKAGED = "pau_mcp._suites"
@@ -164,6 +164,20 @@ class Suite:
             if collecting:
                 gc.enable()
         return suite
+
+
+def load_method(path: Path) -> Method:
+    """Load and validate one manifest file, wherever it is.
+
+    Raises:
+        ManifestError: the file cannot be read or is not a valid method; the message names it.
+    """
+    try:
+        return Method.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except ValidationError as exc:
+        raise _explain(path, exc) from None
 
 
 class ManifestStore:

@@ -74,3 +74,10 @@ def test_a_server_url_without_its_token_or_its_path_is_named_in_one_line_before_
     assert no_path.exit_code == 1 and len(errors) == 1
     assert "404" in errors[0] and "wrong path" in errors[0] and f"{root}/mcp" in errors[0]
     assert _runs(tmp_path) == []
+
+
+def test_an_unknown_suite_is_one_line_naming_the_known_ones_not_a_traceback(tmp_path):
+    result = _eval(tmp_path, "--agent", "probe", "--suite", "nope")
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1].startswith("Error: no suite named 'nope' (known: builtin")
+    assert _runs(tmp_path) == []

@@ -217,6 +217,24 @@ def test_show_an_unknown_method_is_an_error(frozen_suite: Suite):
     assert result.returncode == 1 and "suite 'demo' has no method 'demo/nope'" in result.stderr
 
 
+def test_show_finds_a_method_by_its_served_tool_name_or_its_manifest_file(frozen_suite: Suite):
+    by_id = pau("manifests", "show", "demo/m1", "--manifests", str(frozen_suite.path.parent))
+    tool = tool_name(KEY, "demo/m1")
+    by_tool = pau("manifests", "show", tool, "--manifests", str(frozen_suite.path.parent))
+    assert by_tool.returncode == 0, by_tool.stderr
+    assert by_tool.stdout == by_id.stdout
+    by_file = pau("manifests", "show", str(frozen_suite.path / "m1.json"), "--hidden")
+    assert by_file.returncode == 0, by_file.stderr
+    assert by_file.stdout == dump_method(frozen_suite.methods["demo/m1"]) + "\n"
+
+
+def test_show_a_tool_name_of_another_deployment_key_is_an_error_naming_the_key(frozen_suite: Suite):
+    other = tool_name("another-deployment-key-000", "demo/m1")
+    result = pau("manifests", "show", other, "--manifests", str(frozen_suite.path.parent))
+    assert result.returncode == 1 and f"no method or tool named {other!r}" in result.stderr
+    assert "--tool-key" in result.stderr
+
+
 def test_show_says_when_an_example_is_not_frozen(tmp_path):
     make_suite(tmp_path, [method("m1", DOUBLE)])
     result = pau("manifests", "show", "demo/m1", "--manifests", str(tmp_path))
@@ -224,6 +242,19 @@ def test_show_says_when_an_example_is_not_frozen(tmp_path):
 
 
 # --- freeze --------------------------------------------------------------------------------------
+
+
+def test_freeze_never_rewrites_the_packaged_suites_and_says_how_to_freeze_a_copy(tmp_path):
+    from pau_mcp.manifests import packaged_manifests
+
+    before = files(packaged_manifests() / "builtin")
+    result = pau("manifests", "freeze", "--suite", "builtin", "--cache-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert "part of the pau-mcp installation" in result.stderr and "--manifests" in result.stderr
+    assert "Traceback" not in result.stderr and "freezing" not in result.stderr  # refused before the sandbox
+    nothing = pau("manifests", "freeze", "--cache-dir", str(tmp_path))
+    assert nothing.returncode == 2 and "no suites of your own to freeze" in nothing.stderr
+    assert files(packaged_manifests() / "builtin") == before
 
 
 def test_freeze_runs_every_input_and_stores_the_outcomes_and_a_second_freeze_changes_nothing(tmp_path):
