@@ -35,6 +35,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from pau_mcp import eventloop  # noqa: E402
 from pau_mcp.config import Settings  # noqa: E402
 from pau_mcp.harness import EvalConfig, run_eval  # noqa: E402
+from pau_mcp.sandboxing import make_sandbox  # noqa: E402
 from pau_mcp.scoring import Scorer  # noqa: E402
 from pau_mcp.server.launch import http_server  # noqa: E402
 
@@ -43,7 +44,7 @@ MODEL = "openai/instant"
 
 async def _timed(settings: Settings, config: EvalConfig) -> tuple[float, dict[str, float], object]:
     """Seconds for the run, CPU seconds per process role while it ran (server still up), and the progress."""
-    scorer = Scorer.from_settings(settings, sandbox=settings.sandbox(processes=True))  # as `pau-mcp eval` scores
+    scorer = Scorer.from_settings(settings, sandbox=make_sandbox(settings, processes=True))  # as `pau-mcp eval` scores
     # One-time start-up happens before the clock, as the server's does: the scorer's SDK client (importing
     # aiohttp, building a TLS context: about 0.4 s of the harness's one event loop) and its sandbox workers.
     scorer.check(config.kinds)

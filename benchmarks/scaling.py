@@ -33,6 +33,7 @@ from pau_mcp import eventloop  # noqa: E402
 from pau_mcp.config import Settings  # noqa: E402
 from pau_mcp.distributed import RayOptions, connect  # noqa: E402
 from pau_mcp.harness import EvalConfig, run_eval  # noqa: E402
+from pau_mcp.sandboxing import make_sandbox  # noqa: E402
 from pau_mcp.scoring import Scorer  # noqa: E402
 
 PAGE = ROOT / "docs" / "scaling.md"
@@ -56,7 +57,9 @@ class _Model:
 
 
 async def _run(settings: Settings, config: EvalConfig, cluster: object) -> tuple[float, float, object]:
-    scorer = None if cluster is not None else Scorer.from_settings(settings, sandbox=settings.sandbox(processes=True))
+    scorer = (
+        None if cluster is not None else Scorer.from_settings(settings, sandbox=make_sandbox(settings, processes=True))
+    )
     first: list[float] = []
     start = time.perf_counter()
 

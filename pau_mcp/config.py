@@ -350,44 +350,11 @@ class Settings(BaseModel):
         """The run store file."""
         return self.db if self.db is not None else self.data_dir / "runs.db"
 
-    def run_store(self) -> Any:
-        """The run store at ``db_path``."""
-        from .runstore import RunStore
-
-        return RunStore(self.db_path)
-
-    def manifest_store(self) -> Any:
-        """The manifest store over the packaged suites and ``manifests`` directories."""
-        from .manifests import ManifestStore
-
-        return ManifestStore(self.manifests)
-
-    def sandbox(self, progress: Any = None, processes: bool = False) -> Any:
-        """A sandbox with these limits and this cache directory.
-
-        Args:
-            progress: Receives progress lines if the component must be built first.
-            processes: Spread calls over worker processes (``workers``, default one per CPU), as a server
-                under load should; otherwise calls run in this process.
-        """
-        from wasm_runtime import Sandbox
-        from wasm_runtime.workers import WorkerSandbox
-
-        if processes and self.workers != 0:
-            return WorkerSandbox(
-                workers=self.workers, limits=self.sandbox_limits(), cache_dir=self.cache_dir, progress=progress
-            )
-        return Sandbox(limits=self.sandbox_limits(), cache_dir=self.cache_dir, progress=progress)
-
-    def sandbox_limits(self) -> Any:
-        """The sandbox limits these settings describe."""
-        from wasm_runtime import Limits
-
-        return Limits(
-            timeout_s=self.timeout_s,
-            memory_bytes=self.memory_mb * 1024 * 1024,
-            max_output_bytes=self.max_output_kb * 1024,
-        )
+    @staticmethod
+    def named(name: str) -> str:
+        """How a user sets ``name``: its flag and its environment variable (for messages)."""
+        spec = SETTINGS[name]
+        return f"{spec.flag} or {spec.env}"
 
 
 def _create_key(path: Path) -> None:

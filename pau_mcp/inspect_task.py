@@ -35,7 +35,7 @@ from inspect_ai.tool import mcp_connection, mcp_server_stdio, mcp_tools
 from wasm_runtime import InvalidInput, parse_arguments
 
 from .config import Settings
-from .manifests import call_text
+from .manifests import ManifestStore, call_text
 from .server.catalog import SUBMIT_TOOL, Catalog, Exposed
 
 __all__ = ["explore", "observed_examples", "pau", "pau_scorer", "scored_mean"]
@@ -77,7 +77,7 @@ def pau(
     """
     settings = _settings(judge_model, coder_model)
     chosen = [m.strip() for m in methods.split(",")] if isinstance(methods, str) else list(methods or [])
-    catalog = Catalog(settings.manifest_store(), [suite], chosen, key=settings.deployment_key())
+    catalog = Catalog(ManifestStore(settings.manifests), [suite], chosen, key=settings.deployment_key())
     samples = [
         Sample(
             id=exposed.method.id,
@@ -214,7 +214,9 @@ def pau_scorer(judge_model: str | None = None, coder_model: str | None = None) -
         catalog = state_holder.get("catalog")
         if catalog is None:
             catalog = state_holder["catalog"] = Catalog(
-                settings.manifest_store(), [state.metadata["method"].split("/", 1)[0]], key=settings.deployment_key()
+                ManifestStore(settings.manifests),
+                [state.metadata["method"].split("/", 1)[0]],
+                key=settings.deployment_key(),
             )
         exposed = catalog.find(state.metadata["method"])
         description, code = _submission(state, state.metadata["tool"])

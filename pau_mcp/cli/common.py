@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -13,7 +13,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..config import Settings, SettingsError
 
-__all__ = ["bar", "err", "settings_from", "step_printer"]
+if TYPE_CHECKING:
+    from wasm_runtime import Limits
+
+    from ..manifests import ManifestStore
+    from ..runstore import RunStore
+    from ..sandboxing import AnySandbox
+
+__all__ = [
+    "bar", "err", "make_sandbox", "manifest_store", "run_store", "sandbox_limits", "settings_from", "step_printer",
+]  # fmt: skip
 
 err = Console(stderr=True)
 
@@ -24,6 +33,40 @@ def settings_from(values: dict[str, Any]) -> Settings:
         return Settings.from_options(**values)
     except SettingsError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+# The commands' stores and sandbox, built from their settings. Imported on first use, so that `pau-mcp --help` and
+# the commands that need neither do not load the sandbox engine.
+
+
+def run_store(settings: Settings) -> RunStore:
+    """The run store at the settings' ``db_path``."""
+    from ..runstore import RunStore
+
+    return RunStore(settings.db_path)
+
+
+def manifest_store(settings: Settings) -> ManifestStore:
+    """The packaged suites and the settings' ``--manifests`` directories."""
+    from ..manifests import ManifestStore
+
+    return ManifestStore(settings.manifests)
+
+
+def make_sandbox(
+    settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
+) -> AnySandbox:
+    """The sandbox the settings describe (``pau_mcp.sandboxing.make_sandbox``)."""
+    from ..sandboxing import make_sandbox as make
+
+    return make(settings, progress=progress, processes=processes)
+
+
+def sandbox_limits(settings: Settings) -> Limits:
+    """The limits of every sandbox call the settings describe."""
+    from ..sandboxing import sandbox_limits as limits
+
+    return limits(settings)
 
 
 def step_printer() -> Callable[[str], None]:

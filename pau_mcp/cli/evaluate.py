@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import eventloop
 from ..config import options
-from .common import err, settings_from, step_printer
+from .common import err, make_sandbox, manifest_store, settings_from, step_printer
 
 __all__ = [
     "check_configs", "check_models", "connect_cluster", "demo", "evaluate", "execute", "overrides_of", "ray_options",
@@ -223,7 +223,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
     if cluster is None:
         # Scoring runs in sandbox worker processes: the harness's one event loop is what limits a run's
         # throughput, and sandbox work in its own process competed with it (docs/benchmarks.md).
-        sandbox = settings.sandbox(progress=step_printer(), processes=config.score)
+        sandbox = make_sandbox(settings, progress=step_printer(), processes=config.score)
         scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
     if note and config.score and len(config.kinds) < 3:
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
@@ -311,7 +311,7 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
 
     console = Console()
     try:
-        method = settings.manifest_store().method(method_id)
+        method = manifest_store(settings).method(method_id)
         key = settings.deployment_key()
     except (ManifestError, SettingsError) as exc:
         raise click.ClickException(str(exc)) from None

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..config import options
-from .common import settings_from
+from .common import manifest_store, run_store, settings_from
 
 __all__ = ["export"]
 
@@ -42,7 +42,7 @@ def sft(runs: tuple[str, ...], kind: str, out_dir: Path, min_score: float, **val
 
     settings = settings_from(values)
     try:
-        report = export_sft(settings.run_store(), settings.manifest_store(), list(runs), kind, out_dir, min_score)
+        report = export_sft(run_store(settings), manifest_store(settings), list(runs), kind, out_dir, min_score)
     except (ExportError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(report.skipped.items())) or "none"

@@ -27,7 +27,7 @@ from ..manifests.importers import (
     import_pau,
     import_python,
 )
-from .common import bar, settings_from, step_printer
+from .common import bar, make_sandbox, manifest_store, sandbox_limits, settings_from, step_printer
 
 __all__ = ["import_"]
 
@@ -57,9 +57,9 @@ def _run(values: dict[str, Any], as_json: bool, work: Callable[..., ImportReport
         Path(directories[0]).expanduser().mkdir(parents=True, exist_ok=True)
     settings = settings_from(values)
     try:
-        store = settings.manifest_store()
-        sandbox = settings.sandbox(progress=step_printer())
-        report = work(store, sandbox, limits=settings.sandbox_limits(), progress=bar)
+        store = manifest_store(settings)
+        sandbox = make_sandbox(settings, progress=step_printer())
+        report = work(store, sandbox, limits=sandbox_limits(settings), progress=bar)
     except ImportTargetError as exc:
         raise click.UsageError(str(exc)) from None
     except (DatasetUnavailable, ManifestError) as exc:

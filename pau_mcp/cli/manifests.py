@@ -16,14 +16,14 @@ from ..config import SettingsError, options
 from ..manifests import ManifestError, ManifestStore, Method, call_text, dump_method, tool_name
 from ..manifests.checks import check_methods, freeze_methods
 from ..manifests.store import load_method, packaged_manifests
-from .common import bar, err, settings_from, step_printer
+from .common import bar, err, make_sandbox, manifest_store, settings_from, step_printer
 
 __all__ = ["manifests"]
 
 
 def _store(values: dict):
     settings = settings_from(values)
-    return settings, settings.manifest_store()
+    return settings, manifest_store(settings)
 
 
 def _key(settings) -> str:  # type: ignore[no-untyped-def]
@@ -160,7 +160,7 @@ def freeze(suites: tuple[str, ...], method_ids: tuple[str, ...], **values: objec
                 )
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
-    sandbox = settings.sandbox(progress=step_printer())
+    sandbox = make_sandbox(settings, progress=step_printer())
     with bar("freezing", len(methods)) as advance:
         frozen = freeze_methods(methods, sandbox, progress=advance)
     changed = 0
@@ -196,7 +196,7 @@ def validate(suites: tuple[str, ...], **values: object) -> None:
         methods: list[Method] = list(store.methods(_selected(store, suites)))
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
-    sandbox = settings.sandbox(progress=step_printer())
+    sandbox = make_sandbox(settings, progress=step_printer())
     with bar("validating", len(methods)) as advance:
         results = check_methods(methods, sandbox, progress=advance)
     failed = {mid: problems for mid, problems in results.items() if problems}

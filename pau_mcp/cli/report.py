@@ -12,7 +12,7 @@ from rich.console import Console
 
 from ..config import Settings, options
 from ..runstore import RunStore, StoreError
-from .common import bar, err, settings_from
+from .common import bar, err, run_store, settings_from
 
 if TYPE_CHECKING:
     from pau_mcp.harness.report import RunData
@@ -115,7 +115,7 @@ def _store(settings: Settings) -> RunStore:
             f"no run store at {settings.db_path}; run `pau-mcp eval` first, or point --db at one"
         )
     try:
-        return settings.run_store()
+        return run_store(settings)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
 

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import eventloop
 from ..config import options
-from .common import err, settings_from
+from .common import err, make_sandbox, manifest_store, run_store, settings_from
 from .evaluate import connect_cluster, ray_options
 
 __all__ = ["rl"]
@@ -162,7 +162,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
                 "steps.parquet needs pyarrow: pip install 'pau-mcp[rl]', or pass --no-parquet"
             ) from None
     try:
-        found = settings.manifest_store().suite(suite)
+        found = manifest_store(settings).suite(suite)
     except ManifestError as exc:
         hint = f"; import it first with `pau-mcp import pau --split {split}`" if split else ""
         raise click.ClickException(f"{exc}{hint}") from None
@@ -192,11 +192,11 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     cluster = connect_cluster(ray_address, ray_workers)
     runtime = critic = None
     if cluster is None:
-        runtime = Runtime(lambda: settings.sandbox(processes=bool(settings.workers)))
+        runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
         critic = LLMCritic(
             llm, critic_model, critic_mode, coder_model=critic_identity["coder_model"], sandbox=runtime.sandbox
         )
-    store = settings.run_store()
+    store = run_store(settings)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err) as bar:
         task = bar.add_task(run, total=len(methods))

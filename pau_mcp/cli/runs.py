@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..config import options
 from ..runstore import StoreError
-from .common import settings_from
+from .common import run_store, settings_from
 
 __all__ = ["runs"]
 
@@ -26,7 +26,7 @@ def _open(values: dict):  # type: ignore[no-untyped-def]
             f"no run store at {settings.db_path} yet; serve or evaluate first, or point --db at one"
         )
     try:
-        return settings.run_store()
+        return run_store(settings)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
 

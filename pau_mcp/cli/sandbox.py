@@ -13,7 +13,7 @@ from rich.table import Table
 from ..config import options
 from ..manifests import call_text
 from .common import err as _err
-from .common import settings_from
+from .common import sandbox_limits, settings_from
 from .common import step_printer as progress_printer
 
 __all__ = ["run_code", "sandbox"]
@@ -111,7 +111,7 @@ def run_code(file: Path, entry: str, inputs: tuple[str, ...], as_json: bool, **v
         problems.append("Quote each literal for the shell, e.g. --input \"(1, 'a')\".")
         raise click.UsageError("\n".join(problems))
     try:
-        limits = settings.sandbox_limits()
+        limits = sandbox_limits(settings)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     try:

@@ -20,7 +20,7 @@ from ..llm import LLMError, LLMNotConfigured
 from ..manifests import ManifestError
 from ..runstore import CallRecord, RunStore, StoreError
 from ..scoring.records import record_scores
-from .common import bar, err, settings_from, step_printer
+from .common import bar, err, make_sandbox, manifest_store, run_store, settings_from, step_printer
 
 __all__ = ["no_cache_option", "score", "scorer"]
 
@@ -121,7 +121,7 @@ def _gold_run(store: RunStore, settings: Any, suites: tuple[str, ...], run_name:
     if existing and existing[0]["submissions"]:
         return name, int(existing[0]["id"])
     try:
-        methods = list(settings.manifest_store().methods(suites))
+        methods = list(manifest_store(settings).methods(suites))
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     run_id = store.ensure_run(name, "gold", {"suites": list(suites)})
@@ -272,7 +272,7 @@ def score(
 
     settings = settings_from(values)
     try:
-        store = settings.run_store()
+        store = run_store(settings)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     if source is not None and Path(source).is_file():
@@ -291,7 +291,7 @@ def score(
         raise click.ClickException(f"run {name} has no submissions to score")
 
     # Many submissions at once: worker processes, as fresh instances do not scale over threads of one process.
-    sandbox = settings.sandbox(progress=step_printer(), processes=True)
+    sandbox = make_sandbox(settings, progress=step_printer(), processes=True)
     scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
     plan: list[tuple[_Item, tuple[str, ...]]] = []
     skipped: list[str] = []
@@ -399,7 +399,7 @@ def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: 
     settings = settings_from(values)
     _log_to_stderr()
     log = logging.getLogger("pau_mcp.scoring")
-    sandbox = settings.sandbox(progress=step_printer(), processes=True)  # concurrent requests: worker processes
+    sandbox = make_sandbox(settings, progress=step_printer(), processes=True)  # concurrent requests: worker processes
     scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
     for kind in ("judge", "codematch"):
         try:

@@ -16,7 +16,7 @@ from .. import eventloop
 from ..config import SettingsError, options
 from ..manifests import ManifestError
 from ..runstore import StoreError
-from .common import err, settings_from, step_printer
+from .common import err, manifest_store, settings_from, step_printer
 
 __all__ = ["call", "methods", "serve"]
 
@@ -212,7 +212,7 @@ def methods(as_json: bool, suites: tuple[str, ...], methods: tuple[str, ...], **
     settings = settings_from(values)
     try:
         catalog = Catalog(
-            settings.manifest_store(), list(suites) or ["builtin"], _split(methods), key=settings.deployment_key()
+            manifest_store(settings), list(suites) or ["builtin"], _split(methods), key=settings.deployment_key()
         )
     except (ManifestError, SettingsError) as exc:
         raise click.ClickException(str(exc)) from None

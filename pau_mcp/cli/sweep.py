@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..config import options
-from .common import err, settings_from
+from .common import err, run_store, settings_from
 from .evaluate import check_configs, check_models, connect_cluster, execute, ray_options, summary
 from .report import report
 
@@ -48,7 +48,7 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
         plan = expand(load_sweep(file), settings)
     except SweepError as exc:
         raise click.UsageError(str(exc)) from None
-    store = settings.run_store()
+    store = run_store(settings)
     states: list[str] = []
     conflicts: list[str] = []
     for planned in plan:

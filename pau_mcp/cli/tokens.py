@@ -8,7 +8,7 @@ import click
 
 from ..config import SettingsError, options
 from ..manifests import ManifestError, tool_name
-from .common import err, settings_from
+from .common import err, manifest_store, settings_from
 
 __all__ = ["token"]
 
@@ -55,7 +55,7 @@ def issue(
     wanted = [item.strip() for value in methods for item in value.split(",") if item.strip()]
     tools: list[str] | None = None
     if wanted:
-        store = settings.manifest_store()
+        store = manifest_store(settings)
         try:
             known = {m.id: tool_name(key, m.id) for m in store.methods(store.names())}
         except ManifestError as exc:

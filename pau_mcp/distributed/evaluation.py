@@ -23,8 +23,9 @@ import httpx2
 
 from ..harness.runner import EpisodeHost, EpisodeRecord, EvalConfig, EvalError, Play, RunProgress
 from ..llm import LLMClient
-from ..manifests import Method
+from ..manifests import ManifestStore, Method
 from ..runstore import RunStore
+from ..sandboxing import make_sandbox, sandbox_limits
 from .cluster import Cluster, ClusterError
 from .pool import WorkerLost, WorkerPool
 from .shipping import Shipment, pack
@@ -68,11 +69,11 @@ class EvalWorker:
         self._directory = Path(tempfile.mkdtemp(prefix="pau-mcp-worker-"))
         settings = setup.shipment.settings(self._directory)
         env = setup.shipment.env
-        self._methods = settings.manifest_store()
-        self._sandbox = settings.sandbox(processes=config.score)
+        self._methods = ManifestStore(settings.manifests)
+        self._sandbox = make_sandbox(settings, processes=config.score)
         scorer = Scorer(
             self._methods, self._sandbox, LLMClient.from_settings(settings, use_cache=setup.shipment.use_cache, env=env),
-            judge_model=settings.judge_model, coder_model=settings.coder_model, limits=settings.sandbox_limits(),
+            judge_model=settings.judge_model, coder_model=settings.coder_model, limits=sandbox_limits(settings),
         )  # fmt: skip
         store = RunStore(settings.db_path)
         agent_llm = LLMClient.from_settings(settings, env=env)

@@ -21,6 +21,7 @@ from typing import Any
 from ..llm import LLMClient
 from ..manifests import Method
 from ..rl.rollout import PlayRollout, RolloutConfig, RolloutError, RolloutProgress, RolloutRecord, play_rollout
+from ..sandboxing import make_sandbox
 from .cluster import Cluster, ClusterError
 from .shipping import Shipment, pack
 
@@ -57,7 +58,7 @@ class RolloutWorker:
         self._directory = Path(tempfile.mkdtemp(prefix="pau-mcp-worker-"))
         settings = setup.shipment.settings(self._directory)
         self._llm = LLMClient.from_settings(settings, use_cache=setup.shipment.use_cache, env=setup.shipment.env)
-        self._runtime = Runtime(lambda: settings.sandbox(processes=bool(settings.workers)))
+        self._runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
         critic = setup.config.critic
         self._critic = LLMCritic(
             self._llm, critic["model"], critic["mode"], coder_model=critic.get("coder_model"),

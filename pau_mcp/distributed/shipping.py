@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings, SettingsError
-from ..manifests import ManifestError, packaged_manifests
+from ..manifests import ManifestError, ManifestStore, packaged_manifests
 
 __all__ = ["PROVIDER_PREFIXES", "RUN_SETTINGS", "Shipment", "pack"]
 
@@ -105,7 +105,7 @@ def pack(settings: Settings, suites: tuple[str, ...] = (), *, key: str = "", use
     values = {name: getattr(settings, name) for name in RUN_SETTINGS if getattr(settings, name) is not None}
     packaged = _packaged_root()
     files: dict[str, dict[str, str]] = {}
-    store = settings.manifest_store()
+    store = ManifestStore(settings.manifests)
     for name in dict.fromkeys(suites):
         suite = store.suite(name)
         if packaged is not None and suite.path.parent.resolve() == packaged:

@@ -27,9 +27,9 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from ..config import SettingsError
+from ..config import Settings, SettingsError
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
-from ..manifests import ManifestError, Method, tool_name
+from ..manifests import ManifestError, ManifestStore, Method, tool_name
 from ..runstore import EpisodeResult, RunStore, SessionRecord
 from ..scoring.records import record_scores
 from ..server.launch import LaunchError, http_server
@@ -376,19 +376,19 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
 Play = Callable[[Method, str, int], Awaitable[EpisodeRecord]]
 
 
-def planned_methods(settings: Any, config: EvalConfig) -> list[Method]:
+def planned_methods(settings: Settings, config: EvalConfig) -> list[Method]:
     """The methods a run covers, in plan order (its suite, narrowed by ``methods`` and ``limit``).
 
     Raises:
         ManifestError: the suite does not exist or a manifest is broken.
     """
-    suite = settings.manifest_store().suite(config.suite)
+    suite = ManifestStore(settings.manifests).suite(config.suite)
     methods = [m for m in suite.methods.values() if not config.methods or m.id in config.methods]
     return methods[: config.limit] if config.limit else methods
 
 
 async def run_eval(
-    settings: Any, config: EvalConfig, scorer: Any, on_progress: Callable[[RunProgress], None] | None = None,
+    settings: Settings, config: EvalConfig, scorer: Any, on_progress: Callable[[RunProgress], None] | None = None,
     cluster: Any = None,
 ) -> RunProgress:  # fmt: skip
     """Run (or resume) an evaluation, here or spread over a Ray cluster.
@@ -423,7 +423,7 @@ async def run_eval(
     if config.server:  # a wrong URL, token or tool key ends the command here, before the run exists
         async with _http_client(settings.token) as client:
             await _check_served(client, config.server, config, {tool_name(deployment_key, m.id) for m in methods})
-    store: RunStore = settings.run_store()
+    store: RunStore = RunStore(settings.db_path)
     existing = {row["name"] for row in store.runs()}
     run_id = store.ensure_run(config.run, kind="eval", config=config.identity())
     if config.run in existing:

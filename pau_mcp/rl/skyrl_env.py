@@ -34,6 +34,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 from ..config import Settings
 from ..llm import LLMClient
 from ..manifests import ManifestStore
+from ..sandboxing import make_sandbox
 from .critic import LLMCritic
 from .environment import EnvConfig, ExplorationEnv
 from .rewards import RewardConfig
@@ -90,7 +91,7 @@ def _shared(config: Mapping[str, Any]) -> tuple[ManifestStore, Runtime, LLMCriti
             extra = tuple(Path(p) for p in config.get("manifests") or ())
             manifests = ManifestStore(settings.manifests + extra)
             workers = config.get("workers", 0)
-            runtime = Runtime(lambda: Settings.from_options(workers=workers).sandbox(processes=bool(workers)))
+            runtime = Runtime(lambda: make_sandbox(Settings.from_options(workers=workers), processes=bool(workers)))
             model = config.get("critic_model") or settings.judge_model
             if not model:
                 raise ValueError(

@@ -45,7 +45,7 @@ def _defaults() -> tuple[ManifestStore, Critic]:
             settings = Settings.from_env()
             if not settings.judge_model:
                 raise ValueError("PauToolEnv needs a critic: pass critic=..., or set PAU_JUDGE_MODEL")
-            _DEFAULTS["manifests"] = settings.manifest_store()
+            _DEFAULTS["manifests"] = ManifestStore(settings.manifests)
             _DEFAULTS["critic"] = LLMCritic(LLMClient.from_settings(settings), settings.judge_model)
         return _DEFAULTS["manifests"], _DEFAULTS["critic"]
 

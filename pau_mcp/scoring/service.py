@@ -19,9 +19,11 @@ import anyio
 
 from wasm_runtime import Limits, Sandbox
 
-from ..config import SETTINGS, Settings
+from ..config import Settings
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
 from ..manifests import ManifestError, ManifestStore, Method
+from ..runstore import RunStore
+from ..sandboxing import make_sandbox, sandbox_limits
 from .codematch import CodeMatch, extract_code, match_code, write_code
 from .judge import JudgeResult, judge_description
 from .records import record_scores
@@ -116,8 +118,7 @@ def _first_llm_error(group: BaseExceptionGroup) -> LLMError | None:
 
 
 def _missing(setting: str, what: str) -> LLMNotConfigured:
-    spec = SETTINGS[setting]
-    return LLMNotConfigured(f"no {what} is configured: set {spec.flag} or {spec.env} (e.g. openai/gpt-4o-mini)")
+    return LLMNotConfigured(f"no {what} is configured: set {Settings.named(setting)} (e.g. openai/gpt-4o-mini)")
 
 
 class Scorer:
@@ -159,12 +160,12 @@ class Scorer:
     ) -> Scorer:
         """A scorer as the settings describe it (models, price table, cache, sandbox limits, manifests)."""
         return cls(
-            settings.manifest_store(),
-            sandbox if sandbox is not None else settings.sandbox(progress=progress),
+            ManifestStore(settings.manifests),
+            sandbox if sandbox is not None else make_sandbox(settings, progress=progress),
             LLMClient.from_settings(settings, use_cache=use_cache),
             judge_model=settings.judge_model,
             coder_model=settings.coder_model,
-            limits=settings.sandbox_limits(),
+            limits=sandbox_limits(settings),
         )
 
     def method(self, method_id: str) -> Method:
@@ -362,13 +363,12 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
         answers ``{"scores": "unavailable: ..."}`` without its message. With a submission id the
         scores are also written to the run store.
     """
-    missing = [SETTINGS[name] for name in ("judge_model", "coder_model") if not getattr(settings, name)]
-    for spec in missing:
+    missing = [name for name in ("judge_model", "coder_model") if not getattr(settings, name)]
+    for name in missing:
         log.warning(
-            "submission feedback leaves out the %s score: set %s or %s",
-            "judge" if spec.name == "judge_model" else "code match",
-            spec.flag,
-            spec.env,
+            "submission feedback leaves out the %s score: set %s",
+            "judge" if name == "judge_model" else "code match",
+            Settings.named(name),
         )
     allowed = (
         {"direct"} | ({"judge"} if settings.judge_model else set()) | ({"codematch"} if settings.coder_model else set())
@@ -409,7 +409,7 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
             return dict(_UNAVAILABLE)
         if submission_id is not None:
             if "store" not in state:
-                state["store"] = settings.run_store()  # type: ignore[assignment]
+                state["store"] = RunStore(settings.db_path)  # type: ignore[assignment]
             record_scores(state["store"], submission_id, result)  # type: ignore[arg-type]
         return result.feedback()
 

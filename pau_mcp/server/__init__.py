@@ -6,6 +6,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from ..config import Settings
+from ..manifests import ManifestStore
+from ..runstore import RunStore
+from ..sandboxing import make_sandbox
 from .app import PAGE_SIZE, build_server
 from .catalog import OUTPUT_SCHEMA, Catalog, Exposed
 from .launch import LaunchError, http_server
@@ -44,7 +48,7 @@ __all__ = [
 
 
 def create_service(
-    settings: Any, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
+    settings: Settings, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
     feedback: Feedback | None = None, progress: Any = None, processes: bool = False,
 ) -> tuple[MethodService, Sessions]:  # fmt: skip
     """A method service and its session registry from settings (shared by ``serve`` and ``call``).
@@ -55,12 +59,12 @@ def create_service(
         ManifestError: an unknown suite or method.
         SettingsError: the deployment key cannot be read or created.
     """
-    catalog = Catalog(settings.manifest_store(), suites, methods, key=settings.deployment_key())
-    store = settings.run_store()
+    catalog = Catalog(ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key())
+    store = RunStore(settings.db_path)
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_id = store.ensure_run(run_name, kind="serve", config={"suites": list(suites), "budget": settings.budget})
     service = MethodService(
-        catalog, settings.sandbox(progress=progress, processes=processes), store, settings.budget, feedback,
+        catalog, make_sandbox(settings, progress=progress, processes=processes), store, settings.budget, feedback,
         feedback_limit=settings.feedback_limit,
         max_argument_bytes=settings.max_argument_kb * 1024,
     )  # fmt: skip

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pau_mcp.config import SETTINGS, Settings, SettingsError
+from pau_mcp.sandboxing import sandbox_limits
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +30,7 @@ def test_variables_fill_in_settings(monkeypatch):
     monkeypatch.setenv("PAU_MCP_MEMORY_MB", "128")
     settings = Settings.from_env()
     assert settings.timeout_s == 0.5
-    assert settings.sandbox_limits().memory_bytes == 128 * 1024 * 1024
+    assert sandbox_limits(settings).memory_bytes == 128 * 1024 * 1024
 
 
 def test_a_bad_value_names_its_flag_and_variable():
@@ -41,3 +42,21 @@ def test_a_bad_value_names_its_flag_and_variable():
 def test_the_data_directory_moves_with_one_variable(monkeypatch, tmp_path):
     monkeypatch.setenv("PAU_MCP_DATA_DIR", str(tmp_path))
     assert Settings.from_env().data_dir == tmp_path
+
+
+def test_settings_hold_values_only_and_import_nothing_above_them():
+    import ast
+
+    tree = ast.parse((ROOT / "pau_mcp" / "config.py").read_text())
+    imported = {"." * node.level + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert not {m for m in imported if m.startswith(("wasm_runtime", "pau_mcp", "runstore", "manifests"))}
+    assert not [m for m in imported if m.startswith(".")]
+    for builder in ("run_store", "manifest_store", "sandbox", "sandbox_limits"):
+        assert not hasattr(Settings, builder)
+
+
+def test_the_scorer_names_settings_without_the_command_line_table():
+    source = (ROOT / "pau_mcp" / "scoring" / "service.py").read_text()
+    assert "SETTINGS" not in source
+    assert Settings.named("judge_model") == "--judge-model or PAU_JUDGE_MODEL"

@@ -429,10 +429,10 @@ def test_the_manifests_variable_takes_several_directories_separated_by_colons(tm
     monkeypatch.setenv("PAU_MCP_MANIFESTS", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
     settings = Settings.from_env()
     assert settings.manifests == (tmp_path / "a", tmp_path / "b")
-    assert settings.manifest_store().names() == ["alpha", "beta", "builtin"]
+    assert ManifestStore(settings.manifests).names() == ["alpha", "beta", "builtin"]
     assert (
-        settings.manifest_store().names()
-        == Settings.from_options(manifests=(tmp_path / "a", tmp_path / "b")).manifest_store().names()
+        ManifestStore(settings.manifests).names()
+        == ManifestStore(Settings.from_options(manifests=(tmp_path / "a", tmp_path / "b")).manifests).names()
     )
 
 

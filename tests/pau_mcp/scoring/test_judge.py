@@ -11,6 +11,7 @@ from fakellm import FakeLLM
 
 from pau_mcp.config import Settings
 from pau_mcp.llm import LLMClient, LLMError, LLMNotConfigured
+from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import (
     JudgeResult,
     Scorer,
@@ -132,7 +133,7 @@ def test_summaries_count_unscored_replies_as_1_only_when_asked_and_say_so():
 
 def test_a_scorer_without_a_judge_model_names_the_flag_and_the_variable(sandbox):
     settings = Settings(judge_model=None, coder_model=None)
-    scorer = Scorer(settings.manifest_store(), sandbox, LLMClient(env={}))
+    scorer = Scorer(ManifestStore(settings.manifests), sandbox, LLMClient(env={}))
     with pytest.raises(LLMNotConfigured) as info:
         anyio.run(lambda: scorer.score("builtin/b002", "Counts runs of characters.", kinds=["judge"]))
     assert "--judge-model" in str(info.value) and "PAU_JUDGE_MODEL" in str(info.value)

@@ -1,0 +1,46 @@
+"""The sandbox the settings describe: its limits and, for a server or scorer under load, worker processes.
+
+Typed builders over ``wasm_runtime`` for the places that wire a sandbox (the commands, ``create_service``,
+``Scorer.from_settings``, Ray workers); ``Settings`` itself only holds values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from wasm_runtime import Limits, Sandbox
+from wasm_runtime.workers import WorkerSandbox
+
+from .config import Settings
+
+__all__ = ["AnySandbox", "make_sandbox", "sandbox_limits"]
+
+#: Either sandbox: both run calls with ``call`` / ``acall`` and stop with ``close``.
+AnySandbox = Sandbox | WorkerSandbox
+
+
+def sandbox_limits(settings: Settings) -> Limits:
+    """The limits of every call: wall clock, memory and returned value size."""
+    return Limits(
+        timeout_s=settings.timeout_s,
+        memory_bytes=settings.memory_mb * 1024 * 1024,
+        max_output_bytes=settings.max_output_kb * 1024,
+    )
+
+
+def make_sandbox(
+    settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
+) -> AnySandbox:
+    """A sandbox with the settings' limits and cache directory.
+
+    Args:
+        settings: Limits, cache directory and ``workers``.
+        progress: Receives progress lines if the component must be built first.
+        processes: Spread calls over worker processes (``workers``, default one per CPU), as a server
+            under load should; otherwise calls run in this process.
+    """
+    if processes and settings.workers != 0:
+        return WorkerSandbox(
+            workers=settings.workers, limits=sandbox_limits(settings), cache_dir=settings.cache_dir, progress=progress
+        )
+    return Sandbox(limits=sandbox_limits(settings), cache_dir=settings.cache_dir, progress=progress)
