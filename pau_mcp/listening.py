@@ -1,11 +1,14 @@
-"""Listening on TCP for the project's HTTP services (the MCP server and the scorer endpoint)."""
+"""Serving the project's HTTP services (the MCP server and the scorer endpoint): one way to listen and run uvicorn."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+import sys
+from collections.abc import Callable
+from typing import Any
 
-__all__ = ["is_loopback", "listening_socket", "shown_host"]
+__all__ = ["is_loopback", "listen", "listening_socket", "serve_app", "shown_host"]
 
 
 def is_loopback(host: str) -> bool:
@@ -46,3 +49,51 @@ def listening_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def listen(host: str, port: int, token: str | None, refusal: str, error: type[Exception]) -> socket.socket:
+    """The listening socket of a service, refusing a non-loopback address without a token.
+
+    Args:
+        host: The address to listen on.
+        port: The port (0: a free one).
+        token: The bearer token clients must send; None for none.
+        refusal: Why a non-loopback address needs a token, and how to set one.
+        error: The service's error type, raised with ``refusal`` or with why the address cannot be bound.
+    """
+    if not is_loopback(host) and not token:
+        raise error(refusal)
+    try:
+        return listening_socket(host, port)
+    except OSError as exc:
+        raise error(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host") from None
+
+
+def serve_app(
+    app: Any, sock: socket.socket, announce: str | None, *, http: Any = "auto", keep_alive_s: int = 5,
+    on_server: Callable[[Any], None] | None = None,
+) -> None:  # fmt: skip
+    """Run ``app`` under uvicorn on ``sock`` until interrupted, in the project's event loop.
+
+    Args:
+        app: The ASGI application.
+        sock: From ``listen``.
+        announce: A line printed on stderr once listening (None: nothing).
+        http: uvicorn's HTTP protocol (a class, or ``auto``).
+        keep_alive_s: Seconds an idle keep-alive connection stays open.
+        on_server: Called with the ``uvicorn.Server`` before it starts (to stop it from another thread).
+    """
+    import uvicorn
+
+    from . import eventloop
+
+    config = uvicorn.Config(
+        app, http=http, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2,
+        timeout_keep_alive=keep_alive_s,
+    )  # fmt: skip
+    server = uvicorn.Server(config)
+    if on_server is not None:
+        on_server(server)
+    if announce:
+        print(announce, file=sys.stderr, flush=True)
+    eventloop.run(server.serve, [sock])

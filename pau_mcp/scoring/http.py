@@ -18,13 +18,11 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import uvicorn
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -35,8 +33,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .. import __version__, eventloop
-from ..listening import is_loopback, listening_socket, shown_host
+from .. import __version__
+from ..listening import is_loopback, listen, serve_app, shown_host
 from ..llm import LLMError, LLMNotConfigured
 from .codematch import MAX_CODE_CHARS
 from .service import KINDS, NothingToScore, Scorer, ScoreResult, UnknownMethod
@@ -430,22 +428,12 @@ def serve(
     Raises:
         EndpointError: a non-loopback address without a token, or the port cannot be bound.
     """
-    if not is_loopback(host) and not token:
-        raise EndpointError(
-            f"refusing to serve the scorer on {host} without a token: anyone who can reach it could spend your model budget. "
-            "Set one with --scorer-token or PAU_SCORER_TOKEN (e.g. PAU_SCORER_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())'))."
-        )
-    try:
-        sock = listening_socket(host, port)
-    except OSError as exc:
-        raise EndpointError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
-        ) from None
+    sock = listen(
+        host, port, token,
+        f"refusing to serve the scorer on {host} without a token: anyone who can reach it could spend your model budget. "
+        "Set one with --scorer-token or PAU_SCORER_TOKEN (e.g. PAU_SCORER_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())')).",
+        EndpointError,
+    )  # fmt: skip
     app = create_app(scorer, token=token, max_request_bytes=max_request_bytes, host=host)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    if announce:
-        print(
-            f"pau-mcp scorer: serving at http://{shown_host(host)}:{sock.getsockname()[1]}", file=sys.stderr, flush=True
-        )
-    eventloop.run(server.serve, [sock])
+    shown = f"pau-mcp scorer: serving at http://{shown_host(host)}:{sock.getsockname()[1]}"
+    serve_app(app, sock, shown if announce else None)

@@ -11,50 +11,60 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from wasm_runtime import Status
 
 from ..manifests import ManifestError, ManifestStore, Method, call_text, tool_name
 from .schemas import nullable, parameter_schemas
 
-__all__ = ["Catalog", "Exposed", "OUTPUT_SCHEMA", "OPEN_TOOL", "RAN", "REFUSED", "SUBMIT_TOOL"]
+__all__ = ["Catalog", "Exposed", "OUTPUT_SCHEMA", "OPEN_TOOL", "RAN", "REFUSED", "SUBMIT_TOOL", "ToolResult"]
 
 SUBMIT_TOOL = "submit"
 OPEN_TOOL = "open"
 
-#: Statuses of a call that ran the function (and counted).
-RAN = ("ok", "error", "timeout", "memory", "output_limit", "crash")
+#: Statuses of a call that ran the function (and counted): the sandbox's own, but for invalid_input.
+RAN: tuple[str, ...] = tuple(status.value for status in Status if status is not Status.INVALID_INPUT)
 #: Statuses of a call that did not run it and did not count: the arguments were wrong, the budget is spent, or no
 #: such tool is visible.
-REFUSED = ("invalid_input", "over_budget", "unknown_tool")
+REFUSED: tuple[str, ...] = (Status.INVALID_INPUT.value, "over_budget", "unknown_tool")
 
-_TEXT = {"type": "string"}
 
-#: The structured result of every method tool, whether it ran or was refused.
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "status": {
-            "type": "string",
-            "enum": [*RAN, *REFUSED],
-            "description": "ok: returned a value; error: raised an exception; timeout, memory, output_limit, crash: "
-            "a limit ended the call; invalid_input, over_budget, unknown_tool: not run and not counted",
-        },
-        "value": {**nullable(_TEXT), "description": "repr() of the returned value"},
-        "value_type": {**nullable(_TEXT), "description": "type of the returned value"},
-        "error_type": {**nullable(_TEXT), "description": "exception (or limit) name"},
-        "error_message": {**nullable(_TEXT), "description": "the exception's message, or why the call was refused"},
-        "printed": {"type": "string", "description": "text the function printed, if any"},
-        "queries_used": {"type": "integer", "description": "calls of this function counted for your budget"},
-        "queries_left": {**nullable({"type": "integer"}), "description": "null when there is no budget"},
-        "budget_scope": {
-            "type": "string",
-            "enum": ["process", "mcp_session", "token", "shared"],
-            "description": "whose budget this is: this server process (stdio), this MCP session, this session "
-            "token's label, or every stateless request",
-        },
-    },
-    "required": ["status", "queries_used", "queries_left"],
-}
+class ToolResult(BaseModel):
+    """The structured result of every method tool, whether it ran or was refused (``OUTPUT_SCHEMA`` is its schema)."""
+
+    status: str = Field(
+        json_schema_extra={"enum": [*RAN, *REFUSED]},
+        description="ok: returned a value; error: raised an exception; timeout, memory, output_limit, crash: "
+        "a limit ended the call; invalid_input, over_budget, unknown_tool: not run and not counted",
+    )
+    value: str | None = Field(None, description="repr() of the returned value")
+    value_type: str | None = Field(None, description="type of the returned value")
+    error_type: str | None = Field(None, description="exception (or limit) name")
+    error_message: str | None = Field(None, description="the exception's message, or why the call was refused")
+    printed: str = Field("", description="text the function printed, if any")
+    queries_used: int = Field(description="calls of this function counted for your budget")
+    queries_left: int | None = Field(description="null when there is no budget")
+    budget_scope: Literal["process", "mcp_session", "token", "shared"] = Field(
+        "process",
+        description="whose budget this is: this server process (stdio), this MCP session, this session "
+        "token's label, or every stateless request",
+    )
+
+
+def _portable(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic schema as clients read it best: no titles or defaults, nullables as two ``anyOf`` branches."""
+    properties = {}
+    for name, field in schema["properties"].items():
+        field = {k: v for k, v in field.items() if k not in ("title", "default")}
+        properties[name] = field
+    return {"type": "object", "properties": properties, "required": schema["required"]}
+
+
+#: The structured result of every method tool, generated from ``ToolResult``.
+OUTPUT_SCHEMA: dict[str, Any] = _portable(ToolResult.model_json_schema())
 
 
 @dataclass(frozen=True)
@@ -183,10 +193,6 @@ class Catalog:
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self._by_tool.values())
-
-    def tools(self) -> list[str]:
-        """Tool names in catalog order."""
-        return list(self._by_tool)
 
     def find(self, name_or_id: str) -> Exposed | None:
         """A method by tool name or method id: for the operator's commands only, never for an agent's input."""

@@ -16,8 +16,7 @@ import uvicorn
 from mcp.server import Server
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from .. import eventloop
-from ..listening import is_loopback, listening_socket, shown_host
+from ..listening import listen, serve_app, shown_host
 from .app import initialization_options, verify_bearer
 from .http import connection_cap, connection_guard, http_app
 from .stdio import stdio_streams
@@ -76,17 +75,12 @@ def run_http(
         TransportError: a non-loopback address without a token, or the port is taken.
     """
     limits = limits or HTTPLimits()
-    if not is_loopback(host) and not token:
-        raise TransportError(
-            f"refusing to serve on {host} without a token: anyone who can reach it could run the functions. "
-            "Set one with --token or PAU_MCP_TOKEN (e.g. PAU_MCP_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())'))."
-        )
-    try:
-        sock = listening_socket(host, port)
-    except OSError as exc:
-        raise TransportError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
-        ) from None
+    sock = listen(
+        host, port, token,
+        f"refusing to serve on {host} without a token: anyone who can reach it could run the functions. "
+        "Set one with --token or PAU_MCP_TOKEN (e.g. PAU_MCP_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())')).",
+        TransportError,
+    )  # fmt: skip
     bound_port = sock.getsockname()[1]
     app = http_app(
         server,
@@ -99,16 +93,15 @@ def run_http(
         token_verifier=verify_bearer(token, tokens) if token else None,
     )
     protocol = connection_guard(AutoHTTPProtocol, connection_cap(limits.max_connections), limits.read_timeout_s)
-    config = uvicorn.Config(
-        app, http=protocol, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2,
-        timeout_keep_alive=max(1, math.ceil(min(5, limits.read_timeout_s))),
-    )  # fmt: skip
-    runner = uvicorn.Server(config)
-    if exit_with_stdin:
+
+    def watch_stdin(runner: uvicorn.Server) -> None:
         threading.Thread(target=_stop_at_end_of_stdin, args=(runner,), name="pau-mcp-parent", daemon=True).start()
-    if announce:
-        print(f"pau-mcp: serving at http://{shown_host(host)}:{bound_port}/mcp", file=sys.stderr, flush=True)
-    eventloop.run(runner.serve, [sock])
+
+    serve_app(
+        app, sock, f"pau-mcp: serving at http://{shown_host(host)}:{bound_port}/mcp" if announce else None,
+        http=protocol, keep_alive_s=max(1, math.ceil(min(5, limits.read_timeout_s))),
+        on_server=watch_stdin if exit_with_stdin else None,
+    )  # fmt: skip
 
 
 def _stop_at_end_of_stdin(runner: uvicorn.Server) -> None:
