@@ -313,13 +313,6 @@ class RunStore:
             )  # fmt: skip
             return int(cursor.lastrowid)
 
-    def counted_calls(self, session_id: int, method_id: str) -> int:
-        """How many calls of a method counted against a session's budget."""
-        rows = self.query(
-            "SELECT COUNT(*) FROM calls WHERE session_id = ? AND method_id = ? AND counted = 1", (session_id, method_id)
-        )
-        return int(rows[0][0])
-
     def record_submission(
         self, session_id: int, method_id: str, description: str, code: str | None, feedback: bool = False
     ) -> int:

@@ -22,7 +22,9 @@ import anyio
 from pau_mcp.llm import LLMClient, LLMError
 from pau_mcp.scoring.fences import fence, fence_tag
 
-if TYPE_CHECKING:  # report imports this module for the labels; the types are only annotations here
+from .labels import FAILURE_LABELS, UNCLASSIFIED
+
+if TYPE_CHECKING:
     from pau_mcp.harness.report import MethodScores, RunData
     from pau_mcp.runstore import RunStore
 
@@ -39,11 +41,6 @@ __all__ = [
     "parse_label",
 ]
 
-#: What a failure can be labelled, in display order.
-FAILURE_LABELS: tuple[str, ...] = ("insufficient_exploration", "reasoning_error", "format_error", "hallucination")
-
-#: The label of a reply that names none of ``FAILURE_LABELS`` (or a request that failed).
-UNCLASSIFIED = "unclassified"
 
 _MAX_STEP_CHARS = 800
 _MAX_TRAJECTORY_CHARS = 12_000

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pau_mcp.harness.failures import FAILURE_LABELS, UNCLASSIFIED
+from pau_mcp.harness.labels import FAILURE_LABELS, UNCLASSIFIED
 from pau_mcp.harness.stats import (
     BootstrapResult,
     ScoreStats,

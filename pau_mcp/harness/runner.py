@@ -42,8 +42,6 @@ __all__ = [
     "planned_methods", "play_episode", "run_eval", "run_name", "run_totals", "session_key",
 ]  # fmt: skip
 
-_ROOT = Path(__file__).resolve().parents[2]
-
 
 class EvalError(RuntimeError):
     """An evaluation cannot start or continue; the message says what to do."""
