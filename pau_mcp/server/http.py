@@ -181,8 +181,8 @@ class BodyGate:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.limit:
-                head = b"".join(chunks)[:4096] if chunks else chunk[:4096]
-                await _respond(send, *_refused(oversized(head.decode("utf-8", "replace"), size, self.limit), 413))
+                start = b"".join(chunks)[:4096] if chunks else chunk[:4096]
+                await _respond(send, *_refused(oversized(start.decode("utf-8", "replace"), size, self.limit), 413))
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):

@@ -18,11 +18,12 @@ from typing import Any
 import anyio
 import jsonschema
 
-from wasm_runtime import InvalidInput, Outcome, Sandbox, Status, parse_arguments
+from wasm_runtime import InvalidInput, Outcome, Status, parse_arguments
 
 from ..manifests import call_text
 from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore, StoreError
+from ..sandboxing import AnySandbox
 from .catalog import Catalog, Exposed
 from .schemas import describe, example_json
 from .sessions import SessionState
@@ -84,7 +85,7 @@ class MethodService:
     """
 
     def __init__(
-        self, catalog: Catalog, sandbox: Sandbox, store: RunStore, budget: int, feedback: Feedback | None = None,
+        self, catalog: Catalog, sandbox: AnySandbox, store: RunStore, budget: int, feedback: Feedback | None = None,
         feedback_limit: int = 3, max_argument_bytes: int = 64 * 1024,
     ) -> None:  # fmt: skip
         self.catalog = catalog
@@ -446,7 +447,7 @@ def _valid_text(text: str) -> str:
 
 def _printable(outcome: Outcome) -> Outcome:
     """The outcome with every text valid Unicode, so that JSON replies and the run store can carry it."""
-    changes = {
+    changes: dict[str, Any] = {
         name: _valid_text(value)
         for name in ("value", "value_type", "error_type", "error_message", "stdout")
         if isinstance(value := getattr(outcome, name), str) and not value.isascii()

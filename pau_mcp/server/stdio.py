@@ -87,7 +87,8 @@ def _claim() -> tuple[int, int, Callable[[], None]]:
 
 def _encoded(message: Any) -> bytes:
     try:
-        return message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+        text: str = message.model_dump_json(by_alias=True, exclude_unset=True)
+        return text.encode() + b"\n"
     except Exception as exc:  # text that is not Unicode, from anywhere: a request still gets an answer
         if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             log.error("a message to the client could not be encoded and was dropped: %s", exc)
