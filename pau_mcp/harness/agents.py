@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..llm import Completion, LLMClient, Overrides, Usage
+from ..manifests import call_arguments, call_text
 from .environment import Environment, Observation
 
 __all__ = ["AGENTS", "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code"]
@@ -388,7 +389,7 @@ class ProbeAgent:
                 if observation.is_error and "budget" in observation.text:
                     break
         pairs = env.observed_examples()
-        shown = "; ".join(f"test_func{inp} -> {out}" for inp, out in pairs[:40])
+        shown = "; ".join(f"{call_text('test_func', inp)} -> {out}" for inp, out in pairs[:40])
         description = f"A function of {len(env.params)} argument(s). Observed behaviour: {shown}."
         return AgentResult(description=description, code=memorising_code(pairs, env.params), concluded=True)
 
@@ -396,12 +397,13 @@ class ProbeAgent:
 def _example_arguments(examples: list[str]) -> list[tuple[Any, ...]]:
     found = []
     for line in examples:
-        call = line.partition(" -> ")[0][len("test_func") :]
+        literal = call_arguments(line.partition(" -> ")[0])
         try:
-            value = ast.literal_eval(call)
+            value = ast.literal_eval(literal) if literal else None
         except (ValueError, SyntaxError):
             continue
-        found.append(value if isinstance(value, tuple) else (value,))
+        if isinstance(value, tuple):
+            found.append(value)
     return found
 
 
