@@ -9,6 +9,7 @@ from .evaluate import demo, evaluate
 from .export import export
 from .importers import import_
 from .manifests import manifests
+from .prompts import prompts
 from .report import report
 from .rl import rl
 from .runs import runs
@@ -42,3 +43,4 @@ main.add_command(evaluate)
 main.add_command(demo)
 main.add_command(rl)
 main.add_command(export)
+main.add_command(prompts)

@@ -21,7 +21,7 @@ __all__ = ["demo", "evaluate"]
 _EVAL_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
     "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "model_capabilities",
-    "temperature", "max_tokens", "reasoning_effort",
+    "temperature", "max_tokens", "reasoning_effort", "protocol",
 )  # fmt: skip
 
 
@@ -68,9 +68,15 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     """
     from ..harness.runner import EvalConfig, EvalError, run_eval
     from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides
+    from ..prompts import PromptsError
+    from ..protocol import load_protocol
     from ..scoring import Scorer
 
     settings = settings_from(values)
+    try:
+        protocol = load_protocol(settings.protocol, settings.data_dir)
+    except PromptsError as exc:
+        raise click.ClickException(str(exc)) from None
     kinds = tuple(
         k for k, model_ in (("judge", settings.judge_model), ("codematch", settings.coder_model)) if model_
     ) + ("direct",)
@@ -79,6 +85,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
         score=not no_score, kinds=kinds, retry_failed=retry_failed,
         overrides=Overrides(settings.temperature, settings.max_tokens, settings.reasoning_effort),
+        protocol=settings.protocol,
     )  # fmt: skip
     # One cheap check per model before the run exists (and before the sandbox starts): a wrong key, URL or model
     # name fails in seconds, in one line, instead of in every episode.
@@ -93,7 +100,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     # Scoring runs in sandbox worker processes: the harness's one event loop is what limits a run's
     # throughput, and sandbox work in its own process competed with it (docs/benchmarks.md).
     sandbox = settings.sandbox(progress=step_printer(), processes=config.score)
-    scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
+    scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox, protocol=protocol)
     if config.score and len(kinds) < 3:
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
