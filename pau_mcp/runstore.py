@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MIGRATIONS", "CallRecord", "EpisodeResult", "RunStore", "StoreError", "utc_now"]
+__all__ = ["MIGRATIONS", "CallRecord", "EpisodeResult", "RunStore", "StoreError", "shown_outcome", "utc_now"]
 
 MIGRATIONS: list[str] = [
     # 1: runs, sessions, calls, submissions, scores
@@ -474,13 +474,14 @@ class RunStore:
                 "id": submission["method_id"],
                 "predicted_description": submission["description"],
                 "num_queries": len(seen),
-                "all_examples": given.get(int(submission["id"])) or [[c["arguments"], _shown(c)] for c in seen],
+                "all_examples": given.get(int(submission["id"])) or [[c["arguments"], shown_outcome(c)] for c in seen],
                 "code": submission["code"],
                 "session": submission["session_key"],
             }
 
 
-def _shown(call: dict[str, Any]) -> str:
+def shown_outcome(call: dict[str, Any]) -> str:
+    """A recorded call's outcome as agents read it: the value's repr, ``raises Type: message``, or the status."""
     if call["status"] in ("ok", "counterexample"):  # a counterexample's value is the method's own output
         return str(call["value"])
     if call["status"] == "error":

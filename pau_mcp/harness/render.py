@@ -111,6 +111,7 @@ def _runs_table(report: Report) -> TableData:
     columns = [
         "run",
         "kind",
+        "protocol",
         "model",
         "agent",
         "mode",
@@ -125,7 +126,7 @@ def _runs_table(report: Report) -> TableData:
     ]
     rows = [
         [
-            s.name, s.kind, s.model, s.agent, s.mode, s.suite, f"{s.done}/{s.planned}", str(s.failed),
+            s.name, s.kind, s.protocol, s.model, s.agent, s.mode, s.suite, f"{s.done}/{s.planned}", str(s.failed),
             _num(s.queries_mean, 1), "n/a" if s.concluded_share is None else _pct(s.concluded_share), f"{s.input_tokens:,}", f"{s.output_tokens:,}",
             _num(s.cost_usd, 4),
         ]
@@ -373,7 +374,8 @@ def run_rows(report: Report) -> list[dict[str, Any]]:
 def _run_row(report: Report, s: RunSummary) -> dict[str, Any]:
     judge = s.scores["judge"]
     row: dict[str, Any] = {
-        "run": s.name, "kind": s.kind, "model": s.model, "agent": s.agent, "mode": s.mode, "suite": s.suite,
+        "run": s.name, "kind": s.kind, "protocol": s.protocol, "model": s.model, "agent": s.agent, "mode": s.mode,
+        "suite": s.suite,
         "planned": s.planned, "done": s.done, "failed": s.failed, "unfinished": s.unfinished,
         "unscored_as_one": int(report.unscored_as_one),
         "judge_n": judge.n, "judge_mean": judge.mean, "judge_std": judge.std, "judge_share_ge3": judge.share_good,
@@ -404,12 +406,13 @@ def method_rows(report: Report) -> list[dict[str, Any]]:
         labels = report.failure_labels.get(run.name, {})
         for m in run.methods:
             row: dict[str, Any] = {
-                "run": run.name, "model": run.setting("model"), "agent": run.setting("agent"), "mode": run.mode,
+                "run": run.name, "protocol": run.protocol, "model": run.setting("model"), "agent": run.setting("agent"),
+                "mode": run.mode,
                 "method_id": m.method_id, "state": m.state,
             }  # fmt: skip
             for kind in KINDS:
                 row[f"{kind}_status"] = m.status(kind) or ""
-                row[kind] = _blank(m.score(kind, report.unscored_as_one))
+                row[kind] = _blank(run.counted(m, kind, report.unscored_as_one))
             row |= {
                 "concluded": _blank(None if m.concluded is None else int(m.concluded)), "queries": _blank(m.queries),
                 "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "cost_usd": m.cost_usd,

@@ -28,6 +28,7 @@ from pau_mcp.harness.stats import (
     mean_and_std,
     paired_bootstrap,
 )
+from pau_mcp.protocol import RULES, protocol_of
 from pau_mcp.runstore import RunStore, StoreError
 
 __all__ = [
@@ -54,6 +55,10 @@ KINDS = ("judge", "codematch", "codematch_gold", "direct")
 
 #: The kinds whose values are fractions of matching tests (0 to 1).
 FRACTION_KINDS = ("codematch", "codematch_gold", "direct")
+
+#: What a row without a score counts as under a protocol that counts failed rows (the reference's): the
+#: judge's lowest rating, no matching test.
+WORST: dict[str, float] = {"judge": 1.0, "codematch": 0.0, "codematch_gold": 0.0}
 
 #: Each kind's name in headings.
 KIND_TITLES = {
@@ -142,15 +147,21 @@ class MethodScores:
         """The code-match fraction when scored."""
         return self.value("codematch")
 
-    def score(self, kind: str, unscored_as_one: bool = False) -> float | None:
+    def score(self, kind: str, unscored_as_one: bool = False, failed_as_worst: bool = False) -> float | None:
         """The score of one kind this episode counts with, or None when it does not count.
 
         Args:
             kind: One of ``KINDS``.
             unscored_as_one: Count an unscored judge reply as 1 (the reference benchmark's rule)
                 instead of leaving it out.
+            failed_as_worst: Count a failed episode, and a score that could not be made, as the
+                worst score of its kind (``WORST``; the reference protocol's rule) instead of leaving
+                it out.
         """
         score = self.scores.get(kind)
+        unmade = self.state == "failed" or (self.done and score is not None and score.status in ("error", "unscored"))
+        if failed_as_worst and kind in WORST and unmade:
+            return WORST[kind]
         if not self.done or score is None:
             return None
         if score.status == "scored" and score.value is not None:
@@ -196,6 +207,30 @@ class RunData:
         return "" if value is None else str(value)
 
     @property
+    def protocol(self) -> str:
+        """The protocol the run recorded (``pau-mcp`` for runs made before protocols were recorded)."""
+        return protocol_of(self.config)
+
+    def counted(self, method: MethodScores, kind: str, unscored_as_one: bool = False) -> float | None:
+        """The score one of its methods counts with, by the run's protocol.
+
+        Under the reference protocol an unscored judge reply counts as 1, and a failed episode or a score
+        that could not be made as the worst score of its kind, for the kinds the run was scored on.
+        """
+        rules = RULES[self.protocol]
+        worst = rules.failed_as_worst and kind in self._scored_kinds
+        return method.score(kind, unscored_as_one or rules.failed_as_worst, failed_as_worst=worst)
+
+    @property
+    def ddof(self) -> int:
+        """The standard deviation's degrees of freedom its protocol uses (1: the sample's)."""
+        return 1 if RULES[self.protocol].sample_std else 0
+
+    @property
+    def _scored_kinds(self) -> frozenset[str]:
+        return frozenset(kind for m in self.methods for kind in m.scores)
+
+    @property
     def mode(self) -> str:
         """``interactive`` or ``incontext`` (spelling variants such as ``in-context`` folded), or ""."""
         return self.setting("mode").lower().replace("-", "").replace("_", "")
@@ -216,6 +251,7 @@ class RunSummary:
     Attributes:
         name: The run.
         kind: How the run was made (``eval``, ``serve``, ``file``, ``gold``).
+        protocol: The protocol it followed (``pau-mcp`` or ``reference``).
         model: The agent's model (from the run's configuration; "" if not recorded).
         agent: The agent kind (``paper``, ``tools``, ``probe``).
         mode: ``interactive`` or ``incontext``.
@@ -239,6 +275,7 @@ class RunSummary:
 
     name: str
     kind: str
+    protocol: str
     model: str
     agent: str
     mode: str
@@ -489,17 +526,19 @@ def build_report(
     return report
 
 
-def _stats(kind: str, values: Sequence[float]) -> ScoreStats:
-    return judge_stats(values) if kind == "judge" else codematch_stats(values)
+def _stats(kind: str, values: Sequence[float], ddof: int = 0) -> ScoreStats:
+    return judge_stats(values, ddof) if kind == "judge" else codematch_stats(values, ddof)
 
 
 def _summarise(run: RunData, unscored_as_one: bool, labels: dict[str, str] | None) -> RunSummary:
     done = [m for m in run.methods if m.done]
+    # Under a protocol that counts failed rows, failed episodes are rows too.
+    rows = [m for m in run.methods if m.done or (m.state == "failed" and RULES[run.protocol].failed_as_worst)]
     scores, missing = {}, {}
     for kind in KINDS:
-        values = [v for m in done if (v := m.score(kind, unscored_as_one)) is not None]
-        scores[kind] = _stats(kind, values)
-        uncounted = [m for m in done if m.score(kind, unscored_as_one) is None]
+        values = [v for m in rows if (v := run.counted(m, kind, unscored_as_one)) is not None]
+        scores[kind] = _stats(kind, values, run.ddof)
+        uncounted = [m for m in done if run.counted(m, kind, unscored_as_one) is None]
         missing[kind] = sum(1 for m in uncounted if kind != "judge" or m.status(kind) != "unscored")
     queries, _ = mean_and_std([float(m.queries) for m in done if m.queries is not None])
     concluded = [m.concluded for m in done if m.concluded is not None]
@@ -507,6 +546,7 @@ def _summarise(run: RunData, unscored_as_one: bool, labels: dict[str, str] | Non
     return RunSummary(
         name=run.name,
         kind=run.kind,
+        protocol=run.protocol,
         model=run.setting("model"),
         agent=run.setting("agent"),
         mode=run.mode,
@@ -536,7 +576,7 @@ def _scores(run: RunData, kind: str, unscored_as_one: bool) -> dict[str, list[fl
     """Each method's counted scores of one kind (several only in a run of several sessions without episodes)."""
     found: dict[str, list[float]] = {}
     for m in run.methods:
-        if (value := m.score(kind, unscored_as_one)) is not None:
+        if (value := run.counted(m, kind, unscored_as_one)) is not None:
             found.setdefault(m.method_id, []).append(value)
     return found
 
@@ -551,7 +591,7 @@ def _max_aggregation(
         for run in runs:
             for method, values in _scores(run, kind, unscored_as_one).items():
                 best[method] = max(*values, best.get(method, values[0]))
-        stats[kind] = _stats(kind, [best[m] for m in sorted(best)])
+        stats[kind] = _stats(kind, [best[m] for m in sorted(best)], max(run.ddof for run in runs))
         methods |= set(best)
     return stats, len(methods)
 
@@ -613,6 +653,18 @@ def _episodes(count: int) -> str:
 
 def _notes(report: Report) -> list[str]:
     notes = [report.unscored_rule]
+    reference = [s.name for s in report.summaries if s.protocol == "reference"]
+    if reference:
+        notes.append(
+            f"{'Runs' if len(reference) > 1 else 'Run'} {', '.join(reference)} followed the reference protocol "
+            "(docs/protocol.md): unscored judge replies count as 1, failed episodes and scores that could not be made "
+            "count as judge 1 and code match 0, and standard deviations are the sample's (ddof=1)."
+        )
+    if len({s.protocol for s in report.summaries}) > 1:
+        notes.append(
+            "These runs followed different protocols (see the protocol column): their numbers were made by different "
+            "prompts and rules, so differences between them are not only the models'."
+        )
     for run, s in zip(report.runs, report.summaries, strict=True):
         if not run.episodes:
             made = f"a {run.kind} run" if run.kind else "a run"

@@ -117,7 +117,7 @@ def coder_messages(
     if examples:
         lines = []
         for example in list(examples)[:_MAX_EXAMPLES]:
-            call = call_text(method.entry, str(example[0]))
+            call = call_text(method.entry, observed_arguments(example) or str(example[0]))
             lines.append(f"{_clip(call, _MAX_EXAMPLE_CHARS)} -> {_clip(_shown_example(example), _MAX_EXAMPLE_CHARS)}")
         calls = "\n".join(lines)
     tag = fence_tag("coder", text, calls)

@@ -216,12 +216,14 @@ class Scorer:
         """The scores to compute: those requested that the submission allows, or every one it allows.
 
         The judge needs a description; code match a description (or ``gold``); direct code needs code.
-        A requested score the submission cannot have is left out.
+        A requested score the submission cannot have is left out. Under the reference protocol a missing
+        description is scored as the text ``None``, as the reference does.
 
         Raises:
             NothingToScore: an unknown kind, or no score applies (the message says what is missing).
         """
-        has_text = bool(description and description.strip())
+        # The reference scores a missing description as the text "None"; this project has nothing to score.
+        has_text = bool(description and description.strip()) or self.protocol.reference
         has_code = bool(code and code.strip())
         needs = {"judge": "a description", "codematch": "a description", "direct": "code"}
         possible = {"judge": has_text, "codematch": has_text or gold, "direct": has_code}
@@ -256,6 +258,11 @@ class Scorer:
             if not self.coder_model:
                 raise _missing("coder_model", "code-writing model")
             self._client().check(self.coder_model)
+
+    def _description(self, description: str | None) -> str:
+        if self.protocol.reference and not (description and description.strip()):
+            return "None"
+        return description or ""
 
     def _client(self) -> LLMClient:
         if self.llm is None:
@@ -299,13 +306,13 @@ class Scorer:
         async def judge() -> None:
             assert self.judge_model is not None
             results["judge"] = await judge_description(
-                self._client(), self.judge_model, method.description, description or "",
+                self._client(), self.judge_model, method.description, self._description(description),
                 temperature=self.temperature, protocol=self.protocol,
             )  # fmt: skip
 
         async def codematch() -> None:
             assert self.coder_model is not None
-            text = method.description if gold else description or ""
+            text = method.description if gold else self._description(description)
             results["codematch"] = await write_code(
                 self._client(), self.coder_model, self.sandbox, method, text,
                 examples=examples, limits=self.limits, temperature=self.temperature, protocol=self.protocol,
