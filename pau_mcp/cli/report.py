@@ -23,7 +23,14 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 @click.command("report")
-@click.argument("names", metavar="RUN [RUN ...]", nargs=-1, required=True)
+@click.argument("names", metavar="[RUN ...]", nargs=-1)
+@click.option(
+    "--suite",
+    "suites",
+    multiple=True,
+    help="Also describe this suite (methods by number of arguments, test-suite sizes); repeatable. The suites of "
+    "the runs are described anyway; with no RUN, only the suites.",
+)
 @click.option(
     "--unscored-as-one",
     is_flag=True,
@@ -53,9 +60,10 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option(
     "--no-cache", is_flag=True, help="With --classify-failures: neither read nor write the LLM response cache."
 )
-@options("db", "data_dir", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
+@options("db", "data_dir", "manifests", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
 def report(
     names: tuple[str, ...],
+    suites: tuple[str, ...],
     unscored_as_one: bool,
     resamples: int,
     seed: int,
@@ -68,7 +76,8 @@ def report(
     no_cache: bool,
     **values: object,
 ) -> None:
-    """Report on evaluation runs RUN ...: per-run scores, Max over runs, modes and paired bootstrap tests.
+    """Report on evaluation runs RUN ...: per-run scores, Max over runs, modes and paired bootstrap tests, and the
+    paper's analyses (upper bound, rank correlation, self-contradiction, suite profiles).
 
     Prints tables to the terminal; --markdown, --csv, --csv-methods, --plots and --html write files too.
     """
@@ -77,13 +86,21 @@ def report(
     from pau_mcp.harness.report import ReportError, build_report, load_runs
 
     settings = settings_from(values)
-    store = _store(settings)
+    if not names and not suites:
+        raise click.UsageError("name at least one RUN (`pau-mcp runs list` shows them), or a suite with --suite")
+    store = _store(settings) if names else None
     try:
-        runs = load_runs(store, names)
-        labels = _classify(settings, store, runs, unscored_as_one, no_cache) if classify_failures else None
-        result = build_report(
-            runs, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed, failure_labels=labels
+        runs = load_runs(store, names) if store is not None else []
+        profiles = _profiles(settings, runs, suites)
+        labels = (
+            _classify(settings, store, runs, unscored_as_one, no_cache)
+            if classify_failures and store is not None
+            else None
         )
+        result = build_report(
+            runs, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed, failure_labels=labels,
+            suites=profiles,
+        )  # fmt: skip
     except ReportError as exc:
         raise click.ClickException(str(exc)) from None
     console = Console()
@@ -107,6 +124,24 @@ def report(
             err.print(f"wrote {path}")
     if html_path:
         _write(html_path, to_html(result, plots))
+
+
+def _profiles(settings: Settings, runs: Sequence[RunData], asked: Sequence[str]) -> list:  # type: ignore[type-arg]
+    """The profiles of the suites asked for and of the runs' suites that are installed (in that order)."""
+    from pau_mcp.harness.analyses import suite_profile
+    from pau_mcp.manifests import ManifestError
+
+    manifests = settings.manifest_store()
+    known = set(manifests.names())
+    covered = [name.strip() for run in runs for name in run.suite.split(",") if name.strip() in known]
+    profiles = []
+    for name in dict.fromkeys([*asked, *covered]):
+        try:
+            suite = manifests.suite(name)
+        except ManifestError as exc:
+            raise click.ClickException(f"{exc}; `pau-mcp manifests list` shows the suites") from None
+        profiles.append(suite_profile(name, suite.methods.values()))
+    return profiles
 
 
 def _store(settings: Settings) -> RunStore:

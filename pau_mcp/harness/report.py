@@ -19,6 +19,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pau_mcp.harness.analyses import (
+    Contradictions,
+    Correlation,
+    SuiteProfile,
+    UpperBound,
+    contradictions,
+    correlations,
+    upper_bounds,
+)
 from pau_mcp.harness.failures import FAILURE_LABELS, UNCLASSIFIED
 from pau_mcp.harness.stats import (
     BootstrapResult,
@@ -80,10 +89,13 @@ class Score:
     Attributes:
         status: ``scored`` (a value), ``unscored`` (the judge's reply had no readable rating) or ``error``.
         value: The rating or fraction when scored.
+        observed: For code match: the code writer's code on the agent's observed inputs, ``{"checked",
+            "disagree"}`` (the self-contradiction check), when it was made.
     """
 
     status: str
     value: float | None = None
+    observed: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -169,6 +181,15 @@ class MethodScores:
         if kind == "judge" and score.status == "unscored" and unscored_as_one:
             return 1.0
         return None
+
+    @property
+    def contradiction(self) -> tuple[int, int] | None:
+        """``(observed inputs checked, of those where the description's code disagrees)`` for a done episode whose
+        code match made the self-contradiction check, else None."""
+        score = self.scores.get("codematch")
+        if not self.done or score is None or not score.observed or not score.observed.get("checked"):
+            return None
+        return int(score.observed["checked"]), int(score.observed.get("disagree", 0))
 
     def judge(self, unscored_as_one: bool = False) -> float | None:
         """The judge score this episode counts with, or None."""
@@ -373,6 +394,11 @@ class Report:
         resamples: Bootstrap resamples per test.
         seed: Bootstrap seed.
         notes: Sentences every rendering prints under the tables.
+        suites: Profiles of the suites the report covers (methods by arguments, test-suite sizes).
+        correlations: Spearman's rho of per-method scores for every pair of runs and kind.
+        contradictions: Per run with checked episodes, how often descriptions contradict observations.
+        upper_bounds: Per run with code match, its mean beside the gold descriptions' on the same methods.
+        significance: The p-value below which a difference is marked significant (0.05).
     """
 
     runs: list[RunData]
@@ -387,6 +413,11 @@ class Report:
     resamples: int = 10_000
     seed: int = 0
     notes: list[str] = field(default_factory=list)
+    suites: list[SuiteProfile] = field(default_factory=list)
+    correlations: list[Correlation] = field(default_factory=list)
+    contradictions: list[Contradictions] = field(default_factory=list)
+    upper_bounds: list[UpperBound] = field(default_factory=list)
+    significance: float = 0.05
 
     @property
     def unscored_rule(self) -> str:
@@ -436,7 +467,9 @@ def load_trajectories(store: RunStore, run: RunData) -> dict[str, list[Any]]:
 
 def _latest_scores(rows: Iterable[dict[str, Any]]) -> dict[str, Score]:
     """The latest score of each kind (rows come oldest first)."""
-    return {row["kind"]: Score(row["status"], row.get("value")) for row in rows}
+    return {
+        row["kind"]: Score(row["status"], row.get("value"), (row.get("detail") or {}).get("observed")) for row in rows
+    }
 
 
 def _episode_scores(row: dict[str, Any]) -> MethodScores:
@@ -482,6 +515,7 @@ def build_report(
     resamples: int = 10_000,
     seed: int = 0,
     failure_labels: dict[str, dict[str, str]] | None = None,
+    suites: Sequence[SuiteProfile] = (),
 ) -> Report:
     """Compute every number of a report.
 
@@ -491,12 +525,13 @@ def build_report(
         resamples: Bootstrap resamples per paired test.
         seed: Bootstrap seed (each test starts from it, so a pair's p-values do not depend on the other runs).
         failure_labels: Per run, per method, a failure label from ``failures.classify_failures``.
+        suites: Profiles of the suites to describe (``analyses.suite_profile``).
 
     Raises:
-        ReportError: no runs, or fewer than one resample.
+        ReportError: neither runs nor suites, or fewer than one resample.
     """
-    if not runs:
-        raise ReportError("name at least one run; `pau-mcp runs list` shows them")
+    if not runs and not suites:
+        raise ReportError("name at least one run (`pau-mcp runs list` shows them) or a suite (--suite NAME)")
     if resamples < 1:
         raise ReportError(f"--resamples must be at least 1 (got {resamples})")
     labels = failure_labels or {}
@@ -521,6 +556,10 @@ def build_report(
         unscored_as_one=unscored_as_one,
         resamples=resamples,
         seed=seed,
+        suites=list(suites),
+        correlations=correlations(runs, kinds, unscored_as_one),
+        contradictions=contradictions(runs),
+        upper_bounds=upper_bounds(runs, unscored_as_one),
     )
     report.notes.extend(_notes(report))
     return report
@@ -652,6 +691,8 @@ def _episodes(count: int) -> str:
 
 
 def _notes(report: Report) -> list[str]:
+    if not report.runs:
+        return []
     notes = [report.unscored_rule]
     reference = [s.name for s in report.summaries if s.protocol == "reference"]
     if reference:
@@ -716,6 +757,25 @@ def _notes(report: Report) -> list[str]:
         notes.append(
             "A method submitted in several sessions of one run counts once per session in that run's numbers, "
             "once (its mean) in the pairwise tests and once (its best) in Max."
+        )
+    if report.correlations:
+        notes.append(
+            "Rank correlation: Spearman's rho of two runs' per-method scores over the methods both scored (ties share "
+            "their mean rank); n/a when one run gives every method the same score."
+        )
+    if report.contradictions:
+        notes.append(
+            "Self-contradiction: the code written from an episode's description is run on the inputs its agent "
+            "observed; the episode contradicts itself when that code disagrees with what the function did there."
+        )
+    if report.upper_bounds:
+        notes.append(
+            "Upper bound: code match of the gold descriptions (pau-mcp score --gold) on the same methods, by the same "
+            "code writer; the ratio is the run's share of it."
+        )
+    if report.modes and report.kinds:
+        notes.append(
+            f"In the interactive against in-context comparison, * marks a difference with p < {report.significance:g}."
         )
     if report.pairs and report.kinds:
         notes.append(

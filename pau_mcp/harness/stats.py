@@ -22,6 +22,7 @@ __all__ = [
     "judge_stats",
     "mean_and_std",
     "paired_bootstrap",
+    "spearman",
 ]
 
 #: The judge's scale.
@@ -179,3 +180,39 @@ def paired_bootstrap(
     return BootstrapResult(
         n, mean_a, mean_b, 1 - wins_a / resamples, 1 - wins_b / resamples, resamples, sample_size, seed
     )
+
+
+def _ranks(values: Sequence[float]) -> np.ndarray:
+    """Ranks from 1, ties sharing their mean rank."""
+    data = np.asarray(values, dtype=float)
+    order = np.argsort(data, kind="mergesort")
+    ranks = np.empty(len(data), dtype=float)
+    sorted_values = data[order]
+    start = 0
+    while start < len(data):
+        end = start
+        while end + 1 < len(data) and sorted_values[end + 1] == sorted_values[start]:
+            end += 1
+        ranks[order[start : end + 1]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Spearman's rank correlation of paired values: Pearson's correlation of their ranks (ties share a mean rank).
+
+    None when it is undefined: fewer than two pairs, or one side with every value equal.
+
+    Raises:
+        ValueError: ``a`` and ``b`` differ in length.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired values must have the same length (got {len(a)} and {len(b)})")
+    if len(a) < 2:
+        return None
+    ra, rb = _ranks(a), _ranks(b)
+    da, db = ra - ra.mean(), rb - rb.mean()
+    denominator = math.sqrt(float((da * da).sum()) * float((db * db).sum()))
+    if denominator == 0:
+        return None
+    return float((da * db).sum()) / denominator
