@@ -12,7 +12,7 @@ from rich.console import Console
 
 from ..config import Settings, options
 from ..runstore import RunStore, StoreError
-from .common import bar, err, settings_from
+from .common import bar, err, settings_from, step_printer
 
 if TYPE_CHECKING:
     from pau_mcp.harness.report import RunData
@@ -60,7 +60,10 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option(
     "--no-cache", is_flag=True, help="With --classify-failures: neither read nor write the LLM response cache."
 )
-@options("db", "data_dir", "manifests", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
+@options(
+    "db", "data_dir", "manifests", "cache_dir", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency",
+    "llm_retries",
+)  # fmt: skip
 def report(
     names: tuple[str, ...],
     suites: tuple[str, ...],
@@ -160,6 +163,7 @@ def _classify(
 ) -> dict[str, dict[str, str]]:
     from pau_mcp.harness.failures import classify_cases, failure_cases
     from pau_mcp.llm import LLMClient, LLMError
+    from pau_mcp.scoring import Scorer
 
     if not settings.judge_model:
         raise click.UsageError(
@@ -169,8 +173,12 @@ def _classify(
         llm = LLMClient.from_settings(settings, use_cache=not no_cache)
         llm.check(settings.judge_model)
         cases = [case for run in runs for case in failure_cases(store, run, unscored_as_one)]
+        # The scorer, the only reader of gold data, gives each case its gold description and failing tests.
+        scorer = Scorer.from_settings(settings, use_cache=not no_cache, progress=step_printer()) if cases else None
         with bar("classifying failures", len(cases)) as advance:
-            labels = classify_cases(llm, settings.judge_model, cases, progress=advance)
+            labels = classify_cases(
+                llm, settings.judge_model, cases, progress=advance, evidence=scorer.evidence if scorer else None
+            )
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None
     if llm.spend.unpriced:

@@ -349,7 +349,8 @@ def _failures_table(report: Report) -> TableData:
             ]
         )
     caption = (
-        "Failed: ended in an error, judge below 3, or code match below 0.8; labelled by an LLM from the trajectory."
+        "Failed: ended in an error, judge below 3, or code match below 0.8; labelled by an LLM from the gold "
+        "description, the failing tests, the coverage and the trajectory (the paper's categories)."
     )
     return TableData("failures", "Failure modes", ["run", "failed", *labels], rows, caption)
 

@@ -63,7 +63,7 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "coder_with_calls": ("header", "tag", "description", "calls"),
             # The failure-mode classifier (pau_mcp.harness.failures).
             "classifier_system": (),
-            "classifier": ("tag", "episode", "trajectory"),
+            "classifier": ("tag", "episode", "gold", "description", "tests", "trajectory"),
             # The RL environment (pau_mcp.rl): the explorer, its critic, the SFT exports, the answer-aware teacher.
             "rl_system": (),
             "rl_context": ("header", "known", "tried", "hypothesis", "budget"),

@@ -50,6 +50,7 @@ __all__ = [
     "coder_messages",
     "extract_code",
     "extract_code_reference",
+    "failing_tests",
     "match_code",
     "observed_arguments",
     "reference_match",
@@ -572,6 +573,33 @@ async def write_code(
         cached=completion.cached,
         observed=observed,
     )
+
+
+async def failing_tests(
+    sandbox: Sandbox, method: Method, code: str | None, *, limit: int = 5, limits: Limits | None = None
+) -> list[Counterexample]:
+    """The first ``limit`` hidden tests ``code`` gets wrong, each with both outcomes as people read them.
+
+    For the operator's tools only (the failure classifier): ``got`` is text the code produced. Empty
+    when there is no code, or when the sandbox fails on it.
+    """
+    if not code or not code.strip() or not method.tests or any(case.outcome is None for case in method.tests):
+        return []
+    try:
+        outcomes = await sandbox.arun(code, [case.input for case in method.tests], entry=method.entry, limits=limits)
+    except Exception as exc:  # the sandbox's infrastructure: no evidence, the report goes on
+        log.warning("the sandbox failed running code for %s: %s", method.id, _clip(str(exc), 500))
+        return []
+    wrong = []
+    for case, got in zip(method.tests, outcomes, strict=False):
+        kind = _compare(case.outcome.outcome(), got)  # type: ignore[union-attr]
+        if kind is None:
+            continue
+        shown = "(a value that could not be decoded)" if kind == "undecodable" else _shown(got)
+        wrong.append(Counterexample(case.input, _clip(case.outcome.shown(), _MAX_SHOWN_CHARS), shown))  # type: ignore[union-attr]
+        if len(wrong) >= limit:
+            break
+    return wrong
 
 
 def observed_arguments(example: Sequence[Any]) -> str | None:

@@ -23,7 +23,7 @@ from ..config import SETTINGS, Settings
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
 from ..manifests import ManifestError, ManifestStore, Method
 from ..protocol import Protocol, load_protocol
-from .codematch import CodeMatch, extract_code, match_code, write_code
+from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, match_code, write_code
 from .judge import JudgeResult, judge_description
 from .records import record_scores
 
@@ -358,6 +358,18 @@ class Scorer:
             unpriced=unpriced,
             protocol=self.protocol.name,
         )
+
+    async def evidence(self, method_id: str, code: str | None, limit: int = 5) -> tuple[str, list[Counterexample]]:
+        """What a reviewer of a failed episode needs (the failure classifier): the gold description and the first
+        ``limit`` hidden tests ``code`` gets wrong, with what the function does and what the code did.
+
+        For the operator only: it holds the gold description and test inputs.
+
+        Raises:
+            UnknownMethod: no such method.
+        """
+        method = self.method(method_id)
+        return method.description, await failing_tests(self.sandbox, method, code, limit=limit, limits=self.limits)
 
     async def aclose(self) -> None:
         """Close the model clients and the response cache."""
