@@ -6,6 +6,7 @@ import click
 
 from .. import __version__
 from ..runstore import StoreError
+from .coverage import coverage
 from .evaluate import demo, evaluate
 from .export import export
 from .importers import import_
@@ -55,3 +56,4 @@ main.add_command(demo)
 main.add_command(rl)
 main.add_command(export)
 main.add_command(prompts)
+main.add_command(coverage)
