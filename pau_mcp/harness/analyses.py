@@ -9,6 +9,8 @@
   per run.
 - The upper bound: each run's code match beside the code match of the gold descriptions on the same
   methods (``pau-mcp score --gold``).
+- Exploration coverage (``pau-mcp coverage``): per run, how much of what the hidden tests execute the
+  agents' calls reached, its distribution, and how it relates to the scores.
 
 Pure functions over what ``report`` loaded; rendering is in ``render`` and ``plots``.
 """
@@ -23,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pau_mcp.harness.stats import spearman
+from pau_mcp.harness.stats import ScoreStats, codematch_stats, spearman
 
 if TYPE_CHECKING:  # report imports this module; these are annotations only
     from pau_mcp.harness.report import RunData
@@ -32,10 +34,12 @@ __all__ = [
     "SIZE_BINS",
     "Contradictions",
     "Correlation",
+    "CoverageSummary",
     "SuiteProfile",
     "UpperBound",
     "contradictions",
     "correlations",
+    "coverage_summaries",
     "suite_profile",
     "upper_bounds",
 ]
@@ -233,6 +237,76 @@ def upper_bounds(runs: Sequence[RunData], unscored_as_one: bool) -> list[UpperBo
                 n=len(common),
                 codematch=math.fsum(own[m] for m in common) / len(common),
                 gold=math.fsum(gold[m] for m in common) / len(common),
+            )
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class CoverageSummary:
+    """A run's exploration coverage over its done episodes that were measured.
+
+    Attributes:
+        run: The run.
+        model: The agent's model.
+        lines: Stats of each episode's share of the tests' lines its agent's calls ran (buckets as code match's).
+        lines_median: Their median.
+        branches: The same for branches (episodes whose tests take no branch are left out).
+        rho: Per score kind, ``(n, Spearman's rho)`` between line coverage and that score over the episodes
+            with both (rho None when undefined).
+        full: Per score kind, the mean score of episodes whose calls ran every line the tests run, and of the
+            others, ``(mean full, n full, mean partial, n partial)``.
+        points: ``(line coverage, code match)`` per episode with both, for the scatter plot.
+    """
+
+    run: str
+    model: str
+    lines: ScoreStats
+    lines_median: float
+    branches: ScoreStats
+    rho: dict[str, tuple[int, float | None]]
+    full: dict[str, tuple[float | None, int, float | None, int]]
+    points: tuple[tuple[float, float], ...]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def coverage_summaries(runs: Sequence[RunData], kinds: Sequence[str], unscored_as_one: bool) -> list[CoverageSummary]:
+    """Per run with measured episodes, the coverage distribution and its relation to each score kind."""
+    found = []
+    for run in runs:
+        measured = [m for m in run.methods if m.done and m.covered() is not None]
+        if not measured:
+            continue
+        rho: dict[str, tuple[int, float | None]] = {}
+        full: dict[str, tuple[float | None, int, float | None, int]] = {}
+        for kind in kinds:
+            pairs = [(c, v) for m in measured if (c := m.covered()) is not None
+                     and (v := run.counted(m, kind, unscored_as_one)) is not None]  # fmt: skip
+            if not pairs:
+                continue
+            rho[kind] = (len(pairs), spearman([c for c, _ in pairs], [v for _, v in pairs]))
+            whole = [v for c, v in pairs if c >= 1.0 - 1e-9]
+            partial = [v for c, v in pairs if c < 1.0 - 1e-9]
+            full[kind] = (_mean(whole), len(whole), _mean(partial), len(partial))
+        points = tuple(
+            (c, v)
+            for m in measured
+            if (c := m.covered()) is not None and (v := run.counted(m, "codematch", unscored_as_one)) is not None
+        )
+        shares = [c for m in measured if (c := m.covered()) is not None]
+        found.append(
+            CoverageSummary(
+                run=run.name,
+                model=run.setting("model"),
+                lines=codematch_stats(shares),
+                lines_median=float(statistics.median(shares)),
+                branches=codematch_stats([b for m in measured if (b := m.covered("branches")) is not None]),
+                rho=rho,
+                full=full,
+                points=points,
             )
         )
     return found

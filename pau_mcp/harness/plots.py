@@ -46,6 +46,8 @@ _UPPER_TITLE = "Code match against its upper bound (the gold description) per ru
 _CORRELATION_TITLE = "Rank correlation of per-method scores between runs (Spearman)"
 _CONTRADICTION_TITLE = "Self-contradiction: episodes whose description disagrees with the agent's own observations"
 _SIZES_TITLE = "Test-suite sizes: hidden test inputs per method"
+_COVERAGE_TITLE = "Exploration coverage: share of the tests' lines the agent's calls ran, per run"
+_SCATTER_TITLE = "Exploration coverage against code match, per episode"
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,12 @@ def draw_plots(report: Report) -> list[tuple[str, str, Figure]]:
         figures.append(("rank_correlation.png", _CORRELATION_TITLE, _correlation(report)))
     if report.contradictions:
         figures.append(("self_contradiction.png", _CONTRADICTION_TITLE, _contradiction(report)))
+    if report.coverage:
+        rows = [_Bar(c.run, c.model or "(no model)", c.lines) for c in report.coverage]
+        figure = _stacked(rows, list(CODEMATCH_BUCKETS), _BUCKET_COLOURS, "line coverage", _COVERAGE_TITLE)
+        figures.append(("coverage_distribution.png", _COVERAGE_TITLE, figure))
+        if any(c.points for c in report.coverage):
+            figures.append(("coverage_vs_code_match.png", _SCATTER_TITLE, _coverage_scatter(report)))
     if report.suites:
         figures.append(("test_suite_sizes.png", _SIZES_TITLE, _sizes(report)))
     return figures
@@ -274,6 +282,23 @@ def _contradiction(report: Report) -> Figure:
     axes.set_xlim(0, 100)
     axes.set_xlabel("episodes that contradict their own observations (%)")
     figure.suptitle(_CONTRADICTION_TITLE, fontsize=10)
+    return figure
+
+
+def _coverage_scatter(report: Report) -> Figure:
+    figure = Figure(figsize=(7.0, 5.0), layout="constrained")
+    axes = figure.add_subplot()
+    markers = "osD^v<>"
+    for index, summary in enumerate(c for c in report.coverage if c.points):
+        xs = [100 * x for x, _ in summary.points]
+        ys = [y for _, y in summary.points]
+        axes.scatter(xs, ys, s=18, alpha=0.7, marker=markers[index % len(markers)], label=_wrap(summary.run, 40))
+    axes.set_xlim(-3, 103)
+    axes.set_ylim(-0.03, 1.03)
+    axes.set_xlabel("share of the tests' lines the agent's calls ran (%)")
+    axes.set_ylabel("code match")
+    axes.legend(fontsize=7, loc="lower right")
+    figure.suptitle(_SCATTER_TITLE, fontsize=10)
     return figure
 
 

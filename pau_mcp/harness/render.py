@@ -109,6 +109,8 @@ def report_tables(report: Report) -> list[TableData]:
         tables.append(_correlations_table(report))
     if report.contradictions:
         tables.append(_contradictions_table(report))
+    if report.coverage:
+        tables.append(_coverage_table(report))
     if any(s.failures is not None for s in report.summaries):
         tables.append(_failures_table(report))
     if report.suites:
@@ -266,6 +268,35 @@ def _contradictions_table(report: Report) -> TableData:
         "observed (checked: episodes scored with the agent's examples)."
     )
     return TableData("contradictions", "Self-contradiction", columns, rows, caption)
+
+
+def _coverage_table(report: Report) -> TableData:
+    kinds = [k for k in report.kinds if any(k in c.rho for c in report.coverage)]
+    columns = ["run", "model", "n", "lines: mean", "lines: median", "all lines", "branches: mean"]
+    for kind in kinds:
+        columns += [f"rho with {_KIND_NAMES[kind]}", f"{_KIND_NAMES[kind]}: all lines / fewer"]
+    rows = []
+    for c in report.coverage:
+        row = [
+            c.run, c.model, str(c.lines.n), _pct(c.lines.mean), _pct(c.lines_median), _pct(c.lines.share_good),
+            _pct(c.branches.mean) if c.branches.n else "n/a",
+        ]  # fmt: skip
+        for kind in kinds:
+            n, rho = c.rho.get(kind, (0, None))
+            row.append("n/a" if rho is None else f"{rho:+.2f} (n={n})")
+            whole, n_whole, partial, n_partial = c.full.get(kind, (None, 0, None, 0))
+            row.append(f"{_maybe(kind, whole)} ({n_whole}) / {_maybe(kind, partial)} ({n_partial})")
+        rows.append(row)
+    caption = (
+        "Share of the lines and branches of the hidden function its hidden tests execute that the agent's own calls "
+        "executed, per episode (pau-mcp coverage; operator only); rho: Spearman's between line coverage and the score; "
+        "the last columns compare episodes whose calls ran every such line with the others (their counts in brackets)."
+    )
+    return TableData("coverage", "Exploration coverage", columns, rows, caption)
+
+
+def _maybe(kind: str, value: float | None) -> str:
+    return "n/a" if value is None else _mean(kind, value)
 
 
 def _arguments_table(report: Report) -> TableData:
@@ -525,6 +556,7 @@ def method_rows(report: Report) -> list[dict[str, Any]]:
                 "failure": labels.get(m.method_id, ""), "error": m.error or "",
                 "observed_checked": _blank(m.contradiction[0] if m.contradiction else None),
                 "observed_disagree": _blank(m.contradiction[1] if m.contradiction else None),
+                "coverage_lines": _blank(m.covered("lines")), "coverage_branches": _blank(m.covered("branches")),
             }  # fmt: skip
             rows.append(row)
     return rows

@@ -22,10 +22,12 @@ from typing import Any
 from pau_mcp.harness.analyses import (
     Contradictions,
     Correlation,
+    CoverageSummary,
     SuiteProfile,
     UpperBound,
     contradictions,
     correlations,
+    coverage_summaries,
     upper_bounds,
 )
 from pau_mcp.harness.failures import FAILURE_LABELS, UNCLASSIFIED
@@ -112,6 +114,7 @@ class MethodScores:
         output_tokens: Tokens the agent wrote.
         cost_usd: What the episode cost.
         error: Why a failed episode failed.
+        coverage: Its exploration coverage, when measured (``pau-mcp coverage``; ``pau_mcp.scoring.coverage``).
     """
 
     method_id: str
@@ -123,6 +126,7 @@ class MethodScores:
     output_tokens: int = 0
     cost_usd: float = 0.0
     error: str | None = None
+    coverage: dict[str, Any] | None = None
 
     @property
     def done(self) -> bool:
@@ -181,6 +185,13 @@ class MethodScores:
         if kind == "judge" and score.status == "unscored" and unscored_as_one:
             return 1.0
         return None
+
+    def covered(self, part: str = "lines") -> float | None:
+        """The share of the lines (or ``branches``) the hidden tests run that the agent's calls ran, when measured."""
+        if not self.coverage or self.coverage.get("status") != "measured":
+            return None
+        value = self.coverage[part].get("agent_of_tests")
+        return None if value is None else float(value)
 
     @property
     def contradiction(self) -> tuple[int, int] | None:
@@ -398,6 +409,7 @@ class Report:
         correlations: Spearman's rho of per-method scores for every pair of runs and kind.
         contradictions: Per run with checked episodes, how often descriptions contradict observations.
         upper_bounds: Per run with code match, its mean beside the gold descriptions' on the same methods.
+        coverage: Per run with measured episodes, its exploration coverage and how it relates to the scores.
         significance: The p-value below which a difference is marked significant (0.05).
     """
 
@@ -417,6 +429,7 @@ class Report:
     correlations: list[Correlation] = field(default_factory=list)
     contradictions: list[Contradictions] = field(default_factory=list)
     upper_bounds: list[UpperBound] = field(default_factory=list)
+    coverage: list[CoverageSummary] = field(default_factory=list)
     significance: float = 0.05
 
     @property
@@ -483,6 +496,7 @@ def _episode_scores(row: dict[str, Any]) -> MethodScores:
         output_tokens=int(row.get("output_tokens") or 0),
         cost_usd=float(row.get("cost_usd") or 0.0),
         error=row.get("error"),
+        coverage=row.get("coverage"),
     )
 
 
@@ -560,6 +574,7 @@ def build_report(
         correlations=correlations(runs, kinds, unscored_as_one),
         contradictions=contradictions(runs),
         upper_bounds=upper_bounds(runs, unscored_as_one),
+        coverage=coverage_summaries(runs, kinds, unscored_as_one),
     )
     report.notes.extend(_notes(report))
     return report
@@ -768,6 +783,14 @@ def _notes(report: Report) -> list[str]:
             "Self-contradiction: the code written from an episode's description is run on the inputs its agent "
             "observed; the episode contradicts itself when that code disagrees with what the function did there."
         )
+    if report.coverage:
+        notes.append(
+            "Coverage: per episode, the share of the lines (branches) of the hidden function that its hidden tests "
+            "execute which the agent's own calls also executed (pau-mcp coverage; operator only); rho is Spearman's "
+            "between line coverage and the score, 'full' the episodes whose calls ran every such line."
+        )
+    elif any(run.episodes for run in report.runs):
+        notes.append("No exploration coverage is measured for these runs: `pau-mcp coverage RUN` measures it.")
     if report.upper_bounds:
         notes.append(
             "Upper bound: code match of the gold descriptions (pau-mcp score --gold) on the same methods, by the same "
