@@ -183,6 +183,7 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
     The call is recorded in the run store under the run "cli". Exits 1 when the call was refused.
     """
     from ..server import Identity, create_service
+    from ..server.catalog import REFUSED
 
     settings = settings_from(values)
     try:
@@ -197,7 +198,7 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
     state = sessions.get(Identity("process", f"cli-{uuid.uuid4().hex[:12]}"))
     reply = anyio.run(service.call, state, exposed, {"args": literal})
     click.echo(reply.text)
-    sys.exit(1 if reply.is_error else 0)
+    sys.exit(1 if reply.is_error or (reply.structured or {}).get("status") in REFUSED else 0)
 
 
 @click.command()

@@ -15,6 +15,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 
 from ..manifests import call_arguments
+from ..server.catalog import RAN
 
 __all__ = ["Environment", "Observation", "Step"]
 
@@ -31,9 +32,14 @@ class Observation:
     is_error: bool
 
     @property
+    def status(self) -> str:
+        """The result's status (``ok``, ``error``, ..., ``over_budget``, ``invalid_input``); ``unknown`` without one."""
+        return str((self.structured or {}).get("status", "unknown"))
+
+    @property
     def counted(self) -> bool:
         """True when the call reached the function (and so used budget)."""
-        return not self.is_error
+        return not self.is_error and self.status in RAN
 
 
 @dataclass
@@ -162,7 +168,8 @@ class Environment:
 
 
 def _literal(arguments: dict[str, Any], params: list[str]) -> str:
-    if "args" in arguments:
-        return str(arguments["args"])
+    given = arguments.get("args")
+    if isinstance(given, str) and given.strip():
+        return given
     values = tuple(arguments.get(p) for p in params)
     return repr(values)

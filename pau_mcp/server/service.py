@@ -24,9 +24,10 @@ from ..manifests import call_text
 from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore, StoreError
 from .catalog import Catalog, Exposed
+from .schemas import describe, example_json
 from .sessions import SessionState
 
-__all__ = ["FEEDBACK_KEYS", "Feedback", "MethodService", "Reply"]
+__all__ = ["FEEDBACK_KEYS", "Feedback", "MethodService", "Reply", "refused"]
 
 log = logging.getLogger("pau_mcp.server")
 
@@ -93,35 +94,46 @@ class MethodService:
         self.feedback = feedback
         self.feedback_limit = feedback_limit
         self.max_argument_bytes = max_argument_bytes
-        self._validators = {e.tool: jsonschema.Draft202012Validator(e.input_schema()) for e in catalog}
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
 
     def arguments(self, exposed: Exposed, given: dict[str, Any] | None) -> tuple[tuple[Any, ...], str]:
         """Turn tool arguments into an argument tuple and its literal.
+
+        ``args``, when it is a non-blank string, is the call and the parameter properties are ignored
+        (strict-mode clients must send every property, so they send placeholders); when it is null, blank or
+        absent, the parameter properties are the call, each of the JSON type its schema gives.
 
         Raises:
             InvalidInput: with a message that says what was wrong and how to write it.
         """
         given = given or {}
-        errors = sorted(self._validators[exposed.tool].iter_errors(given), key=lambda e: list(e.path))
-        if errors:
-            raise InvalidInput(
-                f"the arguments do not match the tool's schema: {errors[0].message}. {self._how(exposed)}"
-            )
         names = exposed.method.params
-        if "args" in given:
-            if len(given) > 1:
-                raise InvalidInput(f"give either `args` or {', '.join(names)}, not both. {self._how(exposed)}")
-            try:
-                args = parse_arguments(given["args"])
-            except InvalidInput as exc:
-                if "integer string conversion" in str(exc):  # CPython's own words, which advise a setting agents lack
-                    raise InvalidInput(_HUGE_INT) from None
-                raise
+        unknown = sorted(set(given) - {*names, "args"})
+        if unknown:
+            raise InvalidInput(
+                f"unknown argument{'s' * (len(unknown) > 1)} {', '.join(unknown)}: the parameters are "
+                f"{', '.join(names) or 'none'}. {self._how(exposed)}"
+            )
+        literal_form = given.get("args")
+        if literal_form is not None and not isinstance(literal_form, str):
+            raise InvalidInput(
+                f"`args` must be a string holding a Python literal tuple, not {type(literal_form).__name__}. "
+                f"{self._how(exposed)}"
+            )
+        if literal_form is not None and literal_form.strip():
+            args = parse_arguments(literal_form)
         else:
             missing = [n for n in names if n not in given]
             if missing:
                 raise InvalidInput(f"missing {', '.join(missing)}. {self._how(exposed)}")
             for name in names:
+                schema = exposed.parameter_schemas[name]
+                if not self._validator(schema).is_valid(given[name]):
+                    raise InvalidInput(
+                        f"{name} is {_shown(given[name])}, but in the JSON form {name} takes {describe(schema)}, "
+                        "as the examples show; for any other value use `args`, e.g. "
+                        + json.dumps({"args": repr(tuple(given[n] for n in names))})
+                    )
                 _json_safe(given[name], name)
             args = tuple(given[n] for n in names)
         problem = arity_problem(exposed.method.header, names, len(args))
@@ -133,12 +145,18 @@ class MethodService:
             raise InvalidInput(_HUGE_INT) from None
         return args, literal
 
+    def _validator(self, schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+        key = json.dumps(schema, sort_keys=True)
+        validator = self._validators.get(key)
+        if validator is None:
+            validator = self._validators[key] = jsonschema.Draft202012Validator(schema)
+        return validator
+
     @staticmethod
     def _how(exposed: Exposed) -> str:
         names = exposed.method.params
-        example_json = json.dumps({n: i for i, n in enumerate(names)})
         example_literal = "(" + ", ".join(str(i) for i in range(len(names))) + ("," if len(names) == 1 else "") + ")"
-        return f'Write for example {example_json} or {{"args": "{example_literal}"}}.'
+        return f'Write for example {example_json(names, exposed.parameter_schemas)} or {{"args": "{example_literal}"}}.'
 
     def left(self, state: SessionState, exposed: Exposed) -> int | None:
         """Queries left for a method in a session; None without a budget."""
@@ -178,9 +196,14 @@ class MethodService:
                 over = False
                 state.used[exposed.tool] = used + 1
         if over:
-            message = f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used in this session); submit your description now."
+            message = (
+                f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used "
+                f"{_scope_words(state)}); the function was not run. Call `submit` with your description now."
+            )
             size = len(literal.encode("utf-8", "surrogatepass"))
-            return await self._refuse(state, exposed, literal, size, "over_budget", message)
+            # Not a tool error: nothing is wrong with the call, and clients that retry tool errors (pydantic-ai) or
+            # stop on them would end the agent's run before it submits. The status says what happened.
+            return await self._refuse(state, exposed, literal, size, "over_budget", message, is_error=False)
         # Shielded: a counted call runs to its end and is recorded even if the client cancels it or goes away
         # (the sandbox's limits bound the wait). Abandoned halfway, a worker's reply would be left in its pipe
         # for whichever call used that worker next, and the call would count without a record.
@@ -214,18 +237,44 @@ class MethodService:
             "printed": outcome.stdout,
             "queries_used": used_now,
             "queries_left": self.left(state, exposed),
+            "budget_scope": state.scope,
         }
-        return Reply(text=_describe(exposed, args, outcome, used_now, self.budget), structured=structured)
+        text = _describe(exposed, args, outcome, used_now, self.budget, _scope_words(state))
+        if state.stdio and sum(state.used.values()) == 1:
+            text += (
+                "\nThis stdio server process is your session: its budget lasts while it runs. A client that starts a "
+                "new server for every call starts again at 1 each time; keep one session open."
+            )
+        return Reply(text=text, structured=structured)
+
+    def _refusal(
+        self, state: SessionState, exposed: Exposed, status: str, message: str, text: str | None = None,
+        is_error: bool = True,
+    ) -> Reply:  # fmt: skip
+        """A call that did not run: its status and the budget as it stands, in the method tool's output schema."""
+        structured = {
+            "status": status,
+            "value": None,
+            "value_type": None,
+            "error_type": None,
+            "error_message": message,
+            "printed": "",
+            "queries_used": state.used.get(exposed.tool, 0),
+            "queries_left": self.left(state, exposed),
+            "budget_scope": state.scope,
+        }
+        return Reply(text=text or message, structured=structured, is_error=is_error)
 
     async def _refuse(
-        self, state: SessionState, exposed: Exposed, arguments: str, size: int, status: str, message: str
-    ) -> Reply:
-        """A refused call: recorded with a bounded prefix of its arguments, answered with one line."""
+        self, state: SessionState, exposed: Exposed, arguments: str, size: int, status: str, message: str,
+        is_error: bool = True,
+    ) -> Reply:  # fmt: skip
+        """A refused call: recorded with a bounded prefix of its arguments, answered with one line and its status."""
         if len(arguments) > _KEPT_CHARS:
             arguments = f"{arguments[:_KEPT_CHARS]}... [{size:,} bytes in all; the store keeps the first {_KEPT_CHARS:,} characters]"
         reason = message.removeprefix("Invalid arguments: ")
         await self._record(state, exposed, arguments, counted=False, status=status, message=reason)
-        return Reply(text=" ".join(message.split()), is_error=True)
+        return self._refusal(state, exposed, status, reason, text=" ".join(message.split()), is_error=is_error)
 
     async def _record(
         self, state: SessionState, exposed: Exposed, arguments: str, counted: bool, status: str,
@@ -263,16 +312,15 @@ class MethodService:
         """
         exposed = self.catalog.by_tool(method)
         if exposed is None or not state.sees(exposed.tool):
-            return Reply(
-                text=f"Unknown method {method!r}: give the tool name of a method you explored (e.g. fn_...).",
-                is_error=True,
+            return refused(
+                "unknown_tool", f"Unknown method {method!r}: give the tool name of a method you explored (e.g. fn_...)."
             )
         if not description or not description.strip():
-            return Reply(text="The description is empty: say what the function does.", is_error=True)
+            return refused("invalid_input", "The description is empty: say what the function does.")
         if len(description) > 20_000 or (code is not None and len(code) > 100_000):
-            return Reply(
-                text="The submission is too long (at most 20,000 characters of description and 100,000 of code).",
-                is_error=True,
+            return refused(
+                "invalid_input",
+                "The submission is too long (at most 20,000 characters of description and 100,000 of code).",
             )
         tool = exposed.tool
         with state.lock:
@@ -290,12 +338,15 @@ class MethodService:
         except BaseException:
             self._refund(state, tool, charged)
             raise
-        structured: dict[str, Any] = {"recorded": True, "submission": submission_id, "method": tool}
+        structured: dict[str, Any] = {
+            "status": "recorded", "recorded": True, "submission": submission_id, "method": tool,
+        }  # fmt: skip
         text = f"Recorded your description of {tool} (submission {submission_id})."
         if self.feedback is None:
             return Reply(text=text, structured=structured)
         structured["feedback_left"] = max(0, self.feedback_limit - state.budget.feedback.get(tool, 0))
         if not answered:
+            structured["status"] = "feedback_used"
             return Reply(
                 text=text + f" No feedback: the {self.feedback_limit} submission(s) with feedback for {tool} in this "
                 "session are used up.",
@@ -320,6 +371,7 @@ class MethodService:
             )  # fmt: skip
         else:
             self._refund(state, tool, charged)
+        structured["status"] = "scored"
         structured["scores"] = shown
         structured["queries_used"] = state.used.get(tool, 0)
         structured["queries_left"] = self.left(state, exposed)
@@ -337,6 +389,11 @@ class MethodService:
         if charged:
             with state.lock:
                 state.used[tool] = max(0, state.used.get(tool, 0) - 1)
+
+
+def refused(status: str, message: str) -> Reply:
+    """A refused request to ``submit`` or ``open``: a tool error with a machine-readable status."""
+    return Reply(text=message, structured={"status": status, "error_message": message}, is_error=True)
 
 
 def _visible_feedback(scores: dict[str, Any], counterexample: bool) -> dict[str, Any]:
@@ -397,7 +454,26 @@ def _printable(outcome: Outcome) -> Outcome:
     return dataclasses.replace(outcome, **changes) if changes else outcome
 
 
-def _describe(exposed: Exposed, args: tuple[Any, ...], outcome: Outcome, used: int, budget: int) -> str:
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except ValueError:  # an integer too long to print
+        return "a number too long to show"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _scope_words(state: SessionState) -> str:
+    """Whose budget, in words: how a result says which calls it counts."""
+    if state.scope == "process":
+        return "in this server process" if state.stdio else "in this command"
+    if state.scope == "mcp_session":
+        return "in this MCP session"
+    if state.scope == "token":
+        return f"by the session token {state.key!r}"
+    return "by all stateless requests together"
+
+
+def _describe(exposed: Exposed, args: tuple[Any, ...], outcome: Outcome, used: int, budget: int, scope: str) -> str:
     # The call as the agent wrote it, from the argument reprs (linear; re-parsing the literal was quadratic).
     call = f"{exposed.method.entry}({', '.join(map(repr, args))})"
     if outcome.status is Status.OK:
@@ -412,5 +488,5 @@ def _describe(exposed: Exposed, args: tuple[Any, ...], outcome: Outcome, used: i
         text = f"{call} stopped ({outcome.status}): {outcome.error_message}"
     if outcome.stdout:
         text += f"\nIt printed:\n{outcome.stdout}"
-    text += f"\n(queries used: {used}" + (f" of {budget})" if budget else ")")
+    text += f"\n(queries used: {used}" + (f" of {budget}" if budget else "") + f" {scope})"
     return text

@@ -17,14 +17,12 @@ from collections.abc import Iterator
 import anyio
 import httpx2
 import pytest
-from conftest import ROOT, http_server
+from conftest import ROOT, http_server, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from pau_mcp.manifests import ManifestStore
-
 TOKEN = "test-token-0123456789"
-TOOL = ManifestStore().method("builtin/b001").tool_name
+TOOL = tool_of("builtin/b001")
 ACCEPT = "application/json, text/event-stream"
 INITIALIZE = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",

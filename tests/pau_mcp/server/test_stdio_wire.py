@@ -12,11 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, tool_of
 
-from pau_mcp.manifests import ManifestStore
-
-TOOL = ManifestStore().method("builtin/b001").tool_name
+TOOL = tool_of("builtin/b001")
 
 
 class Wire:
