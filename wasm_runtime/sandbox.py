@@ -40,6 +40,7 @@ from .build import Progress, load_component, new_engine
 from .limits import Limits
 from .literals import MAX_INT_DIGITS, InvalidInput, int_too_long, parse_arguments
 from .outcome import Outcome, Status
+from .tracing import TRACE_KEY, kept_trace, untraced
 
 __all__ = ["Sandbox", "VIRTUAL_EPOCH_S"]
 
@@ -269,7 +270,10 @@ def _parse_outcome(text: str | None, fuel: int, elapsed_ms: float, size: int, li
         if field_text is not None:
             fields[key] = _printable(field_text[:cut])
     stdout = fields.pop("stdout") or ""
-    return Outcome(status=status, encoded=encoded, stdout=stdout, duration_ms=elapsed_ms, fuel=fuel, **fields)
+    extra = kept_trace(data[TRACE_KEY]) if TRACE_KEY in data else {}
+    return Outcome(
+        status=status, encoded=encoded, stdout=stdout, duration_ms=elapsed_ms, fuel=fuel, extra=extra, **fields
+    )
 
 
 def _monotonic_now(context: Any) -> int:
@@ -536,6 +540,7 @@ class Sandbox:
         entry: str = "test_func",
         limits: Limits | None = None,
         fresh: bool = False,
+        trace: bool = False,
     ) -> list[Outcome]:
         """Run ``entry`` from ``source`` on each input.
 
@@ -550,6 +555,8 @@ class Sandbox:
             entry: The function to call.
             limits: Limits for each input; the sandbox default when None.
             fresh: Run every input in its own instance (slower; for checking batches).
+            trace: Record which lines of ``source`` each input ran, in ``outcome.extra["trace"]`` (see
+                ``tracing``). Many times slower; for measuring coverage after the fact, never for a served call.
 
         Returns:
             One outcome per input, in order. Inputs that are not valid
@@ -578,6 +585,7 @@ class Sandbox:
                 "max_output_bytes": limits.max_output_bytes,
                 "stdout_chars": limits.stdout_chars,
                 "flood_chars": limits.flood_chars,
+                **({TRACE_KEY: True} if trace else {}),
             }
         )
         encoded_inputs = [encoded for _, encoded in pending]
@@ -587,7 +595,7 @@ class Sandbox:
             chunk = encoded_inputs[len(produced) : len(produced) + step]
             produced.extend(self._run_instance(source, chunk, settings, limits))
         for (index, _), outcome in zip(pending, produced, strict=False):
-            outcomes[index] = outcome
+            outcomes[index] = outcome if trace or not outcome.extra else untraced(outcome)
         return [o for o in outcomes if o is not None]
 
     def call(
@@ -603,10 +611,12 @@ class Sandbox:
         entry: str = "test_func",
         limits: Limits | None = None,
         fresh: bool = False,
+        trace: bool = False,
     ) -> list[Outcome]:
         """``run`` in a worker thread, at most ``max_concurrency`` at once."""
         return await anyio.to_thread.run_sync(
-            partial(self.run, source, list(inputs), entry=entry, limits=limits, fresh=fresh), limiter=self._limiter
+            partial(self.run, source, list(inputs), entry=entry, limits=limits, fresh=fresh, trace=trace),
+            limiter=self._limiter,
         )
 
     async def acall(
