@@ -5,6 +5,7 @@ and argument literals, and returns outcomes.
 """
 
 from .build import BuildError, GuestArtifacts, default_cache_dir, ensure_built
+from .interface import SandboxClosed, SandboxInterface
 from .limits import FUEL_PER_SECOND, Limits
 from .literals import InvalidInput, parse_arguments, parse_python
 from .outcome import Comparison, Outcome, Status, compare_outcomes, outcomes_match
@@ -23,6 +24,8 @@ __all__ = [
     "Opaque",
     "Outcome",
     "Sandbox",
+    "SandboxClosed",
+    "SandboxInterface",
     "Status",
     "compare_outcomes",
     "decode",

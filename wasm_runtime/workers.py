@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 import anyio
 
 from .build import GuestArtifacts, Progress, ensure_built
+from .interface import SandboxInterface
 from .limits import Limits
 from .outcome import Outcome, Status
 
@@ -217,7 +218,7 @@ def _frame(message: Any) -> bytes:
     return _HEADER.pack(len(data)) + data
 
 
-class WorkerSandbox:
+class WorkerSandbox(SandboxInterface):
     """``Sandbox`` behind worker processes: the same calls, spread over ``workers`` processes.
 
     Args:
@@ -248,7 +249,7 @@ class WorkerSandbox:
         try:
             for worker in started:
                 worker.ready()
-                self._idle.put(worker)
+                self._release(worker)
         except WorkerError:
             for worker in started:
                 worker.stop()
@@ -270,6 +271,7 @@ class WorkerSandbox:
         fresh: bool = False,
     ) -> list[Outcome]:
         """``Sandbox.run`` in the next free worker."""
+        self._check_open()
         items = list(inputs)
         limits = limits or self.limits
         worker = self._idle.get()
@@ -279,7 +281,7 @@ class WorkerSandbox:
             worker = self._replace(worker)
             return [_lost() for _ in items]
         finally:
-            self._idle.put(worker)
+            self._release(worker)
         if isinstance(reply, BaseException):
             raise reply
         return reply
@@ -291,17 +293,12 @@ class WorkerSandbox:
         worker.ready()
         return worker
 
-    def call(
-        self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None
-    ) -> Outcome:
-        """``Sandbox.call`` in the next free worker."""
-        return self.run(source, [arguments], entry=entry, limits=limits)[0]
-
     async def arun(
         self, source: str, inputs: Sequence[str | tuple[Any, ...]], entry: str = "test_func",
         limits: Limits | None = None, fresh: bool = False,
     ) -> list[Outcome]:  # fmt: skip
         """``run`` from async code: the pipe is awaited in the event loop, at most one call per worker at once."""
+        self._check_open()
         items = list(inputs)
         limits = limits or self.limits
         async with self._limiter:
@@ -317,29 +314,36 @@ class WorkerSandbox:
                 worker = await anyio.to_thread.run_sync(self._replace, worker)
                 return [_lost() for _ in items]
             finally:
-                self._idle.put(worker)
+                self._release(worker)
         if isinstance(reply, BaseException):
             raise reply
         return reply
 
-    async def acall(
-        self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None
-    ) -> Outcome:
-        """``call`` from async code."""
-        return (await self.arun(source, [arguments], entry=entry, limits=limits))[0]
-
     def info(self) -> dict[str, Any]:
         """``Sandbox.info`` from a worker."""
+        self._check_open()
         worker = self._idle.get()
         try:
             return worker.request(("info",))
         finally:
+            self._release(worker)
+
+    def _release(self, worker: _Worker) -> None:
+        """Hand a worker back after a call; one that returns after ``close`` is stopped instead."""
+        if self._closed:
+            worker.stop()
+        else:
             self._idle.put(worker)
 
     def close(self) -> None:
-        """Stop every worker."""
-        while not self._idle.empty():
-            self._idle.get_nowait().stop()
+        """Stop every idle worker, and every busy one as soon as its call returns. Calling it again does nothing."""
+        self._closed = True
+        while True:
+            try:
+                worker = self._idle.get_nowait()
+            except queue.Empty:
+                return
+            worker.stop()
 
 
 def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:

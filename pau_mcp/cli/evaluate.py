@@ -99,8 +99,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
                 return await run_eval(settings, config, scorer, show)
             finally:
                 await scorer.aclose()
-                if hasattr(sandbox, "close"):
-                    sandbox.close()
+                sandbox.close()
 
         try:
             progress = eventloop.run(main)

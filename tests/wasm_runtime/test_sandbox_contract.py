@@ -11,7 +11,8 @@ import threading
 import anyio
 import pytest
 
-from wasm_runtime import VIRTUAL_EPOCH_S, Limits, Sandbox, Status, outcomes_match
+from wasm_runtime import VIRTUAL_EPOCH_S, Limits, Sandbox, SandboxClosed, SandboxInterface, Status, outcomes_match
+from wasm_runtime.workers import WorkerSandbox
 
 MODES = ["batch", "fresh"]
 
@@ -267,3 +268,31 @@ def test_source_is_run_the_same_whether_compiled_cached_or_reused(box):
     source = "marshal: int = 3\ndef test_func(x):\n    return x * marshal\n"
     runs = [box.run(source, ["(2,)", "('a',)"]) for _ in range(3)]
     assert [[o.value for o in outcomes] for outcomes in runs] == [["6", "'aaa'"]] * 3
+
+
+@pytest.mark.parametrize("kind", ["in-process", "workers"])
+def test_a_sandbox_used_as_a_context_manager_is_closed_on_exit_and_refuses_later_calls(kind):
+    make = (lambda: Sandbox(pool_size=1)) if kind == "in-process" else (lambda: WorkerSandbox(workers=1))
+    with make() as box:
+        assert box.call("def test_func(x):\n    return x + 1", "(1,)").value == "2"
+        processes = [w.process for w in list(box._idle.queue)] if kind == "workers" else []
+    with pytest.raises(SandboxClosed, match="create a new one"):
+        box.call("def test_func(x):\n    return x", "(1,)")
+    assert all(p.poll() is not None for p in processes)
+    box.close()  # a second close does nothing
+
+
+def test_closing_an_in_process_sandbox_stops_its_threads():
+    before = {t.ident for t in threading.enumerate()}
+    box = Sandbox(pool_size=1)
+    box.call("def test_func(x):\n    return x", "(1,)")
+    started = [t for t in threading.enumerate() if t.ident not in before and t.name.startswith("pau-sandbox")]
+    assert started, "the pool and the ticker run threads of their own"
+    box.close()
+    for thread in started:
+        thread.join(timeout=10)
+    assert not any(t.is_alive() for t in started)
+
+
+def test_every_sandbox_offers_the_same_interface(box):
+    assert isinstance(box, SandboxInterface)
