@@ -6,7 +6,7 @@ and argument literals, and returns outcomes.
 
 from .build import BuildError, GuestArtifacts, default_cache_dir, ensure_built
 from .interface import SandboxClosed, SandboxInterface
-from .limits import FUEL_PER_SECOND, Limits
+from .limits import FUEL_PER_SECOND, WALL_CLOCK_FACTOR, Limits
 from .literals import InvalidInput, parse_arguments, parse_python
 from .outcome import Comparison, Outcome, Status, compare_outcomes, outcomes_match
 from .sandbox import VIRTUAL_EPOCH_S, Sandbox
@@ -15,6 +15,7 @@ from .values import EncodingError, Opaque, decode, encode, values_equal
 __all__ = [
     "FUEL_PER_SECOND",
     "VIRTUAL_EPOCH_S",
+    "WALL_CLOCK_FACTOR",
     "BuildError",
     "Comparison",
     "EncodingError",

@@ -14,7 +14,8 @@ import pytest
 
 from wasm_runtime import Limits, Sandbox, Status
 
-LIMITS = Limits(timeout_s=1.0, memory_bytes=160 * 1024 * 1024)
+# An explicit CPU budget keeps the endless loops short; the calibrated default is tested in test_limits.py.
+LIMITS = Limits(timeout_s=1.0, fuel=2_500_000_000, memory_bytes=160 * 1024 * 1024)
 OK, ERROR, TIMEOUT, MEMORY, OUTPUT, CRASH = (
     Status.OK, Status.ERROR, Status.TIMEOUT, Status.MEMORY, Status.OUTPUT_LIMIT, Status.CRASH,
 )  # fmt: skip

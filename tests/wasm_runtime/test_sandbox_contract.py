@@ -148,7 +148,9 @@ def test_invalid_literals_are_refused_on_the_host_without_running(box, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_a_trap_ends_only_its_own_input_and_the_batch_goes_on(box, mode):
     source = "def test_func(n):\n    while n < 0:\n        pass\n    return n"
-    outcomes = run(box, source, ["(1,)", "(-1,)", "(2,)", "(-1,)", "(3,)"], mode, limits=Limits(timeout_s=0.5))
+    outcomes = run(
+        box, source, ["(1,)", "(-1,)", "(2,)", "(-1,)", "(3,)"], mode, limits=Limits(timeout_s=0.5, fuel=10**9)
+    )
     assert [o.status for o in outcomes] == [Status.OK, Status.TIMEOUT, Status.OK, Status.TIMEOUT, Status.OK]
     assert [o.value for o in outcomes[::2]] == ["1", "2", "3"]
 
