@@ -13,7 +13,7 @@ from typing import Any
 
 from .literals import MAX_INT_DIGITS, InvalidInput, int_too_long, parse_arguments
 
-__all__ = ["encode_arguments", "encoded_literal"]
+__all__ = ["encode_arguments", "encoded_literal", "source_problem"]
 
 _LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
 
@@ -54,3 +54,23 @@ def encode_arguments(args: tuple[Any, ...]) -> str:
             stack.extend(value.keys())
             stack.extend(value.values())
     return base64.b64encode(marshal.dumps(args, 4)).decode("ascii")
+
+
+def source_problem(source: str, entry: str) -> str | None:
+    """Why ``source`` (or ``entry``) cannot be handed to the guest, or None when it can.
+
+    Text crosses into WebAssembly as UTF-8, which a lone surrogate (``"\\ud800"``, possible in
+    a Python string that came from JSON) has no encoding for.
+    """
+    for what, text in (("source", source), ("entry name", entry)):
+        if text.isascii():
+            continue
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return (
+                f"the {what} contains a lone surrogate ({text[exc.start]!a} at character {exc.start}), which has no "
+                "UTF-8 encoding and cannot be passed to the sandbox; replace it, e.g. with the escape "
+                f"{text[exc.start]!a} written out in the text"
+            )
+    return None

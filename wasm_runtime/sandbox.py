@@ -31,7 +31,7 @@ import anyio
 from wasmtime import Store, WasiConfig, WasmtimeError
 from wasmtime.component import Func, Linker
 
-from ._arguments import encode_arguments, encoded_literal
+from ._arguments import encode_arguments, encoded_literal, source_problem
 from ._fastcall import OversizedResult, arm, call_export, context_of
 from ._guest_outcome import trap_outcome
 from ._host import CURRENT, TICK_S, VIRTUAL_EPOCH_S, Batch, CodeCache, define_host_functions
@@ -140,6 +140,9 @@ class Sandbox(SandboxInterface):
         """
         self._check_open()
         limits = limits or self.limits
+        problem = source_problem(source, entry)
+        if problem is not None:
+            return [Outcome.failure(Status.INVALID_INPUT, "InvalidInput", problem) for _ in inputs]
         outcomes: list[Outcome | None] = []
         pending: list[tuple[int, str]] = []
         for index, item in enumerate(inputs):

@@ -298,3 +298,19 @@ def test_closing_an_in_process_sandbox_stops_its_threads():
 
 def test_every_sandbox_offers_the_same_interface(box):
     assert isinstance(box, SandboxInterface)
+
+
+@pytest.mark.parametrize("where", ["a string literal", "a comment", "the entry name"])
+def test_source_with_a_lone_surrogate_is_refused_without_running(box, where):
+    source = "def test_func(x):\n    return x\n"
+    entry = "test_func"
+    if where == "a string literal":
+        source = "def test_func(x):\n    return x + '\ud800'\n"
+    elif where == "a comment":
+        source = "# \udfff\n" + source
+    else:
+        entry = "test_\ud800"
+    outcomes = box.run(source, ["('a',)", "('b',)"], entry=entry)
+    assert [o.status for o in outcomes] == [Status.INVALID_INPUT] * 2
+    assert "lone surrogate" in outcomes[0].error_message and outcomes[0].fuel == 0
+    assert box.call("def test_func(x):\n    return x * 2", "(4,)").value == "8"
