@@ -5,6 +5,7 @@ and argument literals, and returns outcomes.
 """
 
 from .build import BuildError, GuestArtifacts, default_cache_dir, ensure_built
+from .engines import ENGINES, EngineUnavailable, engine_for, numpy_engine_installed
 from .interface import SandboxClosed, SandboxInterface
 from .limits import FUEL_PER_SECOND, WALL_CLOCK_FACTOR, Limits
 from .literals import InvalidInput, parse_arguments, parse_python
@@ -13,6 +14,10 @@ from .sandbox import VIRTUAL_EPOCH_S, Sandbox
 from .values import EncodingError, Opaque, decode, encode, values_equal
 
 __all__ = [
+    "ENGINES",
+    "EngineUnavailable",
+    "engine_for",
+    "numpy_engine_installed",
     "FUEL_PER_SECOND",
     "VIRTUAL_EPOCH_S",
     "WALL_CLOCK_FACTOR",

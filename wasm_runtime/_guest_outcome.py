@@ -117,7 +117,7 @@ def parse_outcome(text: str | None, fuel: int, elapsed_ms: float, size: int, lim
     return Outcome(status=status, encoded=encoded, stdout=stdout, duration_ms=elapsed_ms, fuel=fuel, **fields)
 
 
-def classify_trap(error: WasmtimeError) -> tuple[Status, str, str]:
+def classify_trap(error: WasmtimeError | wasmtime.Trap) -> tuple[Status, str, str]:
     """Turn a trap into (status, error_type, message) without leaking host or guest internals."""
     if isinstance(error, wasmtime.ExitTrap):
         return Status.CRASH, "SystemExit", f"the function ended the process with exit code {error.code}"
@@ -140,7 +140,7 @@ def classify_trap(error: WasmtimeError) -> tuple[Status, str, str]:
     return Status.CRASH, "Trap", "the interpreter stopped abnormally"
 
 
-def trap_outcome(error: WasmtimeError, limits: Limits, started: float) -> Outcome:
+def trap_outcome(error: WasmtimeError | wasmtime.Trap, limits: Limits, started: float) -> Outcome:
     status, error_type, message = classify_trap(error)
     fuel = limits.fuel_budget if status is Status.TIMEOUT else 0
     elapsed = round((time.perf_counter() - started) * 1000, 3)

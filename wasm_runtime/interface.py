@@ -45,6 +45,7 @@ class SandboxInterface(ABC):
         entry: str = "test_func",
         limits: Limits | None = None,
         fresh: bool = False,
+        engine: str | None = None,
     ) -> list[Outcome]:
         """Run ``entry`` from ``source`` on each input; one outcome per input, in order.
 
@@ -54,6 +55,11 @@ class SandboxInterface(ABC):
             entry: The function to call.
             limits: Limits for each input; the sandbox default when None.
             fresh: Run every input in its own instance (slower; for checking batches).
+            engine: ``"python"`` or ``"numpy"`` to pin the engine; None picks it from what the source
+                imports (``engines.engine_for``).
+
+        Raises:
+            EngineUnavailable: The function needs the numpy engine, which is not installed.
         """
 
     @abstractmethod
@@ -70,9 +76,10 @@ class SandboxInterface(ABC):
         arguments: str | tuple[Any, ...],
         entry: str = "test_func",
         limits: Limits | None = None,
+        engine: str | None = None,
     ) -> Outcome:
         """Run ``entry`` on one input in a fresh instance."""
-        return self.run(source, [arguments], entry=entry, limits=limits)[0]
+        return self.run(source, [arguments], entry=entry, limits=limits, engine=engine)[0]
 
     async def arun(
         self,
@@ -81,9 +88,10 @@ class SandboxInterface(ABC):
         entry: str = "test_func",
         limits: Limits | None = None,
         fresh: bool = False,
+        engine: str | None = None,
     ) -> list[Outcome]:
         """``run`` in a worker thread, at most ``max_concurrency`` at once."""
-        call = partial(self.run, source, list(inputs), entry=entry, limits=limits, fresh=fresh)
+        call = partial(self.run, source, list(inputs), entry=entry, limits=limits, fresh=fresh, engine=engine)
         return await anyio.to_thread.run_sync(call, limiter=self._limiter)
 
     async def acall(
@@ -92,9 +100,10 @@ class SandboxInterface(ABC):
         arguments: str | tuple[Any, ...],
         entry: str = "test_func",
         limits: Limits | None = None,
+        engine: str | None = None,
     ) -> Outcome:
         """``call`` from async code."""
-        return (await self.arun(source, [arguments], entry=entry, limits=limits))[0]
+        return (await self.arun(source, [arguments], entry=entry, limits=limits, engine=engine))[0]
 
     def _check_open(self) -> None:
         if self._closed:

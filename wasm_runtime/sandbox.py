@@ -21,11 +21,12 @@ import base64
 import json
 import marshal
 import os
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from wasmtime import Store, WasiConfig, WasmtimeError
@@ -37,10 +38,14 @@ from ._guest_outcome import trap_outcome
 from ._host import CURRENT, TICK_S, VIRTUAL_EPOCH_S, Batch, CodeCache, define_host_functions
 from ._pool import InstancePool, Ticker
 from .build import Progress, load_component, new_engine
+from .engines import engine_for
 from .interface import SandboxInterface
 from .limits import Limits
 from .literals import InvalidInput
 from .outcome import Outcome, Status
+
+if TYPE_CHECKING:
+    from .numpy_engine import NumpyEngine
 
 __all__ = ["VIRTUAL_EPOCH_S", "Sandbox"]
 
@@ -104,6 +109,10 @@ class Sandbox(SandboxInterface):
         )  # fmt: skip
         self._limiter = anyio.CapacityLimiter(max_concurrency or _cpu_count())
         self._code_cache = CodeCache(256)
+        self._cache_dir = cache_dir
+        self._progress = progress
+        self._numpy: NumpyEngine | None = None
+        self._numpy_lock = threading.Lock()
 
     def _make_linker(self) -> Linker:
         linker = Linker(self._engine)
@@ -119,13 +128,16 @@ class Sandbox(SandboxInterface):
         entry: str = "test_func",
         limits: Limits | None = None,
         fresh: bool = False,
+        engine: str | None = None,
     ) -> list[Outcome]:
         """Run ``entry`` from ``source`` on each input.
 
         The inputs run one after another in one instance, each in a fresh
         interpreter state; the results equal those of separate calls. After a
         trap, a memory error or an output flood the batch goes on in a new
-        instance.
+        instance. A function that imports numpy, pandas or scipy (or is pinned
+        to ``engine="numpy"``) runs in the numpy engine instead
+        (``numpy_engine.NumpyEngine``), each input in its own instance.
 
         Args:
             source: Python source defining ``entry``.
@@ -133,12 +145,19 @@ class Sandbox(SandboxInterface):
             entry: The function to call.
             limits: Limits for each input; the sandbox default when None.
             fresh: Run every input in its own instance (slower; for checking batches).
+            engine: ``"python"`` or ``"numpy"`` to pin the engine; None picks it from what the source
+                imports (``engines.engine_for``).
 
         Returns:
             One outcome per input, in order. Inputs that are not valid
             literals get ``invalid_input`` and never enter the sandbox.
+
+        Raises:
+            EngineUnavailable: The function needs the numpy engine, which is not installed.
         """
         self._check_open()
+        if engine_for(source, engine) == "numpy":
+            return self._numpy_engine().run(source, inputs, entry=entry, limits=limits, fresh=fresh)
         limits = limits or self.limits
         problem = source_problem(source, entry)
         if problem is not None:
@@ -201,6 +220,19 @@ class Sandbox(SandboxInterface):
         self._closed = True
         self._pool.close()
         self._ticker.close()
+        if self._numpy is not None:
+            self._numpy.close()
+
+    def _numpy_engine(self) -> NumpyEngine:
+        """The numpy engine, loaded (and built, the first time on this machine) when a function first needs it."""
+        with self._numpy_lock:
+            if self._numpy is None:
+                from .numpy_engine import NumpyEngine
+
+                self._numpy = NumpyEngine(
+                    limits=self.limits, cache_dir=self._cache_dir, progress=self._progress, max_concurrency=None
+                )
+            return self._numpy
 
     def refill(self) -> None:
         """Prepare the warm instances now, in this thread (with ``pool_thread=False``, between calls)."""

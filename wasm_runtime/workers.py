@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 import anyio
 
 from .build import GuestArtifacts, Progress, ensure_built
+from .engines import EngineUnavailable
 from .interface import SandboxInterface
 from .limits import Limits
 from .outcome import Outcome, Status
@@ -269,6 +270,7 @@ class WorkerSandbox(SandboxInterface):
         entry: str = "test_func",
         limits: Limits | None = None,
         fresh: bool = False,
+        engine: str | None = None,
     ) -> list[Outcome]:
         """``Sandbox.run`` in the next free worker."""
         self._check_open()
@@ -276,7 +278,8 @@ class WorkerSandbox(SandboxInterface):
         limits = limits or self.limits
         worker = self._idle.get()
         try:
-            reply = worker.request(("run", source, items, entry, limits, fresh), _reply_bound(len(items), limits))
+            message = ("run", source, items, entry, limits, fresh, engine)
+            reply = worker.request(message, _reply_bound(len(items), limits))
         except (EOFError, OSError):
             worker = self._replace(worker)
             return [_lost() for _ in items]
@@ -295,7 +298,7 @@ class WorkerSandbox(SandboxInterface):
 
     async def arun(
         self, source: str, inputs: Sequence[str | tuple[Any, ...]], entry: str = "test_func",
-        limits: Limits | None = None, fresh: bool = False,
+        limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
     ) -> list[Outcome]:  # fmt: skip
         """``run`` from async code: the pipe is awaited in the event loop, at most one call per worker at once."""
         self._check_open()
@@ -308,7 +311,7 @@ class WorkerSandbox(SandboxInterface):
                 worker = await anyio.to_thread.run_sync(self._idle.get)
             try:
                 reply = await worker.arequest(
-                    ("run", source, items, entry, limits, fresh), _reply_bound(len(items), limits)
+                    ("run", source, items, entry, limits, fresh, engine), _reply_bound(len(items), limits)
                 )
             except (EOFError, OSError):
                 worker = await anyio.to_thread.run_sync(self._replace, worker)
@@ -368,12 +371,14 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
             return
         try:
             if request[0] == "run":
-                _, source, items, entry, call_limits, fresh = request
-                reply: Any = sandbox.run(source, items, entry=entry, limits=call_limits, fresh=fresh)
+                _, source, items, entry, call_limits, fresh, engine = request
+                reply: Any = sandbox.run(source, items, entry=entry, limits=call_limits, fresh=fresh, engine=engine)
             elif request[0] == "info":
                 reply = sandbox.info()
             else:
                 reply = ValueError(f"unknown request {request[0]!r}")
+        except EngineUnavailable as exc:  # travels back as itself: the caller tells the user what to install
+            reply = EngineUnavailable(str(exc))
         except Exception as exc:  # an infrastructure error travels back and is raised in the parent
             reply = RuntimeError(f"{type(exc).__name__}: {exc}")
         _send(stdout, reply)
