@@ -145,7 +145,9 @@ class MethodService:
             message = f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used in this session); submit your description now."
             self._record(state, exposed, literal, counted=False, status="over_budget", message=message)
             return Reply(text=message, is_error=True)
-        outcome = await self.sandbox.acall(exposed.method.source, args, entry=exposed.method.entry)
+        outcome = await self.sandbox.acall(
+            exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
+        )
         self._record(state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome)
         used_now = state.used[exposed.tool]
         structured = {
