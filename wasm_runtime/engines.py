@@ -16,6 +16,7 @@ as a string literal); otherwise in the python engine. A caller can pin the engin
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 
 __all__ = [
@@ -73,6 +74,12 @@ def engine_for(source: str, pinned: str | None = None) -> str:
         if pinned not in ENGINES:
             raise ValueError(f"unknown sandbox engine {pinned!r}; the engines are {', '.join(ENGINES)}")
         return pinned
+    return _engine_by_imports(source)
+
+
+@functools.lru_cache(maxsize=1024)
+def _engine_by_imports(source: str) -> str:
+    """Cached: a hidden method's source is scored again and again, and parsing it is the rule's whole cost."""
     return "numpy" if imported_packages(source) & NUMPY_PACKAGES else "python"
 
 

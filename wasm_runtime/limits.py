@@ -9,13 +9,13 @@ __all__ = ["FUEL_PER_SECOND", "WALL_CLOCK_FACTOR", "Limits"]
 
 #: Fuel units per second of native CPython work: a function that CPython (3.11, x86-64) runs in t seconds
 #: of CPU burns about t * FUEL_PER_SECOND fuel in the sandbox. Measured with ``benchmarks/calibrate.py``
-#: on the reference machine (2 cores): 1.1e10 (sorting and dicts), 1.75e10 (a prime sieve), 1.8e10
-#: (string building), 2.0e10 (an arithmetic loop), 3.8e10 (big-int addition) units per native second.
+#: on the reference machine (2 cores): 1.4e10 (sorting and dicts), 2.1e10 (string building), 2.2e10
+#: (a prime sieve), 2.5e10 (an arithmetic loop), 4.3e10 (big-int additions) units per native second.
 #: The value is the middle of that range, so work that CPython finishes within the time limit finishes
 #: here too; big-int-heavy work gets about half its native time.
 FUEL_PER_SECOND = 20_000_000_000
-#: The wall-clock deadline is this many times the time limit. The sandbox runs CPython 2.5 to 6 times
-#: slower than native, and burns 3e9 to 1.3e10 fuel a CPU second, so the fuel budget ends a call well
+#: The wall-clock deadline is this many times the time limit. The sandbox runs CPython 2.6 to 4.5 times
+#: slower than native, and burns 5e9 to 1.6e10 fuel a CPU second, so the fuel budget ends a call well
 #: before this backstop unless the machine is badly overloaded: the limit that stops a call is fuel,
 #: which is deterministic, rather than the clock, which is not.
 WALL_CLOCK_FACTOR = 10
