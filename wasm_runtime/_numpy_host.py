@@ -18,6 +18,7 @@ Inputs are pushed by the host as the argument text of the instance's one turn.
 
 from __future__ import annotations
 
+import random
 import struct
 import threading
 from dataclasses import dataclass, field
@@ -67,12 +68,7 @@ class InstanceState:
     clock_ns: int = 0
     fuel: int = 0  # what the input used, read when its turn ends
     waits_allowed: bool = False  # while priming, a wait on a clock moves the virtual clock instead of trapping
-    rng: Any = field(default=None)
-
-    def __post_init__(self) -> None:
-        import random
-
-        self.rng = random.Random(SEED)
+    rng: random.Random = field(default_factory=lambda: random.Random(SEED))
 
 
 def new_numpy_engine() -> Engine:

