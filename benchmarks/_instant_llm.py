@@ -56,7 +56,9 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         chunks.append(message.get("body", b""))
         if not message.get("more_body"):
             break
-    if scope["method"] == "POST" and scope["path"].rstrip("/").endswith("/chat/completions"):
+    if scope["method"] == "GET" and scope["path"].rstrip("/").endswith("/models"):  # what the preflight asks
+        status, payload = 200, {"object": "list", "data": [{"id": "instant", "object": "model", "owned_by": "bench"}]}
+    elif scope["method"] == "POST" and scope["path"].rstrip("/").endswith("/chat/completions"):
         request = json.loads(b"".join(chunks))
         decided = instant(request)
         status, payload = 200, openai_body(request, Reply(text=decided) if isinstance(decided, str) else decided)

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 import platformdirs
@@ -139,6 +139,34 @@ SETTINGS: dict[str, SettingSpec] = {
             click.Path(path_type=Path, dir_okay=False, exists=True),
         ),
         SettingSpec(
+            "model_capabilities",
+            "PAU_MODEL_CAPABILITIES",
+            "--model-capabilities",
+            "Your own rows of model capabilities (JSON, read before the packaged capabilities.json).",
+            click.Path(path_type=Path, dir_okay=False, exists=True),
+        ),
+        SettingSpec(
+            "temperature",
+            "PAU_TEMPERATURE",
+            "--temperature",
+            "The agent model's sampling temperature (default 0; never sent to a model that refuses one).",
+            float,
+        ),
+        SettingSpec(
+            "max_tokens",
+            "PAU_MAX_TOKENS",
+            "--max-tokens",
+            "The agent model's longest reply per step (default: paper 300, tools 800); thinking models get room on top.",
+            int,
+        ),
+        SettingSpec(
+            "reasoning_effort",
+            "PAU_REASONING_EFFORT",
+            "--reasoning-effort",
+            "The agent model's reasoning effort (default: the model's own).",
+            click.Choice(["none", "minimal", "low", "medium", "high", "xhigh", "max"]),
+        ),
+        SettingSpec(
             "llm_timeout_s", "PAU_LLM_TIMEOUT", "--llm-timeout", "Seconds to wait for one LLM response.", float
         ),
         SettingSpec(
@@ -183,12 +211,16 @@ class Settings(BaseModel):
     judge_model: str | None = None
     coder_model: str | None = None
     pricing: Path | None = None
+    model_capabilities: Path | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
     llm_timeout_s: float = Field(120.0, gt=0, le=3600)
     llm_concurrency: int = Field(8, ge=1, le=1024)
     llm_retries: int = Field(5, ge=0, le=100)
     scorer_token: str | None = Field(None, min_length=8)
 
-    @field_validator("data_dir", "cache_dir", "db", "log_file", mode="after")
+    @field_validator("data_dir", "cache_dir", "db", "log_file", "model_capabilities", mode="after")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None

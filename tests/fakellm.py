@@ -11,6 +11,12 @@ the ``anthropic`` SDK talk to it exactly as they talk to a provider:
         ...
         fake.requests                                       # every request body, in order
 
+The same server speaks OpenAI's chat completions (``/v1/chat/completions``) and
+Responses (``/v1/responses``) APIs, Azure OpenAI's deployment routes, and
+Anthropic's Messages API (``/v1/messages``); a reply's ``reasoning`` comes back
+as each API carries thinking. ``GET /v1/models`` lists ``fake.models`` (``None``:
+the server has no model list, as some gateways do not).
+
 When the queue is empty the ``responder`` decides (a function of the request
 body returning a reply, a failure or a plain string); without one the server
 answers 400, so a test that forgot a reply fails loudly instead of retrying.
@@ -22,6 +28,7 @@ import json
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -41,6 +48,8 @@ class Reply:
     input_tokens: int = 11
     output_tokens: int = 7
     delay_s: float = 0.0
+    reasoning: str = ""
+    finish: str | None = None
 
 
 @dataclass
@@ -76,6 +85,9 @@ class FakeLLM:
         requests: Every JSON request body received (chat completions and messages), in order.
         headers: The matching request headers (lower-case names).
         paths: The matching request paths.
+        gets: The paths of GET requests (model lists), in order.
+        models: The model ids ``GET /v1/models`` lists; None answers 404 (no model list).
+        require_key: When set, every request without this key (bearer, ``api-key`` or ``x-api-key``) gets a 401.
     """
 
     def __init__(self, responder: Responder | None = None) -> None:
@@ -83,6 +95,9 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        self.gets: list[str] = []
+        self.models: list[str] | None = None
+        self.require_key: str | None = None
         self.in_flight = 0
         self.max_in_flight = 0
         self._queue: deque[Reply | Failure] = deque()
@@ -92,22 +107,44 @@ class FakeLLM:
 
     # -- scripting ----------------------------------------------------------------------
 
-    def say(self, text: str, *, input_tokens: int = 11, output_tokens: int = 7, delay_s: float = 0.0) -> FakeLLM:
-        """Queue a text reply."""
+    def say(
+        self,
+        text: str,
+        *,
+        input_tokens: int = 11,
+        output_tokens: int = 7,
+        delay_s: float = 0.0,
+        reasoning: str = "",
+        finish: str | None = None,
+    ) -> FakeLLM:
+        """Queue a text reply (``reasoning``: thinking text, sent as the API carries it; ``finish``: e.g. ``length``)."""
         with self._lock:
             self._queue.append(
-                Reply(text=text, input_tokens=input_tokens, output_tokens=output_tokens, delay_s=delay_s)
+                Reply(
+                    text=text,
+                    input_tokens=input_tokens,
+                    output_tokens=output_tokens,
+                    delay_s=delay_s,
+                    reasoning=reasoning,
+                    finish=finish,
+                )
             )
         return self
 
     def call_tool(
-        self, name: str, arguments: Any, *, text: str = "", input_tokens: int = 11, output_tokens: int = 7
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        text: str = "",
+        input_tokens: int = 11,
+        output_tokens: int = 7,
+        reasoning: str = "",
     ) -> FakeLLM:
         """Queue a reply that calls one tool (``arguments``: a dict, or a string sent verbatim)."""
+        reply = Reply(text, [(name, arguments)], input_tokens, output_tokens, reasoning=reasoning)
         with self._lock:
-            self._queue.append(
-                Reply(text=text, tool_calls=[(name, arguments)], input_tokens=input_tokens, output_tokens=output_tokens)
-            )
+            self._queue.append(reply)
         return self
 
     def fail(
@@ -143,7 +180,10 @@ class FakeLLM:
         out = []
         for body in self.requests:
             parts = [body.get("system") or ""] if isinstance(body.get("system"), str) else []
-            for message in body.get("messages", []):
+            if isinstance(body.get("instructions"), str):
+                parts.append(body["instructions"])
+            items = body.get("input") if isinstance(body.get("input"), list) else []
+            for message in [*body.get("messages", []), *items]:
                 content = message.get("content")
                 if isinstance(content, str):
                     parts.append(content)
@@ -239,17 +279,49 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _refused_key(self, anthropic: bool) -> bool:
+        wanted = self.owner.require_key
+        if wanted is None:
+            return False
+        given = {self.headers.get("Authorization", ""), self.headers.get("api-key"), self.headers.get("x-api-key")}
+        if wanted in given or f"Bearer {wanted}" in given:
+            return False
+        self._send(401, _error(401, "Incorrect API key provided", anthropic, "authentication_error"))
+        return True
+
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
-            self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "fakellm"}]})
+        owner = self.owner
+        with owner._lock:
+            owner.gets.append(self.path)
+            models = None if owner.models is None else list(owner.models)
+        path = urllib.parse.urlsplit(self.path).path.rstrip("/")
+        anthropic = "anthropic-version" in {k.lower() for k in self.headers}
+        if self._refused_key(anthropic):
+            return
+        head, _, last = path.rpartition("/")
+        if models is None or not (path.endswith("/models") or head.endswith("/models")):
+            self._send(404, _error(404, f"no route {self.path}", anthropic))
+        elif path.endswith("/models"):
+            if anthropic:
+                data = [_anthropic_model(name) for name in models]
+                self._send(200, {"data": data, "has_more": False, "first_id": None, "last_id": None})
+            else:
+                data = [{"id": name, "object": "model", "created": 0, "owned_by": "fakellm"} for name in models]
+                self._send(200, {"object": "list", "data": data})
+        elif urllib.parse.unquote(last) in models:
+            name = urllib.parse.unquote(last)
+            model = _anthropic_model(name) if anthropic else {"id": name, "object": "model", "created": 0}
+            self._send(200, model)
         else:
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            self._send(404, _error(404, f"model: {urllib.parse.unquote(last)}", anthropic, "not_found_error"))
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
-        anthropic = self.path.rstrip("/").endswith("/messages")
-        if not (anthropic or self.path.rstrip("/").endswith("/chat/completions")):
+        path = urllib.parse.urlsplit(self.path).path.rstrip("/")
+        anthropic = path.endswith("/messages")
+        responses = path.endswith("/responses")
+        if not (anthropic or responses or path.endswith("/chat/completions")):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
         try:
@@ -258,6 +330,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": {"message": "body is not JSON"}})
             return
         owner = self.owner
+        if self._refused_key(anthropic):
+            return
         with owner._lock:
             owner.requests.append(body)
             owner.headers.append({k.lower(): v for k, v in self.headers.items()})
@@ -270,19 +344,31 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_text(reply.status, reply.text)
                 return
             if isinstance(reply, Failure):
-                error = {"message": reply.message, "type": "scripted", "code": str(reply.status)}
-                payload = {"type": "error", "error": error} if anthropic else {"error": error}
-                self._send(reply.status, payload, reply.headers)
+                self._send(reply.status, _error(reply.status, reply.message, anthropic), reply.headers)
                 return
             if isinstance(reply, Raw):
                 self._send(200, reply.payload)
                 return
             if reply.delay_s:
                 time.sleep(reply.delay_s)
-            self._send(200, _anthropic_body(body, reply) if anthropic else openai_body(body, reply))
+            if anthropic:
+                self._send(200, _anthropic_body(body, reply))
+            elif responses:
+                self._send(200, _responses_body(body, reply))
+            else:
+                self._send(200, openai_body(body, reply))
         finally:
             with owner._lock:
                 owner.in_flight -= 1
+
+
+def _error(status: int, message: str, anthropic: bool, kind: str = "scripted") -> dict[str, Any]:
+    error = {"message": message, "type": kind, "code": str(status)}
+    return {"type": "error", "error": error} if anthropic else {"error": error}
+
+
+def _anthropic_model(name: str) -> dict[str, Any]:
+    return {"id": name, "type": "model", "display_name": name, "created_at": "2026-01-01T00:00:00Z"}
 
 
 def _arguments_text(arguments: Any) -> str:
@@ -292,6 +378,8 @@ def _arguments_text(arguments: Any) -> str:
 def openai_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     """A chat completion carrying ``reply``, for ``request`` (the benchmark's instant model serves these too)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
             {
@@ -306,7 +394,13 @@ def openai_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.get("model", "fake"),
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": reply.finish or ("tool_calls" if reply.tool_calls else "stop"),
+            }
+        ],
         "usage": {
             "prompt_tokens": reply.input_tokens,
             "completion_tokens": reply.output_tokens,
@@ -315,8 +409,54 @@ def openai_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
 
 
+def _responses_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if reply.reasoning:
+        summary = [{"type": "summary_text", "text": reply.reasoning}]
+        output.append({"type": "reasoning", "id": f"rs_{uuid.uuid4().hex[:12]}", "summary": summary})
+    if reply.text:
+        text = {"type": "output_text", "text": reply.text, "annotations": []}
+        message = {"type": "message", "id": f"msg_{uuid.uuid4().hex[:12]}", "role": "assistant", "status": "completed"}
+        output.append({**message, "content": [text]})
+    for name, args in reply.tool_calls:
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{uuid.uuid4().hex[:12]}",
+                "call_id": f"call_{uuid.uuid4().hex[:12]}",
+                "name": name,
+                "arguments": _arguments_text(args),
+                "status": "completed",
+            }
+        )
+    incomplete = reply.finish == "length"
+    return {
+        "id": f"resp_{uuid.uuid4().hex[:12]}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": request.get("model", "fake"),
+        "status": "incomplete" if incomplete else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": request.get("tool_choice", "auto"),
+        "tools": request.get("tools", []),
+        "usage": {
+            "input_tokens": reply.input_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": reply.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": len(reply.reasoning.split())},
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        },
+    }
+
+
 def _anthropic_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+    content: list[dict[str, Any]] = []
+    if reply.reasoning:
+        content.append({"type": "thinking", "thinking": reply.reasoning, "signature": f"sig-{uuid.uuid4().hex[:8]}"})
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
     for name, args in reply.tool_calls:
         content.append(
             {
@@ -332,7 +472,7 @@ def _anthropic_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "role": "assistant",
         "model": request.get("model", "fake"),
         "content": content,
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_reason": "max_tokens" if reply.finish == "length" else ("tool_use" if reply.tool_calls else "end_turn"),
         "stop_sequence": None,
         "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import threading
 import warnings
 from typing import Any
@@ -34,6 +35,17 @@ _HOW = (
 # CPython 3.11 before 3.11.9 can fail with "SystemError: AST constructor recursion depth mismatch" when
 # several threads build ASTs at once (python/cpython#106905); the sandbox parses on many threads.
 _AST_LOCK = threading.Lock()
+
+
+def _new_lock_in_child() -> None:
+    # A thread of the parent may hold the lock at the moment of a fork; the child has no such thread, so it would
+    # wait forever. The child starts with a lock of its own (RL trainers fork from threaded processes).
+    global _AST_LOCK
+    _AST_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def parse_python(text: str, mode: str = "exec") -> ast.AST:

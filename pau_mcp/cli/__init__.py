@@ -6,9 +6,11 @@ import click
 
 from .. import __version__
 from .evaluate import demo, evaluate
+from .export import export
 from .importers import import_
 from .manifests import manifests
 from .report import report
+from .rl import rl
 from .runs import runs
 from .sandbox import run_code, sandbox
 from .scoring import score, scorer
@@ -38,3 +40,5 @@ main.add_command(score)
 main.add_command(scorer)
 main.add_command(evaluate)
 main.add_command(demo)
+main.add_command(rl)
+main.add_command(export)

@@ -20,7 +20,8 @@ __all__ = ["demo", "evaluate"]
 
 _EVAL_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
-    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers",
+    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "model_capabilities",
+    "temperature", "max_tokens", "reasoning_effort",
 )  # fmt: skip
 
 
@@ -66,7 +67,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     Killing it (even with kill -9) and running the same command again finishes the run: no episode is lost or done twice.
     """
     from ..harness.runner import EvalConfig, EvalError, run_eval
-    from ..llm import LLMNotConfigured
+    from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides
     from ..scoring import Scorer
 
     settings = settings_from(values)
@@ -77,7 +78,18 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
         run=run_name or _default_run(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
         score=not no_score, kinds=kinds, retry_failed=retry_failed,
+        overrides=Overrides(settings.temperature, settings.max_tokens, settings.reasoning_effort),
     )  # fmt: skip
+    # One cheap check per model before the run exists (and before the sandbox starts): a wrong key, URL or model
+    # name fails in seconds, in one line, instead of in every episode.
+    models = ([model] if agent != "probe" and model else []) + (
+        [m for m in (settings.judge_model, settings.coder_model) if m] if config.score else []
+    )
+    try:
+        for warning in eventloop.run(_preflight, LLMClient.from_settings(settings, use_cache=False), models):
+            err.print(f"[yellow]note:[/yellow] {warning}")
+    except LLMError as exc:
+        raise click.ClickException(str(exc)) from None
     # Scoring runs in sandbox worker processes: the harness's one event loop is what limits a run's
     # throughput, and sandbox work in its own process competed with it (docs/benchmarks.md).
     sandbox = settings.sandbox(progress=step_printer(), processes=config.score)
@@ -116,6 +128,13 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     click.echo(f"see `pau-mcp report {config.run}`")
     if progress.failed:
         sys.exit(1)
+
+
+async def _preflight(llm, models: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+    try:
+        return await llm.preflight(models)
+    finally:
+        await llm.aclose()
 
 
 @click.command()

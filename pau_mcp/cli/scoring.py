@@ -24,7 +24,9 @@ from .common import bar, err, settings_from, step_printer
 
 __all__ = ["no_cache_option", "score", "scorer"]
 
-_LLM_SETTINGS = ("judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
+_LLM_SETTINGS = (
+    "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries", "model_capabilities",
+)  # fmt: skip
 _SANDBOX_SETTINGS = ("timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers")
 
 
@@ -304,10 +306,22 @@ def score(
             skipped.append(f"submission {item.submission_id} ({item.method_id}): {exc}")
             continue
         plan.append((item, chosen))
+    chosen_kinds = {kind for _, chosen in plan for kind in chosen}
     try:
-        scorer_.check({kind for _, chosen in plan for kind in chosen})
+        scorer_.check(chosen_kinds)
     except LLMNotConfigured as exc:
         raise click.UsageError(str(exc)) from None
+    # One cheap check per model before any scoring: a wrong key, URL or model name fails now, in one line.
+    models = [
+        m
+        for kind, m in (("judge", settings.judge_model), ("codematch", settings.coder_model))
+        if kind in chosen_kinds and m
+    ]
+    try:
+        for warning in eventloop.run(scorer_.llm.preflight, models) if models else ():
+            err.print(f"[yellow]note:[/yellow] {warning}")
+    except LLMError as exc:
+        raise click.ClickException(str(exc)) from None
     for line in skipped:
         err.print(f"[yellow]skipped[/yellow] {line}")
 

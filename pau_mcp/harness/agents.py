@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..llm import Completion, LLMClient, Usage
+from ..llm import Completion, LLMClient, Overrides, Usage
 from .environment import Environment, Observation
 
 __all__ = ["AGENTS", "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code"]
@@ -87,6 +87,13 @@ class PaperAgent:
     sees that output (the reference's reflection never did), updates the
     hypothesis and says whether it is settled. Only the last ``window``
     results are shown, as in the reference.
+
+    The input is read from the action's ``INPUT:`` line; without one, from its
+    last line that reads as an argument tuple or a call; failing that the
+    action is asked for once more with a one-line reminder, and if that reply
+    has none either, the step is recorded as a malformed action (a ``note``
+    step in the trajectory) and no call is made. The model's thinking is never
+    read for an input.
     """
 
     llm: LLMClient
@@ -94,15 +101,36 @@ class PaperAgent:
     max_tokens: int = 300
     window: int = 10
     name: str = "paper"
+    overrides: Overrides = field(default_factory=Overrides)
 
-    async def _ask(self, result: AgentResult, env: Environment, prompt: str, max_tokens: int | None = None) -> str:
+    async def _ask(self, result: AgentResult, env: Environment, prompt: str, final: bool = False) -> str:
         messages = [{"role": "system", "content": _PAPER_SYSTEM}, {"role": "user", "content": prompt}]
+        step = self.overrides.max_tokens or self.max_tokens
         completion = await self.llm.complete(
-            self.model, messages, temperature=0, max_tokens=max_tokens or self.max_tokens
+            self.model,
+            messages,
+            temperature=_temperature(self.overrides),
+            max_tokens=2 * step if final else step,
+            reasoning_effort=self.overrides.reasoning_effort,
         )
         result.count(completion)
-        env.note("model", prompt=prompt, reply=completion.text)
+        _note_reply(env, completion, prompt=prompt)
         return completion.text
+
+    async def _action(self, result: AgentResult, env: Environment, prompt: str) -> str | None:
+        example = _arity_example(env.params)
+        reply = await self._ask(result, env, prompt)
+        literal = _input_literal(reply, len(env.params))
+        if literal is None:
+            reply = await self._ask(
+                result, env,
+                f"{prompt}\n\nYour reply gave no input I could run. Answer with only one line: `INPUT: {example}` "
+                f"(a Python literal tuple of {len(env.params)} argument(s)).",
+            )  # fmt: skip
+            literal = _input_literal(reply, len(env.params))
+            if literal is None:
+                env.note("note", event="malformed_action", reply=reply)
+        return literal
 
     def _context(self, env: Environment, hypothesis: str, history: list[str]) -> str:
         examples = "\n".join(f"  {line}" for line in env.examples) or "  (none)"
@@ -125,13 +153,15 @@ class PaperAgent:
                     context
                     + "\nWhat do you still not know? Propose ONE input to test next and say what each possible outcome would tell you. Be brief.",
                 )
-                action = await self._ask(
+                literal = await self._action(
                     result, env,
                     context + f"\nYour plan: {plan}\n\nGive the exact input as a Python literal tuple of {len(env.params)} "
                     f"argument(s), on one line, as `INPUT: {_arity_example(env.params)}`.",
                 )  # fmt: skip
-                literal = _after(action, "INPUT:")
-                observation = await env.call({"args": literal.strip("` ")} if literal else {"args": action.strip()})
+                if literal is None:
+                    history.append("  (an action that gave no input: nothing was run)")
+                    continue
+                observation = await env.call({"args": literal})
                 line = f"  test_func{literal} -> {_shown(observation)}"
                 history.append(line)
                 reflection = await self._ask(
@@ -152,12 +182,23 @@ class PaperAgent:
             self._context(env, hypothesis, history)
             + "\nWrite your final answer: `DESCRIPTION: <what the function does, precisely, covering every case and "
             "exception you found>`.",
-            max_tokens=2 * self.max_tokens,
+            final=True,
         )  # fmt: skip
         result.description = _after(final, "DESCRIPTION:") or hypothesis or final.strip()
         if mode == "incontext":
             result.concluded = True
         return result
+
+
+def _temperature(overrides: Overrides) -> float:
+    return overrides.temperature if overrides.temperature is not None else 0.0
+
+
+def _note_reply(env: Environment, completion: Completion, **data: Any) -> None:
+    """Record a model reply in the trajectory, its thinking (when the provider shows it) apart from its text."""
+    if completion.reasoning:
+        data["reasoning"] = completion.reasoning
+    env.note("model", reply=completion.text, **data)
 
 
 def _after(text: str, marker: str, stop: str | None = None) -> str:
@@ -169,7 +210,63 @@ def _after(text: str, marker: str, stop: str | None = None) -> str:
         end = rest.upper().find(stop.upper())
         if end >= 0:
             rest = rest[:end]
-    return rest.strip().splitlines()[0].strip() if marker.upper() == "INPUT:" and rest.strip() else rest.strip()
+    return rest.strip()
+
+
+_INPUT = re.compile(r"INPUT:\s*(.*)", re.IGNORECASE)
+
+
+def _input_literal(reply: str, arity: int) -> str | None:
+    """The argument tuple an action reply gives: its last ``INPUT:`` line, else its last line that reads as one.
+
+    An ``INPUT:`` line is taken as written (the server says what is wrong with it, without spending budget),
+    less any prose after the arguments; ``INPUT: test_func(1, 2)`` becomes ``(1, 2)``. Without one, a line counts only if it is a literal tuple of the
+    function's arity (any literal for one argument) or a call with literal arguments.
+    """
+    marked = [match.group(1).strip().strip("`").strip() for match in _INPUT.finditer(reply)]
+    marked = [text for text in marked if text]
+    if marked:
+        return _leading_arguments(marked[-1], arity) or marked[-1]
+    for line in reversed(reply.splitlines()):
+        found = _as_arguments(line.strip().strip("`*-> ").strip(), arity)
+        if found:
+            return found
+    return None
+
+
+def _leading_arguments(text: str, arity: int) -> str | None:
+    """The arguments at the start of ``text``, which may go on in prose (``(3,) to see the sign``)."""
+    found = _as_arguments(text, arity)
+    closing = [index for index, char in enumerate(text) if char == ")"]
+    while found is None and closing:
+        found = _as_arguments(text[: closing.pop() + 1], arity)
+    return found
+
+
+def _as_arguments(text: str, arity: int) -> str | None:
+    if not text:
+        return None
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(tree, ast.Call) and not tree.keywords:
+        try:
+            for argument in tree.args:
+                ast.literal_eval(argument)
+        except (ValueError, SyntaxError, TypeError):
+            return None
+        inner = ", ".join(ast.unparse(argument) for argument in tree.args)
+        return f"({inner},)" if len(tree.args) == 1 else f"({inner})"
+    try:
+        value = ast.literal_eval(tree)
+    except (ValueError, SyntaxError, TypeError):
+        return None
+    if isinstance(value, tuple) and len(value) == arity:
+        return text
+    if arity == 1:
+        return f"({text},)"
+    return None
 
 
 # -- native tool calling ----------------------------------------------------------------------
@@ -183,6 +280,7 @@ class ToolsAgent:
     model: str
     max_tokens: int = 800
     name: str = "tools"
+    overrides: Overrides = field(default_factory=Overrides)
 
     async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
         result = AgentResult(description="")
@@ -207,10 +305,15 @@ class ToolsAgent:
         nudged = False
         for _ in range((budget or 20) + 10):
             completion = await self.llm.complete(
-                self.model, messages, tools=tools, temperature=0, max_tokens=self.max_tokens
+                self.model,
+                messages,
+                tools=tools,
+                temperature=_temperature(self.overrides),
+                max_tokens=self.overrides.max_tokens or self.max_tokens,
+                reasoning_effort=self.overrides.reasoning_effort,
             )
             result.count(completion)
-            env.note("model", reply=completion.text, tool_calls=[c.__dict__ for c in completion.tool_calls])
+            _note_reply(env, completion, tool_calls=[c.__dict__ for c in completion.tool_calls])
             messages.append(completion.message())
             if not completion.tool_calls:
                 if nudged:

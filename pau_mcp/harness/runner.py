@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from ..config import SettingsError
-from ..llm import LLMClient, LLMError
+from ..llm import LLMClient, LLMError, Overrides
 from ..manifests import Method, tool_name
 from ..runstore import EpisodeResult, RunStore
 from ..scoring.records import record_scores
@@ -62,6 +62,7 @@ class EvalConfig:
         score: Score each submission.
         kinds: Which scores (``judge``, ``codematch`` need models; ``direct`` scores code the agent wrote).
         retry_failed: Run failed episodes again.
+        overrides: The agent model's request settings chosen by the user (``--temperature``, ...).
     """
 
     run: str
@@ -77,10 +78,14 @@ class EvalConfig:
     score: bool = True
     kinds: tuple[str, ...] = ("judge", "codematch", "direct")
     retry_failed: bool = False
+    overrides: Overrides = field(default_factory=Overrides)
 
     def identity(self) -> dict[str, Any]:
-        """What must match for a run to be resumed rather than refused."""
-        return {k: v for k, v in asdict(self).items() if k in ("model", "suite", "agent", "mode", "budget")}
+        """What must match for a run to be resumed rather than refused (overrides only when some are set)."""
+        identity = {k: v for k, v in asdict(self).items() if k in ("model", "suite", "agent", "mode", "budget")}
+        if self.overrides.any():
+            identity["overrides"] = {k: v for k, v in asdict(self.overrides).items() if v is not None}
+        return identity
 
 
 @dataclass
@@ -237,7 +242,7 @@ def _make_agent(config: EvalConfig, llm: LLMClient) -> Agent:
         return AGENTS["probe"]()
     if not config.model:
         raise EvalError(f"the {config.agent} agent needs --model (e.g. openai/gpt-4o-mini)")
-    return AGENTS[config.agent](llm=llm, model=config.model)
+    return AGENTS[config.agent](llm=llm, model=config.model, overrides=config.overrides)
 
 
 async def run_eval(

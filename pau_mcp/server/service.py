@@ -17,6 +17,7 @@ import jsonschema
 from wasm_runtime import InvalidInput, Outcome, Sandbox, Status, parse_arguments
 
 from ..manifests import call_text
+from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore
 from .catalog import Catalog, Exposed
 from .sessions import SessionState
@@ -103,10 +104,9 @@ class MethodService:
             for name in names:
                 _json_safe(given[name], name)
             args = tuple(given[n] for n in names)
-        if len(args) != len(names):
-            raise InvalidInput(
-                f"{exposed.method.header[4:-1]} takes {len(names)} argument{'s' * (len(names) != 1)}, got {len(args)}. {self._how(exposed)}"
-            )
+        problem = arity_problem(exposed.method.header, names, len(args))
+        if problem:
+            raise InvalidInput(f"{problem} {self._how(exposed)}")
         literal = repr(args)
         return args, literal
 

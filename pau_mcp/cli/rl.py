@@ -1,0 +1,224 @@
+"""``pau-mcp rl rollout``: a policy through the RL environment over a suite, trajectories with per-step rewards."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .. import eventloop
+from ..config import options
+from .common import err, settings_from
+
+__all__ = ["rl"]
+
+_ROLLOUT_SETTINGS = (
+    "manifests", "budget", "db", "data_dir", "judge_model", "coder_model", "pricing", "llm_timeout_s",
+    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers",
+)  # fmt: skip
+
+
+@click.group()
+def rl() -> None:
+    """Reinforcement learning: roll a policy out through the exploration environment (docs/training.md)."""
+
+
+def _reward_overrides(pairs: tuple[str, ...], path: Path | None) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            values.update(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise click.BadParameter(f"cannot read {path}: {exc}", param_hint="--rewards") from None
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{pair!r} is not FIELD=VALUE, e.g. timeout_penalty=-0.5", param_hint="--reward")
+        try:
+            values[name.strip()] = json.loads(raw)
+        except ValueError:
+            raise click.BadParameter(f"{raw!r} is not a number or true/false", param_hint="--reward") from None
+    return values
+
+
+def _default_run(suite: str, model: str, mode: str, aware: bool) -> str:
+    name = f"rl-{suite}-{model}-{mode}" + ("-aware" if aware else "")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")
+
+
+@rl.command("rollout")
+@click.option(
+    "--model", required=True, help="The policy, provider/model: openai/<name> with OPENAI_BASE_URL for vLLM or SGLang."
+)
+@click.option("--suite", default=None, help="Suite to roll out over (default: builtin).")
+@click.option(
+    "--split",
+    type=click.Choice(["train", "test"]),
+    help="A PAU split imported with `pau-mcp import pau` (suite pau-<split>).",
+)
+@click.option("--methods", "method_ids", multiple=True, help="Only these method ids (repeatable).")
+@click.option("--limit", type=click.IntRange(0), default=0, help="Only the first K methods (0: all).")
+@click.option("--run", "run_name", help="Run name; the same name (or the same options) resumes a run.")
+@click.option("--critic-model", help="The critic, provider/model (default: --judge-model / PAU_JUDGE_MODEL).")
+@click.option(
+    "--critic-mode",
+    type=click.Choice(["asymmetric", "symmetric"]),
+    default="asymmetric",
+    show_default=True,
+    help="asymmetric: the critic sees the source and gold description (AAC); symmetric: only what the policy saw (SYM-INFO).",
+)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(3),
+    default=40,
+    show_default=True,
+    help="Steps per episode (reason, propose and reflect are one each).",
+)
+@click.option(
+    "--window", type=click.IntRange(0), default=5, show_default=True, help="Latest experiments shown in each prompt."
+)
+@click.option(
+    "--reward",
+    "reward_pairs",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="Override a reward constant (repeatable), e.g. code_match_weight=1.",
+)
+@click.option(
+    "--rewards",
+    "rewards_file",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Reward constants as a JSON object.",
+)
+@click.option(
+    "--answer-aware",
+    is_flag=True,
+    help="Tell the policy the gold description (teacher data for `export sft --kind answer-aware`).",
+)
+@click.option("--temperature", type=float, default=1.0, show_default=True, help="The policy's sampling temperature.")
+@click.option(
+    "--max-tokens", type=click.IntRange(1), default=512, show_default=True, help="Longest policy reply per step."
+)
+@click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True, help="Episodes at once.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the trajectory files go (default: DATA_DIR/rl/RUN).",
+)
+@click.option("--no-parquet", is_flag=True, help="Write trajectories.jsonl only.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
+@click.option("--retry-failed", is_flag=True, help="Run the episodes that failed before again.")
+@options(*_ROLLOUT_SETTINGS)
+def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[str, ...], limit: int,
+            run_name: str | None, critic_model: str | None, critic_mode: str, max_turns: int, window: int,
+            reward_pairs: tuple[str, ...], rewards_file: Path | None, answer_aware: bool, temperature: float,
+            max_tokens: int, concurrency: int, out_dir: Path | None, no_parquet: bool, no_cache: bool,
+            retry_failed: bool, **values: object) -> None:  # fmt: skip
+    """Roll a policy out through the exploration environment and write trajectories with per-step rewards.
+
+    Every step is rewarded by the critic and the sandbox (docs/training.md has the schedule). Trajectories go to
+    the run store as they finish and to OUT/trajectories.jsonl and OUT/steps.parquet at the end. Killing it (even
+    with kill -9) and running the same command again finishes the run: no episode is lost or done twice.
+    """
+    from ..llm import LLMClient, LLMError
+    from ..manifests import ManifestError
+    from ..rl import EnvConfig, LLMCritic, RewardConfig, Runtime
+    from ..rl.rollout import RolloutConfig, RolloutError, run_rollout, write_trajectories
+
+    settings = settings_from(values)
+    if suite and split:
+        raise click.UsageError("give --suite or --split, not both")
+    suite = suite or (f"pau-{split}" if split else "builtin")
+    critic_model = critic_model or settings.judge_model
+    if not critic_model:
+        raise click.UsageError("the critic needs a model: --critic-model (or --judge-model / PAU_JUDGE_MODEL)")
+    try:
+        rewards = RewardConfig.from_dict(_reward_overrides(reward_pairs, rewards_file))
+        env_config = EnvConfig(max_turns=max_turns, budget=settings.budget, window=window, rewards=rewards)
+    except (TypeError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+    if rewards.code_match_weight and not settings.coder_model:
+        raise click.UsageError("code_match_weight needs a code-writing model: --coder-model or PAU_CODER_MODEL")
+    if not no_parquet:
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise click.UsageError(
+                "steps.parquet needs pyarrow: pip install 'pau-mcp[rl]', or pass --no-parquet"
+            ) from None
+    try:
+        found = settings.manifest_store().suite(suite)
+    except ManifestError as exc:
+        hint = f"; import it first with `pau-mcp import pau --split {split}`" if split else ""
+        raise click.ClickException(f"{exc}{hint}") from None
+    methods = [m for m in found.methods.values() if not method_ids or m.id in method_ids]
+    if limit:
+        methods = methods[:limit]
+    unknown = sorted(set(method_ids) - {m.id for m in found.methods.values()})
+    if unknown:
+        raise click.UsageError(f"not in suite {suite!r}: {', '.join(unknown)}; see `pau-mcp methods --suite {suite}`")
+    critic_identity = {
+        "model": critic_model,
+        "mode": critic_mode,
+        "coder_model": settings.coder_model if rewards.code_match_weight else None,
+    }
+    run = run_name or _default_run(suite, model, critic_mode, answer_aware)
+    config = RolloutConfig(
+        run=run, model=model, suite=suite, methods=tuple(m.id for m in methods), critic=critic_identity,
+        env=env_config, answer_aware=answer_aware, temperature=temperature, max_tokens=max_tokens,
+        concurrency=concurrency, retry_failed=retry_failed,
+    )  # fmt: skip
+    llm = LLMClient.from_settings(settings, use_cache=not no_cache)
+    try:
+        llm.check(model)
+        llm.check(critic_model)
+    except LLMError as exc:
+        raise click.ClickException(str(exc)) from None
+    runtime = Runtime(lambda: settings.sandbox(processes=bool(settings.workers)))
+    critic = LLMCritic(
+        llm, critic_model, critic_mode, coder_model=critic_identity["coder_model"], sandbox=runtime.sandbox
+    )
+    store = settings.run_store()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        task = bar.add_task(run, total=len(methods))
+
+        def show(p) -> None:  # type: ignore[no-untyped-def]
+            tokens = p.input_tokens + p.output_tokens
+            bar.update(task, total=p.total, completed=p.done + p.failed + p.skipped,
+                       description=f"{run} · failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}")  # fmt: skip
+
+        async def main():  # type: ignore[no-untyped-def]
+            try:
+                return await run_rollout(store, methods, config, llm, critic, runtime, show)
+            finally:
+                await llm.aclose()
+
+        try:
+            progress = eventloop.run(main)
+        except (RolloutError, LLMError) as exc:
+            raise click.ClickException(str(exc)) from None
+        finally:
+            runtime.close()
+    target = out_dir or settings.data_dir / "rl" / run
+    try:
+        written = write_trajectories(store, run, target, parquet=not no_parquet)
+    except RolloutError as exc:
+        raise click.ClickException(str(exc)) from None
+    mean = f"{sum(progress.returns) / len(progress.returns):.3f}" if progress.returns else "n/a"
+    click.echo(
+        f"run {run}: {progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed; "
+        f"mean return {mean}; {progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f}"
+    )
+    for path in written.values():
+        click.echo(f"wrote {path}")
+    for line in progress.errors[:10]:
+        err.print(f"[red]failed[/red] {line}")
+    if progress.failed:
+        sys.exit(1)

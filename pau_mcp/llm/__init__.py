@@ -1,0 +1,38 @@
+"""The LLM client layer: one way to ask any model, whatever its provider.
+
+Models are named ``provider/model``: ``openai/<model>`` for OpenAI or any
+OpenAI-compatible server (``OPENAI_BASE_URL``), ``azure/<deployment>`` for
+Azure OpenAI, ``anthropic/<model>`` for Claude, each through its official SDK.
+One module per job: ``models`` (model strings, capabilities, overrides),
+``replies`` (what came back), ``pricing``, ``cache``, ``provider`` (what the
+adapters share), ``openai`` and ``anthropic`` (the adapters), ``client``
+(``LLMClient``: limits, retries, cache, accounting, preflight).
+"""
+
+from .cache import ResponseCache
+from .client import LLMClient
+from .errors import LLMError, LLMNotConfigured
+from .models import DEFAULT_CAPABILITIES, EFFORTS, PROVIDERS, Capabilities, CapabilityTable, Overrides, parse_model
+from .pricing import DEFAULT_PRICING, Price, Pricing, Spend
+from .replies import Completion, ToolCall, Usage
+
+__all__ = [
+    "DEFAULT_CAPABILITIES",
+    "DEFAULT_PRICING",
+    "EFFORTS",
+    "PROVIDERS",
+    "Capabilities",
+    "CapabilityTable",
+    "Completion",
+    "LLMClient",
+    "LLMError",
+    "LLMNotConfigured",
+    "Overrides",
+    "Price",
+    "Pricing",
+    "ResponseCache",
+    "Spend",
+    "ToolCall",
+    "Usage",
+    "parse_model",
+]

@@ -1,0 +1,229 @@
+"""Claude through the official ``anthropic`` SDK (2.x): the Messages API, extended and adaptive thinking.
+
+The 2.x SDK sends API version 2026-10-21, which refuses ``temperature`` (and
+``top_p``, ``top_k``) on every Claude model and took the parameter out of
+``messages.create``; what replaced it is ``output_config.effort`` and the
+``thinking`` switch. A temperature is sent (in the body) only for a model whose
+capability row says it is accepted, e.g. behind a gateway pinned to an older
+API version.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .errors import LLMError, LLMNotConfigured
+from .provider import _DUMMY_KEY, USER_AGENT, Failure, Provider, Request, classify_sdk_error
+from .replies import Reply, ToolCall, Usage
+
+__all__ = ["AnthropicProvider"]
+
+_DEFAULT_MAX_TOKENS = 4096  # the Messages API requires a limit; the OpenAI API does not
+_MIN_BUDGET = 1024  # the smallest extended-thinking budget the API takes
+_BUDGET_SCALE = {"minimal": 0.0, "low": 0.25, "medium": 1.0, "high": 2.0, "xhigh": 3.0, "max": 4.0}
+_EFFORT = {"minimal": "low"}  # the nearest effort the Messages API accepts
+_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "stop_sequence": "stop"}
+
+
+def _sdk() -> Any:
+    try:
+        import anthropic
+    except ImportError:
+        raise LLMNotConfigured(
+            "anthropic/ models need the anthropic SDK, which is not installed: pip install 'pau-mcp[anthropic]'"
+        ) from None
+    return anthropic
+
+
+def _tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    converted = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        converted.append(
+            {
+                "name": function["name"],
+                "description": function.get("description", ""),
+                "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
+            }
+        )
+    return converted
+
+
+def _tool_choice(choice: Any, thinking: bool) -> dict[str, Any] | None:
+    if choice is None:
+        return None
+    if thinking and choice != "none":
+        return {"type": "auto"}  # while thinking, the API takes only auto or none
+    if isinstance(choice, str):
+        return {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}.get(
+            choice, {"type": "auto"}
+        )
+    name = (choice.get("function") or {}).get("name") if isinstance(choice, Mapping) else None
+    return {"type": "tool", "name": name} if name else {"type": "auto"}
+
+
+def _messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[dict[str, Any]]]:
+    """OpenAI-style messages as Anthropic's: system apart, tool calls, results and thinking as content blocks."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+
+    def append(role: str, blocks: list[dict[str, Any]]) -> None:
+        # The Messages API wants user and assistant turns to alternate: merge neighbours of one role.
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        text = (
+            content
+            if isinstance(content, str)
+            else "".join(part.get("text", "") for part in content or () if isinstance(part, Mapping))
+        )
+        if role == "system":
+            system.append(text)
+        elif role == "tool":
+            append("user", [{"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""), "content": text}])
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = [dict(block) for block in message.get("thinking_blocks") or ()]
+            if text:
+                blocks.append({"type": "text", "text": text})
+            for call in message.get("tool_calls") or ():
+                function = call.get("function", {})
+                try:
+                    arguments = json.loads(function.get("arguments") or "{}")
+                except ValueError:
+                    arguments = {}
+                blocks.append(
+                    {"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", ""), "input": arguments}
+                )
+            append("assistant", blocks or [{"type": "text", "text": ""}])
+        else:
+            append("user", [{"type": "text", "text": text}])
+    return ("\n\n".join(system) if system else None), out
+
+
+class AnthropicProvider(Provider):
+    """``anthropic/<model>``: Claude (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``, ``ANTHROPIC_BASE_URL``)."""
+
+    name = "anthropic"
+    key_envs = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    base_env = "ANTHROPIC_BASE_URL"
+    default_base = "https://api.anthropic.com"
+
+    def _settings(self) -> dict[str, Any]:
+        _sdk()
+        settings: dict[str, Any] = {"base_url": self.shown_base}
+        if self.env.get("ANTHROPIC_API_KEY"):
+            settings["api_key"] = self.env["ANTHROPIC_API_KEY"]
+        elif self.env.get("ANTHROPIC_AUTH_TOKEN"):
+            settings["auth_token"] = self.env["ANTHROPIC_AUTH_TOKEN"]
+        elif self.base_url:
+            settings["api_key"] = _DUMMY_KEY
+        else:
+            raise LLMNotConfigured(
+                "no Anthropic API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), or ANTHROPIC_BASE_URL to a "
+                "gateway that needs none"
+            )
+        return settings
+
+    def _new_client(self) -> Any:
+        anthropic = _sdk()
+        return anthropic.AsyncAnthropic(
+            **self._settings(),
+            timeout=self.timeout_s,
+            max_retries=0,  # the client layer retries, honouring Retry-After, with its own count and messages
+            default_headers={"User-Agent": f"{USER_AGENT} anthropic-python/{anthropic.__version__}"},
+        )
+
+    def body(self, model: str, request: Request) -> dict[str, Any]:
+        caps = request.capabilities
+        effort = request.effort
+        system, messages = _messages(request.messages)
+        visible = request.max_tokens or _DEFAULT_MAX_TOKENS
+        params: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": visible}
+        thinking = request.thinks
+        if caps.thinking == "enabled":
+            if thinking and effort is not None:
+                budget = max(_MIN_BUDGET, int(caps.thinking_tokens * _BUDGET_SCALE.get(effort, 1.0)))
+                params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+                params["max_tokens"] = visible + budget
+            else:
+                thinking = False  # extended thinking is off unless asked for
+        elif caps.thinking == "adaptive" or effort is not None:
+            if effort == "none":
+                params["thinking"] = {"type": "disabled"}
+            elif effort is not None:
+                params["thinking"] = {"type": "adaptive"}
+                params["output_config"] = {"effort": _EFFORT.get(effort, effort)}
+            if thinking:
+                params["max_tokens"] = visible + caps.thinking_tokens
+        if system:
+            params["system"] = system
+        if request.tools:
+            params["tools"] = _tools(request.tools)
+            asked = params.get("thinking", {}).get("type") in ("enabled", "adaptive")
+            choice = _tool_choice(request.tool_choice, asked)
+            if choice is not None:
+                params["tool_choice"] = choice
+        extra = dict(request.extra or {})
+        if request.sent_temperature is not None:
+            extra["temperature"] = request.sent_temperature  # 2.x has no parameter for it: body only
+        if extra:
+            params["extra_body"] = extra
+        return params
+
+    async def send(self, model: str, body: dict[str, Any], request: Request) -> Reply:
+        response = await self._client.get().messages.create(**body)
+        texts: list[str] = []
+        thoughts: list[str] = []
+        calls: list[ToolCall] = []
+        keep: list[dict[str, Any]] = []
+        for block in response.content or ():
+            kind = getattr(block, "type", None)
+            if kind == "text":
+                texts.append(block.text)
+            elif kind == "tool_use":
+                calls.append(ToolCall(id=block.id, name=block.name, arguments=json.dumps(block.input)))
+            elif kind == "thinking":
+                thoughts.append(block.thinking)
+                keep.append({"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+            elif kind == "redacted_thinking":
+                keep.append({"type": "redacted_thinking", "data": block.data})
+        usage = response.usage
+        return Reply(
+            text="".join(texts),
+            tool_calls=tuple(calls),
+            usage=Usage(int(getattr(usage, "input_tokens", 0) or 0), int(getattr(usage, "output_tokens", 0) or 0)),
+            finish_reason=_FINISH.get(response.stop_reason or "", response.stop_reason),
+            reasoning="\n\n".join(thoughts),
+            thinking_blocks=tuple(keep),
+        )
+
+    async def probe(self, model: str, timeout_s: float) -> str | None:
+        anthropic = _sdk()
+        client = self._client.get()
+        try:
+            await client.models.retrieve(model, timeout=timeout_s)
+            return None
+        except anthropic.NotFoundError:
+            pass
+        try:  # a 404 for the model, or for the whole route (a gateway without one)?
+            listed = [entry.id async for entry in client.models.list(limit=100, timeout=timeout_s)]
+        except anthropic.NotFoundError:
+            return f"anthropic/{model}: {self.shown_base} has no model list, so the name is not checked"
+        raise LLMError(
+            f"anthropic/{model}: {self.shown_base} does not know a model {model!r}; it lists "
+            f"{', '.join(listed[:10]) or 'none'} (check the name after 'anthropic/')",
+            model=f"anthropic/{model}",
+            status=404,
+            fatal=True,
+        )
+
+    def classify(self, exc: BaseException) -> Failure | None:
+        anthropic = _sdk()
+        return classify_sdk_error(exc, anthropic, anthropic.AnthropicError)

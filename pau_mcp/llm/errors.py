@@ -1,0 +1,39 @@
+"""The two ways a model request fails for good: the provider refused it, or it could not be made at all."""
+
+from __future__ import annotations
+
+__all__ = ["LLMError", "LLMNotConfigured"]
+
+
+class LLMError(RuntimeError):
+    """A model request failed for good; the message carries the provider's own words and what to do next.
+
+    Attributes:
+        model: The model string (``provider/model``).
+        status: The HTTP status, when the provider answered.
+        provider_message: What the provider said, verbatim.
+        fatal: True when every further request would fail the same way (bad key,
+            unknown model, unreachable server): callers scoring a batch stop.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str | None = None,
+        status: int | None = None,
+        provider_message: str | None = None,
+        fatal: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.status = status
+        self.provider_message = provider_message
+        self.fatal = fatal
+
+
+class LLMNotConfigured(LLMError):
+    """A model is missing, malformed, or its provider cannot be used here; the message names the setting."""
+
+    def __init__(self, message: str, *, model: str | None = None) -> None:
+        super().__init__(message, model=model, fatal=True)

@@ -1,0 +1,40 @@
+"""Training explorers: an RL environment with an asymmetric critic, rollouts, and SFT datasets from runs.
+
+``ExplorationEnv`` is one hidden method as an environment (``reset``/``step``) in the paper's cycle (reason,
+propose an input, reflect), rewarded step by step (``RewardConfig``) by a ``Critic``. ``skyrl_env`` and
+``trl_env`` adapt it to trainers; ``rollout`` runs a policy over a suite; ``sft`` exports chat datasets.
+"""
+
+from .actions import Reflection, parse_input, parse_reflection, visible_text
+from .critic import MODES, Critic, CriticView, Gold, LLMCritic, Rating, ScriptedCritic, parse_critic_rating
+from .environment import PHASES, EnvConfig, EpisodeError, ExplorationEnv, StepResult
+from .rewards import RewardConfig, length_penalty, termination_term, word_count
+from .runtime import ProcessLocal, Runtime, SandboxLike, default_runtime
+
+__all__ = [
+    "MODES",
+    "PHASES",
+    "Critic",
+    "CriticView",
+    "EnvConfig",
+    "EpisodeError",
+    "ExplorationEnv",
+    "Gold",
+    "LLMCritic",
+    "ProcessLocal",
+    "Rating",
+    "Reflection",
+    "RewardConfig",
+    "Runtime",
+    "SandboxLike",
+    "ScriptedCritic",
+    "StepResult",
+    "default_runtime",
+    "length_penalty",
+    "parse_critic_rating",
+    "parse_input",
+    "parse_reflection",
+    "termination_term",
+    "visible_text",
+    "word_count",
+]

@@ -1,0 +1,217 @@
+"""The paper's SFT baselines as data: chat datasets from recorded runs, in the format TRL's SFTTrainer reads.
+
+Three kinds (the paper's Table 4):
+
+* ``distill``: a teacher's trajectories, kept when the episode's outcome was
+  good: every step the teacher took becomes one example (the prompt it saw,
+  the reply it gave). From ``pau-mcp eval`` runs of the paper agent or from
+  ``pau-mcp rl rollout`` runs.
+* ``final``: final answers only: for every method of the run, the method's
+  header and initial examples, answered with its gold description.
+* ``answer-aware``: trajectories of a teacher that was told the answer
+  (``pau-mcp rl rollout --answer-aware``, CodeARC-SFT style), with prompts as
+  the student sees them: the answer never appears in an example's prompt.
+
+Each example is one JSON line ``{"messages": [{"role": ..., "content": ...}, ...]}``
+in ``DIR/train.jsonl``, which ``datasets.load_dataset("json",
+data_files="DIR/train.jsonl")`` and ``load_dataset("DIR")`` both read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..harness.agents import (
+    _PAPER_SYSTEM as _HARNESS_SYSTEM,
+)  # the paper agent's system prompt: runs store only the user prompts
+from ..manifests import ManifestError, ManifestStore, Method, call_text
+from ..runstore import RunStore
+from . import prompts
+
+__all__ = ["KINDS", "ExportError", "ExportReport", "episode_outcome", "export_sft", "final_prompt"]
+
+#: The dataset kinds ``export_sft`` writes.
+KINDS = ("distill", "final", "answer-aware")
+
+
+class ExportError(ValueError):
+    """The run cannot give this kind of dataset; the message says why and what would."""
+
+
+@dataclass
+class ExportReport:
+    """What an export wrote.
+
+    Attributes:
+        path: The ``train.jsonl`` file.
+        examples: Examples written.
+        episodes: Episodes used.
+        skipped: Episodes left out, by reason.
+    """
+
+    path: Path
+    examples: int = 0
+    episodes: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str) -> None:
+        """Count an episode left out."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def episode_outcome(episode: dict[str, Any]) -> float | None:
+    """How good an episode's result was, from 0 to 1, or None when nothing rated it.
+
+    An evaluation episode: the judge's rating mapped from 1..5 to 0..1, else its code-match fraction, else its
+    direct-code fraction. A rollout episode: its terminal code-match fraction when there is one, else the
+    critic's last rating of the hypothesis divided by 9.
+    """
+    scores = episode.get("scores") or {}
+    judge = (scores.get("judge") or {}).get("value")
+    if judge is not None:
+        return (float(judge) - 1) / 4
+    for kind in ("codematch", "direct"):
+        value = (scores.get(kind) or {}).get("value")
+        if value is not None:
+            return float(value)
+    steps = [s for s in (episode.get("trajectory") or []) if s.get("phase")]
+    for step in reversed(steps):
+        if step.get("code_match") is not None:
+            return float(step["code_match"])
+    for step in reversed(steps):
+        critic = step.get("critic") or {}
+        if step.get("phase") == "reflect" and critic.get("score") is not None:
+            return critic["score"] / 9
+    return None
+
+
+def final_prompt(method: Method) -> str:
+    """The final-answer task: the header and the initial examples, and a request for the description."""
+    examples = "\n".join(
+        f"  {call_text(method.entry, case.input)} -> {case.outcome.shown() if case.outcome else '(not frozen)'}"
+        for case in method.examples
+    )
+    return (
+        f"The function: `{method.header}`\nKnown examples:\n{examples or '  (none)'}\n\n"
+        "Describe precisely what the function does, covering every case and exception, so that a programmer could "
+        "re-implement it."
+    )
+
+
+def _steps(config: dict[str, Any], episode: dict[str, Any]) -> Iterator[list[dict[str, str]]]:
+    trajectory = episode.get("trajectory") or []
+    if config.get("kind") == "rl":
+        for step in trajectory:
+            if step.get("phase") and step.get("observation"):
+                yield [
+                    {"role": "system", "content": prompts.SYSTEM},
+                    {"role": "user", "content": step["observation"]},
+                    {"role": "assistant", "content": step["action"]},
+                ]
+        return
+    for step in trajectory:
+        if step.get("kind") == "model" and step.get("prompt"):
+            yield [
+                {"role": "system", "content": _HARNESS_SYSTEM},
+                {"role": "user", "content": step["prompt"]},
+                {"role": "assistant", "content": step.get("reply") or ""},
+            ]
+
+
+def _check(kind: str, run: str, config: dict[str, Any]) -> None:
+    rollout = config.get("kind") == "rl"
+    aware = bool(config.get("answer_aware"))
+    if kind == "answer-aware" and not aware:
+        raise ExportError(
+            f"run {run!r} was not answer-aware; record one with `pau-mcp rl rollout --answer-aware` and export that"
+        )
+    if kind == "distill" and aware:
+        raise ExportError(
+            f"run {run!r} is answer-aware (its teacher knew the answer); export it with --kind answer-aware"
+        )
+    if kind == "distill" and not rollout and config.get("agent") not in (None, "paper"):
+        raise ExportError(
+            f"run {run!r} used the {config.get('agent')} agent, whose trajectories record no prompts; distil from a "
+            "run of the paper agent (`pau-mcp eval --agent paper`) or from `pau-mcp rl rollout`"
+        )
+
+
+def export_sft(
+    store: RunStore, manifests: ManifestStore, runs: list[str], kind: str, directory: Path, min_score: float = 0.75
+) -> ExportReport:
+    """Write one SFT dataset from one or more recorded runs.
+
+    Args:
+        store: The run store.
+        manifests: Where the methods (and, for ``final``, their gold descriptions) come from.
+        runs: Run names.
+        kind: ``distill``, ``final`` or ``answer-aware``.
+        directory: Where ``train.jsonl`` goes (created).
+        min_score: Keep trajectories whose outcome (``episode_outcome``) is at least this (0 keeps every
+            finished episode); ``final`` ignores it.
+
+    Raises:
+        ExportError: an unknown kind, a run that cannot give this kind, or nothing to write.
+        StoreError: an unknown run.
+    """
+    if kind not in KINDS:
+        raise ExportError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}")
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "train.jsonl"
+    report = ExportReport(path=target)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}")
+    seen_methods: set[str] = set()
+    with temporary.open("w", encoding="utf-8") as handle:
+        for run in runs:
+            run_id = store.run_id(run)
+            config = store.run_config(run_id)
+            _check(kind, run, config)
+            for episode in store.episodes(run_id, with_trajectories=kind != "final"):
+                if episode["state"] != "done":
+                    report.skip("not finished")
+                    continue
+                if kind == "final":
+                    if episode["method_id"] in seen_methods:
+                        report.skip("method already exported")
+                        continue
+                    try:
+                        method = manifests.method(episode["method_id"])
+                    except ManifestError:
+                        report.skip("method not in the manifests")
+                        continue
+                    seen_methods.add(method.id)
+                    messages = [
+                        {"role": "system", "content": prompts.SYSTEM},
+                        {"role": "user", "content": final_prompt(method)},
+                        {"role": "assistant", "content": method.description},
+                    ]
+                    handle.write(json.dumps({"messages": messages}, ensure_ascii=False) + "\n")
+                    report.examples += 1
+                    report.episodes += 1
+                    continue
+                outcome = episode_outcome(episode)
+                if min_score > 0 and (outcome is None or outcome < min_score):
+                    report.skip("unrated" if outcome is None else "outcome below --min-score")
+                    continue
+                written = 0
+                for messages in _steps(config, episode):
+                    handle.write(json.dumps({"messages": messages}, ensure_ascii=False) + "\n")
+                    written += 1
+                if written:
+                    report.episodes += 1
+                    report.examples += written
+                else:
+                    report.skip("no recorded prompts")
+    if not report.examples:
+        temporary.unlink(missing_ok=True)
+        reasons = ", ".join(f"{n} {why}" for why, n in report.skipped.items()) or "no episodes"
+        raise ExportError(
+            f"nothing to export from {', '.join(runs)} ({reasons}); lower --min-score or record more runs"
+        )
+    temporary.replace(target)
+    return report

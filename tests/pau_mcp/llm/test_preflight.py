@@ -1,0 +1,146 @@
+"""``LLMClient.preflight``: one cheap check per model, so a misconfigured run fails in seconds with one line."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pau_mcp.llm import LLMError, LLMNotConfigured
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_refused_connection_fails_within_seconds_in_one_line_naming_the_url(make_client, run):
+    port = _closed_port()
+    llm = make_client({"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}, retries=5, backoff_s=1.0)
+    started = time.perf_counter()
+    with pytest.raises(LLMError) as info:
+        run(lambda: llm.preflight(["openai/m"]), seconds=20)
+    assert time.perf_counter() - started < 5
+    message = str(info.value)
+    assert f"127.0.0.1:{port}" in message and "OPENAI_BASE_URL" in message and "\n" not in message
+
+
+def test_a_missing_key_fails_before_any_request(make_client, run):
+    with pytest.raises(LLMNotConfigured, match="OPENAI_API_KEY"):
+        run(lambda: make_client({}).preflight(["openai/gpt-4o-mini"]))
+    with pytest.raises(LLMNotConfigured, match="ANTHROPIC_API_KEY"):
+        run(lambda: make_client({}).preflight(["anthropic/claude-haiku-4-5"]))
+
+
+def test_a_model_the_server_does_not_list_fails_naming_what_it_lists(fake, make_client, run):
+    fake.models = ["qwen2.5-coder:7b", "llama3.1:8b"]
+    llm = make_client({"OPENAI_BASE_URL": fake.base_url})
+    assert run(lambda: llm.preflight(["openai/llama3.1:8b", "openai/qwen2.5-coder:7b", "openai/llama3.1:8b"])) == []
+    assert len(fake.gets) == 2  # one check per distinct model
+    with pytest.raises(LLMError, match="does not serve a model 'gpt-4o-mini'.*lists.*llama3.1:8b") as info:
+        run(lambda: llm.preflight(["openai/gpt-4o-mini"]))
+    assert info.value.fatal
+    assert fake.requests == []  # no completion was asked for
+
+
+def test_an_ollama_tag_left_implicit_matches_latest_and_a_gateways_wildcard_route_matches(fake, make_client, run):
+    fake.models = ["llama3.1:latest", "anthropic/*"]
+    llm = make_client({"OPENAI_BASE_URL": fake.base_url})
+    assert run(lambda: llm.preflight(["openai/llama3.1", "openai/anthropic/claude-haiku-4-5"])) == []
+
+
+def test_a_server_without_a_model_list_passes_with_a_warning(fake, make_client, run):
+    fake.models = None
+    warnings = run(lambda: make_client({"OPENAI_BASE_URL": fake.base_url}).preflight(["openai/anything"]))
+    assert len(warnings) == 1 and "openai/anything" in warnings[0] and "not checked" in warnings[0]
+
+
+def test_a_rejected_key_fails_the_check_with_the_providers_words(fake, make_client, run):
+    fake.models = ["m"]
+    fake.require_key = "sk-good"
+    with pytest.raises(LLMError, match="Incorrect API key.*OPENAI_API_KEY") as info:
+        run(lambda: make_client({"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-bad"}).preflight(["openai/m"]))
+    assert info.value.fatal
+    assert (
+        run(
+            lambda: make_client({"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-good"}).preflight(["openai/m"])
+        )
+        == []
+    )
+
+
+def test_anthropic_models_are_looked_up_by_name(fake, make_client, run):
+    fake.models = ["claude-haiku-4-5"]
+    llm = make_client({"ANTHROPIC_BASE_URL": fake.root_url, "ANTHROPIC_API_KEY": "k"})
+    assert run(lambda: llm.preflight(["anthropic/claude-haiku-4-5"])) == []
+    with pytest.raises(LLMError, match="claude-nonexistent"):
+        run(lambda: llm.preflight(["anthropic/claude-nonexistent"]))
+    fake.models = None  # a gateway without the models route
+    (note,) = run(lambda: llm.preflight(["anthropic/claude-nonexistent"]))
+    assert "not checked" in note
+
+
+# -- the commands check before they start --------------------------------------------------------
+
+
+def _pau(tmp_path, env_extra: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_", "ANTHROPIC_", "AZURE_"))}
+    env.update(env_extra, PAU_MCP_DATA_DIR=str(tmp_path), PAU_MCP_DB=str(tmp_path / "runs.db"))
+    return subprocess.run(
+        [sys.executable, "-m", "pau_mcp", *args], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_eval_with_an_unreachable_model_server_fails_in_seconds_in_one_line_before_any_run(tmp_path):
+    port = _closed_port()
+    started = time.perf_counter()
+    done = _pau(
+        tmp_path, {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}, "eval", "--model", "openai/m", "--limit", "2"
+    )
+    assert time.perf_counter() - started < 20  # the interpreter's start-up included; the check itself takes ~1 s
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and f"127.0.0.1:{port}" in errors[0] and "OPENAI_BASE_URL" in errors[0]
+    assert not (tmp_path / "runs.db").exists() or "eval" not in _run_names(tmp_path / "runs.db")
+
+
+def test_eval_with_a_missing_key_fails_at_once_naming_the_variable(tmp_path):
+    done = _pau(tmp_path, {}, "eval", "--model", "anthropic/claude-haiku-4-5", "--limit", "1")
+    assert done.returncode == 1 and "ANTHROPIC_API_KEY" in done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.strip()]) == 1
+
+
+def test_score_with_a_model_the_server_does_not_serve_fails_before_scoring(tmp_path, fake):
+    fake.models = ["judge"]
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text('{"id": "builtin/b002", "predicted_description": "Counts runs."}\n')
+    env = {"OPENAI_BASE_URL": fake.base_url}
+    done = _pau(
+        tmp_path, env, "score", str(predictions), "--judge-model", "openai/judge", "--coder-model", "openai/nope"
+    )
+    assert done.returncode == 1 and "does not serve a model 'nope'" in done.stderr
+    assert fake.requests == []
+
+
+def _run_names(db) -> str:
+    import sqlite3
+
+    return " ".join(row[0] for row in sqlite3.connect(db).execute("SELECT name FROM runs"))
+
+
+def test_azure_is_checked_for_endpoint_version_and_key_with_a_note_that_deployments_are_not_listed(
+    fake, make_client, run
+):
+    fake.models = ["gpt-4o-mini"]
+    fake.require_key = "az-key"
+    env = {"AZURE_OPENAI_ENDPOINT": fake.root_url, "OPENAI_API_VERSION": "2024-10-21"}
+    (note,) = run(lambda: make_client({**env, "AZURE_OPENAI_API_KEY": "az-key"}).preflight(["azure/my-deployment"]))
+    assert "azure/my-deployment" in note and "not checked" in note
+    assert fake.gets[0] == "/openai/models?api-version=2024-10-21"
+    with pytest.raises(LLMError, match="AZURE_OPENAI_API_KEY"):
+        run(lambda: make_client({**env, "AZURE_OPENAI_API_KEY": "wrong"}).preflight(["azure/my-deployment"]))

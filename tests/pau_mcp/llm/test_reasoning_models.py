@@ -1,0 +1,112 @@
+"""Reasoning models: each gets the request settings its API accepts, and its thinking never reaches the text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pau_mcp.llm import DEFAULT_CAPABILITIES, CapabilityTable, LLMNotConfigured
+
+USER = [{"role": "user", "content": "Say something."}]
+
+
+@pytest.fixture
+def llm(fake, make_client):
+    return make_client({"OPENAI_BASE_URL": fake.base_url})
+
+
+@pytest.mark.parametrize("model", ["o3", "o4-mini", "gpt-5", "gpt-5-mini-2025-08-07", "o1"])
+def test_o_series_and_gpt5_get_max_completion_tokens_with_room_to_think_and_no_temperature(fake, llm, run, model):
+    fake.say("ok")
+    run(lambda: llm.complete(f"openai/{model}", USER, temperature=0, max_tokens=300))
+    body = fake.requests[0]
+    assert "temperature" not in body and "max_tokens" not in body
+    assert body["max_completion_tokens"] > 300 + 1000  # the limit covers the hidden reasoning too
+
+
+def test_a_chat_model_keeps_temperature_and_max_tokens_as_asked(fake, llm, run):
+    fake.say("ok")
+    run(lambda: llm.complete("openai/gpt-4o-mini", USER, temperature=0, max_tokens=300))
+    body = fake.requests[0]
+    assert body["temperature"] == 0 and body["max_tokens"] == 300 and "max_completion_tokens" not in body
+
+
+def test_a_reasoning_effort_is_sent_to_reasoning_models_and_part_of_the_cache_key(fake, make_client, run, tmp_path):
+    llm = make_client({"OPENAI_BASE_URL": fake.base_url}, cache_path=tmp_path / "cache.db")
+    fake.responder = lambda body: "ok"
+    run(lambda: llm.complete("openai/o4-mini", USER, reasoning_effort="low"))
+    run(lambda: llm.complete("openai/o4-mini", USER, reasoning_effort="high"))
+    run(lambda: llm.complete("openai/o4-mini", USER, reasoning_effort="high"))
+    assert [body["reasoning_effort"] for body in fake.requests] == ["low", "high"]
+
+
+def test_an_unknown_reasoning_effort_is_refused_naming_the_choices(llm, run):
+    with pytest.raises(LLMNotConfigured, match="reasoning effort 'extreme'.*low.*high"):
+        run(lambda: llm.complete("openai/o3", USER, reasoning_effort="extreme"))
+
+
+def test_qwen3_thinking_is_switched_with_the_chat_template_flag_vllm_and_sglang_read(fake, llm, run):
+    fake.say("a").say("b").say("c")
+    run(lambda: llm.complete("openai/Qwen/Qwen3-8B", USER, reasoning_effort="none", max_tokens=300))
+    run(lambda: llm.complete("openai/Qwen/Qwen3-8B", USER, reasoning_effort="high", max_tokens=300))
+    run(lambda: llm.complete("openai/Qwen/Qwen3-8B", USER, max_tokens=300))
+    off, on, default = fake.requests
+    assert off["chat_template_kwargs"] == {"enable_thinking": False} and off["max_tokens"] == 300
+    assert on["chat_template_kwargs"] == {"enable_thinking": True} and on["max_tokens"] > 300
+    assert "chat_template_kwargs" not in default and default["max_tokens"] > 300  # thinks by default: room for it
+
+
+def test_a_prompt_switch_tags_the_last_user_message_for_servers_without_template_flags(
+    tmp_path, fake, make_client, run
+):
+    mine = tmp_path / "capabilities.json"
+    mine.write_text(json.dumps({"models": [{"match": ["qwen3*"], "thinking_switch": "prompt"}]}))
+    llm = make_client({"OPENAI_BASE_URL": fake.base_url}, capabilities=CapabilityTable.load(mine))
+    fake.say("a").say("b")
+    run(lambda: llm.complete("openai/qwen3:8b", USER, reasoning_effort="none"))
+    run(lambda: llm.complete("openai/qwen3:8b", USER, reasoning_effort="medium"))
+    assert [body["messages"][-1]["content"] for body in fake.requests] == [
+        "Say something. /no_think",
+        "Say something. /think",
+    ]
+    assert all("chat_template_kwargs" not in body and "reasoning_effort" not in body for body in fake.requests)
+    assert USER == [{"role": "user", "content": "Say something."}]  # the caller's messages are left as they were
+
+
+def test_think_blocks_and_reasoning_fields_are_kept_out_of_the_text(fake, llm, run):
+    fake.say("<think>Maybe INPUT: (666,)?\nNo.</think>\nINPUT: (1,)")
+    fake.say("INPUT: (2,)", reasoning="INPUT: (777,) would be silly")
+    fake.say("Still thinking: INPUT: (5,)</think>INPUT: (3,)")  # the template opened the block in the prompt
+    fake.say("<think>cut off by the limit, INPUT: (8,)", finish="length")
+    replies = [run(lambda: llm.complete("openai/deepseek-r1", USER)) for _ in range(4)]
+    assert [r.text.strip() for r in replies] == ["INPUT: (1,)", "INPUT: (2,)", "INPUT: (3,)", ""]
+    assert "666" in replies[0].reasoning and "777" in replies[1].reasoning and "5" in replies[2].reasoning
+    assert "8" in replies[3].reasoning and replies[3].finish_reason == "length"
+
+
+def test_the_thinking_is_not_sent_back_in_the_next_turn(fake, llm, run):
+    fake.say("answer", reasoning="private chain of thought").say("next")
+    first = run(lambda: llm.complete("openai/deepseek-r1", USER))
+    run(lambda: llm.complete("openai/deepseek-r1", [*USER, first.message(), {"role": "user", "content": "more"}]))
+    assert fake.requests[1]["messages"][1] == {"role": "assistant", "content": "answer"}
+
+
+def test_a_table_of_ones_own_adds_models_and_overrides_fields_of_the_packaged_one(tmp_path, fake, make_client, run):
+    mine = tmp_path / "capabilities.json"
+    mine.write_text(json.dumps({"models": [{"match": ["my-reasoner*"], "reasoning": True, "temperature": False}]}))
+    table = CapabilityTable.load(mine)
+    assert table.lookup("openai/my-reasoner-v2").reasoning and not table.lookup("openai/my-reasoner-v2").temperature
+    assert table.lookup("openai/o3").token_limit == "max_completion_tokens"  # the packaged rows still apply
+    llm = make_client({"OPENAI_BASE_URL": fake.base_url}, capabilities=table)
+    fake.say("ok")
+    run(lambda: llm.complete("openai/my-reasoner-v2", USER, temperature=0.5, max_tokens=100))
+    assert "temperature" not in fake.requests[0] and fake.requests[0]["max_tokens"] > 100
+
+
+def test_a_broken_capability_table_names_the_file_and_field(tmp_path):
+    broken = tmp_path / "caps.json"
+    broken.write_text(json.dumps({"models": [{"match": ["x*"], "token_limit": "max_words"}]}))
+    with pytest.raises(LLMNotConfigured, match="caps.json.*token_limit"):
+        CapabilityTable.load(broken)
+    assert CapabilityTable.load(DEFAULT_CAPABILITIES).lookup("anthropic/claude-haiku-4-5").temperature is False

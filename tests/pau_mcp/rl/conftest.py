@@ -1,0 +1,18 @@
+"""Fixtures of the RL tests: methods from the packaged suites, a runtime over the session's real sandbox."""
+
+from __future__ import annotations
+
+import pytest
+
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.rl import Runtime
+
+
+@pytest.fixture(scope="session")
+def manifests() -> ManifestStore:
+    return ManifestStore(())
+
+
+@pytest.fixture(scope="session")
+def runtime(sandbox) -> Runtime:
+    return Runtime(lambda: sandbox)

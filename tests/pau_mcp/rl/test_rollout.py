@@ -1,0 +1,103 @@
+"""`pau-mcp rl rollout`: a policy and a critic served by a loopback OpenAI-compatible server, through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from fakellm import FakeLLM, Reply
+from rlscript import brain
+
+ROOT = Path(__file__).resolve().parents[3]
+METHODS = ("builtin/b001", "builtin/b002", "builtin/b003", "builtin/b004", "builtin/b005", "builtin/b006")
+
+
+def _command(data: Path, run: str = "r", *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "pau_mcp", "rl", "rollout", "--model", "openai/fake-policy", "--critic-model",
+        "openai/fake-critic", "--run", run, "--data-dir", str(data), "--out", str(data / "out"), "--concurrency", "2",
+        "--budget", "6", *[item for m in METHODS for item in ("--methods", m)], *extra,
+    ]  # fmt: skip
+
+
+def _env(fake: FakeLLM) -> dict[str, str]:
+    return {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"}
+
+
+def _episodes(data: Path) -> list[tuple]:
+    lines = (data / "out" / "trajectories.jsonl").read_text().splitlines()
+    return sorted(
+        (r["method_id"], round(r["return"], 6), r["queries"], len(r["steps"])) for r in map(json.loads, lines)
+    )
+
+
+def test_a_rollout_writes_trajectories_with_per_step_rewards_as_jsonl_and_parquet(tmp_path):
+    with FakeLLM(responder=brain) as fake:
+        done = subprocess.run(_command(tmp_path), env=_env(fake), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "6 episodes finished now" in done.stdout and "tokens, $" in done.stdout
+    records = [json.loads(line) for line in (tmp_path / "out" / "trajectories.jsonl").read_text().splitlines()]
+    assert sorted(r["method_id"] for r in records) == sorted(METHODS)
+    for record in records:
+        rewards = [step["reward"] for step in record["steps"]]
+        assert abs(sum(rewards) - record["return"]) < 1e-9
+        assert [step["phase"] for step in record["steps"][:3]] == ["reason", "propose", "reflect"]
+        assert record["input_tokens"] > 0
+    table = pq.read_table(tmp_path / "out" / "steps.parquet").to_pylist()
+    assert len(table) == sum(len(r["steps"]) for r in records)
+    assert {"reward", "phase", "observation", "action", "components", "call_status", "critic_score"} <= set(table[0])
+
+
+def test_a_rollout_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted_one(tmp_path):
+    def slow(body: dict) -> Reply:
+        reply = brain(body)
+        return Reply(text=reply, delay_s=0.03) if isinstance(reply, str) else reply
+
+    with FakeLLM(responder=slow) as fake:
+        straight, killed = tmp_path / "straight", tmp_path / "killed"
+        done = subprocess.run(_command(straight), env=_env(fake), cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        process = subprocess.Popen(
+            _command(killed), env=_env(fake), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        db = killed / "runs.db"
+        deadline = time.monotonic() + 200
+        finished = 0
+        while time.monotonic() < deadline and finished < 2:
+            time.sleep(0.1)
+            try:
+                finished = (
+                    sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes WHERE state = 'done'").fetchone()[0]
+                )
+            except sqlite3.Error:
+                finished = 0
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        states = dict(sqlite3.connect(db).execute("SELECT state, COUNT(*) FROM episodes GROUP BY state").fetchall())
+        assert 2 <= states.get("done", 0) < 6
+        resumed = subprocess.run(
+            _command(killed), env=_env(fake), cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "earlier" in resumed.stdout
+    assert _episodes(killed) == _episodes(straight)
+    attempts = sqlite3.connect(db).execute("SELECT attempts FROM episodes").fetchall()
+    assert sum(a for (a,) in attempts) <= 6 + 2  # episodes finished before the kill never ran again
+
+
+def test_resuming_with_other_options_is_refused(tmp_path):
+    with FakeLLM(responder=brain) as fake:
+        first = subprocess.run(_command(tmp_path, "r", "--limit", "1"), env=_env(fake), cwd=ROOT, capture_output=True,
+                               text=True, timeout=300)  # fmt: skip
+        assert first.returncode == 0, first.stderr[-2000:]
+        other = subprocess.run(_command(tmp_path, "r", "--critic-mode", "symmetric"), env=_env(fake), cwd=ROOT,
+                               capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert other.returncode == 1 and "exists with another configuration" in other.stderr

@@ -1,0 +1,100 @@
+"""`pau-mcp export sft`: DISTILL, FINAL and answer-aware datasets from recorded runs, loadable with `datasets`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakellm import FakeLLM
+from rlscript import brain
+
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.runstore import EpisodeResult, RunStore
+
+ROOT = Path(__file__).resolve().parents[3]
+GOLD = ManifestStore(()).method("builtin/b005").description
+
+
+def _pau(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pau_mcp", *args], env=env or dict(os.environ), cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    """A data directory with a rollout run, an answer-aware rollout run and an eval run of the paper agent."""
+    data = tmp_path_factory.mktemp("sft")
+    with FakeLLM(responder=brain) as fake:
+        env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"}
+        for run, extra in (("plain", ()), ("aware", ("--answer-aware",))):
+            done = _pau("rl", "rollout", "--model", "openai/policy", "--critic-model", "openai/critic", "--run", run,
+                        "--data-dir", str(data), "--methods", "builtin/b005", "--methods", "builtin/b001",
+                        "--no-parquet", *extra, env=env)  # fmt: skip
+            assert done.returncode == 0, done.stderr[-2000:]
+        aware_prompts = [p for p in fake.prompts() if "You already know what the function does" in p]
+    assert any(GOLD in prompt for prompt in aware_prompts)  # the teacher was told
+    store = RunStore(data / "runs.db")
+    run_id = store.ensure_run("eval", kind="eval", config={"agent": "paper", "model": "m", "suite": "builtin"})
+    store.plan_episodes(run_id, ["builtin/b002", "builtin/b003"])
+    session = store.ensure_session(run_id, "k", "http")
+    for method_id, rating, prompt in (("builtin/b002", 5.0, "What next?"), ("builtin/b003", 2.0, "Poor?")):
+        submission = store.record_submission(session, method_id, "a description", None)
+        store.record_score(submission, "judge", "scored", rating, "openai/j", {})
+        trajectory = [{"kind": "model", "prompt": prompt, "reply": "Try 'aab'."}, {"kind": "tool_call"}]
+        store.finish_episode(
+            run_id, method_id, EpisodeResult(state="done", submission_id=submission, trajectory=trajectory)
+        )
+    return data
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_distill_keeps_good_teacher_steps_as_chat_examples(recorded, tmp_path):
+    done = _pau("export", "sft", "plain", "eval", "--kind", "distill", "--out", str(tmp_path), "--min-score", "0.5",
+                "--data-dir", str(recorded))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    examples = _lines(tmp_path / "train.jsonl")
+    assert all([m["role"] for m in e["messages"]] == ["system", "user", "assistant"] for e in examples)
+    assert {"role": "user", "content": "What next?"} in [m for e in examples for m in e["messages"]]
+    assert any("INPUT:" in e["messages"][-1]["content"] for e in examples)
+    assert "1 outcome below --min-score" in done.stdout  # the judge rated builtin/b003's description 2 of 5
+    assert "Poor?" not in (tmp_path / "train.jsonl").read_text()
+
+
+def test_answer_aware_examples_never_show_the_answer_in_their_prompts(recorded, tmp_path):
+    done = _pau("export", "sft", "aware", "--kind", "answer-aware", "--out", str(tmp_path), "--min-score", "0",
+                "--data-dir", str(recorded))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "train.jsonl").read_text()
+    assert GOLD not in text and "You already know" not in text
+
+
+def test_final_answers_are_the_gold_descriptions(recorded, tmp_path):
+    done = _pau("export", "sft", "plain", "--kind", "final", "--out", str(tmp_path), "--data-dir", str(recorded))
+    assert done.returncode == 0, done.stderr
+    answers = {e["messages"][-1]["content"] for e in _lines(tmp_path / "train.jsonl")}
+    assert GOLD in answers and len(answers) == 2
+
+
+def test_a_run_of_the_wrong_kind_is_refused_with_what_would_do(recorded, tmp_path):
+    aware = _pau("export", "sft", "aware", "--kind", "distill", "--out", str(tmp_path), "--data-dir", str(recorded))
+    assert aware.returncode == 1 and "--kind answer-aware" in aware.stderr
+    plain = _pau(
+        "export", "sft", "plain", "--kind", "answer-aware", "--out", str(tmp_path), "--data-dir", str(recorded)
+    )
+    assert plain.returncode == 1 and "--answer-aware" in plain.stderr
+
+
+def test_the_dataset_loads_with_hugging_face_datasets(recorded, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    done = _pau("export", "sft", "plain", "--kind", "final", "--out", str(tmp_path), "--data-dir", str(recorded))
+    assert done.returncode == 0, done.stderr
+    loaded = datasets.load_dataset("json", data_files=str(tmp_path / "train.jsonl"), split="train")
+    assert loaded.column_names == ["messages"] and len(loaded) == 2
+    assert datasets.load_dataset(str(tmp_path), split="train")[0]["messages"][0]["role"] == "system"
