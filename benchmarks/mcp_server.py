@@ -8,7 +8,12 @@ MCP client, and measures in one run:
 
 Targets: a builtin-method call within 3 ms of the no-op floor at the median; at least 300 calls/s with 8 sessions.
 The load for throughput comes from a plain JSON-RPC client (like wrk), and, for comparison, from the SDK client.
-Usage: python benchmarks/mcp_server.py [--calls 300] [--write]
+
+With ``--baseline REF`` the same server as of git commit REF (extracted with ``git archive``) runs beside this
+one: rounds alternate between the two, and the table gives both, with the server's CPU per call, so the cost of
+a change (the limits that keep one client from exhausting the server, for one) is measured, not guessed.
+
+Usage: python benchmarks/mcp_server.py [--calls 300] [--baseline REF] [--write]
 
 (Not named mcp.py: a script directory holding mcp.py would shadow the MCP SDK for every script in it.)
 """
@@ -17,16 +22,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
+import re
 import secrets
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -68,10 +77,10 @@ async def _measure(session: ClientSession, tool: str, calls: int) -> tuple[list[
     return method, noop
 
 
-async def _stdio(db: Path, tool: str, calls: int) -> tuple[list[float], list[float]]:
+async def _stdio(db: Path, tool: str, calls: int, tree: Path = ROOT) -> tuple[list[float], list[float]]:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "pau_mcp", "serve", "--benchmark-noop", "--budget", "0", "--db", str(db)],
-        cwd=str(ROOT), env=dict(os.environ),
+        cwd=str(tree), env={**os.environ, "PYTHONPATH": str(tree)},
     )  # fmt: skip
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -159,12 +168,95 @@ async def _throughput(session: Callable[..., Awaitable[None]], url: str, tool: s
     return len(done) / (time.perf_counter() - start)
 
 
+@contextlib.contextmanager
+def _baseline_tree(ref: str) -> Iterator[Path]:
+    """This repository's files as of ``ref``, in a temporary directory (nothing in the work tree changes)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "archive", ref], cwd=ROOT, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        yield Path(tmp)
+
+
+@contextlib.contextmanager
+def _server_from(tree: Path, args: list[str]) -> Iterator[str]:
+    """`pau-mcp serve --transport http` run from the sources in ``tree``; yields its URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pau_mcp", "serve", "--transport", "http", "--port", "0", *args],
+        cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            found = re.search(r"serving at (http://\S+)", line)
+            if found:
+                threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()  # type: ignore[union-attr]
+                yield found.group(1)
+                return
+        raise SystemExit("the baseline server did not start")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def _only_method_tool(url: str) -> str:
+    """The one hidden-method tool a server started with ``--methods METHOD`` offers: a baseline from before tool
+    names were keyed with the deployment key names it its own way."""
+    async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as session:
+        await session.initialize()
+        names = [t.name for t in (await session.list_tools()).tools if t.name.startswith("fn_")]
+    if len(names) != 1:
+        raise SystemExit(f"the baseline server offers {len(names)} method tools, expected 1")
+    return names[0]
+
+
+def _server_cpu(marker: str) -> dict[str, float]:
+    """CPU seconds so far of the server whose command line holds ``marker``, and of its sandbox workers."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, str, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = (int(fields[1]), command, (int(fields[11]) + int(fields[12])) / tick)
+    server = [pid for pid, (_, command, _) in stats.items() if marker in command and " serve " in command]
+    workers = [pid for pid, (parent, _, _) in stats.items() if parent in server]
+    return {"server": sum(stats[p][2] for p in server), "sandbox workers": sum(stats[p][2] for p in workers)}
+
+
+def _compare(
+    url: str, db: Path, tool: str, base_url: str, base_db: Path, base_tool: str, rounds: int
+) -> dict[str, dict[str, list[float]]]:
+    """Alternating throughput rounds against this server and the baseline's, with each one's CPU per call."""
+    results: dict[str, dict[str, list[float]]] = {}
+    for _ in range(rounds):
+        for label, target, marker, name in (
+            ("baseline", base_url, str(base_db), base_tool),
+            ("this tree", url, str(db), tool),
+        ):
+            before = _server_cpu(marker)
+            rate = anyio.run(_throughput, _raw_session, target, name, 8, 150)
+            after = _server_cpu(marker)
+            row = results.setdefault(label, {"rate": [], "server": [], "sandbox workers": []})
+            row["rate"].append(rate)
+            for role in ("server", "sandbox workers"):
+                row[role].append((after[role] - before[role]) / (8 * 150) * 1000)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--rounds", type=int, default=5, help="throughput rounds of 8 x 150 calls (median reported)")
+    parser.add_argument("--baseline", metavar="REF", help="also measure the server as of this git commit, side by side")
     options = parser.parse_args()
+    compared: dict[str, dict[str, list[float]]] = {}
+    base_stdio: tuple[list[float], list[float]] | None = None
     rounds_cpu: list[dict[str, float]] = []
     key = secrets.token_urlsafe(32)
     os.environ["PAU_MCP_TOOL_KEY"] = key  # both servers below inherit it, so the tool's name is known here
@@ -182,6 +274,15 @@ def main() -> None:
                 rounds.append(anyio.run(_throughput, _raw_session, url, tool, 8, 150))
                 used = _cpu.spent(before, _cpu.snapshot())
                 rounds_cpu.append({role: seconds / (8 * 150) * 1000 for role, seconds in used.items()})
+            if options.baseline:
+                with _baseline_tree(options.baseline) as tree:
+                    base_db = Path(tmp) / "baseline.db"
+                    args = ["--benchmark-noop", "--budget", "0", "--db", str(base_db), "--methods", METHOD]
+                    with _server_from(tree, args) as base_url:
+                        base_tool = anyio.run(_only_method_tool, base_url)
+                        base_stdio = anyio.run(_stdio, base_db, base_tool, options.calls, tree)
+                        anyio.run(_throughput, _raw_session, base_url, base_tool, 8, 20)  # warm-up
+                        compared = _compare(url, db, tool, base_url, base_db, base_tool, options.rounds)
     rows = []
     for name, method, noop in (("stdio", stdio_method, stdio_noop), ("HTTP (JSON responses)", http_method, http_noop)):
         gap = statistics.median(method) - statistics.median(noop)
@@ -192,7 +293,8 @@ def main() -> None:
     table = "\n".join(
         [
             f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
-            f"{len(os.sched_getaffinity(0))} CPUs; {options.calls} calls each, alternating no-op and method; "
+            f"{len(os.sched_getaffinity(0))} CPUs (load average {os.getloadavg()[0]:.1f} at the end); "
+            f"{options.calls} calls each, alternating no-op and method; "
             f"method {METHOD} (a fresh sandbox instance per call).",
             "",
             "| transport | no-op median | no-op p99 | method median | method p99 | method - no-op (median) |",
@@ -212,9 +314,37 @@ def main() -> None:
             + f", load generator {statistics.median(r['this process'] for r in rounds_cpu):.2f} ms.",
         ]
     )
+    if compared:
+        table += "\n\n" + _comparison(options.baseline, compared, base_stdio, (stdio_method, stdio_noop))
     print(table)
     if options.write:
         write_section("mcp", table)
+
+
+def _comparison(
+    ref: str, compared: dict[str, dict[str, list[float]]], base_stdio: tuple[list[float], list[float]] | None,
+    stdio: tuple[list[float], list[float]],
+) -> str:  # fmt: skip
+    base, now = compared["baseline"], compared["this tree"]
+    med = statistics.median
+    lines = [
+        f"Beside the server as of `{ref}` (rounds alternating between the two servers, each 8 sessions x 150 calls "
+        "with the plain generator; medians; CPU per call from each server's and its workers' counters):",
+        "",
+        "| server | calls/s (8 sessions) | server CPU per call | sandbox workers CPU per call | stdio no-op median | stdio method median |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, row, (method, noop) in (("baseline", base, base_stdio or ([], [])), ("this tree", now, stdio)):
+        lines.append(
+            f"| {label} | {med(row['rate']):.0f} | {med(row['server']):.2f} ms | {med(row['sandbox workers']):.2f} ms | "
+            + (f"{med(noop):.2f} ms | {med(method):.2f} ms |" if method else "n/a | n/a |")
+        )
+    lines += [
+        "",
+        f"This tree / baseline: throughput **{med(now['rate']) / med(base['rate']):.2f}x**, server CPU per call "
+        f"**{med(now['server']) / med(base['server']):.2f}x**.",
+    ]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

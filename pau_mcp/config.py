@@ -31,6 +31,12 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("pau-mcp"))
 
 
+class _Words(click.types.StringParamType):
+    """Text values; several in one environment variable are separated by ``os.pathsep``, as paths are."""
+
+    envvar_list_splitter = os.pathsep
+
+
 @dataclass(frozen=True)
 class SettingSpec:
     """How one setting is spelled on the command line and in the environment."""
@@ -118,6 +124,49 @@ SETTINGS: dict[str, SettingSpec] = {
             "max_output_kb", "PAU_MCP_MAX_OUTPUT_KB", "--max-output-kb", "Largest returned value per call, in KiB.", int
         ),
         SettingSpec(
+            "max_argument_kb",
+            "PAU_MCP_MAX_ARGUMENT_KB",
+            "--max-argument-kb",
+            "Largest arguments of one tool call, in KiB of JSON; larger calls are refused and do not count.",
+            int,
+        ),
+        SettingSpec(
+            "max_sessions",
+            "PAU_MCP_MAX_SESSIONS",
+            "--max-sessions",
+            "HTTP sessions open at once; at the limit the longest-idle session is closed to make room.",
+            int,
+        ),
+        SettingSpec(
+            "session_idle_s",
+            "PAU_MCP_SESSION_IDLE",
+            "--session-idle",
+            "Seconds an HTTP session may stay idle before it is closed.",
+            float,
+        ),
+        SettingSpec(
+            "max_connections",
+            "PAU_MCP_MAX_CONNECTIONS",
+            "--max-connections",
+            "HTTP connections open at once (kept below the open-file limit).",
+            int,
+        ),
+        SettingSpec(
+            "read_timeout_s",
+            "PAU_MCP_READ_TIMEOUT",
+            "--read-timeout",
+            "Seconds an HTTP client has to send a whole request once it connects or starts one.",
+            float,
+        ),
+        SettingSpec(
+            "allowed_hosts",
+            "PAU_MCP_ALLOWED_HOSTS",
+            "--allowed-host",
+            "Another host name HTTP clients may use, e.g. a reverse proxy's (repeatable; in the variable, separated by ':').",
+            _Words(),
+            multiple=True,
+        ),
+        SettingSpec(
             "judge_model",
             "PAU_JUDGE_MODEL",
             "--judge-model",
@@ -200,6 +249,12 @@ class Settings(BaseModel):
     timeout_s: float = Field(2.0, gt=0, le=3600)
     memory_mb: int = Field(256, ge=96, le=4096)
     max_output_kb: int = Field(64, ge=1, le=16 * 1024)
+    max_argument_kb: int = Field(64, ge=1, le=16 * 1024)
+    max_sessions: int = Field(500, ge=1, le=100_000)
+    session_idle_s: float = Field(1800.0, gt=0, le=7 * 24 * 3600)
+    max_connections: int = Field(1000, ge=8, le=100_000)
+    read_timeout_s: float = Field(10.0, gt=0, le=3600)
+    allowed_hosts: tuple[str, ...] = ()
     manifests: tuple[Path, ...] = ()
     db: Path | None = None
     workers: int | None = Field(None, ge=0, le=256)

@@ -9,6 +9,7 @@ migration, add the next one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -108,7 +109,15 @@ MIGRATIONS: list[str] = [
 
 
 class StoreError(RuntimeError):
-    """The run store cannot be opened or is from a newer version; the message says what to do."""
+    """The run store cannot be opened or written, or is from a newer version; the message says what to do.
+
+    Attributes:
+        reason: What SQLite or the file system said (``disk I/O error``, ...), for a one-line note elsewhere.
+    """
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 def utc_now() -> str:
@@ -158,20 +167,22 @@ class RunStore:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._lock = threading.RLock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"cannot open the run store {self.path}: {exc}; set --db or PAU_MCP_DB to a writable file"
-            ) from None
+            raise StoreError(_unusable(self.path, exc)) from None
         self._conn.row_factory = sqlite3.Row
-        self._lock = threading.RLock()
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        # WAL with NORMAL survives a process crash (every commit is in the log); only power loss can drop the tail.
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._migrate()
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            # WAL with NORMAL survives a process crash (every commit is in the log); only power loss can drop the tail.
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except (OSError, sqlite3.Error) as exc:
+            self._conn.close()
+            raise StoreError(_unusable(self.path, exc)) from None
 
     def close(self) -> None:
         """Close the connection."""
@@ -203,15 +214,26 @@ class RunStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction, committed on exit (rolled back on error)."""
+        """A write transaction, committed on exit (rolled back on error, including a commit that fails)."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                if _unwritable(exc):
+                    raise StoreError(_unusable(self.path, exc), reason=str(exc)) from exc
+                raise
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                # A failed COMMIT (a full disk) leaves the transaction open; without this every later write
+                # would fail with "cannot start a transaction within a transaction".
+                if self._conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                if _unwritable(exc):
+                    raise StoreError(_unusable(self.path, exc), reason=str(exc)) from exc
                 raise
-            self._conn.execute("COMMIT")
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         """Read rows."""
@@ -247,15 +269,19 @@ class RunStore:
     # -- calls and submissions --------------------------------------------------------------
 
     def record_call(self, session_id: int, call: CallRecord) -> int:
-        """Store one tool call; returns its id."""
+        """Store one tool call; returns its id.
+
+        Raises:
+            StoreError: the store cannot take it (a full or read-only disk); nothing was written.
+        """
         with self.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO calls (session_id, method_id, tool, arguments, counted, status, value, error_type,"
                 " error_message, outcome, duration_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    session_id, call.method_id, call.tool, call.arguments, int(call.counted), call.status, call.value,
-                    call.error_type, call.error_message, json.dumps(call.outcome) if call.outcome is not None else None,
-                    call.duration_ms, utc_now(),
+                    session_id, call.method_id, call.tool, _text(call.arguments), int(call.counted), call.status,
+                    _text(call.value), _text(call.error_type), _text(call.error_message),
+                    json.dumps(call.outcome) if call.outcome is not None else None, call.duration_ms, utc_now(),
                 ),
             )  # fmt: skip
             return int(cursor.lastrowid)
@@ -450,6 +476,29 @@ class RunStore:
                 "code": submission["code"],
                 "session": submission["session_key"],
             }
+
+
+def _unwritable(exc: BaseException) -> bool:
+    """True for errors of the disk or the file (full, read-only, I/O, locked), not of the caller's SQL."""
+    return isinstance(exc, OSError | sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError
+
+
+def _unusable(path: Path, exc: BaseException) -> str:
+    return (
+        f"cannot use the run store {path}: {exc}; make it writable (and its disk not full), or point --db / "
+        "PAU_MCP_DB (or --data-dir / PAU_MCP_DATA_DIR) at a writable place"
+    )
+
+
+def _text(value: str | None) -> str | None:
+    """Text SQLite can store: a lone surrogate (from a function's output) becomes its escape."""
+    if value is None or value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
 
 
 def _shown(call: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from ..runstore import StoreError
 from .evaluate import demo, evaluate
 from .export import export
 from .importers import import_
@@ -20,7 +21,17 @@ from .tokens import token
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+class _Main(click.Group):
+    """The command group; a run store that cannot be written ends any command with one line, not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except StoreError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="pau-mcp")
 def main() -> None:
     """Hidden Python functions as black-box MCP tools: serve them, explore them, score the answers."""

@@ -15,14 +15,17 @@ from rich.table import Table
 from .. import eventloop
 from ..config import SettingsError, options
 from ..manifests import ManifestError
+from ..runstore import StoreError
 from .common import err, settings_from, step_printer
 
 __all__ = ["call", "methods", "serve"]
 
 _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
-    "cache_dir", "workers",
+    "cache_dir", "workers", "max_argument_kb",
 )  # fmt: skip
+# Limits of the HTTP transport only.
+_HTTP_SETTINGS = ("max_sessions", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts")
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
     "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries",
@@ -89,12 +92,24 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
     help="Items per page of tools/resources/prompts lists.",
 )
 @click.option("--benchmark-noop", is_flag=True, hidden=True, help="Add a no-op tool (for benchmarks/mcp.py).")
+@click.option(
+    "--exit-with-stdin", is_flag=True, hidden=True, help="Over HTTP, stop when stdin closes (a parent's pipe)."
+)
 @_selection
-@options(*_SERVE_SETTINGS, *_FEEDBACK_SETTINGS)
+@options(*_SERVE_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int, benchmark_noop: bool,
-          suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
+          exit_with_stdin: bool, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
-    from ..server import TokenSigner, TransportError, build_server, create_service, run_http, run_stdio
+    from ..server import (
+        HTTPLimits,
+        TokenSigner,
+        TransportError,
+        build_server,
+        create_service,
+        message_limit,
+        run_http,
+        run_stdio,
+    )
 
     settings = settings_from(values)
     _logging(settings)
@@ -113,7 +128,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
             progress=step_printer(),
             processes=True,
         )
-    except (ManifestError, SettingsError) as exc:
+    except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     server = build_server(
         service, sessions, page_size=page_size, noop_tool=benchmark_noop, tokens=tokens, stateless=stateless
@@ -123,9 +138,26 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
     )
     try:
         if transport == "stdio":
-            eventloop.run(run_stdio, server)
+            eventloop.run(run_stdio, server, message_limit(settings.max_argument_kb * 1024))
         else:
-            run_http(server, host, port, settings.token, stateless, tokens=tokens)
+            limits = HTTPLimits(
+                message_bytes=message_limit(settings.max_argument_kb * 1024),
+                max_sessions=settings.max_sessions,
+                session_idle_s=settings.session_idle_s,
+                max_connections=settings.max_connections,
+                read_timeout_s=settings.read_timeout_s,
+                allowed_hosts=settings.allowed_hosts,
+            )
+            run_http(
+                server,
+                host,
+                port,
+                settings.token,
+                stateless,
+                tokens=tokens,
+                limits=limits,
+                exit_with_stdin=exit_with_stdin,
+            )
     except TransportError as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:
@@ -151,13 +183,14 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
     The call is recorded in the run store under the run "cli". Exits 1 when the call was refused.
     """
     from ..server import Identity, create_service
+    from ..server.catalog import REFUSED
 
     settings = settings_from(values)
     try:
         service, sessions = create_service(
             settings, list(suites) or ["builtin"], _split(methods), "cli", "cli", progress=step_printer()
         )
-    except (ManifestError, SettingsError) as exc:
+    except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     exposed = service.catalog.find(tool)
     if exposed is None:
@@ -165,7 +198,7 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
     state = sessions.get(Identity("process", f"cli-{uuid.uuid4().hex[:12]}"))
     reply = anyio.run(service.call, state, exposed, {"args": literal})
     click.echo(reply.text)
-    sys.exit(1 if reply.is_error else 0)
+    sys.exit(1 if reply.is_error or (reply.structured or {}).get("status") in REFUSED else 0)
 
 
 @click.command()

@@ -60,7 +60,7 @@ def _arity_example(params: list[str]) -> str:
 
 def _shown(observation: Observation) -> str:
     s = observation.structured
-    if observation.is_error or not s:
+    if not observation.counted or not s:
         return f"(not run: {observation.text})"
     if s["status"] == "ok":
         return f"returned {s['value']}"
@@ -175,7 +175,7 @@ class PaperAgent:
                 if re.search(r"CONCLUDED:\s*YES", reflection, re.IGNORECASE):
                     result.concluded = True
                     break
-                if observation.is_error and "budget" in observation.text:
+                if observation.status == "over_budget":
                     break
         final = await self._ask(
             result, env,
@@ -385,7 +385,7 @@ class ProbeAgent:
         if mode == "interactive":
             for args in _probe_arguments(samples, len(env.params), budget or 20):
                 observation = await env.call({"args": repr(args)})
-                if observation.is_error and "budget" in observation.text:
+                if observation.status == "over_budget":
                     break
         pairs = env.observed_examples()
         shown = "; ".join(f"test_func{inp} -> {out}" for inp, out in pairs[:40])

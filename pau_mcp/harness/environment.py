@@ -14,6 +14,8 @@ from typing import Any
 import mcp_types as types
 from mcp.client.session import ClientSession
 
+from ..server.catalog import RAN
+
 __all__ = ["Environment", "Observation", "Step"]
 
 _EXAMPLE = re.compile(r"^\s+(test_func\(.*\) -> .*)$", re.MULTILINE)
@@ -29,9 +31,14 @@ class Observation:
     is_error: bool
 
     @property
+    def status(self) -> str:
+        """The result's status (``ok``, ``error``, ..., ``over_budget``, ``invalid_input``); ``unknown`` without one."""
+        return str((self.structured or {}).get("status", "unknown"))
+
+    @property
     def counted(self) -> bool:
         """True when the call reached the function (and so used budget)."""
-        return not self.is_error
+        return not self.is_error and self.status in RAN
 
 
 @dataclass
@@ -159,7 +166,8 @@ class Environment:
 
 
 def _literal(arguments: dict[str, Any], params: list[str]) -> str:
-    if "args" in arguments:
-        return str(arguments["args"])
+    given = arguments.get("args")
+    if isinstance(given, str) and given.strip():
+        return given
     values = tuple(arguments.get(p) for p in params)
     return repr(values)

@@ -12,7 +12,8 @@ from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import Budget, Identity, SessionRefused, Sessions, SessionState, label_problem
 from .tokens import SessionToken, TokenSigner
-from .transport import TransportError, run_http, run_stdio
+from .transport import HTTPLimits, TransportError, run_http, run_stdio
+from .wire import message_limit
 
 __all__ = [
     "OUTPUT_SCHEMA",
@@ -21,6 +22,7 @@ __all__ = [
     "Catalog",
     "Exposed",
     "Feedback",
+    "HTTPLimits",
     "Identity",
     "LaunchError",
     "MethodService",
@@ -35,6 +37,7 @@ __all__ = [
     "create_service",
     "http_server",
     "label_problem",
+    "message_limit",
     "run_http",
     "run_stdio",
 ]
@@ -59,5 +62,6 @@ def create_service(
     service = MethodService(
         catalog, settings.sandbox(progress=progress, processes=processes), store, settings.budget, feedback,
         feedback_limit=settings.feedback_limit,
+        max_argument_bytes=settings.max_argument_kb * 1024,
     )  # fmt: skip
     return service, Sessions(store, run_id, transport, tools={e.method.id: e.tool for e in catalog})

@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from .. import __version__
 from .catalog import OPEN_TOOL, OUTPUT_SCHEMA, SUBMIT_TOOL, Exposed
-from .service import MethodService, Reply
+from .service import MethodService, Reply, refused
 from .sessions import Identity, SessionRefused, Sessions, SessionState
 from .tokens import SessionToken, TokenSigner, looks_like_session_token
 
@@ -45,10 +45,33 @@ _SUBMIT = types.Tool(
         "properties": {
             "method": {"type": "string", "description": "the tool name of the function, as listed, e.g. fn_2c9d41e07a"},
             "description": {"type": "string", "description": "what the function does"},
-            "code": {"type": "string", "description": "optional: your implementation, def test_func(...)"},
+            "code": {
+                "anyOf": [{"type": "string"}, {"type": "null"}],
+                "description": "optional (null or absent for none): your implementation, def test_func(...)",
+            },
         },
         "required": ["method", "description"],
         "additionalProperties": False,
+    },
+    output_schema={
+        "type": "object",
+        "properties": {
+            "status": {
+                "type": "string",
+                "enum": ["recorded", "scored", "feedback_used", "unknown_tool", "invalid_input"],
+                "description": "recorded: a receipt; scored: with feedback; feedback_used: recorded, no feedback left; "
+                "unknown_tool, invalid_input: not recorded",
+            },
+            "recorded": {"type": "boolean"},
+            "submission": {"type": "integer"},
+            "method": {"type": "string"},
+            "feedback_left": {"type": "integer"},
+            "scores": {"type": "object", "description": "the feedback given (--feedback score)"},
+            "queries_used": {"type": "integer"},
+            "queries_left": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "error_message": {"type": "string"},
+        },
+        "required": ["status"],
     },
     annotations=types.ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
@@ -67,6 +90,15 @@ _OPEN = types.Tool(
         "properties": {"methods": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
         "required": ["methods"],
         "additionalProperties": False,
+    },
+    output_schema={
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["ok", "unknown_tool", "invalid_input"]},
+            "methods": {"type": "array", "items": {"type": "string"}},
+            "error_message": {"type": "string"},
+        },
+        "required": ["status"],
     },
     annotations=types.ToolAnnotations(
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -254,9 +286,9 @@ def build_server(
                 or not isinstance(code, (str, type(None)))
             ):
                 return _result(
-                    Reply(
-                        text="submit needs `method` (a tool name) and `description` (text); `code` is optional text.",
-                        is_error=True,
+                    refused(
+                        "invalid_input",
+                        "submit needs `method` (a tool name) and `description` (text); `code` is optional text.",
                     )
                 )
             return _result(await service.submit(state, method, description, code))
@@ -267,21 +299,19 @@ def build_server(
         exposed = catalog.by_tool(params.name)
         if exposed is None or not state.sees(exposed.tool):
             return _result(
-                Reply(
-                    text=f"Unknown tool {params.name!r}; list the tools to see the functions available.", is_error=True
-                )
+                refused("unknown_tool", f"Unknown tool {params.name!r}; list the tools to see the functions available.")
             )
         return _result(await service.call(state, exposed, arguments))
 
     async def _open(ctx: ServerRequestContext[Any], state: SessionState, arguments: dict[str, Any]) -> Reply:
         names = arguments.get("methods")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-            return Reply(text="open needs `methods`: a non-empty list of tool names.", is_error=True)
+            return refused("invalid_input", "open needs `methods`: a non-empty list of tool names.")
         found = {n: catalog.by_tool(n) for n in names}
         chosen = {e.tool for e in found.values() if e is not None and state.sees(e.tool)}
         unknown = [n for n, e in found.items() if e is None or not state.sees(e.tool)]
         if unknown:
-            return Reply(text=f"Unknown tools: {', '.join(unknown)}.", is_error=True)
+            return refused("unknown_tool", f"Unknown tools: {', '.join(unknown)}.")
         with state.lock:
             state.visible = chosen
         try:
@@ -290,7 +320,7 @@ def build_server(
             log.debug("tools/list_changed not delivered: %s", exc)
         return Reply(
             text=f"This session now shows {len(chosen)} function(s): {', '.join(sorted(chosen))}.",
-            structured={"methods": sorted(chosen)},
+            structured={"status": "ok", "methods": sorted(chosen)},
         )
 
     async def list_resources(
@@ -357,7 +387,11 @@ def build_server(
         title="pau-mcp hidden functions",
         instructions=(
             "Each fn_... tool is a hidden Python function you cannot read. Call it with inputs you choose to work out "
-            "what it does, then call `submit` with its tool name and your description."
+            "what it does, then call `submit` with its tool name and your description. Calls are limited per function "
+            "and per session: over stdio the session is this server process, so a client that starts a new server "
+            "for every call starts its count again each time (keep one session open); over HTTP it is your MCP "
+            "session, or your session token whatever sessions carry it. Every result has a `status`: over_budget "
+            "means the function was not run and you should submit."
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -10,33 +10,48 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..manifests import ManifestError, ManifestStore, Method, call_text, tool_name
+from .schemas import nullable, parameter_schemas
 
-__all__ = ["Catalog", "Exposed", "OUTPUT_SCHEMA", "SUBMIT_TOOL", "OPEN_TOOL"]
+__all__ = ["Catalog", "Exposed", "OUTPUT_SCHEMA", "OPEN_TOOL", "RAN", "REFUSED", "SUBMIT_TOOL"]
 
 SUBMIT_TOOL = "submit"
 OPEN_TOOL = "open"
 
-_STATUSES = ["ok", "error", "timeout", "memory", "output_limit", "invalid_input", "crash"]
+#: Statuses of a call that ran the function (and counted).
+RAN = ("ok", "error", "timeout", "memory", "output_limit", "crash")
+#: Statuses of a call that did not run it and did not count: the arguments were wrong, the budget is spent, or no
+#: such tool is visible.
+REFUSED = ("invalid_input", "over_budget", "unknown_tool")
 
-#: The structured result of every method tool.
+_TEXT = {"type": "string"}
+
+#: The structured result of every method tool, whether it ran or was refused.
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "status": {
             "type": "string",
-            "enum": _STATUSES,
-            "description": "ok: returned a value; error: raised an exception; others: a limit ended the call",
+            "enum": [*RAN, *REFUSED],
+            "description": "ok: returned a value; error: raised an exception; timeout, memory, output_limit, crash: "
+            "a limit ended the call; invalid_input, over_budget, unknown_tool: not run and not counted",
         },
-        "value": {"type": ["string", "null"], "description": "repr() of the returned value"},
-        "value_type": {"type": ["string", "null"], "description": "type of the returned value"},
-        "error_type": {"type": ["string", "null"], "description": "exception (or limit) name"},
-        "error_message": {"type": ["string", "null"]},
+        "value": {**nullable(_TEXT), "description": "repr() of the returned value"},
+        "value_type": {**nullable(_TEXT), "description": "type of the returned value"},
+        "error_type": {**nullable(_TEXT), "description": "exception (or limit) name"},
+        "error_message": {**nullable(_TEXT), "description": "the exception's message, or why the call was refused"},
         "printed": {"type": "string", "description": "text the function printed, if any"},
-        "queries_used": {"type": "integer"},
-        "queries_left": {"type": ["integer", "null"], "description": "null when there is no budget"},
+        "queries_used": {"type": "integer", "description": "calls of this function counted for your budget"},
+        "queries_left": {**nullable({"type": "integer"}), "description": "null when there is no budget"},
+        "budget_scope": {
+            "type": "string",
+            "enum": ["process", "mcp_session", "token", "shared"],
+            "description": "whose budget this is: this server process (stdio), this MCP session, this session "
+            "token's label, or every stateless request",
+        },
     },
     "required": ["status", "queries_used", "queries_left"],
 }
@@ -70,25 +85,41 @@ class Exposed:
     def description(self, budget: int) -> str:
         """The tool description: header, how to call it, initial examples, budget."""
         params = ", ".join(self.method.params)
-        budget_text = f"You may call it {budget} times in this session." if budget else "There is no limit on calls."
+        budget_text = (
+            f"You may call it {budget} times; each result says how many calls you have left."
+            if budget
+            else "There is no limit on calls."
+        )
         examples = "\n".join(f"  {line}" for line in self.example_lines()) or "  (none)"
         return (
             f"A hidden Python function `{self.method.header}`. You cannot read its code; call it to find out what it does.\n"
-            f"Pass the arguments either as JSON values, one property per parameter ({params}), or as one `args` "
-            "string holding a Python literal tuple, for values JSON cannot carry (tuples, sets, bytes, complex "
-            'numbers, dicts with non-string keys): e.g. {"args": "((1, 2), {3: \'x\'})"}. Use exactly one form.\n'
+            f"Pass the arguments either as JSON values, one property per parameter ({params}; typed as the examples "
+            "show), or as one `args` string holding a Python literal tuple, for values JSON cannot carry (tuples, sets, "
+            'bytes, complex numbers, dicts with non-string keys) or other types: e.g. {"args": "((1, 2), {3: \'x\'})"}. '
+            "When `args` is a string it is the call (the other properties are then ignored).\n"
             f"Known examples:\n{examples}\n{budget_text} When you know what it does, call `submit` with its tool name "
             "and your description."
         )
 
+    @cached_property
+    def parameter_schemas(self) -> dict[str, dict[str, Any]]:
+        """Each parameter's JSON Schema, typed from the initial examples only (``schemas.parameter_schemas``)."""
+        return parameter_schemas(self.method.params, [case.input for case in self.method.examples])
+
     def input_schema(self) -> dict[str, Any]:
-        """One property per parameter (any JSON value) or ``args``, a Python literal tuple."""
-        properties: dict[str, Any] = {
-            name: {"description": f"parameter {name}: any JSON value"} for name in self.method.params
-        }
+        """One typed property per parameter, or ``args``, a Python literal tuple for any value.
+
+        Nothing is required, so that either form validates; strict-mode clients, which must send every
+        property, send ``args: null`` for the JSON form and placeholders for the parameters with ``args``.
+        """
+        properties: dict[str, Any] = dict(self.parameter_schemas)
+        names = ", ".join(self.method.params)
+        others = f"the {names} propert{'y is' if self.arity == 1 else 'ies are'} ignored" if names else "it is the call"
         properties["args"] = {
-            "type": "string",
-            "description": f"all {self.arity} arguments as a Python literal tuple, e.g. \"(1, 'a')\"; instead of the {', '.join(self.method.params) or 'JSON'} properties",
+            **nullable({"type": "string"}),
+            "description": f"all {self.arity} arguments as a Python literal tuple, e.g. \"(1, 'a')\", for values JSON "
+            f"cannot carry or other types than the examples show; when it is a string it is the call and {others}; "
+            "null or absent: the properties are the call",
         }
         return {"type": "object", "properties": properties, "additionalProperties": False}
 

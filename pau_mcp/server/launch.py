@@ -25,14 +25,28 @@ class LaunchError(RuntimeError):
 def http_server(args: Sequence[str] = (), env: dict[str, str] | None = None, timeout_s: float = 180) -> Iterator[str]:
     """Run ``pau-mcp serve --transport http --port 0 ARGS`` and yield its URL; stop it on exit.
 
-    Its stderr is read in the background for the whole run, so the server never blocks on a full pipe.
+    The server stops when this process ends, even if it is killed. Its stderr is read in the background for
+    the whole run, so the server never blocks on a full pipe.
 
     Raises:
         LaunchError: the server exited or printed no URL within ``timeout_s``.
     """
-    command = [sys.executable, "-m", "pau_mcp", "serve", "--transport", "http", "--port", "0", *args]
+    command = [
+        sys.executable,
+        "-m",
+        "pau_mcp",
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        "0",
+        "--exit-with-stdin",
+        *args,
+    ]
+    # The server's stdin is a pipe only this process writes to: when this process ends, however it ends (even
+    # kill -9), the kernel closes it and the server stops. The pipe is not inherited by other children.
     process = subprocess.Popen(
-        command, cwd=_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        command, cwd=_ROOT, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, **(env or {})},
     )  # fmt: skip
     lines: list[str] = []
@@ -56,6 +70,8 @@ def http_server(args: Sequence[str] = (), env: dict[str, str] | None = None, tim
             raise LaunchError("the MCP server did not start:\n" + "".join(lines[-20:]))
         yield found[0]
     finally:
+        with contextlib.suppress(OSError):
+            process.stdin.close()  # type: ignore[union-attr]
         process.terminate()
         try:
             process.wait(timeout=10)

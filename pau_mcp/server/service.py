@@ -6,23 +6,37 @@ call from the command line behaves exactly like a call from an agent.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import math
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import jsonschema
 
 from wasm_runtime import InvalidInput, Outcome, Sandbox, Status, parse_arguments
 
 from ..manifests import call_text
 from ..rules import arity_problem
-from ..runstore import CallRecord, RunStore
+from ..runstore import CallRecord, RunStore, StoreError
 from .catalog import Catalog, Exposed
+from .schemas import describe, example_json
 from .sessions import SessionState
 
-__all__ = ["FEEDBACK_KEYS", "Feedback", "MethodService", "Reply"]
+__all__ = ["FEEDBACK_KEYS", "Feedback", "MethodService", "Reply", "refused"]
+
+log = logging.getLogger("pau_mcp.server")
+
+#: Arguments of at most this many bytes are checked and recorded on the event loop; larger ones in a thread, so
+#: one big call never holds up the other sessions' requests. A hop to a thread costs about 0.1 ms: two per call
+#: would add a tenth to the server's CPU per small call.
+_INLINE_BYTES = 8 * 1024
+#: How much of a refused call's arguments the run store keeps (with their full size).
+_KEPT_CHARS = 1024
 
 #: Feedback on a submission: ``await feedback(method_id, description, code, *, submission_id, counterexample)``
 #: returns what the agent may see (and records the scores under the submission); with ``counterexample`` it may
@@ -66,11 +80,12 @@ class MethodService:
         budget: Counted calls allowed per method per session; 0 for no limit.
         feedback: Scores a submission for the agent (``--feedback score``); None records only.
         feedback_limit: Submits answered with feedback per method per budget identity.
+        max_argument_bytes: Largest arguments of one call, in bytes of JSON (``--max-argument-kb``).
     """
 
     def __init__(
         self, catalog: Catalog, sandbox: Sandbox, store: RunStore, budget: int, feedback: Feedback | None = None,
-        feedback_limit: int = 3,
+        feedback_limit: int = 3, max_argument_bytes: int = 64 * 1024,
     ) -> None:  # fmt: skip
         self.catalog = catalog
         self.sandbox = sandbox
@@ -78,44 +93,70 @@ class MethodService:
         self.budget = budget
         self.feedback = feedback
         self.feedback_limit = feedback_limit
-        self._validators = {e.tool: jsonschema.Draft202012Validator(e.input_schema()) for e in catalog}
+        self.max_argument_bytes = max_argument_bytes
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
 
     def arguments(self, exposed: Exposed, given: dict[str, Any] | None) -> tuple[tuple[Any, ...], str]:
         """Turn tool arguments into an argument tuple and its literal.
+
+        ``args``, when it is a non-blank string, is the call and the parameter properties are ignored
+        (strict-mode clients must send every property, so they send placeholders); when it is null, blank or
+        absent, the parameter properties are the call, each of the JSON type its schema gives.
 
         Raises:
             InvalidInput: with a message that says what was wrong and how to write it.
         """
         given = given or {}
-        errors = sorted(self._validators[exposed.tool].iter_errors(given), key=lambda e: list(e.path))
-        if errors:
-            raise InvalidInput(
-                f"the arguments do not match the tool's schema: {errors[0].message}. {self._how(exposed)}"
-            )
         names = exposed.method.params
-        if "args" in given:
-            if len(given) > 1:
-                raise InvalidInput(f"give either `args` or {', '.join(names)}, not both. {self._how(exposed)}")
-            args = parse_arguments(given["args"])
+        unknown = sorted(set(given) - {*names, "args"})
+        if unknown:
+            raise InvalidInput(
+                f"unknown argument{'s' * (len(unknown) > 1)} {', '.join(unknown)}: the parameters are "
+                f"{', '.join(names) or 'none'}. {self._how(exposed)}"
+            )
+        literal_form = given.get("args")
+        if literal_form is not None and not isinstance(literal_form, str):
+            raise InvalidInput(
+                f"`args` must be a string holding a Python literal tuple, not {type(literal_form).__name__}. "
+                f"{self._how(exposed)}"
+            )
+        if literal_form is not None and literal_form.strip():
+            args = parse_arguments(literal_form)
         else:
             missing = [n for n in names if n not in given]
             if missing:
                 raise InvalidInput(f"missing {', '.join(missing)}. {self._how(exposed)}")
             for name in names:
+                schema = exposed.parameter_schemas[name]
+                if not self._validator(schema).is_valid(given[name]):
+                    raise InvalidInput(
+                        f"{name} is {_shown(given[name])}, but in the JSON form {name} takes {describe(schema)}, "
+                        "as the examples show; for any other value use `args`, e.g. "
+                        + json.dumps({"args": repr(tuple(given[n] for n in names))})
+                    )
                 _json_safe(given[name], name)
             args = tuple(given[n] for n in names)
         problem = arity_problem(exposed.method.header, names, len(args))
         if problem:
             raise InvalidInput(f"{problem} {self._how(exposed)}")
-        literal = repr(args)
+        try:
+            literal = repr(args)
+        except ValueError:  # an int with more digits than Python converts to text (a hex literal can make one)
+            raise InvalidInput(_HUGE_INT) from None
         return args, literal
+
+    def _validator(self, schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+        key = json.dumps(schema, sort_keys=True)
+        validator = self._validators.get(key)
+        if validator is None:
+            validator = self._validators[key] = jsonschema.Draft202012Validator(schema)
+        return validator
 
     @staticmethod
     def _how(exposed: Exposed) -> str:
         names = exposed.method.params
-        example_json = json.dumps({n: i for i, n in enumerate(names)})
         example_literal = "(" + ", ".join(str(i) for i in range(len(names))) + ("," if len(names) == 1 else "") + ")"
-        return f'Write for example {example_json} or {{"args": "{example_literal}"}}.'
+        return f'Write for example {example_json(names, exposed.parameter_schemas)} or {{"args": "{example_literal}"}}.'
 
     def left(self, state: SessionState, exposed: Exposed) -> int | None:
         """Queries left for a method in a session; None without a budget."""
@@ -124,16 +165,29 @@ class MethodService:
     async def call(self, state: SessionState, exposed: Exposed, given: dict[str, Any] | None) -> Reply:
         """One call of a method tool.
 
-        Malformed arguments and calls over budget are errors that do not
-        count and never reach the sandbox; every other call counts, whatever
-        the function does. Each call is in the run store before this returns.
+        Oversized or malformed arguments and calls over budget are refused in one line: they do not count and
+        never reach the sandbox. Every other call counts, whatever the function does, and is in the run store
+        before this returns; a call the store cannot take (a full or read-only disk) does not count and its
+        result is withheld, so every answer an agent saw was recorded.
         """
-        raw = json.dumps(given or {}, sort_keys=True, default=str)
+        given = given if given is not None else {}
+        size = _size(given)
+        if size > self.max_argument_bytes:
+            message = (
+                f"Invalid arguments: they are {_kib(size)} of JSON and this server takes at most "
+                f"{_kib(self.max_argument_bytes)} per call (--max-argument-kb / PAU_MCP_MAX_ARGUMENT_KB on the "
+                "server); try smaller inputs."
+            )
+            return await self._refuse(state, exposed, _recorded(given), size, "invalid_input", message)
         try:
-            args, literal = self.arguments(exposed, given)
+            if size > _INLINE_BYTES:
+                args, literal = await anyio.to_thread.run_sync(self.arguments, exposed, given)
+            else:
+                args, literal = self.arguments(exposed, given)
         except InvalidInput as exc:
-            self._record(state, exposed, raw, counted=False, status="invalid_input", message=str(exc))
-            return Reply(text=f"Invalid arguments: {exc}", is_error=True)
+            return await self._refuse(
+                state, exposed, _recorded(given), size, "invalid_input", f"Invalid arguments: {exc}"
+            )
         with state.lock:
             used = state.used.get(exposed.tool, 0)
             if self.budget and used >= self.budget:
@@ -142,13 +196,41 @@ class MethodService:
                 over = False
                 state.used[exposed.tool] = used + 1
         if over:
-            message = f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used in this session); submit your description now."
-            self._record(state, exposed, literal, counted=False, status="over_budget", message=message)
-            return Reply(text=message, is_error=True)
-        outcome = await self.sandbox.acall(
-            exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
-        )
-        self._record(state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome)
+            message = (
+                f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used "
+                f"{_scope_words(state)}); the function was not run. Call `submit` with your description now."
+            )
+            size = len(literal.encode("utf-8", "surrogatepass"))
+            # Not a tool error: nothing is wrong with the call, and clients that retry tool errors (pydantic-ai) or
+            # stop on them would end the agent's run before it submits. The status says what happened.
+            return await self._refuse(state, exposed, literal, size, "over_budget", message, is_error=False)
+        # Shielded: a counted call runs to its end and is recorded even if the client cancels it or goes away
+        # (the sandbox's limits bound the wait). Abandoned halfway, a worker's reply would be left in its pipe
+        # for whichever call used that worker next, and the call would count without a record.
+        with anyio.CancelScope(shield=True):
+            try:
+                outcome = _printable(
+                    await self.sandbox.acall(
+                        exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
+                    )
+                )
+            except Exception:
+                with state.lock:
+                    state.used[exposed.tool] -= 1
+                log.exception("the sandbox failed on a call of %s", exposed.tool)
+                return Reply(text="The sandbox could not run this call, so it did not count; try again.", is_error=True)
+            large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
+            problem = await self._record(
+                state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large
+            )
+        if problem is not None:
+            with state.lock:
+                state.used[exposed.tool] -= 1
+            return Reply(
+                text=f"This call was not recorded ({problem}), so it did not count and its result is withheld; the "
+                "server's disk may be full or read-only: tell its operator.",
+                is_error=True,
+            )
         used_now = state.used[exposed.tool]
         structured = {
             "status": outcome.status.value,
@@ -159,28 +241,71 @@ class MethodService:
             "printed": outcome.stdout,
             "queries_used": used_now,
             "queries_left": self.left(state, exposed),
+            "budget_scope": state.scope,
         }
-        return Reply(text=_describe(exposed, literal, outcome, used_now, self.budget), structured=structured)
+        text = _describe(exposed, args, outcome, used_now, self.budget, _scope_words(state))
+        if state.stdio and sum(state.used.values()) == 1:
+            text += (
+                "\nThis stdio server process is your session: its budget lasts while it runs. A client that starts a "
+                "new server for every call starts again at 1 each time; keep one session open."
+            )
+        return Reply(text=text, structured=structured)
 
-    def _record(
+    def _refusal(
+        self, state: SessionState, exposed: Exposed, status: str, message: str, text: str | None = None,
+        is_error: bool = True,
+    ) -> Reply:  # fmt: skip
+        """A call that did not run: its status and the budget as it stands, in the method tool's output schema."""
+        structured = {
+            "status": status,
+            "value": None,
+            "value_type": None,
+            "error_type": None,
+            "error_message": message,
+            "printed": "",
+            "queries_used": state.used.get(exposed.tool, 0),
+            "queries_left": self.left(state, exposed),
+            "budget_scope": state.scope,
+        }
+        return Reply(text=text or message, structured=structured, is_error=is_error)
+
+    async def _refuse(
+        self, state: SessionState, exposed: Exposed, arguments: str, size: int, status: str, message: str,
+        is_error: bool = True,
+    ) -> Reply:  # fmt: skip
+        """A refused call: recorded with a bounded prefix of its arguments, answered with one line and its status."""
+        if len(arguments) > _KEPT_CHARS:
+            arguments = f"{arguments[:_KEPT_CHARS]}... [{size:,} bytes in all; the store keeps the first {_KEPT_CHARS:,} characters]"
+        reason = message.removeprefix("Invalid arguments: ")
+        await self._record(state, exposed, arguments, counted=False, status=status, message=reason)
+        return self._refusal(state, exposed, status, reason, text=" ".join(message.split()), is_error=is_error)
+
+    async def _record(
         self, state: SessionState, exposed: Exposed, arguments: str, counted: bool, status: str,
-        outcome: Outcome | None = None, message: str | None = None,
-    ) -> None:  # fmt: skip
-        self.store.record_call(
-            state.store_id,
-            CallRecord(
-                method_id=exposed.method.id,
-                tool=exposed.tool,
-                arguments=arguments,
-                counted=counted,
-                status=status,
-                value=outcome.value if outcome else None,
-                error_type=outcome.error_type if outcome else ("InvalidInput" if status == "invalid_input" else None),
-                error_message=outcome.error_message if outcome else message,
-                outcome=outcome.to_dict() if outcome else None,
-                duration_ms=outcome.duration_ms if outcome else None,
-            ),
+        outcome: Outcome | None = None, message: str | None = None, large: bool = False,
+    ) -> str | None:  # fmt: skip
+        """Store one call; returns None, or what kept the store from taking it (the server carries on)."""
+        record = CallRecord(
+            method_id=exposed.method.id,
+            tool=exposed.tool,
+            arguments=arguments,
+            counted=counted,
+            status=status,
+            value=outcome.value if outcome else None,
+            error_type=outcome.error_type if outcome else ("InvalidInput" if status == "invalid_input" else None),
+            error_message=outcome.error_message if outcome else message,
+            outcome=outcome.to_dict() if outcome else None,
+            duration_ms=outcome.duration_ms if outcome else None,
         )
+        try:
+            if large:
+                await anyio.to_thread.run_sync(self.store.record_call, state.store_id, record)
+            else:
+                self.store.record_call(state.store_id, record)
+        except StoreError as exc:
+            log.error("a %s call of %s could not be recorded: %s", status, exposed.tool, exc)
+            return f"run store: {exc.reason}"
+        return None
 
     async def submit(self, state: SessionState, method: str, description: str, code: str | None) -> Reply:
         """Record a final description (and optional code) for a method the session can see, by tool name.
@@ -191,16 +316,15 @@ class MethodService:
         """
         exposed = self.catalog.by_tool(method)
         if exposed is None or not state.sees(exposed.tool):
-            return Reply(
-                text=f"Unknown method {method!r}: give the tool name of a method you explored (e.g. fn_...).",
-                is_error=True,
+            return refused(
+                "unknown_tool", f"Unknown method {method!r}: give the tool name of a method you explored (e.g. fn_...)."
             )
         if not description or not description.strip():
-            return Reply(text="The description is empty: say what the function does.", is_error=True)
+            return refused("invalid_input", "The description is empty: say what the function does.")
         if len(description) > 20_000 or (code is not None and len(code) > 100_000):
-            return Reply(
-                text="The submission is too long (at most 20,000 characters of description and 100,000 of code).",
-                is_error=True,
+            return refused(
+                "invalid_input",
+                "The submission is too long (at most 20,000 characters of description and 100,000 of code).",
             )
         tool = exposed.tool
         with state.lock:
@@ -218,12 +342,15 @@ class MethodService:
         except BaseException:
             self._refund(state, tool, charged)
             raise
-        structured: dict[str, Any] = {"recorded": True, "submission": submission_id, "method": tool}
+        structured: dict[str, Any] = {
+            "status": "recorded", "recorded": True, "submission": submission_id, "method": tool,
+        }  # fmt: skip
         text = f"Recorded your description of {tool} (submission {submission_id})."
         if self.feedback is None:
             return Reply(text=text, structured=structured)
         structured["feedback_left"] = max(0, self.feedback_limit - state.budget.feedback.get(tool, 0))
         if not answered:
+            structured["status"] = "feedback_used"
             return Reply(
                 text=text + f" No feedback: the {self.feedback_limit} submission(s) with feedback for {tool} in this "
                 "session are used up.",
@@ -248,6 +375,7 @@ class MethodService:
             )  # fmt: skip
         else:
             self._refund(state, tool, charged)
+        structured["status"] = "scored"
         structured["scores"] = shown
         structured["queries_used"] = state.used.get(tool, 0)
         structured["queries_left"] = self.left(state, exposed)
@@ -267,6 +395,11 @@ class MethodService:
                 state.used[tool] = max(0, state.used.get(tool, 0) - 1)
 
 
+def refused(status: str, message: str) -> Reply:
+    """A refused request to ``submit`` or ``open``: a tool error with a machine-readable status."""
+    return Reply(text=message, structured={"status": status, "error_message": message}, is_error=True)
+
+
 def _visible_feedback(scores: dict[str, Any], counterexample: bool) -> dict[str, Any]:
     """The part of the scorer's answer an agent may see: known keys only; a counterexample only when it was paid
     for, and only its input and the method's output (never what the submitted code produced)."""
@@ -279,8 +412,74 @@ def _visible_feedback(scores: dict[str, Any], counterexample: bool) -> dict[str,
     return shown
 
 
-def _describe(exposed: Exposed, literal: str, outcome: Outcome, used: int, budget: int) -> str:
-    call = call_text(exposed.method.entry, literal)
+_HUGE_INT = (
+    f"an integer in the arguments has more than {sys.get_int_max_str_digits() or 4300:,} digits, the most Python "
+    "turns into text and back; use a smaller number."
+)
+
+
+def _size(given: dict[str, Any]) -> int:
+    """The arguments' size in bytes, as compact JSON (what a client sends)."""
+    try:
+        compact = json.dumps(given, ensure_ascii=False, separators=(",", ":"), default=str)
+    except ValueError:  # an integer too long to print: refused when the arguments are read
+        return 0
+    return len(compact) if compact.isascii() else len(compact.encode("utf-8", "surrogatepass"))
+
+
+def _recorded(given: dict[str, Any]) -> str:
+    """The arguments as a refused call records them: JSON with sorted keys."""
+    try:
+        return json.dumps(given, sort_keys=True, default=str)
+    except ValueError:
+        return "<arguments holding an integer too long to print>"
+
+
+def _kib(size: int) -> str:
+    return f"{size // 1024:,} KiB" if size % 1024 == 0 else f"{size / 1024:,.1f} KiB"
+
+
+def _valid_text(text: str) -> str:
+    """Text that can be encoded: a lone surrogate (from a function's output) becomes its escape, e.g. \\ud800."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _printable(outcome: Outcome) -> Outcome:
+    """The outcome with every text valid Unicode, so that JSON replies and the run store can carry it."""
+    changes = {
+        name: _valid_text(value)
+        for name in ("value", "value_type", "error_type", "error_message", "stdout")
+        if isinstance(value := getattr(outcome, name), str) and not value.isascii()
+    }
+    return dataclasses.replace(outcome, **changes) if changes else outcome
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except ValueError:  # an integer too long to print
+        return "a number too long to show"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _scope_words(state: SessionState) -> str:
+    """Whose budget, in words: how a result says which calls it counts."""
+    if state.scope == "process":
+        return "in this server process" if state.stdio else "in this command"
+    if state.scope == "mcp_session":
+        return "in this MCP session"
+    if state.scope == "token":
+        return f"by the session token {state.key!r}"
+    return "by all stateless requests together"
+
+
+def _describe(exposed: Exposed, args: tuple[Any, ...], outcome: Outcome, used: int, budget: int, scope: str) -> str:
+    # The call as the agent wrote it, from the argument reprs (linear; re-parsing the literal was quadratic).
+    call = f"{exposed.method.entry}({', '.join(map(repr, args))})"
     if outcome.status is Status.OK:
         text = f"{call} returned {outcome.value}"
     elif outcome.status is Status.ERROR:
@@ -293,5 +492,5 @@ def _describe(exposed: Exposed, literal: str, outcome: Outcome, used: int, budge
         text = f"{call} stopped ({outcome.status}): {outcome.error_message}"
     if outcome.stdout:
         text += f"\nIt printed:\n{outcome.stdout}"
-    text += f"\n(queries used: {used}" + (f" of {budget})" if budget else ")")
+    text += f"\n(queries used: {used}" + (f" of {budget}" if budget else "") + f" {scope})"
     return text

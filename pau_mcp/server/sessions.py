@@ -19,6 +19,9 @@ from ..runstore import RunStore
 
 __all__ = ["Budget", "Identity", "SessionRefused", "SessionState", "Sessions", "label_problem"]
 
+#: The budget scope results name, by identity kind.
+_SCOPES = {"process": "process", "mcp": "mcp_session", "token": "token", "shared": "shared"}
+
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}")
 
 
@@ -71,12 +74,17 @@ class SessionState:
         store_id: The session's row in the run store.
         visible: Tool names this session sees; None for the whole catalog.
         budget: The budget of its identity.
+        scope: Whose budget it is, as results name it: ``process`` (stdio, the CLI), ``mcp_session``, ``token``
+            or ``shared``.
+        stdio: True for the one session of a stdio server process.
     """
 
     key: str
     store_id: int
     visible: set[str] | None = None
     budget: Budget = field(default_factory=Budget)
+    scope: str = "process"
+    stdio: bool = False
 
     @property
     def used(self) -> dict[str, int]:
@@ -166,7 +174,10 @@ class Sessions:
                         budget = self._shared[run_id] = self._spent(self._store.session_ids(run_id, transport))
                 else:
                     budget = self._spent([store_id])
-                state = SessionState(key=key, store_id=store_id, visible=visible, budget=budget)
+                state = SessionState(
+                    key=key, store_id=store_id, visible=visible, budget=budget, scope=_SCOPES[identity.kind],
+                    stdio=identity.kind == "process" and self._transport == "stdio",
+                )  # fmt: skip
                 self._states[(run_id, key)] = state
             return state
 

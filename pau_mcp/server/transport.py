@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
+import os
 import sys
+import threading
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
 from mcp.server import Server
-from mcp.server.auth.settings import AuthSettings
-from mcp.server.stdio import stdio_server
-from mcp.server.transport_security import TransportSecuritySettings
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from .. import eventloop
 from ..listening import is_loopback, listening_socket, shown_host
 from .app import initialization_options, verify_bearer
+from .http import connection_cap, connection_guard, http_app
+from .stdio import stdio_streams
 
-__all__ = ["TransportError", "run_http", "run_stdio"]
+__all__ = ["HTTPLimits", "TransportError", "run_http", "run_stdio"]
 
 log = logging.getLogger("pau_mcp.server")
 
@@ -25,23 +31,51 @@ class TransportError(RuntimeError):
     """The server cannot start as asked; the message says how to fix the command."""
 
 
-async def run_stdio(server: Server[Any]) -> None:
-    """Serve one session on stdin/stdout until stdin closes (so a killed client never leaves the server behind)."""
-    async with stdio_server() as (read_stream, write_stream):
+@dataclass(frozen=True)
+class HTTPLimits:
+    """What one HTTP client may take of the server (see ``http`` for how each is enforced)."""
+
+    message_bytes: int = 1 << 20
+    max_sessions: int = 500
+    session_idle_s: float = 1800.0
+    max_connections: int = 1000
+    read_timeout_s: float = 10.0
+    allowed_hosts: tuple[str, ...] = ()
+
+
+async def run_stdio(server: Server[Any], max_message_bytes: int = 1 << 20) -> None:
+    """Serve one session on stdin/stdout until stdin closes (so a killed client never leaves the server behind).
+
+    Args:
+        server: The MCP server.
+        max_message_bytes: The longest line read (``message_limit``); longer ones are refused, not held.
+    """
+    async with stdio_streams(max_message_bytes) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, initialization_options(server))
 
 
 def run_http(
     server: Server[Any], host: str, port: int, token: str | None, stateless: bool, announce: bool = True,
-    tokens: Any = None,
+    limits: HTTPLimits | None = None, exit_with_stdin: bool = False, tokens: Any = None,
 ) -> None:  # fmt: skip
     """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` with JSON responses until interrupted.
 
-    With ``token``, requests need it or a session token ``tokens`` (a ``TokenSigner``) accepts.
+    Args:
+        server: The MCP server.
+        host: The address to listen on.
+        port: The port (0: a free one, announced on stderr).
+        token: The bearer token clients must send; None for none (loopback only).
+        stateless: No sessions.
+        announce: Print the URL on stderr.
+        limits: What one client may take (connections, sessions, sizes, timeouts).
+        exit_with_stdin: Stop when stdin reaches its end: a parent holding the other end of a pipe (``launch``)
+            takes the server with it when it ends, however it ends.
+        tokens: With ``token``, the ``TokenSigner`` whose session tokens are accepted as well.
 
     Raises:
         TransportError: a non-loopback address without a token, or the port is taken.
     """
+    limits = limits or HTTPLimits()
     if not is_loopback(host) and not token:
         raise TransportError(
             f"refusing to serve on {host} without a token: anyone who can reach it could run the functions. "
@@ -54,32 +88,37 @@ def run_http(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host"
         ) from None
     bound_port = sock.getsockname()[1]
-    security = None
-    if not is_loopback(host):
-        shown = shown_host(host)
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=[f"{shown}:*", "127.0.0.1:*", "localhost:*"],
-            allowed_origins=[f"http://{shown}:*", "http://127.0.0.1:*", "http://localhost:*"],
-        )
-    auth = verifier = None
-    if token:
-        auth = AuthSettings(
-            issuer_url=f"http://{'127.0.0.1' if not is_loopback(host) else host}:{bound_port}",
-            resource_server_url=None,
-            required_scopes=["pau"],
-        )
-        verifier = verify_bearer(token, tokens)
-    app = server.streamable_http_app(
-        json_response=True,
-        stateless_http=stateless,
-        host=host if is_loopback(host) else "0.0.0.0",
-        transport_security=security,
-        auth=auth,
-        token_verifier=verifier,
+    app = http_app(
+        server,
+        bound=host,
+        stateless=stateless,
+        message_bytes=limits.message_bytes,
+        max_sessions=limits.max_sessions,
+        session_idle_s=limits.session_idle_s,
+        allowed_hosts=limits.allowed_hosts,
+        token_verifier=verify_bearer(token, tokens) if token else None,
     )
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2)
+    protocol = connection_guard(AutoHTTPProtocol, connection_cap(limits.max_connections), limits.read_timeout_s)
+    config = uvicorn.Config(
+        app, http=protocol, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2,
+        timeout_keep_alive=max(1, math.ceil(min(5, limits.read_timeout_s))),
+    )  # fmt: skip
     runner = uvicorn.Server(config)
+    if exit_with_stdin:
+        threading.Thread(target=_stop_at_end_of_stdin, args=(runner,), name="pau-mcp-parent", daemon=True).start()
     if announce:
         print(f"pau-mcp: serving at http://{shown_host(host)}:{bound_port}/mcp", file=sys.stderr, flush=True)
     eventloop.run(runner.serve, [sock])
+
+
+def _stop_at_end_of_stdin(runner: uvicorn.Server) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        while sys.stdin.buffer.read(1 << 16):
+            pass
+    log.info("stdin closed: the parent process is gone; stopping")
+    runner.should_exit = True
+    # A graceful stop takes a few seconds at most (open requests get timeout_graceful_shutdown); past that, a
+    # server that cannot stop must not outlive its parent.
+    time.sleep(15)
+    log.error("the server did not stop within 15 s of its parent; exiting now")
+    os._exit(1)

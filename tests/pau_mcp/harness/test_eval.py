@@ -146,7 +146,7 @@ def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path, f
     for episode in _episodes(settings, "tools"):
         assert episode["queries"] == 5
         results = [s for s in episode["trajectory"] if s["kind"] == "tool_result"]
-        assert sum(1 for r in results if r["is_error"] and "budget" in r["text"]) >= 1
+        assert sum(1 for r in results if (r["structured"] or {}).get("status") == "over_budget") >= 1
         assert episode["concluded"] == 1
     calls = sqlite3.connect(settings.db_path).execute("SELECT SUM(counted), COUNT(*) FROM calls").fetchone()
     assert calls[0] == 15 and calls[1] > 15

@@ -15,6 +15,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, tool_name
 from pau_mcp.manifests.checks import freeze_method
+from pau_mcp.server.catalog import RAN
 from pau_mcp.server.launch import http_server as launch_http_server
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -157,5 +158,12 @@ class RawSession:
 
 
 def served(reply: dict) -> bool:
-    """True when a raw ``tools/call`` reply ran the function (a result that is not a tool error)."""
-    return "result" in reply and not reply["result"].get("isError")
+    """True when a raw ``tools/call`` reply ran the function (a result whose status is not a refusal)."""
+    if "result" not in reply or reply["result"].get("isError"):
+        return False
+    return (reply["result"].get("structuredContent") or {}).get("status") in RAN
+
+
+def ran(result) -> bool:
+    """True when an official client's tool result ran the function (over budget and refusals did not)."""
+    return not result.is_error and (result.structured_content or {}).get("status") in RAN

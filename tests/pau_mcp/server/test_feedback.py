@@ -106,6 +106,8 @@ def test_twenty_two_feedback_submits_reveal_no_more_counterexamples_than_the_lim
     later = replies[3]
     assert "feedback" in later.content[0].text and "used" in later.content[0].text
     assert later.structured_content["feedback_left"] == 0 and "scores" not in later.structured_content
+    assert later.structured_content["status"] == "feedback_used"
+    assert all(r.structured_content["status"] == "scored" for r in scored)
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM submissions").fetchone() == (22,)
 
 
@@ -128,7 +130,7 @@ def test_each_counterexample_costs_one_query_and_none_is_given_without_a_query_l
     assert "counterexample" in got["with"].structured_content["scores"]
     assert got["with"].structured_content["queries_left"] == 1
     assert got["last"].structured_content["queries_used"] == 3 and got["last"].structured_content["queries_left"] == 0
-    assert got["over"].is_error and "budget" in got["over"].content[0].text
+    assert got["over"].structured_content["status"] == "over_budget" and "budget" in got["over"].content[0].text
     assert "direct_code_match" in got["without"].structured_content["scores"]
     assert "counterexample" not in got["without"].structured_content["scores"]
     rows = sqlite3.connect(db).execute("SELECT status, counted, arguments, value FROM calls ORDER BY id").fetchall()

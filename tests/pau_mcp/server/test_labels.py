@@ -11,7 +11,7 @@ import sqlite3
 import anyio
 import httpx2
 import pytest
-from conftest import RawSession, http_server, served, tool_of
+from conftest import RawSession, http_server, ran, served, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -76,7 +76,7 @@ def test_a_second_client_cannot_spend_or_submit_under_another_clients_label(tmp_
             [(tool, {"arg0": 7}), ("submit", {"method": tool, "description": "planted by someone else"})],
         )
         owner_again = anyio.run(_official, labelled, [(tool, {"arg0": 4})])
-    assert all(not r.is_error for r in owner)
+    assert all(ran(r) for r in owner)
     assert all(isinstance(r, MCPError) for r in thief), thief
     assert "another" in str(thief[0]) and "alice" in str(thief[0])
     assert isinstance(owner_again[0], MCPError)  # a new MCP session of the same client is another session too
@@ -151,7 +151,7 @@ def test_the_evaluation_harness_way_of_labelling_still_records_each_episode_unde
                 [(tool, {"arg0": i}) for i in range(4)] + [("submit", {"method": tool, "description": "d"})],
                 {"Authorization": f"Bearer {TOKEN}"},
             )
-            assert [r.is_error for r in results] == [False, False, False, True, False]
+            assert [ran(r) for r in results[:4]] == [True, True, True, False] and not results[4].is_error
     rows = _store_rows(
         db,
         "SELECT s.key, SUM(c.counted) FROM calls c JOIN sessions s ON c.session_id = s.id JOIN runs r"
@@ -181,7 +181,7 @@ def test_concurrent_calls_of_one_session_never_exceed_the_budget(tmp_path):
 
     with http_server("--db", str(tmp_path / "runs.db"), "--budget", "3") as url:
         results = anyio.run(main, url)
-    assert len(results) == 12 and sum(not r.is_error for r in results) == 3
+    assert len(results) == 12 and sum(ran(r) for r in results) == 3
 
 
 def test_the_same_label_in_two_runs_names_two_sessions(tmp_path):
@@ -190,7 +190,7 @@ def test_the_same_label_in_two_runs_names_two_sessions(tmp_path):
     with http_server("--db", str(db), "--budget", "2") as url:
         first = anyio.run(_official, f"{url}?session=team&run=day-1", [(tool, {"arg0": i}) for i in range(2)])
         second = anyio.run(_official, f"{url}?session=team&run=day-2", [(tool, {"arg0": i}) for i in range(2)])
-    assert all(not r.is_error for r in first + second)
+    assert all(ran(r) for r in first + second)
     rows = _store_rows(
         db, "SELECT r.name, s.key FROM sessions s JOIN runs r ON s.run_id = r.id WHERE s.key = 'team' ORDER BY r.name"
     )

@@ -59,14 +59,15 @@ def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent
             assert literal.structured_content["queries_used"] == 2
             malformed = await session.call_tool(tool, {"args": "(len('x'),)"})
             assert malformed.is_error and "literal" in malformed.content[0].text
-            both = await session.call_tool(tool, {"arg0": 1, "args": "(1,)"})
-            assert both.is_error and "not both" in both.content[0].text
+            unknown = await session.call_tool(tool, {"arg0": 1, "argument": "(1,)"})
+            assert unknown.is_error and "unknown argument argument" in unknown.content[0].text
             arity = await session.call_tool(tool, {"args": "(1, 2)"})
             assert arity.is_error and "takes 1 argument" in arity.content[0].text
             third = await session.call_tool(tool, {"arg0": 0})
             assert third.structured_content["queries_left"] == 0
             over = await session.call_tool(tool, {"arg0": 5})
-            assert over.is_error and "budget" in over.content[0].text and over.structured_content is None
+            assert not over.is_error and "budget" in over.content[0].text
+            assert over.structured_content["status"] == "over_budget" and over.structured_content["queries_left"] == 0
             submitted = await session.call_tool(
                 "submit",
                 {

@@ -12,7 +12,7 @@ import sys
 import anyio
 import httpx2
 import pytest
-from conftest import ROOT, RawSession, http_server, served, tool_of
+from conftest import ROOT, RawSession, http_server, ran, served, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -56,7 +56,7 @@ def test_a_session_token_keeps_one_budget_across_new_mcp_sessions(tmp_path):
     token = _token("--label", "agent-7", "--run", "tokens")
     with http_server("--db", str(db), "--token", MAIN, "--budget", "4") as url:
         results = anyio.run(_one_call_per_session, url, token, tool_of(B001), 6)
-    assert [r.is_error for r in results] == [False] * 4 + [True] * 2
+    assert [ran(r) for r in results] == [True] * 4 + [False] * 2
     assert [r.structured_content["queries_used"] for r in results[:4]] == [1, 2, 3, 4]
     rows = (
         sqlite3.connect(db)
@@ -73,7 +73,7 @@ def test_a_session_token_works_on_a_loopback_server_without_a_main_token(tmp_pat
     token = _token("--label", "local-agent")
     with http_server("--db", str(tmp_path / "runs.db"), "--budget", "2") as url:
         results = anyio.run(_one_call_per_session, url, token, tool_of(B001), 3)
-    assert [r.is_error for r in results] == [False, False, True]
+    assert [ran(r) for r in results] == [True, True, False]
 
 
 def test_a_session_token_keeps_its_budget_across_a_restart(tmp_path):
@@ -83,7 +83,7 @@ def test_a_session_token_keeps_its_budget_across_a_restart(tmp_path):
         first = anyio.run(_one_call_per_session, url, token, tool_of(B001), 2)
     with http_server("--db", str(db), "--token", MAIN, "--budget", "3") as url:
         second = anyio.run(_one_call_per_session, url, token, tool_of(B001), 2)
-    assert [r.is_error for r in first + second] == [False, False, False, True]
+    assert [ran(r) for r in first + second] == [True, True, True, False]
 
 
 @pytest.mark.parametrize("stateless", [False, True])

@@ -118,7 +118,11 @@ def test_submit_answers_a_method_id_exactly_as_an_unknown_name_and_records_nothi
     by_id, unknown, near = anyio.run(main)
     assert by_id.is_error and unknown.is_error and near.is_error
     assert _same_error(by_id.content[0].text, "builtin/b001", unknown.content[0].text, "fn_0123456789")
-    assert by_id.structured_content == unknown.structured_content
+    assert by_id.structured_content["status"] == unknown.structured_content["status"] == "unknown_tool"
+    assert _same_error(
+        by_id.structured_content["error_message"], "builtin/b001", unknown.structured_content["error_message"],
+        "fn_0123456789",
+    )  # fmt: skip
     import sqlite3
 
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM submissions").fetchone() == (0,)

@@ -1,0 +1,255 @@
+"""PAU as an Inspect AI task: one sample per hidden method, explored through `pau-mcp serve` over stdio.
+
+    inspect eval pau_mcp/pau --model openai/gpt-4o-mini -T suite=builtin -T budget=20
+    inspect view                                                    # every trajectory, tool call by tool call
+
+Each sample starts its own `pau-mcp serve --methods <method> --budget N --run RUN` as an Inspect MCP server, so
+its budget is that server process's and its calls are recorded in pau-mcp's run store under RUN. Inspect's
+``react`` agent explores with the method's tool and ends by calling the server's ``submit`` tool; the scorer
+then gives the judge's rating, the code writer's match and the submitted code's match through pau-mcp's
+``Scorer`` (judge and code writer only with models configured: ``PAU_JUDGE_MODEL``, ``PAU_CODER_MODEL`` or the
+task's ``judge_model`` / ``coder_model``).
+
+Needs the ``inspect`` extra (``pip install 'pau-mcp[inspect]'``); Inspect finds the task through the
+``inspect_ai`` entry point of this package.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai.agent import AgentSubmit, as_solver, react
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
+from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.tool import mcp_connection, mcp_server_stdio, mcp_tools
+
+from wasm_runtime import InvalidInput, parse_arguments
+
+from .config import Settings
+from .manifests import call_text
+from .server.catalog import SUBMIT_TOOL, Catalog, Exposed
+
+__all__ = ["explore", "observed_examples", "pau", "pau_scorer", "scored_mean"]
+
+#: Inspect's system prompt for the explorer; the sample's input is the method's own starting prompt.
+_INSTRUCTIONS = (
+    "You study a Python function you cannot read, only call through its tool. Form hypotheses, test them with "
+    "inputs that could prove them wrong, and when you are confident call `submit` with the tool name as `method`, "
+    "a precise description, and optionally your own implementation as `code`."
+)
+
+
+def _settings(judge_model: str | None = None, coder_model: str | None = None) -> Settings:
+    """The settings of the environment (``PAU_*`` variables), with the task's models on top."""
+    models = {"judge_model": judge_model, "coder_model": coder_model}
+    return Settings.from_env().model_copy(update={k: v for k, v in models.items() if v})
+
+
+@task
+def pau(
+    suite: str = "builtin",
+    methods: str | Sequence[str] | None = None,
+    budget: int = 20,
+    run: str | None = None,
+    judge_model: str | None = None,
+    coder_model: str | None = None,
+    message_limit: int = 80,
+) -> Task:
+    """The PAU benchmark over one suite.
+
+    Args:
+        suite: The suite whose methods are the samples.
+        methods: Only these method ids (comma-separated or a list).
+        budget: Calls per method (the server's ``--budget``; 0 for no limit).
+        run: Record the servers' sessions under this run name (default ``inspect-SUITE-TIME``).
+        judge_model: ``provider/model`` of the judge (default: ``PAU_JUDGE_MODEL``).
+        coder_model: ``provider/model`` of the code writer (default: ``PAU_CODER_MODEL``).
+        message_limit: Messages per sample before Inspect stops the agent.
+    """
+    settings = _settings(judge_model, coder_model)
+    chosen = [m.strip() for m in methods.split(",")] if isinstance(methods, str) else list(methods or [])
+    catalog = Catalog(settings.manifest_store(), [suite], chosen, key=settings.deployment_key())
+    samples = [
+        Sample(
+            id=exposed.method.id,
+            input=exposed.prompt_text(budget),
+            metadata={"method": exposed.method.id, "tool": exposed.tool},
+        )
+        for exposed in catalog
+    ]
+    run_name = run or f"inspect-{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return Task(
+        dataset=MemoryDataset(samples, name=f"pau-{suite}"),
+        solver=explore(budget=budget, run=run_name),
+        scorer=pau_scorer(judge_model=judge_model, coder_model=coder_model),
+        message_limit=message_limit,
+    )
+
+
+@solver
+def explore(budget: int = 20, run: str = "inspect") -> Solver:
+    """Inspect's ``react`` agent with the sample's method served by its own `pau-mcp serve` over stdio.
+
+    One MCP session for the whole sample (the server process is its budget); the agent ends by calling the
+    server's ``submit`` tool, which records the description in pau-mcp's run store.
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        settings = Settings.from_env()
+        server = mcp_server_stdio(
+            name="pau-mcp",
+            command=sys.executable,
+            args=["-m", "pau_mcp", "serve", "--methods", state.metadata["method"], "--budget", str(budget),
+                  "--run", run],
+            # Inspect's stdio client passes a minimal environment: the server needs the same settings and key.
+            env={**os.environ, "PAU_MCP_TOOL_KEY": settings.deployment_key()},
+        )  # fmt: skip
+        async with mcp_connection([server]):
+            tools = await mcp_tools(server, tools=[state.metadata["tool"], SUBMIT_TOOL]).tools()
+            submit = next(t for t in tools if _name(t) == SUBMIT_TOOL)
+            agent = react(
+                prompt=_INSTRUCTIONS,
+                tools=[t for t in tools if _name(t) != SUBMIT_TOOL],
+                submit=AgentSubmit(tool=submit, keep_in_messages=True),
+            )
+            return await as_solver(agent)(state, generate)
+
+    return solve
+
+
+def _name(tool: Any) -> str:
+    from inspect_ai.tool import ToolDef
+
+    return ToolDef(tool).name
+
+
+def _submission(state: TaskState, tool: str) -> tuple[str, str | None]:
+    """The description and code of the agent's last ``submit`` call for ``tool``; else its last words."""
+    for message in reversed(state.messages):
+        if isinstance(message, ChatMessageAssistant):
+            for call in reversed(message.tool_calls or []):
+                if call.function == SUBMIT_TOOL and call.arguments.get("method") == tool:
+                    code = call.arguments.get("code")
+                    return str(call.arguments.get("description") or ""), code if isinstance(code, str) else None
+    return state.output.completion, None
+
+
+def observed_examples(state: TaskState, exposed: Exposed) -> list[tuple[str, str]]:
+    """``(input literal, shown outcome)`` pairs the agent saw: the initial examples, then each call that ran.
+
+    Read from the trajectory: each call's arguments, and the first line of its result, which starts with the call
+    as the server wrote it (``test_func(234) returned 24``).
+    """
+    pairs = [(case.input, case.outcome.shown()) for case in exposed.method.examples if case.outcome is not None]
+    arguments: dict[str, dict[str, Any]] = {}
+    for message in state.messages:
+        if isinstance(message, ChatMessageAssistant):
+            for call in message.tool_calls or []:
+                arguments[call.id] = call.arguments
+        elif isinstance(message, ChatMessageTool) and message.function == exposed.tool and message.error is None:
+            given = arguments.get(message.tool_call_id or "")
+            literal = _literal(given, exposed.method.params) if given is not None else None
+            if literal is None:
+                continue
+            first = message.text.split("\n", 1)[0]
+            call = call_text(exposed.method.entry, literal)
+            if first.startswith(f"{call} returned "):
+                pairs.append((literal, first[len(call) + len(" returned ") :]))
+            elif first.startswith(f"{call} raised "):
+                pairs.append((literal, "raises " + first[len(call) + len(" raised ") :]))
+    return pairs
+
+
+def _literal(arguments: dict[str, Any], params: list[str]) -> str | None:
+    """The call's argument literal as the server formed it (``repr`` of the argument tuple)."""
+    given = arguments.get("args")
+    try:
+        if isinstance(given, str) and given.strip():
+            return repr(parse_arguments(given))
+    except InvalidInput:
+        return None
+    if not all(p in arguments for p in params):
+        return None
+    return repr(tuple(arguments[p] for p in params))
+
+
+@metric
+def scored_mean() -> Metric:
+    """The mean over the samples that have this score (a score needs its model, or submitted code)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        values = [float(s.score.value) for s in scores if isinstance(s.score.value, int | float)]
+        values = [v for v in values if not math.isnan(v)]
+        return sum(values) / len(values) if values else float("nan")
+
+    return compute
+
+
+@scorer(metrics={"judge": [scored_mean()], "codematch": [scored_mean()], "direct": [scored_mean()]})
+def pau_scorer(judge_model: str | None = None, coder_model: str | None = None) -> Any:
+    """pau-mcp's scores of the agent's submission: ``judge`` (rating 1-5), ``codematch`` and ``direct`` (fractions
+    of the hidden tests passed by code written from the description, and by the submitted code).
+
+    A score whose model is not configured, or direct code without submitted code, is NaN (Inspect's mark of a
+    missing score), and ``scored_mean`` leaves it out.
+    """
+    state_holder: dict[str, Any] = {}
+
+    async def score(state: TaskState, target: Target) -> Score:
+        from .scoring import Scorer
+
+        settings = _settings(judge_model, coder_model)
+        scorer_ = state_holder.get("scorer")
+        if scorer_ is None:
+            scorer_ = state_holder["scorer"] = Scorer.from_settings(settings)
+        catalog = state_holder.get("catalog")
+        if catalog is None:
+            catalog = state_holder["catalog"] = Catalog(
+                settings.manifest_store(), [state.metadata["method"].split("/", 1)[0]], key=settings.deployment_key()
+            )
+        exposed = catalog.find(state.metadata["method"])
+        description, code = _submission(state, state.metadata["tool"])
+        kinds = [
+            kind
+            for kind, possible in (
+                ("judge", bool(settings.judge_model and description.strip())),
+                ("codematch", bool(settings.coder_model and description.strip())),
+                ("direct", bool(code and code.strip())),
+            )
+            if possible
+        ]
+        value: dict[str, float] = {"judge": math.nan, "codematch": math.nan, "direct": math.nan}
+        if not kinds:
+            return Score(value=value, answer=description, explanation="nothing to score: no model and no code")
+        result = await scorer_.score(
+            exposed.method.id, description, code, examples=observed_examples(state, exposed), kinds=kinds
+        )
+        if result.judge is not None and result.judge.status == "scored":
+            value["judge"] = result.judge.rating
+        if result.codematch is not None and result.codematch.fraction is not None:
+            value["codematch"] = result.codematch.fraction
+        if result.direct is not None and result.direct.fraction is not None:
+            value["direct"] = result.direct.fraction
+        notes = [f"{kind}: {_reason(part)}" for kind, part in
+                 (("judge", result.judge), ("codematch", result.codematch), ("direct", result.direct)) if part]  # fmt: skip
+        return Score(
+            value=value, answer=description, explanation="; ".join(notes),
+            metadata={"code": code, "cost_usd": result.cost_usd, "generated_code": getattr(result.codematch, "code", None)},
+        )  # fmt: skip
+
+    return score
+
+
+def _reason(part: Any) -> str:
+    status = getattr(part, "status", "")
+    reason = getattr(part, "reason", None)
+    return re.sub(r"\s+", " ", f"{status} {reason or ''}").strip()

@@ -1,0 +1,464 @@
+"""The Streamable HTTP app and the limits that keep one client from exhausting the server.
+
+From the socket inward:
+
+* ``connection_guard``: at most ``max_connections`` open connections (kept below the open-file limit);
+  at the cap, the connection that has waited longest without sending a whole request is closed to make
+  room. Every request, head and body, must arrive within ``read_timeout_s`` of the moment the server
+  starts waiting for it, and its head within 64 KiB, so idle or trickling clients cannot hold
+  connections (uvicorn alone waits forever for a first request and reads headers of any size).
+* ``HostGate``: DNS-rebinding protection on every address (421 for a foreign ``Host``, 403 for a foreign
+  ``Origin``), before authentication.
+* ``BodyGate``: bodies over the message limit get 413, malformed messages a one-line JSON-RPC error with
+  their id; only then does the SDK parse them.
+* ``BoundedSessions``: at most ``max_sessions`` open sessions, each closed after ``session_idle_s``
+  without a request; at the cap, the longest-idle session is reclaimed once idle for half that time
+  (or a minute, if shorter), otherwise the new session gets a 503 that says why and when to retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ipaddress
+import logging
+import math
+import os
+import socket
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..listening import is_loopback
+from .wire import oversized, refusal
+
+__all__ = ["BodyGate", "BoundedSessions", "HostGate", "connection_cap", "connection_guard", "http_app"]
+
+log = logging.getLogger("pau_mcp.server")
+
+#: Largest request head (request line and headers).
+MAX_HEAD_BYTES = 64 * 1024
+#: Open files kept free beside the connections (the run store, worker pipes, logs, one connection being refused).
+_SPARE_FILES = 64
+#: A session is reclaimed at the cap only after this long idle, at most.
+_RECLAIM_AFTER_S = 60.0
+
+
+def _json_error(status: int, code: int, message: str, request_id: str | int | None = None) -> tuple[int, bytes]:
+    body = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+    return status, body.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+async def _respond(send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+# -- DNS rebinding -------------------------------------------------------------------------------------------------
+
+
+def _hostname(authority: str) -> str | None:
+    """The host of a ``Host`` header or an origin's authority, without port or brackets; None if malformed."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        host, bracket, port = authority[1:].partition("]")
+        if not bracket or (port and not (port.startswith(":") and port[1:].isdigit())):
+            return None
+        return host
+    host, colon, port = authority.partition(":")
+    if colon and not port.isdigit():
+        return None
+    return host.rstrip(".") or None
+
+
+class HostGate:
+    """Refuses requests whose ``Host`` (421) or ``Origin`` (403) names a host this server does not answer to.
+
+    A browser tricked by DNS rebinding sends the attacker's name in both; an IP literal cannot be rebound.
+    Bound to a loopback address, the server answers to loopback addresses and ``localhost``; bound to any
+    other address, to IP literals, ``localhost`` and this machine's names. ``extra`` adds names (a proxy's).
+    """
+
+    def __init__(self, app: ASGIApp, bound: str, extra: Iterable[str] = ()) -> None:
+        self.app = app
+        self.loopback_only = is_loopback(bound)
+        names = {"localhost"} | {name.lower().rstrip(".") for name in extra}
+        if not self.loopback_only:
+            names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+        self.names = names
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - one gate per server, and the few names clients use repeat
+    def allows(self, host: str | None) -> bool:
+        """True when ``host`` (bare, no port) names this server."""
+        if not host:
+            return False
+        if host in self.names or host.endswith(".localhost"):
+            return True
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return address.is_loopback or not self.loopback_only
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if not self.allows(_hostname(headers.get("host", ""))):
+            await _respond(
+                send,
+                *_json_error(
+                    421, types.INVALID_REQUEST,
+                    "Misdirected request: the Host header does not name this server (DNS-rebinding protection); "
+                    "use its address or localhost, or start it with --allowed-host NAME.",
+                ),
+            )  # fmt: skip
+            return
+        origin = headers.get("origin")
+        if origin is not None:
+            parts = urlsplit(origin)
+            if parts.scheme not in ("http", "https") or not self.allows(_hostname(parts.netloc)):
+                await _respond(
+                    send,
+                    *_json_error(403, types.INVALID_REQUEST, f"Forbidden: requests from the web origin {origin[:100]!r} are not accepted."),
+                )  # fmt: skip
+                return
+        await self.app(scope, receive, send)
+
+
+# -- bodies --------------------------------------------------------------------------------------------------------
+
+
+class BodyGate:
+    """Reads a POST body of at most ``limit`` bytes and refuses what the SDK would drop or word poorly.
+
+    Over the limit: 413 with the request's id (read from the first bytes). Not a JSON-RPC message: 400 with a
+    one-line reason (``wire.refusal``); a malformed notification gets 202 and nothing else, as the SDK would.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            head = await _head(receive)
+            await _respond(send, *_refused(oversized(head, int(declared), self.limit), 413))
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                head = b"".join(chunks)[:4096] if chunks else chunk[:4096]
+                await _respond(send, *_refused(oversized(head.decode("utf-8", "replace"), size, self.limit), 413))
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        problem = _problem(body)
+        if problem is not None:
+            await _respond(send, *problem)
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _head(receive: Receive) -> str:
+    message = await receive()
+    return message.get("body", b"")[:4096].decode("utf-8", "replace") if message["type"] == "http.request" else ""
+
+
+def _refused(error: types.JSONRPCError, status: int) -> tuple[int, bytes]:
+    return status, error.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+def _problem(body: bytes) -> tuple[int, bytes] | None:
+    """The response to a body that is not one JSON-RPC message, or None to let the SDK answer."""
+    if not body.strip():
+        return None  # the SDK's own parse error
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
+    except ValidationError:
+        error = refusal(body.decode("utf-8", "replace"))
+        return (202, b"") if error is None else _refused(error, 400)
+    if isinstance(message, types.JSONRPCNotification) and b'"id"' in body:
+        error = refusal(body.decode("utf-8", "replace"), request=True)
+        if error is not None:
+            return _refused(error, 400)
+    return None
+
+
+# -- sessions ------------------------------------------------------------------------------------------------------
+
+
+class BoundedSessions(StreamableHTTPSessionManager):
+    """The SDK's session manager with the cap reclaiming idle sessions and a 503 that says what to do.
+
+    Relies on the SDK 2.3 manager's session table (``_server_instances``) and each transport's idle
+    countdown (``idle_scope`` and ``_requests_in_flight``); ``mcp`` is pinned to that version.
+    """
+
+    def _reclaim(self) -> bool:
+        """Close the session idle longest if it has been idle long enough; True if one was closed."""
+        assert self.session_idle_timeout is not None
+        now = anyio.current_time()
+        least_recent: tuple[float, str] | None = None
+        for session_id, transport in self._server_instances.items():
+            scope = transport.idle_scope
+            if scope is None or transport._requests_in_flight or math.isinf(scope.deadline):
+                continue
+            idle_since = scope.deadline - self.session_idle_timeout
+            if least_recent is None or idle_since < least_recent[0]:
+                least_recent = (idle_since, session_id)
+        reclaim_after = min(_RECLAIM_AFTER_S, self.session_idle_timeout / 2)
+        if least_recent is None or now - least_recent[0] < reclaim_after:
+            return False
+        session_id = least_recent[1]
+        transport = self._server_instances.pop(session_id)
+        self._session_owners.pop(session_id, None)
+        assert transport.idle_scope is not None
+        transport.idle_scope.cancel()  # its server task ends and terminates the transport
+        log.info("session %s reclaimed after %.0f s idle to make room for a new one", session_id, now - least_recent[0])
+        return True
+
+    def _admit_session(self, requestor: Any) -> Any:
+        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
+            self._reclaim()
+        return super()._admit_session(requestor)
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if Headers(scope=scope).get(MCP_SESSION_ID_HEADER) is None and self.max_sessions is not None:
+            async with self._session_creation_lock:
+                full = len(self._server_instances) >= self.max_sessions and not self._reclaim()
+            if full:
+                assert self.session_idle_timeout is not None
+                retry = max(1, round(min(_RECLAIM_AFTER_S, self.session_idle_timeout / 2)))
+                await _respond(
+                    send,
+                    *_json_error(
+                        503, types.INTERNAL_ERROR,
+                        f"Too many open sessions: this server keeps at most {self.max_sessions} (--max-sessions / "
+                        "PAU_MCP_MAX_SESSIONS) and none has been idle long enough to close; retry in "
+                        f"{retry} s, and end sessions you no longer need (HTTP DELETE).",
+                    ),
+                    headers=[(b"retry-after", str(retry).encode())],
+                )  # fmt: skip
+                return
+        await super()._handle_stateful_request(scope, receive, send)
+
+
+# -- the app -------------------------------------------------------------------------------------------------------
+
+
+def http_app(
+    server: Server[Any], *, bound: str, stateless: bool, message_bytes: int, max_sessions: int,
+    session_idle_s: float, allowed_hosts: Iterable[str] = (), token_verifier: Any = None,
+) -> ASGIApp:  # fmt: skip
+    """The Streamable HTTP app at ``/mcp`` (JSON responses), with every limit above but the connection guard.
+
+    Args:
+        server: The MCP server.
+        bound: The address the server listens on (chooses the hosts it answers to).
+        stateless: No sessions (budgets then apply per ``X-PAU-Session`` header).
+        message_bytes: The largest request body.
+        max_sessions: Sessions open at once.
+        session_idle_s: Seconds after which an idle session is closed.
+        allowed_hosts: More host names to answer to (a reverse proxy's).
+        token_verifier: Bearer-token check; None serves without authentication.
+    """
+    manager = BoundedSessions(
+        app=server,
+        json_response=True,
+        stateless=stateless,
+        # The Host and Origin checks are HostGate's, for every address; the SDK's cover only a few.
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=message_bytes + 1,
+        session_idle_timeout=session_idle_s,
+        max_sessions=max_sessions,
+    )
+    endpoint: ASGIApp = BodyGate(StreamableHTTPASGIApp(manager), message_bytes)
+    middleware: list[Middleware] = []
+    if token_verifier is not None:
+        middleware = [
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(token_verifier)),
+            Middleware(AuthContextMiddleware),
+        ]
+        # The body is read only once the token is checked: anonymous clients cannot make the server buffer.
+        endpoint = RequireAuthMiddleware(endpoint, ["pau"], None)
+    app = Starlette(routes=[Route("/mcp", endpoint=endpoint)], middleware=middleware, lifespan=lambda _: manager.run())
+    # Outermost, so that a rebound request is refused before authentication.
+    return HostGate(app, bound, allowed_hosts)
+
+
+# -- connections ---------------------------------------------------------------------------------------------------
+
+
+def connection_cap(wanted: int) -> int:
+    """``wanted`` connections, or fewer if the open-file limit (raised to its hard limit if need be) is lower."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: no limit to read
+        return wanted
+    try:
+        in_use = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        in_use = 64
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = wanted + in_use + _SPARE_FILES
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return wanted
+    cap = max(1, soft - in_use - _SPARE_FILES)
+    log.warning(
+        "serving at most %d connections, not %d: the open-file limit is %d (raise it with ulimit -n)", cap, wanted, soft
+    )
+    return cap
+
+
+class _Connections:
+    """The open connections, and which of them wait for a request (oldest first)."""
+
+    def __init__(self, cap: int, read_timeout_s: float) -> None:
+        self.cap = cap
+        self.read_timeout_s = read_timeout_s
+        self.count = 0
+        self.waiting: dict[Any, None] = {}
+
+    def make_room(self, newcomer: Any) -> bool:
+        """Close the connection that has waited longest for a request; False if every other one is busy."""
+        for protocol in self.waiting:
+            if protocol is not newcomer:
+                protocol._pau_drop()
+                return True
+        return False
+
+
+_BUSY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\n"
+
+
+def connection_guard(base: type[asyncio.Protocol], cap: int, read_timeout_s: float) -> type[asyncio.Protocol]:
+    """A subclass of uvicorn's HTTP protocol ``base`` enforcing the connection cap, read timeout and head size."""
+    connections = _Connections(cap, read_timeout_s)
+    busy_body = _json_error(
+        503, types.INTERNAL_ERROR, "Too many open connections, all busy with requests; retry in a moment."
+    )[1]
+    busy = _BUSY + b"content-length: " + str(len(busy_body)).encode() + b"\r\n\r\n" + busy_body
+    too_large = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+    class Guarded(base):  # type: ignore[valid-type, misc]
+        _pau_timer: asyncio.TimerHandle | None = None
+        _pau_counted = False
+        _pau_head = 0
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            connections.count += 1
+            self._pau_counted = True
+            if connections.count > connections.cap and not connections.make_room(self):
+                self.transport.write(busy)
+                self._pau_drop()
+                return
+            self._pau_wait()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._pau_forget()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            in_head = self.cycle is None or self.cycle.response_complete
+            super().data_received(data)
+            if self._pau_timer is None or self.transport.is_closing():
+                return
+            if in_head:
+                self._pau_head += len(data)
+            if self.cycle is None or self.cycle.response_complete:  # still reading a request head
+                if self._pau_head > MAX_HEAD_BYTES:
+                    self.transport.write(too_large)
+                    self._pau_drop()
+            elif not self.cycle.more_body:  # the whole request is in: it has the time it needs now
+                self._pau_stop_waiting()
+
+        def on_response_complete(self) -> None:
+            unread = self.cycle is not None and self.cycle.more_body
+            super().on_response_complete()
+            if unread:
+                # Answered before its body was read (a 413): the rest of the body would be taken for the next
+                # request's head, so the connection ends here, as HTTP servers do.
+                self._pau_drop()
+                return
+            pipelined = self.cycle is not None and not self.cycle.response_complete
+            if not self.transport.is_closing() and not pipelined:
+                self._pau_wait()
+
+        def _pau_wait(self) -> None:
+            self._pau_stop_waiting()
+            self._pau_head = 0
+            self._pau_timer = self.loop.call_later(connections.read_timeout_s, self._pau_drop)
+            connections.waiting[self] = None
+
+        def _pau_stop_waiting(self) -> None:
+            if self._pau_timer is not None:
+                self._pau_timer.cancel()
+                self._pau_timer = None
+            connections.waiting.pop(self, None)
+
+        def _pau_forget(self) -> None:
+            self._pau_stop_waiting()
+            if self._pau_counted:
+                self._pau_counted = False
+                connections.count -= 1
+
+        def _pau_drop(self) -> None:
+            self._pau_forget()
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    Guarded.__name__ = f"Guarded{base.__name__}"
+    return Guarded

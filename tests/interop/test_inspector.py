@@ -1,0 +1,90 @@
+"""The MCP Inspector's CLI (2.x, on the Node 22 that .ci/run installs under .ci/node) against a real `pau-mcp serve`:
+the commands docs/clients.md gives, over stdio and over HTTP with a session token."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from interop_support import (
+    INSPECTOR,
+    NODE_BIN,
+    ROOT,
+    TOOL,
+    counted_calls,
+    http_server,
+    issue_token,
+    node22,
+    submissions,
+)
+
+pytestmark = pytest.mark.interop
+
+
+def _inspector(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    environment = {**node22(), "HOME": str(home)}  # the Inspector writes under $HOME/.mcp-inspector
+    return subprocess.run(
+        [str(NODE_BIN / "node"), str(INSPECTOR), "--cli", "--connect-timeout", "120000", *args],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, env=environment,
+    )  # fmt: skip
+
+
+def _stdio(data_dir: Path, *serve: str) -> list[str]:
+    """The server command as docs/clients.md writes it; -e passes what the Inspector does not (its child gets a
+    minimal environment)."""
+    import os
+
+    from wasm_runtime import default_cache_dir
+
+    keep = {
+        "PAU_MCP_TOOL_KEY": os.environ["PAU_MCP_TOOL_KEY"],
+        "PAU_MCP_DATA_DIR": str(data_dir),
+        # The built sandbox, found again although the Inspector runs with another HOME.
+        "PAU_MCP_CACHE_DIR": os.environ.get("PAU_MCP_CACHE_DIR") or str(default_cache_dir()),
+    }
+    passed = [arg for name, value in keep.items() for arg in ("-e", f"{name}={value}")]
+    return [*passed, sys.executable, "-m", "pau_mcp", "serve", "--methods", "builtin/b001", *serve]
+
+
+def test_the_inspector_lists_portable_schemas_and_sends_typed_arguments_over_stdio(data_dir, tmp_path):
+    listed = _inspector(tmp_path, *_stdio(data_dir), "--method", "tools/list")
+    assert listed.returncode == 0, listed.stderr
+    assert "portability" not in listed.stderr.lower(), listed.stderr
+    tools = {t["name"]: t for t in json.loads(listed.stdout)["tools"]}
+    assert set(tools) == {TOOL, "submit", "open"}
+    strict = _inspector(tmp_path, *_stdio(data_dir), "--method", "tools/list", "--strict")
+    assert strict.returncode == 0 and "Warning" not in strict.stderr, strict.stderr
+    called = _inspector(
+        tmp_path, *_stdio(data_dir), "--method", "tools/call", "--tool-name", TOOL, "--tool-arg", "arg0=234"
+    )
+    assert called.returncode == 0, called.stderr
+    result = json.loads(called.stdout)
+    assert result["structuredContent"]["status"] == "ok" and result["structuredContent"]["value"] == "24"
+    assert "test_func(234) returned 24" in result["content"][0]["text"]
+
+
+def test_the_inspector_over_http_with_a_session_token_calls_runs_into_the_budget_and_submits(data_dir, tmp_path):
+    token = issue_token(data_dir, "inspector", "--run", "interop")
+    header = ["--transport", "http", "--header", f"Authorization: Bearer {token}"]
+    with http_server(data_dir, "--token", "main-token-0123456789", "--budget", "2") as url:
+        listed = _inspector(tmp_path, url, *header, "--method", "tools/list")
+        calls = [
+            _inspector(tmp_path, url, *header, "--method", "tools/call", "--tool-name", TOOL, "--tool-arg", f"arg0={v}")
+            for v in (234, 57, 105)
+        ]
+        submitted = _inspector(
+            tmp_path, url, *header, "--method", "tools/call", "--tool-name", "submit",
+            "--tool-arg", f"method={TOOL}", "--tool-arg", "description=the product of the digits",
+        )  # fmt: skip
+        unauthorised = _inspector(tmp_path, url, "--transport", "http", "--method", "tools/list")
+    assert listed.returncode == 0 and "portability" not in listed.stderr.lower(), listed.stderr
+    assert all(c.returncode == 0 for c in calls), [c.stderr for c in calls]
+    statuses = [json.loads(c.stdout)["structuredContent"]["status"] for c in calls]
+    assert statuses == ["ok", "ok", "over_budget"]
+    assert json.loads(submitted.stdout)["structuredContent"]["status"] == "recorded"
+    assert unauthorised.returncode != 0
+    assert counted_calls(data_dir) == [("inspector", 2, 3)]
+    assert submissions(data_dir) == [("builtin/b001", "the product of the digits")]

@@ -1,0 +1,352 @@
+"""`pau-mcp serve --transport http` under attack: foreign hosts, oversized bodies, piles of sessions, idle and slow
+connections. Each limit is tried with real sockets on loopback against a real server process."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import anyio
+import httpx2
+import pytest
+from conftest import ROOT, http_server, tool_of
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+TOKEN = "test-token-0123456789"
+TOOL = tool_of("builtin/b001")
+ACCEPT = "application/json, text/event-stream"
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}  # fmt: skip
+
+
+def _address(url: str) -> tuple[str, int]:
+    match = re.match(r"http://\[?([^\]/]+?)\]?:(\d+)/", url)
+    assert match, url
+    return match.group(1), int(match.group(2))
+
+
+def _post(url: str, body: bytes | dict, host: str | None = None, **headers: str) -> httpx2.Response:
+    content = json.dumps(body).encode() if isinstance(body, dict) else body
+    sent = {
+        "content-type": "application/json",
+        "accept": ACCEPT,
+        **{k.replace("_", "-"): v for k, v in headers.items()},
+    }
+    if host is not None:
+        sent["host"] = host
+    return httpx2.post(url, content=content, headers=sent, timeout=30)
+
+
+def _initialize(url: str) -> str:
+    response = _post(url, INITIALIZE)
+    assert response.status_code == 200, response.text
+    session = response.headers["mcp-session-id"]
+    _post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, mcp_session_id=session)
+    return session
+
+
+def _ping(url: str, session: str) -> httpx2.Response:
+    return _post(url, {"jsonrpc": "2.0", "id": 9, "method": "ping"}, mcp_session_id=session)
+
+
+def _one_line_error(response: httpx2.Response) -> dict:
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and "\n" not in body["error"]["message"], body
+    return body
+
+
+# -- DNS rebinding ---------------------------------------------------------------------------------------------
+
+
+def _bindable(host: str) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family) as probe:
+            probe.bind((host, 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1"])
+def test_a_foreign_host_header_is_refused_on_every_loopback_address(tmp_path, host):
+    if not _bindable(host):
+        pytest.skip(f"this machine cannot bind {host}")
+    with http_server("--db", str(tmp_path / "runs.db"), "--host", host) as url:
+        bare, port = _address(url)
+        foreign = (
+            "evil.example", f"evil.example:{port}", f"127.0.0.1.evil.example:{port}", f"localhost.evil.example:{port}",
+            f"evil.example:{port}:{port}", "[::1", f"127.0.0.1:{port}x", "10.1.2.3", "",
+        )  # fmt: skip
+        for host in foreign:
+            assert _post(url, INITIALIZE, host=host).status_code == 421, host
+        shown = f"[{bare}]" if ":" in bare else bare
+        for own in (f"{shown}:{port}", f"LocalHost:{port}", shown, f"127.9.9.9:{port}", f"[::1]:{port}"):
+            assert _post(url, INITIALIZE, host=own).status_code == 200, own
+
+
+def test_a_foreign_origin_is_refused(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db")) as url:
+        _, port = _address(url)
+        assert _post(url, INITIALIZE, origin="http://evil.example").status_code == 403
+        assert _post(url, INITIALIZE, origin="null").status_code == 403
+        assert _post(url, INITIALIZE, origin=f"http://localhost:{port}").status_code == 200
+
+
+def test_the_host_check_comes_before_authentication(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db"), "--token", TOKEN) as url:
+        assert _post(url, INITIALIZE, host="evil.example").status_code == 421
+        assert _post(url, INITIALIZE).status_code == 401
+
+
+def test_an_allowed_host_setting_admits_a_proxy_name(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db"), "--allowed-host", "mcp.example.org") as url:
+        assert _post(url, INITIALIZE, host="mcp.example.org").status_code == 200
+        assert _post(url, INITIALIZE, host="other.example.org").status_code == 421
+    names = {"PAU_MCP_ALLOWED_HOSTS": "a.example.org:b.example.org"}
+    with http_server("--db", str(tmp_path / "runs.db"), env=names) as url:
+        assert _post(url, INITIALIZE, host="a.example.org").status_code == 200
+        assert _post(url, INITIALIZE, host="b.example.org:8443").status_code == 200
+        assert _post(url, INITIALIZE, host="c.example.org").status_code == 421
+
+
+# -- bodies ------------------------------------------------------------------------------------------------------
+
+
+def test_a_body_over_the_limit_is_refused_413_with_its_request_id(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db")) as url:
+        session = _initialize(url)
+        body = b'{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"x","arguments":{"arg0":"'
+        body += b"x" * (3 << 20) + b'"}}}'
+        declared = _post(url, body, mcp_session_id=session)
+        assert declared.status_code == 413
+        refused = _one_line_error(declared)
+        assert refused["id"] == 77 and "--max-argument-kb" in refused["error"]["message"]
+
+        def chunks() -> Iterator[bytes]:
+            for start in range(0, len(body), 1 << 16):
+                yield body[start : start + (1 << 16)]
+
+        streamed = httpx2.post(
+            url, content=chunks(), timeout=30,
+            headers={"content-type": "application/json", "accept": ACCEPT, "mcp-session-id": session},
+        )  # fmt: skip
+        assert streamed.status_code == 413 and _one_line_error(streamed)["id"] == 77
+        assert _ping(url, session).status_code == 200
+
+
+def test_malformed_bodies_get_one_line_errors_with_their_ids(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db")) as url:
+        session = _initialize(url)
+        call = '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"%s","arguments":{"arg0":%s}}}'
+        surrogate = _post(url, (call % (TOOL, '"\\ud800"')).encode(), mcp_session_id=session)
+        assert surrogate.status_code == 400
+        assert _one_line_error(surrogate)["id"] == 5 and "surrogate" in surrogate.json()["error"]["message"]
+        digits = _post(url, (call % (TOOL, "9" * 5000)).encode(), mcp_session_id=session)
+        assert digits.status_code == 400 and "4,300 digits" in _one_line_error(digits)["error"]["message"]
+        batch = _post(url, b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', mcp_session_id=session)
+        assert batch.status_code == 400 and "one message" in _one_line_error(batch)["error"]["message"]
+        null_id = _post(url, {"jsonrpc": "2.0", "id": None, "method": "ping"}, mcp_session_id=session)
+        assert null_id.status_code == 400 and _one_line_error(null_id)["error"]["code"] == -32600
+        assert _ping(url, session).status_code == 200
+
+
+# -- sessions ----------------------------------------------------------------------------------------------------
+
+
+def test_sessions_over_the_cap_are_refused_clearly_until_the_longest_idle_one_is_reclaimed(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db"), "--max-sessions", "2", "--session-idle", "6") as url:
+        first = _initialize(url)
+        time.sleep(0.5)
+        second = _initialize(url)
+        refused = _post(url, INITIALIZE)
+        assert refused.status_code == 503 and int(refused.headers["retry-after"]) >= 1
+        message = _one_line_error(refused)["error"]["message"]
+        assert "--max-sessions" in message
+        assert _ping(url, first).status_code == 200 and _ping(url, second).status_code == 200
+        time.sleep(3.5)  # both idle for half of --session-idle: the longest idle one may be reclaimed
+        assert _ping(url, second).status_code == 200
+        third = _initialize(url)
+        assert _ping(url, first).status_code == 404
+        assert _ping(url, second).status_code == 200 and _ping(url, third).status_code == 200
+
+
+def test_an_idle_session_expires(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db"), "--session-idle", "1") as url:
+        session = _initialize(url)
+        assert _ping(url, session).status_code == 200
+        time.sleep(2.5)
+        assert _ping(url, session).status_code == 404
+
+
+# -- connections -------------------------------------------------------------------------------------------------
+
+
+def _connect(host: str, port: int) -> socket.socket:
+    return socket.create_connection((host, port), timeout=10)
+
+
+def _served(url: str, deadline_s: float) -> float:
+    """Seconds until a fresh client is served (an initialize answered 200)."""
+    started = time.monotonic()
+    while True:
+        try:
+            if _post(url, INITIALIZE).status_code == 200:
+                return time.monotonic() - started
+        except httpx2.HTTPError:
+            pass
+        assert time.monotonic() - started < deadline_s, "a real client was locked out"
+        time.sleep(0.1)
+
+
+def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def test_idle_connections_beyond_the_cap_do_not_lock_out_a_real_client(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db"), "--max-connections", "20", "--read-timeout", "30") as url:
+        host, port = _address(url)
+        idle = [_connect(host, port) for _ in range(150)]
+        try:
+            assert _served(url, 5) < 5
+        finally:
+            for sock in idle:
+                sock.close()
+
+
+def test_a_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "1") as url:
+        sock = _connect(*_address(url))
+        started = time.monotonic()
+        assert _closed_by_server(sock, 10)
+        assert time.monotonic() - started < 5
+
+
+def test_headers_trickled_slowly_are_cut_off_and_a_real_client_is_still_served(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "2", "--max-connections", "30") as url:
+        host, port = _address(url)
+        stop = threading.Event()
+        socks = [_connect(host, port) for _ in range(60)]
+        cut: list[bool] = []
+
+        def trickle(sock: socket.socket) -> None:
+            try:
+                sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                while not stop.is_set():
+                    sock.sendall(b"X-Slow: a\r\n")
+                    time.sleep(0.3)
+            except OSError:
+                cut.append(True)
+
+        threads = [threading.Thread(target=trickle, args=(s,), daemon=True) for s in socks]
+        for thread in threads:
+            thread.start()
+        try:
+            assert _served(url, 10) < 10
+            time.sleep(3)
+            assert len(cut) == len(socks)
+        finally:
+            stop.set()
+            for sock in socks:
+                sock.close()
+
+
+def test_a_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path):
+    with http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "60") as url:
+        host, port = _address(url)
+        sock = _connect(host, port)
+        started = time.monotonic()
+        with contextlib.suppress(OSError):
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * (4 << 20))
+        assert _closed_by_server(sock, 10)
+        assert time.monotonic() - started < 10
+        sock.close()
+        assert _served(url, 5) < 5
+
+
+def _serve_with_few_files(db, limit: int) -> subprocess.Popen:
+    """`pau-mcp serve --transport http` with at most ``limit`` open files (RLIMIT_NOFILE)."""
+    launcher = (
+        "import os, resource, sys; "
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({limit}, {limit})); os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    command = [sys.executable, "-m", "pau_mcp", "serve", "--transport", "http", "--port", "0", "--db", str(db)]
+    return subprocess.Popen(
+        [sys.executable, "-c", launcher, *command], cwd=ROOT, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+
+
+def test_the_connection_cap_stays_below_the_open_file_limit(tmp_path):
+    process = _serve_with_few_files(tmp_path / "runs.db", 256)
+    idle: list[socket.socket] = []
+    try:
+        assert process.stderr is not None
+        url = None
+        for line in process.stderr:
+            found = re.search(r"serving at (http://\S+)", line)
+            if found:
+                url = found.group(1)
+                break
+        assert url, "the server did not start"
+        threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()  # type: ignore[union-attr]
+        host, port = _address(url)
+        idle = [_connect(host, port) for _ in range(400)]
+        assert _served(url, 5) < 5
+        assert process.poll() is None
+    finally:
+        for sock in idle:
+            sock.close()
+        process.terminate()
+        process.wait(timeout=30)
+
+
+# -- one request must not stall everyone -------------------------------------------------------------------------
+
+
+def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_run(tmp_path):
+    latencies: list[float] = []
+
+    async def heavy(url: str, arguments: dict) -> None:
+        async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as session:
+            await session.initialize()
+            for _ in range(3):
+                await session.call_tool(TOOL, arguments)
+
+    async def main(url: str) -> None:
+        async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as pinger:
+            await pinger.initialize()
+            async with anyio.create_task_group() as group:
+                group.start_soon(heavy, url, {"arg0": "x" * 1_000_000})  # refused by the argument cap
+                group.start_soon(heavy, url, {"args": "(" + "[" * 99 + "1" + "]" * 99 + ",)"})
+                group.start_soon(heavy, url, {"arg0": list(range(12_000))})  # just under 64 KiB
+                group.start_soon(heavy, url, {"args": "(" + repr(list(range(11_000))) + ",)"})
+                await anyio.sleep(0.3)
+                for _ in range(20):
+                    started = time.perf_counter()
+                    with anyio.fail_after(1):
+                        await pinger.send_ping()
+                    latencies.append(time.perf_counter() - started)
+                    await anyio.sleep(0.02)
+
+    with http_server("--db", str(tmp_path / "runs.db"), "--budget", "0") as url:
+        anyio.run(main, url)
+    assert max(latencies) < 0.5, latencies

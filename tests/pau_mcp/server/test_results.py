@@ -1,0 +1,115 @@
+"""Tool results a program can act on: a machine-readable status on every result, refusals included, and whose
+budget a call spent."""
+
+from __future__ import annotations
+
+import anyio
+import httpx2
+import jsonschema
+from conftest import http_server, stdio_session, tool_of
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from pau_mcp.server import OUTPUT_SCHEMA
+
+B001 = "builtin/b001"
+
+
+def test_a_call_over_the_budget_is_an_observation_with_status_over_budget(tmp_path):
+    """Not a tool error: clients that retry tool errors (pydantic-ai) or stop on them must still let the agent
+    submit; the status says what happened."""
+    tool = tool_of(B001)
+
+    async def main() -> list:
+        async with stdio_session("--db", str(tmp_path / "r.db"), "--budget", "2", "--methods", B001) as session:
+            return [await session.call_tool(tool, {"arg0": i}) for i in range(4)]
+
+    results = anyio.run(main)
+    for result in results:
+        jsonschema.validate(result.structured_content, OUTPUT_SCHEMA)
+    assert [r.structured_content["status"] for r in results] == ["ok", "ok", "over_budget", "over_budget"]
+    over = results[2]
+    assert not over.is_error
+    assert over.structured_content["queries_used"] == 2 and over.structured_content["queries_left"] == 0
+    assert over.structured_content["value"] is None
+    assert "spent" in over.content[0].text and "submit" in over.content[0].text
+
+
+def test_refused_arguments_and_unknown_tools_are_tool_errors_with_a_status(tmp_path):
+    tool = tool_of(B001)
+
+    async def main() -> dict:
+        async with stdio_session("--db", str(tmp_path / "r.db"), "--methods", B001) as session:
+            out = {"first": await session.call_tool(tool, {"arg0": 1})}
+            out["malformed"] = await session.call_tool(tool, {"args": "(len('x'),)"})
+            out["missing"] = await session.call_tool(tool, {})
+            out["extra"] = await session.call_tool(tool, {"arg0": 1, "arg9": 2})
+            out["unknown"] = await session.call_tool(tool_of("builtin/b002"), {"arg0": 1})
+            out["submit_unknown"] = await session.call_tool("submit", {"method": "fn_0", "description": "d"})
+            out["submit_empty"] = await session.call_tool("submit", {"method": tool, "description": " "})
+            out["submitted"] = await session.call_tool("submit", {"method": tool, "description": "d", "code": None})
+            out["open_unknown"] = await session.call_tool("open", {"methods": ["fn_0"]})
+            out["after"] = await session.call_tool(tool, {"arg0": 2})
+            return out
+
+    got = anyio.run(main)
+    for key in ("malformed", "missing", "extra"):
+        assert got[key].is_error, key
+        assert got[key].structured_content["status"] == "invalid_input", key
+        jsonschema.validate(got[key].structured_content, OUTPUT_SCHEMA)
+        assert got[key].structured_content["queries_used"] == 1
+        assert got[key].structured_content["error_message"] in got[key].content[0].text
+    assert "arg9" in got["extra"].content[0].text
+    assert got["unknown"].is_error and got["unknown"].structured_content["status"] == "unknown_tool"
+    assert got["submit_unknown"].is_error and got["submit_unknown"].structured_content["status"] == "unknown_tool"
+    assert got["submit_empty"].is_error and got["submit_empty"].structured_content["status"] == "invalid_input"
+    assert got["open_unknown"].is_error and got["open_unknown"].structured_content["status"] == "unknown_tool"
+    assert not got["submitted"].is_error and got["submitted"].structured_content["status"] == "recorded"
+    assert got["after"].structured_content["queries_used"] == 2
+
+
+def test_a_stdio_server_says_its_budget_lasts_as_long_as_its_process(tmp_path):
+    """A client that starts a new server for every call (langchain-mcp-adapters' default) sees it at once."""
+    tool = tool_of(B001)
+    db = str(tmp_path / "r.db")
+
+    async def one_process(calls: int) -> tuple:
+        async with stdio_session("--db", db, "--budget", "5", "--methods", B001) as session:
+            instructions = session.initialize_result.instructions
+            return instructions, [await session.call_tool(tool, {"arg0": i}) for i in range(calls)]
+
+    async def main() -> list:
+        return [await one_process(2), await one_process(1)]
+
+    (instructions, first), (_, again) = anyio.run(main)
+    note = "new server"
+    assert first[0].structured_content["budget_scope"] == "process"
+    assert "1 of 5" in first[0].content[0].text and "server process" in first[0].content[0].text
+    assert note in first[0].content[0].text
+    assert note not in first[1].content[0].text and "2 of 5" in first[1].content[0].text
+    assert "1 of 5" in again[0].content[0].text and note in again[0].content[0].text
+    assert "server process" in instructions and "one session" in instructions
+
+
+def test_the_budget_a_call_spent_is_named_for_http_sessions_and_session_tokens(tmp_path):
+    from test_tokens import _token
+
+    tool = tool_of(B001)
+    token = _token("--label", "scoped-agent")
+
+    async def call(url: str, headers: dict) -> object:
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as client:
+            async with streamable_http_client(url, http_client=client) as (read, write, *_):
+                async with ClientSession(read, write) as session:
+                    with anyio.fail_after(60):
+                        await session.initialize()
+                        return await session.call_tool(tool, {"arg0": 3})
+
+    with http_server("--db", str(tmp_path / "r.db"), "--budget", "4") as url:
+        plain = anyio.run(call, url, {})
+        scoped = anyio.run(call, url, {"Authorization": f"Bearer {token}"})
+    assert plain.structured_content["budget_scope"] == "mcp_session"
+    assert "this MCP session" in plain.content[0].text
+    assert scoped.structured_content["budget_scope"] == "token"
+    assert "scoped-agent" in scoped.content[0].text
+    assert "new server" not in plain.content[0].text + scoped.content[0].text
