@@ -70,7 +70,7 @@ SETTINGS: dict[str, SettingSpec] = {
             "timeout_s",
             "PAU_MCP_TIMEOUT",
             "--timeout",
-            "Time limit per call, in seconds of CPython work (the CPU budget; the wall-clock backstop is 10 times longer).",
+            "Time limit per call, in seconds of CPython work (the CPU budget; no call runs longer than 5 times it in wall time).",
             float,
         ),
         SettingSpec("memory_mb", "PAU_MCP_MEMORY_MB", "--memory-mb", "Memory limit per call, in MiB.", int),

@@ -14,11 +14,13 @@ __all__ = ["FUEL_PER_SECOND", "WALL_CLOCK_FACTOR", "Limits"]
 #: The value is the middle of that range, so work that CPython finishes within the time limit finishes
 #: here too; big-int-heavy work gets about half its native time.
 FUEL_PER_SECOND = 20_000_000_000
-#: The wall-clock deadline is this many times the time limit. The sandbox runs CPython 2.6 to 4.5 times
-#: slower than native, and burns 5e9 to 1.6e10 fuel a CPU second, so the fuel budget ends a call well
-#: before this backstop unless the machine is badly overloaded: the limit that stops a call is fuel,
-#: which is deterministic, rather than the clock, which is not.
-WALL_CLOCK_FACTOR = 10
+#: The wall-clock deadline is this many times the time limit, and no input holds the sandbox longer
+#: (plus a tick or two). Fuel runs out first on an idle machine: the sandbox burns 4.3e9 (building
+#: sets of ints, the slowest found) to 1.6e10 fuel a CPU second, so a function that spends its whole
+#: budget takes 1.2 to 4.6 times the limit. On a loaded machine the clock can stop a function that
+#: would have finished within its fuel; the factor is kept small because it is also what a hostile
+#: input can make a worker wait (10x let one call hold a worker 20 s at the default 2 s limit).
+WALL_CLOCK_FACTOR = 5
 
 
 @dataclass(frozen=True)
