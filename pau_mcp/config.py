@@ -66,7 +66,13 @@ SETTINGS: dict[str, SettingSpec] = {
             "Directory for the built sandbox component.",
             click.Path(path_type=Path),
         ),
-        SettingSpec("timeout_s", "PAU_MCP_TIMEOUT", "--timeout", "Wall-clock limit per call, in seconds.", float),
+        SettingSpec(
+            "timeout_s",
+            "PAU_MCP_TIMEOUT",
+            "--timeout",
+            "Time limit per call, in seconds of CPython work (the CPU budget; no call runs longer than 5 times it in wall time).",
+            float,
+        ),
         SettingSpec("memory_mb", "PAU_MCP_MEMORY_MB", "--memory-mb", "Memory limit per call, in MiB.", int),
         SettingSpec(
             "manifests",

@@ -217,7 +217,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
             finally:
                 if scorer is not None:
                     await scorer.aclose()
-                if hasattr(sandbox, "close"):
+                if sandbox is not None:
                     sandbox.close()
 
         try:

@@ -191,6 +191,9 @@ class Method(BaseModel):
     tests: list[Case] = Field(default_factory=list)
     provenance: Provenance
     tags: Tags
+    #: The sandbox engine that runs the method; None picks it from what the source imports
+    #: (``wasm_runtime.engines.engine_for``: numpy, pandas or scipy send it to the numpy engine).
+    engine: Literal["python", "numpy"] | None = None
 
     @field_validator("id")
     @classmethod

@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+import anyio
+
 from wasm_runtime import Limits, Outcome, Sandbox, Status, parse_python
 
 from ..manifests import Method
@@ -146,7 +148,11 @@ async def measure_coverage(
         base, timeout_s=min(3600.0, base.timeout_s * TRACE_SLOWDOWN), fuel=base.fuel_budget * TRACE_SLOWDOWN
     )
     shape = source_shape(method.source)
-    run = partial(sandbox.arun, method.source, entry=method.entry, limits=traced_limits, trace=True)
+
+    async def run(inputs: list[str]) -> list[Outcome]:
+        call = partial(sandbox.run, method.source, inputs, entry=method.entry, limits=traced_limits, trace=True)
+        return await anyio.to_thread.run_sync(call)
+
     tests = _collect(await run([case.input for case in method.tests]), shape)
     agent = _collect(await run(list(inputs)) if inputs else [], shape)
     return {
