@@ -66,7 +66,13 @@ SETTINGS: dict[str, SettingSpec] = {
             "Directory for the built sandbox component.",
             click.Path(path_type=Path),
         ),
-        SettingSpec("timeout_s", "PAU_MCP_TIMEOUT", "--timeout", "Wall-clock limit per call, in seconds.", float),
+        SettingSpec(
+            "timeout_s",
+            "PAU_MCP_TIMEOUT",
+            "--timeout",
+            "Time limit per call, in seconds of CPython work (the CPU budget; no call runs longer than 5 times it in wall time).",
+            float,
+        ),
         SettingSpec("memory_mb", "PAU_MCP_MEMORY_MB", "--memory-mb", "Memory limit per call, in MiB.", int),
         SettingSpec(
             "manifests",
@@ -223,6 +229,14 @@ SETTINGS: dict[str, SettingSpec] = {
             int,
         ),
         SettingSpec(
+            "protocol",
+            "PAU_MCP_PROTOCOL",
+            "--protocol",
+            "Whose prompts and rules: pau-mcp (this project's) or reference (the reference benchmark's; import its "
+            "prompts first with `pau-mcp prompts import-reference DIR`). See docs/protocol.md.",
+            click.Choice(["pau-mcp", "reference"]),
+        ),
+        SettingSpec(
             "scorer_token",
             "PAU_SCORER_TOKEN",
             "--scorer-token",
@@ -268,6 +282,7 @@ class Settings(BaseModel):
     llm_concurrency: int = Field(8, ge=1, le=1024)
     llm_retries: int = Field(5, ge=0, le=100)
     scorer_token: str | None = Field(None, min_length=8)
+    protocol: Literal["pau-mcp", "reference"] = "pau-mcp"
 
     @field_validator("data_dir", "cache_dir", "db", "log_file", "model_capabilities", mode="after")
     @classmethod

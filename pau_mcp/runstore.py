@@ -20,7 +20,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MIGRATIONS", "CallRecord", "EpisodeResult", "RunStore", "SessionRecord", "StoreError", "utc_now"]
+__all__ = [
+    "MIGRATIONS",
+    "CallRecord",
+    "EpisodeResult",
+    "RunStore",
+    "SessionRecord",
+    "StoreError",
+    "shown_outcome",
+    "utc_now",
+]
 
 MIGRATIONS: list[str] = [
     # 1: runs, sessions, calls, submissions, scores
@@ -105,6 +114,12 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE submissions ADD COLUMN feedback INTEGER NOT NULL DEFAULT 0
     """,
+    # 4: per episode, the examples the code writer was given (so re-scoring gives it the same), and the
+    # exploration coverage the operator measured (never shown to agents)
+    """
+    ALTER TABLE episodes ADD COLUMN examples TEXT;
+    ALTER TABLE episodes ADD COLUMN coverage TEXT
+    """,
 ]
 
 
@@ -156,6 +171,7 @@ class EpisodeResult:
     cost_usd: float = 0.0
     error: str | None = None
     trajectory: list[dict[str, Any]] | None = None
+    examples: list[list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -471,11 +487,21 @@ class RunStore:
         rows = [dict(row) for row in self.query("SELECT * FROM episodes WHERE run_id = ? ORDER BY id", (run_id,))]
         for row in rows:
             row["trajectory"] = json.loads(row["trajectory"]) if with_trajectories else None
+            row["examples"] = json.loads(row["examples"]) if row.get("examples") else None
+            row["coverage"] = json.loads(row["coverage"]) if row.get("coverage") else None
             row["scores"] = {}
             if row["submission_id"] is not None:
                 for score in self.scores(row["submission_id"]):
                     row["scores"][score["kind"]] = score
         return rows
+
+    def record_coverage(self, run_id: int, method_id: str, coverage: dict[str, Any]) -> None:
+        """Store what an episode's calls covered of the hidden function (operator only; see ``pau_mcp.coverage``)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE episodes SET coverage = ? WHERE run_id = ? AND method_id = ?",
+                (json.dumps(coverage, sort_keys=True), run_id, method_id),
+            )
 
     def run_config(self, run_id: int) -> dict[str, Any]:
         """The configuration a run was created with."""
@@ -536,10 +562,20 @@ class RunStore:
 
         Fields: ``id`` (method id), ``predicted_description``, ``num_queries``
         (calls that counted in that session for that method) and
-        ``all_examples`` (``[input, output]`` pairs the agent observed), plus
+        ``all_examples`` (what the agent observed: for an evaluation episode the
+        examples its code writer was given, the initial examples included;
+        otherwise ``[input, output]`` pairs of its counted calls), plus
         ``code`` and ``session``.
         """
         calls = self.calls(run_id)
+        given = {
+            int(row["submission_id"]): json.loads(row["examples"])
+            for row in self.query(
+                "SELECT submission_id, examples FROM episodes"
+                " WHERE run_id = ? AND examples IS NOT NULL AND submission_id IS NOT NULL",
+                (run_id,),
+            )
+        }
         for submission in self.submissions(run_id):
             seen = [
                 c for c in calls
@@ -549,7 +585,7 @@ class RunStore:
                 "id": submission["method_id"],
                 "predicted_description": submission["description"],
                 "num_queries": len(seen),
-                "all_examples": [[c["arguments"], _shown(c)] for c in seen],
+                "all_examples": given.get(int(submission["id"])) or [[c["arguments"], shown_outcome(c)] for c in seen],
                 "code": submission["code"],
                 "session": submission["session_key"],
             }
@@ -558,13 +594,14 @@ class RunStore:
 def _finish(conn: sqlite3.Connection, run_id: int, method_id: str, result: EpisodeResult) -> None:
     conn.execute(
         "UPDATE episodes SET state = ?, session_key = ?, submission_id = ?, concluded = ?, queries = ?,"
-        " input_tokens = ?, output_tokens = ?, cost_usd = ?, error = ?, trajectory = ?, finished_at = ?"
-        " WHERE run_id = ? AND method_id = ?",
+        " input_tokens = ?, output_tokens = ?, cost_usd = ?, error = ?, trajectory = ?, examples = ?,"
+        " finished_at = ? WHERE run_id = ? AND method_id = ?",
         (
             result.state, result.session_key, result.submission_id,
             None if result.concluded is None else int(result.concluded), result.queries,
             result.input_tokens, result.output_tokens, result.cost_usd, result.error,
-            json.dumps(result.trajectory or [], default=str), utc_now(), run_id, method_id,
+            json.dumps(result.trajectory or [], default=str),
+            None if result.examples is None else json.dumps(result.examples), utc_now(), run_id, method_id,
         ),
     )  # fmt: skip
 
@@ -630,7 +667,8 @@ def _text(value: str | None) -> str | None:
     return value
 
 
-def _shown(call: dict[str, Any]) -> str:
+def shown_outcome(call: dict[str, Any]) -> str:
+    """A recorded call's outcome as agents read it: the value's repr, ``raises Type: message``, or the status."""
     if call["status"] in ("ok", "counterexample"):  # a counterexample's value is the method's own output
         return str(call["value"])
     if call["status"] == "error":

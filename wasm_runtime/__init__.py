@@ -5,15 +5,22 @@ and argument literals, and returns outcomes.
 """
 
 from .build import BuildError, GuestArtifacts, default_cache_dir, ensure_built
-from .limits import FUEL_PER_SECOND, Limits
+from .engines import ENGINES, EngineUnavailable, engine_for, numpy_engine_installed
+from .interface import SandboxClosed, SandboxInterface
+from .limits import FUEL_PER_SECOND, WALL_CLOCK_FACTOR, Limits
 from .literals import InvalidInput, parse_arguments, parse_python
 from .outcome import Comparison, Outcome, Status, compare_outcomes, outcomes_match
 from .sandbox import VIRTUAL_EPOCH_S, Sandbox
 from .values import EncodingError, Opaque, decode, encode, values_equal
 
 __all__ = [
+    "ENGINES",
+    "EngineUnavailable",
+    "engine_for",
+    "numpy_engine_installed",
     "FUEL_PER_SECOND",
     "VIRTUAL_EPOCH_S",
+    "WALL_CLOCK_FACTOR",
     "BuildError",
     "Comparison",
     "EncodingError",
@@ -23,6 +30,8 @@ __all__ = [
     "Opaque",
     "Outcome",
     "Sandbox",
+    "SandboxClosed",
+    "SandboxInterface",
     "Status",
     "compare_outcomes",
     "decode",

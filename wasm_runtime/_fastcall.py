@@ -98,8 +98,10 @@ def add_string_func(
             else:
                 result = func(context)
             if returns:
+                # The vector first: a result wasmtime is told is a string must hold one it can free.
+                vec = _string_vec(result)
                 results[0].kind = ffi.WASMTIME_COMPONENT_STRING
-                results[0].of.string = _string_vec(result)
+                results[0].of.string = vec
             return 0
         except WasmtimeError as exc:
             return _error_pointer(exc)

@@ -5,13 +5,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["FUEL_PER_SECOND", "Limits"]
+__all__ = ["FUEL_PER_SECOND", "WALL_CLOCK_FACTOR", "Limits"]
 
-#: Fuel units per second of CPU time, calibrated on the reference machine (2 cores, x86-64) with
-#: ``benchmarks/sandbox.py``: a tight Python loop burns about 1e10 units a second. The CPU budget
-#: is set well below the wall-clock deadline, so a busy machine still stops a loop by fuel, which is
-#: deterministic, rather than by the clock, which is not.
-FUEL_PER_SECOND = 2_500_000_000
+#: Fuel units per second of native CPython work: a function that CPython (3.11, x86-64) runs in t seconds
+#: of CPU burns about t * FUEL_PER_SECOND fuel in the sandbox. Measured with ``benchmarks/calibrate.py``
+#: on the reference machine (2 cores): 1.4e10 (sorting and dicts), 2.1e10 (string building), 2.2e10
+#: (a prime sieve), 2.5e10 (an arithmetic loop), 4.3e10 (big-int additions) units per native second.
+#: The value is the middle of that range, so work that CPython finishes within the time limit finishes
+#: here too; big-int-heavy work gets about half its native time.
+FUEL_PER_SECOND = 20_000_000_000
+#: The wall-clock deadline is this many times the time limit, and no input holds the sandbox longer
+#: (plus a tick or two). Fuel runs out first on an idle machine: the sandbox burns 4.3e9 (building
+#: sets of ints, the slowest found) to 1.6e10 fuel a CPU second, so a function that spends its whole
+#: budget takes 1.2 to 4.6 times the limit. On a loaded machine the clock can stop a function that
+#: would have finished within its fuel; the factor is kept small because it is also what a hostile
+#: input can make a worker wait (10x let one call hold a worker 20 s at the default 2 s limit).
+WALL_CLOCK_FACTOR = 5
 
 
 @dataclass(frozen=True)
@@ -19,8 +28,10 @@ class Limits:
     """Limits that hold for every input of a call, each on its own.
 
     Attributes:
-        timeout_s: Wall-clock deadline per input (epoch interruption).
-        fuel: CPU budget per input in fuel units; by default ``timeout_s * FUEL_PER_SECOND``.
+        timeout_s: Time limit per input, in seconds of native CPython work: the CPU budget is
+            ``timeout_s * FUEL_PER_SECOND`` fuel, and the wall-clock deadline (epoch interruption, a
+            backstop) is ``timeout_s * WALL_CLOCK_FACTOR`` seconds.
+        fuel: CPU budget per input in fuel units, in place of the one ``timeout_s`` gives.
         memory_bytes: Linear memory of the instance, including the interpreter itself (about 60 MiB).
         max_output_bytes: Largest returned value, measured on its repr and its encoding.
         recursion_limit: Python's recursion limit inside the sandbox.
@@ -64,6 +75,11 @@ class Limits:
         """
         return 24 * self.max_output_bytes + 12 * self.stdout_chars + 64 * 1024
 
+    @property
+    def deadline_s(self) -> float:
+        """The wall-clock deadline per input, in seconds: the backstop behind the fuel budget."""
+        return self.timeout_s * WALL_CLOCK_FACTOR
+
     def epoch_ticks(self, tick_s: float) -> int:
         """The wall-clock deadline in epoch ticks of ``tick_s`` seconds (one extra for the tick in flight)."""
-        return max(1, math.ceil(self.timeout_s / tick_s)) + 1
+        return max(1, math.ceil(self.deadline_s / tick_s)) + 1

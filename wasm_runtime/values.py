@@ -320,7 +320,7 @@ def nested_deeper_than(data: Any, limit: int) -> bool:
 
 
 def values_equal(a: Any, b: Any) -> bool:
-    """Python ``==``, except that a NaN equals a NaN in the same place.
+    """Python ``==``, except that a NaN equals a NaN in the same place (a set element or dict key included).
 
     A tuple never equals a list (as in Python); ``1 == 1.0 == True`` (as in
     Python); opaque values are equal when type and repr are.
@@ -336,10 +336,66 @@ def values_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         if len(a) != len(b):
             return False
-        return all(key in b and values_equal(value, b[key]) for key, value in a.items())
+        unmatched = []
+        for key, value in a.items():
+            if key in b:
+                if not values_equal(value, b[key]):
+                    return False
+            else:
+                unmatched.append((key, value))
+        if not unmatched:
+            return True
+        found = {key for key in b if key in a}
+        rest = [(key, value) for key, value in b.items() if key not in found]
+        return _pair_up(unmatched, rest, lambda x, y: values_equal(x[0], y[0]) and values_equal(x[1], y[1]))
+    if isinstance(a, (set, frozenset)) and isinstance(b, (set, frozenset)):
+        if len(a) != len(b):
+            return False
+        try:
+            if a == b:
+                return True
+        except Exception:
+            return False
+        return _pair_up([x for x in a if x not in b], [y for y in b if y not in a], values_equal)
     if isinstance(a, Decimal) and isinstance(b, Decimal) and a.is_nan() and b.is_nan():
         return True
     try:
         return bool(a == b)
     except Exception:
         return False
+
+
+def _pair_up(left: list[Any], right: list[Any], same: Any) -> bool:
+    """Whether the leftovers of a set or dict comparison pair up one to one under ``same``.
+
+    Only elements that hold a NaN can be left over from equal containers (a NaN is not equal to itself, so
+    hashing finds no partner); any other leftover means the containers differ, which is decided at once.
+    The pairing is quadratic, but only in the NaN-holding elements.
+    """
+    if len(left) != len(right) or not all(_holds_nan(item) for item in left):
+        return False
+    pool = list(right)
+    for item in left:
+        for index, other in enumerate(pool):
+            if same(item, other):
+                del pool[index]
+                break
+        else:
+            return False
+    return True
+
+
+def _holds_nan(value: Any, depth: int = 0) -> bool:
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(value, float):
+        return value != value
+    if isinstance(value, complex):
+        return value.real != value.real or value.imag != value.imag
+    if isinstance(value, Decimal):
+        return value.is_nan()
+    if isinstance(value, dict):
+        return any(_holds_nan(k, depth + 1) or _holds_nan(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return any(_holds_nan(item, depth + 1) for item in value)
+    return False

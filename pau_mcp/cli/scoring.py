@@ -12,13 +12,16 @@ from typing import Any
 
 import anyio
 import click
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from click.core import ParameterSource
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .. import eventloop
 from ..config import options
 from ..llm import LLMError, LLMNotConfigured
-from ..manifests import ManifestError
-from ..runstore import CallRecord, RunStore, StoreError
+from ..manifests import ManifestError, call_arguments, call_text
+from ..prompts import PromptsError
+from ..protocol import load_protocol, protocol_of
+from ..runstore import CallRecord, RunStore, StoreError, shown_outcome
 from ..scoring.records import record_scores
 from .common import bar, err, make_sandbox, manifest_store, run_store, settings_from, step_printer
 
@@ -50,15 +53,43 @@ def _log_to_stderr() -> None:
 
 
 class _PredictionLine(BaseModel):
-    """One line of a predictions file, in the reference benchmark's layout."""
+    """One line of a predictions file: this project's export (with ``id``) or the reference benchmark's own rows.
+
+    The reference's rows have no ``id`` (they are matched to methods by their gold description), count queries
+    in ``n_queries``, and hold ``all_examples`` as a JSON string of ``[input, output, error]`` triples.
+    """
 
     model_config = ConfigDict(extra="allow")
 
-    id: str = Field(min_length=1)
+    id: str | None = Field(None, min_length=1)
     predicted_description: str | None = ""
     num_queries: int | None = None
-    all_examples: list[tuple[Any, Any]] = Field(default_factory=list)
+    n_queries: int | None = None
+    all_examples: list[list[Any]] = Field(default_factory=list)
     code: str | None = None
+    description: str | None = None
+    true_description: str | None = None
+    header: str | None = None
+
+    @field_validator("all_examples", mode="before")
+    @classmethod
+    def _decode(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, str):  # the reference stores the list as JSON text
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"all_examples is text but not JSON ({exc.msg})") from None
+        if isinstance(value, list) and any(not isinstance(e, (list, tuple)) or len(e) not in (2, 3) for e in value):
+            raise ValueError("each example must be [input, output] or [input, output, error]")
+        return value
+
+    @property
+    def gold(self) -> str | None:
+        """The gold description the line carries (the reference's rows have one), stripped."""
+        text = self.description or self.true_description
+        return text.strip() if text else None
 
 
 @dataclass(frozen=True)
@@ -67,14 +98,56 @@ class _Item:
     method_id: str
     description: str
     code: str | None
-    examples: list[tuple[str, str]]
+    examples: list[tuple[str, ...]]
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _import_file(store: RunStore, path: Path, run_name: str | None) -> tuple[str, int]:
+def _resolve_ids(
+    path: Path, lines: list[tuple[int, _PredictionLine]], suites: tuple[str, ...], settings: Any
+) -> list[str]:
+    """Each line's method id: its ``id``, or for the reference's rows the method of ``suites`` with its gold
+    description (and header), a tie broken by the row's position (the importers' ``original_id``)."""
+    if all(line.id for _, line in lines):
+        return [str(line.id) for _, line in lines]
+    if not suites:
+        raise click.UsageError(
+            f"{path} has lines without an id (the reference benchmark's own layout): say which suite its rows come "
+            "from with --suite, e.g. --suite pau-test (`pau-mcp import pau`)"
+        )
+    try:
+        methods = list(manifest_store(settings).methods(suites))
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    by_gold: dict[str, list[Any]] = {}
+    for method in methods:
+        by_gold.setdefault(method.description.strip(), []).append(method)
+    ids = []
+    for index, (number, line) in enumerate(lines):
+        if line.id:
+            ids.append(line.id)
+            continue
+        found = by_gold.get(line.gold or "", []) if line.gold else methods
+        if line.header and len(found) > 1:
+            found = [m for m in found if m.header == line.header.strip()]
+        if len(found) > 1:
+            found = [m for m in found if (m.provenance.original_id or "").endswith(f"/{index}")]
+        if len(found) != 1:
+            what = "no method" if not found else f"{len(found)} methods"
+            raise click.ClickException(
+                f"{path}:{number}: {what} of {', '.join(suites)} "
+                + ("has this line's gold description" if line.gold else "matches this line (it has no description)")
+                + "; is it the suite the predictions were made on?"
+            )
+        ids.append(found[0].id)
+    return ids
+
+
+def _import_file(
+    store: RunStore, path: Path, run_name: str | None, settings: Any, suites: tuple[str, ...], with_examples: bool
+) -> tuple[str, int]:
     """Record a predictions file as a run of its own (once per file content), so its scores have a home."""
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
@@ -92,25 +165,35 @@ def _import_file(store: RunStore, path: Path, run_name: str | None) -> tuple[str
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise click.ClickException(f"{path}:{number}: {where}: {first['msg']}") from None
+            raise click.ClickException(
+                f"{path}:{number}: {where}: {first['msg'].removeprefix('Value error, ')}"
+            ) from None
     if not lines:
         raise click.ClickException(f"{path} holds no predictions (expected one JSON object per line)")
-    run_id = store.ensure_run(name, "file", {"file": str(path.resolve()), "sha256": digest})
-    for number, record in lines:
+    ids = _resolve_ids(path, lines, suites, settings)
+    config = {
+        "file": str(path.resolve()), "sha256": digest, "protocol": settings.protocol, "with_examples": with_examples,
+    }  # fmt: skip
+    run_id = store.ensure_run(name, "file", config)
+    for (number, record), method_id in zip(lines, ids, strict=True):
         session = store.ensure_session(run_id, f"line-{number}", "file", path.name)
-        for literal, output in record.all_examples:
+        for example in record.all_examples:
+            raised = len(example) > 2 and example[2] not in (None, "None")
             store.record_call(
                 session,
                 CallRecord(
-                    method_id=record.id,
+                    method_id=method_id,
                     tool="import",
-                    arguments=_text(literal),
+                    arguments=_text(example[0]),
                     counted=True,
-                    status="ok",
-                    value=_text(output),
+                    status="error" if raised else "ok",
+                    value=None if raised else _text(example[1]),
+                    error_message=_text(example[2]) if raised else None,
+                    # The example exactly as the file holds it: the reference protocol's code writer gets it so.
+                    outcome={"imported": [_text(part) for part in example]},
                 ),
             )
-        store.record_submission(session, record.id, record.predicted_description or "", record.code)
+        store.record_submission(session, method_id, record.predicted_description or "", record.code)
     return name, run_id
 
 
@@ -124,29 +207,84 @@ def _gold_run(store: RunStore, settings: Any, suites: tuple[str, ...], run_name:
         methods = list(manifest_store(settings).methods(suites))
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
-    run_id = store.ensure_run(name, "gold", {"suites": list(suites)})
+    run_id = store.ensure_run(
+        name, "gold", {"suites": list(suites), "protocol": settings.protocol, "with_examples": False}
+    )
     session = store.ensure_session(run_id, "gold", "gold")
     for method in methods:
         store.record_submission(session, method.id, method.description, None)
     return name, run_id
 
 
-def _items(store: RunStore, run_id: int) -> list[_Item]:
-    submissions = store.submissions(run_id)
-    predictions = list(store.predictions(run_id))  # same order: one record per submission
+def _initial_examples(manifests: Any, method_id: str) -> list[tuple[str, ...]]:
+    """A method's initial examples as an evaluation episode observed them (before runs stored their examples)."""
+    try:
+        method = manifests.method(method_id)
+    except ManifestError:
+        return []
+    return [
+        (call_arguments(call_text(method.entry, case.input)) or case.input, case.outcome.shown())
+        for case in method.examples
+        if case.outcome is not None
+    ]
+
+
+def _items(store: RunStore, run_id: int, kind: str, manifests: Any) -> list[_Item]:
+    """Every submission of a run with the examples its code writer gets: those the run gave it (stored with the
+    episode), else the session's counted calls (after the method's initial examples, for an evaluation run, as
+    its episodes saw them), each imported example exactly as its file held it."""
+    episodes = {int(e["submission_id"]): e for e in store.episodes(run_id) if e["submission_id"] is not None}
+    calls: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for call in store.calls(run_id):
+        if call["counted"]:
+            calls.setdefault((call["session_id"], call["method_id"]), []).append(call)
     items = []
-    for submission, prediction in zip(submissions, predictions, strict=False):
-        assert submission["method_id"] == prediction["id"]
+    for submission in store.submissions(run_id):
+        episode = episodes.get(int(submission["id"]))
+        if episode is not None and episode.get("examples") is not None:
+            examples = [tuple(str(part) for part in e) for e in episode["examples"]]
+        else:
+            examples = []
+            for call in calls.get((submission["session_id"], submission["method_id"]), []):
+                imported = (json.loads(call["outcome"]) if call["outcome"] else {}).get("imported")
+                examples.append(tuple(imported) if imported else (call["arguments"], shown_outcome(call)))
+            if kind == "eval":
+                examples = _initial_examples(manifests, submission["method_id"]) + examples
         items.append(
             _Item(
                 submission_id=int(submission["id"]),
                 method_id=submission["method_id"],
                 description=submission["description"] or "",
                 code=submission["code"],
-                examples=[(str(literal), str(output)) for literal, output in prediction["all_examples"]],
+                examples=examples,
             )
         )
     return items
+
+
+def _run_settings(
+    store: RunStore, run_id: int, name: str, kind: str, settings: Any, with_examples: bool | None
+) -> tuple[str, bool]:
+    """The protocol and the examples setting to re-score a run with: its own, unless the user says otherwise.
+
+    Raises:
+        click.UsageError: ``--protocol`` names another protocol than the run followed.
+    """
+    config = store.run_config(run_id)
+    protocol = protocol_of(config)
+    source = click.get_current_context().get_parameter_source("protocol")
+    if settings.protocol != protocol:
+        if source is ParameterSource.COMMANDLINE:
+            raise click.UsageError(
+                f"run {name} followed the {protocol} protocol; scoring it under {settings.protocol} would mix two "
+                f"protocols' prompts and rules. Leave out --protocol, or export it (`pau-mcp runs export {name}`) "
+                "and score the file as a run of its own"
+            )
+        err.print(f"[yellow]note:[/yellow] run {name} followed the {protocol} protocol: scored under it")
+    if with_examples is None:
+        # Evaluation runs always gave the code writer the agent's examples, before they recorded that too.
+        with_examples = bool(config.get("with_examples", kind == "eval"))
+    return protocol, with_examples
 
 
 # -- pau-mcp score ------------------------------------------------------------------------------
@@ -247,9 +385,10 @@ def _print_summary(summary: dict[str, Any], gold: bool) -> None:
     help="With --gold and no FILE_OR_RUN: score every method of this suite (repeatable).",
 )
 @click.option(
-    "--with-examples",
-    is_flag=True,
-    help="Also give the code writer the calls the agent observed, as the reference does.",
+    "--with-examples/--without-examples",
+    default=None,
+    help="Give the code writer the calls the agent observed (as the reference does), or not. Default: what the run "
+    "did (an evaluation run gave them); for a new file or gold run, without.",
 )
 @click.option("--jobs", type=click.IntRange(1, 1024), help="Submissions scored at once (default: --llm-concurrency).")
 @click.option(
@@ -257,16 +396,19 @@ def _print_summary(summary: dict[str, Any], gold: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @no_cache_option
-@options("db", "data_dir", "manifests", *_LLM_SETTINGS, *_SANDBOX_SETTINGS)
+@options("db", "data_dir", "manifests", "protocol", *_LLM_SETTINGS, *_SANDBOX_SETTINGS)
 def score(
-    source: str | None, kinds: tuple[str, ...], gold: bool, suites: tuple[str, ...], with_examples: bool, jobs: int | None,
+    source: str | None, kinds: tuple[str, ...], gold: bool, suites: tuple[str, ...], with_examples: bool | None,
+    jobs: int | None,
     run_name: str | None, as_json: bool, no_cache: bool, **values: object,
 ) -> None:  # fmt: skip
     """Score or re-score saved submissions: a run of the run store by name, or a predictions JSONL file.
 
-    A file (one {"id", "predicted_description", "num_queries", "all_examples", "code"?} per line, as
-    `pau-mcp runs export` writes) is recorded as a run of its own first. Scores are written to the run
-    store; a summary follows. Exits 1 when some score could not be made (each is recorded with its reason).
+    A run is re-scored with its own protocol and settings (the examples its code writer had). A file (one
+    {"id", "predicted_description", "num_queries", "all_examples", "code"?} per line, as `pau-mcp runs export`
+    writes, or the reference benchmark's own rows, matched to the methods of --suite by gold description) is
+    recorded as a run of its own first, under --protocol. Scores are written to the run store; a summary
+    follows. Exits 1 when some score could not be made (each is recorded with its reason).
     """
     from ..scoring import NothingToScore, Scorer, UnknownMethod
 
@@ -276,7 +418,7 @@ def score(
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     if source is not None and Path(source).is_file():
-        name, run_id = _import_file(store, Path(source), run_name)
+        name, run_id = _import_file(store, Path(source), run_name, settings, suites, bool(with_examples))
     elif source is not None:
         try:
             name, run_id = source, store.run_id(source)
@@ -286,13 +428,19 @@ def score(
         name, run_id = _gold_run(store, settings, suites, run_name)
     else:
         raise click.UsageError("give FILE_OR_RUN (a predictions file or a run name), or --gold --suite NAME")
-    items = _items(store, run_id)
+    kind = next((str(r["kind"]) for r in store.runs() if r["id"] == run_id), "")
+    protocol_name, with_examples = _run_settings(store, run_id, name, kind, settings, with_examples)
+    try:
+        protocol = load_protocol(protocol_name, settings.data_dir)
+    except PromptsError as exc:
+        raise click.ClickException(str(exc)) from None
+    items = _items(store, run_id, kind, manifest_store(settings))
     if not items:
         raise click.ClickException(f"run {name} has no submissions to score")
 
     # Many submissions at once: worker processes, as fresh instances do not scale over threads of one process.
     sandbox = make_sandbox(settings, progress=step_printer(), processes=True)
-    scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
+    scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox, protocol=protocol)
     plan: list[tuple[_Item, tuple[str, ...]]] = []
     skipped: list[str] = []
     for item in items:

@@ -39,7 +39,7 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     same command after an interruption (or with more models added to FILE) does only what is left. With --ray
     every run spreads its episodes over the cluster. The file's keys are in docs/scaling.md ("Sweeps").
     """
-    from ..harness.runner import planned_methods
+    from ..harness.runner import planned_methods, stored_identity
     from ..harness.sweep import SweepError, expand, load_sweep, run_state
     from ..manifests import ManifestError
 
@@ -63,7 +63,7 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
         states.append(state)
         if state == "conflict":
             conflicts.append(
-                f"  {config.run}: stored with {store.run_config(store.run_id(config.run))}, the file asks for "
+                f"  {config.run}: stored with {stored_identity(store.run_config(store.run_id(config.run)))}, the file asks for "
                 f"{config.identity()}"
             )
         label = {"finished": "skip: finished", "partial": "resume", "new": "new", "conflict": "conflict"}[state]

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..llm import Completion, LLMClient, Overrides, Usage
+from ..manifests import call_arguments, call_text
+from ..prompts import PromptSet, load_prompts
 from .environment import Environment, Observation
 
 __all__ = ["AGENTS", "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code"]
@@ -29,6 +31,8 @@ class AgentResult:
         concluded: True when the agent decided it was done (not stopped by the budget or the turn limit).
         usage: Tokens the agent's model spent.
         cost_usd: What they cost.
+        examples: What the agent observed, in its protocol's form, for the code writer; None: the
+            environment's observed examples (``Environment.observed_examples``).
     """
 
     description: str
@@ -36,6 +40,7 @@ class AgentResult:
     concluded: bool = False
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
+    examples: list[tuple[str, ...]] | None = None
 
     def count(self, completion: Completion) -> None:
         """Add one model reply's tokens and cost."""
@@ -71,12 +76,6 @@ def _shown(observation: Observation) -> str:
 
 # -- the paper's loop -------------------------------------------------------------------------
 
-_PAPER_SYSTEM = (
-    "You are a careful experimenter studying a Python function whose code you cannot see. You learn about it only by "
-    "choosing inputs and observing outputs. Your goal is a description precise enough that a programmer could "
-    "re-implement the function exactly, including its edge cases and the exceptions it raises."
-)
-
 
 @dataclass
 class PaperAgent:
@@ -93,7 +92,7 @@ class PaperAgent:
     action is asked for once more with a one-line reminder, and if that reply
     has none either, the step is recorded as a malformed action (a ``note``
     step in the trajectory) and no call is made. The model's thinking is never
-    read for an input.
+    read for an input. The wording comes from the ``pau-mcp`` templates (``paper_*``).
     """
 
     llm: LLMClient
@@ -102,9 +101,13 @@ class PaperAgent:
     window: int = 10
     name: str = "paper"
     overrides: Overrides = field(default_factory=Overrides)
+    prompts: PromptSet = field(default_factory=load_prompts)
 
     async def _ask(self, result: AgentResult, env: Environment, prompt: str, final: bool = False) -> str:
-        messages = [{"role": "system", "content": _PAPER_SYSTEM}, {"role": "user", "content": prompt}]
+        messages = [
+            {"role": "system", "content": self.prompts.text("agent_system")},
+            {"role": "user", "content": prompt},
+        ]
         step = self.overrides.max_tokens or self.max_tokens
         completion = await self.llm.complete(
             self.model,
@@ -123,9 +126,7 @@ class PaperAgent:
         literal = _input_literal(reply, len(env.params))
         if literal is None:
             reply = await self._ask(
-                result, env,
-                f"{prompt}\n\nYour reply gave no input I could run. Answer with only one line: `INPUT: {example}` "
-                f"(a Python literal tuple of {len(env.params)} argument(s)).",
+                result, env, self.prompts.render("paper_act_again", prompt=prompt, example=example, arity=len(env.params))
             )  # fmt: skip
             literal = _input_literal(reply, len(env.params))
             if literal is None:
@@ -135,9 +136,8 @@ class PaperAgent:
     def _context(self, env: Environment, hypothesis: str, history: list[str]) -> str:
         examples = "\n".join(f"  {line}" for line in env.examples) or "  (none)"
         recent = "\n".join(history[-self.window :]) or "  (no experiments yet)"
-        return (
-            f"The function: `{env.header}`\nKnown examples:\n{examples}\nYour latest experiments:\n{recent}\n"
-            f"Current hypothesis: {hypothesis or '(none yet)'}\n"
+        return self.prompts.render(
+            "paper_context", header=env.header, examples=examples, recent=recent, hypothesis=hypothesis or "(none yet)"
         )
 
     async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
@@ -147,16 +147,12 @@ class PaperAgent:
         if mode == "interactive":
             for _ in range(budget or 20):
                 context = self._context(env, hypothesis, history)
-                plan = await self._ask(
-                    result,
-                    env,
-                    context
-                    + "\nWhat do you still not know? Propose ONE input to test next and say what each possible outcome would tell you. Be brief.",
-                )
+                plan = await self._ask(result, env, self.prompts.render("paper_reason", context=context))
                 literal = await self._action(
                     result, env,
-                    context + f"\nYour plan: {plan}\n\nGive the exact input as a Python literal tuple of {len(env.params)} "
-                    f"argument(s), on one line, as `INPUT: {_arity_example(env.params)}`.",
+                    self.prompts.render(
+                        "paper_act", context=context, plan=plan, arity=len(env.params), example=_arity_example(env.params)
+                    ),
                 )  # fmt: skip
                 if literal is None:
                     history.append("  (an action that gave no input: nothing was run)")
@@ -166,10 +162,10 @@ class PaperAgent:
                 history.append(line)
                 reflection = await self._ask(
                     result, env,
-                    self._context(env, hypothesis, history)
-                    + f"\nYou just ran test_func{literal} and it {_shown(observation)}.\nUpdate your hypothesis. Reply with "
-                    "`HYPOTHESIS: <a complete description of what the function does>` and then `CONCLUDED: YES` if you "
-                    "are confident it covers every case, or `CONCLUDED: NO`.",
+                    self.prompts.render(
+                        "paper_reflect", context=self._context(env, hypothesis, history), call=f"test_func{literal}",
+                        shown=_shown(observation),
+                    ),
                 )  # fmt: skip
                 hypothesis = _after(reflection, "HYPOTHESIS:", stop="CONCLUDED:") or hypothesis
                 if re.search(r"CONCLUDED:\s*YES", reflection, re.IGNORECASE):
@@ -178,11 +174,7 @@ class PaperAgent:
                 if observation.status == "over_budget":
                     break
         final = await self._ask(
-            result, env,
-            self._context(env, hypothesis, history)
-            + "\nWrite your final answer: `DESCRIPTION: <what the function does, precisely, covering every case and "
-            "exception you found>`.",
-            final=True,
+            result, env, self.prompts.render("paper_final", context=self._context(env, hypothesis, history)), final=True
         )  # fmt: skip
         result.description = _after(final, "DESCRIPTION:") or hypothesis or final.strip()
         if mode == "incontext":
@@ -281,6 +273,7 @@ class ToolsAgent:
     max_tokens: int = 800
     name: str = "tools"
     overrides: Overrides = field(default_factory=Overrides)
+    prompts: PromptSet = field(default_factory=load_prompts)
 
     async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
         result = AgentResult(description="")
@@ -288,18 +281,14 @@ class ToolsAgent:
         if mode == "interactive":
             tools.insert(0, _openai_tool(env.tool))
         examples = "\n".join(f"  {line}" for line in env.examples) or "  (none)"
-        task = (
-            f"Find out what the hidden Python function `{env.header}` does. Known examples:\n{examples}\n"
-            + (
-                f"Call the tool `{env.tool.name}` with inputs you choose (at most {budget} calls). "
-                if mode == "interactive"
-                else "You cannot call it: work from the examples alone. "
+        if mode == "interactive":
+            task = self.prompts.render(
+                "tools_task_interactive", header=env.header, examples=examples, tool=env.tool.name, budget=budget
             )
-            + f"When you know, call `submit` with method=`{env.tool.name}` and a description precise enough to "
-            "re-implement the function, covering every case."
-        )
+        else:
+            task = self.prompts.render("tools_task_incontext", header=env.header, examples=examples, tool=env.tool.name)
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": _PAPER_SYSTEM},
+            {"role": "system", "content": self.prompts.text("agent_system")},
             {"role": "user", "content": task},
         ]
         nudged = False
@@ -320,12 +309,7 @@ class ToolsAgent:
                     result.description = completion.text.strip()
                     return result
                 nudged = True
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": "Please continue by calling a tool, or call `submit` with your description.",
-                    }
-                )
+                messages.append({"role": "user", "content": self.prompts.text("tools_nudge")})
                 continue
             for call in completion.tool_calls:
                 arguments = call.parsed_arguments()
@@ -388,7 +372,7 @@ class ProbeAgent:
                 if observation.status == "over_budget":
                     break
         pairs = env.observed_examples()
-        shown = "; ".join(f"test_func{inp} -> {out}" for inp, out in pairs[:40])
+        shown = "; ".join(f"{call_text('test_func', inp)} -> {out}" for inp, out in pairs[:40])
         description = f"A function of {len(env.params)} argument(s). Observed behaviour: {shown}."
         return AgentResult(description=description, code=memorising_code(pairs, env.params), concluded=True)
 
@@ -396,12 +380,13 @@ class ProbeAgent:
 def _example_arguments(examples: list[str]) -> list[tuple[Any, ...]]:
     found = []
     for line in examples:
-        call = line.partition(" -> ")[0][len("test_func") :]
+        literal = call_arguments(line.partition(" -> ")[0])
         try:
-            value = ast.literal_eval(call)
+            value = ast.literal_eval(literal) if literal else None
         except (ValueError, SyntaxError):
             continue
-        found.append(value if isinstance(value, tuple) else (value,))
+        if isinstance(value, tuple):
+            found.append(value)
     return found
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import mcp_types as types
 from mcp.client.session import ClientSession
 
+from ..manifests import call_arguments
 from ..server.catalog import RAN
 
 __all__ = ["Environment", "Observation", "Step"]
@@ -156,7 +157,8 @@ class Environment:
         pairs = []
         for line in self.examples:
             call, _, shown = line.partition(" -> ")
-            pairs.append((call[len("test_func") :], shown))
+            # The argument tuple, not the call's parentheses: test_func((3, -1, 2)) is ONE tuple argument.
+            pairs.append((call_arguments(call) or call[call.find("(") :], shown))
         for observation in self.observations:
             if observation.counted and observation.structured:
                 s = observation.structured

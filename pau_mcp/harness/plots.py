@@ -1,4 +1,4 @@
-"""Report plots with matplotlib: score distributions per run, and interactive against in-context.
+"""Report plots with matplotlib: score distributions, interactive against in-context, and the paper's analyses.
 
 Figures are drawn with matplotlib's object API on the Agg canvas, never
 through ``pyplot``: no global backend is switched, no window can open, and
@@ -11,6 +11,7 @@ figure grows with the number of runs; no label is rotated, cut or overlapped.
 from __future__ import annotations
 
 import io
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
 from pau_mcp.harness.report import KIND_TITLES, KINDS, Report
@@ -40,6 +42,12 @@ _MODES_TITLE = "Interactive against in-context per model"
 _LABEL_WIDTH = 28
 _INCH_PER_UNIT = 0.32  # vertical space per bar slot
 _MODE_COLOURS = {"interactive": "#4575b4", "in-context": "#fdae61"}
+_UPPER_TITLE = "Code match against its upper bound (the gold description) per run"
+_CORRELATION_TITLE = "Rank correlation of per-method scores between runs (Spearman)"
+_CONTRADICTION_TITLE = "Self-contradiction: episodes whose description disagrees with the agent's own observations"
+_SIZES_TITLE = "Test-suite sizes: hidden test inputs per method"
+_COVERAGE_TITLE = "Exploration coverage: share of the tests' lines the agent's calls ran, per run"
+_SCATTER_TITLE = "Exploration coverage against code match, per episode"
 
 
 @dataclass(frozen=True)
@@ -67,7 +75,9 @@ class _Bar:
 def draw_plots(report: Report) -> list[tuple[str, str, Figure]]:
     """Every figure of a report, drawn but not rendered, as ``(file name, title, figure)``.
 
-    One distribution per score kind shown in the report, and the mode comparison when runs pair up.
+    One distribution per score kind shown in the report, the mode comparison when runs pair up (with
+    significance marks), and, when the report has them, the upper bound, the rank correlations, the
+    self-contradiction shares and the suites' test-suite sizes.
     """
     bars = _bars(report)
     figures = []
@@ -78,6 +88,20 @@ def draw_plots(report: Report) -> list[tuple[str, str, Figure]]:
         figures.append((f"{kind}_distribution.png", _TITLES[kind], figure))
     if report.modes and report.kinds:
         figures.append(("modes.png", _MODES_TITLE, _modes(report)))
+    if report.upper_bounds:
+        figures.append(("upper_bound.png", _UPPER_TITLE, _upper_bound(report)))
+    if any(c.rho is not None for c in report.correlations):
+        figures.append(("rank_correlation.png", _CORRELATION_TITLE, _correlation(report)))
+    if report.contradictions:
+        figures.append(("self_contradiction.png", _CONTRADICTION_TITLE, _contradiction(report)))
+    if report.coverage:
+        rows = [_Bar(c.run, c.model or "(no model)", c.lines) for c in report.coverage]
+        figure = _stacked(rows, list(CODEMATCH_BUCKETS), _BUCKET_COLOURS, "line coverage", _COVERAGE_TITLE)
+        figures.append(("coverage_distribution.png", _COVERAGE_TITLE, figure))
+        if any(c.points for c in report.coverage):
+            figures.append(("coverage_vs_code_match.png", _SCATTER_TITLE, _coverage_scatter(report)))
+    if report.suites:
+        figures.append(("test_suite_sizes.png", _SIZES_TITLE, _sizes(report)))
     return figures
 
 
@@ -189,12 +213,108 @@ def _modes(report: Report) -> Figure:
                 label=mode,
                 color=_MODE_COLOURS[mode],
             )
+        top = 5.0 if kind == "judge" else 1.0
+        for x, m in zip(xs, report.modes, strict=True):
+            test = m.tests[kind]
+            for offset, side, p in ((-0.2, 0, test.p_a_better), (0.2, 1, test.p_b_better)):
+                if p is not None and p < report.significance:
+                    axes.text(x + offset, m.means[kind][side] + top * 0.02, "*", ha="center", va="bottom", fontsize=14)
         axes.set_xticks(xs, labels, fontsize=8)
         axes.set_xlim(-0.6, len(xs) - 0.4)
-        axes.set_ylim(0, 5.0 if kind == "judge" else 1.0)
+        axes.set_ylim(0, top * 1.12)
         axes.set_title(f"{KIND_TITLES[kind].rsplit(' (', 1)[0].lower()} (mean)", fontsize=10)
         axes.legend(fontsize=8)
-    figure.suptitle(_MODES_TITLE, fontsize=10)
+    figure.suptitle(f"{_MODES_TITLE} (* p < {report.significance:g}, paired bootstrap)", fontsize=10)
+    return figure
+
+
+def _upper_bound(report: Report) -> Figure:
+    bounds = report.upper_bounds
+    labels = [f"{_wrap(u.run, 18)}\n(n={u.n})" for u in bounds]
+    figure = Figure(figsize=(max(5.0, 1.4 * len(bounds) + 2), 4.6), layout="constrained")
+    axes = figure.add_subplot()
+    xs = list(range(len(bounds)))
+    axes.bar([x - 0.2 for x in xs], [u.codematch for u in bounds], width=0.4, label="code match", color="#4575b4")
+    axes.bar([x + 0.2 for x in xs], [u.gold for u in bounds], width=0.4, label="gold description", color="#bdbdbd")
+    axes.set_xticks(xs, labels, fontsize=8)
+    axes.set_ylim(0, 1.05)
+    axes.set_ylabel("mean code match")
+    axes.legend(fontsize=8)
+    figure.suptitle(_UPPER_TITLE, fontsize=10)
+    return figure
+
+
+def _correlation(report: Report) -> Figure:
+    kinds = [k for k in report.kinds if any(c.kind == k and c.rho is not None for c in report.correlations)]
+    names = list(dict.fromkeys(n for c in report.correlations for n in (c.a, c.b)))
+    size = max(4.0, 0.7 * len(names) + 2.5)
+    figure = Figure(figsize=(size * len(kinds), size), layout="constrained")
+    for index, kind in enumerate(kinds):
+        axes = figure.add_subplot(1, len(kinds), index + 1)
+        grid = [[1.0 if a == b else float("nan") for b in names] for a in names]
+        for c in report.correlations:
+            if c.kind == kind and c.rho is not None:
+                i, j = names.index(c.a), names.index(c.b)
+                grid[i][j] = grid[j][i] = c.rho
+        image = axes.imshow(grid, vmin=-1, vmax=1, cmap="RdBu")
+        for i, row in enumerate(grid):
+            for j, value in enumerate(row):
+                if not math.isnan(value):
+                    axes.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7)
+        short = [_wrap(n, 16) for n in names]
+        axes.set_xticks(range(len(names)), short, fontsize=7, rotation=90)
+        axes.set_yticks(range(len(names)), short, fontsize=7)
+        axes.set_title(KIND_TITLES[kind].rsplit(" (", 1)[0].lower(), fontsize=9)
+        figure.colorbar(image, ax=axes, shrink=0.7)
+    figure.suptitle(_CORRELATION_TITLE, fontsize=10)
+    return figure
+
+
+def _contradiction(report: Report) -> Figure:
+    rows = report.contradictions
+    labels = [f"{_wrap(c.run)}\n(n={c.checked})" for c in rows]
+    ys = list(range(len(rows)))
+    figure = Figure(figsize=(8.0, max(2.6, 0.5 * len(rows) + 1.4)), layout="constrained")
+    axes = figure.add_subplot()
+    axes.barh(ys, [100 * c.share for c in rows], color="#d73027", height=0.6)
+    axes.set_yticks(ys, labels, fontsize=8)
+    axes.set_ylim(len(rows) - 0.5, -0.5)
+    axes.set_xlim(0, 100)
+    axes.set_xlabel("episodes that contradict their own observations (%)")
+    figure.suptitle(_CONTRADICTION_TITLE, fontsize=10)
+    return figure
+
+
+def _coverage_scatter(report: Report) -> Figure:
+    figure = Figure(figsize=(7.0, 5.0), layout="constrained")
+    axes = figure.add_subplot()
+    markers = "osD^v<>"
+    for index, summary in enumerate(c for c in report.coverage if c.points):
+        xs = [100 * x for x, _ in summary.points]
+        ys = [y for _, y in summary.points]
+        axes.scatter(xs, ys, s=18, alpha=0.7, marker=markers[index % len(markers)], label=_wrap(summary.run, 40))
+    axes.set_xlim(-3, 103)
+    axes.set_ylim(-0.03, 1.03)
+    axes.set_xlabel("share of the tests' lines the agent's calls ran (%)")
+    axes.set_ylabel("code match")
+    axes.legend(fontsize=7, loc="lower right")
+    figure.suptitle(_SCATTER_TITLE, fontsize=10)
+    return figure
+
+
+def _sizes(report: Report) -> Figure:
+    suites = report.suites
+    figure = Figure(figsize=(7.0, 2.8 * len(suites) + 0.6), layout="constrained")
+    for index, suite in enumerate(suites):
+        axes = figure.add_subplot(len(suites), 1, index + 1)
+        counts = sorted(suite.sizes.items())
+        axes.bar([n for n, _ in counts], [k for _, k in counts], width=0.8, color="#4575b4")
+        axes.set_title(f"{suite.name} ({suite.methods} methods)", fontsize=9)
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_xlabel("test inputs per method", fontsize=8)
+        axes.set_ylabel("methods", fontsize=8)
+    figure.suptitle(_SIZES_TITLE, fontsize=10)
     return figure
 
 

@@ -22,6 +22,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from pau_mcp.harness.analyses import SIZE_BINS
 from pau_mcp.harness.failures import FAILURE_LABELS, UNCLASSIFIED
 from pau_mcp.harness.report import FRACTION_KINDS, KIND_TITLES, KINDS, Report, RunSummary
 from pau_mcp.harness.stats import CODEMATCH_BUCKETS, JUDGE_SCORES, BootstrapResult, ScoreStats
@@ -60,7 +61,7 @@ class TableData:
 
     Attributes:
         key: A stable identifier (``runs``, a score kind such as ``judge`` or ``direct``, ``modes``, ``pairs``,
-            ``failures``).
+            ``failures``, ``arguments``, ``sizes``, ``correlations``, ``contradictions``, ``upper_bounds``).
         title: The heading.
         columns: Column headings.
         rows: Cells as text, one list per row.
@@ -96,14 +97,24 @@ def _p(value: float | None) -> str:
 
 def report_tables(report: Report) -> list[TableData]:
     """Every table of a report, formatted once, in display order."""
-    tables = [_runs_table(report)]
+    tables = [_runs_table(report)] if report.runs else []
     tables += [_judge_table(report) if kind == "judge" else _fraction_table(report, kind) for kind in report.kinds]
+    if report.upper_bounds:
+        tables.append(_upper_bounds_table(report))
     if report.modes and report.kinds:
         tables.append(_modes_table(report))
     if report.pairs and report.kinds:
         tables.append(_pairs_table(report))
+    if report.correlations:
+        tables.append(_correlations_table(report))
+    if report.contradictions:
+        tables.append(_contradictions_table(report))
+    if report.coverage:
+        tables.append(_coverage_table(report))
     if any(s.failures is not None for s in report.summaries):
         tables.append(_failures_table(report))
+    if report.suites:
+        tables += [_arguments_table(report), _sizes_table(report)]
     return tables
 
 
@@ -111,6 +122,7 @@ def _runs_table(report: Report) -> TableData:
     columns = [
         "run",
         "kind",
+        "protocol",
         "model",
         "agent",
         "mode",
@@ -125,7 +137,7 @@ def _runs_table(report: Report) -> TableData:
     ]
     rows = [
         [
-            s.name, s.kind, s.model, s.agent, s.mode, s.suite, f"{s.done}/{s.planned}", str(s.failed),
+            s.name, s.kind, s.protocol, s.model, s.agent, s.mode, s.suite, f"{s.done}/{s.planned}", str(s.failed),
             _num(s.queries_mean, 1), "n/a" if s.concluded_share is None else _pct(s.concluded_share), f"{s.input_tokens:,}", f"{s.output_tokens:,}",
             _num(s.cost_usd, 4),
         ]
@@ -187,6 +199,7 @@ def _modes_table(report: Report) -> TableData:
         "n",
         "p(interactive better)",
         "p(in-context better)",
+        f"p < {report.significance:g}",
     ]
     rows = []
     for m in report.modes:
@@ -197,10 +210,134 @@ def _modes_table(report: Report) -> TableData:
             rows.append([
                 m.model, m.agent, _KIND_NAMES[kind], f"{_mean(kind, inter)} ({m.interactive})",
                 f"{_mean(kind, incon)} ({m.incontext})", f"{inter - incon:+.{digits}f}", str(test.n),
-                _p(test.p_a_better), _p(test.p_b_better),
+                _p(test.p_a_better), _p(test.p_b_better), _significant(test, report.significance),
             ])  # fmt: skip
-    caption = "Means over each run's own scored episodes; p-values from the paired bootstrap over the n methods scored in both."
+    caption = (
+        "Means over each run's own scored episodes; p-values from the paired bootstrap over the n methods scored in "
+        f"both; the last column names the better setting when its p is below {report.significance:g}."
+    )
     return TableData("modes", "Interactive against in-context", columns, rows, caption)
+
+
+def _significant(test: BootstrapResult, level: float) -> str:
+    """Which side is reliably better: ``interactive *``, ``in-context *``, or ``no``."""
+    if test.p_a_better is not None and test.p_a_better < level:
+        return "interactive *"
+    if test.p_b_better is not None and test.p_b_better < level:
+        return "in-context *"
+    return "no"
+
+
+def _upper_bounds_table(report: Report) -> TableData:
+    columns = ["run", "model", "n", "code match", "gold description", "share of the bound", "gap"]
+    rows = [
+        [
+            u.run, u.model, str(u.n), _mean("codematch", u.codematch), _mean("codematch", u.gold),
+            "n/a" if u.ratio is None else _pct(u.ratio), f"{u.codematch - u.gold:+.3f}",
+        ]
+        for u in report.upper_bounds
+    ]  # fmt: skip
+    caption = (
+        "Code match of each run beside the code match of the gold descriptions (each method's upper bound, "
+        "`pau-mcp score --gold`) over the n methods that have both."
+    )
+    return TableData("upper_bounds", "Code match against its upper bound", columns, rows, caption)
+
+
+def _correlations_table(report: Report) -> TableData:
+    columns = ["run A", "run B", "score", "n", "Spearman rho"]
+    rows = [
+        [c.a, c.b, _KIND_NAMES[c.kind], str(c.n), "n/a" if c.rho is None else f"{c.rho:+.3f}"]
+        for c in report.correlations
+    ]
+    caption = "Rank correlation of per-method scores between runs, over the n methods both scored."
+    return TableData("correlations", "Rank correlation across runs", columns, rows, caption)
+
+
+def _contradictions_table(report: Report) -> TableData:
+    columns = ["run", "model", "checked", "contradicting", "share", "observed inputs", "disagreeing"]
+    rows = [
+        [
+            c.run, c.model, str(c.checked), str(c.contradicting), _pct(c.share), str(c.inputs),
+            f"{c.disagree} ({_pct(c.disagree / c.inputs if c.inputs else 0)})",
+        ]
+        for c in report.contradictions
+    ]  # fmt: skip
+    caption = (
+        "Episodes whose description, written as code by the code writer, disagrees with what the agent itself "
+        "observed (checked: episodes scored with the agent's examples)."
+    )
+    return TableData("contradictions", "Self-contradiction", columns, rows, caption)
+
+
+def _coverage_table(report: Report) -> TableData:
+    kinds = [k for k in report.kinds if any(k in c.rho for c in report.coverage)]
+    columns = ["run", "model", "n", "lines: mean", "lines: median", "all lines", "branches: mean"]
+    for kind in kinds:
+        columns += [f"rho with {_KIND_NAMES[kind]}", f"{_KIND_NAMES[kind]}: all lines / fewer"]
+    rows = []
+    for c in report.coverage:
+        row = [
+            c.run, c.model, str(c.lines.n), _pct(c.lines.mean), _pct(c.lines_median), _pct(c.lines.share_good),
+            _pct(c.branches.mean) if c.branches.n else "n/a",
+        ]  # fmt: skip
+        for kind in kinds:
+            n, rho = c.rho.get(kind, (0, None))
+            row.append("n/a" if rho is None else f"{rho:+.2f} (n={n})")
+            whole, n_whole, partial, n_partial = c.full.get(kind, (None, 0, None, 0))
+            row.append(f"{_maybe(kind, whole)} ({n_whole}) / {_maybe(kind, partial)} ({n_partial})")
+        rows.append(row)
+    caption = (
+        "Share of the lines and branches of the hidden function its hidden tests execute that the agent's own calls "
+        "executed, per episode (pau-mcp coverage; operator only); rho: Spearman's between line coverage and the score; "
+        "the last columns compare episodes whose calls ran every such line with the others (their counts in brackets)."
+    )
+    return TableData("coverage", "Exploration coverage", columns, rows, caption)
+
+
+def _maybe(kind: str, value: float | None) -> str:
+    return "n/a" if value is None else _mean(kind, value)
+
+
+def _arguments_table(report: Report) -> TableData:
+    arities = sorted({arity for suite in report.suites for arity in suite.arity})
+    columns = ["suite", "methods", *(f"{arity} arg{'s' * (arity != 1)}" for arity in arities)]
+    rows = [
+        [
+            suite.name,
+            str(suite.methods),
+            *(
+                f"{suite.arity.get(a, 0)} ({_pct(suite.arity.get(a, 0) / suite.methods if suite.methods else 0)})"
+                for a in arities
+            ),
+        ]
+        for suite in report.suites
+    ]
+    return TableData("arguments", "Methods by number of arguments", columns, rows, "")
+
+
+def _bin_label(low: int, high: int | None) -> str:
+    return f"{low}+" if high is None else f"{low}-{high - 1}"
+
+
+def _sizes_table(report: Report) -> TableData:
+    columns = ["suite", "methods", "min", "median", "mean", "max", *(_bin_label(lo, hi) for lo, hi in SIZE_BINS)]
+    rows = []
+    for suite in report.suites:
+        low, median, mean, high = suite.size_stats()
+        rows.append(
+            [
+                suite.name,
+                str(suite.methods),
+                str(low),
+                f"{median:g}",
+                _num(mean, 1),
+                str(high),
+                *map(str, suite.binned()),
+            ]
+        )
+    caption = "Hidden test inputs per method; the last columns count methods per test-suite size."
+    return TableData("sizes", "Test-suite sizes", columns, rows, caption)
 
 
 def _pairs_table(report: Report) -> TableData:
@@ -243,7 +380,8 @@ def _failures_table(report: Report) -> TableData:
             ]
         )
     caption = (
-        "Failed: ended in an error, judge below 3, or code match below 0.8; labelled by an LLM from the trajectory."
+        "Failed: ended in an error, judge below 3, or code match below 0.8; labelled by an LLM from the gold "
+        "description, the failing tests, the coverage and the trajectory (the paper's categories)."
     )
     return TableData("failures", "Failure modes", ["run", "failed", *labels], rows, caption)
 
@@ -318,7 +456,7 @@ def _md_cell(text: str) -> str:
 
 def to_markdown(report: Report) -> str:
     """The report as Markdown: a heading, one pipe table per table, then the notes."""
-    parts = ["# PAU evaluation report", "", f"Runs: {', '.join(s.name for s in report.summaries)}", ""]
+    parts = ["# PAU evaluation report", "", f"Runs: {', '.join(s.name for s in report.summaries) or '(none)'}", ""]
     for data in report_tables(report):
         parts += [f"## {data.title}", ""]
         parts.append("| " + " | ".join(_md_cell(c) for c in data.columns) + " |")
@@ -373,7 +511,8 @@ def run_rows(report: Report) -> list[dict[str, Any]]:
 def _run_row(report: Report, s: RunSummary) -> dict[str, Any]:
     judge = s.scores["judge"]
     row: dict[str, Any] = {
-        "run": s.name, "kind": s.kind, "model": s.model, "agent": s.agent, "mode": s.mode, "suite": s.suite,
+        "run": s.name, "kind": s.kind, "protocol": s.protocol, "model": s.model, "agent": s.agent, "mode": s.mode,
+        "suite": s.suite,
         "planned": s.planned, "done": s.done, "failed": s.failed, "unfinished": s.unfinished,
         "unscored_as_one": int(report.unscored_as_one),
         "judge_n": judge.n, "judge_mean": judge.mean, "judge_std": judge.std, "judge_share_ge3": judge.share_good,
@@ -404,16 +543,20 @@ def method_rows(report: Report) -> list[dict[str, Any]]:
         labels = report.failure_labels.get(run.name, {})
         for m in run.methods:
             row: dict[str, Any] = {
-                "run": run.name, "model": run.setting("model"), "agent": run.setting("agent"), "mode": run.mode,
+                "run": run.name, "protocol": run.protocol, "model": run.setting("model"), "agent": run.setting("agent"),
+                "mode": run.mode,
                 "method_id": m.method_id, "state": m.state,
             }  # fmt: skip
             for kind in KINDS:
                 row[f"{kind}_status"] = m.status(kind) or ""
-                row[kind] = _blank(m.score(kind, report.unscored_as_one))
+                row[kind] = _blank(run.counted(m, kind, report.unscored_as_one))
             row |= {
                 "concluded": _blank(None if m.concluded is None else int(m.concluded)), "queries": _blank(m.queries),
                 "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "cost_usd": m.cost_usd,
                 "failure": labels.get(m.method_id, ""), "error": m.error or "",
+                "observed_checked": _blank(m.contradiction[0] if m.contradiction else None),
+                "observed_disagree": _blank(m.contradiction[1] if m.contradiction else None),
+                "coverage_lines": _blank(m.covered("lines")), "coverage_branches": _blank(m.covered("branches")),
             }  # fmt: skip
             rows.append(row)
     return rows

@@ -19,6 +19,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pau_mcp.harness.analyses import (
+    Contradictions,
+    Correlation,
+    CoverageSummary,
+    SuiteProfile,
+    UpperBound,
+    contradictions,
+    correlations,
+    coverage_summaries,
+    upper_bounds,
+)
 from pau_mcp.harness.labels import FAILURE_LABELS, UNCLASSIFIED
 from pau_mcp.harness.stats import (
     BootstrapResult,
@@ -28,6 +39,7 @@ from pau_mcp.harness.stats import (
     mean_and_std,
     paired_bootstrap,
 )
+from pau_mcp.protocol import RULES, protocol_of
 from pau_mcp.runstore import RunStore, StoreError
 
 __all__ = [
@@ -55,6 +67,10 @@ KINDS = ("judge", "codematch", "codematch_gold", "direct")
 #: The kinds whose values are fractions of matching tests (0 to 1).
 FRACTION_KINDS = ("codematch", "codematch_gold", "direct")
 
+#: What a row without a score counts as under a protocol that counts failed rows (the reference's): the
+#: judge's lowest rating, no matching test.
+WORST: dict[str, float] = {"judge": 1.0, "codematch": 0.0, "codematch_gold": 0.0}
+
 #: Each kind's name in headings.
 KIND_TITLES = {
     "judge": "Judge score (1-5)",
@@ -75,10 +91,13 @@ class Score:
     Attributes:
         status: ``scored`` (a value), ``unscored`` (the judge's reply had no readable rating) or ``error``.
         value: The rating or fraction when scored.
+        observed: For code match: the code writer's code on the agent's observed inputs, ``{"checked",
+            "disagree"}`` (the self-contradiction check), when it was made.
     """
 
     status: str
     value: float | None = None
+    observed: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +114,7 @@ class MethodScores:
         output_tokens: Tokens the agent wrote.
         cost_usd: What the episode cost.
         error: Why a failed episode failed.
+        coverage: Its exploration coverage, when measured (``pau-mcp coverage``; ``pau_mcp.scoring.coverage``).
     """
 
     method_id: str
@@ -106,6 +126,7 @@ class MethodScores:
     output_tokens: int = 0
     cost_usd: float = 0.0
     error: str | None = None
+    coverage: dict[str, Any] | None = None
 
     @property
     def done(self) -> bool:
@@ -142,15 +163,21 @@ class MethodScores:
         """The code-match fraction when scored."""
         return self.value("codematch")
 
-    def score(self, kind: str, unscored_as_one: bool = False) -> float | None:
+    def score(self, kind: str, unscored_as_one: bool = False, failed_as_worst: bool = False) -> float | None:
         """The score of one kind this episode counts with, or None when it does not count.
 
         Args:
             kind: One of ``KINDS``.
             unscored_as_one: Count an unscored judge reply as 1 (the reference benchmark's rule)
                 instead of leaving it out.
+            failed_as_worst: Count a failed episode, and a score that could not be made, as the
+                worst score of its kind (``WORST``; the reference protocol's rule) instead of leaving
+                it out.
         """
         score = self.scores.get(kind)
+        unmade = self.state == "failed" or (self.done and score is not None and score.status in ("error", "unscored"))
+        if failed_as_worst and kind in WORST and unmade:
+            return WORST[kind]
         if not self.done or score is None:
             return None
         if score.status == "scored" and score.value is not None:
@@ -158,6 +185,22 @@ class MethodScores:
         if kind == "judge" and score.status == "unscored" and unscored_as_one:
             return 1.0
         return None
+
+    def covered(self, part: str = "lines") -> float | None:
+        """The share of the lines (or ``branches``) the hidden tests run that the agent's calls ran, when measured."""
+        if not self.coverage or self.coverage.get("status") != "measured":
+            return None
+        value = self.coverage[part].get("agent_of_tests")
+        return None if value is None else float(value)
+
+    @property
+    def contradiction(self) -> tuple[int, int] | None:
+        """``(observed inputs checked, of those where the description's code disagrees)`` for a done episode whose
+        code match made the self-contradiction check, else None."""
+        score = self.scores.get("codematch")
+        if not self.done or score is None or not score.observed or not score.observed.get("checked"):
+            return None
+        return int(score.observed["checked"]), int(score.observed.get("disagree", 0))
 
     def judge(self, unscored_as_one: bool = False) -> float | None:
         """The judge score this episode counts with, or None."""
@@ -196,6 +239,30 @@ class RunData:
         return "" if value is None else str(value)
 
     @property
+    def protocol(self) -> str:
+        """The protocol the run recorded (``pau-mcp`` for runs made before protocols were recorded)."""
+        return protocol_of(self.config)
+
+    def counted(self, method: MethodScores, kind: str, unscored_as_one: bool = False) -> float | None:
+        """The score one of its methods counts with, by the run's protocol.
+
+        Under the reference protocol an unscored judge reply counts as 1, and a failed episode or a score
+        that could not be made as the worst score of its kind, for the kinds the run was scored on.
+        """
+        rules = RULES[self.protocol]
+        worst = rules.failed_as_worst and kind in self._scored_kinds
+        return method.score(kind, unscored_as_one or rules.failed_as_worst, failed_as_worst=worst)
+
+    @property
+    def ddof(self) -> int:
+        """The standard deviation's degrees of freedom its protocol uses (1: the sample's)."""
+        return 1 if RULES[self.protocol].sample_std else 0
+
+    @property
+    def _scored_kinds(self) -> frozenset[str]:
+        return frozenset(kind for m in self.methods for kind in m.scores)
+
+    @property
     def mode(self) -> str:
         """``interactive`` or ``incontext`` (spelling variants such as ``in-context`` folded), or ""."""
         return self.setting("mode").lower().replace("-", "").replace("_", "")
@@ -216,6 +283,7 @@ class RunSummary:
     Attributes:
         name: The run.
         kind: How the run was made (``eval``, ``serve``, ``file``, ``gold``).
+        protocol: The protocol it followed (``pau-mcp`` or ``reference``).
         model: The agent's model (from the run's configuration; "" if not recorded).
         agent: The agent kind (``paper``, ``tools``, ``probe``).
         mode: ``interactive`` or ``incontext``.
@@ -239,6 +307,7 @@ class RunSummary:
 
     name: str
     kind: str
+    protocol: str
     model: str
     agent: str
     mode: str
@@ -336,6 +405,12 @@ class Report:
         resamples: Bootstrap resamples per test.
         seed: Bootstrap seed.
         notes: Sentences every rendering prints under the tables.
+        suites: Profiles of the suites the report covers (methods by arguments, test-suite sizes).
+        correlations: Spearman's rho of per-method scores for every pair of runs and kind.
+        contradictions: Per run with checked episodes, how often descriptions contradict observations.
+        upper_bounds: Per run with code match, its mean beside the gold descriptions' on the same methods.
+        coverage: Per run with measured episodes, its exploration coverage and how it relates to the scores.
+        significance: The p-value below which a difference is marked significant (0.05).
     """
 
     runs: list[RunData]
@@ -350,6 +425,12 @@ class Report:
     resamples: int = 10_000
     seed: int = 0
     notes: list[str] = field(default_factory=list)
+    suites: list[SuiteProfile] = field(default_factory=list)
+    correlations: list[Correlation] = field(default_factory=list)
+    contradictions: list[Contradictions] = field(default_factory=list)
+    upper_bounds: list[UpperBound] = field(default_factory=list)
+    coverage: list[CoverageSummary] = field(default_factory=list)
+    significance: float = 0.05
 
     @property
     def unscored_rule(self) -> str:
@@ -399,7 +480,9 @@ def load_trajectories(store: RunStore, run: RunData) -> dict[str, list[Any]]:
 
 def _latest_scores(rows: Iterable[dict[str, Any]]) -> dict[str, Score]:
     """The latest score of each kind (rows come oldest first)."""
-    return {row["kind"]: Score(row["status"], row.get("value")) for row in rows}
+    return {
+        row["kind"]: Score(row["status"], row.get("value"), (row.get("detail") or {}).get("observed")) for row in rows
+    }
 
 
 def _episode_scores(row: dict[str, Any]) -> MethodScores:
@@ -413,6 +496,7 @@ def _episode_scores(row: dict[str, Any]) -> MethodScores:
         output_tokens=int(row.get("output_tokens") or 0),
         cost_usd=float(row.get("cost_usd") or 0.0),
         error=row.get("error"),
+        coverage=row.get("coverage"),
     )
 
 
@@ -445,6 +529,7 @@ def build_report(
     resamples: int = 10_000,
     seed: int = 0,
     failure_labels: dict[str, dict[str, str]] | None = None,
+    suites: Sequence[SuiteProfile] = (),
 ) -> Report:
     """Compute every number of a report.
 
@@ -454,12 +539,13 @@ def build_report(
         resamples: Bootstrap resamples per paired test.
         seed: Bootstrap seed (each test starts from it, so a pair's p-values do not depend on the other runs).
         failure_labels: Per run, per method, a failure label from ``failures.classify_failures``.
+        suites: Profiles of the suites to describe (``analyses.suite_profile``).
 
     Raises:
-        ReportError: no runs, or fewer than one resample.
+        ReportError: neither runs nor suites, or fewer than one resample.
     """
-    if not runs:
-        raise ReportError("name at least one run; `pau-mcp runs list` shows them")
+    if not runs and not suites:
+        raise ReportError("name at least one run (`pau-mcp runs list` shows them) or a suite (--suite NAME)")
     if resamples < 1:
         raise ReportError(f"--resamples must be at least 1 (got {resamples})")
     labels = failure_labels or {}
@@ -484,22 +570,29 @@ def build_report(
         unscored_as_one=unscored_as_one,
         resamples=resamples,
         seed=seed,
+        suites=list(suites),
+        correlations=correlations(runs, kinds, unscored_as_one),
+        contradictions=contradictions(runs),
+        upper_bounds=upper_bounds(runs, unscored_as_one),
+        coverage=coverage_summaries(runs, kinds, unscored_as_one),
     )
     report.notes.extend(_notes(report))
     return report
 
 
-def _stats(kind: str, values: Sequence[float]) -> ScoreStats:
-    return judge_stats(values) if kind == "judge" else codematch_stats(values)
+def _stats(kind: str, values: Sequence[float], ddof: int = 0) -> ScoreStats:
+    return judge_stats(values, ddof) if kind == "judge" else codematch_stats(values, ddof)
 
 
 def _summarise(run: RunData, unscored_as_one: bool, labels: dict[str, str] | None) -> RunSummary:
     done = [m for m in run.methods if m.done]
+    # Under a protocol that counts failed rows, failed episodes are rows too.
+    rows = [m for m in run.methods if m.done or (m.state == "failed" and RULES[run.protocol].failed_as_worst)]
     scores, missing = {}, {}
     for kind in KINDS:
-        values = [v for m in done if (v := m.score(kind, unscored_as_one)) is not None]
-        scores[kind] = _stats(kind, values)
-        uncounted = [m for m in done if m.score(kind, unscored_as_one) is None]
+        values = [v for m in rows if (v := run.counted(m, kind, unscored_as_one)) is not None]
+        scores[kind] = _stats(kind, values, run.ddof)
+        uncounted = [m for m in done if run.counted(m, kind, unscored_as_one) is None]
         missing[kind] = sum(1 for m in uncounted if kind != "judge" or m.status(kind) != "unscored")
     queries, _ = mean_and_std([float(m.queries) for m in done if m.queries is not None])
     concluded = [m.concluded for m in done if m.concluded is not None]
@@ -507,6 +600,7 @@ def _summarise(run: RunData, unscored_as_one: bool, labels: dict[str, str] | Non
     return RunSummary(
         name=run.name,
         kind=run.kind,
+        protocol=run.protocol,
         model=run.setting("model"),
         agent=run.setting("agent"),
         mode=run.mode,
@@ -536,7 +630,7 @@ def _scores(run: RunData, kind: str, unscored_as_one: bool) -> dict[str, list[fl
     """Each method's counted scores of one kind (several only in a run of several sessions without episodes)."""
     found: dict[str, list[float]] = {}
     for m in run.methods:
-        if (value := m.score(kind, unscored_as_one)) is not None:
+        if (value := run.counted(m, kind, unscored_as_one)) is not None:
             found.setdefault(m.method_id, []).append(value)
     return found
 
@@ -551,7 +645,7 @@ def _max_aggregation(
         for run in runs:
             for method, values in _scores(run, kind, unscored_as_one).items():
                 best[method] = max(*values, best.get(method, values[0]))
-        stats[kind] = _stats(kind, [best[m] for m in sorted(best)])
+        stats[kind] = _stats(kind, [best[m] for m in sorted(best)], max(run.ddof for run in runs))
         methods |= set(best)
     return stats, len(methods)
 
@@ -612,7 +706,21 @@ def _episodes(count: int) -> str:
 
 
 def _notes(report: Report) -> list[str]:
+    if not report.runs:
+        return []
     notes = [report.unscored_rule]
+    reference = [s.name for s in report.summaries if s.protocol == "reference"]
+    if reference:
+        notes.append(
+            f"{'Runs' if len(reference) > 1 else 'Run'} {', '.join(reference)} followed the reference protocol "
+            "(docs/protocol.md): unscored judge replies count as 1, failed episodes and scores that could not be made "
+            "count as judge 1 and code match 0, and standard deviations are the sample's (ddof=1)."
+        )
+    if len({s.protocol for s in report.summaries}) > 1:
+        notes.append(
+            "These runs followed different protocols (see the protocol column): their numbers were made by different "
+            "prompts and rules, so differences between them are not only the models'."
+        )
     for run, s in zip(report.runs, report.summaries, strict=True):
         if not run.episodes:
             made = f"a {run.kind} run" if run.kind else "a run"
@@ -664,6 +772,33 @@ def _notes(report: Report) -> list[str]:
         notes.append(
             "A method submitted in several sessions of one run counts once per session in that run's numbers, "
             "once (its mean) in the pairwise tests and once (its best) in Max."
+        )
+    if report.correlations:
+        notes.append(
+            "Rank correlation: Spearman's rho of two runs' per-method scores over the methods both scored (ties share "
+            "their mean rank); n/a when one run gives every method the same score."
+        )
+    if report.contradictions:
+        notes.append(
+            "Self-contradiction: the code written from an episode's description is run on the inputs its agent "
+            "observed; the episode contradicts itself when that code disagrees with what the function did there."
+        )
+    if report.coverage:
+        notes.append(
+            "Coverage: per episode, the share of the lines (branches) of the hidden function that its hidden tests "
+            "execute which the agent's own calls also executed (pau-mcp coverage; operator only); rho is Spearman's "
+            "between line coverage and the score, 'full' the episodes whose calls ran every such line."
+        )
+    elif any(run.episodes for run in report.runs):
+        notes.append("No exploration coverage is measured for these runs: `pau-mcp coverage RUN` measures it.")
+    if report.upper_bounds:
+        notes.append(
+            "Upper bound: code match of the gold descriptions (pau-mcp score --gold) on the same methods, by the same "
+            "code writer; the ratio is the run's share of it."
+        )
+    if report.modes and report.kinds:
+        notes.append(
+            f"In the interactive against in-context comparison, * marks a difference with p < {report.significance:g}."
         )
     if report.pairs and report.kinds:
         notes.append(

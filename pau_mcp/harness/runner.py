@@ -30,12 +30,15 @@ from mcp.shared.exceptions import MCPError
 from ..config import Settings, SettingsError
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import ManifestError, ManifestStore, Method, tool_name
+from ..prompts import PromptsError
+from ..protocol import DEFAULT_PROTOCOL, Protocol, load_protocol
 from ..runstore import EpisodeResult, RunStore, SessionRecord
 from ..scoring.records import record_scores
 from ..server.launch import LaunchError, http_server
 from ..server.sessions import label_problem
 from .agents import AGENTS, Agent, AgentResult
 from .environment import Environment
+from .reference_agent import ReferenceAgent
 
 __all__ = [
     "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "RunTotals", "check_config",
@@ -67,6 +70,7 @@ class EvalConfig:
         retry_failed: Run the episodes that failed in an earlier invocation again (the default); False keeps
             them failed.
         overrides: The agent model's request settings chosen by the user (``--temperature``, ...).
+        protocol: Whose prompts and rules the agent and the scores follow (``pau-mcp`` or ``reference``).
     """
 
     run: str
@@ -83,13 +87,24 @@ class EvalConfig:
     kinds: tuple[str, ...] = ("judge", "codematch", "direct")
     retry_failed: bool = True
     overrides: Overrides = field(default_factory=Overrides)
+    protocol: str = DEFAULT_PROTOCOL
 
     def identity(self) -> dict[str, Any]:
         """What must match for a run to be resumed rather than refused (overrides only when some are set)."""
-        identity = {k: v for k, v in asdict(self).items() if k in ("model", "suite", "agent", "mode", "budget")}
+        identity = {
+            k: v for k, v in asdict(self).items() if k in ("model", "suite", "agent", "mode", "budget", "protocol")
+        }
         if self.overrides.any():
             identity["overrides"] = {k: v for k, v in asdict(self.overrides).items() if v is not None}
         return identity
+
+
+_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides")
+
+
+def stored_identity(config: dict[str, Any]) -> dict[str, Any]:
+    """The identity part of a stored run configuration (a run made before protocols were recorded followed ours)."""
+    return {"protocol": DEFAULT_PROTOCOL} | {k: v for k, v in config.items() if k in _IDENTITY_KEYS}
 
 
 @dataclass
@@ -261,14 +276,13 @@ async def play_episode(
             if submitted.is_error or env.submission_id is None:
                 raise EvalError(f"the server refused the submission: {submitted.text}")
         record = EpisodeRecord(method.id, attempt, EpisodeResult(state="done"))
+        examples = result.examples if result.examples is not None else env.observed_examples()
         kinds = [k for k in config.kinds if k != "direct" or result.code]
         if not (result.description or "").strip():
             kinds = [k for k in kinds if k == "direct"]  # the judge and the code writer need a description
         if config.score and kinds:
-            scored = await scorer.score(
-                method.id, result.description, result.code, examples=env.observed_examples(), kinds=kinds
-            )
-            record.values = record_scores(store, env.submission_id, scored)
+            scored = await scorer.score(method.id, result.description, result.code, examples=examples, kinds=kinds)
+            record.values = record_scores(store, env.submission_id, scored, with_examples=True)
             record.scoring_input_tokens = scored.usage.input_tokens
             record.scoring_output_tokens = scored.usage.output_tokens
             record.scoring_cost_usd = scored.cost_usd
@@ -276,6 +290,7 @@ async def play_episode(
             state="done", session_key=key, submission_id=env.submission_id, concluded=result.concluded,
             queries=env.queries, input_tokens=result.usage.input_tokens, output_tokens=result.usage.output_tokens,
             cost_usd=result.cost_usd, trajectory=[s.to_json() for s in env.trajectory],
+            examples=[list(e) for e in examples],
         )  # fmt: skip
         return record
     except Exception as caught:  # noqa: BLE001 - sorted just below
@@ -339,10 +354,13 @@ def check_config(config: EvalConfig) -> None:
         raise EvalError(str(exc)) from None
 
 
-def _make_agent(config: EvalConfig, llm: LLMClient) -> Agent:
+def _make_agent(config: EvalConfig, llm: LLMClient, protocol: Protocol) -> Agent:
     check_config(config)
     if config.agent == "probe":
         return AGENTS["probe"]()
+    if protocol.reference and config.agent == "paper":
+        return ReferenceAgent(llm=llm, model=config.model, prompts=protocol.prompts, overrides=config.overrides)
+    # The tools agent has no counterpart in the reference: it keeps this project's wording under either protocol.
     return AGENTS[config.agent](llm=llm, model=config.model, overrides=config.overrides)
 
 
@@ -418,17 +436,29 @@ async def run_eval(
         raise EvalError(str(exc)) from None
     if not methods:
         raise EvalError(f"no methods to evaluate in suite {config.suite!r} with these options")
+    try:
+        protocol = load_protocol(config.protocol, settings.data_dir)
+    except PromptsError as exc:
+        raise EvalError(str(exc)) from None
+    scoring = getattr(scorer, "protocol", None) if config.score else None
+    if scoring is not None and scoring.name != protocol.name:
+        raise EvalError(
+            f"the scorer follows the {scoring.name} protocol and the run {protocol.name}: build both from the same "
+            "--protocol"
+        )
     if config.server:  # a wrong URL, token or tool key ends the command here, before the run exists
         async with _http_client(settings.token) as client:
             await _check_served(client, config.server, config, {tool_name(deployment_key, m.id) for m in methods})
     store: RunStore = RunStore(settings.db_path)
     existing = {row["name"] for row in store.runs()}
-    run_id = store.ensure_run(config.run, kind="eval", config=config.identity())
+    recorded = config.identity() | {"prompts": protocol.prompts.digest, "with_examples": True}
+    run_id = store.ensure_run(config.run, kind="eval", config=recorded)
     if config.run in existing:
         stored = store.run_config(run_id)
-        if stored and stored != config.identity():
+        if stored and stored_identity(stored) != config.identity():
             raise EvalError(
-                f"run {config.run!r} exists with {stored}; resume it with the same options or choose another --run"
+                f"run {config.run!r} exists with {stored_identity(stored)}; resume it with the same options or "
+                "choose another --run"
             )
     store.plan_episodes(run_id, [m.id for m in methods])
     if config.retry_failed:
@@ -501,7 +531,11 @@ class EpisodeHost:
         self.url: str | None = None
         self._key = deployment_key
         self._llm = llm if llm is not None else LLMClient.from_settings(settings)
-        self._agent = _make_agent(config, self._llm)
+        try:
+            protocol = load_protocol(config.protocol, settings.data_dir)
+        except PromptsError as exc:
+            raise EvalError(str(exc)) from None
+        self._agent = _make_agent(config, self._llm, protocol)
         self._stack = contextlib.AsyncExitStack()
         self._client: httpx2.AsyncClient | None = None
 

@@ -22,6 +22,7 @@ __all__ = [
     "judge_stats",
     "mean_and_std",
     "paired_bootstrap",
+    "spearman",
 ]
 
 #: The judge's scale.
@@ -43,7 +44,8 @@ class ScoreStats:
     Attributes:
         n: Values counted.
         mean: Their mean (0 when there are none).
-        std: Their population standard deviation (0 when there are none).
+        std: Their standard deviation (0 when there are none): the population's (``ddof=0``), or the sample's
+            (``ddof=1``, pandas' default, which the reference protocol uses; 0 for fewer than two values).
         distribution: Count per judge score (1..5) or per code-match bucket, in scale order.
         share_good: Judge: share at or above 3. Code match: share exactly 1.0.
         share_bad: Judge: share below 3. Code match: share below 0.8.
@@ -55,6 +57,7 @@ class ScoreStats:
     distribution: dict[str, int] = field(default_factory=dict)
     share_good: float = 0.0
     share_bad: float = 0.0
+    ddof: int = 0
 
     def share(self, key: str) -> float:
         """The share of values in one distribution cell (0 when there are no values)."""
@@ -86,22 +89,27 @@ class BootstrapResult:
     seed: int
 
 
-def mean_and_std(values: Sequence[float]) -> tuple[float, float]:
-    """The mean and population standard deviation (``ddof=0``, as numpy's default); zeros for no values."""
+def mean_and_std(values: Sequence[float], ddof: int = 0) -> tuple[float, float]:
+    """The mean and standard deviation: population (``ddof=0``, numpy's default) or sample (``ddof=1``, pandas').
+
+    Zeros for no values; the standard deviation is 0 when there are no more values than ``ddof``.
+    """
     if not values:
         return 0.0, 0.0
     mean = math.fsum(values) / len(values)
-    variance = math.fsum((v - mean) ** 2 for v in values) / len(values)
+    if len(values) <= ddof:
+        return mean, 0.0
+    variance = math.fsum((v - mean) ** 2 for v in values) / (len(values) - ddof)
     return mean, math.sqrt(variance)
 
 
-def judge_stats(values: Sequence[float]) -> ScoreStats:
+def judge_stats(values: Sequence[float], ddof: int = 0) -> ScoreStats:
     """Stats of judge scores (each 1..5; a value off the scale is rounded and clamped onto it)."""
     scores = [min(5, max(1, round(v))) for v in values]
-    mean, std = mean_and_std(list(values))
+    mean, std = mean_and_std(list(values), ddof)
     distribution = {str(s): scores.count(s) for s in JUDGE_SCORES}
     good = sum(1 for s in scores if s >= 3)
-    return _stats(len(scores), mean, std, distribution, good, len(scores) - good)
+    return _stats(len(scores), mean, std, distribution, good, len(scores) - good, ddof)
 
 
 def codematch_bucket(value: float) -> str:
@@ -112,19 +120,21 @@ def codematch_bucket(value: float) -> str:
     return CODEMATCH_BUCKETS[index]
 
 
-def codematch_stats(values: Sequence[float]) -> ScoreStats:
+def codematch_stats(values: Sequence[float], ddof: int = 0) -> ScoreStats:
     """Stats of code-match fractions (0..1)."""
     buckets = [codematch_bucket(v) for v in values]
-    mean, std = mean_and_std(list(values))
+    mean, std = mean_and_std(list(values), ddof)
     distribution = {b: buckets.count(b) for b in CODEMATCH_BUCKETS}
     perfect = distribution[CODEMATCH_BUCKETS[-1]]
     # Below 0.8 is the first four buckets, so the share always agrees with the distribution.
     below = sum(distribution[b] for b in CODEMATCH_BUCKETS[:4])
-    return _stats(len(buckets), mean, std, distribution, perfect, below)
+    return _stats(len(buckets), mean, std, distribution, perfect, below, ddof)
 
 
-def _stats(n: int, mean: float, std: float, distribution: dict[str, int], good: int, bad: int) -> ScoreStats:
-    return ScoreStats(n, mean, std, distribution, good / n if n else 0.0, bad / n if n else 0.0)
+def _stats(
+    n: int, mean: float, std: float, distribution: dict[str, int], good: int, bad: int, ddof: int = 0
+) -> ScoreStats:
+    return ScoreStats(n, mean, std, distribution, good / n if n else 0.0, bad / n if n else 0.0, ddof)
 
 
 def paired_bootstrap(
@@ -170,3 +180,39 @@ def paired_bootstrap(
     return BootstrapResult(
         n, mean_a, mean_b, 1 - wins_a / resamples, 1 - wins_b / resamples, resamples, sample_size, seed
     )
+
+
+def _ranks(values: Sequence[float]) -> np.ndarray:
+    """Ranks from 1, ties sharing their mean rank."""
+    data = np.asarray(values, dtype=float)
+    order = np.argsort(data, kind="mergesort")
+    ranks = np.empty(len(data), dtype=float)
+    sorted_values = data[order]
+    start = 0
+    while start < len(data):
+        end = start
+        while end + 1 < len(data) and sorted_values[end + 1] == sorted_values[start]:
+            end += 1
+        ranks[order[start : end + 1]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Spearman's rank correlation of paired values: Pearson's correlation of their ranks (ties share a mean rank).
+
+    None when it is undefined: fewer than two pairs, or one side with every value equal.
+
+    Raises:
+        ValueError: ``a`` and ``b`` differ in length.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired values must have the same length (got {len(a)} and {len(b)})")
+    if len(a) < 2:
+        return None
+    ra, rb = _ranks(a), _ranks(b)
+    da, db = ra - ra.mean(), rb - rb.mean()
+    denominator = math.sqrt(float((da * da).sum()) * float((db * db).sum()))
+    if denominator == 0:
+        return None
+    return float((da * db).sum()) / denominator

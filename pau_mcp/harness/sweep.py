@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..llm import LLMError, Overrides
 from ..llm.models import parse_model
 from ..runstore import RunStore
-from .runner import EvalConfig, run_name
+from .runner import EvalConfig, run_name, stored_identity
 
 __all__ = ["PlannedRun", "Sweep", "SweepError", "SweepModel", "expand", "load_sweep", "run_state"]
 
@@ -226,7 +226,7 @@ def run_state(store: RunStore, config: EvalConfig, method_ids: list[str]) -> str
         return "new"
     run_id = int(rows[0]["id"])
     stored = store.run_config(run_id)
-    if stored and stored != config.identity():
+    if stored and stored_identity(stored) != config.identity():
         return "conflict"
     ended = ("done",) if config.retry_failed else ("done", "failed")
     states = {

@@ -1,6 +1,6 @@
 """Hidden-method suites: the manifest model, suites on disk, and importers."""
 
-from .model import Case, FrozenOutcome, Method, Provenance, SuiteInfo, Tags, call_text, tool_name
+from .model import Case, FrozenOutcome, Method, Provenance, SuiteInfo, Tags, call_arguments, call_text, tool_name
 from .store import ManifestError, ManifestStore, Suite, dump_method, packaged_manifests
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "Suite",
     "SuiteInfo",
     "Tags",
+    "call_arguments",
     "call_text",
     "dump_method",
     "packaged_manifests",

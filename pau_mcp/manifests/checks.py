@@ -53,7 +53,9 @@ def _cases(method: Method) -> list[Case]:
 def freeze_method(method: Method, sandbox: Sandbox, limits: Limits | None = None) -> Method:
     """Run every example and test input in the sandbox (one batch) and record the outcomes."""
     cases = _cases(method)
-    outcomes = sandbox.run(method.source, [case.input for case in cases], entry=method.entry, limits=limits)
+    outcomes = sandbox.run(
+        method.source, [case.input for case in cases], entry=method.entry, limits=limits, engine=method.engine
+    )
     frozen = [Case(input=case.input, outcome=FrozenOutcome.of(o)) for case, o in zip(cases, outcomes, strict=False)]
     n = len(method.examples)
     return method.model_copy(update={"examples": frozen[:n], "tests": frozen[n:]})
@@ -102,7 +104,9 @@ def check_method(method: Method, sandbox: Sandbox, limits: Limits | None = None)
     cases = _cases(method)
     if not cases:
         problem("inputs", "the method has no examples and no tests")
-    again = sandbox.run(method.source, [c.input for c in cases], entry=method.entry, limits=limits, fresh=True)
+    again = sandbox.run(
+        method.source, [c.input for c in cases], entry=method.entry, limits=limits, fresh=True, engine=method.engine
+    )
     if cases and all(o.error_type == "SyntaxError" for o in again):
         problem("compiles", f"the source does not compile: {again[0].error_message}")
     for case, outcome in zip(cases, again, strict=False):

@@ -17,7 +17,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 
 from wasm_runtime import Outcome, Status, parse_python
 
-__all__ = ["Case", "FrozenOutcome", "Method", "Provenance", "SuiteInfo", "Tags", "call_text", "tool_name"]
+__all__ = [
+    "Case",
+    "FrozenOutcome",
+    "Method",
+    "Provenance",
+    "SuiteInfo",
+    "Tags",
+    "call_arguments",
+    "call_text",
+    "tool_name",
+]
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}/[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -49,6 +59,24 @@ def call_text(entry: str, literal: str) -> str:
         ]
         return f"{entry}({', '.join(parts)})"
     return f"{entry}({text})"
+
+
+def call_arguments(call: str) -> str | None:
+    """The argument-tuple literal of a call as ``call_text`` writes it: ``(1, 'a')`` for ``test_func(1, 'a')``.
+
+    The inverse of ``call_text``: one argument keeps its trailing comma, so ``test_func((3, -1, 2))`` gives
+    ``((3, -1, 2),)``, one tuple argument, not three. None when the text is not a call with positional
+    arguments.
+    """
+    text = call.strip()
+    try:
+        node = parse_python(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if not isinstance(node, ast.Call) or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    parts = [ast.get_source_segment(text, argument) or ast.unparse(argument) for argument in node.args]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
 def tool_name(key: str, method_id: str) -> str:
@@ -163,6 +191,9 @@ class Method(BaseModel):
     tests: list[Case] = Field(default_factory=list)
     provenance: Provenance
     tags: Tags
+    #: The sandbox engine that runs the method; None picks it from what the source imports
+    #: (``wasm_runtime.engines.engine_for``: numpy, pandas or scipy send it to the numpy engine).
+    engine: Literal["python", "numpy"] | None = None
 
     @field_validator("id")
     @classmethod

@@ -296,7 +296,9 @@ class ExplorationEnv:
                     components["budget"] = 0.0
                     call.update(status="over_budget", shown="not run: the budget is spent")
                 else:
-                    outcome = self.runtime.sandbox().call(self.method.source, args, entry=self.method.entry)
+                    outcome = self.runtime.sandbox().call(
+                        self.method.source, args, entry=self.method.entry, engine=self.method.engine
+                    )
                     repeated = canonical in self.seen_inputs
                     self.seen_inputs.add(canonical)
                     if outcome.status is Status.OK:

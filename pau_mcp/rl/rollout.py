@@ -28,6 +28,7 @@ import anyio.abc
 
 from ..llm import LLMClient, LLMError
 from ..manifests import Method
+from ..prompts import load_prompts
 from ..runstore import EpisodeResult, RunStore
 from . import prompts
 from .critic import Critic
@@ -107,12 +108,7 @@ class RolloutProgress:
 
 def answer_hint(method: Method) -> str:
     """What an answer-aware teacher is told on top of the system prompt (never recorded as an observation)."""
-    return (
-        "You are a teacher demonstrating good exploration. You already know what the function does:\n"
-        f"{method.description}\n"
-        "Explore as if you did not know it: choose inputs that would reveal this behaviour to someone who does not, "
-        "and conclude only once your experiments have shown every part of it. Never mention that you were told."
-    )
+    return load_prompts().render("rl_teacher", description=method.description)
 
 
 def _policy_messages(observation: str, hint: str | None) -> list[dict[str, str]]:

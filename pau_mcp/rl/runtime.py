@@ -43,7 +43,12 @@ class SandboxLike(Protocol):
     """What the environment needs of a sandbox: ``wasm_runtime.Sandbox`` and ``WorkerSandbox`` both are one."""
 
     def call(
-        self, source: str, arguments: str | tuple[Any, ...], entry: str = "test_func", limits: Limits | None = None
+        self,
+        source: str,
+        arguments: str | tuple[Any, ...],
+        entry: str = "test_func",
+        limits: Limits | None = None,
+        engine: str | None = None,
     ) -> Outcome: ...
 
 

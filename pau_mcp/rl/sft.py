@@ -26,10 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..harness.agents import (
-    _PAPER_SYSTEM as _HARNESS_SYSTEM,
-)  # the paper agent's system prompt: runs store only the user prompts
 from ..manifests import ManifestError, ManifestStore, Method, call_text
+from ..prompts import load_prompts
 from ..runstore import RunStore
 from . import prompts
 
@@ -96,11 +94,7 @@ def final_prompt(method: Method) -> str:
         f"  {call_text(method.entry, case.input)} -> {case.outcome.shown() if case.outcome else '(not frozen)'}"
         for case in method.examples
     )
-    return (
-        f"The function: `{method.header}`\nKnown examples:\n{examples or '  (none)'}\n\n"
-        "Describe precisely what the function does, covering every case and exception, so that a programmer could "
-        "re-implement it."
-    )
+    return load_prompts().render("rl_final", header=method.header, examples=examples or "  (none)")
 
 
 def _steps(config: dict[str, Any], episode: dict[str, Any]) -> Iterator[list[dict[str, str]]]:
@@ -117,7 +111,8 @@ def _steps(config: dict[str, Any], episode: dict[str, Any]) -> Iterator[list[dic
     for step in trajectory:
         if step.get("kind") == "model" and step.get("prompt"):
             yield [
-                {"role": "system", "content": _HARNESS_SYSTEM},
+                # The harness's agents' system prompt: runs store only the user prompts.
+                {"role": "system", "content": load_prompts().text("agent_system")},
                 {"role": "user", "content": step["prompt"]},
                 {"role": "assistant", "content": step.get("reply") or ""},
             ]

@@ -16,15 +16,17 @@ def record_scores(
     """Store every score of a ``ScoreResult``; returns ``{kind: value}`` (None where unscored).
 
     Kinds: ``judge`` (1 to 5), ``codematch`` (or ``codematch_gold`` when the code writer had the gold
-    description), ``direct``.
+    description), ``direct``. Each detail records the protocol the score followed; code match also whether
+    the code writer got the agent's examples and, when it did, how its code fared on them (``observed``).
     """
     values: dict[str, float | None] = {}
     judge, codematch, direct = result.judge, result.codematch, result.direct
+    protocol = getattr(result, "protocol", "pau-mcp")
     if judge is not None:
         value = float(judge.rating) if judge.status == "scored" and judge.rating is not None else None
         store.record_score(
             submission_id, "judge", judge.status, value, judge.model,
-            {"reason": judge.reason, "reply": judge.reply, "usage": asdict(judge.usage), "cost_usd": judge.cost_usd, "cached": judge.cached},
+            {"reason": judge.reason, "reply": judge.reply, "usage": asdict(judge.usage), "cost_usd": judge.cost_usd, "cached": judge.cached, "protocol": protocol},
         )  # fmt: skip
         values["judge"] = value
     if codematch is not None:
@@ -35,7 +37,8 @@ def record_scores(
                 "reason": codematch.reason, "failures": codematch.failures, "code": codematch.code,
                 "matches": list(codematch.matches),
                 "usage": asdict(codematch.usage), "cost_usd": codematch.cost_usd, "cached": codematch.cached,
-                "gold": result.gold, "with_examples": with_examples,
+                "gold": result.gold, "with_examples": with_examples, "protocol": protocol,
+                "observed": asdict(codematch.observed) if codematch.observed is not None else None,
             },
         )  # fmt: skip
         values[kind] = codematch.fraction
@@ -45,7 +48,7 @@ def record_scores(
             submission_id, "direct", direct.status, direct.fraction, None,
             {
                 "reason": direct.reason, "failures": direct.failures, "matches": list(direct.matches), "code": direct.code,
-                "counterexample": asdict(example) if example else None,
+                "counterexample": asdict(example) if example else None, "protocol": protocol,
             },
         )  # fmt: skip
         values["direct"] = direct.fraction

@@ -22,9 +22,10 @@ from wasm_runtime import Limits, Sandbox
 from ..config import Settings
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
 from ..manifests import ManifestError, ManifestStore, Method
+from ..protocol import Protocol, load_protocol
 from ..runstore import RunStore
 from ..sandboxing import make_sandbox, sandbox_limits
-from .codematch import CodeMatch, extract_code, match_code, write_code
+from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, match_code, write_code
 from .judge import JudgeResult, judge_description
 from .records import record_scores
 
@@ -57,6 +58,7 @@ class ScoreResult:
         usage: Tokens spent on this submission (cached replies spend none).
         cost_usd: Dollars spent on it.
         unpriced: Models used that have no price (their cost counts as 0).
+        protocol: The protocol the scores followed (``pau-mcp`` or ``reference``).
     """
 
     method_id: str
@@ -67,6 +69,7 @@ class ScoreResult:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     unpriced: tuple[str, ...] = ()
+    protocol: str = "pau-mcp"
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, JSON-ready (for evaluators: the judge's reply may quote the gold description)."""
@@ -121,6 +124,9 @@ def _missing(setting: str, what: str) -> LLMNotConfigured:
     return LLMNotConfigured(f"no {what} is configured: set {Settings.named(setting)} (e.g. openai/gpt-4o-mini)")
 
 
+_FROM_PROTOCOL: Any = object()
+
+
 class Scorer:
     """Scores submissions for methods of the manifest store.
 
@@ -131,7 +137,9 @@ class Scorer:
         judge_model: ``provider/model`` of the judge.
         coder_model: ``provider/model`` of the code writer.
         limits: Per-input sandbox limits for scored code (default: the sandbox's).
-        temperature: Sampling temperature of both models (None: the provider's default).
+        temperature: Sampling temperature of both models (None: the provider's default; default: the
+            protocol's, 0 for this project's).
+        protocol: Whose prompts and rules (default: this project's).
     """
 
     def __init__(
@@ -143,7 +151,8 @@ class Scorer:
         judge_model: str | None = None,
         coder_model: str | None = None,
         limits: Limits | None = None,
-        temperature: float | None = 0.0,
+        temperature: float | None = _FROM_PROTOCOL,
+        protocol: Protocol | None = None,
     ) -> None:
         self.manifests = manifests
         self.sandbox = sandbox
@@ -151,14 +160,26 @@ class Scorer:
         self.judge_model = judge_model
         self.coder_model = coder_model
         self.limits = limits
-        self.temperature = temperature
+        self.protocol = protocol if protocol is not None else load_protocol()
+        self.temperature = self.protocol.rules.temperature if temperature is _FROM_PROTOCOL else temperature
         self._suites: set[str] = set()
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, use_cache: bool = True, sandbox: Sandbox | None = None, progress: Any = None
+        cls,
+        settings: Settings,
+        *,
+        use_cache: bool = True,
+        sandbox: Sandbox | None = None,
+        progress: Any = None,
+        protocol: Protocol | None = None,
     ) -> Scorer:
-        """A scorer as the settings describe it (models, price table, cache, sandbox limits, manifests)."""
+        """A scorer as the settings describe it (models, price table, cache, sandbox limits, manifests, protocol).
+
+        Raises:
+            pau_mcp.prompts.PromptsMissing: the settings ask for the reference protocol, whose prompts were never
+                imported (the message gives the command).
+        """
         return cls(
             ManifestStore(settings.manifests),
             sandbox if sandbox is not None else make_sandbox(settings, progress=progress),
@@ -166,6 +187,7 @@ class Scorer:
             judge_model=settings.judge_model,
             coder_model=settings.coder_model,
             limits=sandbox_limits(settings),
+            protocol=protocol if protocol is not None else load_protocol(settings.protocol, settings.data_dir),
         )
 
     def method(self, method_id: str) -> Method:
@@ -195,12 +217,14 @@ class Scorer:
         """The scores to compute: those requested that the submission allows, or every one it allows.
 
         The judge needs a description; code match a description (or ``gold``); direct code needs code.
-        A requested score the submission cannot have is left out.
+        A requested score the submission cannot have is left out. Under the reference protocol a missing
+        description is scored as the text ``None``, as the reference does.
 
         Raises:
             NothingToScore: an unknown kind, or no score applies (the message says what is missing).
         """
-        has_text = bool(description and description.strip())
+        # The reference scores a missing description as the text "None"; this project has nothing to score.
+        has_text = bool(description and description.strip()) or self.protocol.reference
         has_code = bool(code and code.strip())
         needs = {"judge": "a description", "codematch": "a description", "direct": "code"}
         possible = {"judge": has_text, "codematch": has_text or gold, "direct": has_code}
@@ -236,6 +260,11 @@ class Scorer:
                 raise _missing("coder_model", "code-writing model")
             self._client().check(self.coder_model)
 
+    def _description(self, description: str | None) -> str:
+        if self.protocol.reference and not (description and description.strip()):
+            return "None"
+        return description or ""
+
     def _client(self) -> LLMClient:
         if self.llm is None:
             self.llm = LLMClient()
@@ -247,7 +276,7 @@ class Scorer:
         description: str | None = None,
         code: str | None = None,
         *,
-        examples: Sequence[tuple[str, str]] | None = None,
+        examples: Sequence[Sequence[Any]] | None = None,
         kinds: Collection[str] | None = None,
         gold: bool = False,
         counterexample: bool = False,
@@ -258,7 +287,8 @@ class Scorer:
             method_id: The method, e.g. ``builtin/b001``.
             description: The agent's description (judge and code writer).
             code: Code the agent submitted (direct code; fenced code is unwrapped).
-            examples: ``(input literal, shown output)`` pairs the agent observed; given to the code writer.
+            examples: What the agent observed, given to the code writer: ``(input literal, shown output)``
+                pairs, or ``(input, output, error)`` triples in the reference's stored form.
             kinds: Scores to compute (``judge``, ``codematch``, ``direct``); default: all the submission allows.
             gold: The code writer gets the gold description instead (the method's upper bound).
             counterexample: Report the first test input the submitted code gets wrong.
@@ -277,15 +307,16 @@ class Scorer:
         async def judge() -> None:
             assert self.judge_model is not None
             results["judge"] = await judge_description(
-                self._client(), self.judge_model, method.description, description or "", temperature=self.temperature
-            )
+                self._client(), self.judge_model, method.description, self._description(description),
+                temperature=self.temperature, protocol=self.protocol,
+            )  # fmt: skip
 
         async def codematch() -> None:
             assert self.coder_model is not None
-            text = method.description if gold else description or ""
+            text = method.description if gold else self._description(description)
             results["codematch"] = await write_code(
                 self._client(), self.coder_model, self.sandbox, method, text,
-                examples=examples, limits=self.limits, temperature=self.temperature,
+                examples=examples, limits=self.limits, temperature=self.temperature, protocol=self.protocol,
             )  # fmt: skip
 
         async def direct() -> None:
@@ -295,6 +326,7 @@ class Scorer:
                 extract_code(code or "", method.entry),
                 limits=self.limits,
                 counterexample=counterexample,
+                protocol=self.protocol,
             )
 
         jobs = {"judge": judge, "codematch": codematch, "direct": direct}
@@ -325,7 +357,20 @@ class Scorer:
             usage=usage,
             cost_usd=cost,
             unpriced=unpriced,
+            protocol=self.protocol.name,
         )
+
+    async def evidence(self, method_id: str, code: str | None, limit: int = 5) -> tuple[str, list[Counterexample]]:
+        """What a reviewer of a failed episode needs (the failure classifier): the gold description and the first
+        ``limit`` hidden tests ``code`` gets wrong, with what the function does and what the code did.
+
+        For the operator only: it holds the gold description and test inputs.
+
+        Raises:
+            UnknownMethod: no such method.
+        """
+        method = self.method(method_id)
+        return method.description, await failing_tests(self.sandbox, method, code, limit=limit, limits=self.limits)
 
     async def aclose(self) -> None:
         """Close the model clients and the response cache."""

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import jsonschema
 
-from wasm_runtime import InvalidInput, Outcome, Status, parse_arguments
+from wasm_runtime import EngineUnavailable, InvalidInput, Outcome, Status, parse_arguments
 
 from ..manifests import call_text
 from ..rules import arity_problem
@@ -210,7 +210,22 @@ class MethodService:
         # for whichever call used that worker next, and the call would count without a record.
         with anyio.CancelScope(shield=True):
             try:
-                outcome = _printable(await self.sandbox.acall(exposed.method.source, args, entry=exposed.method.entry))
+                outcome = _printable(
+                    await self.sandbox.acall(
+                        exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
+                    )
+                )
+            except EngineUnavailable as exc:
+                # Not a passing failure: this method needs the numpy engine and this server lacks it, so retrying
+                # cannot help. The call does not count; the operator is told what to install.
+                with state.lock:
+                    state.used[exposed.tool] -= 1
+                log.error("%s needs an engine this server lacks: %s", exposed.tool, exc)
+                return Reply(
+                    text="This function cannot run on this server (its sandbox engine is not installed), so the call "
+                    "did not count; tell the server's operator.",
+                    is_error=True,
+                )
             except Exception:
                 with state.lock:
                     state.used[exposed.tool] -= 1

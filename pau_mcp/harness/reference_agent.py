@@ -1,0 +1,181 @@
+"""The paper agent under the reference protocol: the reference benchmark's loop, its wording and its parse rules.
+
+What it does, step for step, is what the reference benchmark's code does (its
+prompts are the user's imported templates; see ``pau_mcp.prompts``):
+
+- each iteration asks for reasoning, then for an input, then for a reflection, three
+  single user messages with no system message, 300 new tokens each, every reply cut
+  at ``[STOP]``; the results list shows the last 10 results, and the reflection sees
+  the list from before the iteration's own call and only the input just tried;
+- the input is read from the first line holding exactly one ``input:`` (or ``Input:``)
+  with text after it, else from the first line with a ``(`` followed by a ``)``,
+  from the first ``(`` to the last ``)``; a tuple or a list is the argument list,
+  anything else one argument (so ``[1, 2]`` is two arguments);
+- the reflection concludes when the text before its one ``summary:`` says ``yes``; the
+  hypothesis is the lower-cased text after it (or the whole reply when there is not
+  exactly one), and the final description is the last hypothesis: no extra call;
+- in-context, one request with the initial examples; its reply is the description.
+
+The agent still works only through MCP: the call goes to the server, which counts it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..llm import LLMClient, Overrides
+from ..manifests import call_arguments
+from ..prompts import PromptSet
+from ..protocol import cut_at_stop, results_list
+from .agents import AgentResult, _note_reply
+from .environment import Environment
+
+__all__ = ["ReferenceAgent", "reference_input"]
+
+#: What the results list says when an action gave no input, or one that is not a Python literal.
+_NOT_A_LITERAL = "the input is not a valid Python literal"
+_UNSET_HYPOTHESIS = "Not yet formed"
+
+
+def reference_input(reply: str) -> str | None:
+    """The input an action reply gives, by the reference's rules (see the module docstring), or None."""
+    lines = reply.strip().split("\n")
+    for line in lines:
+        if line.count("input:") == 1:
+            text = line.split("input:")[1].strip()
+        elif line.count("Input:") == 1:
+            text = line.split("Input:")[1].strip()
+        else:
+            continue
+        if text:
+            return text
+    for line in lines:
+        if "(" in line and ")" in line[line.index("(") :]:
+            return line[line.index("(") : line.rindex(")") + 1].strip()
+    return None
+
+
+def _arguments(text: str) -> tuple[Any, ...] | None:
+    """The argument tuple the reference calls with: a tuple or list unpacked, anything else as one argument."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def _as_str(value_repr: str) -> str:
+    """What ``str`` gives for a returned value, from its ``repr`` text (the text itself when it is no literal)."""
+    try:
+        return str(ast.literal_eval(value_repr))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value_repr
+
+
+@dataclass
+class ReferenceAgent:
+    """The reference benchmark's interactive loop and in-context baseline, with its imported wording.
+
+    Attributes:
+        llm: The client.
+        model: ``provider/model``.
+        prompts: The reference protocol's templates.
+        max_tokens: New tokens per request (the reference's 300).
+        window: Results shown in each prompt (the reference's 10).
+        name: ``paper``: it stands in for the paper agent under ``--protocol reference``.
+        overrides: The user's request settings (a temperature set there is sent; otherwise none is).
+    """
+
+    llm: LLMClient
+    model: str
+    prompts: PromptSet
+    max_tokens: int = 300
+    window: int = 10
+    name: str = "paper"
+    overrides: Overrides = field(default_factory=Overrides)
+
+    async def _ask(self, result: AgentResult, env: Environment, prompt: str) -> str:
+        completion = await self.llm.complete(
+            self.model,
+            [{"role": "user", "content": prompt}],
+            temperature=self.overrides.temperature,
+            max_tokens=self.overrides.max_tokens or self.max_tokens,
+            reasoning_effort=self.overrides.reasoning_effort,
+        )
+        result.count(completion)
+        _note_reply(env, completion, prompt=prompt)
+        return cut_at_stop(completion.text)
+
+    async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
+        result = AgentResult(description="")
+        # The results as the reference lists them (str of each part) and as it stores them (repr of each part).
+        shown: list[tuple[Any, Any, Any]] = []
+        stored: list[tuple[str, str, str]] = []
+        for line in env.examples:
+            call, _, output = line.partition(" -> ")
+            literal = call_arguments(call) or call[call.find("(") :]
+            raised = output.startswith("raises ")
+            value, error = (None, output[len("raises ") :]) if raised else (output, None)
+            shown.append((literal, value, error))
+            stored.append((repr(literal), repr(value), repr(error)))
+        header = env.header
+        if mode != "interactive":
+            prompt = self.prompts.render("incontext", header=header, prev=results_list(shown))
+            result.description = await self._ask(result, env, prompt)
+            result.concluded = True
+            result.examples = stored
+            return result
+        hypothesis = _UNSET_HYPOTHESIS
+        for _ in range(budget or 20):
+            prev = results_list(shown, self.window)
+            reasoning = await self._ask(
+                result,
+                env,
+                self.prompts.render("reason", header=header, critique="", prev=prev, hypothesis=hypothesis),
+            )
+            action = await self._ask(
+                result,
+                env,
+                self.prompts.render("act", header=header, prev=prev, hypothesis=hypothesis, reasoning=reasoning),
+            )
+            suggested = reference_input(action)
+            if suggested is None:
+                env.note("note", event="malformed_action", reply=action)
+            value, error, value_repr = await self._call(env, suggested)
+            shown.append((suggested, value, error))
+            stored.append((repr(suggested), value_repr, repr(error)))
+            # As the reference builds it: the reflection is told only the input it just tried.
+            last = "Input: " + suggested if suggested is not None else f"None => Output: {value}, Error: {error}"
+            reflection = await self._ask(
+                result,
+                env,
+                self.prompts.render(
+                    "reflect", header=header, prev=prev, hypothesis=hypothesis, reasoning=reasoning, last_inputs=last
+                ),
+            )
+            lowered = reflection.lower()
+            if lowered.count("summary:") == 1:
+                decision, hypothesis = (part.strip() for part in lowered.split("summary:"))
+            else:
+                decision, hypothesis = "no", lowered
+            if "yes" in decision:
+                result.concluded = True
+                break
+        result.description = hypothesis
+        result.examples = stored
+        return result
+
+    async def _call(self, env: Environment, suggested: str | None) -> tuple[Any, Any, str]:
+        """Run one suggested input through the server: (value as str shows it, error, repr of the value)."""
+        args = _arguments(suggested) if suggested is not None else None
+        if args is None:
+            return None, _NOT_A_LITERAL, repr(None)
+        observation = await env.call({"args": repr(args)})
+        s = observation.structured
+        if observation.is_error or not s:
+            return None, observation.text, repr(None)
+        if s["status"] == "ok":
+            return _as_str(s["value"]), None, str(s["value"])
+        return None, s.get("error_message") or s["status"], repr(None)

@@ -1,0 +1,183 @@
+"""Protocols: whose prompts and rules a run follows, this project's (the default) or the reference benchmark's.
+
+A protocol is a template set (``pau_mcp.prompts``) and the rules below; every
+difference between the two is listed in ``docs/protocol.md`` with the reason
+this project's is the default. ``--protocol reference`` (``PAU_MCP_PROTOCOL``)
+runs the paper agent, the judge, the code writer and the report the way the
+reference benchmark's code does, with its wording imported from a checkout
+(``pau-mcp prompts import-reference``). Every run and every score records the
+protocol it used.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .prompts import DEFAULT_PROTOCOL, PROTOCOLS, PromptSet, load_prompts
+
+__all__ = [
+    "DEFAULT_PROTOCOL",
+    "PROTOCOLS",
+    "RULES",
+    "Protocol",
+    "Rules",
+    "cut_at_stop",
+    "load_protocol",
+    "protocol_of",
+    "reference_triples",
+    "results_list",
+]
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a protocol does, apart from its wording.
+
+    Attributes:
+        name: ``pau-mcp`` or ``reference``.
+        codematch: ``outcomes`` (typed outcomes: equal values with their types, or the same exception type) or
+            ``reference`` (expected values through a JSON round trip, compared with ``==``; every error as None).
+        codematch_timeout_s: Per-input wall-clock limit of scored code; None: the sandbox's limits.
+        failed_as_worst: Count a row without a score as the worst score (judge 1, code match 0) instead of
+            leaving it out.
+        sample_std: Standard deviations with ``ddof=1`` (pandas' default) instead of ``ddof=0``.
+        final_description_call: The paper agent asks once more for a final description after its loop.
+        judge_rating: ``last_line`` (only a ``Rating: X`` last line counts) or ``anywhere`` (the first
+            ``rating: X`` in the reply).
+        temperature: The sampling temperature of the agent, the judge and the code writer unless the
+            user sets one; None leaves the provider's default.
+        judge_max_tokens: The judge's longest reply (None: the provider's default).
+        coder_max_tokens: The code writer's longest reply (None: the provider's default).
+    """
+
+    name: str
+    codematch: str
+    codematch_timeout_s: float | None
+    failed_as_worst: bool
+    sample_std: bool
+    final_description_call: bool
+    judge_rating: str
+    temperature: float | None
+    judge_max_tokens: int | None
+    coder_max_tokens: int | None
+
+
+#: Each protocol's rules.
+RULES: dict[str, Rules] = {
+    "pau-mcp": Rules(
+        name="pau-mcp", codematch="outcomes", codematch_timeout_s=None, failed_as_worst=False, sample_std=False,
+        final_description_call=True, judge_rating="last_line", temperature=0.0, judge_max_tokens=None,
+        coder_max_tokens=None,
+    ),
+    # The reference benchmark as published: RunTestFunc's 0.5 s per input, pandas' fillna(1) and std(), 300 new
+    # tokens for the judge and 600 for the code writer, the provider's default temperature.
+    "reference": Rules(
+        name="reference", codematch="reference", codematch_timeout_s=0.5, failed_as_worst=True, sample_std=True,
+        final_description_call=False, judge_rating="anywhere", temperature=None, judge_max_tokens=300,
+        coder_max_tokens=600,
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A protocol's rules with its templates.
+
+    Attributes:
+        rules: What it does.
+        prompts: What it says.
+    """
+
+    rules: Rules
+    prompts: PromptSet
+
+    @property
+    def name(self) -> str:
+        """``pau-mcp`` or ``reference``."""
+        return self.rules.name
+
+    @property
+    def reference(self) -> bool:
+        """True for the reference benchmark's protocol."""
+        return self.rules.name == "reference"
+
+    def record(self) -> dict[str, str]:
+        """What runs and scores record: the protocol and the digest of its templates."""
+        return {"protocol": self.name, "prompts": self.prompts.digest}
+
+
+def load_protocol(name: str = DEFAULT_PROTOCOL, data_dir: Path | None = None) -> Protocol:
+    """A protocol by name, with its templates (the reference's are read from ``data_dir``).
+
+    Raises:
+        pau_mcp.prompts.PromptsMissing: the reference's templates were never imported (the message says how).
+        pau_mcp.prompts.PromptsError: an unknown protocol, or broken template files.
+    """
+    prompts = load_prompts(name, data_dir)
+    return Protocol(RULES[name], prompts)
+
+
+def protocol_of(config: dict[str, Any] | None) -> str:
+    """The protocol a run recorded (runs made before protocols were recorded followed this project's)."""
+    name = (config or {}).get("protocol") or DEFAULT_PROTOCOL
+    return name if name in RULES else DEFAULT_PROTOCOL
+
+
+# -- the reference's texts ------------------------------------------------------------------------
+
+
+def cut_at_stop(text: str) -> str:
+    """A reply as the reference reads every reply: cut at its first ``[STOP]`` and stripped."""
+    return (text or "").split("[STOP]")[0].strip()
+
+
+def results_list(triples: Sequence[Sequence[Any]], window: int | None = None) -> str:
+    """Results as the reference lists them in its prompts: one ``Input: ... => Output: ..., Error: ...`` line each.
+
+    Args:
+        triples: ``(input, output, error)`` as the reference holds them (each shown with ``str``).
+        window: Only the last ``window`` results (None: all).
+    """
+    if not triples:
+        return "[]"
+    shown = list(triples)[-window:] if window is not None else list(triples)
+    lines = "".join(f"  Input: {inp} => Output: {out}, Error: {err}\n" for inp, out, err in shown)
+    return "[\n" + lines + "]"
+
+
+_RAISES = re.compile(r"^raises ([A-Za-z_][\w.]*)(?::\s?(.*))?$", re.DOTALL)
+
+
+def reference_triples(pairs: Sequence[Sequence[Any]]) -> list[tuple[str, str, str]]:
+    """Observed examples in the reference's stored form, ``(repr(input), repr(output), repr(error))``.
+
+    ``pairs`` are ``(input literal, shown outcome)`` as this project records them, or triples already
+    in the reference's form (passed through). A shown ``raises Type: message`` becomes no output and
+    the message as the error; a returned value, its ``repr`` text.
+    """
+    triples = []
+    for item in pairs:
+        if len(item) >= 3:
+            triples.append((str(item[0]), str(item[1]), str(item[2])))
+            continue
+        literal, shown = str(item[0]), str(item[1])
+        raised = _RAISES.match(shown)
+        if raised:
+            triples.append((repr(literal), repr(None), repr(raised.group(2) or raised.group(1))))
+        else:
+            triples.append((repr(literal), _output_repr(shown), repr(None)))
+    return triples
+
+
+def _output_repr(shown: str) -> str:
+    """``repr(output)`` for an output shown as its repr text: the text itself (a value of a literal type)."""
+    try:
+        ast.literal_eval(shown)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return repr(shown)
+    return shown

@@ -1,0 +1,67 @@
+"""What the agent observed, as the code writer and the memorising baseline get it, for arguments that are tuples."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import anyio
+import pytest
+from fakellm import FakeLLM
+
+from pau_mcp.config import Settings
+from pau_mcp.harness import EvalConfig, run_eval
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.runstore import RunStore
+from pau_mcp.scoring import Scorer
+from wasm_runtime import outcomes_match
+
+TUPLE_METHOD = "builtin/b013"  # def test_func(arg0): one argument, a tuple of numbers
+MODEL = "openai/fake-coder"
+
+
+def _probe_run(tmp_path: Path, kinds: tuple[str, ...]) -> dict:
+    settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", coder_model=MODEL, budget=4)
+    config = EvalConfig(
+        run="probe", model="", suite="builtin", agent="probe", methods=(TUPLE_METHOD,), kinds=kinds, budget=4
+    )
+
+    async def go() -> object:
+        scorer = Scorer.from_settings(settings)
+        try:
+            with anyio.fail_after(120):
+                return await run_eval(settings, config, scorer, None)
+        finally:
+            await scorer.aclose()
+
+    progress = anyio.run(go)
+    assert progress.failed == 0, progress.errors
+    store = RunStore(settings.db_path)
+    (episode,) = store.episodes(store.run_id("probe"))
+    return episode
+
+
+@pytest.fixture
+def coder(monkeypatch):
+    with FakeLLM(responder=lambda body: "```python\ndef test_func(arg0):\n    return arg0\n```") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        yield server
+
+
+def test_a_one_tuple_argument_reaches_the_code_writer_as_one_argument(tmp_path, coder):
+    _probe_run(tmp_path, ("codematch",))
+    (prompt,) = coder.prompts()
+    calls = prompt.split("Observed calls and their results:")[1]
+    assert re.search(r"^test_func\(\(3, -1, 2\)\) -> \(-1, 2, 3\)$", calls, re.MULTILINE)
+    assert "test_func(3, -1, 2)" not in prompt
+
+
+def test_the_memorising_baseline_answers_a_one_tuple_argument_it_saw(tmp_path, sandbox):
+    episode = _probe_run(tmp_path, ("direct",))
+    code = episode["scores"]["direct"]["detail"]["code"]
+    method = ManifestStore().method(TUPLE_METHOD)
+    inputs = [case.input for case in method.examples]
+    outcomes = sandbox.run(code, inputs)
+    for case, got in zip(method.examples, outcomes, strict=True):
+        assert outcomes_match(case.outcome.outcome(), got), (case.input, got)

@@ -1,0 +1,180 @@
+"""`--protocol reference`: the paper agent runs the reference's loop with the imported wording, against a real server.
+
+The reference's prompts come from a fake checkout (tests/fakereference.py: its layout and placeholders,
+none of its text); the model is a scripted loopback server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from fakellm import FakeLLM, Reply
+from fakereference import write_checkout
+
+from pau_mcp.config import Settings
+from pau_mcp.harness import EvalConfig, run_eval
+from pau_mcp.harness.reference_agent import reference_input
+from pau_mcp.harness.runner import EvalError
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.prompts import import_reference
+from pau_mcp.protocol import load_protocol
+from pau_mcp.runstore import RunStore
+from pau_mcp.scoring import Scorer
+
+METHOD = "builtin/b001"  # one integer argument: the product of its non-zero digits
+MODEL = "openai/fake-model"
+ACTIONS = ["Suggested Input: (2,)", "I would like to see what happens with (5,) next", "no idea at all"]
+
+
+def brain(body: dict) -> Reply | str:
+    text = str(body["messages"][-1]["content"])
+    if text.startswith("\nREASON"):
+        return "Try a small number. [STOP] anything after the stop marker is dropped"
+    if text.startswith("\nACT"):
+        return ACTIONS[text.count("=> Output:") - 2] if text.count("=> Output:") - 2 < len(ACTIONS) else "none"
+    if text.startswith("\nREFLECT"):
+        if text.count("=> Output:") < 4:
+            return "NO\nSummary: It Might Double"
+        return "YES\nSummary: Returns The Product Of Its Digits\n[STOP]"
+    if text.startswith("\nINCONTEXT"):
+        return "It Multiplies Digits. [STOP] extra"
+    if text.startswith("\nJUDGE"):
+        return "Close enough; Rating: 4 and later rating: 2 [STOP]"
+    if text.startswith("\nCODER"):
+        return "Reasoning: short\nCode:\n```python\ndef test_func(arg0):\n    return arg0\n```\n[STOP]"
+    return "unexpected"
+
+
+@pytest.fixture
+def reference(tmp_path, monkeypatch):
+    import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
+    with FakeLLM(responder=brain) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        yield server
+
+
+def _run(tmp_path: Path, mode: str = "interactive") -> tuple[dict, dict]:
+    settings = Settings.from_options(
+        data_dir=tmp_path, db=tmp_path / "runs.db", judge_model=MODEL, coder_model=MODEL, protocol="reference"
+    )
+    config = EvalConfig(
+        run="ref", model=MODEL, suite="builtin", agent="paper", mode=mode, methods=(METHOD,), concurrency=1,
+        protocol="reference",
+    )  # fmt: skip
+
+    async def go() -> object:
+        scorer = Scorer.from_settings(settings)
+        try:
+            with anyio.fail_after(120):
+                return await run_eval(settings, config, scorer, None)
+        finally:
+            await scorer.aclose()
+
+    progress = anyio.run(go)
+    assert progress.failed == 0, progress.errors
+    store = RunStore(settings.db_path)
+    run_id = store.run_id("ref")
+    (episode,) = store.episodes(run_id, with_trajectories=True)
+    return episode, store.run_config(run_id)
+
+
+def test_the_agent_sends_the_imported_prompts_alone_with_the_references_token_limit_and_no_temperature(
+    tmp_path, reference
+):
+    _run(tmp_path)
+    agent = [b for b in reference.requests if not b["messages"][0]["content"].startswith(("\nJUDGE", "\nCODER"))]
+    assert len(agent) == 9  # three iterations of reason, act, reflect; no final-description request
+    for body in agent:
+        assert [m["role"] for m in body["messages"]] == ["user"]
+        assert body.get("max_tokens", body.get("max_completion_tokens")) == 300
+        assert "temperature" not in body
+    first = agent[0]["messages"][0]["content"]
+    assert first == (
+        "\nREASON header=def test_func(arg0): \nprev=[\n  Input: (234,) => Output: 24, Error: None\n"
+        "  Input: (57,) => Output: 35, Error: None\n]\nhyp=Not yet formed\nReasoning:"
+    )
+
+
+def test_inputs_are_read_by_the_references_rules_and_the_reflection_sees_only_the_input_it_tried(tmp_path, reference):
+    episode, _ = _run(tmp_path)
+    calls = [s["arguments"]["args"] for s in episode["trajectory"] if s["kind"] == "tool_call"]
+    assert calls == ["(2,)", "(5,)"]  # an "input:" line, then the first "(...)" of a line; the third gave none
+    assert any(s.get("event") == "malformed_action" for s in episode["trajectory"] if s["kind"] == "note")
+    reflections = [
+        b["messages"][0]["content"] for b in reference.requests if b["messages"][0]["content"].startswith("\nREFLECT")
+    ]
+    assert "why=Try a small number.\nlast=Input: (2,)\n" in reflections[0]
+    assert "Input: (2,) => Output" not in reflections[0]  # its list is from before the call, as the reference's is
+    assert "Input: (2,) => Output: 2, Error: None" in reflections[1]
+    assert "last=None => Output: None, Error: the input is not a valid Python literal" in reflections[2]
+
+
+def test_the_last_hypothesis_lower_cased_is_the_description_and_scores_follow_the_reference(tmp_path, reference):
+    episode, config = _run(tmp_path)
+    assert episode["concluded"] == 1
+    submitted = RunStore(tmp_path / "runs.db").submissions(RunStore(tmp_path / "runs.db").run_id("ref"))
+    assert submitted[0]["description"] == "returns the product of its digits"
+    judge = episode["scores"]["judge"]
+    assert judge["value"] == 4.0 and judge["detail"]["protocol"] == "reference"  # the first rating before [STOP]
+    (judge_request,) = [b for b in reference.requests if b["messages"][0]["content"].startswith("\nJUDGE")]
+    gold = ManifestStore().method(METHOD).description
+    assert judge_request["messages"] == [
+        {
+            "role": "user",
+            "content": f"\nJUDGE true={gold}\nhyp=returns the product of its digits\nExplanation (very short):",
+        }
+    ]
+    (coder_request,) = [b for b in reference.requests if b["messages"][0]["content"].startswith("\nCODER")]
+    examples = coder_request["messages"][0]["content"].split("examples=")[1]
+    # The examples as the reference stores them: each part's repr, the initial examples' outputs included.
+    assert examples.startswith("[\n  Input: '(234,)' => Output: '24', Error: None\n")
+    assert "  Input: '(2,)' => Output: 2, Error: None\n" in examples
+    assert "  Input: None => Output: None, Error: 'the input is not a valid Python literal'\n" in examples
+    assert episode["scores"]["codematch"]["detail"]["protocol"] == "reference"
+    assert config["protocol"] == "reference"
+    assert config["prompts"] == load_protocol("reference", tmp_path).prompts.digest
+
+
+def test_in_context_the_agent_asks_once_and_its_reply_is_the_description(tmp_path, reference):
+    episode, _ = _run(tmp_path, mode="incontext")
+    agent = [b for b in reference.requests if b["messages"][0]["content"].startswith("\nINCONTEXT")]
+    assert len(agent) == 1
+    assert agent[0]["messages"][0]["content"] == (
+        "\nINCONTEXT header=def test_func(arg0):\nprev=[\n  Input: (234,) => Output: 24, Error: None\n"
+        "  Input: (57,) => Output: 35, Error: None\n]\nDescription: "
+    )
+    store = RunStore(tmp_path / "runs.db")
+    assert store.submissions(store.run_id("ref"))[0]["description"] == "It Multiplies Digits."
+    assert episode["queries"] == 0
+
+
+def test_a_run_and_its_scorer_on_different_protocols_is_refused(tmp_path, reference):
+    settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", coder_model=MODEL)
+    config = EvalConfig(run="mixed", model=MODEL, suite="builtin", methods=(METHOD,), protocol="reference")
+
+    async def go() -> None:
+        scorer = Scorer.from_settings(settings)  # this project's protocol
+        try:
+            await run_eval(settings, config, scorer, None)
+        finally:
+            await scorer.aclose()
+
+    with pytest.raises(EvalError, match="the scorer follows the pau-mcp protocol and the run reference"):
+        anyio.run(go)
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Suggested Input: (1, 2)", "(1, 2)"),
+        ("Suggested Input:\n(3, 4) to see", "(3, 4)"),  # an empty input: line is passed over
+        ("my input: [1] and your input: [2]\nInput: (9,)", "(9,)"),  # two 'input:' on one line: not read there
+        ("try f(1) and g(2) then", "(1) and g(2)"),  # first '(' to the last ')' of the line
+        ("nothing to run", None),
+    ],
+)
+def test_an_action_is_read_as_the_reference_reads_it(reply, expected):
+    assert reference_input(reply) == expected

@@ -1,0 +1,97 @@
+"""`pau-mcp prompts import-reference`: the reference's wording read out of a checkout into the data directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakereference import write_checkout
+
+import pau_mcp
+from pau_mcp.prompts import PromptsError, PromptsMissing, import_reference, load_prompts
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def pau(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAU_")} | {"COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "pau_mcp", *args], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env
+    )
+
+
+def test_importing_a_checkout_writes_each_prompt_as_a_template_in_the_data_directory_only(tmp_path):
+    checkout = write_checkout(tmp_path / "checkout")
+    data = tmp_path / "data"
+    result = pau("prompts", "import-reference", str(checkout), "--data-dir", str(data))
+    assert result.returncode == 0, result.stderr
+    folder = data / "prompts" / "reference"
+    assert sorted(p.name for p in folder.glob("*.txt")) == [
+        "act.txt", "coder.txt", "incontext.txt", "judge.txt", "reason.txt", "reflect.txt",
+    ]  # fmt: skip
+    assert "reflect" in result.stdout and "last_inputs" in result.stdout
+    # Nothing of the reference lands in the package.
+    package = Path(pau_mcp.__file__).parent / "prompts"
+    assert not any("JUDGE true=" in p.read_text() for p in package.rglob("*.txt"))
+
+
+def test_an_imported_template_fills_the_references_placeholders_and_keeps_everything_else_as_text(tmp_path):
+    import_reference(write_checkout(tmp_path / "checkout"), tmp_path / "data")
+    prompts = load_prompts("reference", tmp_path / "data")
+    act = prompts.render("act", header="def test_func(arg0):", prev="[]", hypothesis="H", reasoning="R")
+    assert act == (
+        "\nACT header=def test_func(arg0):\nprev=[]\nhyp=H\nwhy=R\na literal {brace} and a [STOP] marker stay text\n"
+        "Suggested Input:"
+    )
+    assert prompts.render("judge", true="gold", hypothesis="guess").endswith(
+        "JUDGE true=gold\nhyp=guess\nExplanation (very short):"
+    )
+    assert prompts.templates["reason"].fields == {"header", "critique", "prev", "hypothesis"}
+
+
+def test_a_directory_that_is_not_a_checkout_of_the_reference_is_refused_naming_what_is_missing(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = pau("prompts", "import-reference", str(tmp_path / "empty"), "--data-dir", str(tmp_path / "data"))
+    assert result.returncode == 1
+    assert "has no utils/__init__.py" in result.stderr and "PAU-Benchmark" in result.stderr
+    assert not (tmp_path / "data" / "prompts" / "reference").exists()
+
+
+def test_a_prompt_whose_placeholders_differ_from_the_references_is_refused_and_the_old_set_kept(tmp_path):
+    data = tmp_path / "data"
+    import_reference(write_checkout(tmp_path / "good"), data)
+    broken = write_checkout(tmp_path / "broken", eval_py='eval_prompt = """JUDGE true=[TRUE] only"""\n')
+    with pytest.raises(PromptsError, match=r"eval.py: eval_prompt has the placeholders \['TRUE'\]"):
+        import_reference(broken, data)
+    assert (
+        load_prompts("reference", data)
+        .render("judge", true="t", hypothesis="h")
+        .endswith("hyp=h\nExplanation (very short):")
+    )
+
+
+def test_an_interpolation_the_reference_does_not_make_is_refused(tmp_path):
+    odd = write_checkout(tmp_path / "odd", eval_py='eval_prompt = f"""JUDGE [TRUE] [HYPOTHESIS] {secret()}"""\n')
+    with pytest.raises(PromptsError, match=r"interpolates \{secret\(\)\}"):
+        import_reference(odd, tmp_path / "data")
+
+
+def test_the_reference_protocol_before_an_import_says_how_to_import_it(tmp_path):
+    with pytest.raises(PromptsMissing, match="pau-mcp prompts import-reference DIR"):
+        load_prompts("reference", tmp_path)
+    result = pau("eval", "--agent", "probe", "--protocol", "reference", "--data-dir", str(tmp_path), "--limit", "1")
+    assert result.returncode == 1
+    assert "pau-mcp prompts import-reference DIR" in result.stderr
+
+
+def test_a_hand_edited_template_with_a_wrong_field_is_refused_with_its_file_and_how_to_repair_it(tmp_path):
+    import_reference(write_checkout(tmp_path / "checkout"), tmp_path / "data")
+    path = tmp_path / "data" / "prompts" / "reference" / "judge.txt"
+    path.write_text(path.read_text().replace("{hypothesis}", "{guess}"))
+    with pytest.raises(
+        PromptsError, match=r"judge.txt has fields \['guess', 'true'\], expected \['hypothesis', 'true'\]"
+    ):
+        load_prompts("reference", tmp_path / "data")

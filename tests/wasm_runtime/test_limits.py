@@ -1,0 +1,116 @@
+"""The time limit means seconds of CPython work: fuel is calibrated to native CPython, the clock is a backstop."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from wasm_runtime import FUEL_PER_SECOND, WALL_CLOCK_FACTOR, Limits, Sandbox, Status, _pool, numpy_engine_installed
+
+SIEVE = """
+def test_func(n):
+    sieve = [True] * (n + 1)
+    sieve[0] = sieve[1] = False
+    i = 2
+    while i * i <= n:
+        if sieve[i]:
+            for j in range(i * i, n + 1, i):
+                sieve[j] = False
+        i += 1
+    primes = [k for k in range(n + 1) if sieve[k]]
+    return len(primes), primes[-1], sum(primes) % 1000003
+"""
+
+
+def test_the_cpu_budget_and_the_deadline_follow_the_time_limit():
+    limits = Limits(timeout_s=5)
+    assert limits.fuel_budget == 5 * FUEL_PER_SECOND
+    assert limits.deadline_s == 5 * WALL_CLOCK_FACTOR
+    assert Limits(timeout_s=5, fuel=123).fuel_budget == 123
+
+
+@pytest.mark.slow
+def test_a_prime_sieve_to_five_million_completes_under_a_five_second_limit(sandbox: Sandbox):
+    outcome = sandbox.call(SIEVE, (5_000_000,), limits=Limits(timeout_s=5))
+    assert outcome.status is Status.OK, outcome
+    assert outcome.decoded() == (348513, 4999999, 177326)
+    # CPython runs it in about 0.6 s: it must fit with room to spare, not just scrape under the budget.
+    assert outcome.fuel < Limits(timeout_s=5).fuel_budget / 2
+
+
+def test_an_endless_loop_still_stops_at_its_limit(sandbox: Sandbox):
+    limits = Limits(timeout_s=0.25)
+    outcome = sandbox.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
+    assert outcome.status is Status.TIMEOUT
+    assert outcome.duration_ms < (limits.deadline_s + 2) * 1000
+    if outcome.error_message == "the function used up its CPU budget":
+        assert outcome.fuel == limits.fuel_budget
+    else:  # only on a badly overloaded machine does the backstop come first
+        assert outcome.error_message == "the function passed its wall-clock deadline"
+
+
+#: Functions whose arguments decide how long they run, in the ways that burn the least fuel per second
+#: (sets of ints, sorting, long string scans) and plain spinning: a hostile input picks the slowest.
+HOSTILE = {
+    "spin": "def test_func(n):\n    while n:\n        pass",
+    "sets": "def test_func(n):\n    while n:\n        set(range(100_000))",
+    "sorting": "def test_func(n):\n    xs = list(range(100_000))\n    while n:\n        sorted(xs, key=lambda x: -x)",
+    "scanning": "def test_func(n):\n    s = 'a' * 5_000_000\n    while n:\n        s.find('b')",
+}
+#: What may come on top of the deadline: instantiating, a tick or two, a busy machine's scheduling.
+SLACK_S = 1.0
+
+
+def _engines() -> list:
+    return ["python", pytest.param("numpy", marks=pytest.mark.skipif(not numpy_engine_installed(), reason="optional"))]
+
+
+def test_the_wall_clock_rule_is_a_small_multiple_of_the_time_limit():
+    # docs/sandbox.md states it: a call holds a sandbox worker at most WALL_CLOCK_FACTOR times --timeout.
+    assert WALL_CLOCK_FACTOR <= 5
+    assert Limits(timeout_s=2).deadline_s == 10
+
+
+@pytest.mark.parametrize("engine", _engines())
+@pytest.mark.parametrize("work", sorted(HOSTILE))
+def test_no_input_holds_the_sandbox_past_its_wall_clock_deadline(sandbox: Sandbox, work, engine):
+    # With fuel out of the way (a budget no input could spend), only the clock stops the call: it must stop it
+    # within a tick or two of the deadline, whatever the function does.
+    limits = Limits(timeout_s=0.2, fuel=10**14)
+    started = time.monotonic()
+    outcome = sandbox.call(HOSTILE[work], "(1,)", limits=limits, engine=engine)
+    held = time.monotonic() - started
+    assert outcome.status is Status.TIMEOUT, outcome
+    assert outcome.error_message == "the function passed its wall-clock deadline"
+    assert held < limits.deadline_s + SLACK_S, f"{work} held the sandbox {held:.2f} s (deadline {limits.deadline_s} s)"
+
+
+@pytest.mark.parametrize("engine", _engines())
+def test_the_deadline_holds_when_the_ticker_wakes_late(sandbox: Sandbox, monkeypatch, engine):
+    # A loaded machine wakes the epoch thread late: here every tick's sleep lasts ten ticks. Counting wake-ups
+    # (as the ticker once did) stretched a 1 s deadline to 10 s; the epoch must follow the clock instead.
+    real_sleep = time.sleep
+    monkeypatch.setattr(_pool, "time", SimpleNamespace(monotonic=time.monotonic, sleep=lambda s: real_sleep(10 * s)))
+    with Sandbox(pool_size=0) as box:
+        limits = Limits(timeout_s=0.2, fuel=10**14)
+        started = time.monotonic()
+        outcome = box.call(HOSTILE["spin"], "(1,)", limits=limits, engine=engine)
+        held = time.monotonic() - started
+    assert outcome.error_message == "the function passed its wall-clock deadline"
+    assert held < limits.deadline_s + SLACK_S, f"held {held:.2f} s with a {limits.deadline_s} s deadline"
+
+
+def test_a_function_spending_its_whole_fuel_is_stopped_by_fuel_not_the_clock(sandbox: Sandbox):
+    # Spinning burns about 5.5e9 fuel a CPU second: its whole budget takes about 3.6 times the limit, inside the
+    # 5x deadline, so on a machine that gives the call a core the limit that stops it is fuel, which is
+    # deterministic. On a busier machine the clock may come first (the same status), and nothing is claimed.
+    limits = Limits(timeout_s=0.3)
+    started, cpu = time.monotonic(), time.thread_time()
+    outcome = sandbox.call(HOSTILE["spin"], "(1,)", limits=limits)
+    share = (time.thread_time() - cpu) / (time.monotonic() - started)
+    assert outcome.status is Status.TIMEOUT
+    if share < 0.9:
+        pytest.skip(f"the machine gave the call {share:.0%} of a core: the clock may rightly come first")
+    assert outcome.error_message == "the function used up its CPU budget", outcome

