@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -120,7 +120,7 @@ class _Worker:
     # The pipe protocol is written once, as generators that yield what they wait for ("read" or "write");
     # ``_blocking`` drives them with select() for threads, ``arequest`` with the event loop.
 
-    def _sending(self, data: bytes) -> Iterator[str]:
+    def _sending(self, data: bytes) -> Generator[str, None, None]:
         view = memoryview(data)
         while view:
             try:
@@ -230,6 +230,8 @@ class WorkerSandbox(SandboxInterface):
         pool_size: Warm instances each worker keeps ready (see ``Sandbox``).
     """
 
+    _limiter: anyio.CapacityLimiter
+
     def __init__(
         self,
         workers: int | None = None,
@@ -287,7 +289,8 @@ class WorkerSandbox(SandboxInterface):
             self._release(worker)
         if isinstance(reply, BaseException):
             raise reply
-        return reply
+        outcomes: list[Outcome] = reply
+        return outcomes
 
     def _replace(self, dead: _Worker) -> _Worker:
         """A new worker for one that died or broke the protocol (a host fault, never a guest's doing)."""
@@ -320,14 +323,16 @@ class WorkerSandbox(SandboxInterface):
                 self._release(worker)
         if isinstance(reply, BaseException):
             raise reply
-        return reply
+        outcomes: list[Outcome] = reply
+        return outcomes
 
     def info(self) -> dict[str, Any]:
         """``Sandbox.info`` from a worker."""
         self._check_open()
         worker = self._idle.get()
         try:
-            return worker.request(("info",))
+            facts: dict[str, Any] = worker.request(("info",))
+            return facts
         finally:
             self._release(worker)
 
