@@ -85,7 +85,16 @@ class _Worker:
     made from a thread (waiting in ``select``) or from the event loop (waiting
     in ``anyio.wait_readable``) without a hop to a worker thread, which cost
     more than the pipe itself.
+
+    A request whose caller was cancelled (a timeout, a closed connection)
+    is not forgotten: its exchange, stopped wherever it was, is kept and
+    finished by the next request before that one is sent, and its reply is
+    dropped. Otherwise that reply, still on its way, would be read as the
+    next request's. The worker runs one call at a time, so the next request
+    waits for the cancelled call to end either way (its time limit bounds it).
     """
+
+    _unfinished: Generator[str, None, Any] | None = None
 
     def __init__(self, limits: Limits, cache_dir: Path | None, pool_size: int) -> None:
         command = [sys.executable, "-m", "wasm_runtime.workers", "--parent", str(os.getpid())]
@@ -150,6 +159,9 @@ class _Worker:
         return pickle.loads(body)
 
     def _exchange(self, message: Any, limit: int) -> Generator[str, None, Any]:
+        abandoned, self._unfinished = self._unfinished, None
+        if abandoned is not None:  # a cancelled request's: its reply comes first, and nobody wants it
+            yield from abandoned
         yield from self._sending(_frame(message))
         return (yield from self._receiving(limit))
 
@@ -194,6 +206,9 @@ class _Worker:
                     await anyio.wait_writable(self._in)
         except StopIteration as done:
             return done.value
+        except anyio.get_cancelled_exc_class():
+            self._unfinished = steps  # the next request finishes it (see the class)
+            raise
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
