@@ -40,9 +40,12 @@ class OversizedResult(Exception):
 _KEEP_ALIVE: list[Any] = []
 
 
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _no_finalizer(_data: int) -> None:
+def _ignore(_data: int | None) -> None:
     return None
+
+
+# A C callback (``void (*)(void *)``) for wasmtime to call when it drops a host function's data: there is none.
+_no_finalizer = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_ignore)
 
 
 def _error_pointer(error: WasmtimeError) -> int:

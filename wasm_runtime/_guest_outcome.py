@@ -85,7 +85,8 @@ def parse_outcome(text: str | None, fuel: int, elapsed_ms: float, size: int, lim
         return _malformed("not JSON, or nested too deep", fuel, elapsed_ms)
     if type(data) is not dict:
         return _malformed("not an object", fuel, elapsed_ms)
-    status = _GUEST_STATUSES.get(data.get("status")) if isinstance(data.get("status"), str) else None
+    given = data.get("status")
+    status = _GUEST_STATUSES.get(given) if isinstance(given, str) else None
     if status is None:
         return _malformed("unknown status", fuel, elapsed_ms)
     fields = {key: data.get(key) for key in _TEXT_FIELDS}

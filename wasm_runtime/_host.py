@@ -143,7 +143,7 @@ CURRENT = threading.local()
 
 
 def current_batch() -> Batch:
-    batch = getattr(CURRENT, "batch", None)
+    batch: Batch | None = getattr(CURRENT, "batch", None)
     if batch is None:
         raise Violation("pau-sandbox: host function called outside a call")
     return batch
@@ -185,8 +185,15 @@ def _monotonic_now(context: Any) -> int:
     return batch.clock_ns
 
 
-def _wall_now(context: Any) -> Record:
-    now = Record()
+class _Datetime(Record):
+    """WASI's ``wall-clock.datetime`` record: wasmtime reads its fields by name."""
+
+    seconds: int
+    nanoseconds: int
+
+
+def _wall_now(context: Any) -> _Datetime:
+    now = _Datetime()
     total = _monotonic_now(context)
     now.seconds = VIRTUAL_EPOCH_S + total // 1_000_000_000
     now.nanoseconds = total % 1_000_000_000
@@ -197,8 +204,8 @@ def _resolution(context: Any) -> int:
     return CLOCK_STEP_NS
 
 
-def _wall_resolution(context: Any) -> Record:
-    res = Record()
+def _wall_resolution(context: Any) -> _Datetime:
+    res = _Datetime()
     res.seconds = 0
     res.nanoseconds = CLOCK_STEP_NS
     return res

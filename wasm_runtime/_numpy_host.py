@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 import struct
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ __all__ = [
     "CURRENT",
     "STDLIB_GUEST",
     "InstanceState",
+    "exported_func",
+    "exported_memory",
     "make_linker",
     "new_numpy_engine",
     "new_store",
@@ -82,7 +85,7 @@ def new_numpy_engine() -> Engine:
 
 
 def _state() -> InstanceState:
-    state = getattr(CURRENT, "state", None)
+    state: InstanceState | None = getattr(CURRENT, "state", None)
     if state is None:
         raise Violation("pau-sandbox: host function called outside a call")
     return state
@@ -238,9 +241,26 @@ def run_turn(store: Store, instance: wasmtime.Instance, text: str) -> int:
     """Run ``text`` (Python source) as the reactor's next turn; its exit status."""
     exports = instance.exports(store)
     data = text.encode("utf-8")
-    pointer = exports["host_alloc"](store, len(data)) & _MASK32
-    exports["memory"].write(store, data, pointer)
-    return exports["turn"](store, pointer, len(data))
+    pointer = exported_func(exports, "host_alloc")(store, len(data)) & _MASK32
+    exported_memory(exports).write(store, data, pointer)
+    status: int = exported_func(exports, "turn")(store, pointer, len(data))
+    return status
+
+
+def exported_func(exports: Mapping[str, object], name: str) -> wasmtime.Func:
+    """The function the module exports as ``name`` (from ``instance.exports(store)``)."""
+    func = exports[name]
+    if not isinstance(func, wasmtime.Func):
+        raise TypeError(f"the numpy engine's module exports {name!r} as a {type(func).__name__}, not a function")
+    return func
+
+
+def exported_memory(exports: Mapping[str, object]) -> wasmtime.Memory:
+    """The memory the module exports (from ``instance.exports(store)``)."""
+    memory = exports["memory"]
+    if not isinstance(memory, wasmtime.Memory):
+        raise TypeError(f"the numpy engine's module exports 'memory' as a {type(memory).__name__}, not a memory")
+    return memory
 
 
 def instantiate(linker: Linker, store: Store, module: Module) -> wasmtime.Instance:

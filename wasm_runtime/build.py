@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import wasmtime
 from wasmtime.component import Component
@@ -115,10 +116,11 @@ class GuestArtifacts:
         """True when the compiled component exists."""
         return self.cwasm.exists() and self.meta.exists()
 
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         """The metadata of the build, or an empty dict before the first build."""
         try:
-            return json.loads(self.meta.read_text())
+            data: dict[str, Any] = json.loads(self.meta.read_text())
+            return data
         except (OSError, ValueError):
             return {}
 

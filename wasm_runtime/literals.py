@@ -6,7 +6,7 @@ import ast
 import os
 import threading
 import warnings
-from typing import Any
+from typing import Any, Literal, overload
 
 __all__ = [
     "MAX_INT_DIGITS",
@@ -23,7 +23,7 @@ MAX_NESTING = 100
 #: Longest int argument, in decimal digits: Python's own limit for turning an int into text, so any
 #: argument can be shown (``repr``) on the host and in the sandbox alike.
 MAX_INT_DIGITS = 4300
-_INT_BOUND = 10**MAX_INT_DIGITS
+_INT_BOUND: int = 10**MAX_INT_DIGITS
 
 _HOW = (
     "Write the arguments as a Python literal: numbers, strings, bytes, True/False/None, "
@@ -46,6 +46,14 @@ def _new_lock_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
+@overload
+def parse_python(text: str, mode: Literal["exec"] = "exec") -> ast.Module: ...
+@overload
+def parse_python(text: str, mode: Literal["eval"]) -> ast.Expression: ...
+@overload
+def parse_python(text: str, mode: str) -> ast.AST: ...
 
 
 def parse_python(text: str, mode: str = "exec") -> ast.AST:

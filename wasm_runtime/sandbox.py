@@ -162,8 +162,8 @@ class Sandbox(SandboxInterface):
         """
         self._check_open()
         if engine_for(source, engine) == "numpy":
-            produced = self._numpy_engine().run(source, inputs, entry=entry, limits=limits, fresh=fresh)
-            return [untraced(o) if o.extra else o for o in produced]
+            in_numpy = self._numpy_engine().run(source, inputs, entry=entry, limits=limits, fresh=fresh)
+            return [untraced(o) if o.extra else o for o in in_numpy]
         limits = limits or self.limits
         problem = source_problem(source, entry)
         if problem is not None:
@@ -214,7 +214,8 @@ class Sandbox(SandboxInterface):
                 ready = self._fresh_instance(batch.limits.memory_bytes)
                 batch.begin_input(ready.context)
                 text = call_export(ready.info, ready.context, returns=True)
-                return json.loads(text or "{}")
+                facts: dict[str, Any] = json.loads(text or "{}")
+                return facts
         finally:
             CURRENT.batch = None
             if ready is not None:
@@ -261,9 +262,14 @@ class Sandbox(SandboxInterface):
         store.set_fuel(_SETUP_FUEL)
         store.set_epoch_deadline(1 << 40)  # re-armed when the instance is used
         instance = self._linker.instantiate(store, self._component)
-        exports = {name: instance.get_func(store, name) for name in ("load", "call", "prime", "info")}
-        if any(func is None for func in exports.values()):
-            raise WasmtimeError("the guest component lacks an export; rebuild it with `pau-mcp sandbox build --force`")
+        exports: dict[str, Func] = {}
+        for name in ("load", "call", "prime", "info"):
+            func = instance.get_func(store, name)
+            if func is None:
+                raise WasmtimeError(
+                    "the guest component lacks an export; rebuild it with `pau-mcp sandbox build --force`"
+                )
+            exports[name] = func
         context = context_of(store)
         # The same crossings a real call makes, with a built-in function: see `_InstancePool`.
         call_export(exports["prime"], context, _PRIME_SETTINGS)

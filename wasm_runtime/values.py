@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -298,7 +299,7 @@ def _decode(data: Any, depth: int) -> Any:
     raise _malformed(data)
 
 
-_TEXT_TAGS = {
+_TEXT_TAGS: dict[str, Callable[[str], Any]] = {
     "int": int,
     "float": float,
     "bytes": bytes.fromhex,

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -85,7 +85,16 @@ class _Worker:
     made from a thread (waiting in ``select``) or from the event loop (waiting
     in ``anyio.wait_readable``) without a hop to a worker thread, which cost
     more than the pipe itself.
+
+    A request whose caller was cancelled (a timeout, a closed connection)
+    is not forgotten: its exchange, stopped wherever it was, is kept and
+    finished by the next request before that one is sent, and its reply is
+    dropped. Otherwise that reply, still on its way, would be read as the
+    next request's. The worker runs one call at a time, so the next request
+    waits for the cancelled call to end either way (its time limit bounds it).
     """
+
+    _unfinished: Generator[str, None, Any] | None = None
 
     def __init__(self, limits: Limits, cache_dir: Path | None, pool_size: int) -> None:
         command = [sys.executable, "-m", "wasm_runtime.workers", "--parent", str(os.getpid())]
@@ -120,7 +129,7 @@ class _Worker:
     # The pipe protocol is written once, as generators that yield what they wait for ("read" or "write");
     # ``_blocking`` drives them with select() for threads, ``arequest`` with the event loop.
 
-    def _sending(self, data: bytes) -> Iterator[str]:
+    def _sending(self, data: bytes) -> Generator[str, None, None]:
         view = memoryview(data)
         while view:
             try:
@@ -150,6 +159,9 @@ class _Worker:
         return pickle.loads(body)
 
     def _exchange(self, message: Any, limit: int) -> Generator[str, None, Any]:
+        abandoned, self._unfinished = self._unfinished, None
+        if abandoned is not None:  # a cancelled request's: its reply comes first, and nobody wants it
+            yield from abandoned
         yield from self._sending(_frame(message))
         return (yield from self._receiving(limit))
 
@@ -194,6 +206,9 @@ class _Worker:
                     await anyio.wait_writable(self._in)
         except StopIteration as done:
             return done.value
+        except anyio.get_cancelled_exc_class():
+            self._unfinished = steps  # the next request finishes it (see the class)
+            raise
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
@@ -229,6 +244,8 @@ class WorkerSandbox(SandboxInterface):
         progress: Receives progress lines if the component must be built first (built here, once).
         pool_size: Warm instances each worker keeps ready (see ``Sandbox``).
     """
+
+    _limiter: anyio.CapacityLimiter
 
     def __init__(
         self,
@@ -287,7 +304,8 @@ class WorkerSandbox(SandboxInterface):
             self._release(worker)
         if isinstance(reply, BaseException):
             raise reply
-        return reply
+        outcomes: list[Outcome] = reply
+        return outcomes
 
     def _replace(self, dead: _Worker) -> _Worker:
         """A new worker for one that died or broke the protocol (a host fault, never a guest's doing)."""
@@ -320,14 +338,16 @@ class WorkerSandbox(SandboxInterface):
                 self._release(worker)
         if isinstance(reply, BaseException):
             raise reply
-        return reply
+        outcomes: list[Outcome] = reply
+        return outcomes
 
     def info(self) -> dict[str, Any]:
         """``Sandbox.info`` from a worker."""
         self._check_open()
         worker = self._idle.get()
         try:
-            return worker.request(("info",))
+            facts: dict[str, Any] = worker.request(("info",))
+            return facts
         finally:
             self._release(worker)
 

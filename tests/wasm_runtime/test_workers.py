@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -16,7 +18,7 @@ import anyio.from_thread
 import pytest
 
 from wasm_runtime import Limits, Status
-from wasm_runtime.workers import WorkerSandbox, _reply_bound, _Worker
+from wasm_runtime.workers import WorkerSandbox, _frame, _reply_bound, _Worker
 
 
 def test_a_worker_that_dies_is_replaced_and_the_call_reports_a_crash():
@@ -206,3 +208,61 @@ def test_workers_die_with_their_parent_however_it_is_killed(signum):
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_a_call_after_a_cancelled_async_call_on_the_same_worker_gets_its_own_result():
+    # The cancelled call's reply is still on its way through the worker's pipe; the next call must not take it.
+    box = WorkerSandbox(workers=1)
+    try:
+        slow = "def test_func(x):\n    while True:\n        pass"
+
+        async def main() -> tuple:
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(lambda: box.arun(slow, ["(1,)"], limits=Limits(timeout_s=1.0)))
+                    await anyio.wait_all_tasks_blocked()  # the request is in the worker, its reply awaited
+                    assert box._idle.qsize() == 0
+                    group.cancel_scope.cancel()
+                fast = await box.acall("def test_func(x):\n    return x * 2", "(21,)")
+                after = await box.arun("def test_func(x):\n    return -x", ["(1,)", "(2,)"])
+            return fast, after
+
+        fast, after = anyio.run(main)
+        assert (fast.status, fast.value) == (Status.OK, "42")
+        assert [o.value for o in after] == ["-1", "-2"]
+        assert box._idle.qsize() == 1
+    finally:
+        box.close()
+
+
+def test_a_reply_cut_off_by_a_cancellation_is_read_to_its_end_before_the_next_request_is_answered():
+    # A reply half read when its caller was cancelled: the next request must resume it where it stopped, not
+    # read the rest of it as a header of its own.
+    requests_read, requests_write = os.pipe()
+    replies_read, replies_write = os.pipe()
+    worker = _PipeReader(replies_read)
+    worker._in = requests_write
+    os.set_blocking(requests_write, False)
+    stale, wanted = _frame(["stale"] * 1000), _frame("wanted")
+    try:
+
+        async def main():
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(worker.arequest, "first")
+                    os.write(replies_write, stale[: len(stale) // 2])
+                    await anyio.wait_all_tasks_blocked()  # half of the reply is read, the rest awaited
+                    group.cancel_scope.cancel()
+                os.write(replies_write, stale[len(stale) // 2 :] + wanted)
+                return await worker.arequest("second")
+
+        assert anyio.run(main) == "wanted"
+        assert [_unframe(requests_read), _unframe(requests_read)] == ["first", "second"]
+    finally:
+        for fd in (requests_read, requests_write, replies_read, replies_write):
+            os.close(fd)
+
+
+def _unframe(fd: int):
+    (size,) = struct.unpack("!I", os.read(fd, 4))
+    return pickle.loads(os.read(fd, size))
