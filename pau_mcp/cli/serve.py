@@ -157,6 +157,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
                 tokens=tokens,
                 limits=limits,
                 exit_with_stdin=exit_with_stdin,
+                on_session_end=sessions.end_mcp_session,
             )
     except TransportError as exc:
         raise click.UsageError(str(exc)) from None

@@ -25,7 +25,7 @@ import logging
 import math
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -236,8 +236,22 @@ class BoundedSessions(StreamableHTTPSessionManager):
     """The SDK's session manager with the cap reclaiming idle sessions and a 503 that says what to do.
 
     Relies on the SDK 2.3 manager's session table (``_server_instances``) and each transport's idle
-    countdown (``idle_scope`` and ``_requests_in_flight``); ``mcp`` is pinned to that version.
+    countdown (``idle_scope`` and ``_requests_in_flight``), and its ``_discard_session``, which every ended
+    session goes through; ``mcp`` is pinned to that version.
+
+    Args:
+        on_session_end: Called with the id of every session that ends (closed, idle, reclaimed).
+        **kwargs: The SDK manager's.
     """
+
+    def __init__(self, *, on_session_end: Callable[[str], None] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._on_session_end = on_session_end
+
+    async def _discard_session(self, session_id: str, transport: Any) -> None:
+        await super()._discard_session(session_id, transport)
+        if self._on_session_end is not None:
+            self._on_session_end(session_id)
 
     def _reclaim(self) -> bool:
         """Close the session idle longest if it has been idle long enough; True if one was closed."""
@@ -294,6 +308,7 @@ class BoundedSessions(StreamableHTTPSessionManager):
 def http_app(
     server: Server[Any], *, bound: str, stateless: bool, message_bytes: int, max_sessions: int,
     session_idle_s: float, allowed_hosts: Iterable[str] = (), token_verifier: Any = None,
+    on_session_end: Callable[[str], None] | None = None,
 ) -> ASGIApp:  # fmt: skip
     """The Streamable HTTP app at ``/mcp`` (JSON responses), with every limit above but the connection guard.
 
@@ -306,8 +321,10 @@ def http_app(
         session_idle_s: Seconds after which an idle session is closed.
         allowed_hosts: More host names to answer to (a reverse proxy's).
         token_verifier: Bearer-token check; None serves without authentication.
+        on_session_end: Called with the id of every MCP session that ends.
     """
     manager = BoundedSessions(
+        on_session_end=on_session_end,
         app=server,
         json_response=True,
         stateless=stateless,

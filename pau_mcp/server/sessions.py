@@ -10,6 +10,7 @@ read back from the run store when the label is bound again after a restart.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Mapping
@@ -20,6 +21,8 @@ from ..runstore import RunStore
 __all__ = ["Budget", "Identity", "SessionRefused", "SessionState", "Sessions", "label_problem"]
 
 #: The budget scope results name, by identity kind.
+log = logging.getLogger(__name__)
+
 _SCOPES = {"process": "process", "mcp": "mcp_session", "token": "token", "shared": "shared"}
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}")
@@ -119,6 +122,7 @@ class Sessions:
         self._states: dict[tuple[int, str], SessionState] = {}
         self._owners: dict[tuple[int, str], Identity] = {}
         self._bound: dict[Identity, tuple[str | None, str | None]] = {}
+        self._key_of: dict[Identity, tuple[int, str]] = {}  # an MCP session's one key (it keeps its first label)
         self._shared: dict[int, Budget] = {}
         self._runs: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -158,6 +162,8 @@ class Sessions:
             run_id = self._run_for(run)
             key = label or identity.name
             owner = self._owners.setdefault((run_id, key), identity)
+            if identity.kind == "mcp" and owner == identity:
+                self._key_of.setdefault(identity, (run_id, key))
             if owner != identity:
                 raise SessionRefused(
                     f"the session label {key!r}{f' in run {run!r}' if run else ''} is in use by another session; "
@@ -180,6 +186,28 @@ class Sessions:
                 )  # fmt: skip
                 self._states[(run_id, key)] = state
             return state
+
+    def end_mcp_session(self, session_id: str) -> None:
+        """Forget an HTTP MCP session that has ended (closed by its client, idle or reclaimed).
+
+        Its state (visible tools, budget counters) and label binding go, so a long-lived server holds the
+        state of open sessions only. Its calls stay in the run store, which is where a budget is read back
+        from. Its key stays reserved for it (a few dozen bytes), so no later session can write into its record.
+        """
+        identity = Identity("mcp", session_id)
+        with self._lock:
+            self._bound.pop(identity, None)
+            key = self._key_of.pop(identity, None)
+            if key is None:  # never used, or already forgotten (the SDK discards a session more than once)
+                return
+            self._states.pop(key, None)
+            held = len(self._states)
+        log.info("MCP session %s ended; %d session states held", session_id, held)
+
+    def open_count(self) -> int:
+        """Session states held in memory (for tests and diagnostics)."""
+        with self._lock:
+            return len(self._states)
 
     def _run_for(self, run: str | None) -> int:
         if not run:

@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,7 @@ async def run_stdio(server: Server[Any], max_message_bytes: int = 1 << 20) -> No
 def run_http(
     server: Server[Any], host: str, port: int, token: str | None, stateless: bool, announce: bool = True,
     limits: HTTPLimits | None = None, exit_with_stdin: bool = False, tokens: Any = None,
+    on_session_end: Callable[[str], None] | None = None,
 ) -> None:  # fmt: skip
     """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` with JSON responses until interrupted.
 
@@ -70,6 +72,7 @@ def run_http(
         exit_with_stdin: Stop when stdin reaches its end: a parent holding the other end of a pipe (``launch``)
             takes the server with it when it ends, however it ends.
         tokens: With ``token``, the ``TokenSigner`` whose session tokens are accepted as well.
+        on_session_end: Called with the id of every MCP session that ends (``Sessions.end_mcp_session``).
 
     Raises:
         TransportError: a non-loopback address without a token, or the port is taken.
@@ -91,6 +94,7 @@ def run_http(
         session_idle_s=limits.session_idle_s,
         allowed_hosts=limits.allowed_hosts,
         token_verifier=verify_bearer(token, tokens) if token else None,
+        on_session_end=on_session_end,
     )
     protocol = connection_guard(AutoHTTPProtocol, connection_cap(limits.max_connections), limits.read_timeout_s)
 
