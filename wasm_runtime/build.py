@@ -230,7 +230,7 @@ def ensure_built(
 
     Args:
         cache_dir: Where to keep the artifacts; ``default_cache_dir()`` when None.
-        progress: Called with a line of text at each step (about 20 s in all on first use).
+        progress: Called with a line of text at each step (1 to 2 minutes in all on first use on 2 cores).
         force: Rebuild even when cached.
 
     Returns:

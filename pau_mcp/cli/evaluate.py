@@ -323,7 +323,7 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
     except (ManifestError, SettingsError) as exc:
         raise click.ClickException(str(exc)) from None
     say = step_printer()
-    say("preparing the sandbox (built once, about 20 s, on first use)")
+    say("preparing the sandbox (built once, 1 to 2 minutes on first use, then cached)")
     scorer = Scorer.from_settings(settings, progress=say)
     args = [
         "-m",
