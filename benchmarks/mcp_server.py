@@ -55,6 +55,9 @@ from pau_mcp.manifests import ManifestStore, tool_name  # noqa: E402
 from pau_mcp.server.launch import http_server  # noqa: E402
 
 METHOD = "builtin/b001"
+#: The floor: a `submit` without arguments is refused at once, after the session lookup, with no sandbox or store
+#: work. It is what every server tree has, so the production server needs no benchmark-only tool.
+FLOOR_TOOL = "submit"
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -66,10 +69,10 @@ async def _measure(session: ClientSession, tool: str, calls: int) -> tuple[list[
     method, noop = [], []
     for i in range(10):
         await session.call_tool(tool, {"arg0": i})
-        await session.call_tool("noop", {})
+        await session.call_tool(FLOOR_TOOL, {})
     for i in range(calls):
         start = time.perf_counter()
-        await session.call_tool("noop", {})
+        await session.call_tool(FLOOR_TOOL, {})
         noop.append((time.perf_counter() - start) * 1000)
         start = time.perf_counter()
         await session.call_tool(tool, {"arg0": 1000 + i})
@@ -79,7 +82,7 @@ async def _measure(session: ClientSession, tool: str, calls: int) -> tuple[list[
 
 async def _stdio(db: Path, tool: str, calls: int, tree: Path = ROOT) -> tuple[list[float], list[float]]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "pau_mcp", "serve", "--benchmark-noop", "--budget", "0", "--db", str(db)],
+        command=sys.executable, args=["-m", "pau_mcp", "serve", "--budget", "0", "--db", str(db)],
         cwd=str(tree), env={**os.environ, "PYTHONPATH": str(tree)},
     )  # fmt: skip
     async with stdio_client(params) as (read, write):
@@ -264,7 +267,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "runs.db"
         stdio_method, stdio_noop = anyio.run(_stdio, db, tool, options.calls)
-        with http_server(["--benchmark-noop", "--budget", "0", "--db", str(db)]) as url:
+        with http_server(["--budget", "0", "--db", str(db)]) as url:
             http_method, http_noop = anyio.run(_http_session, url, tool, options.calls)
             rate = anyio.run(_throughput, _http_session, url, tool, 8, 50)
             anyio.run(_throughput, _raw_session, url, tool, 8, 20)  # warm-up
@@ -277,7 +280,7 @@ def main() -> None:
             if options.baseline:
                 with _baseline_tree(options.baseline) as tree:
                     base_db = Path(tmp) / "baseline.db"
-                    args = ["--benchmark-noop", "--budget", "0", "--db", str(base_db), "--methods", METHOD]
+                    args = ["--budget", "0", "--db", str(base_db), "--methods", METHOD]
                     with _server_from(tree, args) as base_url:
                         base_tool = anyio.run(_only_method_tool, base_url)
                         base_stdio = anyio.run(_stdio, base_db, base_tool, options.calls, tree)
@@ -294,7 +297,7 @@ def main() -> None:
         [
             f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
             f"{len(os.sched_getaffinity(0))} CPUs (load average {os.getloadavg()[0]:.1f} at the end); "
-            f"{options.calls} calls each, alternating no-op and method; "
+            f"{options.calls} calls each, alternating the floor (a refused `submit`, no work) and the method; "
             f"method {METHOD} (a fresh sandbox instance per call).",
             "",
             "| transport | no-op median | no-op p99 | method median | method p99 | method - no-op (median) |",

@@ -91,13 +91,12 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
     show_default=True,
     help="Items per page of tools/resources/prompts lists.",
 )
-@click.option("--benchmark-noop", is_flag=True, hidden=True, help="Add a no-op tool (for benchmarks/mcp.py).")
 @click.option(
     "--exit-with-stdin", is_flag=True, hidden=True, help="Over HTTP, stop when stdin closes (a parent's pipe)."
 )
 @_selection
 @options(*_SERVE_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
-def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int, benchmark_noop: bool,
+def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
           exit_with_stdin: bool, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
     from ..server import (
@@ -130,9 +129,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
         )
     except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
-    server = build_server(
-        service, sessions, page_size=page_size, noop_tool=benchmark_noop, tokens=tokens, stateless=stateless
-    )
+    server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless)
     logging.getLogger("pau_mcp.server").info(
         "serving %d methods over %s, budget %s", len(service.catalog), transport, settings.budget
     )

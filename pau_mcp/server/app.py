@@ -152,19 +152,11 @@ def verify_bearer(expected: str | None, tokens: TokenSigner | None = None):  # t
     return _Verifier()
 
 
-_NOOP = types.Tool(
-    name="noop",
-    description="Does nothing and returns at once: the protocol's floor, for benchmarks.",
-    input_schema={"type": "object", "properties": {}, "additionalProperties": True},
-)
-
-
 def build_server(
     service: MethodService,
     sessions: Sessions,
     stdio_key: str | None = None,
     page_size: int = PAGE_SIZE,
-    noop_tool: bool = False,
     tokens: TokenSigner | None = None,
     stateless: bool = False,
 ) -> Server[Any]:
@@ -175,7 +167,6 @@ def build_server(
         sessions: Session states (budgets, narrowing) by identity and label.
         stdio_key: The session key for a stdio server (one session per process); None over HTTP.
         page_size: Items per page of the tools, resources and prompts lists.
-        noop_tool: Also offer a ``noop`` tool (benchmarks measure the SDK's floor with it).
         tokens: Verifies session tokens (the deployment's signer); None accepts none.
         stateless: HTTP without MCP sessions: budgets then belong to session tokens, or to one shared bucket.
     """
@@ -257,21 +248,17 @@ def build_server(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         state = session_of(ctx)
-        tools = (
-            [_SUBMIT, _OPEN]
-            + ([_NOOP] if noop_tool else [])
-            + [
-                types.Tool(
-                    name=e.tool,
-                    title=f"Hidden function {e.tool}",
-                    description=e.description(service.budget),
-                    input_schema=e.input_schema(),
-                    output_schema=OUTPUT_SCHEMA,
-                    annotations=_ANNOTATIONS,
-                )
-                for e in visible(state)
-            ]
-        )
+        tools = [_SUBMIT, _OPEN] + [
+            types.Tool(
+                name=e.tool,
+                title=f"Hidden function {e.tool}",
+                description=e.description(service.budget),
+                input_schema=e.input_schema(),
+                output_schema=OUTPUT_SCHEMA,
+                annotations=_ANNOTATIONS,
+            )
+            for e in visible(state)
+        ]
         page, cursor = _page(tools, params.cursor if params else None, page_size)
         return types.ListToolsResult(tools=page, next_cursor=cursor)
 
@@ -294,8 +281,6 @@ def build_server(
             return _result(await service.submit(state, method, description, code))
         if params.name == OPEN_TOOL:
             return _result(await _open(ctx, state, arguments))
-        if noop_tool and params.name == "noop":
-            return types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
         exposed = catalog.by_tool(params.name)
         if exposed is None or not state.sees(exposed.tool):
             return _result(

@@ -96,3 +96,17 @@ def test_runs_show_prints_agents_text_literally_without_markup_or_terminal_escap
     assert "second line" in out
     as_json = json.loads(pau("runs", "show", "hostile", "--json", db=db).stdout)
     assert as_json["submissions"][0]["description"] == hostile  # the JSON keeps the text exactly
+
+
+def test_the_production_server_has_no_benchmark_only_tool(tmp_path):
+    result = pau("serve", "--benchmark-noop", db=tmp_path / "runs.db")
+    assert result.returncode == 2 and "--benchmark-noop" in result.stderr
+
+    async def main() -> None:
+        async with stdio_session("--db", str(tmp_path / "runs.db")) as session:
+            names = [t.name for t in (await session.list_tools()).tools]
+            assert "noop" not in names and {"submit", "open"} <= set(names)
+            refused = await session.call_tool("noop", {})
+            assert refused.structured_content["status"] == "unknown_tool"
+
+    anyio.run(main)
