@@ -59,8 +59,9 @@ HOSTILE = {
     "sorting": "def test_func(n):\n    xs = list(range(100_000))\n    while n:\n        sorted(xs, key=lambda x: -x)",
     "scanning": "def test_func(n):\n    s = 'a' * 5_000_000\n    while n:\n        s.find('b')",
 }
-#: What may come on top of the deadline: instantiating, a tick or two, a busy machine's scheduling.
-SLACK_S = 1.0
+#: What may come on top of the deadline: instantiating, a tick or two, a busy machine's scheduling. The numpy
+#: engine instantiates a 100 MB interpreter for every input (about 0.5 s on a loaded 2-core machine).
+SLACK_S = {"python": 1.0, "numpy": 2.0}
 
 
 def _engines() -> list:
@@ -84,7 +85,9 @@ def test_no_input_holds_the_sandbox_past_its_wall_clock_deadline(sandbox: Sandbo
     held = time.monotonic() - started
     assert outcome.status is Status.TIMEOUT, outcome
     assert outcome.error_message == "the function passed its wall-clock deadline"
-    assert held < limits.deadline_s + SLACK_S, f"{work} held the sandbox {held:.2f} s (deadline {limits.deadline_s} s)"
+    assert held < limits.deadline_s + SLACK_S[engine], (
+        f"{work} held the sandbox {held:.2f} s (deadline {limits.deadline_s} s)"
+    )
 
 
 @pytest.mark.parametrize("engine", _engines())
@@ -99,7 +102,7 @@ def test_the_deadline_holds_when_the_ticker_wakes_late(sandbox: Sandbox, monkeyp
         outcome = box.call(HOSTILE["spin"], "(1,)", limits=limits, engine=engine)
         held = time.monotonic() - started
     assert outcome.error_message == "the function passed its wall-clock deadline"
-    assert held < limits.deadline_s + SLACK_S, f"held {held:.2f} s with a {limits.deadline_s} s deadline"
+    assert held < limits.deadline_s + SLACK_S[engine], f"held {held:.2f} s with a {limits.deadline_s} s deadline"
 
 
 def test_a_function_spending_its_whole_fuel_is_stopped_by_fuel_not_the_clock(sandbox: Sandbox):
