@@ -32,6 +32,8 @@ from typing import Any
 import wasmtime
 from wasmtime.component import Component
 
+from ._signals import remember_trap_handlers
+
 __all__ = [
     "BuildError",
     "GuestArtifacts",
@@ -81,7 +83,9 @@ def new_engine() -> wasmtime.Engine:
     config.consume_fuel = _ENGINE_SETTINGS["consume_fuel"]
     config.epoch_interruption = _ENGINE_SETTINGS["epoch_interruption"]
     config.max_wasm_stack = _ENGINE_SETTINGS["max_wasm_stack"]
-    return wasmtime.Engine(config)
+    engine = wasmtime.Engine(config)
+    remember_trap_handlers()  # the first engine installed wasmtime's trap handlers (_signals)
+    return engine
 
 
 def default_cache_dir() -> Path:

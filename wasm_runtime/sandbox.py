@@ -37,6 +37,7 @@ from ._fastcall import OversizedResult, arm, call_export, context_of
 from ._guest_outcome import trap_outcome
 from ._host import CURRENT, TICK_S, VIRTUAL_EPOCH_S, Batch, CodeCache, define_host_functions
 from ._pool import InstancePool, Ticker
+from ._signals import restore_trap_handlers
 from .build import Progress, load_component, new_engine
 from .engines import engine_for
 from .interface import SandboxInterface
@@ -161,6 +162,7 @@ class Sandbox(SandboxInterface):
             EngineUnavailable: The function needs the numpy engine, which is not installed.
         """
         self._check_open()
+        restore_trap_handlers()  # a fatal-signal handler installed since (faulthandler) would end the process on a trap
         if engine_for(source, engine) == "numpy":
             in_numpy = self._numpy_engine().run(source, inputs, entry=entry, limits=limits, fresh=fresh)
             return [untraced(o) if o.extra else o for o in in_numpy]
