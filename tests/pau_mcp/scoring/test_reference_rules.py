@@ -77,8 +77,9 @@ def test_every_error_counts_as_none_under_the_reference_rule(sandbox, reference)
 
 def test_code_slower_than_the_references_per_input_limit_scores_nothing_there(sandbox, reference):
     method = _frozen(sandbox, ["def test_func(arg0):", "    return arg0"], ["(1,)"])
-    # About 2.3e9 fuel: over the reference's 0.5 s budget (1.25e9), well within the roomy limit.
-    slow = "x = 0\n    for i in range(2_000_000):\n        x += i\n    return arg0"
+    # About 1.4e10 fuel (1,150 a turn): over the reference's 0.5 s budget (1e10 at FUEL_PER_SECOND 2e10), well
+    # within the roomy limit; natively 0.6-1.2 s, slower than the reference's per-input timeout there too.
+    slow = "x = 0\n    for i in range(12_000_000):\n        x += i\n    return arg0"
     assert _score(sandbox, method, slow, OURS) == 1.0
     assert _score(sandbox, method, slow, reference) == 0.0
 
