@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import marshal
+from collections.abc import Iterable
 from typing import Any
 
+from .limits import Limits
 from .literals import MAX_INT_DIGITS, InvalidInput, int_too_long, parse_arguments
+from .outcome import Outcome, Status
+from .tracing import TRACE_KEY
 
-__all__ = ["encode_arguments", "encoded_literal", "source_problem"]
+__all__ = ["encode_arguments", "encode_inputs", "encoded_literal", "guest_settings", "source_problem"]
 
 _LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
 
@@ -74,3 +79,42 @@ def source_problem(source: str, entry: str) -> str | None:
                 f"{text[exc.start]!a} written out in the text"
             )
     return None
+
+
+def encode_inputs(inputs: Iterable[str | tuple[Any, ...]]) -> tuple[list[Outcome | None], list[tuple[int, str]]]:
+    """Each input encoded for the guest, or refused before it gets there.
+
+    Returns:
+        One slot per input, in order: its ``invalid_input`` outcome, or None for one to run; and the
+        ``(index, encoding)`` of each input to run.
+    """
+    outcomes: list[Outcome | None] = []
+    pending: list[tuple[int, str]] = []
+    for index, item in enumerate(inputs):
+        try:
+            encoded = encoded_literal(item) if isinstance(item, str) else encode_arguments(tuple(item))
+        except InvalidInput as exc:
+            outcomes.append(Outcome.failure(Status.INVALID_INPUT, "InvalidInput", str(exc)))
+            continue
+        except (ValueError, TypeError) as exc:
+            outcomes.append(
+                Outcome.failure(Status.INVALID_INPUT, "InvalidInput", f"cannot pass these arguments: {exc}")
+            )
+            continue
+        outcomes.append(None)
+        pending.append((index, encoded))
+    return outcomes, pending
+
+
+def guest_settings(entry: str, limits: Limits, trace: bool = False) -> str:
+    """The settings the guest reads for every input of a call, as JSON."""
+    settings: dict[str, Any] = {
+        "entry": entry,
+        "recursion_limit": limits.recursion_limit,
+        "max_output_bytes": limits.max_output_bytes,
+        "stdout_chars": limits.stdout_chars,
+        "flood_chars": limits.flood_chars,
+    }
+    if trace:
+        settings[TRACE_KEY] = True
+    return json.dumps(settings)

@@ -26,7 +26,7 @@ import anyio
 from wasmtime import Module, Trap, WasmtimeError
 
 from . import _numpy_host
-from ._arguments import encode_arguments, encoded_literal, source_problem
+from ._arguments import encode_inputs, guest_settings, source_problem
 from ._guest_outcome import parse_outcome, trap_outcome
 from ._host import TICK_S
 from ._pool import Ticker
@@ -34,7 +34,6 @@ from .build import Progress
 from .engines import NUMPY_INSTALL_HINT, EngineUnavailable
 from .interface import SandboxInterface
 from .limits import Limits
-from .literals import InvalidInput
 from .numpy_build import NumpyArtifacts, ensure_numpy_built
 from .outcome import Outcome, Status
 
@@ -112,29 +111,11 @@ class NumpyEngine(SandboxInterface):
         items = list(inputs)
         if problem is not None:
             return [Outcome.failure(Status.INVALID_INPUT, "InvalidInput", problem) for _ in items]
-        settings = json.dumps(
-            {
-                "entry": entry,
-                "recursion_limit": limits.recursion_limit,
-                "max_output_bytes": limits.max_output_bytes,
-                "stdout_chars": limits.stdout_chars,
-                "flood_chars": limits.flood_chars,
-            }
-        )
-        outcomes = []
-        for item in items:
-            try:
-                encoded = encoded_literal(item) if isinstance(item, str) else encode_arguments(tuple(item))
-            except InvalidInput as exc:
-                outcomes.append(Outcome.failure(Status.INVALID_INPUT, "InvalidInput", str(exc)))
-                continue
-            except (ValueError, TypeError) as exc:
-                outcomes.append(
-                    Outcome.failure(Status.INVALID_INPUT, "InvalidInput", f"cannot pass these arguments: {exc}")
-                )
-                continue
-            outcomes.append(self._run_one(source, f"__import__('pau_guest').run({settings!r}, {encoded!r})", limits))
-        return outcomes
+        settings = guest_settings(entry, limits)
+        outcomes, pending = encode_inputs(items)
+        for index, encoded in pending:
+            outcomes[index] = self._run_one(source, f"__import__('pau_guest').run({settings!r}, {encoded!r})", limits)
+        return [o for o in outcomes if o is not None]
 
     def info(self) -> dict[str, Any]:
         """What the guest interpreter offers: Python version, the numpy/pandas/scipy versions, hash probe."""

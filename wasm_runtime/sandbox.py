@@ -32,7 +32,7 @@ import anyio
 from wasmtime import Store, WasiConfig, WasmtimeError
 from wasmtime.component import Func, Linker
 
-from ._arguments import encode_arguments, encoded_literal, source_problem
+from ._arguments import encode_inputs, guest_settings, source_problem
 from ._fastcall import OversizedResult, arm, call_export, context_of
 from ._guest_outcome import trap_outcome
 from ._host import CURRENT, TICK_S, VIRTUAL_EPOCH_S, Batch, CodeCache, define_host_functions
@@ -42,9 +42,8 @@ from .build import Progress, load_component, new_engine
 from .engines import engine_for
 from .interface import SandboxInterface
 from .limits import Limits
-from .literals import InvalidInput
 from .outcome import Outcome, Status
-from .tracing import TRACE_KEY, untraced
+from .tracing import untraced
 
 if TYPE_CHECKING:
     from .numpy_engine import NumpyEngine
@@ -170,31 +169,8 @@ class Sandbox(SandboxInterface):
         problem = source_problem(source, entry)
         if problem is not None:
             return [Outcome.failure(Status.INVALID_INPUT, "InvalidInput", problem) for _ in inputs]
-        outcomes: list[Outcome | None] = []
-        pending: list[tuple[int, str]] = []
-        for index, item in enumerate(inputs):
-            try:
-                encoded = encoded_literal(item) if isinstance(item, str) else encode_arguments(tuple(item))
-            except InvalidInput as exc:
-                outcomes.append(Outcome.failure(Status.INVALID_INPUT, "InvalidInput", str(exc)))
-                continue
-            except (ValueError, TypeError) as exc:
-                outcomes.append(
-                    Outcome.failure(Status.INVALID_INPUT, "InvalidInput", f"cannot pass these arguments: {exc}")
-                )
-                continue
-            outcomes.append(None)
-            pending.append((index, encoded))
-        settings = json.dumps(
-            {
-                "entry": entry,
-                "recursion_limit": limits.recursion_limit,
-                "max_output_bytes": limits.max_output_bytes,
-                "stdout_chars": limits.stdout_chars,
-                "flood_chars": limits.flood_chars,
-                **({TRACE_KEY: True} if trace else {}),
-            }
-        )
+        outcomes, pending = encode_inputs(inputs)
+        settings = guest_settings(entry, limits, trace)
         encoded_inputs = [encoded for _, encoded in pending]
         produced: list[Outcome] = []
         step = 1 if fresh else len(encoded_inputs)
