@@ -9,7 +9,9 @@ another has replaced them. wasmtime still hands signals that are not a guest's t
 that was there before it; one installed later no longer sees them.
 
 The ``sigaction`` records are copied as opaque bytes (the handler is their first field on Linux and
-macOS), so nothing here depends on the C library's layout beyond that.
+macOS), so nothing here depends on the C library's layout beyond that. No lock is taken: a process may fork
+while another thread is inside a run (RL trainers' workers do), and a child must not inherit a held lock;
+two threads restoring at once both write the same record.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import ctypes
 import logging
 import signal
 import sys
-import threading
 
 __all__ = ["remember_trap_handlers", "restore_trap_handlers"]
 
@@ -27,7 +28,6 @@ log = logging.getLogger(__name__)
 _SIGNALS = tuple(getattr(signal, name) for name in ("SIGILL", "SIGSEGV", "SIGFPE", "SIGBUS") if hasattr(signal, name))
 _RECORD_BYTES = 512  # larger than any platform's struct sigaction
 _saved: dict[int, ctypes.Array[ctypes.c_char]] = {}
-_lock = threading.Lock()
 _warned = False
 
 
@@ -59,13 +59,14 @@ def remember_trap_handlers() -> None:
     """Record the handlers wasmtime installed; call once an engine exists (later calls keep the first record)."""
     if _LIBC is None:
         return
-    with _lock:
-        if _saved:
-            return
-        for signum in _SIGNALS:
-            record = _current(signum)
-            if record is not None and _handler(record) not in (None, 0, 1):  # SIG_DFL, SIG_IGN: not installed
-                _saved[signum] = record
+    if _saved:
+        return
+    found = {}
+    for signum in _SIGNALS:
+        record = _current(signum)
+        if record is not None and _handler(record) not in (None, 0, 1):  # SIG_DFL, SIG_IGN: not installed
+            found[signum] = record
+    _saved.update(found)
 
 
 def restore_trap_handlers() -> bool:
@@ -73,12 +74,11 @@ def restore_trap_handlers() -> bool:
     if not _saved or _LIBC is None:
         return False
     replaced = []
-    with _lock:
-        for signum, record in _saved.items():
-            current = _current(signum)
-            if current is not None and _handler(current) != _handler(record):
-                _LIBC.sigaction(signum, record, None)
-                replaced.append(signal.Signals(signum).name)
+    for signum, record in list(_saved.items()):
+        current = _current(signum)
+        if current is not None and _handler(current) != _handler(record):
+            _LIBC.sigaction(signum, record, None)
+            replaced.append(signal.Signals(signum).name)
     if replaced:
         global _warned
         if not _warned:
