@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 
 import anyio
 import mcp_types as types
-from conftest import stdio_session, tool_of
+from conftest import ROOT, stdio_session, tool_of
 
 from pau_mcp.manifests import ManifestStore, call_text
 
@@ -188,11 +190,8 @@ def test_resources_and_prompts_show_only_what_an_agent_may_see(tmp_path):
 
 
 def test_the_server_exits_when_its_stdin_closes(tmp_path):
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
+    # ROOT comes from this directory's conftest at import time: a later `from conftest import` inside a test gets
+    # whichever conftest module pytest loaded last (tests/wasm_runtime's, in a full run).
     process = subprocess.Popen(
         [sys.executable, "-m", "pau_mcp", "serve", "--db", str(tmp_path / "r.db")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
