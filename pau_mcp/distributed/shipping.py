@@ -25,7 +25,7 @@ __all__ = ["PROVIDER_PREFIXES", "RUN_SETTINGS", "Shipment", "pack"]
 # the node's own.
 RUN_SETTINGS = (
     "timeout_s", "memory_mb", "max_output_kb", "workers", "budget", "feedback_limit", "judge_model", "coder_model",
-    "temperature", "max_tokens", "reasoning_effort", "llm_timeout_s", "llm_concurrency", "llm_retries",
+    "temperature", "max_tokens", "reasoning_effort", "llm_timeout_s", "llm_concurrency", "llm_retries", "protocol",
 )  # fmt: skip
 
 # The LLM providers' variables (keys, base URLs, API versions), forwarded from the driver's environment.

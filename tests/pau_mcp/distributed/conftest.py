@@ -111,9 +111,17 @@ class LocalCluster:
             self.add_worker()
 
     def kill(self, name: str) -> None:
-        """Kill a node as a machine dies: every process of its group at once."""
+        """Kill a node as a machine dies: every process of its group, and its workers, at once.
+
+        Ray starts a node's workers in process groups of their own; left alive, a worker finishes what it holds
+        and returns it before Ray has noticed its node is gone, which no dead machine does.
+        """
+        node_dir = f"{self.base / name}/"
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.nodes[name].pid, signal.SIGKILL)
+        for pid in _processes_mentioning(node_dir):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.nodes[name].wait(timeout=30)
 
     def stop(self) -> None:
