@@ -117,9 +117,12 @@ class LocalCluster:
         and returns it before Ray has noticed its node is gone, which no dead machine does.
         """
         node_dir = f"{self.base / name}/"
+        # The node's episode workers are its raylet's children, each in a process group of its own, and name
+        # neither the node nor its directory: found by parentage, before their parents die and they are re-parented.
+        doomed = {*_descendants(self.nodes[name].pid), *_processes_mentioning(node_dir)}
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.nodes[name].pid, signal.SIGKILL)
-        for pid in _processes_mentioning(node_dir):
+        for pid in doomed:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.nodes[name].wait(timeout=30)
@@ -132,6 +135,26 @@ class LocalCluster:
         for pid in _processes_mentioning(str(self.base)):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every living process below ``root`` in the process tree."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The parent's pid follows the command name, which is in parentheses and may hold spaces.
+            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def _processes_mentioning(text: str) -> list[int]:
