@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..llm import Completion, LLMClient, Overrides, Usage
-from ..manifests import call_arguments, call_text
+from ..manifests import call_text
 from ..prompts import PromptSet, load_prompts
+from ..server.catalog import KnownExample
 from .environment import Environment, Observation
 
 __all__ = ["AGENTS", "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code"]
@@ -365,7 +366,7 @@ class ProbeAgent:
     name: str = "probe"
 
     async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
-        samples = _example_arguments(env.examples)
+        samples = _example_arguments(env.initial_examples)
         if mode == "interactive":
             for args in _probe_arguments(samples, len(env.params), budget or 20):
                 observation = await env.call({"args": repr(args)})
@@ -377,13 +378,13 @@ class ProbeAgent:
         return AgentResult(description=description, code=memorising_code(pairs, env.params), concluded=True)
 
 
-def _example_arguments(examples: list[str]) -> list[tuple[Any, ...]]:
+def _example_arguments(examples: list[KnownExample]) -> list[tuple[Any, ...]]:
+    """The argument tuples of the initial examples, from their published literals."""
     found = []
-    for line in examples:
-        literal = call_arguments(line.partition(" -> ")[0])
+    for example in examples:
         try:
-            value = ast.literal_eval(literal) if literal else None
-        except (ValueError, SyntaxError):
+            value = ast.literal_eval(example.input)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
         if isinstance(value, tuple):
             found.append(value)

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..llm import LLMClient, Overrides
-from ..manifests import call_arguments
 from ..prompts import PromptSet
 from ..protocol import cut_at_stop, results_list
 from .agents import AgentResult, _note_reply
@@ -113,9 +112,8 @@ class ReferenceAgent:
         # The results as the reference lists them (str of each part) and as it stores them (repr of each part).
         shown: list[tuple[Any, Any, Any]] = []
         stored: list[tuple[str, str, str]] = []
-        for line in env.examples:
-            call, _, output = line.partition(" -> ")
-            literal = call_arguments(call) or call[call.find("(") :]
+        for example in env.initial_examples:
+            literal, output = example.input, example.output
             raised = output.startswith("raises ")
             value, error = (None, output[len("raises ") :]) if raised else (output, None)
             shown.append((literal, value, error))
