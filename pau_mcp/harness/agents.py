@@ -159,12 +159,12 @@ class PaperAgent:
                     history.append("  (an action that gave no input: nothing was run)")
                     continue
                 observation = await env.call({"args": literal})
-                line = f"  test_func{literal} -> {_shown(observation)}"
+                line = f"  {env.entry}{literal} -> {_shown(observation)}"
                 history.append(line)
                 reflection = await self._ask(
                     result, env,
                     self.prompts.render(
-                        "paper_reflect", context=self._context(env, hypothesis, history), call=f"test_func{literal}",
+                        "paper_reflect", context=self._context(env, hypothesis, history), call=f"{env.entry}{literal}",
                         shown=_shown(observation),
                     ),
                 )  # fmt: skip
@@ -373,9 +373,9 @@ class ProbeAgent:
                 if observation.status == "over_budget":
                     break
         pairs = env.observed_examples()
-        shown = "; ".join(f"{call_text('test_func', inp)} -> {out}" for inp, out in pairs[:40])
+        shown = "; ".join(f"{call_text(env.entry, inp)} -> {out}" for inp, out in pairs[:40])
         description = f"A function of {len(env.params)} argument(s). Observed behaviour: {shown}."
-        return AgentResult(description=description, code=memorising_code(pairs, env.params), concluded=True)
+        return AgentResult(description=description, code=memorising_code(pairs, env.params, env.entry), concluded=True)
 
 
 def _example_arguments(examples: list[KnownExample]) -> list[tuple[Any, ...]]:
@@ -416,8 +416,9 @@ def _probe_arguments(samples: list[tuple[Any, ...]], arity: int, budget: int) ->
     return probes
 
 
-def memorising_code(pairs: list[tuple[str, str]], params: list[str]) -> str:
-    """Python source that answers the observed inputs from a table and the most common result otherwise."""
+def memorising_code(pairs: list[tuple[str, str]], params: list[str], entry: str = "test_func") -> str:
+    """Python source defining ``entry``, which answers the observed inputs from a table and the most common result
+    otherwise."""
     table: dict[str, tuple[str, Any]] = {}
     results = []
     for literal, shown in pairs:
@@ -428,14 +429,14 @@ def memorising_code(pairs: list[tuple[str, str]], params: list[str]) -> str:
         args = args if isinstance(args, tuple) else (args,)
         if shown.startswith("raises "):
             kind = shown[len("raises ") :].split(":")[0].strip()
-            entry = ("raise", kind if hasattr(builtins, kind) else "Exception")
+            answer = ("raise", kind if hasattr(builtins, kind) else "Exception")
         else:
             try:
-                entry = ("return", ast.literal_eval(shown))
+                answer = ("return", ast.literal_eval(shown))
             except (ValueError, SyntaxError):
                 continue
-        table[repr(args)] = entry
-        results.append(repr(entry))
+        table[repr(args)] = answer
+        results.append(repr(answer))
     fallback = ast.literal_eval(Counter(results).most_common(1)[0][0]) if results else ("return", None)
     signature = ", ".join(params)
     errors = sorted({value for kind, value in table.values() if kind == "raise"})
@@ -443,7 +444,7 @@ def memorising_code(pairs: list[tuple[str, str]], params: list[str]) -> str:
         f"_TABLE = {table!r}\n"
         f"_FALLBACK = {fallback!r}\n"
         f"_ERRORS = {{{', '.join(f'{name!r}: {name}' for name in errors)}}}\n\n"
-        f"def test_func({signature}):\n"
+        f"def {entry}({signature}):\n"
         f"    kind, value = _TABLE.get(repr(({signature}{',' if len(params) == 1 else ''})), _FALLBACK)\n"
         "    if kind == 'raise':\n"
         "        raise _ERRORS.get(value, Exception)('memorised')\n"

@@ -110,6 +110,11 @@ class Environment:
         return self.facts.header if self.facts else "def test_func(...):"
 
     @property
+    def entry(self) -> str:
+        """The function's name in the header and the example lines (``test_func`` when no facts are published)."""
+        return self.facts.entry if self.facts else "test_func"
+
+    @property
     def params(self) -> list[str]:
         """Parameter names: the published ones, else the tool's input schema's properties."""
         if self.facts:

@@ -106,7 +106,9 @@ class MethodFacts(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     header: str = Field(description="the function's header, e.g. def test_func(arg0, arg1):")
-    entry: str = Field(description="the function's name in the header and in the example lines")
+    entry: str = Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="the function's name in the header and in the example lines"
+    )
     params: list[str] = Field(description="the parameter names, in order (the tool's JSON form has one property each)")
     examples: list[KnownExample] = Field(description="the initial examples, in the description's order")
     budget: int | None = Field(description="calls of this function allowed per session; null when unlimited")
