@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..llm import Completion, LLMClient, Overrides, Usage
-from ..manifests import call_arguments, call_text
+from ..manifests import call_text
 from ..prompts import PromptSet, load_prompts
+from ..server.catalog import KnownExample
 from .environment import Environment, Observation
 
 __all__ = ["AGENTS", "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code"]
@@ -158,12 +159,12 @@ class PaperAgent:
                     history.append("  (an action that gave no input: nothing was run)")
                     continue
                 observation = await env.call({"args": literal})
-                line = f"  test_func{literal} -> {_shown(observation)}"
+                line = f"  {env.entry}{literal} -> {_shown(observation)}"
                 history.append(line)
                 reflection = await self._ask(
                     result, env,
                     self.prompts.render(
-                        "paper_reflect", context=self._context(env, hypothesis, history), call=f"test_func{literal}",
+                        "paper_reflect", context=self._context(env, hypothesis, history), call=f"{env.entry}{literal}",
                         shown=_shown(observation),
                     ),
                 )  # fmt: skip
@@ -365,25 +366,25 @@ class ProbeAgent:
     name: str = "probe"
 
     async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
-        samples = _example_arguments(env.examples)
+        samples = _example_arguments(env.initial_examples)
         if mode == "interactive":
             for args in _probe_arguments(samples, len(env.params), budget or 20):
                 observation = await env.call({"args": repr(args)})
                 if observation.status == "over_budget":
                     break
         pairs = env.observed_examples()
-        shown = "; ".join(f"{call_text('test_func', inp)} -> {out}" for inp, out in pairs[:40])
+        shown = "; ".join(f"{call_text(env.entry, inp)} -> {out}" for inp, out in pairs[:40])
         description = f"A function of {len(env.params)} argument(s). Observed behaviour: {shown}."
-        return AgentResult(description=description, code=memorising_code(pairs, env.params), concluded=True)
+        return AgentResult(description=description, code=memorising_code(pairs, env.params, env.entry), concluded=True)
 
 
-def _example_arguments(examples: list[str]) -> list[tuple[Any, ...]]:
+def _example_arguments(examples: list[KnownExample]) -> list[tuple[Any, ...]]:
+    """The argument tuples of the initial examples, from their published literals."""
     found = []
-    for line in examples:
-        literal = call_arguments(line.partition(" -> ")[0])
+    for example in examples:
         try:
-            value = ast.literal_eval(literal) if literal else None
-        except (ValueError, SyntaxError):
+            value = ast.literal_eval(example.input)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
         if isinstance(value, tuple):
             found.append(value)
@@ -415,8 +416,9 @@ def _probe_arguments(samples: list[tuple[Any, ...]], arity: int, budget: int) ->
     return probes
 
 
-def memorising_code(pairs: list[tuple[str, str]], params: list[str]) -> str:
-    """Python source that answers the observed inputs from a table and the most common result otherwise."""
+def memorising_code(pairs: list[tuple[str, str]], params: list[str], entry: str = "test_func") -> str:
+    """Python source defining ``entry``, which answers the observed inputs from a table and the most common result
+    otherwise."""
     table: dict[str, tuple[str, Any]] = {}
     results = []
     for literal, shown in pairs:
@@ -427,14 +429,14 @@ def memorising_code(pairs: list[tuple[str, str]], params: list[str]) -> str:
         args = args if isinstance(args, tuple) else (args,)
         if shown.startswith("raises "):
             kind = shown[len("raises ") :].split(":")[0].strip()
-            entry = ("raise", kind if hasattr(builtins, kind) else "Exception")
+            answer = ("raise", kind if hasattr(builtins, kind) else "Exception")
         else:
             try:
-                entry = ("return", ast.literal_eval(shown))
+                answer = ("return", ast.literal_eval(shown))
             except (ValueError, SyntaxError):
                 continue
-        table[repr(args)] = entry
-        results.append(repr(entry))
+        table[repr(args)] = answer
+        results.append(repr(answer))
     fallback = ast.literal_eval(Counter(results).most_common(1)[0][0]) if results else ("return", None)
     signature = ", ".join(params)
     errors = sorted({value for kind, value in table.values() if kind == "raise"})
@@ -442,7 +444,7 @@ def memorising_code(pairs: list[tuple[str, str]], params: list[str]) -> str:
         f"_TABLE = {table!r}\n"
         f"_FALLBACK = {fallback!r}\n"
         f"_ERRORS = {{{', '.join(f'{name!r}: {name}' for name in errors)}}}\n\n"
-        f"def test_func({signature}):\n"
+        f"def {entry}({signature}):\n"
         f"    kind, value = _TABLE.get(repr(({signature}{',' if len(params) == 1 else ''})), _FALLBACK)\n"
         "    if kind == 'raise':\n"
         "        raise _ERRORS.get(value, Exception)('memorised')\n"

@@ -2,24 +2,24 @@
 
 The harness is a client like any other: everything an agent learns comes from
 the server's tool list and tool results, so what the benchmark measures is
-what Claude Desktop or any framework would get.
+what Claude Desktop or any framework would get. A method's header, parameters
+and initial examples are read from the facts its tool publishes as data
+(``_meta``, ``MethodFacts``), never parsed from the description's prose.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import mcp_types as types
 from mcp.client.session import ClientSession
+from pydantic import ValidationError
 
-from ..manifests import call_arguments
-from ..server.catalog import RAN
+from ..server.catalog import FACTS_KEY, RAN, KnownExample, MethodFacts
 
 __all__ = ["Environment", "Observation", "Step"]
-
-_EXAMPLE = re.compile(r"^\s+(test_func\(.*\) -> .*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -93,21 +93,43 @@ class Environment:
             )
         return cls(session=session, tool=tools[tool_name], submit_tool=tools["submit"])
 
+    @cached_property
+    def facts(self) -> MethodFacts | None:
+        """The facts the tool publishes in its ``_meta``; None from a server that publishes none (or other ones)."""
+        published = (self.tool.meta or {}).get(FACTS_KEY)
+        if published is None:
+            return None
+        try:
+            return MethodFacts.model_validate(published)
+        except ValidationError:
+            return None
+
     @property
     def header(self) -> str:
-        """The method's header, as the tool description states it."""
-        match = re.search(r"`(def [^`]+:)`", self.tool.description or "")
-        return match.group(1) if match else "def test_func(...):"
+        """The method's header (a placeholder when the server publishes no facts)."""
+        return self.facts.header if self.facts else "def test_func(...):"
+
+    @property
+    def entry(self) -> str:
+        """The function's name in the header and the example lines (``test_func`` when no facts are published)."""
+        return self.facts.entry if self.facts else "test_func"
 
     @property
     def params(self) -> list[str]:
-        """Parameter names, from the tool's input schema."""
+        """Parameter names: the published ones, else the tool's input schema's properties."""
+        if self.facts:
+            return list(self.facts.params)
         return [name for name in self.tool.input_schema.get("properties", {}) if name != "args"]
 
     @property
+    def initial_examples(self) -> list[KnownExample]:
+        """The initial examples: line, argument literal and shown outcome (none when no facts are published)."""
+        return list(self.facts.examples) if self.facts else []
+
+    @property
     def examples(self) -> list[str]:
-        """The initial examples, as ``test_func(...) -> ...`` lines from the tool description."""
-        return _EXAMPLE.findall(self.tool.description or "")
+        """The initial examples as the description shows them, e.g. ``test_func(1, 2) -> 3``: the prompts' form."""
+        return [example.line for example in self.initial_examples]
 
     @property
     def queries(self) -> int:
@@ -154,11 +176,7 @@ class Environment:
 
     def observed_examples(self) -> list[tuple[str, str]]:
         """``(input literal, shown outcome)`` pairs the agent saw: the initial examples, then its own calls."""
-        pairs = []
-        for line in self.examples:
-            call, _, shown = line.partition(" -> ")
-            # The argument tuple, not the call's parentheses: test_func((3, -1, 2)) is ONE tuple argument.
-            pairs.append((call_arguments(call) or call[call.find("(") :], shown))
+        pairs = [(example.input, example.output) for example in self.initial_examples]
         for observation in self.observations:
             if observation.counted and observation.structured:
                 s = observation.structured

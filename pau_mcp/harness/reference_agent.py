@@ -16,6 +16,9 @@ prompts are the user's imported templates; see ``pau_mcp.prompts``):
   exactly one), and the final description is the last hypothesis: no extra call;
 - in-context, one request with the initial examples; its reply is the description.
 
+A call the server refuses because the budget is spent (a result's ``status``, ``over_budget``) ends the loop; the
+reference has no such budget, and a run's own server never gives one smaller than the loop.
+
 The agent still works only through MCP: the call goes to the server, which counts it.
 """
 
@@ -26,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..llm import LLMClient, Overrides
-from ..manifests import call_arguments
 from ..prompts import PromptSet
 from ..protocol import cut_at_stop, results_list
 from .agents import AgentResult, _note_reply
@@ -113,9 +115,8 @@ class ReferenceAgent:
         # The results as the reference lists them (str of each part) and as it stores them (repr of each part).
         shown: list[tuple[Any, Any, Any]] = []
         stored: list[tuple[str, str, str]] = []
-        for line in env.examples:
-            call, _, output = line.partition(" -> ")
-            literal = call_arguments(call) or call[call.find("(") :]
+        for example in env.initial_examples:
+            literal, output = example.input, example.output
             raised = output.startswith("raises ")
             value, error = (None, output[len("raises ") :]) if raised else (output, None)
             shown.append((literal, value, error))
@@ -143,7 +144,10 @@ class ReferenceAgent:
             suggested = reference_input(action)
             if suggested is None:
                 env.note("note", event="malformed_action", reply=action)
-            value, error, value_repr = await self._call(env, suggested)
+            called = await self._call(env, suggested)
+            if called is None:  # the server's budget is spent (one smaller than this loop's): nothing more can run
+                break
+            value, error, value_repr = called
             shown.append((suggested, value, error))
             stored.append((repr(suggested), value_repr, repr(error)))
             # As the reference builds it: the reflection is told only the input it just tried.
@@ -167,12 +171,15 @@ class ReferenceAgent:
         result.examples = stored
         return result
 
-    async def _call(self, env: Environment, suggested: str | None) -> tuple[Any, Any, str]:
-        """Run one suggested input through the server: (value as str shows it, error, repr of the value)."""
+    async def _call(self, env: Environment, suggested: str | None) -> tuple[Any, Any, str] | None:
+        """Run one suggested input through the server: (value as str shows it, error, repr of the value); None when
+        the server refused it because the budget is spent (its result's status, whatever its text says)."""
         args = _arguments(suggested) if suggested is not None else None
         if args is None:
             return None, _NOT_A_LITERAL, repr(None)
         observation = await env.call({"args": repr(args)})
+        if observation.status == "over_budget":
+            return None
         s = observation.structured
         if observation.is_error or not s:
             return None, observation.text, repr(None)

@@ -11,7 +11,7 @@ from ..manifests import ManifestStore
 from ..runstore import RunStore
 from ..sandboxing import make_sandbox
 from .app import PAGE_SIZE, build_server
-from .catalog import OUTPUT_SCHEMA, Catalog, Exposed
+from .catalog import FACTS_KEY, OUTPUT_SCHEMA, Catalog, Exposed, KnownExample, MethodFacts
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import Budget, Identity, SessionRefused, Sessions, SessionState, label_problem
@@ -20,6 +20,7 @@ from .transport import HTTPLimits, TransportError, run_http, run_stdio
 from .wire import message_limit
 
 __all__ = [
+    "FACTS_KEY",
     "OUTPUT_SCHEMA",
     "PAGE_SIZE",
     "Budget",
@@ -28,7 +29,9 @@ __all__ = [
     "Feedback",
     "HTTPLimits",
     "Identity",
+    "KnownExample",
     "LaunchError",
+    "MethodFacts",
     "MethodService",
     "Reply",
     "SessionRefused",

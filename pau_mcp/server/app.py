@@ -256,6 +256,7 @@ def build_server(
                 input_schema=e.input_schema(),
                 output_schema=OUTPUT_SCHEMA,
                 annotations=_ANNOTATIONS,
+                _meta=e.meta(service.budget),
             )
             for e in visible(state)
         ]

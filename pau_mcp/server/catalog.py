@@ -3,7 +3,9 @@
 Everything agent-facing is built here from the agent view of a manifest
 (tool name, header, initial examples) and nothing else, so source, gold
 description and test suite cannot reach an agent through a tool, resource or
-prompt.
+prompt. The same facts go out as text (the tool description, the resource, the
+prompt) and as data (``MethodFacts``, in each method tool's ``_meta``), so a
+client reads them without parsing prose.
 """
 
 from __future__ import annotations
@@ -13,14 +15,26 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from wasm_runtime import Status
 
-from ..manifests import ManifestError, ManifestStore, Method, call_text, tool_name
+from ..manifests import ManifestError, ManifestStore, Method, call_arguments, call_text, tool_name
 from .schemas import nullable, parameter_schemas
 
-__all__ = ["Catalog", "Exposed", "OUTPUT_SCHEMA", "OPEN_TOOL", "RAN", "REFUSED", "SUBMIT_TOOL", "ToolResult"]
+__all__ = [
+    "FACTS_KEY",
+    "Catalog",
+    "Exposed",
+    "KnownExample",
+    "MethodFacts",
+    "OUTPUT_SCHEMA",
+    "OPEN_TOOL",
+    "RAN",
+    "REFUSED",
+    "SUBMIT_TOOL",
+    "ToolResult",
+]
 
 SUBMIT_TOOL = "submit"
 OPEN_TOOL = "open"
@@ -66,6 +80,39 @@ def _portable(schema: dict[str, Any]) -> dict[str, Any]:
 #: The structured result of every method tool, generated from ``ToolResult``.
 OUTPUT_SCHEMA: dict[str, Any] = _portable(ToolResult.model_json_schema())
 
+#: The ``_meta`` key of a method tool's ``MethodFacts``. MCP's rule for ``_meta`` keys: a prefix of dot-separated
+#: labels (reverse DNS), a slash, a name; prefixes whose second label is ``mcp`` or ``modelcontextprotocol`` are
+#: the protocol's own, which ``pau-mcp`` is not.
+FACTS_KEY = "dev.pau-mcp/method"
+
+
+class KnownExample(BaseModel):
+    """One initial example, as the tool description shows it and as data."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: str = Field(description="the example as the description shows it, e.g. test_func(1, 'a') -> 3")
+    input: str = Field(description="the arguments as a Python literal tuple, e.g. (1, 'a'): what `args` takes")
+    output: str = Field(description="the outcome as shown: the value's repr, or 'raises Type: message'")
+
+
+class MethodFacts(BaseModel):
+    """What an agent may know of a method before calling it, as data: each method tool's ``_meta[FACTS_KEY]``.
+
+    The same facts as the tool description, from the same agent view (``Exposed``): never the source, the gold
+    description or the tests. Clients (the harness among them) read these instead of parsing the description.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    header: str = Field(description="the function's header, e.g. def test_func(arg0, arg1):")
+    entry: str = Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="the function's name in the header and in the example lines"
+    )
+    params: list[str] = Field(description="the parameter names, in order (the tool's JSON form has one property each)")
+    examples: list[KnownExample] = Field(description="the initial examples, in the description's order")
+    budget: int | None = Field(description="calls of this function allowed per session; null when unlimited")
+
 
 @dataclass(frozen=True)
 class Exposed:
@@ -84,13 +131,33 @@ class Exposed:
         """Number of parameters."""
         return len(self.method.params)
 
-    def example_lines(self) -> list[str]:
-        """The initial examples as call lines, e.g. ``test_func(1, 'a') -> 3``."""
-        lines = []
+    @cached_property
+    def examples(self) -> list[KnownExample]:
+        """The initial examples as an agent sees them: every text and ``facts`` show these."""
+        known = []
         for case in self.method.examples:
             shown = case.outcome.shown() if case.outcome is not None else "(not frozen)"
-            lines.append(f"{call_text(self.method.entry, case.input)} -> {shown}")
-        return lines
+            call = call_text(self.method.entry, case.input)
+            # The argument tuple as the call shows it: ('abc',) for one argument however the manifest writes it.
+            literal = call_arguments(call) or case.input.strip()
+            known.append(KnownExample(line=f"{call} -> {shown}", input=literal, output=shown))
+        return known
+
+    def example_lines(self) -> list[str]:
+        """The initial examples as call lines, e.g. ``test_func(1, 'a') -> 3``."""
+        return [example.line for example in self.examples]
+
+    def facts(self, budget: int) -> MethodFacts:
+        """What the description says, as data (``budget`` 0: unlimited)."""
+        method = self.method
+        return MethodFacts(
+            header=method.header, entry=method.entry, params=list(method.params), examples=self.examples,
+            budget=budget or None,
+        )  # fmt: skip
+
+    def meta(self, budget: int) -> dict[str, Any]:
+        """The tool's ``_meta``: its facts under ``FACTS_KEY``, as JSON."""
+        return {FACTS_KEY: self.facts(budget).model_dump(mode="json")}
 
     def description(self, budget: int) -> str:
         """The tool description: header, how to call it, initial examples, budget."""

@@ -1,4 +1,5 @@
-"""The paper agent's action parsing and the agents' request settings, in real runs against a real server."""
+"""The paper agent's action parsing, the agents' request settings and the name they give the function, in real runs
+against a real server."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import pytest
 from fakellm import FakeLLM, Reply
 
 from pau_mcp.config import Settings
-from pau_mcp.harness import EvalConfig, run_eval
+from pau_mcp.harness import EvalConfig, ProbeAgent, run_eval
 from pau_mcp.harness.runner import EvalError
 from pau_mcp.llm import CapabilityTable, Overrides
+from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
+from wasm_runtime import outcomes_match
 
 METHOD = "builtin/b001"  # one argument
 
@@ -127,3 +130,19 @@ def test_a_run_resumed_with_other_overrides_is_refused(tmp_path, served):
     _run(tmp_path, "openai/m", budget=1, overrides=Overrides(temperature=0.7))
     with pytest.raises(EvalError, match="exists with.*temperature"):
         _run(tmp_path, "openai/m", budget=1, overrides=Overrides(temperature=0.2))
+
+
+def test_the_probe_agent_names_the_methods_own_function_in_its_description_and_code(
+    vowels, vowels_environment, sandbox
+):
+    async def main():  # type: ignore[no-untyped-def]
+        async with vowels_environment() as env:
+            return await ProbeAgent().run(env, "interactive", 3)
+
+    result = anyio.run(main)
+    assert "count_vowels('hello') -> 2" in result.description and "test_func" not in result.description
+    assert "def count_vowels(s):" in result.code
+    (method,) = ManifestStore([vowels]).suite("vowels").methods.values()
+    outcomes = sandbox.run(result.code, [case.input for case in method.examples], entry="count_vowels")
+    for case, got in zip(method.examples, outcomes, strict=True):
+        assert outcomes_match(case.outcome.outcome(), got), (case.input, got)

@@ -15,8 +15,9 @@ from fakereference import write_checkout
 
 from pau_mcp.config import Settings
 from pau_mcp.harness import EvalConfig, run_eval
-from pau_mcp.harness.reference_agent import reference_input
+from pau_mcp.harness.reference_agent import ReferenceAgent, reference_input
 from pau_mcp.harness.runner import EvalError
+from pau_mcp.llm import LLMClient
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.prompts import import_reference
 from pau_mcp.protocol import load_protocol
@@ -178,3 +179,31 @@ def test_a_run_and_its_scorer_on_different_protocols_is_refused(tmp_path, refere
 )
 def test_an_action_is_read_as_the_reference_reads_it(reply, expected):
     assert reference_input(reply) == expected
+
+
+def test_a_budget_the_server_says_is_spent_ends_the_loop_and_the_refused_call_is_no_result(
+    tmp_path, monkeypatch, vowels_environment
+):
+    import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
+
+    def steady(body: dict) -> str:
+        text = str(body["messages"][-1]["content"])
+        if text.startswith("\nACT"):
+            return "input: ('aeiou',)"
+        return "NO\nSummary: counts vowels" if text.startswith("\nREFLECT") else "Try a word."
+
+    with FakeLLM(responder=steady) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        agent = ReferenceAgent(llm=LLMClient(), model=MODEL, prompts=load_protocol("reference", tmp_path).prompts)
+
+        async def main() -> tuple:
+            async with vowels_environment() as env:  # the server allows 3 calls; the loop would make 6
+                return env, await agent.run(env, "interactive", 6)
+
+        env, result = anyio.run(main)
+        asked = [b["messages"][0]["content"].split(" ", 1)[0] for b in fake.requests]
+    assert [o.status for o in env.observations] == ["ok", "ok", "ok", "over_budget"]
+    assert asked == ["\nREASON", "\nACT", "\nREFLECT"] * 3 + ["\nREASON", "\nACT"]  # no reflection on a refusal
+    assert len(result.examples) == 3 + 3  # the initial examples and the calls that ran
+    assert result.description == "counts vowels" and not result.concluded

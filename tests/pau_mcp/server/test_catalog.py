@@ -1,14 +1,21 @@
-"""What the catalog publishes about results: one list of statuses, a schema generated from the result model."""
+"""What the catalog publishes: one list of statuses, a result schema generated from the result model, and each
+method's facts as data that say what its description says and nothing hidden."""
 
 from __future__ import annotations
 
+import json
+
+import anyio
 import jsonschema
 import pytest
+from conftest import SECRETS, stdio_session, tool_of
 from pydantic import ValidationError
 
+from pau_mcp.manifests import ManifestStore, call_text
 from pau_mcp.manifests.model import FrozenOutcome
-from pau_mcp.server.catalog import OUTPUT_SCHEMA, RAN, REFUSED, ToolResult
+from pau_mcp.server.catalog import FACTS_KEY, OUTPUT_SCHEMA, RAN, REFUSED, Exposed, MethodFacts, ToolResult
 from wasm_runtime import Status
+from wasm_runtime.literals import parse_arguments
 
 
 def test_the_statuses_of_results_and_of_frozen_outcomes_are_the_sandboxs_one_list():
@@ -31,3 +38,42 @@ def test_the_tool_output_schema_is_the_result_models_own():
     jsonschema.validate(result.model_dump(), OUTPUT_SCHEMA)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**result.model_dump(), "status": "maybe"}, OUTPUT_SCHEMA)
+
+
+def test_each_method_tool_publishes_the_facts_its_description_states_as_data_and_nothing_hidden(
+    tmp_path, secret_manifests
+):
+    async def main() -> list:
+        args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "runs.db"))
+        async with stdio_session(*args, "--budget", "4") as session:
+            return (await session.list_tools()).tools
+
+    tools = {tool.name: tool for tool in anyio.run(main)}
+    assert tools["submit"].meta is None and tools["open"].meta is None
+    methods = ManifestStore([secret_manifests]).suite("secret").methods.values()
+    for method in methods:
+        tool = tools[tool_of(method.id)]
+        description = tool.description or ""
+        facts = tool.meta[FACTS_KEY]
+        assert set(facts) == set(MethodFacts.model_fields) == {"header", "entry", "params", "examples", "budget"}
+        assert facts["header"] == method.header and f"`{method.header}`" in description
+        assert facts["entry"] == "test_func"
+        assert facts["params"] == [name for name in tool.input_schema["properties"] if name != "args"]
+        assert facts["budget"] == 4 and "call it 4 times" in description
+        assert len(facts["examples"]) == len(method.examples) > 0
+        for example, case in zip(facts["examples"], method.examples, strict=True):
+            assert set(example) == {"line", "input", "output"}
+            assert f"  {example['line']}\n" in description
+            assert example["line"] == f"{call_text(facts['entry'], example['input'])} -> {example['output']}"
+            assert parse_arguments(example["input"]) == parse_arguments(case.input)
+            assert example["output"] == case.outcome.shown()
+        published = json.dumps(facts)
+        hidden = {*SECRETS.values(), method.description, *(case.input for case in method.tests)}
+        hidden.update(line.strip() for line in method.source.splitlines() if line.strip() != method.header)
+        assert sorted(secret for secret in hidden if secret and secret in published) == []
+
+
+def test_an_unlimited_budget_is_published_as_null():
+    method = ManifestStore().method("builtin/b001")
+    assert Exposed(method, "fn_0000000000").facts(0).budget is None
+    assert Exposed(method, "fn_0000000000").facts(20).budget == 20

@@ -17,6 +17,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from pau_mcp.manifests import ManifestStore
+from pau_mcp.server.catalog import FACTS_KEY
 
 
 async def _recorded_session(manifests, db, transcript: list[str]) -> None:
@@ -76,6 +77,7 @@ def test_no_message_of_a_whole_session_reveals_source_description_or_tests(tmp_p
     text = "\n".join(transcript)
     assert len(transcript) > 20
     assert "raised ValueError" in text and "budget" in text and "Invalid arguments" in text
+    assert FACTS_KEY in text  # the tools' facts as data are searched too
     store = ManifestStore([secret_manifests])
     hidden = set(SECRETS.values())
     for method in store.suite("secret").methods.values():
