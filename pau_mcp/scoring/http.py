@@ -70,7 +70,9 @@ class ScoreRequest(BaseModel):
     method: str = Field(min_length=1, max_length=200, description="The method id, e.g. builtin/b001.")
     description: str | None = Field(None, max_length=20_000, description="The agent's description of the function.")
     code: str | None = Field(
-        None, max_length=MAX_CODE_CHARS, description="Code the agent submitted (def test_func(...))."
+        None,
+        max_length=MAX_CODE_CHARS,
+        description="Code the agent submitted: a function named as in the method's header.",
     )
     examples: list[tuple[str, Any]] | None = Field(
         None, max_length=1000, description="[input literal, output] pairs the agent observed; given to the code writer."

@@ -38,7 +38,8 @@ _SUBMIT = types.Tool(
     description=(
         "Submit your final description of a hidden function: `method` is its tool name (fn_...), `description` says "
         "what it does precisely enough to re-implement it, covering every case you found; `code` optionally gives "
-        "your own Python implementation (def test_func(...)). Submissions are recorded for scoring."
+        "your own Python implementation of it: a function with the name and parameters its header gives (e.g. "
+        "def test_func(arg0):). Submissions are recorded for scoring."
     ),
     input_schema={
         "type": "object",
@@ -47,7 +48,8 @@ _SUBMIT = types.Tool(
             "description": {"type": "string", "description": "what the function does"},
             "code": {
                 "anyOf": [{"type": "string"}, {"type": "null"}],
-                "description": "optional (null or absent for none): your implementation, def test_func(...)",
+                "description": "optional (null or absent for none): your implementation, a function named as in "
+                "the method's header",
             },
         },
         "required": ["method", "description"],
