@@ -2,30 +2,56 @@
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from .. import __version__
 from ..runstore import StoreError
-from .coverage import coverage
-from .evaluate import demo, evaluate
-from .export import export
-from .importers import import_
-from .manifests import manifests
-from .prompts import prompts
-from .report import report
-from .rl import rl
-from .runs import runs
-from .sandbox import run_code, sandbox
-from .scoring import score, scorer
-from .serve import call, methods, serve
-from .sweep import sweep
-from .tokens import token
 
 __all__ = ["main"]
 
 
+#: Each command and where it lives, in the order `--help` lists them. A command's module is imported only when the
+#: command is used (or listed), so `pau-mcp report` does not pay for the server, the sandbox or the LLM clients.
+_COMMANDS = {
+    "sandbox": "sandbox:sandbox",
+    "run-code": "sandbox:run_code",
+    "manifests": "manifests:manifests",
+    "import": "importers:import_",
+    "serve": "serve:serve",
+    "call": "serve:call",
+    "methods": "serve:methods",
+    "token": "tokens:token",
+    "runs": "runs:runs",
+    "report": "report:report",
+    "score": "scoring:score",
+    "scorer": "scoring:scorer",
+    "eval": "evaluate:evaluate",
+    "demo": "evaluate:demo",
+    "sweep": "sweep:sweep",
+    "rl": "rl:rl",
+    "export": "export:export",
+    "prompts": "prompts:prompts",
+    "coverage": "coverage:coverage",
+}
+
+
 class _Main(click.Group):
     """The command group; a run store that cannot be written ends any command with one line, not a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = _COMMANDS.get(cmd_name)
+        if where is None:
+            return None
+        module, _, name = where.partition(":")
+        command = getattr(importlib.import_module(f".{module}", __name__), name)
+        if not isinstance(command, click.Command) or command.name != cmd_name:
+            raise RuntimeError(f"pau_mcp.cli.{module}.{name} is not the command {cmd_name!r}")
+        return command
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -38,24 +64,3 @@ class _Main(click.Group):
 @click.version_option(__version__, prog_name="pau-mcp")
 def main() -> None:
     """Hidden Python functions as black-box MCP tools: serve them, explore them, score the answers."""
-
-
-main.add_command(sandbox)
-main.add_command(run_code)
-main.add_command(manifests)
-main.add_command(import_)
-main.add_command(serve)
-main.add_command(call)
-main.add_command(methods)
-main.add_command(token)
-main.add_command(runs)
-main.add_command(report)
-main.add_command(score)
-main.add_command(scorer)
-main.add_command(evaluate)
-main.add_command(demo)
-main.add_command(sweep)
-main.add_command(rl)
-main.add_command(export)
-main.add_command(prompts)
-main.add_command(coverage)
