@@ -278,7 +278,8 @@ def summary(run: str, progress, on_ray: bool = False) -> list[str]:  # type: ign
     lines = [f"run {run}: {now}; mean judge {judge}, mean code match {match}; {tokens:,} tokens, ${cost:.4f}"]
     if on_ray:
         lines.append(
-            f"on Ray: episodes played by {progress.workers} workers; {progress.rerun} re-run after a lost worker"
+            f"on Ray: episodes played by {progress.workers} worker{'' if progress.workers == 1 else 's'}; "
+            f"{progress.rerun} re-run after a lost worker"
         )
     return lines
 

@@ -236,7 +236,8 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     )
     if cluster is not None:
         click.echo(
-            f"on Ray: episodes played by {progress.workers} workers; {progress.rerun} re-run after a lost worker"
+            f"on Ray: episodes played by {progress.workers} worker{'' if progress.workers == 1 else 's'}; "
+            f"{progress.rerun} re-run after a lost worker"
         )
     for path in written.values():
         click.echo(f"wrote {path}")
