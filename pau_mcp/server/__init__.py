@@ -16,7 +16,7 @@ from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import Budget, Identity, SessionRefused, Sessions, SessionState, label_problem
 from .tokens import SessionToken, TokenSigner
-from .transport import HTTPLimits, TransportError, run_http, run_stdio
+from .transport import HTTPLimits, TransportError, run_http, run_stdio, serve_streams
 from .wire import message_limit
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "message_limit",
     "run_http",
     "run_stdio",
+    "serve_streams",
 ]
 
 
