@@ -7,16 +7,26 @@ Typed builders over ``wasm_runtime`` for the places that wire a sandbox (the com
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from wasm_runtime import Limits, Sandbox
 from wasm_runtime.workers import WorkerSandbox
 
 from .config import Settings
 
-__all__ = ["AnySandbox", "make_sandbox", "sandbox_limits"]
+__all__ = ["AnySandbox", "SandboxMaker", "make_sandbox", "sandbox_limits"]
 
 #: Either sandbox: both run calls with ``call`` / ``acall`` and stop with ``close``.
 AnySandbox = Sandbox | WorkerSandbox
+
+
+class SandboxMaker(Protocol):
+    """Builds the sandbox some settings describe: ``make_sandbox`` itself, or a stand-in returning an equivalent one
+    (the server tests hand their shared sandbox to servers they build in-process, instead of starting workers)."""
+
+    def __call__(
+        self, settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
+    ) -> AnySandbox: ...
 
 
 def sandbox_limits(settings: Settings) -> Limits:

@@ -6,6 +6,9 @@ import json
 import logging
 import sys
 import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -13,12 +16,18 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import eventloop
-from ..config import SettingsError, options
+from ..config import Settings, SettingsError, options
 from ..manifests import ManifestError
 from ..runstore import StoreError
 from .common import err, manifest_store, settings_from, step_printer
 
-__all__ = ["call", "methods", "serve"]
+if TYPE_CHECKING:
+    from mcp.server import Server
+
+    from ..sandboxing import SandboxMaker
+    from ..server import MethodService, Sessions, TokenSigner
+
+__all__ = ["Served", "build_served", "call", "methods", "serve"]
 
 _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
@@ -99,37 +108,14 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
           exit_with_stdin: bool, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
-    from ..server import (
-        HTTPLimits,
-        TokenSigner,
-        TransportError,
-        build_server,
-        create_service,
-        message_limit,
-        run_http,
-        run_stdio,
-    )
+    from ..server import HTTPLimits, TransportError, message_limit, run_http, run_stdio
 
     settings = settings_from(values)
     _logging(settings)
-    feedback_fn = None
-    if feedback == "score":
-        feedback_fn = _feedback(settings)
-    try:
-        tokens = TokenSigner(settings.deployment_key())
-        service, sessions = create_service(
-            settings,
-            list(suites) or ["builtin"],
-            _split(methods),
-            run_name,
-            transport,
-            feedback_fn,
-            progress=step_printer(),
-            processes=True,
-        )
-    except (ManifestError, SettingsError, StoreError) as exc:
-        raise click.ClickException(str(exc)) from None
-    server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless)
+    built = _build(
+        settings, transport, stateless, run_name, feedback, page_size, suites, methods, progress=step_printer()
+    )
+    server, service, sessions, tokens = built.server, built.service, built.sessions, built.tokens
     logging.getLogger("pau_mcp.server").info(
         "serving %d methods over %s, budget %s", len(service.catalog), transport, settings.budget
     )
@@ -162,12 +148,91 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
         pass
 
 
-def _feedback(settings):  # type: ignore[no-untyped-def]
+@dataclass(frozen=True)
+class Served:
+    """What ``pau-mcp serve`` builds from its options before a transport runs it.
+
+    Attributes:
+        transport: ``stdio`` or ``http``.
+        settings: The settings the options and ``PAU_*`` variables give.
+        server: The MCP server.
+        service: Runs the calls and submissions (its ``store`` is the run store).
+        sessions: The session states.
+        tokens: The deployment's session-token signer.
+    """
+
+    transport: str
+    settings: Settings
+    server: Server[Any]
+    service: MethodService
+    sessions: Sessions
+    tokens: TokenSigner
+
+
+def build_served(args: Sequence[str] = (), sandboxes: SandboxMaker | None = None) -> Served:
+    """The server ``pau-mcp serve ARGS`` would run, built in this process and not started.
+
+    ARGS are read by the command's own parser, so flags, ``PAU_*`` variables, defaults and their checks are
+    the command's, and the server is built by the same code. Nothing process-wide is done (no logging set-up,
+    no transport): the caller runs ``server`` (``pau_mcp.server.serve_streams`` serves it as stdio does, over
+    any pair of message streams) and, when done, closes ``service.store`` and whatever sandboxes were built
+    for it.
+
+    Args:
+        args: The command's arguments, e.g. ``["--db", "runs.db", "--budget", "3"]``.
+        sandboxes: Builds the sandboxes the settings describe (default: ``make_sandbox``); a caller that
+            holds an equivalent sandbox can hand it out instead of starting another.
+
+    Raises:
+        click.ClickException: what the command would report (a usage error, an unknown suite, a store that
+            cannot be opened).
+    """
+    with serve.make_context("serve", list(args)) as ctx:
+        params = dict(ctx.params)
+    return _build(
+        settings_from(params), params["transport"], params["stateless"], params["run_name"], params["feedback"],
+        params["page_size"], params["suites"], params["methods"], sandboxes=sandboxes,
+    )  # fmt: skip
+
+
+def _build(
+    settings: Settings, transport: str, stateless: bool, run_name: str | None, feedback: str, page_size: int,
+    suites: tuple[str, ...], methods: tuple[str, ...], progress: Callable[[str], None] | None = None,
+    sandboxes: SandboxMaker | None = None,
+) -> Served:  # fmt: skip
+    """The service, sessions and MCP server of ``serve``'s options (``build_served`` and the command share it)."""
+    from ..sandboxing import make_sandbox
+    from ..server import TokenSigner, build_server, create_service
+
+    sandboxes = sandboxes or make_sandbox
+    feedback_fn = None
+    if feedback == "score":
+        feedback_fn = _feedback(settings, sandboxes)
+    try:
+        tokens = TokenSigner(settings.deployment_key())
+        service, sessions = create_service(
+            settings,
+            list(suites) or ["builtin"],
+            _split(methods),
+            run_name,
+            transport,
+            feedback_fn,
+            progress=progress,
+            processes=True,
+            sandboxes=sandboxes,
+        )
+    except (ManifestError, SettingsError, StoreError) as exc:
+        raise click.ClickException(str(exc)) from None
+    server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless)
+    return Served(transport, settings, server, service, sessions, tokens)
+
+
+def _feedback(settings: Settings, sandboxes: SandboxMaker) -> Any:
     try:
         from ..scoring import feedback_for
     except ImportError:
         raise click.UsageError("--feedback score needs the scorer, which this installation does not have") from None
-    return feedback_for(settings)
+    return feedback_for(settings, sandboxes=sandboxes)
 
 
 @click.command()

@@ -24,7 +24,7 @@ from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
 from ..manifests import ManifestError, ManifestStore, Method
 from ..protocol import Protocol, load_protocol
 from ..runstore import RunStore
-from ..sandboxing import make_sandbox, sandbox_limits
+from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox, sandbox_limits
 from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, match_code, write_code
 from .judge import JudgeResult, judge_description
 from .records import record_scores
@@ -170,7 +170,7 @@ class Scorer:
         settings: Settings,
         *,
         use_cache: bool = True,
-        sandbox: Sandbox | None = None,
+        sandbox: AnySandbox | None = None,
         progress: Any = None,
         protocol: Protocol | None = None,
     ) -> Scorer:
@@ -385,7 +385,9 @@ Feedback = Callable[..., Awaitable[dict[str, Any]]]
 _UNAVAILABLE = {"scores": "unavailable: the scorer failed; your submission is recorded"}
 
 
-def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer | None = None) -> Feedback:
+def feedback_for(
+    settings: Settings, *, use_cache: bool = True, scorer: Scorer | None = None, sandboxes: SandboxMaker | None = None
+) -> Feedback:
     """Scores for the MCP server's ``submit`` tool (``pau-mcp serve --feedback score``).
 
     Every score the configuration allows: the judge and the code writer when
@@ -397,6 +399,7 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
         settings: Models, price table, cache, sandbox limits, manifests.
         use_cache: Use the LLM response cache.
         scorer: Use this scorer instead of building one.
+        sandboxes: Builds the scorer's sandbox from the settings (default: ``make_sandbox``).
 
     Returns:
         ``async feedback(method_id, description, code, *, submission_id=None, counterexample=False) -> dict``:
@@ -427,7 +430,9 @@ def feedback_for(settings: Settings, *, use_cache: bool = True, scorer: Scorer |
         async with guard.setdefault("lock", anyio.Lock()):
             if "scorer" not in state:
                 state["scorer"] = await anyio.to_thread.run_sync(
-                    lambda: Scorer.from_settings(settings, use_cache=use_cache)
+                    lambda: Scorer.from_settings(
+                        settings, use_cache=use_cache, sandbox=sandboxes(settings) if sandboxes is not None else None
+                    )
                 )
         return state["scorer"]
 

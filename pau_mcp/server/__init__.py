@@ -9,14 +9,14 @@ from typing import Any
 from ..config import Settings
 from ..manifests import ManifestStore
 from ..runstore import RunStore
-from ..sandboxing import make_sandbox
+from ..sandboxing import SandboxMaker, make_sandbox
 from .app import PAGE_SIZE, build_server
 from .catalog import FACTS_KEY, OUTPUT_SCHEMA, Catalog, Exposed, KnownExample, MethodFacts
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import Budget, Identity, SessionRefused, Sessions, SessionState, label_problem
 from .tokens import SessionToken, TokenSigner
-from .transport import HTTPLimits, TransportError, run_http, run_stdio
+from .transport import HTTPLimits, TransportError, run_http, run_stdio, serve_streams
 from .wire import message_limit
 
 __all__ = [
@@ -47,16 +47,19 @@ __all__ = [
     "message_limit",
     "run_http",
     "run_stdio",
+    "serve_streams",
 ]
 
 
 def create_service(
     settings: Settings, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
     feedback: Feedback | None = None, progress: Any = None, processes: bool = False,
+    sandboxes: SandboxMaker = make_sandbox,
 ) -> tuple[MethodService, Sessions]:  # fmt: skip
     """A method service and its session registry from settings (shared by ``serve`` and ``call``).
 
     ``processes`` runs calls in sandbox worker processes (a server under load); ``call`` runs one in-process.
+    ``sandboxes`` builds the sandbox from the settings (``make_sandbox``, unless a caller has an equivalent one).
 
     Raises:
         ManifestError: an unknown suite or method.
@@ -67,7 +70,7 @@ def create_service(
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_id = store.ensure_run(run_name, kind="serve", config={"suites": list(suites), "budget": settings.budget})
     service = MethodService(
-        catalog, make_sandbox(settings, progress=progress, processes=processes), store, settings.budget, feedback,
+        catalog, sandboxes(settings, progress=progress, processes=processes), store, settings.budget, feedback,
         feedback_limit=settings.feedback_limit,
         max_argument_bytes=settings.max_argument_kb * 1024,
     )  # fmt: skip

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from mcp.server import Server
@@ -22,7 +22,12 @@ from .app import initialization_options, verify_bearer
 from .http import connection_cap, connection_guard, http_app
 from .stdio import stdio_streams
 
-__all__ = ["HTTPLimits", "TransportError", "run_http", "run_stdio"]
+if TYPE_CHECKING:
+    # The stream protocols ``Server.run`` takes; the SDK exports them from no public module.
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
+    from mcp.shared.message import SessionMessage
+
+__all__ = ["HTTPLimits", "TransportError", "run_http", "run_stdio", "serve_streams"]
 
 log = logging.getLogger("pau_mcp.server")
 
@@ -51,7 +56,21 @@ async def run_stdio(server: Server[Any], max_message_bytes: int = 1 << 20) -> No
         max_message_bytes: The longest line read (``message_limit``); longer ones are refused, not held.
     """
     async with stdio_streams(max_message_bytes) as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, initialization_options(server))
+        await serve_streams(server, read_stream, write_stream)
+
+
+async def serve_streams(
+    server: Server[Any], read_stream: ReadStream[SessionMessage | Exception], write_stream: WriteStream[SessionMessage]
+) -> None:
+    """Serve one session over a pair of message streams until the read stream ends: what ``run_stdio`` does once
+    its stdin and stdout are streams, and what the server tests do over the SDK's in-memory streams.
+
+    Args:
+        server: The MCP server.
+        read_stream: Messages from the client (an exception in place of one it could not read).
+        write_stream: Messages to the client.
+    """
+    await server.run(read_stream, write_stream, initialization_options(server))
 
 
 def run_http(

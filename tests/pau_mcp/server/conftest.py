@@ -1,20 +1,32 @@
-"""Fixtures for the server tests: real `pau-mcp serve` processes spoken to by the official MCP client."""
+"""Fixtures for the server tests: `pau-mcp serve` spoken to by the official MCP client.
+
+A test about MCP semantics builds the stdio server in its own process from the command's arguments and talks to
+it over the SDK's in-memory streams (``memory_session``), on the sandbox the whole test session shares. A test
+about the transport or the process itself (framing, HTTP, sockets, signals, restarts, exit codes) starts real
+processes (``stdio_session``, ``http_server``).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.memory import create_client_server_memory_streams
 
+from pau_mcp.cli.serve import build_served
+from pau_mcp.config import Settings
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, tool_name
 from pau_mcp.manifests.checks import freeze_method
+from pau_mcp.sandboxing import AnySandbox, make_sandbox, sandbox_limits
+from pau_mcp.server import serve_streams
 from pau_mcp.server.catalog import RAN
 from pau_mcp.server.launch import http_server as launch_http_server
 
@@ -94,6 +106,95 @@ async def stdio_session(*args: str, message_handler=None) -> AsyncIterator[Clien
     )
     async with (
         stdio_client(params) as (read, write),
+        ClientSession(read, write, message_handler=message_handler) as session,
+    ):
+        with anyio.fail_after(60):
+            await session.initialize()
+        yield session
+
+
+#: The running test's fixture request: ``memory_session`` is called inside a test's own event loop, where it
+#: cannot ask for fixtures, and takes the session's shared sandboxes through it (only when a test needs them).
+_request: pytest.FixtureRequest | None = None
+
+
+@pytest.fixture(autouse=True)
+def _current_request(request: pytest.FixtureRequest) -> Iterator[None]:
+    global _request
+    _request = request
+    yield
+    _request = None
+
+
+def _shared_sandboxes(owned: list[AnySandbox]) -> Callable[..., AnySandbox]:
+    """A stand-in for ``make_sandbox`` that hands out the test session's sandbox where it is the one the settings
+    describe: ``worker_sandbox`` for the server's calls (``processes=True``), ``sandbox`` for the scorer's.
+
+    Any other settings (limits, cache directory, a worker count) get a sandbox of their own from ``make_sandbox``
+    itself, added to ``owned`` for the caller to close.
+    """
+
+    def make(settings: Settings, progress: Any = None, processes: bool = False) -> AnySandbox:
+        assert _request is not None, "memory_session runs inside a test of this directory"
+        shared: AnySandbox = _request.getfixturevalue("worker_sandbox" if processes else "sandbox")
+        if (
+            sandbox_limits(settings) == shared.limits
+            and settings.cache_dir is None
+            and (settings.workers is None or not processes)
+        ):
+            return shared
+        box = make_sandbox(settings, progress=progress, processes=processes)
+        owned.append(box)
+        return box
+
+    return make
+
+
+@contextlib.asynccontextmanager
+async def memory_streams(*args: str) -> AsyncIterator[tuple[Any, Any]]:
+    """The client's read and write streams of `pau-mcp serve ARGS`, built in this process, over stdio.
+
+    The server is the one the command builds from the same arguments (``pau_mcp.cli.serve.build_served``: its parser,
+    settings and code), served as ``run_stdio`` serves it (``serve_streams``), over the SDK's in-memory streams
+    instead of stdin and stdout. What stdio itself does (framing, message limits, encoding) is left to the tests
+    that start a process.
+    """
+    owned: list[AnySandbox] = []
+    built = build_served(args, sandboxes=_shared_sandboxes(owned))
+    if built.transport != "stdio":
+        raise ValueError("memory_session builds stdio servers; use http_server for --transport http")
+    try:
+        async with create_client_server_memory_streams() as (client, server):
+            async with anyio.create_task_group() as group:
+                done = anyio.Event()
+
+                async def serve() -> None:
+                    try:
+                        await serve_streams(built.server, *server)
+                    finally:
+                        done.set()
+
+                group.start_soon(serve)
+                try:
+                    yield client
+                finally:
+                    # The end of the client's input, as a closed stdin: the server ends its session on its own.
+                    await client[1].aclose()
+                    with anyio.move_on_after(10):
+                        await done.wait()
+                    group.cancel_scope.cancel()
+    finally:
+        built.service.store.close()
+        for box in owned:
+            box.close()
+
+
+@contextlib.asynccontextmanager
+async def memory_session(*args: str, message_handler=None) -> AsyncIterator[ClientSession]:
+    """`pau-mcp serve ARGS` over stdio, built in this process (``memory_streams``), with an initialized official
+    client session: ``stdio_session`` without the process."""
+    async with (
+        memory_streams(*args) as (read, write),
         ClientSession(read, write, message_handler=message_handler) as session,
     ):
         with anyio.fail_after(60):

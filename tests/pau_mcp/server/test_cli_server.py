@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import anyio
-from conftest import ROOT, stdio_session, tool_of
+from conftest import ROOT, memory_session, tool_of
 
 
 def pau(*args: str, db=None) -> subprocess.CompletedProcess[str]:
@@ -52,7 +52,7 @@ def test_runs_export_writes_the_reference_predictions_layout(tmp_path):
     tool = tool_of("builtin/b001")
 
     async def session() -> None:
-        async with stdio_session("--db", str(db), "--run", "export-me") as client:
+        async with memory_session("--db", str(db), "--run", "export-me") as client:
             await client.call_tool(tool, {"arg0": 12})
             await client.call_tool(tool, {"args": "(-3,)"})
             await client.call_tool(tool, {"args": "bad("})
@@ -81,7 +81,7 @@ def test_runs_show_prints_agents_text_literally_without_markup_or_terminal_escap
     hostile = "[bold red]LOUD[/bold red] \x1b]0;pwned\x07 \x1b[2J\x9b31m \u202e reversed\nsecond line"
 
     async def session() -> None:
-        async with stdio_session("--db", str(db), "--run", "hostile") as client:
+        async with memory_session("--db", str(db), "--run", "hostile") as client:
             await client.call_tool(tool_of("builtin/b002"), {"arg0": "[link=http://x]click[/link]\x1b[5m"})
             await client.call_tool(tool, {"args": "bad( [blink]x[/blink]"})
             await client.call_tool("submit", {"method": tool, "description": hostile, "code": "[red]x\x1b[0m"})
@@ -103,7 +103,7 @@ def test_the_production_server_has_no_benchmark_only_tool(tmp_path):
     assert result.returncode == 2 and "--benchmark-noop" in result.stderr
 
     async def main() -> None:
-        async with stdio_session("--db", str(tmp_path / "runs.db")) as session:
+        async with memory_session("--db", str(tmp_path / "runs.db")) as session:
             names = [t.name for t in (await session.list_tools()).tools]
             assert "noop" not in names and {"submit", "open"} <= set(names)
             refused = await session.call_tool("noop", {})

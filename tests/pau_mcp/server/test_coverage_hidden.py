@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import stdio_session, tool_of
+from conftest import memory_session, tool_of
 
 from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Suite, SuiteInfo, Tags
 from pau_mcp.manifests.checks import freeze_method
@@ -58,7 +58,7 @@ def test_no_reply_of_a_session_carries_a_trace_or_the_measured_coverage(tmp_path
     replies: list[str] = []
 
     async def main() -> None:
-        async with stdio_session("--db", str(db), "--manifests", str(forger), "--suite", "cov", "--budget", "3") as s:
+        async with memory_session("--db", str(db), "--manifests", str(forger), "--suite", "cov", "--budget", "3") as s:
             replies.append((await s.list_tools()).model_dump_json())
             replies.append((await s.list_resources()).model_dump_json())
             replies.append((await s.read_resource(f"pau://method/{tool}")).model_dump_json())

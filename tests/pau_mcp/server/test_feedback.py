@@ -8,7 +8,7 @@ import sqlite3
 import sys
 
 import anyio
-from conftest import ROOT, RawSession, http_server, stdio_session, tool_of
+from conftest import ROOT, RawSession, http_server, memory_session, tool_of
 from fakellm import FakeLLM
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -76,7 +76,7 @@ def _table_code(table: dict[str, str]) -> str:
 
 
 def _feedback_server(db, *extra: str):
-    return stdio_session("--feedback", "score", "--db", str(db), "--methods", METHOD.id, *extra)
+    return memory_session("--feedback", "score", "--db", str(db), "--methods", METHOD.id, *extra)
 
 
 def test_twenty_two_feedback_submits_reveal_no_more_counterexamples_than_the_limit(tmp_path):

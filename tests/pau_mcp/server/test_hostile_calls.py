@@ -1,7 +1,8 @@
 """Hostile tool calls over stdio: oversized, unprintable and unrecordable arguments get one clear line each.
 
 Every call that counts is recorded; every refused call says why in one line and does not count; the store keeps
-only a bounded prefix of what a refused call sent.
+only a bounded prefix of what a refused call sent. The server is built in the test's process (``memory_session``)
+except where the process is the subject: a disk that fills up under it, and a call cancelled on the wire.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import ROOT, stdio_session, tool_of
+from conftest import ROOT, memory_session, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from test_stdio_wire import Wire
@@ -79,7 +80,7 @@ def test_an_argument_over_the_size_cap_is_refused_in_one_line_and_does_not_count
     tool = _tool(hostile, "size")
 
     async def main() -> None:
-        async with stdio_session(*_serve(db, hostile)) as session:
+        async with memory_session(*_serve(db, hostile)) as session:
             big = await session.call_tool(tool, {"arg0": "x" * 70_000})
             assert big.is_error and big.structured_content["status"] == "invalid_input"
             assert big.structured_content["queries_used"] == 0
@@ -98,7 +99,7 @@ def test_a_raised_argument_cap_lets_a_large_argument_through(tmp_path, hostile):
     tool = _tool(hostile, "size")
 
     async def main() -> None:
-        async with stdio_session(*_serve(tmp_path / "runs.db", hostile, "--max-argument-kb", "256")) as session:
+        async with memory_session(*_serve(tmp_path / "runs.db", hostile, "--max-argument-kb", "256")) as session:
             with anyio.fail_after(60):
                 result = await session.call_tool(tool, {"arg0": "x" * 200_000})
             assert result.structured_content["value"] == "200002"
@@ -112,7 +113,7 @@ def test_refused_calls_are_recorded_as_a_bounded_prefix_with_their_size(tmp_path
     tool = _tool(hostile, "size")
 
     async def main() -> None:
-        async with stdio_session(*_serve(db, hostile, "--budget", "1")) as session:
+        async with memory_session(*_serve(db, hostile, "--budget", "1")) as session:
             await session.call_tool(tool, {"arg0": "z" * 300_000})
             await session.call_tool(tool, {"args": "(" + "[1, 2, " * 5000 + ")"})
             await session.call_tool(tool, {"arg0": "1"})
@@ -141,7 +142,7 @@ def test_an_integer_too_long_to_print_is_refused_in_one_line_and_recorded(tmp_pa
     tool = _tool(hostile, "size")
 
     async def main() -> None:
-        async with stdio_session(*_serve(db, hostile)) as session:
+        async with memory_session(*_serve(db, hostile)) as session:
             refused = await session.call_tool(tool, {"args": literal})
             assert refused.is_error
             text = refused.content[0].text
@@ -158,7 +159,7 @@ def test_a_lone_surrogate_a_function_prints_and_raises_is_answered_counted_and_r
     tool = _tool(hostile, "shout")
 
     async def main() -> None:
-        async with stdio_session(*_serve(db, hostile)) as session:
+        async with memory_session(*_serve(db, hostile)) as session:
             with anyio.fail_after(30):
                 result = await session.call_tool(tool, {"args": "('a\\ud800b',)"})
             assert not result.is_error

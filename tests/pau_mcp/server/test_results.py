@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import httpx2
 import jsonschema
-from conftest import http_server, stdio_session, tool_of
+from conftest import http_server, memory_session, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -21,7 +21,7 @@ def test_a_call_over_the_budget_is_an_observation_with_status_over_budget(tmp_pa
     tool = tool_of(B001)
 
     async def main() -> list:
-        async with stdio_session("--db", str(tmp_path / "r.db"), "--budget", "2", "--methods", B001) as session:
+        async with memory_session("--db", str(tmp_path / "r.db"), "--budget", "2", "--methods", B001) as session:
             return [await session.call_tool(tool, {"arg0": i}) for i in range(4)]
 
     results = anyio.run(main)
@@ -39,7 +39,7 @@ def test_refused_arguments_and_unknown_tools_are_tool_errors_with_a_status(tmp_p
     tool = tool_of(B001)
 
     async def main() -> dict:
-        async with stdio_session("--db", str(tmp_path / "r.db"), "--methods", B001) as session:
+        async with memory_session("--db", str(tmp_path / "r.db"), "--methods", B001) as session:
             out = {"first": await session.call_tool(tool, {"arg0": 1})}
             out["malformed"] = await session.call_tool(tool, {"args": "(len('x'),)"})
             out["missing"] = await session.call_tool(tool, {})
@@ -74,7 +74,7 @@ def test_a_stdio_server_says_its_budget_lasts_as_long_as_its_process(tmp_path):
     db = str(tmp_path / "r.db")
 
     async def one_process(calls: int) -> tuple:
-        async with stdio_session("--db", db, "--budget", "5", "--methods", B001) as session:
+        async with memory_session("--db", db, "--budget", "5", "--methods", B001) as session:
             instructions = session.initialize_result.instructions
             return instructions, [await session.call_tool(tool, {"arg0": i}) for i in range(calls)]
 

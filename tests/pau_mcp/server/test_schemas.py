@@ -6,7 +6,7 @@ from typing import Any
 
 import anyio
 import jsonschema
-from conftest import stdio_session, tool_of
+from conftest import memory_session, tool_of
 
 from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Tags
 from pau_mcp.server import OUTPUT_SCHEMA, Exposed
@@ -101,7 +101,7 @@ def test_values_json_cannot_carry_keep_their_closest_type_and_point_to_args():
 
 def test_every_schema_a_server_lists_is_portable_and_valid(tmp_path):
     async def main() -> list:
-        async with stdio_session("--db", str(tmp_path / "runs.db")) as session:
+        async with memory_session("--db", str(tmp_path / "runs.db")) as session:
             return (await session.list_tools()).tools
 
     tools = anyio.run(main)
@@ -127,7 +127,7 @@ def test_a_json_value_of_another_type_is_refused_and_args_still_takes_it(tmp_pat
     tool = tool_of("builtin/b001")
 
     async def main() -> tuple:
-        async with stdio_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
+        async with memory_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
             wrong = await session.call_tool(tool, {"arg0": "abc"})
             literal = await session.call_tool(tool, {"args": "('abc',)"})
             return wrong, literal
@@ -145,7 +145,7 @@ def test_args_is_the_call_when_it_is_a_string_and_null_leaves_it_to_the_paramete
     tool = tool_of("builtin/b001")
 
     async def main() -> tuple:
-        async with stdio_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
+        async with memory_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
             by_args = await session.call_tool(tool, {"arg0": 0, "args": "(234,)"})
             by_json = await session.call_tool(tool, {"arg0": 57, "args": None})
             return by_args, by_json

@@ -1,4 +1,8 @@
-"""`pau-mcp serve` over stdio, driven by the official MCP client as Claude Desktop would."""
+"""`pau-mcp serve` over stdio, driven by the official MCP client as Claude Desktop would.
+
+The budget test runs a real server process end to end; the others build the same server in the test's process
+and speak to it in memory (``memory_session``).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import sys
 
 import anyio
 import mcp_types as types
-from conftest import ROOT, stdio_session, tool_of
+from conftest import ROOT, memory_session, stdio_session, tool_of
 
 from pau_mcp.manifests import ManifestStore, call_text
 
@@ -19,7 +23,7 @@ def _builtin(method_id: str):
 
 def test_tools_are_opaque_and_carry_header_examples_schema_and_annotations(tmp_path):
     async def main() -> None:
-        async with stdio_session("--db", str(tmp_path / "runs.db")) as session:
+        async with memory_session("--db", str(tmp_path / "runs.db")) as session:
             listed = await session.list_tools()
             methods = [t for t in listed.tools if t.name.startswith("fn_")]
             assert len(methods) == len(ManifestStore().suite("builtin").methods)
@@ -108,7 +112,7 @@ def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent
 
 def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path, secret_manifests):
     async def main() -> None:
-        async with stdio_session(
+        async with memory_session(
             "--db", str(tmp_path / "r.db"), "--manifests", str(secret_manifests), "--suite", "secret"
         ) as session:
             tools = {t.name for t in (await session.list_tools()).tools if t.name.startswith("fn_")}
@@ -135,7 +139,7 @@ def test_open_narrows_the_session_and_announces_the_change(tmp_path):
     b010 = _builtin("builtin/b010")
 
     async def main() -> None:
-        async with stdio_session("--db", str(tmp_path / "runs.db"), message_handler=on_message) as session:
+        async with memory_session("--db", str(tmp_path / "runs.db"), message_handler=on_message) as session:
             opened = await session.call_tool("open", {"methods": [tool_of(b010.id)]})
             assert not opened.is_error
             names = [t.name for t in (await session.list_tools()).tools]
@@ -152,7 +156,7 @@ def test_open_narrows_the_session_and_announces_the_change(tmp_path):
 
 def test_tools_list_is_paginated(tmp_path):
     async def main() -> None:
-        async with stdio_session("--db", str(tmp_path / "runs.db"), "--page-size", "10") as session:
+        async with memory_session("--db", str(tmp_path / "runs.db"), "--page-size", "10") as session:
             seen: list[str] = []
             cursor = None
             pages = 0
@@ -173,7 +177,7 @@ def test_resources_and_prompts_show_only_what_an_agent_may_see(tmp_path):
     b001 = _builtin("builtin/b001")
 
     async def main() -> None:
-        async with stdio_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
+        async with memory_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
             resources = (await session.list_resources()).resources
             assert [str(r.uri) for r in resources] == [f"pau://method/{tool_of(b001.id)}"]
             text = (await session.read_resource(resources[0].uri)).contents[0].text

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import anyio
-from conftest import ROOT, TEST_KEY, RawSession, http_server, served, stdio_session, tool_of
+from conftest import ROOT, TEST_KEY, RawSession, http_server, memory_session, served, stdio_session, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -30,6 +30,12 @@ def _unkeyed(method_id: str) -> str:
 
 
 async def _tool_names(*args: str) -> list[str]:
+    async with memory_session(*args) as session:
+        return [t.name for t in (await session.list_tools()).tools if t.name.startswith("fn_")]
+
+
+async def _process_tool_names(*args: str) -> list[str]:
+    """The tool names of a `pau-mcp serve` process: where a restart is the point."""
     async with stdio_session(*args) as session:
         return [t.name for t in (await session.list_tools()).tools if t.name.startswith("fn_")]
 
@@ -52,14 +58,14 @@ def test_no_tool_name_can_be_reversed_by_hashing_the_public_method_ids(tmp_path)
 def test_the_key_is_created_once_in_the_data_directory_private_and_names_survive_restarts(tmp_path, monkeypatch):
     monkeypatch.delenv("PAU_MCP_TOOL_KEY")
     data = tmp_path / "data"
-    first = anyio.run(_tool_names, "--data-dir", str(data))
+    first = anyio.run(_process_tool_names, "--data-dir", str(data))
     key_file = data / "tool.key"
     assert key_file.exists() and stat.S_IMODE(key_file.stat().st_mode) == 0o600
     created = key_file.read_text()
     assert len(created.strip()) >= 32
-    second = anyio.run(_tool_names, "--data-dir", str(data))
+    second = anyio.run(_process_tool_names, "--data-dir", str(data))
     assert second == first and key_file.read_text() == created
-    elsewhere = anyio.run(_tool_names, "--data-dir", str(tmp_path / "other"))
+    elsewhere = anyio.run(_process_tool_names, "--data-dir", str(tmp_path / "other"))
     assert set(elsewhere).isdisjoint(first)
 
 
@@ -109,7 +115,7 @@ def test_submit_answers_a_method_id_exactly_as_an_unknown_name_and_records_nothi
     db = tmp_path / "runs.db"
 
     async def main() -> list:
-        async with stdio_session("--db", str(db)) as session:
+        async with memory_session("--db", str(db)) as session:
             return [
                 await session.call_tool("submit", {"method": name, "description": "a guess"})
                 for name in ("builtin/b001", "fn_0123456789", tool_of("builtin/b001").upper())
@@ -130,7 +136,7 @@ def test_submit_answers_a_method_id_exactly_as_an_unknown_name_and_records_nothi
 
 def test_open_answers_a_method_id_exactly_as_an_unknown_name(tmp_path):
     async def main() -> list:
-        async with stdio_session("--db", str(tmp_path / "runs.db")) as session:
+        async with memory_session("--db", str(tmp_path / "runs.db")) as session:
             by_id = await session.call_tool("open", {"methods": ["builtin/b007"]})
             unknown = await session.call_tool("open", {"methods": ["fn_0123456789"]})
             names = [t.name for t in (await session.list_tools()).tools]
@@ -181,7 +187,7 @@ def test_no_reply_of_an_ordinary_session_names_a_method_or_its_unkeyed_hash(tmp_
 
     async def main() -> str:
         transcript = []
-        async with stdio_session("--db", str(tmp_path / "runs.db"), "--methods", ",".join(chosen)) as session:
+        async with memory_session("--db", str(tmp_path / "runs.db"), "--methods", ",".join(chosen)) as session:
             transcript.append((await session.list_tools()).model_dump_json())
             transcript.append((await session.list_resources()).model_dump_json())
             transcript.append((await session.list_prompts()).model_dump_json())
