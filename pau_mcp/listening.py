@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["is_loopback", "listen", "listening_socket", "serve_app", "shown_host"]
+__all__ = ["is_loopback", "listen", "listening_socket", "serve_app", "shown_host", "uvicorn_server"]
 
 
 def is_loopback(host: str) -> bool:
@@ -69,11 +69,31 @@ def listen(host: str, port: int, token: str | None, refusal: str, error: type[Ex
         raise error(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host") from None
 
 
+def uvicorn_server(app: Any, *, http: Any = "auto", keep_alive_s: int = 5) -> Any:
+    """The ``uvicorn.Server`` every service of the project runs ``app`` with, not yet started.
+
+    ``serve_app`` runs it in the calling thread until interrupted; a caller with its own thread and event loop
+    (the server tests) runs ``server.serve([sock])`` there and stops it with ``server.should_exit = True``.
+
+    Args:
+        app: The ASGI application.
+        http: uvicorn's HTTP protocol (a class, or ``auto``).
+        keep_alive_s: Seconds an idle keep-alive connection stays open.
+    """
+    import uvicorn
+
+    config = uvicorn.Config(
+        app, http=http, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2,
+        timeout_keep_alive=keep_alive_s,
+    )  # fmt: skip
+    return uvicorn.Server(config)
+
+
 def serve_app(
     app: Any, sock: socket.socket, announce: str | None, *, http: Any = "auto", keep_alive_s: int = 5,
     on_server: Callable[[Any], None] | None = None,
 ) -> None:  # fmt: skip
-    """Run ``app`` under uvicorn on ``sock`` until interrupted, in the project's event loop.
+    """Run ``app`` under uvicorn (``uvicorn_server``) on ``sock`` until interrupted, in the project's event loop.
 
     Args:
         app: The ASGI application.
@@ -83,15 +103,9 @@ def serve_app(
         keep_alive_s: Seconds an idle keep-alive connection stays open.
         on_server: Called with the ``uvicorn.Server`` before it starts (to stop it from another thread).
     """
-    import uvicorn
-
     from . import eventloop
 
-    config = uvicorn.Config(
-        app, http=http, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=2,
-        timeout_keep_alive=keep_alive_s,
-    )  # fmt: skip
-    server = uvicorn.Server(config)
+    server = uvicorn_server(app, http=http, keep_alive_s=keep_alive_s)
     if on_server is not None:
         on_server(server)
     if announce:

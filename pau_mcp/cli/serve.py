@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     from mcp.server import Server
 
     from ..sandboxing import SandboxMaker
-    from ..server import MethodService, Sessions, TokenSigner
+    from ..server import HTTPLimits, HTTPService, MethodService, Sessions, TokenSigner
 
-__all__ = ["Served", "build_served", "call", "methods", "serve"]
+__all__ = ["Served", "build_served", "call", "http_limits", "http_service", "methods", "serve"]
 
 _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
@@ -108,40 +108,22 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
           exit_with_stdin: bool, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
-    from ..server import HTTPLimits, TransportError, message_limit, run_http, run_stdio
+    from ..server import TransportError, message_limit, run_stdio, serve_http
 
     settings = settings_from(values)
     _logging(settings)
     built = _build(
-        settings, transport, stateless, run_name, feedback, page_size, suites, methods, progress=step_printer()
-    )
-    server, service, sessions, tokens = built.server, built.service, built.sessions, built.tokens
+        settings, transport, host, port, stateless, run_name, feedback, page_size, suites, methods,
+        progress=step_printer(),
+    )  # fmt: skip
     logging.getLogger("pau_mcp.server").info(
-        "serving %d methods over %s, budget %s", len(service.catalog), transport, settings.budget
+        "serving %d methods over %s, budget %s", len(built.service.catalog), transport, settings.budget
     )
     try:
         if transport == "stdio":
-            eventloop.run(run_stdio, server, message_limit(settings.max_argument_kb * 1024))
+            eventloop.run(run_stdio, built.server, message_limit(settings.max_argument_kb * 1024))
         else:
-            limits = HTTPLimits(
-                message_bytes=message_limit(settings.max_argument_kb * 1024),
-                max_sessions=settings.max_sessions,
-                session_idle_s=settings.session_idle_s,
-                max_connections=settings.max_connections,
-                read_timeout_s=settings.read_timeout_s,
-                allowed_hosts=settings.allowed_hosts,
-            )
-            run_http(
-                server,
-                host,
-                port,
-                settings.token,
-                stateless,
-                tokens=tokens,
-                limits=limits,
-                exit_with_stdin=exit_with_stdin,
-                on_session_end=sessions.end_mcp_session,
-            )
+            serve_http(http_service(built), exit_with_stdin=exit_with_stdin)
     except TransportError as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:
@@ -159,6 +141,9 @@ class Served:
         service: Runs the calls and submissions (its ``store`` is the run store).
         sessions: The session states.
         tokens: The deployment's session-token signer.
+        host: The HTTP address to listen on (``--host``).
+        port: The HTTP port (``--port``; 0: a free one).
+        stateless: HTTP without MCP sessions (``--stateless``).
     """
 
     transport: str
@@ -167,6 +152,41 @@ class Served:
     service: MethodService
     sessions: Sessions
     tokens: TokenSigner
+    host: str
+    port: int
+    stateless: bool
+
+
+def http_limits(settings: Settings) -> HTTPLimits:
+    """The HTTP transport's limits the settings give (``--max-sessions``, ``--read-timeout-s`` and the rest)."""
+    from ..server import HTTPLimits, message_limit
+
+    return HTTPLimits(
+        message_bytes=message_limit(settings.max_argument_kb * 1024),
+        max_sessions=settings.max_sessions,
+        session_idle_s=settings.session_idle_s,
+        max_connections=settings.max_connections,
+        read_timeout_s=settings.read_timeout_s,
+        allowed_hosts=settings.allowed_hosts,
+    )
+
+
+def http_service(built: Served) -> HTTPService:
+    """The HTTP service ``pau-mcp serve --transport http`` runs for ``built``: listening on its ``--host`` and
+    ``--port``, with its token, limits and session tokens, and not yet serving.
+
+    The command serves it with ``pau_mcp.server.serve_http``; a caller with its own thread and event loop (the
+    server tests) runs ``service.uvicorn_server().serve([service.sock])`` instead.
+
+    Raises:
+        pau_mcp.server.TransportError: a non-loopback address without a token, or the port is taken.
+    """
+    from ..server import bind_http
+
+    return bind_http(
+        built.server, built.host, built.port, built.settings.token, built.stateless, limits=http_limits(built.settings),
+        tokens=built.tokens, on_session_end=built.sessions.end_mcp_session,
+    )  # fmt: skip
 
 
 def build_served(args: Sequence[str] = (), sandboxes: SandboxMaker | None = None) -> Served:
@@ -190,14 +210,15 @@ def build_served(args: Sequence[str] = (), sandboxes: SandboxMaker | None = None
     with serve.make_context("serve", list(args)) as ctx:
         params = dict(ctx.params)
     return _build(
-        settings_from(params), params["transport"], params["stateless"], params["run_name"], params["feedback"],
-        params["page_size"], params["suites"], params["methods"], sandboxes=sandboxes,
+        settings_from(params), params["transport"], params["host"], params["port"], params["stateless"],
+        params["run_name"], params["feedback"], params["page_size"], params["suites"], params["methods"],
+        sandboxes=sandboxes,
     )  # fmt: skip
 
 
 def _build(
-    settings: Settings, transport: str, stateless: bool, run_name: str | None, feedback: str, page_size: int,
-    suites: tuple[str, ...], methods: tuple[str, ...], progress: Callable[[str], None] | None = None,
+    settings: Settings, transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str,
+    page_size: int, suites: tuple[str, ...], methods: tuple[str, ...], progress: Callable[[str], None] | None = None,
     sandboxes: SandboxMaker | None = None,
 ) -> Served:  # fmt: skip
     """The service, sessions and MCP server of ``serve``'s options (``build_served`` and the command share it)."""
@@ -224,7 +245,7 @@ def _build(
     except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless)
-    return Served(transport, settings, server, service, sessions, tokens)
+    return Served(transport, settings, server, service, sessions, tokens, host, port, stateless)
 
 
 def _feedback(settings: Settings, sandboxes: SandboxMaker) -> Any:

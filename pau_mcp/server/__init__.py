@@ -16,7 +16,16 @@ from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import Budget, Identity, SessionRefused, Sessions, SessionState, label_problem
 from .tokens import SessionToken, TokenSigner
-from .transport import HTTPLimits, TransportError, run_http, run_stdio, serve_streams
+from .transport import (
+    HTTPLimits,
+    HTTPService,
+    TransportError,
+    bind_http,
+    run_http,
+    run_stdio,
+    serve_http,
+    serve_streams,
+)
 from .wire import message_limit
 
 __all__ = [
@@ -28,6 +37,7 @@ __all__ = [
     "Exposed",
     "Feedback",
     "HTTPLimits",
+    "HTTPService",
     "Identity",
     "KnownExample",
     "LaunchError",
@@ -40,6 +50,7 @@ __all__ = [
     "Sessions",
     "TokenSigner",
     "TransportError",
+    "bind_http",
     "build_server",
     "create_service",
     "http_server",
@@ -47,6 +58,7 @@ __all__ = [
     "message_limit",
     "run_http",
     "run_stdio",
+    "serve_http",
     "serve_streams",
 ]
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
 import os
+import socket
 import sys
 import threading
 import time
@@ -17,7 +19,7 @@ import uvicorn
 from mcp.server import Server
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from ..listening import listen, serve_app, shown_host
+from ..listening import listen, serve_app, shown_host, uvicorn_server
 from .app import initialization_options, verify_bearer
 from .http import connection_cap, connection_guard, http_app
 from .stdio import stdio_streams
@@ -27,7 +29,16 @@ if TYPE_CHECKING:
     from mcp.shared._stream_protocols import ReadStream, WriteStream
     from mcp.shared.message import SessionMessage
 
-__all__ = ["HTTPLimits", "TransportError", "run_http", "run_stdio", "serve_streams"]
+__all__ = [
+    "HTTPLimits",
+    "HTTPService",
+    "TransportError",
+    "bind_http",
+    "run_http",
+    "run_stdio",
+    "serve_http",
+    "serve_streams",
+]
 
 log = logging.getLogger("pau_mcp.server")
 
@@ -73,25 +84,38 @@ async def serve_streams(
     await server.run(read_stream, write_stream, initialization_options(server))
 
 
-def run_http(
-    server: Server[Any], host: str, port: int, token: str | None, stateless: bool, announce: bool = True,
-    limits: HTTPLimits | None = None, exit_with_stdin: bool = False, tokens: Any = None,
-    on_session_end: Callable[[str], None] | None = None,
-) -> None:  # fmt: skip
-    """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` with JSON responses until interrupted.
+@dataclass(frozen=True)
+class HTTPService:
+    """The Streamable HTTP service of one server, bound to its address and not yet serving (``bind_http``).
 
-    Args:
-        server: The MCP server.
-        host: The address to listen on.
-        port: The port (0: a free one, announced on stderr).
-        token: The bearer token clients must send; None for none (loopback only).
-        stateless: No sessions.
-        announce: Print the URL on stderr.
-        limits: What one client may take (connections, sessions, sizes, timeouts).
-        exit_with_stdin: Stop when stdin reaches its end: a parent holding the other end of a pipe (``launch``)
-            takes the server with it when it ends, however it ends.
-        tokens: With ``token``, the ``TokenSigner`` whose session tokens are accepted as well.
-        on_session_end: Called with the id of every MCP session that ends (``Sessions.end_mcp_session``).
+    ``serve_http`` runs it as ``pau-mcp serve --transport http`` does; a caller with its own thread and event loop
+    runs ``uvicorn_server().serve([sock])`` instead.
+
+    Attributes:
+        sock: The listening socket.
+        app: The ASGI app (``http_app``: host gate, authentication, body and session limits).
+        protocol: uvicorn's HTTP protocol, with the connection guard (``connection_guard``).
+        keep_alive_s: Seconds an idle keep-alive connection stays open.
+        url: The MCP endpoint, ``http://HOST:PORT/mcp`` with the bound port.
+    """
+
+    sock: socket.socket
+    app: Any
+    protocol: type[asyncio.Protocol]
+    keep_alive_s: int
+    url: str
+
+    def uvicorn_server(self) -> uvicorn.Server:
+        """The ``uvicorn.Server`` that serves ``app`` (``listening.uvicorn_server``), not yet started."""
+        server: uvicorn.Server = uvicorn_server(self.app, http=self.protocol, keep_alive_s=self.keep_alive_s)
+        return server
+
+
+def bind_http(
+    server: Server[Any], host: str, port: int, token: str | None, stateless: bool, limits: HTTPLimits | None = None,
+    tokens: Any = None, on_session_end: Callable[[str], None] | None = None,
+) -> HTTPService:  # fmt: skip
+    """Listen on HOST:PORT and build the Streamable HTTP app of ``server`` (see ``run_http`` for the arguments).
 
     Raises:
         TransportError: a non-loopback address without a token, or the port is taken.
@@ -116,15 +140,53 @@ def run_http(
         on_session_end=on_session_end,
     )
     protocol = connection_guard(AutoHTTPProtocol, connection_cap(limits.max_connections), limits.read_timeout_s)
+    return HTTPService(
+        sock=sock,
+        app=app,
+        protocol=protocol,
+        keep_alive_s=max(1, math.ceil(min(5, limits.read_timeout_s))),
+        url=f"http://{shown_host(host)}:{bound_port}/mcp",
+    )
+
+
+def serve_http(service: HTTPService, announce: bool = True, exit_with_stdin: bool = False) -> None:
+    """Serve a bound ``service`` in this thread until interrupted (see ``run_http`` for the arguments)."""
 
     def watch_stdin(runner: uvicorn.Server) -> None:
         threading.Thread(target=_stop_at_end_of_stdin, args=(runner,), name="pau-mcp-parent", daemon=True).start()
 
     serve_app(
-        app, sock, f"pau-mcp: serving at http://{shown_host(host)}:{bound_port}/mcp" if announce else None,
-        http=protocol, keep_alive_s=max(1, math.ceil(min(5, limits.read_timeout_s))),
-        on_server=watch_stdin if exit_with_stdin else None,
+        service.app, service.sock, f"pau-mcp: serving at {service.url}" if announce else None,
+        http=service.protocol, keep_alive_s=service.keep_alive_s, on_server=watch_stdin if exit_with_stdin else None,
     )  # fmt: skip
+
+
+def run_http(
+    server: Server[Any], host: str, port: int, token: str | None, stateless: bool, announce: bool = True,
+    limits: HTTPLimits | None = None, exit_with_stdin: bool = False, tokens: Any = None,
+    on_session_end: Callable[[str], None] | None = None,
+) -> None:  # fmt: skip
+    """Serve Streamable HTTP at ``http://HOST:PORT/mcp`` with JSON responses until interrupted: ``bind_http``,
+    then ``serve_http``.
+
+    Args:
+        server: The MCP server.
+        host: The address to listen on.
+        port: The port (0: a free one, announced on stderr).
+        token: The bearer token clients must send; None for none (loopback only).
+        stateless: No sessions.
+        announce: Print the URL on stderr.
+        limits: What one client may take (connections, sessions, sizes, timeouts).
+        exit_with_stdin: Stop when stdin reaches its end: a parent holding the other end of a pipe (``launch``)
+            takes the server with it when it ends, however it ends.
+        tokens: With ``token``, the ``TokenSigner`` whose session tokens are accepted as well.
+        on_session_end: Called with the id of every MCP session that ends (``Sessions.end_mcp_session``).
+
+    Raises:
+        TransportError: a non-loopback address without a token, or the port is taken.
+    """
+    service = bind_http(server, host, port, token, stateless, limits, tokens, on_session_end)
+    serve_http(service, announce, exit_with_stdin)
 
 
 def _stop_at_end_of_stdin(runner: uvicorn.Server) -> None:

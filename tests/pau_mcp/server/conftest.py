@@ -3,7 +3,8 @@
 A test about MCP semantics builds the stdio server in its own process from the command's arguments and talks to
 it over the SDK's in-memory streams (``memory_session``), on the sandbox the whole test session shares. A test
 about the transport or the process itself (framing, HTTP, sockets, signals, restarts, exit codes) starts real
-processes (``stdio_session``, ``http_server``).
+processes (``stdio_session``, ``http_server``). A test about HTTP semantics (labels, tokens, budgets, refusals)
+runs the command's HTTP app in its own process on a loopback socket (``memory_http_server``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.memory import create_client_server_memory_streams
 
-from pau_mcp.cli.serve import build_served
+from pau_mcp import eventloop
+from pau_mcp.cli.serve import build_served, http_service
 from pau_mcp.config import Settings
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, tool_name
 from pau_mcp.manifests.checks import freeze_method
@@ -207,6 +211,62 @@ def http_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """A `pau-mcp serve --transport http` process on an ephemeral port; yields its URL."""
     with launch_http_server(args, env=env, timeout_s=90) as url:
         yield url
+
+
+@contextlib.contextmanager
+def memory_http_server(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`pau-mcp serve --transport http --port 0 ARGS` served from this process; yields its URL: ``http_server``
+    without the process.
+
+    The app is the one the command serves (``build_served``, then ``http_service``: the same host gate, token
+    and session-token checks, body, session and connection limits), on a real loopback socket, run by the same
+    uvicorn set-up in a thread of its own with its own event loop, on the test session's shared sandboxes (as
+    ``memory_session``). What only a process has (its announcement, signals, ``--exit-with-stdin``, logging
+    set-up) is left to ``http_server``.
+
+    With ``env`` (variables the command would see), the real process is started instead: setting them in this
+    process would reach the test's own code too, and be undone only if every exit path restored them.
+
+    Raises:
+        RuntimeError: the server did not start, or did not stop within 30 s of being asked to.
+    """
+    if env:
+        with http_server(*args, env=env) as url:
+            yield url
+        return
+    owned: list[AnySandbox] = []
+    built = build_served(["--transport", "http", "--port", "0", *args], sandboxes=_shared_sandboxes(owned))
+    with contextlib.ExitStack() as cleanup:
+        for box in owned:
+            cleanup.callback(box.close)
+        cleanup.callback(built.service.store.close)
+        service = http_service(built)
+        cleanup.callback(service.sock.close)
+        runner = service.uvicorn_server()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            try:
+                eventloop.run(runner.serve, [service.sock])
+            except BaseException as exc:  # reported by the test's thread
+                failure.append(exc)
+
+        thread = threading.Thread(target=serve, name="memory-http-server", daemon=True)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 30
+            while not runner.started:
+                if not thread.is_alive() or time.monotonic() > deadline:
+                    raise RuntimeError(f"the in-process HTTP server did not start: {failure!r}")
+                time.sleep(0.005)
+            yield service.url
+        finally:
+            runner.should_exit = True
+            thread.join(timeout=30)
+            if thread.is_alive():
+                raise RuntimeError("the in-process HTTP server did not stop within 30 s")
+            if failure:
+                raise RuntimeError("the in-process HTTP server failed") from failure[0]
 
 
 class RawSession:

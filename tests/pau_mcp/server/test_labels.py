@@ -1,7 +1,8 @@
 """Session and run labels (`?session=NAME&run=RUN`, `X-PAU-Session`) name a session; they never pick a budget.
 
-Each test plays a hostile client with its own HTTP client (``RawSession``) or a second official client, against a
-real `pau-mcp serve --transport http`.
+Each test plays a hostile client with its own HTTP client (``RawSession``) or a second official client, against the
+app `pau-mcp serve --transport http` serves, run in this process (``memory_http_server``); the evaluation harness's
+way of labelling is checked against a real process too.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sqlite3
 import anyio
 import httpx2
 import pytest
-from conftest import RawSession, http_server, ran, served, tool_of
+from conftest import RawSession, http_server, memory_http_server, ran, served, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -26,7 +27,7 @@ def _store_rows(db, sql: str, params: tuple = ()) -> list[tuple]:
 
 def test_changing_the_session_label_on_every_call_never_resets_the_budget(tmp_path):
     tool = tool_of(B001)
-    with http_server("--db", str(tmp_path / "runs.db"), "--budget", "20") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "20") as url:
         raw = RawSession(url, query={"session": "label-0"})
         replies = [raw.call(tool, {"arg0": i}, query={"session": f"label-{i}"}) for i in range(30)]
         raw.close()
@@ -37,7 +38,7 @@ def test_changing_the_session_label_on_every_call_never_resets_the_budget(tmp_pa
 
 def test_changing_the_run_label_within_a_session_is_refused(tmp_path):
     tool = tool_of(B001)
-    with http_server("--db", str(tmp_path / "runs.db"), "--budget", "2") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "2") as url:
         raw = RawSession(url, query={"session": "s", "run": "r1"})
         first = raw.call(tool, {"arg0": 1}, query={"session": "s", "run": "r1"})
         switched = [raw.call(tool, {"arg0": i}, query={"session": "s", "run": f"r{i}"}) for i in range(2, 6)]
@@ -67,7 +68,7 @@ async def _official(url: str, calls: list[tuple[str, dict]], headers: dict | Non
 def test_a_second_client_cannot_spend_or_submit_under_another_clients_label(tmp_path):
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
-    with http_server("--db", str(db), "--budget", "5") as url:
+    with memory_http_server("--db", str(db), "--budget", "5") as url:
         labelled = f"{url}?session=alice&run=contest"
         owner = anyio.run(_official, labelled, [(tool, {"arg0": i}) for i in range(3)])
         thief = anyio.run(
@@ -92,7 +93,7 @@ def test_a_second_client_cannot_spend_or_submit_under_another_clients_label(tmp_
 def test_the_mcp_session_id_of_another_client_is_not_a_label(tmp_path):
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
-    with http_server("--db", str(db), "--budget", "3") as url:
+    with memory_http_server("--db", str(db), "--budget", "3") as url:
         victim = RawSession(url)
         assert served(victim.call(tool, {"arg0": 1}))
         thief = RawSession(url, query={"session": victim.headers["mcp-session-id"]})
@@ -106,11 +107,11 @@ def test_a_label_bound_again_after_a_restart_keeps_the_budget_it_spent(tmp_path)
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
     query = {"session": "long-lived", "run": "restarts"}
-    with http_server("--db", str(db), "--budget", "4") as url:
+    with memory_http_server("--db", str(db), "--budget", "4") as url:
         raw = RawSession(url, query=query)
         before = [raw.call(tool, {"arg0": i}, query=query) for i in range(3)]
         raw.close()
-    with http_server("--db", str(db), "--budget", "4") as url:
+    with memory_http_server("--db", str(db), "--budget", "4") as url:
         raw = RawSession(url, query=query)
         after = [raw.call(tool, {"arg0": i}, query=query) for i in range(3)]
         raw.close()
@@ -121,7 +122,7 @@ def test_a_label_bound_again_after_a_restart_keeps_the_budget_it_spent(tmp_path)
 
 def test_stateless_labels_never_reset_the_shared_budget(tmp_path):
     tool = tool_of(B001)
-    with http_server("--db", str(tmp_path / "runs.db"), "--budget", "3", "--stateless") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "3", "--stateless") as url:
         raw = RawSession(url)
         replies = [raw.call(tool, {"arg0": i}, **{"x-pau-session": f"fresh-{i}"}) for i in range(8)]
         plain = raw.call(tool, {"arg0": 1})
@@ -132,7 +133,7 @@ def test_stateless_labels_never_reset_the_shared_budget(tmp_path):
 @pytest.mark.parametrize("bad", ["has space", "x" * 200, "semi;colon", "\x1b[2J"])
 def test_a_malformed_label_is_refused_with_a_clear_error(tmp_path, bad):
     tool = tool_of(B001)
-    with http_server("--db", str(tmp_path / "runs.db")) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         raw = RawSession(url, query={"session": bad})
         reply = raw.call(tool, {"arg0": 1}, query={"session": bad})
         raw.close()
@@ -179,7 +180,7 @@ def test_concurrent_calls_of_one_session_never_exceed_the_budget(tmp_path):
                                 group.start_soon(one, i)
                     return results
 
-    with http_server("--db", str(tmp_path / "runs.db"), "--budget", "3") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "3") as url:
         results = anyio.run(main, url)
     assert len(results) == 12 and sum(ran(r) for r in results) == 3
 
@@ -187,7 +188,7 @@ def test_concurrent_calls_of_one_session_never_exceed_the_budget(tmp_path):
 def test_the_same_label_in_two_runs_names_two_sessions(tmp_path):
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
-    with http_server("--db", str(db), "--budget", "2") as url:
+    with memory_http_server("--db", str(db), "--budget", "2") as url:
         first = anyio.run(_official, f"{url}?session=team&run=day-1", [(tool, {"arg0": i}) for i in range(2)])
         second = anyio.run(_official, f"{url}?session=team&run=day-2", [(tool, {"arg0": i}) for i in range(2)])
     assert all(ran(r) for r in first + second)
@@ -199,7 +200,7 @@ def test_the_same_label_in_two_runs_names_two_sessions(tmp_path):
 
 def test_stateless_requests_naming_two_labels_at_once_are_refused(tmp_path):
     tool = tool_of(B001)
-    with http_server("--db", str(tmp_path / "runs.db"), "--stateless") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--stateless") as url:
         raw = RawSession(url)
         both = raw.call(tool, {"arg0": 1}, query={"session": "a"}, **{"x-pau-session": "b"})
         labelled = raw.call(tool, {"arg0": 1}, query={"session": "a"}, **{"x-pau-session": "a"})
@@ -211,11 +212,11 @@ def test_stateless_requests_naming_two_labels_at_once_are_refused(tmp_path):
 def test_a_stateless_label_records_the_calls_under_it_but_spends_the_shared_budget(tmp_path):
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
-    with http_server("--db", str(db), "--stateless", "--budget", "3", "--run", "stateless-run") as url:
+    with memory_http_server("--db", str(db), "--stateless", "--budget", "3", "--run", "stateless-run") as url:
         raw = RawSession(url)
         replies = [raw.call(tool, {"arg0": i}, **{"x-pau-session": name}) for i, name in enumerate("aabbc")]
         raw.close()
-    with http_server("--db", str(db), "--stateless", "--budget", "3", "--run", "stateless-run") as url:
+    with memory_http_server("--db", str(db), "--stateless", "--budget", "3", "--run", "stateless-run") as url:
         raw = RawSession(url)
         after_restart = raw.call(tool, {"arg0": 1}, **{"x-pau-session": "d"})
         raw.close()

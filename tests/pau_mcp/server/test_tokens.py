@@ -12,7 +12,7 @@ import sys
 import anyio
 import httpx2
 import pytest
-from conftest import ROOT, RawSession, http_server, ran, served, tool_of
+from conftest import ROOT, RawSession, http_server, memory_http_server, ran, served, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -54,7 +54,7 @@ async def _one_call_per_session(url: str, token: str, tool: str, calls: int) -> 
 def test_a_session_token_keeps_one_budget_across_new_mcp_sessions(tmp_path):
     db = tmp_path / "runs.db"
     token = _token("--label", "agent-7", "--run", "tokens")
-    with http_server("--db", str(db), "--token", MAIN, "--budget", "4") as url:
+    with memory_http_server("--db", str(db), "--token", MAIN, "--budget", "4") as url:
         results = anyio.run(_one_call_per_session, url, token, tool_of(B001), 6)
     assert [ran(r) for r in results] == [True] * 4 + [False] * 2
     assert [r.structured_content["queries_used"] for r in results[:4]] == [1, 2, 3, 4]
@@ -71,7 +71,7 @@ def test_a_session_token_keeps_one_budget_across_new_mcp_sessions(tmp_path):
 
 def test_a_session_token_works_on_a_loopback_server_without_a_main_token(tmp_path):
     token = _token("--label", "local-agent")
-    with http_server("--db", str(tmp_path / "runs.db"), "--budget", "2") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "2") as url:
         results = anyio.run(_one_call_per_session, url, token, tool_of(B001), 3)
     assert [ran(r) for r in results] == [True, True, False]
 
@@ -79,9 +79,9 @@ def test_a_session_token_works_on_a_loopback_server_without_a_main_token(tmp_pat
 def test_a_session_token_keeps_its_budget_across_a_restart(tmp_path):
     db = tmp_path / "runs.db"
     token = _token("--label", "patient", "--run", "r")
-    with http_server("--db", str(db), "--token", MAIN, "--budget", "3") as url:
+    with memory_http_server("--db", str(db), "--token", MAIN, "--budget", "3") as url:
         first = anyio.run(_one_call_per_session, url, token, tool_of(B001), 2)
-    with http_server("--db", str(db), "--token", MAIN, "--budget", "3") as url:
+    with memory_http_server("--db", str(db), "--token", MAIN, "--budget", "3") as url:
         second = anyio.run(_one_call_per_session, url, token, tool_of(B001), 2)
     assert [ran(r) for r in first + second] == [True, True, True, False]
 
@@ -91,7 +91,7 @@ def test_a_session_token_cannot_name_another_label_or_run(tmp_path, stateless):
     token = _token("--label", "mine", "--run", "r")
     args = ["--db", str(tmp_path / "runs.db"), "--token", MAIN] + (["--stateless"] if stateless else [])
     bearer = {"Authorization": f"Bearer {token}"}
-    with http_server(*args) as url:
+    with memory_http_server(*args) as url:
         attempts = []
         for query, headers in (
             ({"session": "theirs"}, {}),
@@ -111,7 +111,7 @@ def test_a_session_token_cannot_name_another_label_or_run(tmp_path, stateless):
 
 def test_a_label_used_by_a_session_token_is_refused_to_everyone_else(tmp_path):
     token = _token("--label", "reserved", "--run", "r")
-    with http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
         owner = RawSession(url, headers={"Authorization": f"Bearer {token}"})
         assert served(owner.call(tool_of(B001), {"arg0": 1}))
         query = {"session": "reserved", "run": "r"}
@@ -124,7 +124,7 @@ def test_a_label_used_by_a_session_token_is_refused_to_everyone_else(tmp_path):
 
 def test_stateless_labels_bind_to_the_first_credential_that_used_them(tmp_path):
     alice, bob = _token("--label", "alice"), _token("--label", "bob")
-    with http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--stateless", "--budget", "2") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--stateless", "--budget", "2") as url:
         as_alice = RawSession(url, headers={"Authorization": f"Bearer {alice}"})
         as_bob = RawSession(url, headers={"Authorization": f"Bearer {bob}"})
         as_main = RawSession(url, headers={"Authorization": f"Bearer {MAIN}"})
@@ -155,7 +155,7 @@ def test_a_session_token_sees_only_the_methods_it_was_issued_for(tmp_path):
                     opened = await session.call_tool("open", {"methods": [tool_of("builtin/b003")]})
                     return names, hidden, opened
 
-    with http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
         names, hidden, opened = anyio.run(main, url)
     assert sorted(names) == sorted(["submit", "open", tool_of(B001), tool_of(B002)])
     assert hidden.is_error and opened.is_error
@@ -169,6 +169,7 @@ def test_forged_tampered_foreign_and_expired_tokens_are_refused_with_401(tmp_pat
     foreign = _issue("--label", "honest", env={**os.environ, "PAU_MCP_TOOL_KEY": "another-deployment-key-42"})
     expired = _token("--label", "late", "--expires-in", "1")
     anyio.run(anyio.sleep, 2.1)
+    # A real process: the end-to-end check of token authentication over HTTP.
     with http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
         statuses = {}
         for name, token in {
@@ -193,7 +194,7 @@ def test_forged_tampered_foreign_and_expired_tokens_are_refused_with_401(tmp_pat
 def test_a_forged_token_on_a_server_without_a_main_token_is_refused_too(tmp_path):
     good = _token("--label", "honest")
     head, body, signature = good.split(".")
-    with http_server("--db", str(tmp_path / "runs.db")) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         raw = RawSession(url, headers={"Authorization": f"Bearer {head}.{body}.{signature[:-2]}AA"})
         reply = raw.call(tool_of(B001), {"arg0": 1})
         raw.close()
@@ -223,7 +224,7 @@ def test_token_issue_refuses_bad_options_with_advice(args, complaint):
 
 def test_one_client_cannot_take_over_a_session_opened_with_another_token(tmp_path):
     alice, bob = _token("--label", "alice"), _token("--label", "bob")
-    with http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
         owner = RawSession(url, headers={"Authorization": f"Bearer {alice}"})
         hijack = owner.client.post(
             url, headers={**owner.headers, "Authorization": f"Bearer {bob}"},
