@@ -1,15 +1,15 @@
-"""`pau-mcp manifests list|show|freeze|validate`, run as a user runs them, on suites in tmp_path."""
+"""`pau-mcp manifests list|show|freeze|validate` on suites in tmp_path: the command group users run, in the test's
+process (`run_pau`), and once in a process of its own."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pau_command import Ran, run_pau, run_pau_process
 
 from pau_mcp.manifests import Case, ManifestStore, Method, Suite, SuiteInfo, dump_method, tool_name
 from pau_mcp.manifests.checks import freeze_method
@@ -22,19 +22,12 @@ ROOT = Path(__file__).resolve().parents[3]
 KEY = "manifest-tests-deployment-key"
 
 
-def pau(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m pau_mcp ARGS`` with a wide terminal (so tables and messages are not wrapped)."""
+def pau(*args: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
+    """Run ``pau-mcp ARGS`` with a wide terminal (so tables and messages are not wrapped): in this process, or in
+    a process of its own."""
     environment = {key: value for key, value in os.environ.items() if key != "PAU_MCP_MANIFESTS"}
     environment.update({"COLUMNS": "250", "PAU_MCP_TOOL_KEY": KEY, **(env or {})})
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=environment,
-    )
+    return (run_pau_process if process else run_pau)(*args, env=environment, cwd=ROOT)
 
 
 def method(
@@ -79,7 +72,7 @@ def files(path: Path) -> dict[str, str]:
 
 def test_list_shows_every_suite_with_its_counts(tmp_path):
     make_suite(tmp_path, [method("m1", DOUBLE), method("m2", DOUBLE)])
-    result = pau("manifests", "list", "--manifests", str(tmp_path))
+    result = pau("manifests", "list", "--manifests", str(tmp_path), process=True)
     assert result.returncode == 0, result.stderr
     rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") > 3}
     assert set(rows) == {"demo", "builtin"}
