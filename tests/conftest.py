@@ -10,6 +10,16 @@ from wasm_runtime import Sandbox, numpy_engine_installed
 from wasm_runtime.workers import WorkerSandbox
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """How ``pytest -n auto`` (pytest-xdist, ``--dist loadgroup``) shares the tests out: a module's tests run on one
+    worker, so its module fixtures are built once, and every test on the Ray cluster runs on the same worker,
+    so two clusters never share the machine's cores."""
+    for item in items:
+        group = "ray-cluster" if "ray_cluster" in item.fixturenames else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """In CI the numpy engine's tests must run: its absence fails the session instead of skipping them."""
     if os.environ.get("CI") and not numpy_engine_installed():
