@@ -1,7 +1,8 @@
 """`pau-mcp serve --transport http`: auth, concurrent sessions with their own budgets, narrowing, refusals.
 
 HTTP semantics are tried against the app the command serves, run in this process (``memory_http_server``); the
-load of concurrent sessions, end to end, and the command's own refusals to start are tried on real processes.
+load of concurrent sessions, end to end, and the command's refusal to listen beyond loopback without a token are
+tried on real processes; its usage errors are the command's, run in this process (``run_pau``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from conftest import ROOT, http_server, memory_http_server, ran, serve_command, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from pau_command import run_pau
 
 from pau_mcp.manifests import ManifestStore
 
@@ -156,8 +158,6 @@ def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path):
 
 @pytest.mark.parametrize("bad", ["--budget=-1", "--token=short"])
 def test_bad_settings_are_usage_errors(tmp_path, bad):
-    result = subprocess.run(
-        serve_command(bad, "--db", str(tmp_path / "r.db")), cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    result = run_pau("serve", bad, "--db", str(tmp_path / "r.db"), cwd=ROOT)
     assert result.returncode == 2
     assert bad.split("=")[0] in result.stderr
