@@ -1,4 +1,9 @@
-"""`pau-mcp serve --transport http`: auth, concurrent sessions with their own budgets, narrowing, refusals."""
+"""`pau-mcp serve --transport http`: auth, concurrent sessions with their own budgets, narrowing, refusals.
+
+HTTP semantics are tried against the app the command serves, run in this process (``memory_http_server``); the
+load of concurrent sessions, end to end, and the command's refusal to listen beyond loopback without a token are
+tried on real processes; its usage errors are the command's, run in this process (``run_pau``).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,10 @@ import subprocess
 import anyio
 import httpx2
 import pytest
-from conftest import ROOT, http_server, ran, serve_command, tool_of
+from conftest import ROOT, http_server, memory_http_server, ran, serve_command, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from pau_command import run_pau
 
 from pau_mcp.manifests import ManifestStore
 
@@ -41,7 +47,7 @@ def _digit_product(n: int) -> int:
 
 def test_requests_without_the_token_get_401_and_with_it_work(tmp_path):
     tool = tool_of("builtin/b001")
-    with http_server("--db", str(tmp_path / "runs.db"), "--token", TOKEN) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", TOKEN) as url:
         anonymous = httpx2.post(
             url,
             json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
@@ -104,7 +110,7 @@ def test_a_url_parameter_narrows_what_a_session_sees(tmp_path):
                 await session.initialize()
                 return [t.name for t in (await session.list_tools()).tools]
 
-    with http_server("--db", str(tmp_path / "runs.db")) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         names = anyio.run(main)
     assert names == ["submit", "open", tool_of(chosen.id)]
 
@@ -118,7 +124,7 @@ def test_stateless_mode_answers_calls(tmp_path):
                 await session.initialize()
                 return (await session.call_tool(tool, {"args": "(-23,)"})).structured_content
 
-    with http_server("--db", str(tmp_path / "runs.db"), "--stateless") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--stateless") as url:
         assert anyio.run(main)["value"] == "-6"
 
 
@@ -132,7 +138,7 @@ def test_serving_beyond_loopback_without_a_token_is_refused_with_advice(tmp_path
 
 
 def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db")) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         response = httpx2.post(
             url,
             json={
@@ -152,8 +158,6 @@ def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path):
 
 @pytest.mark.parametrize("bad", ["--budget=-1", "--token=short"])
 def test_bad_settings_are_usage_errors(tmp_path, bad):
-    result = subprocess.run(
-        serve_command(bad, "--db", str(tmp_path / "r.db")), cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    result = run_pau("serve", bad, "--db", str(tmp_path / "r.db"), cwd=ROOT)
     assert result.returncode == 2
     assert bad.split("=")[0] in result.stderr

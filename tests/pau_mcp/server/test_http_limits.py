@@ -1,5 +1,7 @@
 """`pau-mcp serve --transport http` under attack: foreign hosts, oversized bodies, piles of sessions, idle and slow
-connections. Each limit is tried with real sockets on loopback against a real server process."""
+connections. Each limit is tried with real sockets on loopback, against the app the command serves, run in this
+process with the same flags (``memory_http_server``); what needs a process of its own (host names from the
+environment, the open-file limit) is tried against a real server process."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from collections.abc import Iterator
 import anyio
 import httpx2
 import pytest
-from conftest import ROOT, http_server, tool_of
+from conftest import ROOT, http_server, memory_http_server, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -83,7 +85,7 @@ def _bindable(host: str) -> bool:
 def test_a_foreign_host_header_is_refused_on_every_loopback_address(tmp_path, host):
     if not _bindable(host):
         pytest.skip(f"this machine cannot bind {host}")
-    with http_server("--db", str(tmp_path / "runs.db"), "--host", host) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--host", host) as url:
         bare, port = _address(url)
         foreign = (
             "evil.example", f"evil.example:{port}", f"127.0.0.1.evil.example:{port}", f"localhost.evil.example:{port}",
@@ -97,7 +99,7 @@ def test_a_foreign_host_header_is_refused_on_every_loopback_address(tmp_path, ho
 
 
 def test_a_foreign_origin_is_refused(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db")) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         _, port = _address(url)
         assert _post(url, INITIALIZE, origin="http://evil.example").status_code == 403
         assert _post(url, INITIALIZE, origin="null").status_code == 403
@@ -105,13 +107,13 @@ def test_a_foreign_origin_is_refused(tmp_path):
 
 
 def test_the_host_check_comes_before_authentication(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db"), "--token", TOKEN) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", TOKEN) as url:
         assert _post(url, INITIALIZE, host="evil.example").status_code == 421
         assert _post(url, INITIALIZE).status_code == 401
 
 
 def test_an_allowed_host_setting_admits_a_proxy_name(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db"), "--allowed-host", "mcp.example.org") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--allowed-host", "mcp.example.org") as url:
         assert _post(url, INITIALIZE, host="mcp.example.org").status_code == 200
         assert _post(url, INITIALIZE, host="other.example.org").status_code == 421
     names = {"PAU_MCP_ALLOWED_HOSTS": "a.example.org:b.example.org"}
@@ -125,7 +127,7 @@ def test_an_allowed_host_setting_admits_a_proxy_name(tmp_path):
 
 
 def test_a_body_over_the_limit_is_refused_413_with_its_request_id(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db")) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         session = _initialize(url)
         body = b'{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"x","arguments":{"arg0":"'
         body += b"x" * (3 << 20) + b'"}}}'
@@ -147,7 +149,7 @@ def test_a_body_over_the_limit_is_refused_413_with_its_request_id(tmp_path):
 
 
 def test_malformed_bodies_get_one_line_errors_with_their_ids(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db")) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         session = _initialize(url)
         call = '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"%s","arguments":{"arg0":%s}}}'
         surrogate = _post(url, (call % (TOOL, '"\\ud800"')).encode(), mcp_session_id=session)
@@ -166,7 +168,7 @@ def test_malformed_bodies_get_one_line_errors_with_their_ids(tmp_path):
 
 
 def test_sessions_over_the_cap_are_refused_clearly_until_the_longest_idle_one_is_reclaimed(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db"), "--max-sessions", "2", "--session-idle", "6") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--max-sessions", "2", "--session-idle", "6") as url:
         first = _initialize(url)
         time.sleep(0.5)
         second = _initialize(url)
@@ -183,7 +185,7 @@ def test_sessions_over_the_cap_are_refused_clearly_until_the_longest_idle_one_is
 
 
 def test_an_idle_session_expires(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db"), "--session-idle", "1") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--session-idle", "1") as url:
         session = _initialize(url)
         assert _ping(url, session).status_code == 200
         time.sleep(2.5)
@@ -223,7 +225,9 @@ def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
 
 
 def test_idle_connections_beyond_the_cap_do_not_lock_out_a_real_client(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db"), "--max-connections", "20", "--read-timeout", "30") as url:
+    with memory_http_server(
+        "--db", str(tmp_path / "runs.db"), "--max-connections", "20", "--read-timeout", "30"
+    ) as url:
         host, port = _address(url)
         idle = [_connect(host, port) for _ in range(150)]
         try:
@@ -234,7 +238,7 @@ def test_idle_connections_beyond_the_cap_do_not_lock_out_a_real_client(tmp_path)
 
 
 def test_a_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "1") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "1") as url:
         sock = _connect(*_address(url))
         started = time.monotonic()
         assert _closed_by_server(sock, 10)
@@ -242,7 +246,7 @@ def test_a_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_pa
 
 
 def test_headers_trickled_slowly_are_cut_off_and_a_real_client_is_still_served(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "2", "--max-connections", "30") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "2", "--max-connections", "30") as url:
         host, port = _address(url)
         stop = threading.Event()
         socks = [_connect(host, port) for _ in range(60)]
@@ -271,7 +275,7 @@ def test_headers_trickled_slowly_are_cut_off_and_a_real_client_is_still_served(t
 
 
 def test_a_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "60") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "60") as url:
         host, port = _address(url)
         sock = _connect(host, port)
         started = time.monotonic()
@@ -347,6 +351,6 @@ def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_
                     latencies.append(time.perf_counter() - started)
                     await anyio.sleep(0.02)
 
-    with http_server("--db", str(tmp_path / "runs.db"), "--budget", "0") as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "0") as url:
         anyio.run(main, url)
     assert max(latencies) < 0.5, latencies
