@@ -1,31 +1,25 @@
-"""`pau-mcp call`, `pau-mcp methods` and `pau-mcp runs`, run as a user runs them."""
+"""`pau-mcp call`, `pau-mcp methods` and `pau-mcp runs`, run as a user runs them: the command group in the test's
+process (`run_pau`), and a `pau-mcp call` in a process of its own."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import anyio
 from conftest import ROOT, memory_session, tool_of
+from pau_command import Ran, run_pau, run_pau_process
 
 
-def pau(*args: str, db=None) -> subprocess.CompletedProcess[str]:
+def pau(*args: str, db=None, process: bool = False) -> Ran:
+    """Run ``pau-mcp ARGS [--db DB]``: in this process, or in a process of its own."""
     extra = ["--db", str(db)] if db is not None else []
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", *args, *extra],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=dict(os.environ),
-    )
+    return (run_pau_process if process else run_pau)(*args, *extra, env=dict(os.environ), cwd=ROOT)
 
 
 def test_call_runs_the_same_path_as_a_tool_and_is_recorded(tmp_path):
     db = tmp_path / "runs.db"
-    ok = pau("call", tool_of("builtin/b001"), "(-23,)", db=db)
+    ok = pau("call", tool_of("builtin/b001"), "(-23,)", db=db, process=True)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith("test_func(-23) returned -6")
     by_id = pau("call", "builtin/b001", "(105,)", db=db)

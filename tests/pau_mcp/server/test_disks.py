@@ -1,4 +1,8 @@
-"""A read-only data directory or a full disk: every command says so in one line, never with a traceback."""
+"""A read-only data directory or a full disk: every command says so in one line, never with a traceback.
+
+The commands run in the test's process (`run_pau`), but on a full disk: that limit (RLIMIT_FSIZE) is a process's,
+set in a process of their own.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from pau_command import Ran, run_pau
 
 from pau_mcp.runstore import RunStore
 
@@ -35,20 +40,22 @@ def read_only(path: Path) -> Iterator[Path]:
         subprocess.run(["chattr", "-i", str(path)], check=True)
 
 
-def pau(*args: str, limit_file_bytes: int | None = None, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """Run ``pau-mcp ARGS``; with ``limit_file_bytes``, no file it writes may grow past that (a full disk)."""
-    command = [sys.executable, "-m", "pau_mcp", *args]
-    if limit_file_bytes is not None:
-        launcher = (
-            "import os, resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
-            f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit_file_bytes}, {limit_file_bytes})); "
-            "os.execv(sys.argv[1], sys.argv[1:])"
-        )
-        command = [sys.executable, "-c", launcher, *command]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, input=stdin)
+def pau(*args: str, limit_file_bytes: int | None = None, stdin: str = "") -> Ran:
+    """Run ``pau-mcp ARGS`` in this process; with ``limit_file_bytes``, in a process of its own where no file it
+    writes may grow past that (a full disk)."""
+    if limit_file_bytes is None:
+        return run_pau(*args, input=stdin, cwd=ROOT)
+    launcher = (
+        "import os, resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit_file_bytes}, {limit_file_bytes})); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    command = [sys.executable, "-c", launcher, sys.executable, "-m", "pau_mcp", *args]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, input=stdin)
+    return Ran(args=list(args), returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)
 
 
-def _one_clear_line(result: subprocess.CompletedProcess[str]) -> str:
+def _one_clear_line(result: Ran) -> str:
     assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     lines = [line for line in result.stderr.splitlines() if line.strip() and not line.strip().startswith("0.")]

@@ -1,4 +1,8 @@
-"""Session tokens (`pau-mcp token issue`): a budget identity that no new MCP session, connection or label resets."""
+"""Session tokens (`pau-mcp token issue`): a budget identity that no new MCP session, connection or label resets.
+
+Tokens are issued by the command run in the test's process (`run_pau`); the servers run in it too
+(`memory_http_server`), but for one process end to end (a token check over HTTP of a real `pau-mcp serve`).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,6 @@ import base64
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 
 import anyio
 import httpx2
@@ -15,16 +17,15 @@ import pytest
 from conftest import ROOT, RawSession, http_server, memory_http_server, ran, served, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from pau_command import Ran, run_pau
 
 MAIN = "main-token-0123456789"
 B001, B002 = "builtin/b001", "builtin/b002"
 
 
-def _issue(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", "token", "issue", *args], capture_output=True, text=True, timeout=120,
-        cwd=ROOT, env=env if env is not None else dict(os.environ),
-    )  # fmt: skip
+def _issue(*args: str, env: dict | None = None) -> Ran:
+    """``pau-mcp token issue ARGS``, run in this process."""
+    return run_pau("token", "issue", *args, env=env if env is not None else dict(os.environ), cwd=ROOT)
 
 
 def _token(*args: str) -> str:

@@ -2,6 +2,9 @@
 
 Knowing every method id (they are public, with their gold descriptions, in this repository) must not let an agent
 name a tool's method, nor confirm a guess.
+
+The servers run in the test's process (`memory_session`, `memory_http_server`), and so do the operator commands
+(`run_pau`); the key file is first created by a real `pau-mcp serve` process.
 """
 
 from __future__ import annotations
@@ -11,13 +14,12 @@ import json
 import os
 import re
 import stat
-import subprocess
-import sys
 
 import anyio
-from conftest import ROOT, TEST_KEY, RawSession, http_server, memory_session, served, stdio_session, tool_of
+from conftest import ROOT, TEST_KEY, RawSession, memory_http_server, memory_session, served, stdio_session, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from pau_command import Ran, run_pau
 
 from pau_mcp.manifests import ManifestStore
 
@@ -35,16 +37,14 @@ async def _tool_names(*args: str) -> list[str]:
 
 
 async def _process_tool_names(*args: str) -> list[str]:
-    """The tool names of a `pau-mcp serve` process: where a restart is the point."""
+    """The tool names of a `pau-mcp serve` process: a fresh interpreter, with nothing of the test's process."""
     async with stdio_session(*args) as session:
         return [t.name for t in (await session.list_tools()).tools if t.name.startswith("fn_")]
 
 
-def _pau(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
-        env=env if env is not None else dict(os.environ),
-    )  # fmt: skip
+def _pau(*args: str, env: dict | None = None) -> Ran:
+    """``pau-mcp ARGS``, run in this process."""
+    return run_pau(*args, env=env if env is not None else dict(os.environ), cwd=ROOT)
 
 
 def test_no_tool_name_can_be_reversed_by_hashing_the_public_method_ids(tmp_path):
@@ -63,9 +63,9 @@ def test_the_key_is_created_once_in_the_data_directory_private_and_names_survive
     assert key_file.exists() and stat.S_IMODE(key_file.stat().st_mode) == 0o600
     created = key_file.read_text()
     assert len(created.strip()) >= 32
-    second = anyio.run(_process_tool_names, "--data-dir", str(data))
+    second = anyio.run(_tool_names, "--data-dir", str(data))  # a restart: a new server reading the same directory
     assert second == first and key_file.read_text() == created
-    elsewhere = anyio.run(_process_tool_names, "--data-dir", str(tmp_path / "other"))
+    elsewhere = anyio.run(_tool_names, "--data-dir", str(tmp_path / "other"))
     assert set(elsewhere).isdisjoint(first)
 
 
@@ -155,7 +155,7 @@ def test_the_methods_url_parameter_treats_a_method_id_as_an_unknown_name(tmp_pat
                 await session.initialize()
                 return [t.name for t in (await session.list_tools()).tools]
 
-    with http_server("--db", str(tmp_path / "runs.db")) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         by_id = anyio.run(listed, f"{url}?methods=builtin/b007")
         unknown = anyio.run(listed, f"{url}?methods=fn_0123456789")
         by_tool = anyio.run(listed, f"{url}?methods={tool_of('builtin/b007')}")
@@ -165,7 +165,7 @@ def test_the_methods_url_parameter_treats_a_method_id_as_an_unknown_name(tmp_pat
 
 
 def test_tools_resources_and_prompts_refuse_method_ids_as_they_refuse_any_unknown_name(tmp_path):
-    with http_server("--db", str(tmp_path / "runs.db")) as url:
+    with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         raw = RawSession(url)
         answers = {}
         for name in ("builtin/b001", "fn_0123456789"):
