@@ -95,6 +95,7 @@ class _Worker:
     """
 
     _unfinished: Generator[str, None, Any] | None = None
+    _draining = False
 
     def __init__(self, limits: Limits, cache_dir: Path | None, pool_size: int) -> None:
         command = [sys.executable, "-m", "wasm_runtime.workers", "--parent", str(os.getpid())]
@@ -118,13 +119,15 @@ class _Worker:
         if reply != "ready":
             raise WorkerError(f"a sandbox worker failed to start: {reply}")
         # Its stderr is drained in the background so a chatty worker never blocks on a full pipe.
+        self._draining = True
         threading.Thread(target=self._drain, daemon=True).start()
 
     def _drain(self) -> None:
         stream = self.process.stderr
         if stream is not None:
-            for _ in iter(lambda: stream.read(4096), b""):
-                pass
+            with stream:  # closed here, at the worker's end, rather than by the garbage collector
+                for _ in iter(lambda: stream.read(4096), b""):
+                    pass
 
     # The pipe protocol is written once, as generators that yield what they wait for ("read" or "write");
     # ``_blocking`` drives them with select() for threads, ``arequest`` with the event loop.
@@ -217,6 +220,7 @@ class _Worker:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.kill()
+        self._close_pipes()
 
     def kill(self) -> None:
         """End the process at once (it broke the protocol or died) and reap it."""
@@ -224,7 +228,14 @@ class _Worker:
             self.process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
-        for stream in (self.process.stdin, self.process.stdout):
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        # stderr is the drain thread's to close; a worker that never got that far has its stderr closed here.
+        streams = [self.process.stdin, self.process.stdout]
+        if not self._draining:
+            streams.append(self.process.stderr)
+        for stream in streams:
             with contextlib.suppress(OSError):
                 stream.close()  # type: ignore[union-attr]
 

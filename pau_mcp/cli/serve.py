@@ -276,11 +276,16 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
         )
     except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
-    exposed = service.catalog.find(tool)
-    if exposed is None:
-        raise click.UsageError(f"no method {tool!r} in the served suites; see `pau-mcp methods`")
-    state = sessions.get(Identity("process", f"cli-{uuid.uuid4().hex[:12]}"))
-    reply = anyio.run(service.call, state, exposed, {"args": literal})
+    try:
+        exposed = service.catalog.find(tool)
+        if exposed is None:
+            raise click.UsageError(f"no method {tool!r} in the served suites; see `pau-mcp methods`")
+        state = sessions.get(Identity("process", f"cli-{uuid.uuid4().hex[:12]}"))
+        reply = anyio.run(service.call, state, exposed, {"args": literal})
+    finally:
+        # Not left to the process's exit: the command also runs inside other programs (and the tests).
+        service.sandbox.close()
+        service.store.close()
     click.echo(reply.text)
     sys.exit(1 if reply.is_error or (reply.structured or {}).get("status") in REFUSED else 0)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
 import anyio
 from conftest import ROOT, memory_session, tool_of
@@ -31,6 +32,15 @@ def test_call_runs_the_same_path_as_a_tool_and_is_recorded(tmp_path):
     shown = pau("runs", "show", "cli", "--json", db=db)
     calls = json.loads(shown.stdout)["calls"]
     assert [c["arguments"] for c in calls if c["counted"]] == ["(-23,)", "(105,)"]
+
+
+def test_call_stops_its_sandbox_when_it_returns(tmp_path):
+    """`call` also runs inside other programs (a notebook, a script, these tests): what it opened ends with it."""
+    before = {thread.ident for thread in threading.enumerate()}
+    for literal, code in (("(-23,)", 0), ("(__import__('os'),)", 1)):
+        assert pau("call", "builtin/b001", literal, db=tmp_path / "runs.db").returncode == code
+    left = [t.name for t in threading.enumerate() if t.ident not in before and t.name.startswith("pau-sandbox")]
+    assert left == []
 
 
 def test_methods_lists_what_a_server_would_expose():
