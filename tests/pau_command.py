@@ -7,7 +7,9 @@ process itself (signals, stdio framing, a fresh interpreter, an installed script
 The command runs as a process would run it: with the environment given (the whole of it, as ``subprocess.run``
 takes it), in the directory given, and with anything it changes undone afterwards (environment, directory, the
 ``pau_mcp`` log handlers it adds). An exception no user would see as a message (anything but a clean exit)
-is raised in the test, where a process would have printed a traceback.
+is raised in the test, where a process would have printed a traceback. What a process settles once, at import,
+stays the test process's: the commands' error console detects the terminal and colours when it is first
+imported (under pytest: no terminal, plain text, unless the tests run with ``-s`` in one).
 """
 
 from __future__ import annotations
