@@ -16,6 +16,7 @@ from pau_mcp.manifests import ManifestStore, Suite, packaged_manifests
 from pau_mcp.manifests.checks import check_methods
 from pau_mcp.manifests.importers import (
     DatasetUnavailable,
+    ImportReport,
     ImportTargetError,
     import_codearc,
     import_humaneval,
@@ -101,6 +102,22 @@ def pau_parquet(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def pau_store(tmp_path_factory) -> Path:
+    """The manifests directory ``pau_import`` writes its suite into."""
+    return tmp_path_factory.mktemp("pau-import")
+
+
+@pytest.fixture(scope="module")
+def pau_import(pau_store, pau_parquet, sandbox) -> ImportReport:
+    """``PAU_ROWS`` imported once, for the tests that only read what the import reported and wrote.
+
+    Each import runs every row in the sandbox, the looping one up to its timeout on each input: about 1.6 s of
+    CPU, which five tests would otherwise spend on the same call with the same result.
+    """
+    return import_pau(store_at(pau_store), sandbox, source=pau_parquet, limits=FAST)
+
+
 def test_reference_inputs_are_rewritten_to_argument_tuples_with_the_same_meaning():
     assert reference_arguments("[1, 2]") == "(1, 2)"
     assert reference_arguments("[[1, 2]]") == "([1, 2],)"
@@ -112,10 +129,10 @@ def test_reference_inputs_are_rewritten_to_argument_tuples_with_the_same_meaning
     assert reference_arguments("not python (") == "not python ("
 
 
-def test_pau_import_from_parquet_freezes_outcomes_in_the_sandbox(tmp_path, pau_parquet, sandbox):
-    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+def test_pau_import_from_parquet_freezes_outcomes_in_the_sandbox(pau_store, pau_import, sandbox):
+    report = pau_import
 
-    assert report.path == tmp_path / "pau-test"
+    assert report.path == pau_store / "pau-test"
     numpy_row = ["pau-test/t0004"] if numpy_engine_installed() else []
     assert report.imported == ["pau-test/t0000", "pau-test/t0001", "pau-test/t0002", *numpy_row]
     suite = assert_suite_validates(report.path, sandbox)
@@ -128,16 +145,16 @@ def test_pau_import_from_parquet_freezes_outcomes_in_the_sandbox(tmp_path, pau_p
     assert suite.info.dataset == "DJ-Research/PAU-Benchmark"
 
 
-def test_pau_list_inputs_are_unpacked_as_the_reference_does(tmp_path, pau_parquet, sandbox):
-    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+def test_pau_list_inputs_are_unpacked_as_the_reference_does(pau_import):
+    report = pau_import
     adder = Suite.load(report.path).methods["pau-test/t0001"]
     assert [c.input for c in adder.examples] == ["(1, 2)", "(10, 20)"]
     assert [c.input for c in adder.tests] == ["([1], [2])", "('a', 'b')", "(0, 0)"]
     assert [c.outcome.value for c in adder.examples + adder.tests] == ["3", "30", "[1, 2]", "'ab'", "0"]
 
 
-def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(tmp_path, pau_parquet, sandbox):
-    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(pau_import):
+    report = pau_import
     causes = {(d.method_id, d.input): d.cause for d in report.disagreements if d.method_id <= "pau-test/t0002"}
     assert causes == {
         ("pau-test/t0000", "(1, 2)"): "json round-trip",
@@ -155,8 +172,8 @@ def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(tmp
     assert any("json round-trip" in line for line in report.lines())
 
 
-def test_pau_methods_that_fail_validation_are_refused_with_a_reason(tmp_path, pau_parquet, sandbox):
-    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+def test_pau_methods_that_fail_validation_are_refused_with_a_reason(pau_import):
+    report = pau_import
     reasons = {r.method_id: r.reason for r in report.refused}
     assert {"pau-test/t0003", "pau-test/t0005"} <= set(reasons)
     assert "does not parse" in reasons["pau-test/t0003"]
@@ -165,8 +182,8 @@ def test_pau_methods_that_fail_validation_are_refused_with_a_reason(tmp_path, pa
 
 
 @pytest.mark.skipif(not numpy_engine_installed(), reason="the numpy engine is an optional extra")
-def test_pau_rows_that_need_numpy_are_kept_when_the_numpy_engine_is_installed(tmp_path, pau_parquet, sandbox):
-    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+def test_pau_rows_that_need_numpy_are_kept_when_the_numpy_engine_is_installed(pau_import):
+    report = pau_import
     assert "pau-test/t0004" in report.imported
     (case,) = Suite.load(report.path).methods["pau-test/t0004"].tests
     # numpy's default integer is the platform's pointer size: 32 bits in WebAssembly (docs/sandbox.md).
