@@ -1,16 +1,18 @@
-"""Importers, run on small datasets the tests write themselves (and on the real HumanEval, marked slow)."""
+"""Importers, run on small datasets the tests write themselves (and on the real HumanEval, marked slow).
+
+`pau-mcp import` runs in the test's process (`run_pau`), except the shipped example's import and the offline hub
+import, which run in processes of their own."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pau_command import Ran, run_pau, run_pau_process
 
 from pau_mcp.manifests import ManifestStore, Suite, packaged_manifests
 from pau_mcp.manifests.checks import check_methods
@@ -35,11 +37,9 @@ def store_at(path: Path) -> ManifestStore:
     return ManifestStore([path], include_packaged=False)
 
 
-def pau(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", "import", *args],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})}, check=False,
-    )  # fmt: skip
+def pau(*args: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
+    """``pau-mcp import ARGS`` in this process (or in a process of its own), with this environment plus ``env``."""
+    return (run_pau_process if process else run_pau)("import", *args, env={**os.environ, **(env or {})}, cwd=ROOT)
 
 
 def assert_suite_validates(path: Path, sandbox) -> Suite:
@@ -519,7 +519,7 @@ def test_the_import_command_reports_usage_errors_with_exit_two(tmp_path):
 
 
 def test_the_shipped_example_imports_cleanly(tmp_path, sandbox):
-    result = pau("python", "examples/word_stats.py", "--manifests", str(tmp_path), "--json")
+    result = pau("python", "examples/word_stats.py", "--manifests", str(tmp_path), "--json", process=True)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["imported"] == ["word_stats/f000"] and report["refused"] == []
@@ -551,15 +551,13 @@ def test_the_import_command_needs_a_directory_for_the_new_suite_and_never_writes
     source = tmp_path / "f.py"
     source.write_text("def f(x):\n    return x\n")
     clean = {k: v for k, v in os.environ.items() if k != "PAU_MCP_MANIFESTS"}
-    result = subprocess.run(
-        [sys.executable, "-m", "pau_mcp", "import", "python", str(source)],
-        capture_output=True, text=True, timeout=60, cwd=ROOT, env=clean,
-    )  # fmt: skip
+    result = run_pau("import", "python", str(source), env=clean, cwd=ROOT)
     assert result.returncode == 2 and "--manifests DIR or PAU_MCP_MANIFESTS" in result.stderr
     assert not (packaged_manifests() / "f").exists()
 
 
 def test_the_pau_command_without_network_says_how_to_import_from_a_file(tmp_path):
-    result = pau("pau", "--manifests", str(tmp_path), env={"HF_HUB_OFFLINE": "1"})
+    # A process of its own: huggingface_hub reads HF_HUB_OFFLINE once, when it is first imported.
+    result = pau("pau", "--manifests", str(tmp_path), env={"HF_HUB_OFFLINE": "1"}, process=True)
     assert result.returncode == 1
     assert "--from FILE" in result.stderr
