@@ -1,4 +1,5 @@
-"""`pau-mcp run-code` and `pau-mcp sandbox`, run as a user runs them."""
+"""`pau-mcp run-code` and `pau-mcp sandbox`, run as a user runs them: the command group in the test's process
+(`run_pau`), once in a process of its own, and once in a fresh interpreter without the numpy engine."""
 
 from __future__ import annotations
 
@@ -9,23 +10,23 @@ import sys
 from pathlib import Path
 
 import pytest
+from pau_command import Ran, run_pau, run_pau_process
 
 from wasm_runtime import FUEL_PER_SECOND, numpy_engine_installed
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def pau(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", *args],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})},
-    )  # fmt: skip
+def pau(*args: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
+    """``pau-mcp ARGS`` in this process (or in a process of its own), with this environment plus ``env``."""
+    return (run_pau_process if process else run_pau)(*args, env={**os.environ, **(env or {})}, cwd=ROOT)
 
 
 def test_run_code_prints_one_json_object_per_input_and_exits_zero_whatever_the_status(tmp_path):
     source = tmp_path / "f.py"
     source.write_text("def test_func(a, b=0):\n    return a // b\n")
-    result = pau("run-code", str(source), "--input", "(7, 2)", "--input", "(1, 0)", "--input", "(9, 4)", "--json")
+    inputs = ("--input", "(7, 2)", "--input", "(1, 0)", "--input", "(9, 4)")
+    result = pau("run-code", str(source), *inputs, "--json", process=True)
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [line["status"] for line in lines] == ["ok", "error", "ok"]

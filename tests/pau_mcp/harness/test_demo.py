@@ -1,34 +1,30 @@
-"""`pau-mcp demo` and the probe floor, run as a user runs them: no network, no LLM."""
+"""`pau-mcp demo` and the probe floor, run as a user runs them: no network, no LLM. The demo runs in a process of its
+own (it speaks to its `pau-mcp serve` child over stdio, whose stderr is the demo's); the rest runs the command group
+in the test's process (`run_pau`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from pau_command import Ran, run_pau, run_pau_process
 
 from pau_mcp.manifests import ManifestStore, tool_name
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def pau(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
+def pau(*args: str, env: dict | None = None, process: bool = False) -> Ran:
+    """``pau-mcp ARGS`` in this process (or in a process of its own), with no LLM settings."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "PAU_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**clean, **(env or {})},
-    )
+    return (run_pau_process if process else run_pau)(*args, env={**clean, **(env or {})}, cwd=ROOT)
 
 
 def test_the_demo_explores_a_method_through_mcp_submits_and_prints_its_code_match(tmp_path):
     method = ManifestStore().method("builtin/b005")
-    result = pau("demo", "--data-dir", str(tmp_path))
+    result = pau("demo", "--data-dir", str(tmp_path), process=True)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     key = (tmp_path / "tool.key").read_text().strip()  # created by the demo in its data directory

@@ -1,16 +1,16 @@
-"""``pau-mcp report`` as a user runs it: a real process over a real run store."""
+"""``pau-mcp report`` as a user runs it over a real run store: the command group in the test's process (`run_pau`),
+and once in a process of its own."""
 
 from __future__ import annotations
 
 import csv
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from fakellm import FakeLLM
+from pau_command import Ran, run_pau, run_pau_process
 from test_report_fixtures import add_pending_run, build_store
 
 
@@ -23,17 +23,11 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def _report(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _report(*args: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
+    """``pau-mcp report ARGS`` in this process (or in a process of its own)."""
     # COLUMNS: a wide terminal, so no cell is wrapped and the assertions can read rows.
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("PAU_")} | {"COLUMNS": "250"} | (env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", "report", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=full_env,
-    )
+    return (run_pau_process if process else run_pau)("report", *args, env=full_env)
 
 
 def test_report_prints_the_tables_and_writes_every_file(db: Path, tmp_path: Path) -> None:
@@ -41,7 +35,7 @@ def test_report_prints_the_tables_and_writes_every_file(db: Path, tmp_path: Path
     result = _report(
         "alpha-int", "alpha-ctx", "--db", str(db), "--resamples", "200",
         "--markdown", str(out / "r.md"), "--csv", str(out / "r.csv"), "--csv-methods", str(out / "m.csv"),
-        "--plots", str(out / "plots"), "--html", str(out / "r.html"),
+        "--plots", str(out / "plots"), "--html", str(out / "r.html"), process=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert re.search(r"alpha-int\s+│ 4 │ 3\.50 │ 1\.12 │ 75\.0%", result.stdout)

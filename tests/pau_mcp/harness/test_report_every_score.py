@@ -4,7 +4,8 @@ The store holds what users make: a probe evaluation (direct code scores only, no
 demo (a serve run with one submission, scored afterwards with ``pau-mcp score demo``), a
 predictions file scored for its code, and gold descriptions scored by a code writer (a fake
 OpenAI-compatible server on loopback). The expected numbers are read from the scores table
-with SQL, not through the report code.
+with SQL, not through the report code. The commands run in the test's process (`run_pau`); the report in
+every rendering runs in a process of its own.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ import json
 import os
 import re
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import mcp.client.stdio  # noqa: F401 - see _pau
 import pytest
 from fakellm import FakeLLM
+from pau_command import Ran, run_pau, run_pau_process
 
 from pau_mcp.manifests import ManifestStore
 
@@ -39,15 +40,19 @@ def _writer(body: dict) -> str:
     return "```python\ndef test_func(*args):\n    return None\n```"
 
 
-def _pau(data: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _pau(data: Path, *args: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
+    """``pau-mcp ARGS`` on the run store in ``data``: in this process, or in a process of its own.
+
+    `pau-mcp demo` gives its `pau-mcp serve` child the default stderr of mcp's ``stdio_client``: the
+    ``sys.stderr`` of when ``mcp.client.stdio`` was first imported. This module imports it, so that in this
+    process that is the test's stderr (a file), never a stream ``run_pau`` captures (which has no descriptor).
+    """
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_", "ANTHROPIC_", "COLUMNS"))}
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", *args],
-        capture_output=True, text=True, timeout=600, env=clean | {"PAU_MCP_DATA_DIR": str(data)} | (env or {}),
-    )  # fmt: skip
+    environment = clean | {"PAU_MCP_DATA_DIR": str(data)} | (env or {})
+    return (run_pau_process if process else run_pau)(*args, env=environment)
 
 
-def _ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+def _ok(result: Ran) -> Ran:
     assert result.returncode == 0, result.stdout + result.stderr
     return result
 
@@ -92,7 +97,7 @@ def test_a_probe_run_reports_its_direct_code_scores_in_every_rendering(data: Pat
         _pau(
             data, "report", PROBE, "--markdown", str(out / "r.md"), "--csv", str(out / "r.csv"),
             "--csv-methods", str(out / "m.csv"), "--html", str(out / "r.html"), "--plots", str(out / "plots"),
-            env={"COLUMNS": "250"},
+            env={"COLUMNS": "250"}, process=True,
         )
     )  # fmt: skip
     shown = f"{mean:.3f}"

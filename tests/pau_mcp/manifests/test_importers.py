@@ -1,21 +1,24 @@
-"""Importers, run on small datasets the tests write themselves (and on the real HumanEval, marked slow)."""
+"""Importers, run on small datasets the tests write themselves (and on the real HumanEval, marked slow).
+
+`pau-mcp import` runs in the test's process (`run_pau`), except the shipped example's import and the offline hub
+import, which run in processes of their own."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pau_command import Ran, run_pau, run_pau_process
 
 from pau_mcp.manifests import ManifestStore, Suite, packaged_manifests
 from pau_mcp.manifests.checks import check_methods
 from pau_mcp.manifests.importers import (
     DatasetUnavailable,
+    ImportReport,
     ImportTargetError,
     import_codearc,
     import_humaneval,
@@ -34,11 +37,9 @@ def store_at(path: Path) -> ManifestStore:
     return ManifestStore([path], include_packaged=False)
 
 
-def pau(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", "import", *args],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})}, check=False,
-    )  # fmt: skip
+def pau(*args: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
+    """``pau-mcp import ARGS`` in this process (or in a process of its own), with this environment plus ``env``."""
+    return (run_pau_process if process else run_pau)("import", *args, env={**os.environ, **(env or {})}, cwd=ROOT)
 
 
 def assert_suite_validates(path: Path, sandbox) -> Suite:
@@ -101,6 +102,22 @@ def pau_parquet(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def pau_store(tmp_path_factory) -> Path:
+    """The manifests directory ``pau_import`` writes its suite into."""
+    return tmp_path_factory.mktemp("pau-import")
+
+
+@pytest.fixture(scope="module")
+def pau_import(pau_store, pau_parquet, sandbox) -> ImportReport:
+    """``PAU_ROWS`` imported once, for the tests that only read what the import reported and wrote.
+
+    Each import runs every row in the sandbox, the looping one up to its timeout on each input: about 1.6 s of
+    CPU, which five tests would otherwise spend on the same call with the same result.
+    """
+    return import_pau(store_at(pau_store), sandbox, source=pau_parquet, limits=FAST)
+
+
 def test_reference_inputs_are_rewritten_to_argument_tuples_with_the_same_meaning():
     assert reference_arguments("[1, 2]") == "(1, 2)"
     assert reference_arguments("[[1, 2]]") == "([1, 2],)"
@@ -112,10 +129,10 @@ def test_reference_inputs_are_rewritten_to_argument_tuples_with_the_same_meaning
     assert reference_arguments("not python (") == "not python ("
 
 
-def test_pau_import_from_parquet_freezes_outcomes_in_the_sandbox(tmp_path, pau_parquet, sandbox):
-    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+def test_pau_import_from_parquet_freezes_outcomes_in_the_sandbox(pau_store, pau_import, sandbox):
+    report = pau_import
 
-    assert report.path == tmp_path / "pau-test"
+    assert report.path == pau_store / "pau-test"
     numpy_row = ["pau-test/t0004"] if numpy_engine_installed() else []
     assert report.imported == ["pau-test/t0000", "pau-test/t0001", "pau-test/t0002", *numpy_row]
     suite = assert_suite_validates(report.path, sandbox)
@@ -128,16 +145,16 @@ def test_pau_import_from_parquet_freezes_outcomes_in_the_sandbox(tmp_path, pau_p
     assert suite.info.dataset == "DJ-Research/PAU-Benchmark"
 
 
-def test_pau_list_inputs_are_unpacked_as_the_reference_does(tmp_path, pau_parquet, sandbox):
-    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+def test_pau_list_inputs_are_unpacked_as_the_reference_does(pau_import):
+    report = pau_import
     adder = Suite.load(report.path).methods["pau-test/t0001"]
     assert [c.input for c in adder.examples] == ["(1, 2)", "(10, 20)"]
     assert [c.input for c in adder.tests] == ["([1], [2])", "('a', 'b')", "(0, 0)"]
     assert [c.outcome.value for c in adder.examples + adder.tests] == ["3", "30", "[1, 2]", "'ab'", "0"]
 
 
-def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(tmp_path, pau_parquet, sandbox):
-    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(pau_import):
+    report = pau_import
     causes = {(d.method_id, d.input): d.cause for d in report.disagreements if d.method_id <= "pau-test/t0002"}
     assert causes == {
         ("pau-test/t0000", "(1, 2)"): "json round-trip",
@@ -155,8 +172,8 @@ def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(tmp
     assert any("json round-trip" in line for line in report.lines())
 
 
-def test_pau_methods_that_fail_validation_are_refused_with_a_reason(tmp_path, pau_parquet, sandbox):
-    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+def test_pau_methods_that_fail_validation_are_refused_with_a_reason(pau_import):
+    report = pau_import
     reasons = {r.method_id: r.reason for r in report.refused}
     assert {"pau-test/t0003", "pau-test/t0005"} <= set(reasons)
     assert "does not parse" in reasons["pau-test/t0003"]
@@ -165,8 +182,8 @@ def test_pau_methods_that_fail_validation_are_refused_with_a_reason(tmp_path, pa
 
 
 @pytest.mark.skipif(not numpy_engine_installed(), reason="the numpy engine is an optional extra")
-def test_pau_rows_that_need_numpy_are_kept_when_the_numpy_engine_is_installed(tmp_path, pau_parquet, sandbox):
-    report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
+def test_pau_rows_that_need_numpy_are_kept_when_the_numpy_engine_is_installed(pau_import):
+    report = pau_import
     assert "pau-test/t0004" in report.imported
     (case,) = Suite.load(report.path).methods["pau-test/t0004"].tests
     # numpy's default integer is the platform's pointer size: 32 bits in WebAssembly (docs/sandbox.md).
@@ -502,7 +519,7 @@ def test_the_import_command_reports_usage_errors_with_exit_two(tmp_path):
 
 
 def test_the_shipped_example_imports_cleanly(tmp_path, sandbox):
-    result = pau("python", "examples/word_stats.py", "--manifests", str(tmp_path), "--json")
+    result = pau("python", "examples/word_stats.py", "--manifests", str(tmp_path), "--json", process=True)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["imported"] == ["word_stats/f000"] and report["refused"] == []
@@ -534,15 +551,13 @@ def test_the_import_command_needs_a_directory_for_the_new_suite_and_never_writes
     source = tmp_path / "f.py"
     source.write_text("def f(x):\n    return x\n")
     clean = {k: v for k, v in os.environ.items() if k != "PAU_MCP_MANIFESTS"}
-    result = subprocess.run(
-        [sys.executable, "-m", "pau_mcp", "import", "python", str(source)],
-        capture_output=True, text=True, timeout=60, cwd=ROOT, env=clean,
-    )  # fmt: skip
+    result = run_pau("import", "python", str(source), env=clean, cwd=ROOT)
     assert result.returncode == 2 and "--manifests DIR or PAU_MCP_MANIFESTS" in result.stderr
     assert not (packaged_manifests() / "f").exists()
 
 
 def test_the_pau_command_without_network_says_how_to_import_from_a_file(tmp_path):
-    result = pau("pau", "--manifests", str(tmp_path), env={"HF_HUB_OFFLINE": "1"})
+    # A process of its own: huggingface_hub reads HF_HUB_OFFLINE once, when it is first imported.
+    result = pau("pau", "--manifests", str(tmp_path), env={"HF_HUB_OFFLINE": "1"}, process=True)
     assert result.returncode == 1
     assert "--from FILE" in result.stderr

@@ -1,4 +1,7 @@
-"""`pau-mcp rl rollout`: a policy and a critic served by a loopback OpenAI-compatible server, through the CLI."""
+"""`pau-mcp rl rollout`: a policy and a critic served by a loopback OpenAI-compatible server, through the CLI.
+
+The command group runs in the test's process (`run_pau`), except in the test of a rollout killed with SIGKILL
+and resumed: that one is a process, killed, and a fresh process resuming its run."""
 
 from __future__ import annotations
 
@@ -13,18 +16,25 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from fakellm import FakeLLM, Reply
+from pau_command import run_pau, run_pau_process
 from rlscript import brain
 
 ROOT = Path(__file__).resolve().parents[3]
 METHODS = ("builtin/b001", "builtin/b002", "builtin/b003", "builtin/b004", "builtin/b005", "builtin/b006")
 
 
-def _command(data: Path, run: str = "r", *extra: str) -> list[str]:
+def _args(data: Path, run: str = "r", *extra: str) -> list[str]:
+    """The command line after ``pau-mcp``."""
     return [
-        sys.executable, "-m", "pau_mcp", "rl", "rollout", "--model", "openai/fake-policy", "--critic-model",
-        "openai/fake-critic", "--run", run, "--data-dir", str(data), "--out", str(data / "out"), "--concurrency", "2",
-        "--budget", "6", *[item for m in METHODS for item in ("--methods", m)], *extra,
+        "rl", "rollout", "--model", "openai/fake-policy", "--critic-model", "openai/fake-critic", "--run", run,
+        "--data-dir", str(data), "--out", str(data / "out"), "--concurrency", "2", "--budget", "6",
+        *[item for m in METHODS for item in ("--methods", m)], *extra,
     ]  # fmt: skip
+
+
+def _command(data: Path, run: str = "r", *extra: str) -> list[str]:
+    """The rollout as a process: ``python -m pau_mcp ...``."""
+    return [sys.executable, "-m", "pau_mcp", *_args(data, run, *extra)]
 
 
 def _env(fake: FakeLLM) -> dict[str, str]:
@@ -40,7 +50,7 @@ def _episodes(data: Path) -> list[tuple]:
 
 def test_a_rollout_writes_trajectories_with_per_step_rewards_as_jsonl_and_parquet(tmp_path):
     with FakeLLM(responder=brain) as fake:
-        done = subprocess.run(_command(tmp_path), env=_env(fake), cwd=ROOT, capture_output=True, text=True, timeout=300)
+        done = run_pau(*_args(tmp_path), env=_env(fake), cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "6 episodes finished now" in done.stdout and "tokens, $" in done.stdout
     records = [json.loads(line) for line in (tmp_path / "out" / "trajectories.jsonl").read_text().splitlines()]
@@ -62,7 +72,7 @@ def test_a_rollout_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted
 
     with FakeLLM(responder=slow) as fake:
         straight, killed = tmp_path / "straight", tmp_path / "killed"
-        done = subprocess.run(_command(straight), env=_env(fake), cwd=ROOT, capture_output=True, text=True, timeout=300)
+        done = run_pau(*_args(straight), env=_env(fake), cwd=ROOT)  # the uninterrupted reference
         assert done.returncode == 0, done.stderr[-3000:]
         process = subprocess.Popen(
             _command(killed), env=_env(fake), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -83,9 +93,7 @@ def test_a_rollout_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted
         process.wait(timeout=30)
         states = dict(sqlite3.connect(db).execute("SELECT state, COUNT(*) FROM episodes GROUP BY state").fetchall())
         assert 2 <= states.get("done", 0) < 6
-        resumed = subprocess.run(
-            _command(killed), env=_env(fake), cwd=ROOT, capture_output=True, text=True, timeout=300
-        )
+        resumed = run_pau_process(*_args(killed), env=_env(fake), cwd=ROOT)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "earlier" in resumed.stdout
     assert _episodes(killed) == _episodes(straight)
@@ -95,21 +103,16 @@ def test_a_rollout_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted
 
 def test_resuming_with_other_options_is_refused(tmp_path):
     with FakeLLM(responder=brain) as fake:
-        first = subprocess.run(_command(tmp_path, "r", "--limit", "1"), env=_env(fake), cwd=ROOT, capture_output=True,
-                               text=True, timeout=300)  # fmt: skip
+        first = run_pau(*_args(tmp_path, "r", "--limit", "1"), env=_env(fake), cwd=ROOT)
         assert first.returncode == 0, first.stderr[-2000:]
-        other = subprocess.run(_command(tmp_path, "r", "--critic-mode", "symmetric"), env=_env(fake), cwd=ROOT,
-                               capture_output=True, text=True, timeout=300)  # fmt: skip
+        other = run_pau(*_args(tmp_path, "r", "--critic-mode", "symmetric"), env=_env(fake), cwd=ROOT)
     assert other.returncode == 1 and "exists with another configuration" in other.stderr
 
 
 def test_a_rejected_key_ends_the_rollout_in_one_line_and_records_the_failed_episode(tmp_path):
     with FakeLLM(responder=brain) as fake:
         fake.fail(401, message="invalid api key")
-        done = subprocess.run(
-            _command(tmp_path, "r", "--concurrency", "1"), env=_env(fake), cwd=ROOT, capture_output=True, text=True,
-            timeout=300,
-        )  # fmt: skip
+        done = run_pau(*_args(tmp_path, "r", "--concurrency", "1"), env=_env(fake), cwd=ROOT)
     assert done.returncode == 1, done.stderr[-3000:]
     assert "invalid api key" in done.stderr and "Traceback" not in done.stderr
     failed = sqlite3.connect(tmp_path / "runs.db").execute("SELECT error FROM episodes WHERE state = 'failed'")

@@ -1,15 +1,16 @@
-"""`pau-mcp export sft`: DISTILL, FINAL and answer-aware datasets from recorded runs, loadable with `datasets`."""
+"""`pau-mcp export sft`: DISTILL, FINAL and answer-aware datasets from recorded runs, loadable with `datasets`.
+
+The commands run in the test's process (`run_pau`); the export `datasets` loads runs in a process of its own."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from fakellm import FakeLLM
+from pau_command import Ran, run_pau, run_pau_process
 from rlscript import brain
 
 from pau_mcp.manifests import ManifestStore
@@ -19,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[3]
 GOLD = ManifestStore(()).method("builtin/b005").description
 
 
-def _pau(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pau_mcp", *args], env=env or dict(os.environ), cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+def _pau(*args: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
+    """``pau-mcp ARGS`` in this process (or in a process of its own)."""
+    return (run_pau_process if process else run_pau)(*args, env=env or dict(os.environ), cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,9 @@ def test_a_run_of_the_wrong_kind_is_refused_with_what_would_do(recorded, tmp_pat
 
 def test_the_dataset_loads_with_hugging_face_datasets(recorded, tmp_path):
     datasets = pytest.importorskip("datasets")
-    done = _pau("export", "sft", "plain", "--kind", "final", "--out", str(tmp_path), "--data-dir", str(recorded))
+    done = _pau(
+        "export", "sft", "plain", "--kind", "final", "--out", str(tmp_path), "--data-dir", str(recorded), process=True
+    )
     assert done.returncode == 0, done.stderr
     loaded = datasets.load_dataset("json", data_files=str(tmp_path / "train.jsonl"), split="train")
     assert loaded.column_names == ["messages"] and len(loaded) == 2
