@@ -9,7 +9,9 @@ takes it), in the directory given, and with anything it changes undone afterward
 ``pau_mcp`` log handlers it adds). An exception no user would see as a message (anything but a clean exit)
 is raised in the test, where a process would have printed a traceback. What a process settles once, at import,
 stays the test process's: the commands' error console detects the terminal and colours when it is first
-imported (under pytest: no terminal, plain text, unless the tests run with ``-s`` in one).
+imported (under pytest: no terminal, plain text, unless the tests run with ``-s`` in one), and so do settings
+libraries read at their first import (``HF_HUB_OFFLINE``): a test of those keeps a process. A server a command
+starts writes its stderr to the test's, not to the run's.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+# mcp's stdio_client gives a server it starts (`pau-mcp eval`, `demo`, `rl`) the sys.stderr of when mcp.client.stdio
+# was first imported: imported here, that is the test process's own (a file), not a stream a run captures (which has
+# no file descriptor to hand a child).
+import mcp.client.stdio  # noqa: F401
 from click.testing import CliRunner
 
 from pau_mcp.cli import main

@@ -18,7 +18,6 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-import mcp.client.stdio  # noqa: F401 - see _pau
 import pytest
 from fakellm import FakeLLM
 from pau_command import Ran, run_pau, run_pau_process
@@ -41,12 +40,7 @@ def _writer(body: dict) -> str:
 
 
 def _pau(data: Path, *args: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
-    """``pau-mcp ARGS`` on the run store in ``data``: in this process, or in a process of its own.
-
-    `pau-mcp demo` gives its `pau-mcp serve` child the default stderr of mcp's ``stdio_client``: the
-    ``sys.stderr`` of when ``mcp.client.stdio`` was first imported. This module imports it, so that in this
-    process that is the test's stderr (a file), never a stream ``run_pau`` captures (which has no descriptor).
-    """
+    """``pau-mcp ARGS`` on the run store in ``data``: in this process, or in a process of its own."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_", "ANTHROPIC_", "COLUMNS"))}
     environment = clean | {"PAU_MCP_DATA_DIR": str(data)} | (env or {})
     return (run_pau_process if process else run_pau)(*args, env=environment)
