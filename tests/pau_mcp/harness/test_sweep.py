@@ -1,16 +1,15 @@
-"""`pau-mcp sweep FILE`: a whole comparison from one TOML file, resumable, ending with the report."""
+"""`pau-mcp sweep FILE`: a whole comparison from one TOML file, resumable, ending with the report. The command runs\nin the test's process (`run_pau`), and a whole sweep once in a process of its own."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from fakellm import FakeLLM
+from pau_command import Ran, run_pau, run_pau_process
 from test_eval import brain
 
 from pau_mcp.cli import main
@@ -25,13 +24,14 @@ methods = ["builtin/b001", "builtin/b002"]
 """
 
 
-def _sweep(tmp_path: Path, text: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _sweep(tmp_path: Path, text: str, *extra: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
+    """``pau-mcp sweep`` on TEXT: in this process, or in a process of its own."""
     path = tmp_path / "sweep.toml"
     path.write_text(text)
     plain = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", "sweep", str(path), "--data-dir", str(tmp_path), "--workers", "1", *extra],
-        env=plain | {"COLUMNS": "250"} | (env or {}), cwd=ROOT, capture_output=True, text=True, timeout=600,
+    return (run_pau_process if process else run_pau)(
+        "sweep", path, "--data-dir", tmp_path, "--workers", "1", *extra,
+        env=plain | {"COLUMNS": "250"} | (env or {}), cwd=ROOT,
     )  # fmt: skip
 
 
@@ -92,7 +92,7 @@ def test_a_dry_run_lists_each_run_by_the_name_eval_gives_it(tmp_path):
 
 
 def test_a_probe_sweep_runs_every_run_and_ends_with_the_report_over_them(tmp_path):
-    done = _sweep(tmp_path, PROBE)
+    done = _sweep(tmp_path, PROBE, process=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "run builtin-probe-interactive-none: 2 episodes finished now" in done.stdout
     assert "run builtin-probe-incontext-none: 2 episodes finished now" in done.stdout
