@@ -1,20 +1,23 @@
-"""``pau-mcp score``: re-scoring a predictions file or a stored run, as a real process with a fake model behind it."""
+"""``pau-mcp score``: re-scoring a predictions file or a stored run, with a fake model behind it: in the test's process
+(`run_pau`), and once in a process of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from fakellm import FakeLLM
+from pau_command import Ran, run_pau, run_pau_process
 
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import CallRecord, RunStore
+from wasm_runtime.workers import WorkerSandbox
 
 STORE = ManifestStore()
 BUILTIN = STORE.suite("builtin").methods
@@ -39,13 +42,42 @@ def fake() -> Iterator[FakeLLM]:
         yield server
 
 
-def pau(fake: FakeLLM, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+@contextlib.contextmanager
+def sandbox_workers_closed() -> Iterator[None]:
+    """The sandbox workers a command starts in this process are stopped when it returns.
+
+    `pau-mcp score` never closes its sandbox: its workers end with its process. Run here, they would outlive it.
+    """
+    started: list[WorkerSandbox] = []
+    init = WorkerSandbox.__init__
+
+    def recorded(self: WorkerSandbox, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        started.append(self)
+
+    try:
+        with mock.patch.object(WorkerSandbox, "__init__", recorded):
+            yield
+    finally:
+        for sandbox in started:
+            sandbox.close()
+
+
+def pau(fake: FakeLLM, tmp_path: Path, *args: str, process: bool = False, workers: int | None = 1) -> Ran:
+    """``pau-mcp score ARGS`` against the fake model, in this process or in a process of its own.
+
+    ``workers``: its sandbox worker processes (``PAU_MCP_WORKERS``): one, unless the test is about them (None: the
+    default, one per CPU).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_", "ANTHROPIC_"))}
     env["OPENAI_BASE_URL"] = fake.base_url
-    return subprocess.run(
-        [sys.executable, "-m", "pau_mcp", "score", *args, "--db", str(tmp_path / "runs.db"), "--data-dir", str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    if workers is not None:
+        env["PAU_MCP_WORKERS"] = str(workers)
+    words = ("score", *args, "--db", str(tmp_path / "runs.db"), "--data-dir", str(tmp_path))
+    if process:
+        return run_pau_process(*words, env=env)
+    with sandbox_workers_closed():
+        return run_pau(*words, env=env)
 
 
 def scores_by_submission(db: Path) -> dict[int, dict[str, dict[str, Any]]]:
@@ -85,7 +117,7 @@ def write_predictions(path: Path) -> None:
 def test_a_predictions_file_is_recorded_as_a_run_and_every_score_lands_in_the_store(fake, tmp_path):
     predictions = tmp_path / "predictions.jsonl"
     write_predictions(predictions)
-    done = pau(fake, tmp_path, str(predictions), *MODELS, "--json")
+    done = pau(fake, tmp_path, str(predictions), *MODELS, "--json", process=True, workers=None)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["submissions"] == 3 and summary["run"].startswith("file-predictions-")
@@ -242,7 +274,7 @@ def test_hostile_submissions_in_the_middle_of_a_file_leave_every_other_score_int
             lines.append({"id": "builtin/b002", "predicted_description": "", "code": hostile[index]})
     predictions = tmp_path / "hostile.jsonl"
     predictions.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
-    done = pau(fake, tmp_path, str(predictions), "--scores", "direct", "--json")
+    done = pau(fake, tmp_path, str(predictions), "--scores", "direct", "--json", workers=None)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["submissions"] == 7 and summary["direct"]["count"] == 7 and summary["direct"]["errors"] == 0
