@@ -56,10 +56,18 @@ def manifest_store(settings: Settings) -> ManifestStore:
 def make_sandbox(
     settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
 ) -> AnySandbox:
-    """The sandbox the settings describe (``pau_mcp.sandboxing.make_sandbox``)."""
+    """The sandbox the settings describe (``pau_mcp.sandboxing.make_sandbox``).
+
+    Made inside a command, it stops when the command ends, however it ends: commands also run inside other
+    programs (a notebook, a script, the tests), where its worker processes would otherwise outlive them.
+    """
     from ..sandboxing import make_sandbox as make
 
-    return make(settings, progress=progress, processes=processes)
+    sandbox = make(settings, progress=progress, processes=processes)
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(sandbox.close)
+    return sandbox
 
 
 def sandbox_limits(settings: Settings) -> Limits:

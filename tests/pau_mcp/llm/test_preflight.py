@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import time
-from collections.abc import Iterator
-from typing import Any
-from unittest import mock
 
 import pytest
 from pau_command import Ran, run_pau, run_pau_process
 
 from pau_mcp.llm import LLMError, LLMNotConfigured
-from wasm_runtime.workers import WorkerSandbox
 
 
 def _closed_port() -> int:
@@ -92,36 +87,13 @@ def test_anthropic_models_are_looked_up_by_name(fake, make_client, run):
 # -- the commands check before they start --------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _sandbox_workers_closed() -> Iterator[None]:
-    """The sandbox workers a command starts in this process are stopped when it returns.
-
-    `pau-mcp score` starts its sandbox before the check and never closes it: its workers end with its process.
-    Run here, they would outlive it.
-    """
-    started: list[WorkerSandbox] = []
-    init = WorkerSandbox.__init__
-
-    def recorded(self: WorkerSandbox, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        started.append(self)
-
-    try:
-        with mock.patch.object(WorkerSandbox, "__init__", recorded):
-            yield
-    finally:
-        for sandbox in started:
-            sandbox.close()
-
-
 def _pau(tmp_path, env_extra: dict[str, str], *args: str, process: bool = False) -> Ran:
     """``pau-mcp ARGS`` with only the given provider variables: in this process, or in a process of its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_", "ANTHROPIC_", "AZURE_"))}
     env.update(env_extra, PAU_MCP_DATA_DIR=str(tmp_path), PAU_MCP_DB=str(tmp_path / "runs.db"))
     if process:
         return run_pau_process(*args, env=env, timeout=120)
-    with _sandbox_workers_closed():
-        return run_pau(*args, env=env)
+    return run_pau(*args, env=env)
 
 
 def test_eval_with_an_unreachable_model_server_fails_in_seconds_in_one_line_before_any_run(tmp_path):

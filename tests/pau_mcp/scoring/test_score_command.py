@@ -9,7 +9,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
 from fakellm import FakeLLM
@@ -17,7 +16,6 @@ from pau_command import Ran, run_pau, run_pau_process
 
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import CallRecord, RunStore
-from wasm_runtime.workers import WorkerSandbox
 
 STORE = ManifestStore()
 BUILTIN = STORE.suite("builtin").methods
@@ -42,27 +40,6 @@ def fake() -> Iterator[FakeLLM]:
         yield server
 
 
-@contextlib.contextmanager
-def sandbox_workers_closed() -> Iterator[None]:
-    """The sandbox workers a command starts in this process are stopped when it returns.
-
-    `pau-mcp score` never closes its sandbox: its workers end with its process. Run here, they would outlive it.
-    """
-    started: list[WorkerSandbox] = []
-    init = WorkerSandbox.__init__
-
-    def recorded(self: WorkerSandbox, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        started.append(self)
-
-    try:
-        with mock.patch.object(WorkerSandbox, "__init__", recorded):
-            yield
-    finally:
-        for sandbox in started:
-            sandbox.close()
-
-
 def pau(fake: FakeLLM, tmp_path: Path, *args: str, process: bool = False, workers: int | None = 1) -> Ran:
     """``pau-mcp score ARGS`` against the fake model, in this process or in a process of its own.
 
@@ -76,8 +53,7 @@ def pau(fake: FakeLLM, tmp_path: Path, *args: str, process: bool = False, worker
     words = ("score", *args, "--db", str(tmp_path / "runs.db"), "--data-dir", str(tmp_path))
     if process:
         return run_pau_process(*words, env=env)
-    with sandbox_workers_closed():
-        return run_pau(*words, env=env)
+    return run_pau(*words, env=env)
 
 
 def scores_by_submission(db: Path) -> dict[int, dict[str, dict[str, Any]]]:
@@ -205,6 +181,30 @@ def test_only_the_asked_scores_are_computed(fake, tmp_path):
     assert "2 skipped" in done.stdout
     scores = scores_by_submission(tmp_path / "runs.db")
     assert [set(kinds) for kinds in scores.values()] == [{"direct"}]
+
+
+def _sandbox_workers() -> set[int]:
+    """This process's sandbox worker processes."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                status = (entry / "status").read_text()
+                parent = int(status.split("PPid:")[1].split()[0])
+                if parent == os.getpid() and b"wasm_runtime.workers" in (entry / "cmdline").read_bytes():
+                    found.add(int(entry.name))
+    return found
+
+
+def test_the_commands_sandbox_workers_stop_when_it_returns_however_it_ends(fake, tmp_path):
+    """A command also runs inside other programs (a notebook, a script, these tests): its workers end with it."""
+    before = _sandbox_workers()
+    predictions = tmp_path / "predictions.jsonl"
+    write_predictions(predictions)
+    assert pau(fake, tmp_path, str(predictions), "--scores", "direct", workers=2).returncode == 0
+    no_judge = pau(fake, tmp_path, str(predictions), "--scores", "judge", workers=2)  # refused after they started
+    assert no_judge.returncode == 2 and "judge" in no_judge.stderr
+    assert _sandbox_workers() - before == set()
 
 
 def test_gold_descriptions_give_each_methods_upper_bound_for_the_whole_suite(fake, tmp_path):
