@@ -109,11 +109,17 @@ def test_a_function_spending_its_whole_fuel_is_stopped_by_fuel_not_the_clock(san
     # Spinning burns about 5.5e9 fuel a CPU second: its whole budget takes about 3.6 times the limit, inside the
     # 5x deadline, so on a machine that gives the call a core the limit that stops it is fuel, which is
     # deterministic. On a busier machine the clock may come first (the same status), and nothing is claimed.
+    # The suite runs a worker per core, so a call may share its core for a moment: up to five tries for one that
+    # had a core to itself.
     limits = Limits(timeout_s=0.3)
-    started, cpu = time.monotonic(), time.thread_time()
-    outcome = sandbox.call(HOSTILE["spin"], "(1,)", limits=limits)
-    share = (time.thread_time() - cpu) / (time.monotonic() - started)
-    assert outcome.status is Status.TIMEOUT
-    if share < 0.9:
-        pytest.skip(f"the machine gave the call {share:.0%} of a core: the clock may rightly come first")
+    shares = []
+    for _ in range(5):
+        started, cpu = time.monotonic(), time.thread_time()
+        outcome = sandbox.call(HOSTILE["spin"], "(1,)", limits=limits)
+        shares.append((time.thread_time() - cpu) / (time.monotonic() - started))
+        assert outcome.status is Status.TIMEOUT
+        if shares[-1] >= 0.9:
+            break
+    else:
+        pytest.skip(f"the machine gave the calls {max(shares):.0%} of a core at most: the clock may rightly come first")
     assert outcome.error_message == "the function used up its CPU budget", outcome
