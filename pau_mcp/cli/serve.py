@@ -108,9 +108,14 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
           exit_with_stdin: bool, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
-    from ..server import TransportError, message_limit, run_stdio, serve_http
+    from ..server import TransportError, check_exposure, message_limit, run_stdio, serve_http
 
     settings = settings_from(values)
+    if transport == "http":
+        try:  # before the run store, the suites and the sandbox workers: nothing to undo
+            check_exposure(host, settings.token)
+        except TransportError as exc:
+            raise click.UsageError(str(exc)) from None
     _logging(settings)
     built = _build(
         settings, transport, host, port, stateless, run_name, feedback, page_size, suites, methods,

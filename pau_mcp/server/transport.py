@@ -19,7 +19,7 @@ import uvicorn
 from mcp.server import Server
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from ..listening import listen, serve_app, shown_host, uvicorn_server
+from ..listening import is_loopback, listen, serve_app, shown_host, uvicorn_server
 from .app import initialization_options, verify_bearer
 from .http import connection_cap, connection_guard, http_app
 from .stdio import stdio_streams
@@ -111,6 +111,23 @@ class HTTPService:
         return server
 
 
+def _unprotected(host: str) -> str:
+    return (
+        f"refusing to serve on {host} without a token: anyone who can reach it could run the functions. Set one "
+        "with --token or PAU_MCP_TOKEN (e.g. PAU_MCP_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())'))."
+    )
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    """Refuse, before anything is built, to serve a non-loopback address without a token (``bind_http`` refuses too).
+
+    Raises:
+        TransportError: the address is not a loopback one and there is no token.
+    """
+    if not is_loopback(host) and not token:
+        raise TransportError(_unprotected(host))
+
+
 def bind_http(
     server: Server[Any], host: str, port: int, token: str | None, stateless: bool, limits: HTTPLimits | None = None,
     tokens: Any = None, on_session_end: Callable[[str], None] | None = None,
@@ -121,12 +138,7 @@ def bind_http(
         TransportError: a non-loopback address without a token, or the port is taken.
     """
     limits = limits or HTTPLimits()
-    sock = listen(
-        host, port, token,
-        f"refusing to serve on {host} without a token: anyone who can reach it could run the functions. "
-        "Set one with --token or PAU_MCP_TOKEN (e.g. PAU_MCP_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())')).",
-        TransportError,
-    )  # fmt: skip
+    sock = listen(host, port, token, _unprotected(host), TransportError)
     bound_port = sock.getsockname()[1]
     app = http_app(
         server,

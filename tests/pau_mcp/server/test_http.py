@@ -135,6 +135,7 @@ def test_serving_beyond_loopback_without_a_token_is_refused_with_advice(tmp_path
     )  # fmt: skip
     assert result.returncode == 2
     assert "--token" in result.stderr and "PAU_MCP_TOKEN" in result.stderr
+    assert not (tmp_path / "r.db").exists()  # refused before anything was built: no run store to clean up
 
 
 def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path):
