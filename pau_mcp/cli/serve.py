@@ -19,7 +19,7 @@ from .. import eventloop
 from ..config import Settings, SettingsError, options
 from ..manifests import ManifestError
 from ..runstore import StoreError
-from .common import err, manifest_store, settings_from, step_printer
+from .common import err, make_sandbox, manifest_store, settings_from, step_printer
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -227,7 +227,6 @@ def _build(
     sandboxes: SandboxMaker | None = None,
 ) -> Served:  # fmt: skip
     """The service, sessions and MCP server of ``serve``'s options (``build_served`` and the command share it)."""
-    from ..sandboxing import make_sandbox
     from ..server import TokenSigner, build_server, create_service
 
     sandboxes = sandboxes or make_sandbox
@@ -277,7 +276,13 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
     settings = settings_from(values)
     try:
         service, sessions = create_service(
-            settings, list(suites) or ["builtin"], _split(methods), "cli", "cli", progress=step_printer()
+            settings,
+            list(suites) or ["builtin"],
+            _split(methods),
+            "cli",
+            "cli",
+            progress=step_printer(),
+            sandboxes=make_sandbox,
         )
     except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -288,8 +293,8 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
         state = sessions.get(Identity("process", f"cli-{uuid.uuid4().hex[:12]}"))
         reply = anyio.run(service.call, state, exposed, {"args": literal})
     finally:
-        # Not left to the process's exit: the command also runs inside other programs (and the tests).
-        service.sandbox.close()
+        # Not left to the process's exit: the command also runs inside other programs (and the tests). Its sandbox
+        # stops with the command (``make_sandbox``).
         service.store.close()
     click.echo(reply.text)
     sys.exit(1 if reply.is_error or (reply.structured or {}).get("status") in REFUSED else 0)
