@@ -38,9 +38,98 @@ def test_a_worker_that_dies_is_replaced_and_the_call_reports_a_crash():
 
 def test_workers_exit_when_their_parent_closes_the_pipe():
     box = WorkerSandbox(workers=2)
+    _start_both(box)
     processes = [w.process for w in list(box._idle.queue)]
+    assert len(processes) == 2
     box.close()
     assert all(p.poll() is not None for p in processes)
+
+
+SLOW = "def test_func(x):\n    while True:\n        pass"
+ECHO = "def test_func(x):\n    return x"
+
+
+def _start_both(box: WorkerSandbox) -> None:
+    """Overlap two calls, so the second starts the second worker."""
+    slow = threading.Thread(target=box.run, args=(SLOW, ["(1,)"]), kwargs={"limits": Limits(timeout_s=0.5)})
+    slow.start()
+    _wait(lambda: box._idle.qsize() == 0, "the slow call never took the first worker")
+    assert box.call(ECHO, "(2,)").value == "2"
+    slow.join(timeout=60)
+    assert box.started == 2
+
+
+def _wait(condition, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_one_worker_starts_with_the_sandbox_and_another_only_when_calls_overlap_up_to_the_most_allowed():
+    box = WorkerSandbox(workers=2)
+    try:
+        assert (box.workers, box.started) == (2, 1)
+        for n in range(5):  # calls one after another never need a second process
+            assert box.call(ECHO, f"({n},)").value == str(n)
+        assert box.started == 1 and box._idle.qsize() == 1
+        slow = [
+            threading.Thread(target=box.run, args=(SLOW, ["(1,)"]), kwargs={"limits": Limits(timeout_s=1.0)})
+            for _ in range(2)
+        ]
+        for thread in slow:
+            thread.start()
+        _wait(lambda: box.started == 2 and box._idle.qsize() == 0, "two overlapping calls never had a worker each")
+        waiting = threading.Thread(target=lambda: box.call(ECHO, "(3,)"))
+        waiting.start()  # a third call waits for one of the two: there is no room for a third process
+        waiting.join(timeout=60)
+        for thread in slow:
+            thread.join(timeout=60)
+        assert box.started == 2 and box._idle.qsize() == 2
+    finally:
+        box.close()
+
+
+def test_overlapping_async_calls_start_the_second_worker_without_blocking_the_event_loop():
+    box = WorkerSandbox(workers=2)
+    try:
+
+        async def main() -> list:
+            ticks = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await anyio.sleep(0.01)
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(tick)
+                    results = await _gather(
+                        box.acall(SLOW, "(1,)", limits=Limits(timeout_s=0.5)), box.acall(ECHO, "(7,)")
+                    )
+                    group.cancel_scope.cancel()
+            assert ticks >= 10  # the loop went on while the second worker started
+            return results
+
+        slow, echoed = anyio.run(main)
+        assert slow.status is Status.TIMEOUT and echoed.value == "7"
+        assert box.started == 2
+    finally:
+        box.close()
+
+
+async def _gather(*calls) -> list:
+    results: list = [None] * len(calls)
+
+    async def one(index: int, call) -> None:
+        results[index] = await call
+
+    async with anyio.create_task_group() as group:
+        for index, call in enumerate(calls):
+            group.start_soon(one, index, call)
+    return results
 
 
 def test_an_async_call_to_a_dead_worker_also_reports_a_crash_and_recovers():
@@ -70,6 +159,7 @@ def test_a_worker_killed_in_the_middle_of_a_batch_fails_only_that_batch():
         slow = "def test_func(x):\n    while True:\n        pass"
         limits = Limits(timeout_s=5.0)
         results: dict[str, list] = {}
+        _start_both(box)
         everyone = list(box._idle.queue)
         running = threading.Thread(
             target=lambda: results.setdefault("slow", box.run(slow, ["(1,)", "(2,)"], limits=limits))
@@ -164,6 +254,15 @@ import json, sys, threading, time
 from wasm_runtime import Limits
 from wasm_runtime.workers import WorkerSandbox
 box = WorkerSandbox(workers=2)
+# A second worker, started by a call that overlaps a slow one.
+slow = "def test_func(x):\\n    while True:\\n        pass"
+first = threading.Thread(target=box.run, args=(slow, ["(1,)"]), kwargs={"limits": Limits(timeout_s=0.5)})
+first.start()
+while box._idle.qsize():
+    time.sleep(0.01)
+box.run("def test_func(x):\\n    return x", ["(1,)"])
+first.join()
+assert box.started == 2
 # Replace one worker from a thread that then ends, as the async API does: the worker must outlive the thread.
 thread = threading.Thread(target=lambda: box._idle.put(box._replace(box._idle.get())))
 thread.start()
@@ -172,7 +271,6 @@ time.sleep(0.5)
 assert [o.value for o in box.run("def test_func(x):\\n    return x", ["(1,)"])] == ["1"]
 pids = [w.process.pid for w in list(box._idle.queue)]
 # One worker busy with a batch that would take minutes, the other idle.
-slow = "def test_func(x):\\n    while True:\\n        pass"
 threading.Thread(target=box.run, args=(slow, ["(1,)"] * 100), kwargs={"limits": Limits(timeout_s=2.0)}).start()
 while box._idle.qsize() > 1:
     time.sleep(0.01)
