@@ -37,10 +37,11 @@ def test_each_module_and_the_whole_ray_cluster_unit_run_on_a_single_worker(tmp_p
         (root / name).write_text(MODULE)
     (root / "pytest.ini").write_text("[pytest]\naddopts = --no-loadscope-reorder\n")
     log = tmp_path / "workers.log"
-    env = {**os.environ, "WORKERS_LOG": str(log)}
+    # Only pytest-xdist among the installed plugins: loading the others would double what this test costs.
+    env = {**os.environ, "WORKERS_LOG": str(log), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     env.pop("CI", None)  # the copied conftest would insist on the numpy engine
     ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q"],
+        [sys.executable, "-m", "pytest", "-p", "xdist.plugin", "-n", "2", "-p", "no:cacheprovider", "-q"],
         cwd=root, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr

@@ -95,20 +95,26 @@ class LocalCluster:
         self._start("head", "--head", "--port=0", "--num-cpus=0", "--include-dashboard=false")
         self.address = self._wait_log("head", r"--address='([^']+)'").group(1)
 
-    def add_worker(self) -> str:
-        self._count += 1
-        name = f"w{self._count}"
-        self._start(name, f"--address={self.address}", "--num-cpus=1")
-        self._wait_log(name, r"Ray runtime started")
-        return name
+    def add_workers(self, count: int) -> list[str]:
+        """Start ``count`` worker nodes at once (each mostly waits on the head while it joins) and wait for them."""
+        names = []
+        for _ in range(count):
+            self._count += 1
+            names.append(f"w{self._count}")
+            # One log monitor per host, the head's, as Ray advises: more would each ship the same files to the driver.
+            self._start(names[-1], f"--address={self.address}", "--num-cpus=1", "--include-log-monitor=false")
+        for name in names:
+            self._wait_log(name, r"Ray runtime started")
+        return names
 
     def workers(self) -> list[str]:
         """Worker nodes still running."""
         return [n for n, p in self.nodes.items() if n != "head" and p.poll() is None]
 
     def ensure_workers(self, count: int) -> None:
-        while len(self.workers()) < count:
-            self.add_worker()
+        missing = count - len(self.workers())
+        if missing > 0:
+            self.add_workers(missing)
 
     def kill(self, name: str) -> None:
         """Kill a node as a machine dies: every process of its group, and its workers, at once.
