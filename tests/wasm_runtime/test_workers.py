@@ -73,19 +73,14 @@ def test_one_worker_starts_with_the_sandbox_and_another_only_when_calls_overlap_
         for n in range(5):  # calls one after another never need a second process
             assert box.call(ECHO, f"({n},)").value == str(n)
         assert box.started == 1 and box._idle.qsize() == 1
-        slow = [
-            threading.Thread(target=box.run, args=(SLOW, ["(1,)"]), kwargs={"limits": Limits(timeout_s=1.0)})
-            for _ in range(2)
-        ]
-        for thread in slow:
+        _start_both(box)
+        calls = [threading.Thread(target=box.run, args=(SLOW, ["(1,)"]), kwargs={"limits": Limits(timeout_s=0.3)})]
+        calls += [threading.Thread(target=box.call, args=(ECHO, f"({n},)")) for n in range(3)]
+        for thread in calls:
             thread.start()
-        _wait(lambda: box.started == 2 and box._idle.qsize() == 0, "two overlapping calls never had a worker each")
-        waiting = threading.Thread(target=lambda: box.call(ECHO, "(3,)"))
-        waiting.start()  # a third call waits for one of the two: there is no room for a third process
-        waiting.join(timeout=60)
-        for thread in slow:
+        for thread in calls:
             thread.join(timeout=60)
-        assert box.started == 2 and box._idle.qsize() == 2
+        assert box.started == 2 and box._idle.qsize() == 2  # four calls at once shared the two: no third process
     finally:
         box.close()
 
