@@ -22,7 +22,7 @@ def _work_unit(nodeid: str) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The Ray cluster's tests, the longest unit (about 1.5 minutes), go first: handed out last, they would leave
+    """The Ray cluster's tests, the longest unit (about a minute), go first: handed out last, they would leave
     the other workers idle at the end."""
     items.sort(key=lambda item: _work_unit(item.nodeid) != "ray-cluster")  # stable: the rest keeps its order
 
