@@ -9,7 +9,9 @@ same outcome whichever engine ran the code.
 from __future__ import annotations
 
 import json
+import re
 import time
+from itertools import accumulate
 
 import wasmtime
 from wasmtime import WasmtimeError
@@ -36,6 +38,11 @@ NAME_CHARS = 200
 #: Longest error message kept from an outcome.
 MESSAGE_CHARS = 500
 _TEXT_FIELDS = ("value", "value_type", "error_type", "error_message", "stdout")
+#: Deepest nesting a real outcome has: its object around the deepest encoding ``values`` writes (a trace is shallower).
+_OUTCOME_NESTING = values.MAX_ENCODED_NESTING + 1
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def encoded_chars(limits: Limits) -> int:
@@ -64,6 +71,18 @@ def printable(text: str) -> str:
     return text
 
 
+def _nests_deeper_than(text: str, limit: int) -> bool:
+    """Whether JSON text nests deeper than ``limit`` levels, found by scanning it rather than parsing it.
+
+    Parsing would recurse in the host as deep as the guest chose, up to the interpreter's recursion limit; a
+    finalizer or collector callback that runs meanwhile (any thread's garbage) would then fail for want of stack.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    brackets = _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text))
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > limit
+
+
 def parse_outcome(text: str | None, fuel: int, elapsed_ms: float, size: int, limits: Limits) -> Outcome:
     """Turn the guest's outcome text into an Outcome, capping every field before it is kept.
 
@@ -79,6 +98,8 @@ def parse_outcome(text: str | None, fuel: int, elapsed_ms: float, size: int, lim
             fuel,
             elapsed_ms,
         )
+    if _nests_deeper_than(text, _OUTCOME_NESTING):
+        return _malformed("nested too deep", fuel, elapsed_ms)
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):

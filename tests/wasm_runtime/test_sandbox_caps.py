@@ -8,6 +8,7 @@ guest does not undo the change), and hands back whatever text it likes.
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -144,6 +145,38 @@ def test_an_outcome_the_guest_could_not_have_written_is_a_crash(sandbox: Sandbox
     assert outcome.error_type == "SandboxViolation"
     assert outcome.error_message.startswith("malformed outcome from the guest")
     assert sandbox.call("def test_func(x):\n    return x", "(3,)").value == "3"
+
+
+def _recurse(levels: int) -> int:
+    return 0 if levels == 0 else _recurse(levels - 1)
+
+
+def test_a_deeply_nested_outcome_is_refused_before_the_host_recurses_into_it(sandbox: Sandbox):
+    # Parsing 100,000 levels ran the host to its recursion limit: whatever Python code ran meanwhile (a finalizer,
+    # a collector callback, on any thread's garbage) failed for want of stack. The collector is made to run at
+    # every allocation, so it runs wherever the host is while it handles the outcome.
+    starved: list[RecursionError] = []
+
+    def during_collection(phase: str, info: dict) -> None:
+        try:
+            _recurse(30)
+        except RecursionError as exc:
+            starved.append(exc)
+
+    deep = '{"status": "ok", "value": "1", "encoded": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)
+    gc.callbacks.append(during_collection)
+    try:
+        outcome = sandbox.call(forge(repr(deep)), "()")
+    finally:
+        gc.callbacks.remove(during_collection)
+        gc.set_threshold(*thresholds)
+    assert (outcome.status, outcome.error_message) == (
+        Status.CRASH,
+        "malformed outcome from the guest (nested too deep)",
+    )
+    assert starved == []
 
 
 def test_lone_surrogates_in_returned_text_become_escapes_every_consumer_can_encode(sandbox: Sandbox):
