@@ -52,3 +52,10 @@ def test_each_module_and_the_whole_ray_cluster_unit_run_on_a_single_worker(tmp_p
     assert sum(1 for _ in log.read_text().splitlines()) == 15
     assert all(len(seen) == 1 for seen in workers.values()), json.dumps({k: sorted(v) for k, v in workers.items()})
     assert workers["test_ray_a"] == workers["test_ray_b"]
+
+
+def test_every_module_named_to_go_first_exists():
+    from conftest import _LONG_UNITS
+
+    root = CONFTEST.parent.parent
+    assert [unit for unit in _LONG_UNITS if not (root / unit).is_file()] == []
