@@ -40,8 +40,9 @@ MESSAGE_CHARS = 500
 _TEXT_FIELDS = ("value", "value_type", "error_type", "error_message", "stdout")
 #: Deepest nesting a real outcome has: its object around the deepest encoding ``values`` writes (a trace is shallower).
 _OUTCOME_NESTING = values.MAX_ENCODED_NESTING + 1
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+# A string (to its closing quote, or to the end if it has none) or a bracket. Left to right, each character is read
+# once: a pattern that could start again inside an unclosed string would take quadratic time on `"\"\"\"...`.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 _BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
@@ -79,8 +80,8 @@ def _nests_deeper_than(text: str, limit: int) -> bool:
     """
     if text.count("[") + text.count("{") <= limit:
         return False
-    brackets = _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text))
-    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > limit
+    steps = (_BRACKET_STEP.get(token, 0) for token in _JSON_TOKEN.findall(text))
+    return max(accumulate(steps), default=0) > limit
 
 
 def parse_outcome(text: str | None, fuel: int, elapsed_ms: float, size: int, limits: Limits) -> Outcome:

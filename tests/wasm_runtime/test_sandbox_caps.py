@@ -123,6 +123,8 @@ def test_hundred_megabyte_outcomes_never_pile_up_in_host_memory():
         '{"status": "ok", "value": "1", "encoded": ' + "[" * 100_000 + "]" * 100_000 + "}",
         '{"status": "ok", "value": "1", "encoded": ' + "[" * 700 + "]" * 700 + "}",
         '{"status": "ok", "value": "1", "encoded": 1' + "0" * 5000 + "}",
+        # Unclosed, with brackets after it: a depth scan that restarted at every quote took minutes on this.
+        '{"status": "ok", "value": "1", "encoded": "' + '\\"' * 300_000 + "[" * 700,
     ],
     ids=[
         "not JSON",
@@ -137,6 +139,7 @@ def test_hundred_megabyte_outcomes_never_pile_up_in_host_memory():
         "nested beyond the JSON parser",
         "nested beyond any real encoding",
         "a JSON int of 5000 digits",
+        "an unclosed string of escaped quotes",
     ],
 )
 def test_an_outcome_the_guest_could_not_have_written_is_a_crash(sandbox: Sandbox, text):
