@@ -548,9 +548,9 @@ async def _drive(
         limiter = anyio.Semaphore(max(1, jobs))
 
         async def one(position: int) -> None:
-            async with limiter:
+            async with limiter:  # written before the slot frees: with one job, functions are decided in order
                 record = await work(position)
-            state.record(record)
+                state.record(record)
             records[record.key] = record
             advance()
 

@@ -1,7 +1,8 @@
 """Choosing a method's shown examples and hidden tests among the inputs that ran.
 
 Examples follow the paper: drawn at random (from the run's seed), two with different outputs, never two that both
-return their argument unchanged, and never one that shows the function's original name. Tests go further than
+return their argument unchanged, and never one that shows the function's original name; an input that alone
+reaches some line or branch is shown only when no other will do, so the tests keep it. Tests go further than
 the paper, which kept whatever was left: they are picked greedily for what they exercise, each next test the one
 that adds the most not yet covered, counting the lines and branches of the hidden source it runs (the operator's
 coverage tracer, ``scoring.coverage``), the distinct outputs it gives and the types of those outputs. Inputs that
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import random
+from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -83,8 +85,11 @@ def select_cases(
     """
     order = list(ran)
     rng.shuffle(order)
+    # An input that alone reaches some line or branch is kept for the tests when another can be shown instead.
+    reached = Counter(u for r in ran for u in r.units)
+    alone = {r.input for r in ran if any(reached[u] == 1 for u in r.units)}
     shown: list[Ran] = []
-    for candidate in order:
+    for candidate in sorted(order, key=lambda r: r.input in alone):  # stable: the shuffled order among equals
         if len(shown) >= examples:
             break
         if _reveals(candidate, hide) or any(candidate.shown == s.shown for s in shown):

@@ -70,7 +70,9 @@ class ScriptedModel:
         if "Write the Python function described below" in text:
             known = next((k for k in self.known if k.phrase and k.phrase in text), None)
             self.asked["coder", known.marker if known else "?"] += 1
-            return f"```python\n{known.code}\n```" if known else "```python\ndef test_func(*args):\n    return None\n```"
+            return (
+                f"```python\n{known.code}\n```" if known else "```python\ndef test_func(*args):\n    return None\n```"
+            )
         step = "validator" if "Write an input check" in text else "inputs" if "Propose inputs" in text else "describe"
         known = self._about(text)
         if known is None:
