@@ -37,6 +37,9 @@ VALIDATOR = "validate_input_args"
 #: Most calls read from one reply; longest reply read, description kept, and argument literal.
 MAX_CALLS = 60
 _MAX_REPLY_CHARS = 200_000
+# A validator is a few lines; its reply is cut short before the fence reader (scoring.extract_code), whose pattern
+# is quadratic on a long line of backticks (a megabyte of them takes minutes).
+_MAX_VALIDATOR_REPLY_CHARS = 12_000
 _MAX_DESCRIPTION_CHARS = 4000
 _MAX_CALL_CHARS = 16 * 1024
 _MAX_CONTEXT_CHARS = 6000
@@ -101,7 +104,7 @@ def read_validator(reply: str, params: list[str]) -> tuple[str | None, str]:
     examples or prints at the top level, which would run with every call). The function must take as many
     positional parameters as ``test_func``'s header lists (``params``, without ``*args``).
     """
-    code = extract_code(_clip(reply or "", _MAX_REPLY_CHARS), VALIDATOR)
+    code = extract_code(_clip(reply or "", _MAX_VALIDATOR_REPLY_CHARS), VALIDATOR)
     if code is None:
         return None, "the reply holds no code"
     try:

@@ -293,7 +293,7 @@ class _Creator:
     def select(self, record: Record, work: _Work, ran: list[Ran]) -> Selection | _Refused:
         o = self.options
         chosen = select_cases(
-            ran, examples=o.examples, min_tests=o.min_tests, max_tests=o.max_tests, rng=self.rng(work.method_id),
+            ran, examples=o.examples, min_tests=o.min_tests, max_tests=o.max_tests, rng=self.rng(f"{record.key}/{work.method_id.split('/', 1)[1]}"),
             hide=work.hide,
         )  # fmt: skip
         if isinstance(chosen, str):
