@@ -119,7 +119,7 @@ def read_validator(reply: str, params: list[str]) -> tuple[str | None, str]:
     required = len(positional) - len(function.args.defaults)
     if required > len(fixed) or (len(fixed) > len(positional) and function.args.vararg is None):
         return None, f"{VALIDATOR} takes {len(positional)} arguments, test_func's header {len(fixed)}"
-    kept = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) or n is function]
+    kept: list[ast.stmt] = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) or n is function]
     return ast.unparse(ast.Module(body=kept, type_ignores=[])) + "\n", "ok"
 
 

@@ -20,6 +20,7 @@ import ast
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from wasm_runtime import decode, parse_python, values_equal
 
@@ -86,8 +87,8 @@ def _is_number(node: ast.AST) -> bool:
 
 
 def _bump(node: ast.AST) -> str:
-    assert isinstance(node, ast.Constant)
-    old = node.value
+    assert isinstance(node, ast.Constant) and type(node.value) in (int, float)
+    old: int | float = node.value  # type: ignore[assignment]
     node.value = old + 1
     return f"constant {old!r} -> {node.value!r}"
 
@@ -150,6 +151,14 @@ def _argument_orders(method: Method) -> list[Candidate]:
     return out
 
 
+def _itself(value: Any) -> Any:
+    return value
+
+
+def _length(value: Any) -> int:
+    return len(value)
+
+
 def _literal(text: str) -> object:
     return ast.literal_eval(parse_python(text, mode="eval").body)
 
@@ -174,10 +183,11 @@ def _edge_cases(method: Method, rng: random.Random) -> list[Candidate]:
         values = [row[0][position] for row in rows if len(row[0]) > position]
         if len(values) != len(rows) or len(rows) < 2:
             continue
+        measure: Callable[[Any], Any]
         if all(type(v) in (int, float) for v in values):
-            measure, test = (lambda v: v), name
+            measure, test = _itself, name
         elif all(isinstance(v, (str, list, tuple, dict, set, frozenset, bytes)) for v in values):
-            measure, test = (lambda v: len(v)), f"len({name})"  # type: ignore[arg-type]
+            measure, test = _length, f"len({name})"
         else:
             continue
         measured = sorted({measure(v) for v in values})

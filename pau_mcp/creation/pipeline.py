@@ -120,7 +120,8 @@ class CreateOptions:
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the first (JSON-ready; not the limits or the concurrency)."""
         fields = {k: v for k, v in self.__dict__.items() if k not in ("limits", "jobs")}
-        return json.loads(json.dumps(fields))  # tuples as lists, as they come back from the file
+        same: dict[str, Any] = json.loads(json.dumps(fields))  # tuples as lists, as they come back from the file
+        return same
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import random
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from wasm_runtime import Outcome, decode, parse_python, values_equal
 
@@ -86,8 +87,8 @@ def select_cases(
     order = list(ran)
     rng.shuffle(order)
     # An input that alone reaches some line or branch is kept for the tests when another can be shown instead.
-    reached = Counter(u for r in ran for u in r.units)
-    alone = {r.input for r in ran if any(reached[u] == 1 for u in r.units)}
+    providers = Counter(u for r in ran for u in r.units)
+    alone = {r.input for r in ran if any(providers[u] == 1 for u in r.units)}
     shown: list[Ran] = []
     for candidate in sorted(order, key=lambda r: r.input in alone):  # stable: the shuffled order among equals
         if len(shown) >= examples:
@@ -114,11 +115,11 @@ def select_cases(
     tests.extend(pool[: max_tests - len(tests)])
     if len(tests) < min_tests:
         return f"{len(ran)} working inputs leave {len(tests)} for hidden tests after {examples} examples; --min-tests is {min_tests}"
-    seen = {u for r in ran for u in r.units}
-    reached = {u for r in tests for u in r.units}
+    seen: set[Any] = {u for r in ran for u in r.units}
+    reached: set[Any] = {u for r in tests for u in r.units}
 
     def part(kind: str) -> str:
-        return f"{sum(1 for u in reached if u[0] == kind)} of {sum(1 for u in seen if u[0] == kind)}"  # type: ignore[index]
+        return f"{sum(1 for u in reached if u[0] == kind)} of {sum(1 for u in seen if u[0] == kind)}"
 
     detail = (
         f"{len(shown)} examples and {len(tests)} tests from {len(ran)} working inputs; the tests reach "
