@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from wasm_runtime import (
     Limits,
@@ -547,17 +548,25 @@ async def _drive(
             else:
                 todo.append(position)
         limiter = anyio.Semaphore(max(1, jobs))
+        stopped: list[Exception] = []  # what ends the run (a fatal model error): raised as itself, once the rest stop
 
-        async def one(position: int) -> None:
-            async with limiter:  # written before the slot frees: with one job, functions are decided in order
-                record = await work(position)
-                state.record(record)
+        async def one(position: int, group: anyio.abc.TaskGroup) -> None:
+            try:
+                async with limiter:  # written before the slot frees: with one job, functions are decided in order
+                    record = await work(position)
+                    state.record(record)
+            except Exception as exc:
+                stopped.append(exc)
+                group.cancel_scope.cancel()
+                return
             records[record.key] = record
             advance()
 
         async with anyio.create_task_group() as group:
             for position in todo:
-                group.start_soon(one, position)
+                group.start_soon(one, position, group)
+        if stopped:
+            raise stopped[0]
     report.records = [records[key] for key in keys]
 
 

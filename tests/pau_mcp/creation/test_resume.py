@@ -100,7 +100,25 @@ def test_the_same_seed_and_replies_make_the_same_suite(tmp_path, serve):
     for name, seed in (("one", "5"), ("two", "5"), ("three", "6")):
         ran = run_create(fake, tmp_path / "data", tmp_path / "suites", funcs, "--suite", name, "--seed", seed)
         assert ran.returncode == 0, ran.stdout
+        spend = report_of(ran)["spend"]
+        if name != "one":  # the same functions ask the same things: the response cache answers, for free
+            assert spend["cached"] == spend["calls"] > 0 and spend["cost_usd"] == 0
         suite = ManifestStore([tmp_path / "suites"], include_packaged=False).suite(name)
         made[name] = [dump_method(m).replace(f'"{name}/', '"S/') for m in suite.methods.values()]
     assert made["one"] == made["two"]
     assert made["one"] != made["three"]  # another seed shows other examples
+
+
+def test_a_key_the_provider_refuses_stops_the_run_and_keeps_what_was_decided(tmp_path, serve):
+    funcs = corpus(tmp_path / "funcs")
+    fake = serve(ScriptedModel([FIRST, SECOND]))
+    fake.require_key = "another-key"
+    from pau_command import run_pau
+
+    ran = run_pau(
+        "create", funcs, "--model", MODEL, "--manifests", tmp_path / "suites", env=create_env(fake, tmp_path / "data")
+    )
+    assert ran.returncode == 1
+    assert "401" in ran.stderr and "check OPENAI_API_KEY" in ran.stderr
+    assert "run the same command again to go on" in ran.stderr
+    assert (tmp_path / "data" / "creation" / "funcs.jsonl").is_file()

@@ -182,3 +182,25 @@ def test_without_the_datasets_library_the_error_names_the_extra(tmp_path, monkey
     monkeypatch.setattr(builtins, "__import__", without_datasets)
     with pytest.raises(DatasetUnavailable, match=r"pip install 'pau-mcp\[datasets\]'"):
         load_source("cruxeval", tmp_path / "x.parquet", cache_dir=tmp_path / "cache")
+
+
+def test_without_a_file_or_network_the_hub_load_says_to_pass_from(tmp_path):
+    """The hub's offline switches are read when `datasets` is first imported: this runs in a process of its own."""
+    import os
+
+    from pau_command import run_pau_process
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OPENAI_API_KEY": "k"}
+    env["PAU_MCP_DATA_DIR"] = str(tmp_path / "data")
+    ran = run_pau_process("create", "cruxeval", "--model", "openai/gpt-4o-mini", "--manifests", tmp_path / "s", env=env)
+    assert ran.returncode == 1
+    assert "could not read cruxeval from the hub (cruxeval-org/cruxeval)" in ran.stderr
+    assert "download cruxeval-org/cruxeval elsewhere and pass --from FILE" in ran.stderr
+
+
+def test_the_command_knows_the_same_datasets_and_changes_as_the_package():
+    """The command keeps its own copies, so that `pau-mcp --help` does not import the pipeline."""
+    from pau_mcp.cli import create
+    from pau_mcp.creation import KINDS
+
+    assert tuple(DATASETS) == create._DATASETS and create._KINDS == KINDS
