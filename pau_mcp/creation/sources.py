@@ -21,7 +21,7 @@ import ast
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -399,11 +399,15 @@ def load_source(name: str, path: Path | None, *, cache_dir: Path, limit: int | N
         dataset.name, f"{dataset.name} ({path or dataset.hub})", dataset.split, dataset.prefix,
         url=f"https://huggingface.co/datasets/{dataset.hub}",
     )  # fmt: skip
+    seen: set[str] = set()
     for item in dataset.items(rows):
         if item is None:
             source.skipped += 1
             continue
         if limit is not None and len(source.items) >= limit:
             break
+        if item.key in seen:  # a dataset whose id column repeats: the row's position tells them apart
+            item = replace(item, key=f"{item.key}#{item.index}")
+        seen.add(item.key)
         source.items.append(item)
     return source

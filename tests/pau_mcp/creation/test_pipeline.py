@@ -91,7 +91,7 @@ def write_corpus(folder: Path, corpus: dict[str, tuple[str, Known | None, str]])
 
 
 @pytest.fixture(scope="module")
-def outcome(tmp_path_factory, request) -> dict[str, Any]:
+def outcome(tmp_path_factory) -> dict[str, Any]:
     """The corpus created once: the report, the manifests directory and the scripted model's record."""
     from fakellm import FakeLLM
 
