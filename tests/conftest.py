@@ -34,6 +34,8 @@ _LONG_UNITS = [
     "tests/pau_mcp/harness/test_report_every_score.py",
     "tests/pau_mcp/manifests/test_packaged_suites.py",
     "tests/pau_mcp/server/test_tokens.py",
+    "tests/pau_mcp/creation/test_sources.py",
+    "tests/pau_mcp/creation/test_resume.py",
 ]
 
 

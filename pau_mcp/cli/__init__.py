@@ -19,6 +19,7 @@ _COMMANDS = {
     "run-code": "sandbox:run_code",
     "manifests": "manifests:manifests",
     "import": "importers:import_",
+    "create": "create:create",
     "serve": "serve:serve",
     "call": "serve:call",
     "methods": "serve:methods",

@@ -102,7 +102,7 @@ def report(
         )
         result = build_report(
             runs, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed, failure_labels=labels,
-            suites=profiles,
+            suites=profiles, variant_origins=_variant_origins(settings, runs),
         )  # fmt: skip
     except ReportError as exc:
         raise click.ClickException(str(exc)) from None
@@ -145,6 +145,22 @@ def _profiles(settings: Settings, runs: Sequence[RunData], asked: Sequence[str])
             raise click.ClickException(f"{exc}; `pau-mcp manifests list` shows the suites") from None
         profiles.append(suite_profile(name, suite.methods.values()))
     return profiles
+
+
+def _variant_origins(settings: Settings, runs: Sequence[RunData]) -> dict[str, str]:
+    """Each variant among the runs' methods -> the method it was made from, read from the installed suites."""
+    from pau_mcp.manifests import ManifestError
+
+    manifests = manifest_store(settings)
+    known = set(manifests.names())
+    origins: dict[str, str] = {}
+    for name in sorted({m.method_id.split("/", 1)[0] for run in runs for m in run.methods} & known):
+        try:
+            suite = manifests.suite(name)
+        except ManifestError:
+            continue  # a broken suite is reported where it is described; the table just leaves it out
+        origins.update({m.id: m.provenance.variant_of for m in suite.methods.values() if m.provenance.variant_of})
+    return origins
 
 
 def _store(settings: Settings) -> RunStore:

@@ -11,6 +11,8 @@
   methods (``pau-mcp score --gold``).
 - Exploration coverage (``pau-mcp coverage``): per run, how much of what the hidden tests execute the
   agents' calls reached, its distribution, and how it relates to the scores.
+- Memorisation (``pau-mcp create --variants-of``): per model, its score on original methods against its score
+  on their variants; a drop is evidence that the originals' answers were remembered rather than found.
 
 Pure functions over what ``report`` loaded; rendering is in ``render`` and ``plots``.
 """
@@ -25,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pau_mcp.harness.stats import ScoreStats, codematch_stats, spearman
+from pau_mcp.harness.stats import BootstrapResult, ScoreStats, codematch_stats, paired_bootstrap, spearman
 
 if TYPE_CHECKING:  # report imports this module; these are annotations only
     from pau_mcp.harness.report import RunData
@@ -37,11 +39,13 @@ __all__ = [
     "CoverageSummary",
     "SuiteProfile",
     "UpperBound",
+    "VariantGap",
     "contradictions",
     "correlations",
     "coverage_summaries",
     "suite_profile",
     "upper_bounds",
+    "variant_gaps",
 ]
 
 #: Test-suite size bins of the suite table: [low, high) with the last open.
@@ -310,3 +314,68 @@ def coverage_summaries(runs: Sequence[RunData], kinds: Sequence[str], unscored_a
             )
         )
     return found
+
+
+@dataclass(frozen=True)
+class VariantGap:
+    """One model's score on original methods against its score on their variants, for one kind.
+
+    Attributes:
+        model: The model (a run without a recorded model stands for itself, by its name).
+        runs: The model's runs that scored originals or variants.
+        kind: The score kind.
+        test: The paired bootstrap over (original, variant) pairs both scored, A = originals, B = variants:
+            ``mean_a - mean_b`` is the drop, ``p_a_better`` the chance the originals are not really ahead.
+    """
+
+    model: str
+    runs: tuple[str, ...]
+    kind: str
+    test: BootstrapResult
+
+    @property
+    def drop(self) -> float:
+        """Mean score on the originals minus the mean on their variants."""
+        return self.test.mean_a - self.test.mean_b
+
+
+def variant_gaps(
+    runs: Sequence[RunData],
+    origins: dict[str, str],
+    kinds: Sequence[str],
+    unscored_as_one: bool,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> list[VariantGap]:
+    """For each model, its scores on originals paired with its scores on their variants, per kind.
+
+    Args:
+        runs: The runs (a model's originals and variants may be in one run or in several).
+        origins: Each variant's method id -> the id of the method it was made from (its provenance).
+        kinds: The kinds the report shows.
+        unscored_as_one: How unscored judge replies count.
+        resamples: Bootstrap resamples.
+        seed: Bootstrap seed.
+    """
+    by_model: dict[str, list[RunData]] = {}
+    for run in runs:
+        by_model.setdefault(run.setting("model") or run.name, []).append(run)
+    gaps = []
+    for model, own in by_model.items():
+        for kind in kinds:
+            found: dict[str, list[float]] = {}
+            used: set[str] = set()
+            for run in own:
+                for method, value in _per_method(run, kind, unscored_as_one).items():
+                    found.setdefault(method, []).append(value)
+                    used.add(run.name)
+            scores = {method: math.fsum(values) / len(values) for method, values in found.items()}
+            pairs = sorted((origins[v], v) for v in scores if v in origins and origins[v] in scores)
+            if not pairs:
+                continue
+            test = paired_bootstrap(
+                [scores[o] for o, _ in pairs], [scores[v] for _, v in pairs], resamples=resamples, seed=seed
+            )
+            relevant = tuple(r.name for r in own if r.name in used)
+            gaps.append(VariantGap(model, relevant, kind, test))
+    return gaps

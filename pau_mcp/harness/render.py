@@ -61,7 +61,8 @@ class TableData:
 
     Attributes:
         key: A stable identifier (``runs``, a score kind such as ``judge`` or ``direct``, ``modes``, ``pairs``,
-            ``failures``, ``arguments``, ``sizes``, ``correlations``, ``contradictions``, ``upper_bounds``).
+            ``failures``, ``arguments``, ``sizes``, ``correlations``, ``contradictions``, ``upper_bounds``,
+            ``variants``).
         title: The heading.
         columns: Column headings.
         rows: Cells as text, one list per row.
@@ -111,6 +112,8 @@ def report_tables(report: Report) -> list[TableData]:
         tables.append(_contradictions_table(report))
     if report.coverage:
         tables.append(_coverage_table(report))
+    if report.variants:
+        tables.append(_variants_table(report))
     if any(s.failures is not None for s in report.summaries):
         tables.append(_failures_table(report))
     if report.suites:
@@ -242,6 +245,23 @@ def _upper_bounds_table(report: Report) -> TableData:
         "`pau-mcp score --gold`) over the n methods that have both."
     )
     return TableData("upper_bounds", "Code match against its upper bound", columns, rows, caption)
+
+
+def _variants_table(report: Report) -> TableData:
+    columns = ["model", "score", "pairs", "originals", "variants", "drop", "p(orig>var)", "significant"]
+    rows = [
+        [
+            g.model, _KIND_NAMES[g.kind], str(g.test.n), _mean(g.kind, g.test.mean_a), _mean(g.kind, g.test.mean_b),
+            f"{g.drop:+.3f}", _p(g.test.p_a_better),
+            "yes *" if g.test.p_a_better is not None and g.test.p_a_better < report.significance else "no",
+        ]
+        for g in report.variants
+    ]  # fmt: skip
+    caption = (
+        "Each model's mean score on original methods and on the variants made from them (pau-mcp create "
+        "--variants-of), over the pairs it scored both of; a significant drop is evidence of memorised answers."
+    )
+    return TableData("variants", "Originals against their variants (memorisation)", columns, rows, caption)
 
 
 def _correlations_table(report: Report) -> TableData:

@@ -25,10 +25,12 @@ from pau_mcp.harness.analyses import (
     CoverageSummary,
     SuiteProfile,
     UpperBound,
+    VariantGap,
     contradictions,
     correlations,
     coverage_summaries,
     upper_bounds,
+    variant_gaps,
 )
 from pau_mcp.harness.labels import FAILURE_LABELS, UNCLASSIFIED
 from pau_mcp.harness.stats import (
@@ -410,6 +412,7 @@ class Report:
         contradictions: Per run with checked episodes, how often descriptions contradict observations.
         upper_bounds: Per run with code match, its mean beside the gold descriptions' on the same methods.
         coverage: Per run with measured episodes, its exploration coverage and how it relates to the scores.
+        variants: Per model and kind, its score on original methods against their variants (memorisation).
         significance: The p-value below which a difference is marked significant (0.05).
     """
 
@@ -430,6 +433,7 @@ class Report:
     contradictions: list[Contradictions] = field(default_factory=list)
     upper_bounds: list[UpperBound] = field(default_factory=list)
     coverage: list[CoverageSummary] = field(default_factory=list)
+    variants: list[VariantGap] = field(default_factory=list)
     significance: float = 0.05
 
     @property
@@ -530,6 +534,7 @@ def build_report(
     seed: int = 0,
     failure_labels: dict[str, dict[str, str]] | None = None,
     suites: Sequence[SuiteProfile] = (),
+    variant_origins: dict[str, str] | None = None,
 ) -> Report:
     """Compute every number of a report.
 
@@ -540,6 +545,8 @@ def build_report(
         seed: Bootstrap seed (each test starts from it, so a pair's p-values do not depend on the other runs).
         failure_labels: Per run, per method, a failure label from ``failures.classify_failures``.
         suites: Profiles of the suites to describe (``analyses.suite_profile``).
+        variant_origins: Each variant's method id -> its original's (from the manifests' provenance), for the
+            memorisation table.
 
     Raises:
         ReportError: neither runs nor suites, or fewer than one resample.
@@ -575,6 +582,7 @@ def build_report(
         contradictions=contradictions(runs),
         upper_bounds=upper_bounds(runs, unscored_as_one),
         coverage=coverage_summaries(runs, kinds, unscored_as_one),
+        variants=variant_gaps(runs, variant_origins or {}, kinds, unscored_as_one, resamples, seed),
     )
     report.notes.extend(_notes(report))
     return report
@@ -795,6 +803,12 @@ def _notes(report: Report) -> list[str]:
         notes.append(
             "Upper bound: code match of the gold descriptions (pau-mcp score --gold) on the same methods, by the same "
             "code writer; the ratio is the run's share of it."
+        )
+    if report.variants:
+        notes.append(
+            "Originals against variants: per model, the methods of a suite made with `pau-mcp create --variants-of` "
+            "paired with the methods they were made from, both scored by that model; a drop that the paired bootstrap "
+            "calls significant (p(orig>var) small) is evidence that the originals' answers were remembered."
         )
     if report.modes and report.kinds:
         notes.append(

@@ -1,11 +1,23 @@
 """Hidden-method suites: the manifest model, suites on disk, and importers."""
 
-from .model import Case, FrozenOutcome, Method, Provenance, SuiteInfo, Tags, call_arguments, call_text, tool_name
+from .model import (
+    Case,
+    FrozenOutcome,
+    GoldCheck,
+    Method,
+    Provenance,
+    SuiteInfo,
+    Tags,
+    call_arguments,
+    call_text,
+    tool_name,
+)
 from .store import ManifestError, ManifestStore, Suite, dump_method, packaged_manifests
 
 __all__ = [
     "Case",
     "FrozenOutcome",
+    "GoldCheck",
     "ManifestError",
     "ManifestStore",
     "Method",

@@ -20,6 +20,7 @@ from wasm_runtime import Outcome, Status, parse_python
 __all__ = [
     "Case",
     "FrozenOutcome",
+    "GoldCheck",
     "Method",
     "Provenance",
     "SuiteInfo",
@@ -147,8 +148,19 @@ class Case(BaseModel):
     outcome: FrozenOutcome | None = None
 
 
+class GoldCheck(BaseModel):
+    """How ``pau-mcp create`` checked a gold description: code a model wrote from it, matched on the hidden tests."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    coder_model: str
+    match: float = Field(ge=0, le=1, description="Share of the hidden tests the code matched.")
+    min_match: float = Field(ge=0, le=1, description="The share it had to reach (--gold-min-match).")
+    source: Literal["docs", "model"] = Field(description="docs: the dataset's own; model: written by the model.")
+
+
 class Provenance(BaseModel):
-    """Where a method comes from."""
+    """Where a method comes from (operator-only, like everything but the header and examples)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -157,6 +169,9 @@ class Provenance(BaseModel):
     original_name: str | None = None  # the function's real name, which nothing agent-facing may reveal
     license: str | None = None
     url: str | None = None
+    variant_of: str | None = None  # the method a variant was made from (pau-mcp create --variants-of)
+    variant_change: str | None = None  # what was changed to make it
+    gold_check: GoldCheck | None = None
 
 
 class Tags(BaseModel):

@@ -36,7 +36,7 @@ from wasm_runtime import Limits, Outcome, Sandbox, Status, parse_python
 
 from ..manifests import Method
 
-__all__ = ["TRACE_SLOWDOWN", "SourceShape", "measure_coverage", "source_shape"]
+__all__ = ["TRACE_SLOWDOWN", "SourceShape", "measure_coverage", "source_shape", "trace_limits", "traced_parts"]
 
 #: Tracing costs many times a call's work: coverage runs get this many times the sandbox's time per input.
 TRACE_SLOWDOWN = 10
@@ -90,21 +90,42 @@ class _Traced:
     lost: int = 0
 
 
+def traced_parts(outcome: Outcome, shape: SourceShape) -> tuple[set[int], set[tuple[int, int]]] | None:
+    """The statement lines and the branches one traced run executed, or None when it left no trace.
+
+    A run leaves none when it stopped before the guest could report (a limit, a crash) or was never run.
+    """
+    trace = outcome.extra.get("trace")
+    if not trace:
+        return None
+    lines = {shape.line(line) for line in trace["lines"]}
+    branches: set[tuple[int, int]] = set()
+    for start, end in trace["arcs"]:
+        a, b = shape.line(start), shape.line(end)
+        if a != b and a in shape.branching:
+            branches.add((a, b))
+    return lines, branches
+
+
+def trace_limits(limits: Limits) -> Limits:
+    """Limits for a traced run: ``TRACE_SLOWDOWN`` times the time and CPU of ``limits``, for the tracer."""
+    return dataclasses.replace(
+        limits, timeout_s=min(3600.0, limits.timeout_s * TRACE_SLOWDOWN), fuel=limits.fuel_budget * TRACE_SLOWDOWN
+    )
+
+
 def _collect(outcomes: Sequence[Outcome], shape: SourceShape) -> _Traced:
     traced = _Traced()
     for outcome in outcomes:
         if outcome.status is Status.INVALID_INPUT:
             continue  # nothing ran
         traced.inputs += 1
-        trace = outcome.extra.get("trace")
-        if not trace:
+        parts = traced_parts(outcome, shape)
+        if parts is None:
             traced.lost += 1  # stopped before the guest could report (a limit, a crash), or a malformed trace
             continue
-        traced.lines.update(shape.line(line) for line in trace["lines"])
-        for start, end in trace["arcs"]:
-            a, b = shape.line(start), shape.line(end)
-            if a != b and a in shape.branching:
-                traced.branches.add((a, b))
+        traced.lines.update(parts[0])
+        traced.branches.update(parts[1])
     return traced
 
 
@@ -143,10 +164,7 @@ async def measure_coverage(
             "status": "unavailable",
             "reason": f"a {type(sandbox).__name__} cannot trace; use an in-process Sandbox",
         }
-    base = limits or sandbox.limits
-    traced_limits = dataclasses.replace(
-        base, timeout_s=min(3600.0, base.timeout_s * TRACE_SLOWDOWN), fuel=base.fuel_budget * TRACE_SLOWDOWN
-    )
+    traced_limits = trace_limits(limits or sandbox.limits)
     shape = source_shape(method.source)
 
     async def run(inputs: list[str]) -> list[Outcome]:

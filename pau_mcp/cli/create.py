@@ -1,0 +1,216 @@
+"""``pau-mcp create SOURCE`` and ``pau-mcp create --variants-of SUITE``: new suites, and variants of a suite's methods.
+
+Exit 0 when a suite was written (refused functions are listed with their reasons), 1 when nothing was kept, the
+source could not be read or a model could not be used at all (what was decided is kept: the same command goes on
+from there), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import eventloop
+from ..config import options
+from .common import bar, err, make_sandbox, manifest_store, sandbox_limits, settings_from, step_printer
+
+__all__ = ["create"]
+
+_KINDS = ("constant", "comparison", "arithmetic", "argument-order", "edge-case", "composition")
+_DATASETS = ("cruxeval", "mbpp", "humaneval", "code-alpaca", "magicoder")
+
+
+@click.command("create")
+@click.argument("source", required=False, metavar="[SOURCE]")
+@click.option(
+    "--from",
+    "from_path",
+    type=click.Path(exists=True, path_type=Path),
+    help="The dataset's rows: a .parquet, .jsonl, .json or .csv file, or a folder (a saved dataset or data files); "
+    "without it the dataset is loaded from the Hugging Face hub.",
+)
+@click.option("--variants-of", "variants_of", metavar="SUITE", help="Make variants of this suite's methods instead.")
+@click.option(
+    "--model", required=True, help="The model that writes validators, inputs and descriptions (provider/model)."
+)
+@click.option(
+    "--suite", help="The new suite's name (default: <dataset>-<split>, the file or folder name, <SUITE>-variants)."
+)
+@click.option(
+    "--split", type=click.Choice(["test", "train"]), help="The suite's split (default: the paper's for the dataset)."
+)
+@click.option(
+    "--gold",
+    type=click.Choice(["auto", "docs", "model"]),
+    default="auto",
+    show_default=True,
+    help="Gold descriptions from the source's docs, then the model's (auto); the docs only; the model only.",
+)
+@click.option(
+    "--gold-min-match",
+    type=click.FloatRange(0, 1),
+    default=0.8,
+    show_default=True,
+    help="Keep a gold description only if code written from it matches this share of the hidden tests.",
+)
+@click.option("--examples", type=click.IntRange(1, 10), default=2, show_default=True, help="Examples shown to agents.")
+@click.option("--min-tests", type=click.IntRange(1, 1000), default=4, show_default=True, help="Fewest hidden tests.")
+@click.option("--max-tests", type=click.IntRange(1, 1000), default=20, show_default=True, help="Most hidden tests.")
+@click.option(
+    "--inputs", "asked", type=click.IntRange(1, 60), default=20, show_default=True, help="Calls asked of the model."
+)
+@click.option("--no-validator", is_flag=True, help="Do not add a model-written input validator (the paper did).")
+@click.option(
+    "--change",
+    "changes",
+    multiple=True,
+    type=click.Choice(_KINDS),
+    help="With --variants-of: the kinds of change allowed (repeatable; default all).",
+)
+@click.option(
+    "--per-method",
+    type=click.IntRange(1, 10),
+    default=1,
+    show_default=True,
+    help="With --variants-of: variants per method.",
+)
+@click.option(
+    "--tries",
+    type=click.IntRange(1, 100),
+    default=10,
+    show_default=True,
+    help="With --variants-of: most changes tried per method.",
+)
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N functions (methods).")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seeds every random choice: the same seed and model replies make the same suite.",
+)
+@click.option(
+    "--state",
+    "state_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The state file (default: DATA_DIR/creation/<suite>.jsonl).",
+)
+@click.option("--restart", is_flag=True, help="Forget the state of an earlier run of this suite and begin again.")
+@click.option("--replace", is_flag=True, help="Overwrite an existing suite of that name.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (every function's steps).")
+@options(
+    "manifests", "data_dir", "cache_dir", "timeout_s", "memory_mb", "max_output_kb", "coder_model", "pricing",
+    "model_capabilities", "llm_timeout_s", "llm_concurrency", "llm_retries",
+)  # fmt: skip
+def create(
+    source: str | None, from_path: Path | None, variants_of: str | None, model: str, suite: str | None,
+    split: str | None, gold: str, gold_min_match: float, examples: int, min_tests: int, max_tests: int, asked: int,
+    no_validator: bool, changes: tuple[str, ...], per_method: int, tries: int, limit: int | None, seed: int,
+    state_path: Path | None, restart: bool, replace: bool, no_cache: bool, as_json: bool, **values: Any,
+) -> None:  # fmt: skip
+    """Make a new suite from SOURCE the way the paper made PAU, or variants of a suite's methods.
+
+    SOURCE is one of the paper's datasets (cruxeval, mbpp, humaneval, code-alpaca, magicoder), read with the
+    Hugging Face `datasets` library from --from or the hub, or a .py file or folder of your own functions. Each
+    function is anonymised, given an input validator and model-proposed inputs run in the sandbox, split into
+    examples and coverage-chosen hidden tests, and kept only if code written from its gold description matches
+    --gold-min-match of those tests. Every function's outcome is recorded; an interrupted run goes on where it
+    stopped. The suite is written under the first --manifests directory and never published.
+    """
+    from ..creation import CreateOptions, StateError, create_suite, create_variants, load_source
+    from ..llm import LLMClient, LLMError
+    from ..manifests import ManifestError
+    from ..manifests.importers import DatasetUnavailable, ImportTargetError
+
+    if (source is None) == (variants_of is None):
+        raise click.UsageError("give a SOURCE (a dataset or a .py file or folder) or --variants-of SUITE, not both")
+    if from_path is not None and source not in _DATASETS:
+        raise click.UsageError(f"--from names a file of a dataset's rows: give SOURCE as one of {', '.join(_DATASETS)}")
+    if variants_of is None and (changes or per_method != 1 or tries != 10):
+        raise click.UsageError("--change, --per-method and --tries go with --variants-of")
+    if variants_of is not None and gold == "docs":
+        raise click.UsageError("a variant has no docs of its own: its gold is the model's (leave --gold out)")
+    if min_tests > max_tests:
+        raise click.UsageError(f"--min-tests {min_tests} is above --max-tests {max_tests}")
+    directories = values.get("manifests") or ()
+    if not directories:
+        raise click.UsageError(
+            "say where the new suite goes: --manifests DIR or PAU_MCP_MANIFESTS (created if missing; created suites "
+            "are yours and private, never part of the packaged ones)"
+        )
+    with contextlib.suppress(OSError):  # a path that cannot be a directory is reported by the settings
+        Path(directories[0]).expanduser().mkdir(parents=True, exist_ok=True)
+    settings = settings_from(values)
+    coder = settings.coder_model or model
+    store = manifest_store(settings)
+    try:
+        loaded = None
+        if source is not None:
+            loaded = load_source(source, from_path, cache_dir=settings.data_dir / "datasets", limit=limit)
+        name = suite or (f"{variants_of}-variants" if variants_of else _default_name(loaded, split))
+        llm = LLMClient.from_settings(settings, use_cache=not no_cache)
+        llm.check(model)
+        llm.check(coder)
+    except DatasetUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
+    except LLMError as exc:
+        raise click.UsageError(str(exc)) from None
+    chosen = CreateOptions(
+        model=model, coder_model=coder, gold=gold, gold_min_match=gold_min_match, examples=examples,
+        min_tests=min_tests, max_tests=max_tests, inputs=asked, validator=not no_validator, seed=seed,
+        changes=changes or _KINDS, per_method=per_method, tries=tries,
+        split=split or (loaded.split if loaded is not None else "test"), limits=sandbox_limits(settings),
+        jobs=settings.llm_concurrency,
+    )  # fmt: skip
+    state = state_path or settings.data_dir / "creation" / f"{name}.jsonl"
+    sandbox = make_sandbox(settings, progress=step_printer())
+
+    async def main() -> Any:
+        try:
+            if loaded is not None:
+                return await create_suite(
+                    loaded, llm=llm, sandbox=sandbox, store=store, suite=name, options=chosen,  # type: ignore[arg-type]
+                    state_path=state, replace=replace, restart=restart, progress=bar,
+                )  # fmt: skip
+            return await create_variants(
+                variants_of, llm=llm, sandbox=sandbox, store=store, suite=name, options=chosen,  # type: ignore[arg-type]
+                state_path=state, replace=replace, restart=restart, limit=limit, progress=bar,
+            )  # fmt: skip
+        finally:
+            await llm.aclose()
+
+    try:
+        report = eventloop.run(main)
+    except (ImportTargetError, StateError) as exc:
+        raise click.UsageError(str(exc)) from None
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    except LLMError as exc:
+        raise click.ClickException(
+            f"{exc}\nWhat was decided so far is kept in {state}: run the same command again to go on."
+        ) from None
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        click.echo("\n".join(report.lines()))
+    if report.unpriced:
+        err.print(
+            f"[yellow]no price for {', '.join(report.unpriced)}: add it to a copy of pricing.json (--pricing)[/yellow]"
+        )
+    sys.exit(0 if report.wrote else 1)
+
+
+def _default_name(loaded: Any, split: str | None) -> str:
+    """``<dataset>-<split>``, or a name made from the file or folder of your functions."""
+    from ..manifests.importers.common import suite_name_from
+
+    if loaded.name == "python":
+        path = Path(loaded.label)
+        return suite_name_from(path.stem if path.is_file() else path.resolve().name)
+    return f"{loaded.name}-{split or loaded.split}"
