@@ -148,7 +148,7 @@ def _profiles(settings: Settings, runs: Sequence[RunData], asked: Sequence[str])
 
 
 def _store(settings: Settings) -> RunStore:
-    if not settings.db_path.exists():
+    if isinstance(settings.db_path, Path) and not settings.db_path.exists():
         raise click.ClickException(
             f"no run store at {settings.db_path}; run `pau-mcp eval` first, or point --db at one"
         )
