@@ -337,6 +337,12 @@ def _row_maker(cursor: Any) -> Callable[[Sequence[Any]], Row]:
     return make
 
 
+_HAS_VERSION_TABLE = (
+    "SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()"
+    " AND table_name = 'pau_mcp_schema') AS present"
+)
+
+
 class _PostgresConnection:
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
@@ -357,7 +363,9 @@ class _PostgresConnection:
         return {row["column_name"] for row in rows}
 
     def schema_version(self) -> int:
-        if self.execute("SELECT to_regclass('pau_mcp_schema') IS NOT NULL AS present").fetchone()["present"]:
+        # A catalog query, not to_regclass(): that reads a cache a transaction refreshes only when it takes a lock
+        # on a table, so under the write lock it could miss the table another store has just created.
+        if self.execute(_HAS_VERSION_TABLE).fetchone()["present"]:
             row = self.execute("SELECT version FROM pau_mcp_schema").fetchone()
             return int(row["version"]) if row is not None else 0
         return 0
@@ -491,7 +499,7 @@ class PostgresDatabase:
         self._pool.close()
 
     def version(self) -> int:
-        present = self.read("SELECT to_regclass('pau_mcp_schema') IS NOT NULL AS present")[0]["present"]
+        present = self.read(_HAS_VERSION_TABLE)[0]["present"]
         rows = self.read("SELECT version FROM pau_mcp_schema") if present else []
         return int(rows[0]["version"]) if rows else 0
 

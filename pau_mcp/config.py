@@ -319,9 +319,7 @@ class Settings(BaseModel):
     def _store(cls, value: object) -> object:
         """A path (expanded) or a PostgreSQL URL (kept as written); another URL is refused."""
         if _is_url(value):
-            from .runstore import is_postgres_url
-
-            if not is_postgres_url(value):
+            if not str(value).startswith(("postgresql://", "postgres://")):  # the schemes libpq accepts
                 raise ValueError(
                     "the run store is a SQLite file path or a PostgreSQL URL (postgresql://USER@HOST:PORT/DBNAME)"
                 )
