@@ -153,8 +153,14 @@ class Database(Protocol):
     #: Where it is, as messages show it (no password).
     location: str
 
-    def transaction(self) -> AbstractContextManager[Connection]:
-        """A write transaction, committed on exit, rolled back on error."""
+    def transaction(self, exclusive: bool = True) -> AbstractContextManager[Connection]:
+        """A write transaction, committed on exit, rolled back on error.
+
+        Args:
+            exclusive: Serialised with every other exclusive write to the store, from any process (SQLite's writes
+                always are). Only a transaction whose statements are correct whatever runs beside them (plain
+                inserts) may pass False: in PostgreSQL it then commits beside others instead of after them.
+        """
         ...
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -249,7 +255,7 @@ class SqliteDatabase:
             return self._conn.execute(sql, params).fetchall()
 
     @contextmanager
-    def transaction(self) -> Iterator[Connection]:
+    def transaction(self, exclusive: bool = True) -> Iterator[Connection]:
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
@@ -521,9 +527,9 @@ class PostgresDatabase:
         raise AssertionError("unreachable")  # pragma: no cover
 
     @contextmanager
-    def transaction(self) -> Iterator[Connection]:
+    def transaction(self, exclusive: bool = True) -> Iterator[Connection]:
         psycopg = self._psycopg
-        conn = self._begin()
+        conn = self._begin(exclusive)
         try:
             yield _PostgresConnection(conn)
             from psycopg.pq import TransactionStatus
@@ -540,17 +546,20 @@ class PostgresDatabase:
         finally:
             self._release(conn)
 
-    def _begin(self) -> psycopg.Connection[Any]:
-        """A pooled connection in a new READ COMMITTED transaction holding the write lock.
+    def _begin(self, exclusive: bool) -> psycopg.Connection[Any]:
+        """A pooled connection in a new READ COMMITTED transaction, holding the write lock if ``exclusive``.
 
         READ COMMITTED whatever the server's default: each statement after the lock then sees every write
         committed before it, which is what makes a check-then-insert under the lock correct.
         """
+        begin = "BEGIN ISOLATION LEVEL READ COMMITTED"
+        if exclusive:
+            begin += f"; SELECT pg_advisory_xact_lock({_WRITE_LOCK})"
         psycopg = self._psycopg
         for first in (True, False):
             conn, reused = self._pool.get()
             try:
-                conn.execute(f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({_WRITE_LOCK})")
+                conn.execute(begin)
                 return conn
             except BaseException as exc:
                 self._release(conn)

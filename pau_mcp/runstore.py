@@ -25,7 +25,9 @@ rules that SQL follows:
   PRECISION`` (SQLite: ``REAL``), a count that may pass 2**31 ``BIGINT``; a plain string runs on both as written.
 
 Writes are serialised on both databases (SQLite's single writer; an advisory lock in PostgreSQL), so a method may
-read and then write in one transaction without racing another process.
+read and then write in one transaction without racing another process. Only a transaction of plain inserts may
+ask for ``_transaction(exclusive=False)``, which in PostgreSQL commits beside the others (the calls of many
+sessions then share the database's disk flushes).
 """
 
 from __future__ import annotations
@@ -354,9 +356,13 @@ class RunStore:
                     conn.execute(statement)
                 conn.set_schema_version(number)
 
-    def _transaction(self) -> AbstractContextManager[Connection]:
-        """A write transaction, committed on exit (rolled back on error, including a commit that fails)."""
-        return self._db.transaction()
+    def _transaction(self, exclusive: bool = True) -> AbstractContextManager[Connection]:
+        """A write transaction, committed on exit (rolled back on error, including a commit that fails).
+
+        Exclusive unless asked otherwise: serialised with every other write, from any process. A transaction of
+        plain inserts only may pass ``exclusive=False`` (in PostgreSQL it then commits beside others, not after).
+        """
+        return self._db.transaction(exclusive)
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         """Read rows (each read by column name or position)."""
@@ -396,7 +402,7 @@ class RunStore:
         Raises:
             StoreError: the store cannot take it (a full or read-only disk); nothing was written.
         """
-        with self._transaction() as conn:
+        with self._transaction(exclusive=False) as conn:  # an insert: nothing to race
             cursor = conn.execute(
                 "INSERT INTO calls (session_id, method_id, tool, arguments, counted, status, value, error_type,"
                 " error_message, outcome, duration_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -412,7 +418,7 @@ class RunStore:
         self, session_id: int, method_id: str, description: str, code: str | None, feedback: bool = False
     ) -> int:
         """Store a submitted description (and optional code), and whether it gets feedback; returns its id."""
-        with self._transaction() as conn:
+        with self._transaction(exclusive=False) as conn:  # an insert: nothing to race
             cursor = conn.execute(
                 "INSERT INTO submissions (session_id, method_id, description, code, feedback, at)"
                 " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
@@ -446,7 +452,7 @@ class RunStore:
         self, submission_id: int, kind: str, status: str, value: float | None, model: str | None, detail: dict[str, Any]
     ) -> int:
         """Store one score of a submission (``judge``, ``codematch`` or ``direct``); returns its id."""
-        with self._transaction() as conn:
+        with self._transaction(exclusive=False) as conn:  # an insert: nothing to race
             cursor = conn.execute(
                 "INSERT INTO scores (submission_id, kind, status, value, model, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
                 " RETURNING id",
