@@ -623,4 +623,7 @@ def _pg_reason(exc: BaseException) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    """What went wrong, in one line: the server's own message without the statement it quotes, else the error."""
+    diagnosis = getattr(exc, "diag", None)
+    text = getattr(diagnosis, "message_primary", None) or str(exc)
+    return " ".join(text.split()) or type(exc).__name__

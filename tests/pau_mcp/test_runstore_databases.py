@@ -208,3 +208,14 @@ def test_a_store_newer_than_this_pau_mcp_is_refused_on_either_database(store_at)
             db.execute("PRAGMA user_version = 99")
     with pytest.raises(StoreError, match=r"schema version 99, newer than this pau-mcp .*; upgrade pau-mcp"):
         RunStore(where)
+
+
+def test_a_user_who_may_not_create_the_tables_is_told_what_to_do_in_one_line(postgres, postgres_url):
+    visitor = postgres_url.rsplit("/", 1)[1] + "_visitor"  # a login that neither owns the database nor may create in it
+    with psycopg.connect(postgres.url(), autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {visitor} LOGIN")
+    with pytest.raises(StoreError) as info:
+        RunStore(postgres_url.replace("postgresql://pau@", f"postgresql://{visitor}@"))
+    assert "\n" not in str(info.value) and "CREATE TABLE" not in str(info.value)  # the cause, not the statement
+    assert "permission denied for schema public" in str(info.value) and "createdb -O USER DBNAME" in str(info.value)
+    assert info.value.reason == "permission denied"
