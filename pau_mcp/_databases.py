@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import psycopg
 
 __all__ = [
+    "POOL_SIZE",
     "POSTGRES_SCHEMES",
     "Connection",
     "Cursor",
@@ -84,7 +85,8 @@ def shown(where: Path | str) -> str:
         credentials, _, host = netloc.rpartition("@")
         user, colon, _ = credentials.partition(":")
         netloc = f"{user}:***@{host}" if colon else netloc
-    query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)])
+    pairs = [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    query = urlencode(pairs, safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

@@ -219,3 +219,13 @@ def test_a_user_who_may_not_create_the_tables_is_told_what_to_do_in_one_line(pos
     assert "\n" not in str(info.value) and "CREATE TABLE" not in str(info.value)  # the cause, not the statement
     assert "permission denied for schema public" in str(info.value) and "createdb -O USER DBNAME" in str(info.value)
     assert info.value.reason == "permission denied"
+
+
+def test_a_urls_password_is_never_shown_in_the_stores_location():
+    from pau_mcp._databases import shown
+
+    assert shown("postgresql://pau:s3cret@db:5432/runs") == "postgresql://pau:***@db:5432/runs"
+    assert shown("postgresql://db/runs?password=s3cret&sslmode=require") == (
+        "postgresql://db/runs?password=***&sslmode=require"
+    )
+    assert shown("postgresql://pau@db/runs") == "postgresql://pau@db/runs"
