@@ -21,6 +21,7 @@ import functools
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -483,25 +484,11 @@ class PostgresDatabase:
             ) from None
         # An unreachable host fails within seconds instead of the operating system's minutes.
         self._conninfo = make_conninfo("", **{"connect_timeout": "10", "application_name": "pau-mcp", **given})
-        self._pool = _Pool(self._connect, pool_size)
+        # The pool holds no reference to this object, so one nobody closed is collected (and its pool closed).
+        self._pool = _Pool(functools.partial(_connect, psycopg, self._conninfo, self.location), pool_size)
+        # A store nobody closed (a command's, at exit) still ends its connections properly, and without a warning.
+        weakref.finalize(self, self._pool.close)
         self._release(self._pool.get()[0])  # a wrong URL, a stopped server or a missing database: said now
-
-    def _connect(self) -> psycopg.Connection[Any]:
-        errors = self._psycopg.Error
-        try:
-            conn: psycopg.Connection[Any] = self._psycopg.connect(
-                self._conninfo, autocommit=True, row_factory=_row_maker
-            )
-        except errors as exc:
-            raise self._error(exc) from None
-        try:
-            # A write waits for the lock as long as SQLite's busy timeout; a transaction left open by a client that
-            # stopped answering (a frozen replica) is ended by the server instead of holding the lock forever.
-            conn.execute(f"SET lock_timeout = '{int(_BUSY_S)}s'; SET idle_in_transaction_session_timeout = '60s'")
-        except errors as exc:
-            conn.close()
-            raise self._error(exc) from None
-        return conn
 
     def close(self) -> None:
         self._pool.close()
@@ -583,12 +570,32 @@ class PostgresDatabase:
         self._pool.put(conn)
 
     def _error(self, exc: BaseException) -> StoreError:
-        return StoreError(
-            f"cannot use the run store {self.location}: {_one_line(exc)}; check that PostgreSQL runs there, that the "
-            "database exists (createdb -O USER DBNAME) and that its user may log in and write to it (a password "
-            "goes in PGPASSWORD or ~/.pgpass), or point --db / PAU_MCP_DB at another store",
-            reason=_pg_reason(exc),
-        )
+        return _postgres_error(self.location, exc)
+
+
+def _connect(driver: Any, conninfo: str, location: str) -> psycopg.Connection[Any]:
+    """A new connection, in autocommit mode (the store begins its transactions itself), reading ``Row``s."""
+    try:
+        conn: psycopg.Connection[Any] = driver.connect(conninfo, autocommit=True, row_factory=_row_maker)
+    except driver.Error as exc:
+        raise _postgres_error(location, exc) from None
+    try:
+        # A write waits for the lock as long as SQLite's busy timeout; a transaction left open by a client that
+        # stopped answering (a frozen replica) is ended by the server instead of holding the lock forever.
+        conn.execute(f"SET lock_timeout = '{int(_BUSY_S)}s'; SET idle_in_transaction_session_timeout = '60s'")
+    except driver.Error as exc:
+        conn.close()
+        raise _postgres_error(location, exc) from None
+    return conn
+
+
+def _postgres_error(location: str, exc: BaseException) -> StoreError:
+    return StoreError(
+        f"cannot use the run store {location}: {_one_line(exc)}; check that PostgreSQL runs there, that the "
+        "database exists (createdb -O USER DBNAME) and that its user may log in and write to it (a password "
+        "goes in PGPASSWORD or ~/.pgpass), or point --db / PAU_MCP_DB at another store",
+        reason=_pg_reason(exc),
+    )
 
 
 def _pg_unusable(psycopg: Any, exc: BaseException) -> bool:

@@ -229,3 +229,16 @@ def test_a_urls_password_is_never_shown_in_the_stores_location():
         "postgresql://db/runs?password=***&sslmode=require"
     )
     assert shown("postgresql://pau@db/runs") == "postgresql://pau@db/runs"
+
+
+def test_a_postgresql_store_nobody_closed_leaves_no_connection_behind_once_collected(postgres_url):
+    import gc
+
+    for n in range(3):  # as commands and tests leave their stores
+        RunStore(postgres_url).ensure_run(f"r{n}", kind="serve")
+    gc.collect()
+    with psycopg.connect(postgres_url) as admin:
+        left = admin.execute(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pau-mcp'"
+        ).fetchone()
+    assert left == (0,)
