@@ -233,10 +233,14 @@ def test_a_urls_password_is_never_shown_in_the_stores_location():
 
 def test_a_postgresql_store_nobody_closed_leaves_no_connection_behind_once_collected(postgres_url):
     import gc
+    import warnings
 
-    for n in range(3):  # as commands and tests leave their stores
-        RunStore(postgres_url).ensure_run(f"r{n}", kind="serve")
-    gc.collect()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(3):  # as commands and tests leave their stores
+            RunStore(postgres_url).ensure_run(f"r{n}", kind="serve")
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []  # closed, not dropped
     with psycopg.connect(postgres_url) as admin:
         left = admin.execute(
             "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pau-mcp'"
