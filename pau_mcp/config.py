@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 import platformdirs
@@ -29,6 +29,30 @@ class SettingsError(ValueError):
 def default_data_dir() -> Path:
     """Where runs and caches live unless ``PAU_MCP_DATA_DIR`` moves them (``~/.local/share/pau-mcp`` on Linux)."""
     return Path(platformdirs.user_data_dir("pau-mcp"))
+
+
+if TYPE_CHECKING:
+    _StoreType = click.ParamType[Path | str]
+else:  # click before 8.3 has no type parameters
+    _StoreType = click.ParamType
+
+
+class _StoreLocation(_StoreType):
+    """The run store: a SQLite file path, or a ``postgresql://`` URL kept as written (a path would fold its ``//``)."""
+
+    name = "PATH|URL"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path | str:
+        if isinstance(value, Path) or _is_url(value):
+            return value  # type: ignore[no-any-return]
+        path = Path(str(value)).expanduser()
+        if path.is_dir():
+            self.fail(f"{str(value)!r} is a directory; give the store's file (e.g. DIR/runs.db) or a postgresql:// URL")
+        return path
+
+
+def _is_url(value: object) -> bool:
+    return isinstance(value, str) and "://" in value
 
 
 class _Words(click.types.StringParamType):
@@ -93,8 +117,9 @@ SETTINGS: dict[str, SettingSpec] = {
             "db",
             "PAU_MCP_DB",
             "--db",
-            "The run store (SQLite); default: DATA_DIR/runs.db.",
-            click.Path(path_type=Path, dir_okay=False),
+            "The run store: a SQLite file, or a PostgreSQL database as postgresql://USER@HOST:PORT/DBNAME (shared by "
+            "replicas); default: DATA_DIR/runs.db.",
+            _StoreLocation(),
         ),
         SettingSpec("budget", "PAU_MCP_BUDGET", "--budget", "Calls allowed per method per session (0: no limit).", int),
         SettingSpec("token", "PAU_MCP_TOKEN", "--token", "Bearer token agents must send over HTTP.", str),
@@ -264,7 +289,7 @@ class Settings(BaseModel):
     read_timeout_s: float = Field(10.0, gt=0, le=3600)
     allowed_hosts: tuple[str, ...] = ()
     manifests: tuple[Path, ...] = ()
-    db: Path | None = None
+    db: Path | str | None = None
     workers: int | None = Field(None, ge=0, le=256)
     budget: int = Field(20, ge=0, le=1_000_000)
     token: str | None = Field(None, min_length=8)
@@ -284,10 +309,22 @@ class Settings(BaseModel):
     scorer_token: str | None = Field(None, min_length=8)
     protocol: Literal["pau-mcp", "reference"] = "pau-mcp"
 
-    @field_validator("data_dir", "cache_dir", "db", "log_file", "model_capabilities", mode="after")
+    @field_validator("data_dir", "cache_dir", "log_file", "model_capabilities", mode="after")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
+
+    @field_validator("db", mode="before")
+    @classmethod
+    def _store(cls, value: object) -> object:
+        """A path (expanded) or a PostgreSQL URL (kept as written); another URL is refused."""
+        if _is_url(value):
+            if not str(value).startswith(("postgresql://", "postgres://")):  # the schemes libpq accepts
+                raise ValueError(
+                    "the run store is a SQLite file path or a PostgreSQL URL (postgresql://USER@HOST:PORT/DBNAME)"
+                )
+            return value
+        return Path(value).expanduser() if isinstance(value, str | Path) else value
 
     @field_validator("manifests", mode="after")
     @classmethod
@@ -361,8 +398,8 @@ class Settings(BaseModel):
         return key
 
     @property
-    def db_path(self) -> Path:
-        """The run store file."""
+    def db_path(self) -> Path | str:
+        """The run store: its SQLite file, or a PostgreSQL URL as given (``--db`` / ``PAU_MCP_DB``)."""
         return self.db if self.db is not None else self.data_dir / "runs.db"
 
     @staticmethod

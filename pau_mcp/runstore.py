@@ -1,39 +1,73 @@
-"""The run store: one SQLite file holding every run, session, call, submission, score and episode.
+"""The run store: every run, session, call, submission, score and episode, in SQLite or PostgreSQL.
 
-Every write is committed before the caller answers anyone, so a crash loses
-nothing an agent saw. The file uses WAL, so a report can read while a server
-writes. The schema evolves by numbered migrations (``MIGRATIONS``), applied
-in order and recorded in ``PRAGMA user_version``; never edit a released
+A file path opens SQLite (embedded, the default); a ``postgresql://`` URL opens a PostgreSQL database that
+several server processes (replicas) share. Every write is committed before the caller answers anyone, so a
+crash loses nothing an agent saw. SQLite uses WAL, so a report can read while a server writes. The schema
+evolves by numbered migrations (``MIGRATIONS``), applied in order under the write lock and recorded in
+``PRAGMA user_version`` (SQLite) or the table ``pau_mcp_schema`` (PostgreSQL); never edit a released
 migration, add the next one.
+
+This module is the only one that writes SQL, once for both databases (``pau_mcp._databases`` translates). The
+rules that SQL follows:
+
+* ``?`` placeholders, never string formatting of values (``%`` is fine: it is escaped for psycopg).
+* A new row's id from ``INSERT ... RETURNING id``, never ``lastrowid``; upserts as ``INSERT ... ON CONFLICT
+  (columns) DO NOTHING`` or ``DO UPDATE SET ... [WHERE ...] [RETURNING ...]`` naming the conflict target, never
+  ``INSERT OR IGNORE/REPLACE``.
+* Values of the column's type: flags are INTEGER 0/1 (a Python bool binds as 0/1) and compared as ``= 1``, never
+  used bare as a condition; times are ISO text from ``utc_now()``, never SQL date functions.
+* Strings in single quotes (double quotes name columns in PostgreSQL); every selected column is grouped or
+  aggregated; no ``?`` in comments.
+* Inside a transaction, never catch an SQL error and carry on: PostgreSQL ends the transaction at its first
+  failed statement (the store refuses to commit it).
+* A migration that differs between the two is a ``Migration(sqlite=..., postgres=...)``: in PostgreSQL an id is
+  ``BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY`` (SQLite: ``INTEGER PRIMARY KEY``), a float ``DOUBLE
+  PRECISION`` (SQLite: ``REAL``), a count that may pass 2**31 ``BIGINT``; a plain string runs on both as written.
+
+Writes are serialised on both databases (SQLite's single writer; an advisory lock in PostgreSQL), so a method may
+read and then write in one transaction without racing another process. Only a transaction of plain inserts may
+ask for ``_transaction(exclusive=False)``, which in PostgreSQL commits beside the others (the calls of many
+sessions then share the database's disk flushes).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sqlite3
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from ._databases import Connection, StoreError, is_postgres_url, open_database
 
 __all__ = [
     "MIGRATIONS",
     "CallRecord",
     "EpisodeResult",
+    "Migration",
     "RunStore",
     "SessionRecord",
     "StoreError",
+    "is_postgres_url",
     "shown_outcome",
     "utc_now",
 ]
 
-MIGRATIONS: list[str] = [
+
+@dataclass(frozen=True)
+class Migration:
+    """A schema step written for each database, where their types differ (a plain string runs on both)."""
+
+    sqlite: str
+    postgres: str
+
+
+MIGRATIONS: list[str | Migration] = [
     # 1: runs, sessions, calls, submissions, scores
-    """
+    Migration(
+        sqlite="""
     CREATE TABLE runs (
         id INTEGER PRIMARY KEY,
         name TEXT NOT NULL UNIQUE,
@@ -87,8 +121,64 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX scores_by_submission ON scores (submission_id, kind);
     """,
+        postgres="""
+    CREATE TABLE runs (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        config TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE sessions (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        run_id BIGINT NOT NULL REFERENCES runs(id),
+        key TEXT NOT NULL,
+        transport TEXT NOT NULL,
+        client TEXT,
+        started_at TEXT NOT NULL,
+        UNIQUE (run_id, key)
+    );
+    CREATE TABLE calls (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        session_id BIGINT NOT NULL REFERENCES sessions(id),
+        method_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        counted INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        value TEXT,
+        error_type TEXT,
+        error_message TEXT,
+        outcome TEXT,
+        duration_ms DOUBLE PRECISION,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX calls_by_session ON calls (session_id, method_id);
+    CREATE TABLE submissions (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        session_id BIGINT NOT NULL REFERENCES sessions(id),
+        method_id TEXT NOT NULL,
+        description TEXT NOT NULL,
+        code TEXT,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX submissions_by_session ON submissions (session_id);
+    CREATE TABLE scores (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        submission_id BIGINT NOT NULL REFERENCES submissions(id),
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        value DOUBLE PRECISION,
+        model TEXT,
+        detail TEXT NOT NULL DEFAULT '{}',
+        at TEXT NOT NULL
+    );
+    CREATE INDEX scores_by_submission ON scores (submission_id, kind);
+    """,
+    ),
     # 2: evaluation episodes, one per method per run, resumable
-    """
+    Migration(
+        sqlite="""
     CREATE TABLE episodes (
         id INTEGER PRIMARY KEY,
         run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -110,6 +200,29 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX episodes_by_state ON episodes (run_id, state);
     """,
+        postgres="""
+    CREATE TABLE episodes (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        run_id BIGINT NOT NULL REFERENCES runs(id),
+        method_id TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'pending',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        session_key TEXT,
+        submission_id BIGINT REFERENCES submissions(id),
+        concluded INTEGER,
+        queries INTEGER,
+        input_tokens BIGINT NOT NULL DEFAULT 0,
+        output_tokens BIGINT NOT NULL DEFAULT 0,
+        cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+        error TEXT,
+        trajectory TEXT NOT NULL DEFAULT '[]',
+        started_at TEXT,
+        finished_at TEXT,
+        UNIQUE (run_id, method_id)
+    );
+    CREATE INDEX episodes_by_state ON episodes (run_id, state);
+    """,
+    ),
     # 3: whether a submission was answered with feedback (--feedback score), so its limit survives a restart
     """
     ALTER TABLE submissions ADD COLUMN feedback INTEGER NOT NULL DEFAULT 0
@@ -121,18 +234,6 @@ MIGRATIONS: list[str] = [
     ALTER TABLE episodes ADD COLUMN coverage TEXT
     """,
 ]
-
-
-class StoreError(RuntimeError):
-    """The run store cannot be opened or written, or is from a newer version; the message says what to do.
-
-    Attributes:
-        reason: What SQLite or the file system said (``disk I/O error``, ...), for a one-line note elsewhere.
-    """
-
-    def __init__(self, message: str, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason or message
 
 
 def utc_now() -> str:
@@ -202,112 +303,96 @@ class SessionRecord:
 
 
 class RunStore:
-    """The SQLite run store. Thread-safe; one connection per store object.
+    """The run store, in a SQLite file or a PostgreSQL database. Thread-safe.
 
     Args:
-        path: The database file (created with its directory if missing).
+        path: A SQLite file (created with its directory if missing), or a ``postgresql://`` URL of an existing
+            database (its tables are created on first use).
+
+    Attributes:
+        path: The file, or the URL as given (to hand on as ``--db`` to a process on the same machine).
+        location: Where the store is, as messages show it (a URL's password hidden).
+
+    Raises:
+        StoreError: the store cannot be opened, or its schema is newer than this pau-mcp.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.RLock()
+    def __init__(self, path: Path | str) -> None:
+        self.path: Path | str = path if is_postgres_url(path) else Path(path)
+        self._db = open_database(self.path)
+        self.location = self._db.location
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(_unusable(self.path, exc)) from None
-        self._conn.row_factory = sqlite3.Row
-        try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            # WAL with NORMAL survives a process crash (every commit is in the log); only power loss can drop the tail.
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
-        except (OSError, sqlite3.Error) as exc:
-            self._conn.close()
-            raise StoreError(_unusable(self.path, exc)) from None
+        except BaseException:
+            self._db.close()
+            raise
 
     def close(self) -> None:
-        """Close the connection."""
-        with self._lock:
-            self._conn.close()
+        """Close the connections."""
+        self._db.close()
+
+    @property
+    def dialect(self) -> str:
+        """Which database holds the store: ``sqlite`` or ``postgres``."""
+        return self._db.dialect
 
     @property
     def version(self) -> int:
         """The schema version (number of migrations applied)."""
-        return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        return self._db.version()
 
     def _migrate(self) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                current = self.version
-                if current > len(MIGRATIONS):
-                    raise StoreError(
-                        f"{self.path} has schema version {current}, newer than this pau-mcp ({len(MIGRATIONS)}); upgrade pau-mcp"
-                    )
-                for number, script in enumerate(MIGRATIONS[current:], start=current + 1):
-                    for statement in filter(str.strip, script.split(";")):
-                        self._conn.execute(statement)
-                    self._conn.execute(f"PRAGMA user_version = {number}")
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+        if self._db.version() == len(MIGRATIONS):
+            return  # the common case reads one number and takes no lock
+        with self._transaction() as conn:
+            current = conn.schema_version()  # again, under the lock: another process may have migrated meanwhile
+            if current > len(MIGRATIONS):
+                raise StoreError(
+                    f"{self.location} has schema version {current}, newer than this pau-mcp ({len(MIGRATIONS)}); upgrade pau-mcp"
+                )
+            for number, migration in enumerate(MIGRATIONS[current:], start=current + 1):
+                script = migration if isinstance(migration, str) else getattr(migration, self._db.dialect)
+                for statement in filter(str.strip, script.split(";")):
+                    conn.execute(statement)
+                conn.set_schema_version(number)
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction, committed on exit (rolled back on error, including a commit that fails)."""
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                if _unwritable(exc):
-                    raise StoreError(_unusable(self.path, exc), reason=str(exc)) from exc
-                raise
-            try:
-                yield self._conn
-                self._conn.execute("COMMIT")
-            except BaseException as exc:
-                # A failed COMMIT (a full disk) leaves the transaction open; without this every later write
-                # would fail with "cannot start a transaction within a transaction".
-                if self._conn.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._conn.execute("ROLLBACK")
-                if _unwritable(exc):
-                    raise StoreError(_unusable(self.path, exc), reason=str(exc)) from exc
-                raise
+    def _transaction(self, exclusive: bool = True) -> AbstractContextManager[Connection]:
+        """A write transaction, committed on exit (rolled back on error, including a commit that fails).
 
-    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        """Read rows."""
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+        Exclusive unless asked otherwise: serialised with every other write, from any process. A transaction of
+        plain inserts only may pass ``exclusive=False`` (in PostgreSQL it then commits beside others, not after).
+        """
+        return self._db.transaction(exclusive)
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """Read rows (each read by column name or position)."""
+        return self._db.read(sql, params)
 
     # -- runs and sessions ------------------------------------------------------------------
 
     def ensure_run(self, name: str, kind: str, config: dict[str, Any] | None = None) -> int:
         """The id of the run called ``name``, created if new."""
-        with self.transaction() as conn:
+        with self._transaction() as conn:
             row = conn.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()
             if row is not None:
                 return int(row["id"])
             cursor = conn.execute(
-                "INSERT INTO runs (name, kind, created_at, config) VALUES (?, ?, ?, ?)",
+                "INSERT INTO runs (name, kind, created_at, config) VALUES (?, ?, ?, ?) RETURNING id",
                 (name, kind, utc_now(), json.dumps(config or {}, sort_keys=True)),
             )
-            return int(cursor.lastrowid)
+            return int(cursor.fetchone()["id"])
 
     def ensure_session(self, run_id: int, key: str, transport: str, client: str | None = None) -> int:
         """The id of the session ``key`` in a run, created if new."""
-        with self.transaction() as conn:
+        with self._transaction() as conn:
             row = conn.execute("SELECT id FROM sessions WHERE run_id = ? AND key = ?", (run_id, key)).fetchone()
             if row is not None:
                 return int(row["id"])
             cursor = conn.execute(
-                "INSERT INTO sessions (run_id, key, transport, client, started_at) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO sessions (run_id, key, transport, client, started_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
                 (run_id, key, transport, client, utc_now()),
             )
-            return int(cursor.lastrowid)
+            return int(cursor.fetchone()["id"])
 
     # -- calls and submissions --------------------------------------------------------------
 
@@ -317,33 +402,33 @@ class RunStore:
         Raises:
             StoreError: the store cannot take it (a full or read-only disk); nothing was written.
         """
-        with self.transaction() as conn:
+        with self._transaction(exclusive=False) as conn:  # an insert: nothing to race
             cursor = conn.execute(
                 "INSERT INTO calls (session_id, method_id, tool, arguments, counted, status, value, error_type,"
-                " error_message, outcome, duration_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " error_message, outcome, duration_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     session_id, call.method_id, call.tool, _text(call.arguments), int(call.counted), call.status,
                     _text(call.value), _text(call.error_type), _text(call.error_message),
                     json.dumps(call.outcome) if call.outcome is not None else None, call.duration_ms, utc_now(),
                 ),
             )  # fmt: skip
-            return int(cursor.lastrowid)
+            return int(cursor.fetchone()["id"])
 
     def record_submission(
         self, session_id: int, method_id: str, description: str, code: str | None, feedback: bool = False
     ) -> int:
         """Store a submitted description (and optional code), and whether it gets feedback; returns its id."""
-        with self.transaction() as conn:
+        with self._transaction(exclusive=False) as conn:  # an insert: nothing to race
             cursor = conn.execute(
                 "INSERT INTO submissions (session_id, method_id, description, code, feedback, at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 (session_id, method_id, description, code, int(feedback), utc_now()),
             )
-            return int(cursor.lastrowid)
+            return int(cursor.fetchone()["id"])
 
     def session_ids(self, run_id: int, transport: str) -> list[int]:
         """The sessions of a run recorded with this transport."""
-        rows = self.query("SELECT id FROM sessions WHERE run_id = ? AND transport = ?", (run_id, transport))
+        rows = self._query("SELECT id FROM sessions WHERE run_id = ? AND transport = ?", (run_id, transport))
         return [int(row["id"]) for row in rows]
 
     def spent(self, session_ids: list[int]) -> tuple[dict[str, int], dict[str, int]]:
@@ -351,12 +436,12 @@ class RunStore:
         if not session_ids:
             return {}, {}
         marks = ", ".join("?" * len(session_ids))
-        calls = self.query(
+        calls = self._query(
             f"SELECT method_id, COUNT(*) AS n FROM calls WHERE session_id IN ({marks}) AND counted = 1"
             " GROUP BY method_id",
             tuple(session_ids),
         )
-        feedback = self.query(
+        feedback = self._query(
             f"SELECT method_id, COUNT(*) AS n FROM submissions WHERE session_id IN ({marks}) AND feedback = 1"
             " GROUP BY method_id",
             tuple(session_ids),
@@ -367,20 +452,22 @@ class RunStore:
         self, submission_id: int, kind: str, status: str, value: float | None, model: str | None, detail: dict[str, Any]
     ) -> int:
         """Store one score of a submission (``judge``, ``codematch`` or ``direct``); returns its id."""
-        with self.transaction() as conn:
+        with self._transaction(exclusive=False) as conn:  # an insert: nothing to race
             cursor = conn.execute(
-                "INSERT INTO scores (submission_id, kind, status, value, model, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO scores (submission_id, kind, status, value, model, detail, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " RETURNING id",
                 (submission_id, kind, status, value, model, json.dumps(detail, sort_keys=True, default=str), utc_now()),
             )
-            return int(cursor.lastrowid)
+            return int(cursor.fetchone()["id"])
 
     # -- evaluation episodes ----------------------------------------------------------------
 
     def plan_episodes(self, run_id: int, method_ids: list[str]) -> None:
         """Make sure a run has one episode per method (existing ones keep their state)."""
-        with self.transaction() as conn:
+        with self._transaction() as conn:
             conn.executemany(
-                "INSERT OR IGNORE INTO episodes (run_id, method_id) VALUES (?, ?)", [(run_id, m) for m in method_ids]
+                "INSERT INTO episodes (run_id, method_id) VALUES (?, ?) ON CONFLICT (run_id, method_id) DO NOTHING",
+                [(run_id, m) for m in method_ids],
             )
 
     def open_episodes(self, run_id: int) -> list[str]:
@@ -389,21 +476,21 @@ class RunStore:
         An episode left ``running`` by a process that died is open again: its
         partial session stays in the store, but only a finished episode counts.
         """
-        rows = self.query(
+        rows = self._query(
             "SELECT method_id FROM episodes WHERE run_id = ? AND state NOT IN ('done', 'failed') ORDER BY id", (run_id,)
         )
         return [row["method_id"] for row in rows]
 
     def reopen_failed(self, run_id: int) -> int:
         """Make a run's failed episodes open again; returns how many."""
-        with self.transaction() as conn:
+        with self._transaction() as conn:
             return conn.execute(
                 "UPDATE episodes SET state = 'pending' WHERE run_id = ? AND state = 'failed'", (run_id,)
             ).rowcount
 
     def start_episode(self, run_id: int, method_id: str) -> int:
         """Mark an episode as running (one more attempt); returns the attempt's number (1 for the first)."""
-        with self.transaction() as conn:
+        with self._transaction() as conn:
             row = conn.execute(
                 "UPDATE episodes SET state = 'running', attempts = attempts + 1, started_at = ?, error = NULL"
                 " WHERE run_id = ? AND method_id = ? RETURNING attempts",
@@ -415,7 +502,7 @@ class RunStore:
 
     def finish_episode(self, run_id: int, method_id: str, result: EpisodeResult) -> None:
         """Record how an episode ended, with its whole trajectory."""
-        with self.transaction() as conn:
+        with self._transaction() as conn:
             _finish(conn, run_id, method_id, result)
 
     def import_episode(
@@ -441,7 +528,7 @@ class RunStore:
         Raises:
             StoreError: this store already has a session under the imported session's key.
         """
-        with self.transaction() as conn:
+        with self._transaction() as conn:
             row = conn.execute(
                 "SELECT state, attempts FROM episodes WHERE run_id = ? AND method_id = ?", (run_id, method_id)
             ).fetchone()
@@ -455,7 +542,7 @@ class RunStore:
 
     def export_session(self, run: str, key: str) -> SessionRecord | None:
         """The rows of one session of a run (by the run's name), for ``import_episode`` elsewhere; None if absent."""
-        rows = self.query(
+        rows = self._query(
             "SELECT s.* FROM sessions s JOIN runs r ON s.run_id = r.id WHERE r.name = ? AND s.key = ?", (run, key)
         )
         if not rows:
@@ -463,15 +550,15 @@ class RunStore:
         session = dict(rows[0])
         calls = [
             {k: v for k, v in dict(row).items() if k not in ("id", "session_id")}
-            for row in self.query("SELECT * FROM calls WHERE session_id = ? ORDER BY id", (session["id"],))
+            for row in self._query("SELECT * FROM calls WHERE session_id = ? ORDER BY id", (session["id"],))
         ]
         submissions = [
             {k: v for k, v in dict(row).items() if k != "session_id"}
-            for row in self.query("SELECT * FROM submissions WHERE session_id = ? ORDER BY id", (session["id"],))
+            for row in self._query("SELECT * FROM submissions WHERE session_id = ? ORDER BY id", (session["id"],))
         ]
         scores = [
             {k: v for k, v in dict(row).items() if k != "id"}
-            for row in self.query(
+            for row in self._query(
                 "SELECT c.* FROM scores c JOIN submissions u ON c.submission_id = u.id WHERE u.session_id = ?"
                 " ORDER BY c.id",
                 (session["id"],),
@@ -484,7 +571,7 @@ class RunStore:
 
     def episodes(self, run_id: int, with_trajectories: bool = False) -> list[dict[str, Any]]:
         """Every episode of a run in plan order, each with its latest scores by kind (``judge``, ``codematch``, ...)."""
-        rows = [dict(row) for row in self.query("SELECT * FROM episodes WHERE run_id = ? ORDER BY id", (run_id,))]
+        rows = [dict(row) for row in self._query("SELECT * FROM episodes WHERE run_id = ? ORDER BY id", (run_id,))]
         for row in rows:
             row["trajectory"] = json.loads(row["trajectory"]) if with_trajectories else None
             row["examples"] = json.loads(row["examples"]) if row.get("examples") else None
@@ -497,7 +584,7 @@ class RunStore:
 
     def record_coverage(self, run_id: int, method_id: str, coverage: dict[str, Any]) -> None:
         """Store what an episode's calls covered of the hidden function (operator only; see ``pau_mcp.coverage``)."""
-        with self.transaction() as conn:
+        with self._transaction() as conn:
             conn.execute(
                 "UPDATE episodes SET coverage = ? WHERE run_id = ? AND method_id = ?",
                 (json.dumps(coverage, sort_keys=True), run_id, method_id),
@@ -505,14 +592,14 @@ class RunStore:
 
     def run_config(self, run_id: int) -> dict[str, Any]:
         """The configuration a run was created with."""
-        rows = self.query("SELECT config FROM runs WHERE id = ?", (run_id,))
+        rows = self._query("SELECT config FROM runs WHERE id = ?", (run_id,))
         return json.loads(rows[0]["config"]) if rows else {}
 
     # -- reading ----------------------------------------------------------------------------
 
     def runs(self) -> list[dict[str, Any]]:
         """Every run with its counts of sessions, calls and submissions, newest first."""
-        rows = self.query(
+        rows = self._query(
             """
             SELECT r.id, r.name, r.kind, r.created_at,
                    (SELECT COUNT(*) FROM sessions s WHERE s.run_id = r.id) AS sessions,
@@ -529,15 +616,25 @@ class RunStore:
         Raises:
             StoreError: no such run (the message lists a few known ones).
         """
-        rows = self.query("SELECT id FROM runs WHERE name = ?", (name,))
+        rows = self._query("SELECT id FROM runs WHERE name = ?", (name,))
         if not rows:
             known = ", ".join(r["name"] for r in self.runs()[:10]) or "none yet"
-            raise StoreError(f"no run named {name!r} in {self.path} (recent: {known}); see `pau-mcp runs list`")
+            raise StoreError(f"no run named {name!r} in {self.location} (recent: {known}); see `pau-mcp runs list`")
         return int(rows[0]["id"])
+
+    def find_run(self, name: str) -> int | None:
+        """The id of a run by name, or None if there is none."""
+        rows = self._query("SELECT id FROM runs WHERE name = ?", (name,))
+        return int(rows[0]["id"]) if rows else None
+
+    def episode_states(self, run_id: int) -> dict[str, str]:
+        """The state of each planned episode of a run (``pending``, ``running``, ``done``, ``failed``), by method id."""
+        rows = self._query("SELECT method_id, state FROM episodes WHERE run_id = ? ORDER BY id", (run_id,))
+        return {row["method_id"]: row["state"] for row in rows}
 
     def calls(self, run_id: int) -> list[dict[str, Any]]:
         """Every call of a run, in order."""
-        rows = self.query(
+        rows = self._query(
             "SELECT c.*, s.key AS session_key FROM calls c JOIN sessions s ON c.session_id = s.id WHERE s.run_id = ? ORDER BY c.id",
             (run_id,),
         )
@@ -545,7 +642,7 @@ class RunStore:
 
     def submissions(self, run_id: int) -> list[dict[str, Any]]:
         """Every submission of a run, in order, with its session key."""
-        rows = self.query(
+        rows = self._query(
             "SELECT u.*, s.key AS session_key FROM submissions u JOIN sessions s ON u.session_id = s.id"
             " WHERE s.run_id = ? ORDER BY u.id",
             (run_id,),
@@ -554,7 +651,7 @@ class RunStore:
 
     def scores(self, submission_id: int) -> list[dict[str, Any]]:
         """Every score of a submission, latest last."""
-        rows = self.query("SELECT * FROM scores WHERE submission_id = ? ORDER BY id", (submission_id,))
+        rows = self._query("SELECT * FROM scores WHERE submission_id = ? ORDER BY id", (submission_id,))
         return [dict(row) | {"detail": json.loads(row["detail"])} for row in rows]
 
     def predictions(self, run_id: int) -> Iterator[dict[str, Any]]:
@@ -570,7 +667,7 @@ class RunStore:
         calls = self.calls(run_id)
         given = {
             int(row["submission_id"]): json.loads(row["examples"])
-            for row in self.query(
+            for row in self._query(
                 "SELECT submission_id, examples FROM episodes"
                 " WHERE run_id = ? AND examples IS NOT NULL AND submission_id IS NOT NULL",
                 (run_id,),
@@ -591,7 +688,7 @@ class RunStore:
             }
 
 
-def _finish(conn: sqlite3.Connection, run_id: int, method_id: str, result: EpisodeResult) -> None:
+def _finish(conn: Connection, run_id: int, method_id: str, result: EpisodeResult) -> None:
     conn.execute(
         "UPDATE episodes SET state = ?, session_key = ?, submission_id = ?, concluded = ?, queries = ?,"
         " input_tokens = ?, output_tokens = ?, cost_usd = ?, error = ?, trajectory = ?, examples = ?,"
@@ -606,8 +703,8 @@ def _finish(conn: sqlite3.Connection, run_id: int, method_id: str, result: Episo
     )  # fmt: skip
 
 
-def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
-    known = {column["name"] for column in conn.execute(f"PRAGMA table_info({table})")}
+def _insert(conn: Connection, table: str, row: dict[str, Any]) -> int:
+    known = conn.columns(table)
     unknown = sorted(set(row) - known)
     if unknown:
         raise StoreError(
@@ -616,12 +713,11 @@ def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
         )
     columns = ", ".join(row)
     marks = ", ".join("?" * len(row))
-    return int(conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(row.values())).lastrowid)
+    cursor = conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks}) RETURNING id", tuple(row.values()))
+    return int(cursor.fetchone()["id"])
 
 
-def _import_session(
-    conn: sqlite3.Connection, run_id: int, session: SessionRecord, submission_id: int | None
-) -> int | None:
+def _import_session(conn: Connection, run_id: int, session: SessionRecord, submission_id: int | None) -> int | None:
     """Insert a session's rows under ``run_id``; returns the new id of the recording store's ``submission_id``."""
     if conn.execute("SELECT 1 FROM sessions WHERE run_id = ? AND key = ?", (run_id, session.key)).fetchone():
         raise StoreError(
@@ -642,18 +738,6 @@ def _import_session(
     for score in session.scores:
         _insert(conn, "scores", {**score, "submission_id": new_ids[int(score["submission_id"])]})
     return new_ids.get(submission_id) if submission_id is not None else None
-
-
-def _unwritable(exc: BaseException) -> bool:
-    """True for errors of the disk or the file (full, read-only, I/O, locked), not of the caller's SQL."""
-    return isinstance(exc, OSError | sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError
-
-
-def _unusable(path: Path, exc: BaseException) -> str:
-    return (
-        f"cannot use the run store {path}: {exc}; make it writable (and its disk not full), or point --db / "
-        "PAU_MCP_DB (or --data-dir / PAU_MCP_DATA_DIR) at a writable place"
-    )
 
 
 def _text(value: str | None) -> str | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,3 +99,51 @@ def worker_sandbox():
     box = WorkerSandbox(workers=2)
     yield box
     box.close()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A PostgreSQL server of this test session's own (``postgres_server.PostgresServer``), started on first use and
+    stopped at the end: under pytest-xdist one per worker that needs it, so workers never share one.
+
+    Skipped where PostgreSQL or psycopg is missing, except in CI, which must run these tests (.ci/run installs both).
+    """
+    # Imported here: the scheduling test copies this file alone into a suite of its own.
+    from postgres_server import PostgresUnavailable, postgres_server
+
+    def missing(reason: str) -> None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the PostgreSQL tests: {reason}")
+        pytest.skip(reason)
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        missing("psycopg is not installed: pip install -e '.[test]'")
+    try:
+        with postgres_server() as server:
+            yield server
+    except PostgresUnavailable as exc:
+        missing(str(exc))
+
+
+@pytest.fixture
+def postgres_url(postgres: Any, request: pytest.FixtureRequest) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL server, for this test alone."""
+    return str(postgres.create_database(request.node.originalname))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_at(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], Path | str]:
+    """Where a test's run stores go, on each database in turn (the test runs once per database): called with a
+    store's name, a SQLite file in the test's directory, or a new PostgreSQL database; the same name, the same store.
+    """
+    made: dict[str, Path | str] = {}
+    server = request.getfixturevalue("postgres") if request.param == "postgres" else None
+
+    def location(name: str) -> Path | str:
+        if name not in made:
+            made[name] = tmp_path / f"{name}.db" if server is None else str(server.create_database(name))
+        return made[name]
+
+    return location

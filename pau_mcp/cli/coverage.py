@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -33,7 +34,7 @@ def coverage(names: tuple[str, ...], force: bool, **values: object) -> None:
     from ..scoring.coverage import measure_coverage
 
     settings = settings_from(values)
-    if not settings.db_path.exists():
+    if isinstance(settings.db_path, Path) and not settings.db_path.exists():
         raise click.ClickException(f"no run store at {settings.db_path}; point --db at one")
     try:
         store = run_store(settings)

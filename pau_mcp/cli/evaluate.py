@@ -334,8 +334,6 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
         method.id,
         "--run",
         "demo",
-        "--db",
-        str(settings.db_path),
         "--budget",
         str(settings.budget),
     ]
@@ -344,7 +342,8 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
     say(f"starting `pau-mcp serve --methods {method.id}` and connecting with the MCP client over stdio")
     params = StdioServerParameters(
         command=sys.executable, args=args, cwd=str(Path(__file__).resolve().parents[2]),
-        env={**os.environ, "PAU_MCP_TOOL_KEY": key},
+        # The store by environment, like the key: a PostgreSQL URL may hold a password, and argv is public.
+        env={**os.environ, "PAU_MCP_TOOL_KEY": key, "PAU_MCP_DB": str(settings.db_path)},
     )  # fmt: skip
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()

@@ -164,7 +164,7 @@ def _variant_origins(settings: Settings, runs: Sequence[RunData]) -> dict[str, s
 
 
 def _store(settings: Settings) -> RunStore:
-    if not settings.db_path.exists():
+    if isinstance(settings.db_path, Path) and not settings.db_path.exists():
         raise click.ClickException(
             f"no run store at {settings.db_path}; run `pau-mcp eval` first, or point --db at one"
         )

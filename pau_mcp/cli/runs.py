@@ -21,7 +21,7 @@ __all__ = ["runs"]
 
 def _open(values: dict):  # type: ignore[no-untyped-def]
     settings = settings_from(values)
-    if not settings.db_path.exists():
+    if isinstance(settings.db_path, Path) and not settings.db_path.exists():
         raise click.ClickException(
             f"no run store at {settings.db_path} yet; serve or evaluate first, or point --db at one"
         )

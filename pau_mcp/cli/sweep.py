@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,9 @@ from ..config import options
 from .common import err, run_store, settings_from
 from .evaluate import check_configs, check_models, connect_cluster, execute, ray_options, summary
 from .report import report
+
+if TYPE_CHECKING:
+    from ..runstore import RunStore
 
 __all__ = ["sweep"]
 
@@ -110,8 +114,6 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
         sys.exit(1)
 
 
-def _has_finished_episode(store, run: str) -> bool:  # type: ignore[no-untyped-def]
-    rows = store.query(
-        "SELECT 1 FROM episodes e JOIN runs r ON e.run_id = r.id WHERE r.name = ? AND e.state = 'done' LIMIT 1", (run,)
-    )
-    return bool(rows)
+def _has_finished_episode(store: RunStore, run: str) -> bool:
+    run_id = store.find_run(run)
+    return run_id is not None and "done" in store.episode_states(run_id).values()

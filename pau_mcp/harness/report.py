@@ -464,7 +464,7 @@ def load_runs(store: RunStore, names: Sequence[str]) -> list[RunData]:
             run_id = store.run_id(name)
         except StoreError:
             listed = ", ".join(sorted(known)) or "none yet"
-            raise ReportError(f"no run named {name!r} in {store.path}; known runs: {listed}") from None
+            raise ReportError(f"no run named {name!r} in {store.location}; known runs: {listed}") from None
         kind = str(known[name]["kind"]) if name in known else ""
         config = store.run_config(run_id)
         episodes = store.episodes(run_id)

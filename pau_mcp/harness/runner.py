@@ -159,8 +159,8 @@ class RunProgress:
     whole: RunTotals | None = None
 
 
-def _server_args(db: Path, config: EvalConfig, token: str, settings: Any) -> list[str]:
-    """The `pau-mcp serve` options for a run's own server."""
+def _server_args(db: Path | str, config: EvalConfig, token: str, settings: Any) -> list[str]:
+    """The `pau-mcp serve` options for a run's own server (a PostgreSQL URL goes by environment)."""
     args = [
         "--token",
         token,
@@ -168,11 +168,11 @@ def _server_args(db: Path, config: EvalConfig, token: str, settings: Any) -> lis
         config.suite,
         "--budget",
         str(config.budget),
-        "--db",
-        str(db),
         "--run",
         config.run,
     ]
+    if not isinstance(db, str):
+        args += ["--db", str(db)]
     for directory in settings.manifests:
         args += ["--manifests", str(directory)]
     if settings.cache_dir:
@@ -555,6 +555,8 @@ class EpisodeHost:
         try:
             # The key goes by environment, not argv, which other local users can read.
             child_env = {"PAU_MCP_TOOL_KEY": self._key}
+            if isinstance(self.store.path, str):  # a PostgreSQL URL may hold a password too
+                child_env["PAU_MCP_DB"] = self.store.path
             self.url = self._stack.enter_context(
                 http_server(_server_args(self.store.path, self.config, token, self.settings), env=child_env)
             )

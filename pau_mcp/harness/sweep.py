@@ -221,16 +221,12 @@ def run_state(store: RunStore, config: EvalConfig, method_ids: list[str]) -> str
     ``conflict``: the run exists with other options (``EvalConfig.identity``), so it cannot be resumed.
     A failed episode counts as finished unless the run retries failed episodes.
     """
-    rows = store.query("SELECT id FROM runs WHERE name = ?", (config.run,))
-    if not rows:
+    run_id = store.find_run(config.run)
+    if run_id is None:
         return "new"
-    run_id = int(rows[0]["id"])
     stored = store.run_config(run_id)
     if stored and stored_identity(stored) != config.identity():
         return "conflict"
     ended = ("done",) if config.retry_failed else ("done", "failed")
-    states = {
-        row["method_id"]: row["state"]
-        for row in store.query("SELECT method_id, state FROM episodes WHERE run_id = ?", (run_id,))
-    }
+    states = store.episode_states(run_id)
     return "finished" if all(states.get(m) in ended for m in method_ids) else "partial"

@@ -310,7 +310,9 @@ class MethodService:
             duration_ms=outcome.duration_ms if outcome else None,
         )
         try:
-            if large:
+            # A PostgreSQL commit waits on the network and the database's disk: in a thread, as a large call is,
+            # so other sessions' requests go on meanwhile and several commits can share one flush.
+            if large or self.store.dialect == "postgres":
                 await anyio.to_thread.run_sync(self.store.record_call, state.store_id, record)
             else:
                 self.store.record_call(state.store_id, record)

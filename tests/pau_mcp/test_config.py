@@ -60,3 +60,18 @@ def test_the_scorer_names_settings_without_the_command_line_table():
     source = (ROOT / "pau_mcp" / "scoring" / "service.py").read_text()
     assert "SETTINGS" not in source
     assert Settings.named("judge_model") == "--judge-model or PAU_JUDGE_MODEL"
+
+
+def test_the_run_store_is_a_file_path_or_a_postgresql_url_kept_as_written(monkeypatch, tmp_path):
+    url = "postgresql://pau@db.example:5433/runs?sslmode=require"
+    assert Settings.from_options(db=url).db_path == url  # as a path, its "//" would fold into "/"
+    monkeypatch.setenv("PAU_MCP_DB", "postgres://db.example/runs")
+    assert Settings.from_env().db_path == "postgres://db.example/runs"
+    assert Settings.from_options(db="~/runs.db").db_path == Path.home() / "runs.db"
+    assert Settings.from_options(data_dir=tmp_path).db_path == tmp_path / "runs.db"
+
+
+def test_a_run_store_url_of_another_database_is_refused_with_the_forms_it_takes():
+    with pytest.raises(SettingsError) as info:
+        Settings.from_options(db="mysql://root@localhost/runs")
+    assert "--db / PAU_MCP_DB" in str(info.value) and "postgresql://" in str(info.value)

@@ -30,7 +30,7 @@ _SCRIPT = textwrap.dedent(
             break
     resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
     store.record_call(session, CallRecord("m/x", "fn_x", "(1,)", True, "ok"))
-    rows = store.query("SELECT COUNT(*) FROM calls")[0][0]
+    rows = len(store.calls(store.run_id("r")))
     print(json.dumps({"written": written, "refused": refused, "rows": rows}))
     """
 )

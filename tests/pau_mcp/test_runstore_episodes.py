@@ -1,8 +1,10 @@
-"""Episodes recorded exactly once: attempts, and sessions imported from the store of the process that ran them."""
+"""Episodes recorded exactly once: attempts, and sessions imported from the store of the process that ran them.
+
+Each test runs on both databases (``store_at``: SQLite files, then PostgreSQL databases), and the imports between
+stores on different databases too.
+"""
 
 from __future__ import annotations
-
-import sqlite3
 
 import pytest
 
@@ -22,8 +24,8 @@ def _worker_episode(store: RunStore, run: str, key: str, method: str) -> int:
     return submission
 
 
-def _driver(tmp_path) -> tuple[RunStore, int]:
-    store = RunStore(tmp_path / "driver.db")
+def _driver(store_at) -> tuple[RunStore, int]:
+    store = RunStore(store_at("driver"))
     # Rows of another run first, so the imported rows cannot keep the worker's ids by chance.
     other = store.ensure_run("other", kind="eval")
     session = store.ensure_session(other, "k", "http")
@@ -38,11 +40,11 @@ def _result(submission: int, key: str) -> EpisodeResult:
     return EpisodeResult(state="done", session_key=key, submission_id=submission, concluded=True, queries=3)
 
 
-def test_an_imported_session_keeps_its_calls_submission_and_scores_under_the_drivers_own_ids(tmp_path):
-    worker = RunStore(tmp_path / "worker.db")
+def test_an_imported_session_keeps_its_calls_submission_and_scores_under_the_drivers_own_ids(store_at):
+    worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
-    store, run_id = _driver(tmp_path)
+    store, run_id = _driver(store_at)
     attempt = store.start_episode(run_id, "builtin/b001")
     assert attempt == 1
 
@@ -58,28 +60,27 @@ def test_an_imported_session_keeps_its_calls_submission_and_scores_under_the_dri
     assert copied == original and len(copied) == 4
 
 
-def test_a_second_delivery_of_the_same_attempt_records_nothing(tmp_path):
-    worker = RunStore(tmp_path / "worker.db")
+def test_a_second_delivery_of_the_same_attempt_records_nothing(store_at):
+    worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
-    store, run_id = _driver(tmp_path)
+    store, run_id = _driver(store_at)
     attempt = store.start_episode(run_id, "builtin/b001")
 
     assert store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
     assert not store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
 
-    db = sqlite3.connect(store.path)
-    run_sessions = db.execute("SELECT COUNT(*) FROM sessions WHERE run_id = ?", (run_id,)).fetchone()[0]
-    assert run_sessions == 1
-    assert len(store.calls(run_id)) == 4 and len(store.submissions(run_id)) == 1
-    assert db.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == 2
+    [run] = [row for row in store.runs() if row["id"] == run_id]
+    assert (run["sessions"], run["calls"], run["submissions"]) == (1, 4, 1)
+    [imported] = store.submissions(run_id)
+    assert len(store.scores(imported["id"])) == 2
 
 
-def test_a_stale_attempt_is_not_recorded_once_the_episode_started_again(tmp_path):
-    worker = RunStore(tmp_path / "worker.db")
+def test_a_stale_attempt_is_not_recorded_once_the_episode_started_again(store_at):
+    worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
-    store, run_id = _driver(tmp_path)
+    store, run_id = _driver(store_at)
     first = store.start_episode(run_id, "builtin/b001")
     second = store.start_episode(run_id, "builtin/b001")  # the driver restarted and ran it again
 
@@ -88,19 +89,19 @@ def test_a_stale_attempt_is_not_recorded_once_the_episode_started_again(tmp_path
     assert store.calls(run_id) == [] and store.open_episodes(run_id) == ["builtin/b001", "builtin/b002"]
 
 
-def test_an_episode_that_is_not_running_takes_no_import(tmp_path):
-    store, run_id = _driver(tmp_path)
+def test_an_episode_that_is_not_running_takes_no_import(store_at):
+    store, run_id = _driver(store_at)
     assert not store.import_episode(run_id, "builtin/b002", 0, EpisodeResult(state="done"))
     assert not store.import_episode(run_id, "builtin/unplanned", 1, EpisodeResult(state="done"))
     assert store.open_episodes(run_id) == ["builtin/b001", "builtin/b002"]
 
 
-def test_an_import_that_fails_halfway_leaves_nothing_behind(tmp_path):
-    worker = RunStore(tmp_path / "worker.db")
+def test_an_import_that_fails_halfway_leaves_nothing_behind(store_at):
+    worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
     broken = record.__class__(**{**record.__dict__, "scores": [{**record.scores[0], "submission_id": 999}]})
-    store, run_id = _driver(tmp_path)
+    store, run_id = _driver(store_at)
     attempt = store.start_episode(run_id, "builtin/b001")
 
     with pytest.raises(KeyError):
@@ -110,12 +111,12 @@ def test_an_import_that_fails_halfway_leaves_nothing_behind(tmp_path):
     assert store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
 
 
-def test_rows_from_a_store_with_unknown_columns_are_refused_with_what_to_do(tmp_path):
-    worker = RunStore(tmp_path / "worker.db")
+def test_rows_from_a_store_with_unknown_columns_are_refused_with_what_to_do(store_at):
+    worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
     newer = record.__class__(**{**record.__dict__, "calls": [{**record.calls[0], "cpu_ms": 3.0}]})
-    store, run_id = _driver(tmp_path)
+    store, run_id = _driver(store_at)
     attempt = store.start_episode(run_id, "builtin/b001")
 
     with pytest.raises(StoreError, match="same pau-mcp version"):
@@ -123,8 +124,31 @@ def test_rows_from_a_store_with_unknown_columns_are_refused_with_what_to_do(tmp_
     assert store.calls(run_id) == []
 
 
-def test_exporting_a_session_that_does_not_exist_gives_none(tmp_path):
-    worker = RunStore(tmp_path / "worker.db")
+def test_exporting_a_session_that_does_not_exist_gives_none(store_at):
+    worker = RunStore(store_at("worker"))
     _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     assert worker.export_session("r", "r/builtin/b001/2") is None
     assert worker.export_session("nope", "r/builtin/b001/1") is None
+
+
+@pytest.mark.parametrize("worker_on", ["sqlite", "postgres"])
+def test_a_session_moves_between_stores_on_different_databases(store_at, tmp_path, worker_on, request):
+    """A Ray worker's store is a SQLite file while the driver's may be PostgreSQL (and the other way round)."""
+    worker_at = tmp_path / "worker.db" if worker_on == "sqlite" else request.getfixturevalue("postgres_url")
+    worker = RunStore(worker_at)
+    submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
+    record = worker.export_session("r", "r/builtin/b001/1")
+    store, run_id = _driver(store_at)
+    attempt = store.start_episode(run_id, "builtin/b001")
+
+    assert store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
+
+    again = store.export_session("r", "r/builtin/b001/1")
+    assert again.calls == record.calls  # every value and type as recorded, on either database
+
+    def without_ids(rows: list[dict]) -> list[dict]:
+        return [{k: v for k, v in row.items() if k not in ("id", "submission_id")} for row in rows]
+
+    assert without_ids(again.submissions) == without_ids(record.submissions)
+    assert without_ids(again.scores) == without_ids(record.scores)
+    assert list(store.predictions(run_id)) == list(worker.predictions(worker.run_id("r")))

@@ -152,6 +152,18 @@ def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path, f
     assert calls[0] == 15 and calls[1] > 15
 
 
+def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(tmp_path, fake, postgres_url):
+    """The harness's store and its private server's (which gets the URL by environment) are one PostgreSQL database."""
+    settings = Settings.from_options(data_dir=tmp_path, db=postgres_url, judge_model=MODEL, coder_model=MODEL, budget=5)
+    progress = _run(settings, agent="tools", run="on-postgres", budget=5)
+    assert (progress.done, progress.failed) == (3, 0)
+    store = RunStore(postgres_url)
+    run_id = store.run_id("on-postgres")
+    assert all(e["queries"] == 5 and e["scores"]["judge"]["value"] == 4.0 for e in store.episodes(run_id))
+    assert sum(c["counted"] for c in store.calls(run_id)) == 15
+    assert not (tmp_path / "runs.db").exists()
+
+
 @pytest.mark.parametrize("agent", ["paper", "tools"])
 def test_in_context_mode_never_queries_the_function(tmp_path, fake, agent):
     settings = _settings(tmp_path)

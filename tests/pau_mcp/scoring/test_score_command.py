@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -59,10 +60,23 @@ def pau(fake: FakeLLM, tmp_path: Path, *args: str, process: bool = False, worker
 def scores_by_submission(db: Path) -> dict[int, dict[str, dict[str, Any]]]:
     store = RunStore(db)
     out: dict[int, dict[str, dict[str, Any]]] = {}
-    for row in store.query("SELECT submission_id FROM scores GROUP BY submission_id"):
-        out[row[0]] = {s["kind"]: s for s in store.scores(row[0])}
+    for run in store.runs():
+        for submission in store.submissions(run["id"]):
+            if scores := store.scores(submission["id"]):
+                out[submission["id"]] = {s["kind"]: s for s in scores}
     store.close()
     return out
+
+
+def all_scores(store: RunStore, kind: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every score of this kind, with its submission's method: run by run (newest first), each in submission order."""
+    return [
+        (submission["method_id"], score)
+        for run in store.runs()
+        for submission in store.submissions(run["id"])
+        for score in store.scores(submission["id"])
+        if score["kind"] == kind
+    ]
 
 
 def write_predictions(path: Path) -> None:
@@ -130,7 +144,7 @@ def test_scoring_the_same_file_again_reuses_its_run_and_answers_from_the_cache(f
     assert len(fake.requests) == asked
     store = RunStore(tmp_path / "runs.db")
     assert len(store.runs()) == 1 and store.runs()[0]["submissions"] == 3
-    assert len(store.query("SELECT * FROM scores WHERE kind = 'judge'")) == 6  # re-scores add rows, latest last
+    assert len(all_scores(store, "judge")) == 6  # re-scores add rows, latest last
     store.close()
     bypass = pau(fake, tmp_path, str(predictions), *MODELS, "--no-cache", "--json")
     assert json.loads(bypass.stdout)["llm"]["cached_calls"] == 0 and len(fake.requests) == asked + 6
@@ -279,16 +293,13 @@ def test_hostile_submissions_in_the_middle_of_a_file_leave_every_other_score_int
     summary = json.loads(done.stdout)
     assert summary["submissions"] == 7 and summary["direct"]["count"] == 7 and summary["direct"]["errors"] == 0
     store = RunStore(tmp_path / "runs.db")
-    rows = store.query(
-        "SELECT s.method_id, c.value, c.detail FROM scores c JOIN submissions s ON s.id = c.submission_id "
-        "WHERE c.kind = 'direct' ORDER BY s.id"
-    )
+    rows = [(method, score["value"], score["detail"]) for method, score in all_scores(store, "direct")]
     store.close()
     assert [(method, value) for method, value, _ in rows] == [
         ("builtin/b001", 1.0), ("builtin/b002", 0.0), ("builtin/b003", 1.0), ("builtin/b002", 0.0),
         ("builtin/b004", 1.0), ("builtin/b002", 0.0), ("builtin/b005", 1.0),
     ]  # fmt: skip
-    details = [json.loads(detail) for method, _, detail in rows if method == "builtin/b002"]
+    details = [detail for method, _, detail in rows if method == "builtin/b002"]
     reasons = [detail["reason"] for detail in details]
     assert details[0]["failures"] == {"returned a value that could not be decoded": len(BUILTIN["builtin/b002"].tests)}
     assert reasons[0] == "every test input fails the same way (returned a value that could not be decoded)"
@@ -372,11 +383,9 @@ def test_a_run_recorded_before_examples_were_stored_is_rescored_with_the_example
     fake.responder = _eval_brain
     _evaluate(fake, tmp_path, monkeypatch)
     coder = [p for p in fake.prompts() if "Write the Python function" in p]
-    store = RunStore(tmp_path / "runs.db")
-    with store.transaction() as conn:  # as an older pau-mcp left it: no examples, no protocol in the config
-        conn.execute("UPDATE episodes SET examples = NULL")
-        conn.execute("UPDATE runs SET config = ?", (json.dumps({"model": "openai/agent", "suite": "builtin"}),))
-    store.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / "runs.db")) as db, db:  # as an older pau-mcp left the file:
+        db.execute("UPDATE episodes SET examples = NULL")  # no examples, no protocol in the config
+        db.execute("UPDATE runs SET config = ?", (json.dumps({"model": "openai/agent", "suite": "builtin"}),))
     again = pau(fake, tmp_path, "evaluated", *MODELS, "--no-cache", "--scores", "codematch")
     assert again.returncode == 0, again.stderr
     assert [p for p in fake.prompts() if "Write the Python function" in p][len(coder) :] == coder

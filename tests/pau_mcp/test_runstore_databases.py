@@ -1,0 +1,248 @@
+"""The run store on PostgreSQL beside SQLite: one schema, one dialect for the store's SQL, writers in many threads
+and processes at once, and databases that are missing, unreachable, dropped or newer than this pau-mcp.
+
+The PostgreSQL server is the test session's own (``postgres`` in tests/conftest.py); each test gets new databases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import psycopg
+import pytest
+
+from pau_mcp._databases import open_database
+from pau_mcp.runstore import MIGRATIONS, CallRecord, RunStore, StoreError
+
+#: A budget reservation as the server's budget rule writes it: one row per credential and method, taken only while
+#: under the limit, atomically (no second statement can slip between the check and the increment).
+RESERVE = (
+    "INSERT INTO reservations (credential, method_id, used) VALUES (?, ?, 1)"
+    " ON CONFLICT (credential, method_id) DO UPDATE SET used = reservations.used + 1"
+    " WHERE reservations.used < ? RETURNING used"
+)
+
+
+def _sqlite_schema(path) -> dict[str, dict[str, tuple[str, bool]]]:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {
+            table: {
+                name: ("id" if primary and kind == "INTEGER" else kind.lower(), bool(notnull or primary))
+                for _, name, kind, notnull, _, primary in db.execute(f"PRAGMA table_info({table})")
+            }
+            for table in tables
+        }
+
+
+def _postgres_schema(url: str) -> dict[str, dict[str, tuple[str, bool]]]:
+    # What each PostgreSQL type stands for: an id is an identity column, integers of either width are "integer".
+    kinds = {"bigint": "integer", "integer": "integer", "double precision": "real", "text": "text"}
+    with psycopg.connect(url) as db:
+        rows = db.execute(
+            "SELECT table_name, column_name, data_type, is_identity, is_nullable FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name <> 'pau_mcp_schema'"
+        ).fetchall()
+    schema: dict[str, dict[str, tuple[str, bool]]] = {}
+    for table, column, kind, identity, nullable in rows:
+        schema.setdefault(table, {})[column] = ("id" if identity == "YES" else kinds[kind], nullable == "NO")
+    return schema
+
+
+def test_both_databases_get_the_same_tables_columns_types_and_constraints(tmp_path, postgres_url):
+    RunStore(tmp_path / "runs.db").close()
+    RunStore(postgres_url).close()
+    sqlite_schema, postgres_schema = _sqlite_schema(tmp_path / "runs.db"), _postgres_schema(postgres_url)
+    assert sqlite_schema == postgres_schema
+    assert {"runs", "sessions", "calls", "submissions", "scores", "episodes"} <= set(postgres_schema)
+
+
+def test_a_conditional_upsert_and_quoted_marks_run_unchanged_on_both_databases(store_at):
+    database = open_database(store_at("runs"))
+    with database.transaction() as conn:
+        conn.execute(
+            "CREATE TABLE reservations (credential TEXT NOT NULL, method_id TEXT NOT NULL, used INTEGER NOT NULL,"
+            " PRIMARY KEY (credential, method_id))"
+        )
+    taken = []
+    for _ in range(5):
+        with database.transaction() as conn:
+            row = conn.execute(RESERVE, ("agent-1", "builtin/b001", 3)).fetchone()
+            taken.append(None if row is None else row["used"])
+    assert taken == [1, 2, 3, None, None]  # the limit holds: refused reservations return no row
+    [row] = database.read("SELECT '100%' AS literal, 'why?' AS asked, ? AS bound, ? AS flag", ("50%", True))
+    assert (row["literal"], row["asked"], row["bound"], row["flag"]) == ("100%", "why?", "50%", 1)
+    assert (row[0], len(row), dict(row)["bound"]) == ("100%", 4, "50%")  # by position too, as sqlite3.Row
+    database.close()
+
+
+def test_many_threads_writing_through_two_stores_on_one_postgresql_database_lose_nothing(postgres_url):
+    stores = [RunStore(postgres_url), RunStore(postgres_url)]
+    threads, calls_each = 16, 20
+    start = threading.Barrier(threads)
+
+    def write(n: int) -> tuple[int, int, list[int]]:
+        store = stores[n % 2]
+        start.wait(timeout=30)
+        run = store.ensure_run("shared", kind="serve")  # every thread races to create the same run and sessions
+        session = store.ensure_session(run, f"agent-{n % 4}", "http")
+        ids = [store.record_call(session, CallRecord("builtin/b001", "fn_x", f"({n}, {i})", True, "ok", value="1"))
+               for i in range(calls_each)]  # fmt: skip
+        store.record_submission(session, "builtin/b001", f"thread {n}", None)
+        return run, session, ids
+
+    with ThreadPoolExecutor(threads) as pool:
+        done = [future.result(timeout=120) for future in [pool.submit(write, n) for n in range(threads)]]
+
+    assert len({run for run, _, _ in done}) == 1
+    sessions = {n % 4: session for n, (_, session, _) in enumerate(done)}
+    assert all(session == sessions[n % 4] for n, (_, session, _) in enumerate(done))  # one id per key, both stores
+    ids = [i for _, _, mine in done for i in mine]
+    assert len(set(ids)) == threads * calls_each
+    [run] = stores[0].runs()
+    assert (run["sessions"], run["calls"], run["submissions"]) == (4, threads * calls_each, threads)
+    arguments = {c["arguments"] for c in stores[1].calls(run["id"])}
+    assert arguments == {f"({n}, {i})" for n in range(threads) for i in range(calls_each)}
+    calls, _ = stores[1].spent(list(sessions.values()))
+    assert calls == {"builtin/b001": threads * calls_each}
+    for store in stores:
+        store.close()
+
+
+def test_stores_opened_at_once_on_a_new_postgresql_database_migrate_it_exactly_once(postgres_url):
+    start = threading.Barrier(6)
+
+    def open_store(_: int) -> int:
+        start.wait(timeout=30)
+        store = RunStore(postgres_url)
+        version = store.version
+        store.close()
+        return version
+
+    with ThreadPoolExecutor(6) as pool:
+        versions = list(pool.map(open_store, range(6), timeout=120))
+    assert versions == [len(MIGRATIONS)] * 6
+    with psycopg.connect(postgres_url) as db:
+        assert db.execute("SELECT version FROM pau_mcp_schema").fetchall() == [(len(MIGRATIONS),)]
+
+
+def test_an_unreachable_postgresql_server_is_one_line_saying_what_to_do_without_the_password(postgres):
+    with contextlib.closing(__import__("socket").socket()) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once the probe is closed
+    with pytest.raises(StoreError) as info:
+        RunStore(f"postgresql://pau:hunter2@127.0.0.1:{port}/runs")
+    message = str(info.value)
+    assert "\n" not in message and "hunter2" not in message
+    assert message.startswith(f"cannot use the run store postgresql://pau:***@127.0.0.1:{port}/runs: ")
+    assert "Connection refused" in message and "createdb" in message and "--db / PAU_MCP_DB" in message
+    with pytest.raises(StoreError, match=r'database "nowhere" does not exist.*createdb -O USER DBNAME'):
+        RunStore(postgres.url("nowhere"))
+
+
+def test_a_postgresql_url_libpq_cannot_read_is_refused_with_the_form_it_takes(postgres):
+    with pytest.raises(StoreError, match=r"not a PostgreSQL URL libpq accepts .* postgresql://USER@HOST:PORT/DBNAME"):
+        RunStore(postgres.url("runs") + "?colour=blue")
+
+
+def test_without_psycopg_a_postgresql_store_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # what `import psycopg` meets where it is not installed
+    with pytest.raises(StoreError, match=r"psycopg is not installed: pip install 'pau-mcp\[postgres\]'"):
+        RunStore("postgresql://pau@127.0.0.1:1/runs")
+
+
+def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url):
+    store = RunStore(postgres_url)
+    session = store.ensure_session(store.ensure_run("r", kind="serve"), "k", "http", client="agent\x00 1")
+    store.record_call(session, CallRecord("m/x", "fn_x", "('\x00',)", True, "error", error_message="bad \x00\udcff"))
+    store.record_submission(session, "m/x", "nul \x00 and \ud800", "def f():\x00")
+    run = store.run_id("r")
+    [call], [submission] = store.calls(run), store.submissions(run)
+    assert (call["arguments"], call["error_message"]) == ("('\\x00',)", "bad \\x00\\udcff")
+    assert (submission["description"], submission["code"]) == ("nul \\x00 and \\ud800", "def f():\\x00")
+    assert store.export_session("r", "k").client == "agent\\x00 1"
+
+
+def test_a_connection_the_server_dropped_is_replaced_and_no_write_is_lost(postgres_url):
+    store = RunStore(postgres_url)
+    session = store.ensure_session(store.ensure_run("r", kind="serve"), "k", "http")
+    store.record_call(session, CallRecord("m/x", "fn_x", "(1,)", True, "ok", value="1"))
+    with psycopg.connect(postgres_url, autocommit=True) as admin:  # as a server restart or a proxy would drop them
+        dropped = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid()"
+        ).fetchall()
+    assert dropped
+    store.record_call(session, CallRecord("m/x", "fn_x", "(2,)", True, "ok", value="2"))
+    assert [c["arguments"] for c in store.calls(store.run_id("r"))] == ["(1,)", "(2,)"]
+
+
+def test_a_failed_statement_inside_a_postgresql_write_commits_nothing_even_if_caught(postgres_url):
+    """PostgreSQL ends a transaction at its first error and COMMIT would roll it back silently: the store says so."""
+    database = open_database(postgres_url)
+    with database.transaction() as conn:
+        conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)")
+    with pytest.raises(RuntimeError, match="nothing of it was written"), database.transaction() as conn:
+        conn.execute("INSERT INTO t (n) VALUES (1)")
+        with contextlib.suppress(psycopg.errors.UniqueViolation):
+            conn.execute("INSERT INTO t (n) VALUES (1)")
+    assert database.read("SELECT COUNT(*) AS n FROM t")[0]["n"] == 0
+    with database.transaction() as conn:  # the connection went back to the pool clean
+        conn.execute("INSERT INTO t (n) VALUES (2)")
+    assert database.read("SELECT n FROM t")[0]["n"] == 2
+    database.close()
+
+
+def test_a_store_newer_than_this_pau_mcp_is_refused_on_either_database(store_at):
+    where = store_at("runs")
+    RunStore(where).close()
+    if isinstance(where, str):
+        with psycopg.connect(where) as db:
+            db.execute("UPDATE pau_mcp_schema SET version = 99")
+    else:
+        with contextlib.closing(sqlite3.connect(where)) as db:
+            db.execute("PRAGMA user_version = 99")
+    with pytest.raises(StoreError, match=r"schema version 99, newer than this pau-mcp .*; upgrade pau-mcp"):
+        RunStore(where)
+
+
+def test_a_user_who_may_not_create_the_tables_is_told_what_to_do_in_one_line(postgres, postgres_url):
+    visitor = postgres_url.rsplit("/", 1)[1] + "_visitor"  # a login that neither owns the database nor may create in it
+    with psycopg.connect(postgres.url(), autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {visitor} LOGIN")
+    with pytest.raises(StoreError) as info:
+        RunStore(postgres_url.replace("postgresql://pau@", f"postgresql://{visitor}@"))
+    assert "\n" not in str(info.value) and "CREATE TABLE" not in str(info.value)  # the cause, not the statement
+    assert "permission denied for schema public" in str(info.value) and "createdb -O USER DBNAME" in str(info.value)
+    assert info.value.reason == "permission denied"
+
+
+def test_a_urls_password_is_never_shown_in_the_stores_location():
+    from pau_mcp._databases import shown
+
+    assert shown("postgresql://pau:s3cret@db:5432/runs") == "postgresql://pau:***@db:5432/runs"
+    assert shown("postgresql://db/runs?password=s3cret&sslmode=require") == (
+        "postgresql://db/runs?password=***&sslmode=require"
+    )
+    assert shown("postgresql://pau@db/runs") == "postgresql://pau@db/runs"
+
+
+def test_a_postgresql_store_nobody_closed_leaves_no_connection_behind_once_collected(postgres_url):
+    import gc
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(3):  # as commands and tests leave their stores
+            RunStore(postgres_url).ensure_run(f"r{n}", kind="serve")
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []  # closed, not dropped
+    with psycopg.connect(postgres_url) as admin:
+        left = admin.execute(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pau-mcp'"
+        ).fetchone()
+    assert left == (0,)
