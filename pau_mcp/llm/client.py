@@ -69,7 +69,7 @@ class LLMClient:
             one: the provider's default samples) may be replayed from the cache: a run's name, so that only the same run asking the same step again gets the
             same sample. None: sampled replies are neither read from nor written to the cache.
         share_samples: Replay sampled replies across runs too, as replies at temperature 0 are (asked for by
-            ``--share-samples``).
+            ``--share-samples``): the first sample any run drew for the same request.
 
     Example:
         >>> client = LLMClient(cache_path=Path("llm-cache.db"))
@@ -180,10 +180,10 @@ class LLMClient:
                 failure = Failure(False, None, f"no answer within {timeout_s:g} s", timeout=True)
                 raise self._error(provider, model, failure, 1, preflight=True) from None
             except Exception as exc:
-                failure = provider.classify(exc)
-                if failure is None:
+                classified = provider.classify(exc)
+                if classified is None:
                     raise
-                raise self._error(provider, model, failure, 1, preflight=True) from None
+                raise self._error(provider, model, classified, 1, preflight=True) from None
             if warning:
                 warnings.append(_one_line(warning))
         return warnings
@@ -251,7 +251,7 @@ class LLMClient:
         )
         provider.ready()
         body = provider.body(name, request)
-        where = provider.scope(request)
+        where = shared = provider.scope(request)
         # Sampled: a temperature above 0 asked for, or none asked of a model that takes one (the provider's default
         # samples). A model that takes no temperature gets the same request either way, so the caller's 0 decides.
         sampled = temperature > 0 if temperature is not None else request.capabilities.temperature
@@ -273,6 +273,8 @@ class LLMClient:
                 return self._account(model, Reply.from_json(stored), cached=True)
             reply = await self._attempts(provider, model, name, body, request)
             store.put(key, model, reply.to_json())
+            if where != shared:  # each run's first sample is also on offer to runs that ask to share samples
+                store.put_new(ResponseCache.key(shared, encoded), model, reply.to_json())
             return self._account(model, reply, cached=False)
 
     @asynccontextmanager
@@ -313,7 +315,7 @@ class LLMClient:
             return min(failure.retry_after, _MAX_RETRY_AFTER_S)
         # Full jitter: many workers hitting one rate limit must not retry in lockstep.
         ceiling = min(self.max_backoff_s, self.backoff_s * 2**attempt)
-        return ceiling * (0.5 + random.random() / 2)
+        return float(ceiling * (0.5 + random.random() / 2))
 
     async def _attempts(
         self, provider: Provider, model: str, name: str, body: dict[str, Any], request: Request

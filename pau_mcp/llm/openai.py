@@ -117,7 +117,7 @@ class OpenAIProvider(Provider):
     """``openai/<model>``: OpenAI or any OpenAI-compatible server."""
 
     name = "openai"
-    key_envs = ("OPENAI_API_KEY",)
+    key_envs: tuple[str, ...] = ("OPENAI_API_KEY",)
     base_env = "OPENAI_BASE_URL"
     default_base = "https://api.openai.com/v1"
 

@@ -165,11 +165,11 @@ def body_message(body: Any, fallback: str) -> str:
     if isinstance(body, Mapping):
         inner = body.get("error", body)
         if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
-            return inner["message"]
+            return str(inner["message"])
         if isinstance(inner, str):
             return inner
         if isinstance(body.get("message"), str):
-            return body["message"]
+            return str(body["message"])
     if isinstance(body, str) and body:
         return body
     return fallback
