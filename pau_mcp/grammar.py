@@ -198,7 +198,8 @@ def _group_end(text: str) -> int | None:
 
 def _as_arguments(text: str, arity: int | None) -> str | None:
     """``text`` as an argument literal when it reads as one: a call with literal arguments, a tuple of the arity, or
-    (one argument) any literal; None otherwise."""
+    (one argument) any literal that is not a tuple; None otherwise. A tuple of another length is not read as one
+    tuple argument: after ``INPUT:`` it goes as written, and the rules refuse it naming the arity."""
     if not text or len(text) > MAX_LITERAL_CHARS:
         return None
     try:
@@ -214,8 +215,8 @@ def _as_arguments(text: str, arity: int | None) -> str | None:
         return None
     if "\n" in text:
         text = ast.unparse(tree)  # a literal written over several lines, on one
-    if isinstance(tree, ast.Tuple) and (arity is None or len(tree.elts) == arity):
-        return text
+    if isinstance(tree, ast.Tuple):  # the arguments as a tuple: of the arity, or not an input (the rules say why)
+        return text if arity is None or len(tree.elts) == arity else None
     if arity == 1:
         return f"({text},)"
     if arity is None and text.startswith("(") and text.endswith(")"):

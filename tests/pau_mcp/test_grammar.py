@@ -33,6 +33,8 @@ FENCE = "```"
         ("<think>INPUT: (666,) is silly</think>\nINPUT: (1,)", 1, "(1,)"),
         ("thoughts the template opened (7,) ...</think>\nINPUT: (2,)", 1, "(2,)"),
         ("INPUT: hello there", 2, "hello there"),  # as written: the server says what is wrong, spending nothing
+        ("INPUT: (1, 2)", 1, "(1, 2)"),  # two values for one parameter: as written, for the rules to refuse
+        ("INPUT: ((1, 2),)", 1, "((1, 2),)"),
     ],
 )
 def test_an_input_is_read_as_written(reply, arity, expected):
@@ -86,6 +88,9 @@ WORST = {
     "unclosed think tags": "<think>" * (MEGABYTE // 7),
     "lone end tags": "</think>" * (MEGABYTE // 8),
     "newlines": "\n" * MEGABYTE,
+    # Blank lines between text: the reflection pattern that let a line's start run over the next lines took 17 s
+    # on 40 KB of these (quadratic), and the thinking pattern 15 s on 56 KB of unclosed tags.
+    "blank lines between text": "a" + "\n " * (MEGABYTE // 2) + "a",
     "decoration without a marker": "*" * MEGABYTE,
     "empty input markers": "INPUT:\n" * (MEGABYTE // 7),
     "an input marker before an unclosed fence": "INPUT:\n```\n" + "x\n" * (MEGABYTE // 2),
