@@ -94,8 +94,11 @@ def test_a_malformed_tool_call_is_corrected_and_the_episode_goes_on(vowels_envir
 def test_a_tool_call_written_as_text_is_run_as_a_call(vowels_environment, strict):
     strict.responder = _script(
         lambda tool: f'<tool_call>\n{{"name": "{tool}", "arguments": {{"args": "(\'sky\',)"}}}}\n</tool_call>',
-        lambda tool: '<tool_call>{"name": "submit", "arguments": {"method": "%s", "description": "Vowels."}}'
-        "</tool_call>" % tool,
+        lambda tool: (
+            "<tool_call>"
+            + json.dumps({"name": "submit", "arguments": {"method": tool, "description": "Vowels."}})
+            + "</tool_call>"
+        ),
     )
     result, env = _play(vowels_environment, strict)
     assert strict.refused == [] and result.concluded and result.description == "Vowels."

@@ -43,13 +43,16 @@ def test_without_a_run_a_sampled_reply_is_neither_read_from_nor_written_to_the_c
         "openai/m", USER, temperature=0.7)).cached is False  # fmt: skip
 
 
-def test_asking_to_share_samples_replays_them_across_runs(fake, make_client, run, cache):
-    fake.responder = lambda body: "drawn once"
-    shared = _client(make_client, fake, cache, sample_scope="run-a", share_samples=True)
-    run(lambda: shared.complete("openai/m", USER, temperature=1.0, sample="b001/0"))
-    later = _client(make_client, fake, cache, sample_scope="run-b", share_samples=True)
-    assert run(lambda: later.complete("openai/m", USER, temperature=1.0, sample="b001/0")).cached
-    assert len(fake.requests) == 1
+def test_asking_to_share_samples_replays_the_first_sample_any_run_drew(fake, make_client, run, cache):
+    fake.responder = lambda body: f"draw {len(fake.requests)}"
+    run(lambda: _client(make_client, fake, cache, sample_scope="run-a").complete(
+        "openai/m", USER, temperature=1.0, sample="b001/0"))  # fmt: skip
+    run(lambda: _client(make_client, fake, cache, sample_scope="run-b").complete(
+        "openai/m", USER, temperature=1.0, sample="b001/0"))  # fmt: skip
+    later = _client(make_client, fake, cache, sample_scope="run-c", share_samples=True)
+    replayed = run(lambda: later.complete("openai/m", USER, temperature=1.0, sample="b001/3"))
+    assert replayed.cached and replayed.text == "draw 1"
+    assert len(fake.requests) == 2
 
 
 def test_replies_at_temperature_zero_are_replayed_across_runs_as_before(fake, make_client, run, cache):
