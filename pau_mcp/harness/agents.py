@@ -412,6 +412,12 @@ def written_tool_calls(text: str, id_prefix: str = "call_text") -> list[ToolCall
         whole = _unfenced(text)
         if not (whole.startswith("{") and whole.endswith("}") and '"name"' in whole):
             return None
+        try:
+            value = json.loads(whole)
+        except (ValueError, RecursionError):
+            return None  # prose that looks like JSON: a description, not a call
+        if not isinstance(value, dict) or not ({"arguments", "parameters"} & value.keys()):
+            return None
         blocks = [whole]
     calls: list[ToolCall] = []
     for block in blocks:

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from fakellm import FakeLLM, Reply
 
-from pau_mcp.harness.agents import ToolsAgent
+from pau_mcp.harness.agents import ToolsAgent, written_tool_calls
 from pau_mcp.llm import LLMClient, LLMError
 
 MODEL = "openai/small-local-model"
@@ -132,3 +132,20 @@ def test_calling_the_headers_function_name_is_answered_with_the_tools_real_name(
     tool = _tools(strict.requests[0])[0]
     answer = next(m for m in strict.requests[1]["messages"] if m.get("role") == "tool")["content"]
     assert "no tool 'count_vowels'" in answer and repr(tool) in answer and "Nothing was run" in answer
+
+
+@pytest.mark.parametrize(
+    ("reply", "calls"),
+    [
+        ('<tool_call>{"name": "fn", "arguments": {"args": "(1,)"}}</tool_call>', [("fn", {"args": "(1,)"})]),
+        ('```json\n{"name": "submit", "arguments": {"description": "d"}}\n```', [("submit", {"description": "d"})]),
+        ('<tool_call>{"name": "fn", "arguments": "{\\"args\\": \\"(2,)\\"}"}</tool_call>', [("fn", {"args": "(2,)"})]),
+        ('<tool_call>{"name": "fn", "arguments": {"args": </tool_call>', []),
+        ("It counts vowels.", None),
+        ('{"name": "count_vowels", "description": "counts vowels"}', None),  # JSON prose, not a call
+    ],
+)
+def test_tool_calls_written_as_text_are_read_or_marked_unreadable(reply, calls):
+    found = written_tool_calls(reply, "t")
+    assert (None if found is None else [(c.name, c.parsed_arguments()) for c in found]) == calls
+    assert found is None or all(c.id == f"t_{i}" for i, c in enumerate(found))
