@@ -246,7 +246,8 @@ def classify_sdk_error(exc: BaseException, sdk: Any, base_error: type[BaseExcept
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         message = body_message(exc.body, exc.message)
-        hint = request_problem(message)
+        # A rate limit may speak of tokens too ("too many tokens per minute"): only other refusals describe the request.
+        hint = request_problem(message) if status not in (408, 409, 429) else None
         retry = (status in RETRYABLE or status >= 500) and hint is None
         return Failure(retry, status, message, retry_after(exc.response.headers), hint=hint)
     if isinstance(exc, sdk.APITimeoutError) and not _refused(exc):  # before APIConnectionError, its base class

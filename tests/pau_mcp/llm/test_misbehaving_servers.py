@@ -108,9 +108,11 @@ def test_a_conversation_too_long_for_the_model_is_not_retried_and_says_what_help
     assert len(fake.requests) == 1 and "--budget" in str(info.value)
 
 
-def test_a_gateways_500_about_an_upstream_response_is_still_retried(fake, make_client, run):
-    fake.fail(502, message="failed to parse the upstream response").say("recovered")
+def test_a_gateways_500_about_an_upstream_response_and_a_rate_limit_on_tokens_are_still_retried(fake, make_client, run):
+    fake.fail(502, message="failed to parse the upstream response")
+    fake.fail(429, message="Rate limit reached: too many tokens per minute", retry_after=0).say("recovered")
     assert run(lambda: make_client(_env(fake)).complete("openai/m", USER, temperature=0)).text == "recovered"
+    assert len(fake.requests) == 3
 
 
 def test_tool_call_arguments_sent_as_an_object_are_read_as_json_text(fake, make_client, run):
