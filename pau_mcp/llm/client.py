@@ -226,8 +226,9 @@ class LLMClient:
             extra: More body fields for the provider (``seed``, ...); part of the cache key.
             cache: False to neither read nor write the cache for this call.
             sample: Which sample of its run this request is (an episode and step), when it is sampled (a
-                temperature above 0, or none named): part of its cache key with the client's ``sample_scope``, so a
-                repeated prompt in another step, another episode or another run gets a sample of its own.
+                temperature above 0, or none asked of a model that takes one): part of its cache key with the
+                client's ``sample_scope``, so a repeated prompt in another step, another episode or another run
+                gets a sample of its own.
 
         Returns:
             The reply (its thinking in ``reasoning``, never in ``text``), with tokens, cost and whether it came
