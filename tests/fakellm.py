@@ -20,11 +20,28 @@ the server has no model list, as some gateways do not).
 When the queue is empty the ``responder`` decides (a function of the request
 body returning a reply, a failure or a plain string); without one the server
 answers 400, so a test that forgot a reply fails loudly instead of retrying.
+
+It also misbehaves on request, as real servers and the gateways in front of
+them do:
+
+    fake.answer_bytes(b"<html>Bad gateway</html>", content_type="text/html")   # a 200 that is not JSON
+    fake.answer_bytes(b'{"id": "chatcmpl-1", "choi', cut=True)                 # the body ends early
+    fake.call_tool("fn", '{"arg0": 1')                                         # arguments that are not JSON
+    fake.say("a long reply", chunks=20, chunk_s=0.1)                           # a slow model: 2 s in all
+    fake.strict_history = True                                                 # refuse invalid history, as llama-server
+
+A request with ``"stream": true`` is answered as a stream of server-sent
+events in each API's own form (chat completion chunks, Messages API events,
+Responses API events), one ``chunk_s`` apart; without it, a slow reply comes
+whole after ``chunks * chunk_s``. With ``strict_history``, a conversation that
+holds a tool call whose arguments are not JSON is refused with llama-server's
+own 500, and one whose tool calls are not each answered with OpenAI's 400.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 import time
@@ -36,7 +53,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Failure", "FakeLLM", "Raw", "Reply", "openai_body"]
+__all__ = ["Body", "Failure", "FakeLLM", "Raw", "Reply", "openai_body"]
+
+#: What llama-server answers (HTTP 500) when a tool call in the history has arguments that are not JSON: its chat
+#: templates parse them (common/chat.cpp); every later request of that conversation gets the same answer.
+LLAMA_SERVER_BAD_ARGUMENTS = (
+    "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 1, column {column}: "
+    "syntax error while parsing value - unexpected end of input; expected '[', '{{', or a literal"
+)
 
 
 @dataclass
@@ -50,6 +74,8 @@ class Reply:
     delay_s: float = 0.0
     reasoning: str = ""
     finish: str | None = None
+    chunks: int = 1
+    chunk_s: float = 0.0
 
 
 @dataclass
@@ -72,7 +98,21 @@ class Raw:
     payload: Any
 
 
-Responder = Callable[[dict[str, Any]], "Reply | Failure | Raw | str"]
+@dataclass
+class Body:
+    """A reply of exactly these bytes: a gateway's HTML page, JSON cut short, or (``cut``) a body that ends early.
+
+    With ``cut``, the headers announce the whole of ``data`` but only its first half is sent before the connection
+    closes, as when a proxy or the server dies mid-reply.
+    """
+
+    data: bytes
+    status: int = 200
+    content_type: str = "application/json"
+    cut: bool = False
+
+
+Responder = Callable[[dict[str, Any]], "Reply | Failure | Raw | Body | str"]
 
 
 class FakeLLM:
@@ -88,6 +128,9 @@ class FakeLLM:
         gets: The paths of GET requests (model lists), in order.
         models: The model ids ``GET /v1/models`` lists; None answers 404 (no model list).
         require_key: When set, every request without this key (bearer, ``api-key`` or ``x-api-key``) gets a 401.
+        strict_history: When set, a chat request whose history holds a tool call with arguments that are not JSON
+            gets llama-server's 500, and one with a tool call left unanswered (or an answer to no call) OpenAI's 400.
+        refused: The (status, message) of every request ``strict_history`` refused, in order.
     """
 
     def __init__(self, responder: Responder | None = None) -> None:
@@ -98,9 +141,11 @@ class FakeLLM:
         self.gets: list[str] = []
         self.models: list[str] | None = None
         self.require_key: str | None = None
+        self.strict_history = False
+        self.refused: list[tuple[int, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
-        self._queue: deque[Reply | Failure] = deque()
+        self._queue: deque[Reply | Failure | Raw | Body] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -116,8 +161,14 @@ class FakeLLM:
         delay_s: float = 0.0,
         reasoning: str = "",
         finish: str | None = None,
+        chunks: int = 1,
+        chunk_s: float = 0.0,
     ) -> FakeLLM:
-        """Queue a text reply (``reasoning``: thinking text, sent as the API carries it; ``finish``: e.g. ``length``)."""
+        """Queue a text reply (``reasoning``: thinking text, sent as the API carries it; ``finish``: e.g. ``length``).
+
+        ``chunks`` and ``chunk_s`` make a slow model: a streamed request gets the text in ``chunks`` parts, one
+        every ``chunk_s`` seconds; any other request gets it whole after ``chunks * chunk_s`` seconds.
+        """
         with self._lock:
             self._queue.append(
                 Reply(
@@ -127,6 +178,8 @@ class FakeLLM:
                     delay_s=delay_s,
                     reasoning=reasoning,
                     finish=finish,
+                    chunks=max(1, chunks),
+                    chunk_s=chunk_s,
                 )
             )
         return self
@@ -167,6 +220,21 @@ class FakeLLM:
         """Queue a 200 reply carrying ``payload`` as it is."""
         with self._lock:
             self._queue.append(Raw(payload))
+        return self
+
+    def answer_bytes(
+        self,
+        data: bytes,
+        *,
+        status: int = 200,
+        content_type: str = "application/json",
+        cut: bool = False,
+        times: int = 1,
+    ) -> FakeLLM:
+        """Queue ``times`` replies of exactly ``data`` (``cut``: the connection closes halfway through the body)."""
+        with self._lock:
+            for _ in range(times):
+                self._queue.append(Body(data, status, content_type, cut))
         return self
 
     @property
@@ -232,7 +300,7 @@ class FakeLLM:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _next(self, body: dict[str, Any]) -> Reply | Failure | Raw:
+    def _next(self, body: dict[str, Any]) -> Reply | Failure | Raw | Body:
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
@@ -278,6 +346,41 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _send_bytes(self, reply: Body) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        self.send_header("Content-Length", str(len(reply.data)))
+        if reply.cut:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if reply.cut:
+            self.wfile.write(reply.data[: len(reply.data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.wfile.write(reply.data)
+
+    def _stream(self, request: dict[str, Any], reply: Reply, api: str) -> None:
+        """Server-sent events carrying ``reply`` in ``api``'s stream form, one text part every ``chunk_s``."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        parts = _parts(reply.text, reply.chunks)
+        events = {"chat": _chat_events, "anthropic": _anthropic_events, "responses": _responses_events}[api]
+        for event, delay in events(request, reply, parts):
+            if delay:
+                time.sleep(reply.chunk_s)
+            name = event.get("type") if api != "chat" else None
+            data = event if event is not _DONE else "[DONE]"
+            line = f"event: {name}\n" if name else ""
+            payload = data if isinstance(data, str) else json.dumps(data)
+            self.wfile.write(f"{line}data: {payload}\n\n".encode())
+            self.wfile.flush()
 
     def _refused_key(self, anthropic: bool) -> bool:
         wanted = self.owner.require_key
@@ -339,7 +442,18 @@ class _Handler(BaseHTTPRequestHandler):
             owner.in_flight += 1
             owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
         try:
+            refusal = _history_problem(body) if owner.strict_history and not anthropic and not responses else None
+            if refusal is not None:
+                with owner._lock:
+                    owner.refused.append(refusal)
+                status, message = refusal
+                kind = "server_error" if status >= 500 else "invalid_request_error"
+                self._send(status, {"error": {"code": status, "message": message, "type": kind}})
+                return
             reply = owner._next(body)
+            if isinstance(reply, Body):
+                self._send_bytes(reply)
+                return
             if isinstance(reply, Failure) and reply.text is not None:
                 self._send_text(reply.status, reply.text)
                 return
@@ -351,6 +465,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if reply.delay_s:
                 time.sleep(reply.delay_s)
+            if body.get("stream"):
+                self._stream(body, reply, "anthropic" if anthropic else "responses" if responses else "chat")
+                return
+            if reply.chunk_s:
+                time.sleep(reply.chunks * reply.chunk_s)
             if anthropic:
                 self._send(200, _anthropic_body(body, reply))
             elif responses:
@@ -476,3 +595,147 @@ def _anthropic_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "stop_sequence": None,
         "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
     }
+
+
+_DONE: dict[str, Any] = {}  # the chat stream's closing "[DONE]" line
+
+
+def _parts(text: str, chunks: int) -> list[str]:
+    """``text`` in ``chunks`` consecutive pieces (some empty when it is shorter)."""
+    size = -(-len(text) // chunks) if text else 0
+    return [text[i * size : (i + 1) * size] for i in range(chunks)] if size else [""] * chunks
+
+
+def _chat_events(request: dict[str, Any], reply: Reply, parts: list[str]) -> list[tuple[dict[str, Any], bool]]:
+    """Chat completion chunks: the role, the text part by part, tool calls, the finish, usage when asked, [DONE]."""
+    whole = openai_body(request, reply)
+    head = {k: whole[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    events: list[tuple[dict[str, Any], bool]] = [(chunk({"role": "assistant", "content": ""}), False)]
+    if reply.reasoning:
+        events.append((chunk({"reasoning_content": reply.reasoning}), False))
+    events += [(chunk({"content": part}), True) for part in parts if part] or [(chunk({}), True)]
+    for index, call in enumerate(whole["choices"][0]["message"].get("tool_calls") or ()):
+        arguments = call["function"]["arguments"]
+        middle = len(arguments) // 2
+        start = {"index": index, "id": call["id"], "type": "function"}
+        first = start | {"function": {"name": call["function"]["name"], "arguments": arguments[:middle]}}
+        events.append((chunk({"tool_calls": [first]}), False))
+        events.append((chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[middle:]}}]}), False))
+    events.append((chunk({}, whole["choices"][0]["finish_reason"]), False))
+    if (request.get("stream_options") or {}).get("include_usage"):
+        events.append((head | {"choices": [], "usage": whole["usage"]}, False))
+    events.append((_DONE, False))
+    return events
+
+
+def _anthropic_events(request: dict[str, Any], reply: Reply, parts: list[str]) -> list[tuple[dict[str, Any], bool]]:
+    """The Messages API's stream: message_start, each block's start, deltas and stop, message_delta, message_stop."""
+    whole = _anthropic_body(request, reply)
+    start = {k: v for k, v in whole.items() if k not in ("content", "stop_reason", "usage")}
+    usage = whole["usage"]
+    events: list[tuple[dict[str, Any], bool]] = [
+        ({"type": "message_start", "message": start | {"content": [], "stop_reason": None,
+          "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}}, False),
+    ]  # fmt: skip
+    for index, block in enumerate(whole["content"]):
+        kind = block["type"]
+        if kind == "text":
+            events.append(
+                ({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}, False)
+            )
+            events += [({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": part}}, True)
+                       for part in parts if part]  # fmt: skip
+        elif kind == "thinking":
+            events.append(
+                (
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                    },
+                    False,
+                )
+            )
+            events.append(
+                (
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": block["thinking"]},
+                    },
+                    False,
+                )
+            )
+            events.append(({"type": "content_block_delta", "index": index,
+                            "delta": {"type": "signature_delta", "signature": block["signature"]}}, False))  # fmt: skip
+        else:
+            events.append(
+                (
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}},
+                    },
+                    False,
+                )
+            )
+            events.append(({"type": "content_block_delta", "index": index,
+                            "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}, False))  # fmt: skip
+        events.append(({"type": "content_block_stop", "index": index}, False))
+    events.append(({"type": "message_delta", "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": usage["output_tokens"]}}, False))  # fmt: skip
+    events.append(({"type": "message_stop"}, False))
+    return events
+
+
+def _responses_events(request: dict[str, Any], reply: Reply, parts: list[str]) -> list[tuple[dict[str, Any], bool]]:
+    """The Responses API's stream: response.created, the text's deltas, response.completed with the whole response."""
+    whole = _responses_body(request, reply)
+    created = whole | {"status": "in_progress", "output": [], "usage": None}
+    events: list[tuple[dict[str, Any], bool]] = [({"type": "response.created", "response": created}, False)]
+    message = next((item for item in whole["output"] if item["type"] == "message"), None)
+    for part in parts if message is not None else ():
+        if part:
+            delta = {"type": "response.output_text.delta", "item_id": message["id"], "output_index": 0,  # type: ignore[index]
+                     "content_index": 0, "delta": part, "logprobs": []}  # fmt: skip
+            events.append((delta, True))
+    events.append(({"type": "response.completed", "response": whole}, not parts or message is None))
+    for number, (event, _) in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+def _history_problem(body: dict[str, Any]) -> tuple[int, str] | None:
+    """Why a strict server refuses this chat history, as (status, message); None when it is valid."""
+    messages = body.get("messages") or []
+    waiting: list[str] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            if message.get("tool_call_id") not in waiting:
+                return (
+                    400,
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+                )
+            waiting.remove(message["tool_call_id"])
+            continue
+        if waiting:
+            return 400, (
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(waiting)}"
+            )
+        for call in message.get("tool_calls") or () if role == "assistant" else ():
+            arguments = (call.get("function") or {}).get("arguments")
+            if isinstance(arguments, str):
+                try:
+                    json.loads(arguments)
+                except ValueError as exc:
+                    return 500, LLAMA_SERVER_BAD_ARGUMENTS.format(column=getattr(exc, "colno", 1))
+            waiting.append(call.get("id"))
+    if waiting:
+        return 400, f"An assistant message with 'tool_calls' must be followed by tool messages: {', '.join(waiting)}"
+    return None

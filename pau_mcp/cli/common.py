@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,10 +23,35 @@ if TYPE_CHECKING:
     from ..sandboxing import AnySandbox
 
 __all__ = [
-    "bar", "err", "make_sandbox", "manifest_store", "run_store", "sandbox_limits", "settings_from", "step_printer",
+    "bar", "err", "make_sandbox", "manifest_store", "run_store", "sandbox_limits", "settings_from", "show_llm_notices",
+    "step_printer",
 ]  # fmt: skip
 
 err = Console(stderr=True)
+
+
+class _Notices(logging.Handler):
+    """Each LLM retry and timeout as one line on stderr, as it happens, with or without a terminal.
+
+    Writes to ``sys.stderr`` as it is when the line comes, so a progress bar that redirects stderr shows the line
+    above itself.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(f"pau-mcp: {self.format(record)}\n")
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - a notice that cannot be shown must not end the command
+            self.handleError(record)
+
+
+def show_llm_notices() -> None:
+    """Print the LLM client's notices (retries, timeouts, the switch to streamed replies) on stderr, once per process."""
+    logger = logging.getLogger("pau_mcp.llm")
+    if not any(isinstance(handler, _Notices) for handler in logger.handlers):
+        logger.addHandler(_Notices(logging.WARNING))
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False  # a server's own log handler would print them a second time
 
 
 def settings_from(values: dict[str, Any]) -> Settings:

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import eventloop
 from ..config import options
-from .common import err, make_sandbox, manifest_store, settings_from, step_printer
+from .common import err, make_sandbox, manifest_store, settings_from, show_llm_notices, step_printer
 
 __all__ = [
     "check_configs", "check_models", "connect_cluster", "demo", "evaluate", "execute", "overrides_of", "ray_options",
-    "score_kinds", "summary",
+    "score_errors", "score_kinds", "summary",
 ]  # fmt: skip
 
 _EVAL_SETTINGS = (
@@ -98,6 +100,12 @@ def connect_cluster(address: str | None, workers: int | None):  # type: ignore[n
 @click.option("--no-score", is_flag=True, help="Only explore and submit; score later with `pau-mcp score RUN`.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
 @click.option(
+    "--share-samples",
+    is_flag=True,
+    help="Replay the agent's replies sampled at a temperature above 0 from the LLM cache across runs (default: "
+    "only within the run that sampled them).",
+)
+@click.option(
     "--retry-failed/--keep-failed",
     default=True,
     show_default=True,
@@ -106,8 +114,8 @@ def connect_cluster(address: str | None, workers: int | None):  # type: ignore[n
 @ray_options
 @options(*_EVAL_SETTINGS)
 def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, limit: int, method_ids: tuple[str, ...],
-             run_name: str | None, server: str | None, no_score: bool, no_cache: bool, retry_failed: bool,
-             ray_address: str | None, ray_workers: int | None, **values: object) -> None:  # fmt: skip
+             run_name: str | None, server: str | None, no_score: bool, no_cache: bool, share_samples: bool,
+             retry_failed: bool, ray_address: str | None, ray_workers: int | None, **values: object) -> None:  # fmt: skip
     """Run an agent over a suite through the MCP server, submit, score, and store every trajectory.
 
     Killing it (even with kill -9) and running the same command again finishes the run: no episode is lost or done twice.
@@ -118,13 +126,14 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     from ..harness.runner import run_name as default_name
 
     settings = settings_from(values)
+    show_llm_notices()
     if ray_address is not None and server:
         raise click.UsageError("--server and --ray do not mix: each Ray worker starts its own server; drop one")
     config = EvalConfig(
         run=run_name or default_name(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
         score=not no_score, kinds=score_kinds(settings), retry_failed=retry_failed, overrides=overrides_of(settings),
-        protocol=settings.protocol,
+        protocol=settings.protocol, cache=not no_cache, share_samples=share_samples,
     )  # fmt: skip
     check_configs([config])
     _check_suite(settings, config)
@@ -138,14 +147,21 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     for line in summary(config.run, progress, on_ray=cluster is not None):
         click.echo(line)
     for line in progress.errors[:10]:
-        err.print(f"[red]failed[/red] {line}")
+        err.print(f"[red]failed[/red] {escape(line)}", highlight=False, soft_wrap=True)
+    if len(progress.errors) > 10:
+        err.print(f"[red]failed[/red] ... and {len(progress.errors) - 10} more (`pau-mcp report {config.run}`)")
+    unscored = score_errors(progress)
+    for line in unscored[:10]:
+        err.print(f"[red]score error[/red] {escape(line)}", highlight=False, soft_wrap=True)
+    if len(unscored) > 10:
+        err.print(f"[red]score error[/red] ... and {len(unscored) - 10} more")
+    if unscored:
+        err.print(f"score the run again with `pau-mcp score {config.run}` once the scoring models answer")
     click.echo(f"see `pau-mcp report {config.run}`")
     failed = progress.whole.failed if progress.whole is not None else progress.failed
-    if failed:
-        if not retry_failed and not progress.failed:
-            err.print(
-                f"{failed} episode(s) of this run failed earlier; run it again without --keep-failed to retry them"
-            )
+    if failed and not retry_failed and not progress.failed:
+        err.print(f"{failed} episode(s) of this run failed earlier; run it again without --keep-failed to retry them")
+    if failed or unscored:
         sys.exit(1)
 
 
@@ -226,12 +242,17 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
         protocol = load_protocol(config.protocol, settings.data_dir)
     except PromptsError as exc:
         raise click.ClickException(str(exc)) from None
+    if no_cache:
+        config = replace(config, cache=False)  # the agent's model too, not only the scorer's
     scorer = sandbox = None
     if cluster is None:
         # Scoring runs in sandbox worker processes: the harness's one event loop is what limits a run's
         # throughput, and sandbox work in its own process competed with it (docs/benchmarks.md).
         sandbox = make_sandbox(settings, progress=step_printer(), processes=config.score)
         scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox, protocol=protocol)
+        if scorer.llm is not None:  # a judge sampling (the reference protocol's) replays only within this run
+            scorer.llm.sample_scope = config.run
+            scorer.llm.share_samples = config.share_samples
     if note and config.score and len(config.kinds) < 3:
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
@@ -261,6 +282,14 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
     return progress
 
 
+def score_errors(progress) -> list[str]:  # type: ignore[no-untyped-def]
+    """The run's scores that could not be made, one line each: the method, the score's name, the reason."""
+    whole = progress.whole
+    if whole is None:
+        return []
+    return [f"{method_id} {kind}: {' '.join(reason.split())}" for method_id, kind, reason in whole.score_errors]
+
+
 def summary(run: str, progress, on_ray: bool = False) -> list[str]:  # type: ignore[no-untyped-def]
     """The lines that end a run's output: what this invocation did, then the whole run as stored."""
     whole = progress.whole
@@ -274,7 +303,9 @@ def summary(run: str, progress, on_ray: bool = False) -> list[str]:  # type: ign
     now = f"{progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed now"
     if whole is not None:
         unfinished = f", {whole.unfinished} unfinished" if whole.unfinished else ""
-        now += f"; whole run: {whole.episodes} episodes, {whole.done} done, {whole.failed} failed{unfinished}"
+        errors = len(whole.score_errors)
+        unscored = f", {errors} score{'s' * (errors != 1)} could not be made" if errors else ""
+        now += f"; whole run: {whole.episodes} episodes, {whole.done} done, {whole.failed} failed{unfinished}{unscored}"
     lines = [f"run {run}: {now}; mean judge {judge}, mean code match {match}; {tokens:,} tokens, ${cost:.4f}"]
     if on_ray:
         lines.append(

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from ..config import Settings, options
 from ..runstore import RunStore, StoreError
-from .common import bar, err, manifest_store, run_store, settings_from, step_printer
+from .common import bar, err, manifest_store, run_store, settings_from, show_llm_notices, step_printer
 
 if TYPE_CHECKING:
     from pau_mcp.harness.report import RunData
@@ -89,6 +89,7 @@ def report(
     from pau_mcp.harness.report import ReportError, build_report, load_runs
 
     settings = settings_from(values)
+    show_llm_notices()
     if not names and not suites:
         raise click.UsageError("name at least one RUN (`pau-mcp runs list` shows them), or a suite with --suite")
     store = _store(settings) if names else None

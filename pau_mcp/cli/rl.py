@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import eventloop
 from ..config import options
-from .common import err, make_sandbox, manifest_store, run_store, settings_from
+from .common import err, make_sandbox, manifest_store, run_store, settings_from, show_llm_notices
 from .evaluate import connect_cluster, ray_options
 
 __all__ = ["rl"]
@@ -120,6 +120,12 @@ def _default_run(suite: str, model: str, mode: str, aware: bool) -> str:
 )
 @click.option("--no-parquet", is_flag=True, help="Write trajectories.jsonl only.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the LLM response cache.")
+@click.option(
+    "--share-samples",
+    is_flag=True,
+    help="Replay policy replies sampled at a temperature above 0 from the LLM cache across runs (default: only "
+    "within the run that sampled them, so a resumed run replays its own steps and a new run samples afresh).",
+)
 @click.option("--retry-failed", is_flag=True, help="Run the episodes that failed before again.")
 @ray_options
 @options(*_ROLLOUT_SETTINGS)
@@ -127,7 +133,8 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
             run_name: str | None, critic_model: str | None, critic_mode: str, max_turns: int, window: int,
             reward_pairs: tuple[str, ...], rewards_file: Path | None, answer_aware: bool, temperature: float,
             max_tokens: int, concurrency: int, out_dir: Path | None, no_parquet: bool, no_cache: bool,
-            retry_failed: bool, ray_address: str | None, ray_workers: int | None, **values: object) -> None:  # fmt: skip
+            share_samples: bool, retry_failed: bool, ray_address: str | None, ray_workers: int | None,
+            **values: object) -> None:  # fmt: skip
     """Roll a policy out through the exploration environment and write trajectories with per-step rewards.
 
     Every step is rewarded by the critic and the sandbox (docs/training.md has the schedule). Trajectories go to
@@ -141,6 +148,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     from ..rl.rollout import RolloutConfig, RolloutError, run_rollout, write_trajectories
 
     settings = settings_from(values)
+    show_llm_notices()
     if suite and split:
         raise click.UsageError("give --suite or --split, not both")
     suite = suite or (f"pau-{split}" if split else "builtin")
@@ -181,9 +189,9 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     config = RolloutConfig(
         run=run, model=model, suite=suite, methods=tuple(m.id for m in methods), critic=critic_identity,
         env=env_config, answer_aware=answer_aware, temperature=temperature, max_tokens=max_tokens,
-        concurrency=concurrency, retry_failed=retry_failed,
+        concurrency=concurrency, retry_failed=retry_failed, share_samples=share_samples,
     )  # fmt: skip
-    llm = LLMClient.from_settings(settings, use_cache=not no_cache)
+    llm = LLMClient.from_settings(settings, use_cache=not no_cache, sample_scope=run, share_samples=share_samples)
     try:
         llm.check(model)
         llm.check(critic_model)

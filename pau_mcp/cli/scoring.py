@@ -14,6 +14,7 @@ import anyio
 import click
 from click.core import ParameterSource
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from rich.markup import escape
 
 from .. import eventloop
 from ..config import options
@@ -23,7 +24,7 @@ from ..prompts import PromptsError
 from ..protocol import load_protocol, protocol_of
 from ..runstore import CallRecord, RunStore, StoreError, shown_outcome
 from ..scoring.records import record_scores
-from .common import bar, err, make_sandbox, manifest_store, run_store, settings_from, step_printer
+from .common import bar, err, make_sandbox, manifest_store, run_store, settings_from, show_llm_notices, step_printer
 
 __all__ = ["no_cache_option", "score", "scorer"]
 
@@ -413,6 +414,7 @@ def score(
     from ..scoring import NothingToScore, Scorer, UnknownMethod
 
     settings = settings_from(values)
+    show_llm_notices()
     try:
         store = run_store(settings)
     except StoreError as exc:
@@ -441,6 +443,8 @@ def score(
     # Many submissions at once: worker processes, as fresh instances do not scale over threads of one process.
     sandbox = make_sandbox(settings, progress=step_printer(), processes=True)
     scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox, protocol=protocol)
+    if scorer_.llm is not None:  # a judge that samples (the reference protocol's) is replayed only for this run
+        scorer_.llm.sample_scope = name
     plan: list[tuple[_Item, tuple[str, ...]]] = []
     skipped: list[str] = []
     for item in items:
@@ -510,14 +514,25 @@ def score(
     else:
         _print_summary(summary, gold)
     errors = [
-        r for r in results for part in (r.judge, r.codematch, r.direct) if part is not None and part.status == "error"
+        f"{result.method_id} {kind}: {' '.join(str(part.reason or 'no reason was recorded').split())}"
+        for result in results
+        for kind, part in (
+            ("judge", result.judge),
+            (_codematch_kind(result), result.codematch),
+            ("direct", result.direct),
+        )
+        if part is not None and part.status == "error"
     ]
+    for line in errors[:10]:
+        err.print(f"[red]error[/red] {escape(line)}", highlight=False, soft_wrap=True)
+    if len(errors) > 10:
+        err.print(f"[red]error[/red] ... and {len(errors) - 10} more (each is recorded with its reason)")
     if errors:
-        for result in errors[:10]:
-            for part in (result.judge, result.codematch, result.direct):
-                if part is not None and part.status == "error":
-                    err.print(f"[red]error[/red] {result.method_id}: {part.reason}")
         sys.exit(1)
+
+
+def _codematch_kind(result: Any) -> str:
+    return "codematch_gold" if getattr(result, "gold", False) else "codematch"
 
 
 # -- pau-mcp scorer -----------------------------------------------------------------------------

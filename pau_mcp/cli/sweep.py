@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich.markup import escape
 
 from ..config import options
-from .common import err, run_store, settings_from
-from .evaluate import check_configs, check_models, connect_cluster, execute, ray_options, summary
+from .common import err, run_store, settings_from, show_llm_notices
+from .evaluate import check_configs, check_models, connect_cluster, execute, ray_options, score_errors, summary
 from .report import report
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     from ..manifests import ManifestError
 
     settings = settings_from(values)
+    show_llm_notices()
     try:
         plan = expand(load_sweep(file), settings)
     except SweepError as exc:
@@ -90,7 +92,7 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
         err.print("[yellow]note:[/yellow] judge and code-match scores need judge_model and coder_model (in the file, "
                   "or --judge-model and --coder-model); without them only code the agents submit is scored")  # fmt: skip
     cluster = connect_cluster(ray_address, ray_workers) if todo else None
-    failed = 0
+    failed = unscored = 0
     try:
         for planned in todo:
             progress = execute(run_settings, planned.config, no_cache=no_cache, cluster=cluster, note=False)
@@ -98,7 +100,11 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
             for line in summary(planned.config.run, progress, on_ray=cluster is not None):
                 click.echo(line)
             for line in progress.errors[:5]:
-                err.print(f"[red]failed[/red] {line}")
+                err.print(f"[red]failed[/red] {escape(line)}", highlight=False, soft_wrap=True)
+            errors = score_errors(progress)
+            unscored += len(errors)
+            for line in errors[:5]:
+                err.print(f"[red]score error[/red] {escape(line)}", highlight=False, soft_wrap=True)
     finally:
         if cluster is not None:
             cluster.close()
@@ -111,6 +117,9 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
         )  # fmt: skip
     if failed:
         err.print(f"[red]{failed} episode(s) failed[/red]; run the sweep again with retry_failed = true to retry them")
+    if unscored:
+        err.print(f"[red]{unscored} score(s) could not be made[/red]; `pau-mcp score RUN` scores a run again")
+    if failed or unscored:
         sys.exit(1)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx2
 
-from ..harness.runner import EpisodeHost, EpisodeRecord, EvalConfig, EvalError, Play, RunProgress
+from ..harness.runner import EpisodeHost, EpisodeRecord, EvalConfig, EvalError, Play, RunProgress, agent_llm
 from ..llm import LLMClient
 from ..manifests import ManifestStore, Method
 from ..runstore import RunStore
@@ -72,12 +72,15 @@ class EvalWorker:
         self._methods = ManifestStore(settings.manifests)
         self._sandbox = make_sandbox(settings, processes=config.score)
         scorer = Scorer(
-            self._methods, self._sandbox, LLMClient.from_settings(settings, use_cache=setup.shipment.use_cache, env=env),
+            self._methods, self._sandbox, LLMClient.from_settings(
+                settings, use_cache=setup.shipment.use_cache, env=env, sample_scope=config.run,
+                share_samples=config.share_samples,
+            ),
             judge_model=settings.judge_model, coder_model=settings.coder_model, limits=sandbox_limits(settings),
         )  # fmt: skip
         store = RunStore(settings.db_path)
-        agent_llm = LLMClient.from_settings(settings, env=env)
-        self._host = EpisodeHost(settings, config, scorer, store, setup.shipment.key, llm=agent_llm)
+        llm = agent_llm(settings, replace(config, cache=config.cache and setup.shipment.use_cache), env=env)
+        self._host = EpisodeHost(settings, config, scorer, store, setup.shipment.key, llm=llm)
         # Starting the server waits on a child process; the actor has nothing else to do meanwhile.
         await self._host.start()
         return {"host": socket.gethostname(), "pid": os.getpid()}

@@ -57,7 +57,13 @@ class RolloutWorker:
         setup = self._setup
         self._directory = Path(tempfile.mkdtemp(prefix="pau-mcp-worker-"))
         settings = setup.shipment.settings(self._directory)
-        self._llm = LLMClient.from_settings(settings, use_cache=setup.shipment.use_cache, env=setup.shipment.env)
+        self._llm = LLMClient.from_settings(
+            settings,
+            use_cache=setup.shipment.use_cache,
+            env=setup.shipment.env,
+            sample_scope=setup.config.run,
+            share_samples=setup.config.share_samples,
+        )
         self._runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
         critic = setup.config.critic
         self._critic = LLMCritic(

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import ast
 import builtins
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..llm import Completion, LLMClient, Overrides, Usage
+from ..grammar import read_input, read_reflection
+from ..llm import Completion, LLMClient, Overrides, ToolCall, Usage
 from ..manifests import call_text
 from ..prompts import PromptSet, load_prompts
 from ..server.catalog import KnownExample
 from .environment import Environment, Observation
 
-__all__ = ["AGENTS", "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code"]
+__all__ = [
+    "AGENTS", "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code", "sample_key",
+    "written_tool_calls",
+]  # fmt: skip
 
 
 @dataclass
@@ -34,6 +39,7 @@ class AgentResult:
         cost_usd: What they cost.
         examples: What the agent observed, in its protocol's form, for the code writer; None: the
             environment's observed examples (``Environment.observed_examples``).
+        requests: Model requests made so far (the next one's sample index).
     """
 
     description: str
@@ -42,11 +48,19 @@ class AgentResult:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     examples: list[tuple[str, ...]] | None = None
+    requests: int = 0
 
     def count(self, completion: Completion) -> None:
         """Add one model reply's tokens and cost."""
         self.usage = self.usage + completion.spent
         self.cost_usd += completion.cost_usd
+        self.requests += 1
+
+
+def sample_key(env: Environment, result: AgentResult) -> str:
+    """Which sample the agent's next request is, for the response cache: the method's tool and the request's
+    index in the episode, so sampled replies are replayed only when the same run asks the same step again."""
+    return f"{env.tool.name}/{result.requests}"
 
 
 class Agent(Protocol):
@@ -88,12 +102,15 @@ class PaperAgent:
     hypothesis and says whether it is settled. Only the last ``window``
     results are shown, as in the reference.
 
-    The input is read from the action's ``INPUT:`` line; without one, from its
-    last line that reads as an argument tuple or a call; failing that the
-    action is asked for once more with a one-line reminder, and if that reply
-    has none either, the step is recorded as a malformed action (a ``note``
-    step in the trajectory) and no call is made. The model's thinking is never
-    read for an input. The wording comes from the ``pau-mcp`` templates (``paper_*``).
+    Replies are read by the paper loop's grammar (``pau_mcp.grammar``, shared
+    with the RL environment): the input from the action's last ``INPUT:`` line
+    (the literal after it, on the next line or in the fence that opens there);
+    without one, from its last line that reads as an argument tuple or a call;
+    failing that the action is asked for once more with a one-line reminder,
+    and if that reply has none either, the step is recorded as a malformed
+    action (a ``note`` step in the trajectory) and no call is made. The model's
+    thinking is never read for an input. The wording comes from the ``pau-mcp``
+    templates (``paper_*``).
     """
 
     llm: LLMClient
@@ -116,6 +133,7 @@ class PaperAgent:
             temperature=_temperature(self.overrides),
             max_tokens=2 * step if final else step,
             reasoning_effort=self.overrides.reasoning_effort,
+            sample=sample_key(env, result),
         )
         result.count(completion)
         _note_reply(env, completion, prompt=prompt)
@@ -124,12 +142,12 @@ class PaperAgent:
     async def _action(self, result: AgentResult, env: Environment, prompt: str) -> str | None:
         example = _arity_example(env.params)
         reply = await self._ask(result, env, prompt)
-        literal = _input_literal(reply, len(env.params))
+        literal = read_input(reply, len(env.params))
         if literal is None:
             reply = await self._ask(
                 result, env, self.prompts.render("paper_act_again", prompt=prompt, example=example, arity=len(env.params))
             )  # fmt: skip
-            literal = _input_literal(reply, len(env.params))
+            literal = read_input(reply, len(env.params))
             if literal is None:
                 env.note("note", event="malformed_action", reply=reply)
         return literal
@@ -168,8 +186,9 @@ class PaperAgent:
                         shown=_shown(observation),
                     ),
                 )  # fmt: skip
-                hypothesis = _after(reflection, "HYPOTHESIS:", stop="CONCLUDED:") or hypothesis
-                if re.search(r"CONCLUDED:\s*YES", reflection, re.IGNORECASE):
+                read = read_reflection(reflection)
+                hypothesis = read.hypothesis if read.marked else hypothesis
+                if read.concluded:
                     result.concluded = True
                     break
                 if observation.status == "over_budget":
@@ -194,72 +213,14 @@ def _note_reply(env: Environment, completion: Completion, **data: Any) -> None:
     env.note("model", reply=completion.text, **data)
 
 
-def _after(text: str, marker: str, stop: str | None = None) -> str:
-    index = text.upper().find(marker.upper())
-    if index < 0:
-        return ""
-    rest = text[index + len(marker) :]
-    if stop:
-        end = rest.upper().find(stop.upper())
-        if end >= 0:
-            rest = rest[:end]
-    return rest.strip()
+def _after(text: str, marker: str) -> str:
+    """The text after the first ``marker`` (any case), or "" without one.
 
-
-_INPUT = re.compile(r"INPUT:\s*(.*)", re.IGNORECASE)
-
-
-def _input_literal(reply: str, arity: int) -> str | None:
-    """The argument tuple an action reply gives: its last ``INPUT:`` line, else its last line that reads as one.
-
-    An ``INPUT:`` line is taken as written (the server says what is wrong with it, without spending budget),
-    less any prose after the arguments; ``INPUT: test_func(1, 2)`` becomes ``(1, 2)``. Without one, a line counts only if it is a literal tuple of the
-    function's arity (any literal for one argument) or a call with literal arguments.
+    Matched as a literal, so linear; unlike ``str.upper().find`` the index is the text's own (upper-casing can change
+    a string's length: ``"ß".upper()`` is ``"SS"``).
     """
-    marked = [match.group(1).strip().strip("`").strip() for match in _INPUT.finditer(reply)]
-    marked = [text for text in marked if text]
-    if marked:
-        return _leading_arguments(marked[-1], arity) or marked[-1]
-    for line in reversed(reply.splitlines()):
-        found = _as_arguments(line.strip().strip("`*-> ").strip(), arity)
-        if found:
-            return found
-    return None
-
-
-def _leading_arguments(text: str, arity: int) -> str | None:
-    """The arguments at the start of ``text``, which may go on in prose (``(3,) to see the sign``)."""
-    found = _as_arguments(text, arity)
-    closing = [index for index, char in enumerate(text) if char == ")"]
-    while found is None and closing:
-        found = _as_arguments(text[: closing.pop() + 1], arity)
-    return found
-
-
-def _as_arguments(text: str, arity: int) -> str | None:
-    if not text:
-        return None
-    try:
-        tree = ast.parse(text, mode="eval").body
-    except SyntaxError:
-        return None
-    if isinstance(tree, ast.Call) and not tree.keywords:
-        try:
-            for argument in tree.args:
-                ast.literal_eval(argument)
-        except (ValueError, SyntaxError, TypeError):
-            return None
-        inner = ", ".join(ast.unparse(argument) for argument in tree.args)
-        return f"({inner},)" if len(tree.args) == 1 else f"({inner})"
-    try:
-        value = ast.literal_eval(tree)
-    except (ValueError, SyntaxError, TypeError):
-        return None
-    if isinstance(value, tuple) and len(value) == arity:
-        return text
-    if arity == 1:
-        return f"({text},)"
-    return None
+    found = re.search(re.escape(marker), text, re.IGNORECASE)
+    return text[found.end() :].strip() if found else ""
 
 
 # -- native tool calling ----------------------------------------------------------------------
@@ -267,7 +228,16 @@ def _as_arguments(text: str, arity: int) -> str | None:
 
 @dataclass
 class ToolsAgent:
-    """The model calls the method's MCP tool and ``submit`` itself, through native function calling."""
+    """The model calls the method's MCP tool and ``submit`` itself, through native function calling.
+
+    What goes back to the model is always a conversation every API accepts: a call whose arguments are not a JSON
+    object stays in the history with its text under ``unparsed_arguments`` (servers that render history through a
+    chat template, llama-server among them, refuse the whole conversation otherwise), and is answered with what was
+    wrong. A call to a tool that does not exist is answered with the tools that do (the function's own name from
+    the header is not a tool: the answer names the tool that calls it). Tool calls a model writes as text (the
+    ``<tool_call>`` JSON small models emit) are read as calls, or refused with a hint; never taken for the
+    description.
+    """
 
     llm: LLMClient
     model: str
@@ -292,6 +262,7 @@ class ToolsAgent:
             {"role": "system", "content": self.prompts.text("agent_system")},
             {"role": "user", "content": task},
         ]
+        offered = [tool["function"]["name"] for tool in tools]
         nudged = False
         for _ in range((budget or 20) + 10):
             completion = await self.llm.complete(
@@ -301,34 +272,182 @@ class ToolsAgent:
                 temperature=_temperature(self.overrides),
                 max_tokens=self.overrides.max_tokens or self.max_tokens,
                 reasoning_effort=self.overrides.reasoning_effort,
+                sample=sample_key(env, result),
             )
             result.count(completion)
             _note_reply(env, completion, tool_calls=[c.__dict__ for c in completion.tool_calls])
-            messages.append(completion.message())
-            if not completion.tool_calls:
-                if nudged:
-                    result.description = completion.text.strip()
-                    return result
-                nudged = True
-                messages.append({"role": "user", "content": self.prompts.text("tools_nudge")})
-                continue
-            for call in completion.tool_calls:
+            calls = completion.tool_calls
+            message = completion.message()
+            if not calls:
+                written = written_tool_calls(completion.text, f"call_text_{result.requests}")
+                if written is None:  # plain text: the description, once the model has been asked to submit
+                    messages.append(message)
+                    if nudged:
+                        result.description = completion.text.strip()
+                        return result
+                    nudged = True
+                    messages.append({"role": "user", "content": self.prompts.text("tools_nudge")})
+                    continue
+                if not written:
+                    env.note("note", event="unreadable_text_tool_call", reply=completion.text)
+                    messages.append(message)
+                    messages.append({"role": "user", "content": _TEXT_CALL_HINT.format(tools=_listed(offered))})
+                    continue
+                calls = tuple(written)
+                message = {"role": "assistant", "content": None, "tool_calls": _native(written)}
+                env.note("note", event="text_tool_call", calls=[c.__dict__ for c in written])
+            messages.append(_valid_history(message))
+            for call in calls:
                 arguments = call.parsed_arguments()
-                if arguments is None:
-                    reply = "Those arguments are not a JSON object; call the tool again with valid JSON."
-                elif call.name == "submit":
+                if call.name not in offered:
+                    reply = _unknown_tool(call.name, env, offered, mode)
+                elif arguments is None:
+                    reply = _ARGUMENTS_HINT.format(
+                        problem=_json_problem(call.arguments), tool=call.name,
+                        example=json.dumps({"args": _arity_example(env.params)} if call.name == env.tool.name
+                                           else {"description": "..."}),
+                    )  # fmt: skip
+                elif call.name == env.submit_tool.name:
                     result.description = str(arguments.get("description", "")).strip()
                     result.code = arguments.get("code") if isinstance(arguments.get("code"), str) else None
                     result.concluded = True
                     return result
-                elif call.name == env.tool.name and mode == "interactive":
+                else:
                     observation = await env.call(arguments)
                     reply = observation.text
-                else:
-                    reply = f"There is no tool {call.name!r} here."
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": reply})
         result.description = result.description or "(the agent did not submit a description)"
         return result
+
+
+_ARGUMENTS_HINT = (
+    "Those arguments are not a JSON object ({problem}); nothing was run. Call {tool} again with a JSON object, "
+    "e.g. {example}."
+)
+_TEXT_CALL_HINT = (
+    'Your reply wrote a tool call as text, and it could not be read as one (a JSON object with "name" and '
+    '"arguments"); nothing was run. Call the tools through function calling: {tools}.'
+)
+_MAX_WRITTEN_CHARS = 64 * 1024  # a reply longer than this is not searched for written tool calls
+_MAX_SHOWN_CHARS = 4096  # the most of a malformed call's text kept in the history
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(repr(name) for name in names)
+
+
+def _unknown_tool(name: str, env: Environment, offered: list[str], mode: str) -> str:
+    """What a call to a tool that does not exist is answered with: the tools that do, and which one to use."""
+    if name == env.entry or name.lower() == env.entry.lower():
+        if env.tool.name in offered:
+            example = json.dumps({"args": _arity_example(env.params)})
+            return (
+                f"There is no tool {name!r}: {env.entry} is the hidden function, which you call through the tool "
+                f"{env.tool.name!r}, e.g. {env.tool.name} with {example}. Nothing was run."
+            )
+        return f"There is no tool {name!r}: in this mode the function cannot be called; submit your description."
+    return f"There is no tool {name!r} here; the tools are {_listed(offered)}. Nothing was run."
+
+
+def _json_problem(text: str) -> str:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError as exc:
+        return f"not valid JSON: {exc}"
+    return f"JSON of type {type(value).__name__}, not an object"
+
+
+def _valid_history(message: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message with every tool call's arguments a JSON object, as every API and chat template accepts.
+
+    Arguments that are not one are kept, as text, under ``unparsed_arguments`` (at most a few KiB of them).
+    """
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    fixed = []
+    for call in calls:
+        function = call["function"]
+        if ToolCall(call["id"], function["name"], function["arguments"]).parsed_arguments() is None:
+            raw = str(function["arguments"])[:_MAX_SHOWN_CHARS]
+            function = {**function, "arguments": json.dumps({"unparsed_arguments": raw})}
+        fixed.append({**call, "function": function})
+    return {**message, "tool_calls": fixed}
+
+
+def _native(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    return [
+        {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+        for call in calls
+    ]
+
+
+_OPEN_CALL = "<tool_call>"
+_CLOSE_CALL = "</tool_call>"
+
+
+def written_tool_calls(text: str, id_prefix: str = "call_text") -> list[ToolCall] | None:
+    """Tool calls a model wrote as text instead of calling them: ``<tool_call>{"name": ..., "arguments": {...}}
+    </tool_call>`` blocks (the Hermes and Qwen form small models fall back to), or a reply that is one such JSON
+    object (fenced or not). Each call gets the id ``<id_prefix>_<n>`` (the same reply, the same ids: a replayed
+    conversation is the same request).
+
+    Returns:
+        None when the reply writes no tool call; the calls when each block reads as one; an empty list when the reply
+        writes one that cannot be read (the caller refuses it with a hint rather than taking it for a description).
+        Linear in the reply: blocks are found with ``str.find``, and a reply longer than 64 KiB is not searched.
+    """
+    if len(text) > _MAX_WRITTEN_CHARS:
+        return None
+    lowered = text.lower()
+    blocks: list[str] = []
+    position = 0
+    while (start := lowered.find(_OPEN_CALL, position)) >= 0:
+        end = lowered.find(_CLOSE_CALL, start)
+        blocks.append(text[start + len(_OPEN_CALL) : end if end >= 0 else len(text)])
+        if end < 0:
+            break
+        position = end + len(_CLOSE_CALL)
+    if not blocks:
+        whole = _unfenced(text)
+        if not (whole.startswith("{") and whole.endswith("}") and '"name"' in whole):
+            return None
+        try:
+            value = json.loads(whole)
+        except (ValueError, RecursionError):
+            return None  # prose that looks like JSON: a description, not a call
+        if not isinstance(value, dict) or not ({"arguments", "parameters"} & value.keys()):
+            return None
+        blocks = [whole]
+    calls: list[ToolCall] = []
+    for block in blocks:
+        try:
+            value = json.loads(_unfenced(block))
+        except (ValueError, RecursionError):
+            return []
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+            return []
+        arguments = value.get("arguments", value.get("parameters", {}))
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except (ValueError, RecursionError):
+                return []
+        if not isinstance(arguments, dict):
+            return []
+        calls.append(ToolCall(f"{id_prefix}_{len(calls)}", value["name"], json.dumps(arguments)))
+    return calls
+
+
+def _unfenced(text: str) -> str:
+    """``text`` without the code fence around it (```json ... ```), stripped."""
+    inner = text.strip()
+    if inner.startswith("```"):
+        newline = inner.find("\n")
+        inner = inner[newline + 1 :] if newline >= 0 else ""
+        if inner.rstrip().endswith("```"):
+            inner = inner.rstrip()[:-3]
+    return inner.strip()
 
 
 def _openai_tool(tool: Any) -> dict[str, Any]:

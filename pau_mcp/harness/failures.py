@@ -2,7 +2,9 @@
 
 Optional (``pau-mcp report --classify-failures``). An episode failed when it
 ended in an error, or its judge score is below 3, or its code match is below
-0.8. The classifier sees what the paper's annotators saw: the gold description,
+0.8. An episode that ended in an error (a provider's, the server's, a lost
+connection: the run's infrastructure, not the agent) is labelled
+``infrastructure`` without a request; the others go to the classifier, which sees what the paper's annotators saw: the gold description,
 the agent's description, the hidden tests the description's code fails (with
 what the function does and what the code did), and the trajectory; and, when
 measured, the share of the hidden function the agent's calls executed
@@ -29,7 +31,7 @@ from pau_mcp.llm import LLMClient, LLMError
 from pau_mcp.prompts import load_prompts
 from pau_mcp.scoring.fences import fence, fence_tag
 
-from .labels import FAILURE_LABELS, UNCLASSIFIED
+from .labels import FAILURE_LABELS, INFRASTRUCTURE, UNCLASSIFIED
 
 if TYPE_CHECKING:
     from pau_mcp.harness.report import MethodScores, RunData
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAILURE_LABELS",
+    "INFRASTRUCTURE",
     "UNCLASSIFIED",
     "Classification",
     "Evidence",
@@ -86,6 +89,7 @@ class FailureCase:
         why: Why it counts as failed (error, low judge score, low code match).
         outcome: Its state and scores, as one line for the prompt.
         trajectory: Its steps, as the harness recorded them (opaque JSON).
+        errored: True when the episode ended in an error (labelled ``infrastructure``, never sent to a model).
         description: The description the agent submitted.
         code: The code whose tests failed: the code writer's from the description, else the agent's own.
         coverage: What the agent's calls executed of the hidden function, as a sentence, when measured.
@@ -105,6 +109,7 @@ class FailureCase:
     contradiction: str | None = None
     gold: str = ""
     tests: tuple[FailingTest, ...] = ()
+    errored: bool = False
 
 
 #: What the scorer tells about one failed episode: ``await evidence(method_id, code)`` gives the gold description
@@ -162,6 +167,7 @@ def failure_cases(store: RunStore, run: RunData, unscored_as_one: bool = False) 
                 run.name, m.method_id, why, _outcome(m), row.get("trajectory") or [],
                 description=descriptions.get(row.get("submission_id"), "") or "",
                 code=code, coverage=coverage_sentence(row.get("coverage")), contradiction=_contradiction(m),
+                errored=m.state == "failed",
             )
         )  # fmt: skip
     return cases
@@ -280,7 +286,9 @@ def _trajectory_text(steps: Sequence[Any]) -> str:
         return "(no steps were recorded)"
     if sum(len(line) + 1 for line in lines) <= _MAX_TRAJECTORY_CHARS:
         return "\n".join(lines)
-    head, tail, used = [], [], 0
+    head: list[str] = []
+    tail: list[str] = []
+    used = 0
     budget = _MAX_TRAJECTORY_CHARS // 2
     for line in lines:
         if used + len(line) > budget:
@@ -318,6 +326,9 @@ async def classify_failures(
 ) -> list[Classification]:
     """Label each failed episode, concurrently (the client bounds requests in flight).
 
+    An episode that ended in an error is labelled ``infrastructure`` without a request: a context overflow, an
+    outage or a lost connection says nothing about how the agent explored.
+
     Args:
         llm: The client (its cache makes a repeated report free).
         model: ``provider/model``.
@@ -333,6 +344,11 @@ async def classify_failures(
     results: list[Classification | None] = [None] * len(cases)
 
     async def one(index: int, case: FailureCase) -> None:
+        if case.errored:
+            results[index] = Classification(INFRASTRUCTURE, reason=case.why)
+            if progress is not None:
+                progress()
+            return
         try:
             completion = await llm.complete(model, classifier_messages(case), temperature=0.0)
         except LLMError as exc:
@@ -389,7 +405,9 @@ def classify_cases(
 
     async def main() -> list[Classification]:
         try:
-            shown = await add_evidence(cases, evidence) if evidence is not None else list(cases)
+            asked = [case for case in cases if not case.errored]  # no evidence needed: they are not sent anywhere
+            found = iter(await add_evidence(asked, evidence) if evidence is not None else asked)
+            shown = [case if case.errored else next(found) for case in cases]
             return await classify_failures(llm, model, shown, progress)
         finally:
             await llm.aclose()

@@ -31,7 +31,7 @@ from typing import Any
 from ..llm import LLMClient, Overrides
 from ..prompts import PromptSet
 from ..protocol import cut_at_stop, results_list
-from .agents import AgentResult, _note_reply
+from .agents import AgentResult, _note_reply, sample_key
 from .environment import Environment
 
 __all__ = ["ReferenceAgent", "reference_input"]
@@ -105,6 +105,7 @@ class ReferenceAgent:
             temperature=self.overrides.temperature,
             max_tokens=self.overrides.max_tokens or self.max_tokens,
             reasoning_effort=self.overrides.reasoning_effort,
+            sample=sample_key(env, result),
         )
         result.count(completion)
         _note_reply(env, completion, prompt=prompt)

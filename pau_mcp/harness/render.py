@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pau_mcp.harness.analyses import SIZE_BINS
-from pau_mcp.harness.failures import FAILURE_LABELS, UNCLASSIFIED
+from pau_mcp.harness.labels import REPORTED_LABELS
 from pau_mcp.harness.report import FRACTION_KINDS, KIND_TITLES, KINDS, Report, RunSummary
 from pau_mcp.harness.stats import CODEMATCH_BUCKETS, JUDGE_SCORES, BootstrapResult, ScoreStats
 
@@ -387,7 +387,7 @@ def _pair_cells(a: str, b: str, kind: str, test: BootstrapResult) -> list[str]:
 
 
 def _failures_table(report: Report) -> TableData:
-    labels = (*FAILURE_LABELS, UNCLASSIFIED)
+    labels = REPORTED_LABELS
     rows = []
     for s in report.summaries:
         counts = s.failures or {}

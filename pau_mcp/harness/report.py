@@ -32,7 +32,7 @@ from pau_mcp.harness.analyses import (
     upper_bounds,
     variant_gaps,
 )
-from pau_mcp.harness.labels import FAILURE_LABELS, UNCLASSIFIED
+from pau_mcp.harness.labels import REPORTED_LABELS
 from pau_mcp.harness.stats import (
     BootstrapResult,
     ScoreStats,
@@ -631,7 +631,7 @@ def _summarise(run: RunData, unscored_as_one: bool, labels: dict[str, str] | Non
 
 def _count_labels(labels: dict[str, str]) -> dict[str, int]:
     counts = Counter(labels.values())
-    return {label: counts.get(label, 0) for label in (*FAILURE_LABELS, UNCLASSIFIED)}
+    return {label: counts.get(label, 0) for label in REPORTED_LABELS}
 
 
 def _scores(run: RunData, kind: str, unscored_as_one: bool) -> dict[str, list[float]]:

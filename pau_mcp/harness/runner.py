@@ -41,8 +41,8 @@ from .environment import Environment
 from .reference_agent import ReferenceAgent
 
 __all__ = [
-    "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "RunTotals", "check_config",
-    "planned_methods", "play_episode", "run_eval", "run_name", "run_totals", "session_key",
+    "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "RunTotals", "agent_llm",
+    "check_config", "planned_methods", "play_episode", "run_eval", "run_name", "run_totals", "session_key",
 ]  # fmt: skip
 
 
@@ -71,6 +71,9 @@ class EvalConfig:
             them failed.
         overrides: The agent model's request settings chosen by the user (``--temperature``, ...).
         protocol: Whose prompts and rules the agent and the scores follow (``pau-mcp`` or ``reference``).
+        cache: Read and write the LLM response cache for the agent's model (``--no-cache``: False).
+        share_samples: Replay the agent's sampled replies (temperature above 0) from other runs too
+            (``--share-samples``); by default they are replayed only within this run.
     """
 
     run: str
@@ -88,6 +91,8 @@ class EvalConfig:
     retry_failed: bool = True
     overrides: Overrides = field(default_factory=Overrides)
     protocol: str = DEFAULT_PROTOCOL
+    cache: bool = True
+    share_samples: bool = False
 
     def identity(self) -> dict[str, Any]:
         """What must match for a run to be resumed rather than refused (overrides only when some are set)."""
@@ -119,6 +124,8 @@ class RunTotals:
         codematch: Code-match fractions (the direct score where no code-match score was recorded).
         tokens: Tokens the agents and the scorer's models spent, as recorded.
         cost_usd: What they cost.
+        score_errors: Scores of finished episodes that could not be made (the judge's or code writer's model
+            failed), as ``(method_id, kind, reason)``.
     """
 
     episodes: int = 0
@@ -128,6 +135,7 @@ class RunTotals:
     codematch: list[float] = field(default_factory=list)
     tokens: int = 0
     cost_usd: float = 0.0
+    score_errors: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def unfinished(self) -> int:
@@ -354,6 +362,14 @@ def check_config(config: EvalConfig) -> None:
         raise EvalError(str(exc)) from None
 
 
+def agent_llm(settings: Any, config: EvalConfig, env: Any = None) -> LLMClient:
+    """The agent's model client for a run: the response cache unless ``config.cache`` is off, and sampled replies
+    replayed only within the run (``config.share_samples``: across runs too)."""
+    return LLMClient.from_settings(
+        settings, use_cache=config.cache, env=env, sample_scope=config.run, share_samples=config.share_samples
+    )
+
+
 def _make_agent(config: EvalConfig, llm: LLMClient, protocol: Protocol) -> Agent:
     check_config(config)
     if config.agent == "probe":
@@ -380,6 +396,10 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
             totals.cost_usd += float(score["detail"].get("cost_usd") or 0.0)
         if episode["state"] != "done":
             continue
+        for kind, score in scores.items():
+            if score.get("status") == "error":
+                reason = str(score["detail"].get("reason") or "no reason was recorded")
+                totals.score_errors.append((episode["method_id"], kind, reason))
         if scores.get("judge", {}).get("value") is not None:
             totals.judge.append(scores["judge"]["value"])
         for kind in ("codematch", "direct"):
@@ -530,7 +550,7 @@ class EpisodeHost:
         self.store = store
         self.url: str | None = None
         self._key = deployment_key
-        self._llm = llm if llm is not None else LLMClient.from_settings(settings)
+        self._llm = llm if llm is not None else agent_llm(settings, config)
         try:
             protocol = load_protocol(config.protocol, settings.data_dir)
         except PromptsError as exc:

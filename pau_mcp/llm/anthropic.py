@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import LLMError, LLMNotConfigured
-from .provider import _DUMMY_KEY, USER_AGENT, Failure, Provider, Request, classify_sdk_error
+from .provider import _DUMMY_KEY, USER_AGENT, Failure, Provider, Request, UnreadableReply, classify_sdk_error, excerpt
 from .replies import Reply, ToolCall, Usage
 
 __all__ = ["AnthropicProvider"]
@@ -98,6 +98,8 @@ def _messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[d
                     arguments = json.loads(function.get("arguments") or "{}")
                 except ValueError:
                     arguments = {}
+                if not isinstance(arguments, dict):
+                    arguments = {}  # the API takes only an object as a tool call's input
                 blocks.append(
                     {"type": "tool_use", "id": call.get("id", ""), "name": function.get("name", ""), "input": arguments}
                 )
@@ -178,7 +180,25 @@ class AnthropicProvider(Provider):
         return params
 
     async def send(self, model: str, body: dict[str, Any], request: Request) -> Reply:
-        response = await self._client.get().messages.create(**body)
+        client = self._client.get()
+        if self.streaming:
+            async with client.messages.stream(**body) as stream:
+                response = await stream.get_final_message()
+        else:
+            response = await client.messages.create(**body)
+        if isinstance(response, str | bytes):  # the SDK gives a body that is not JSON as its text
+            shown = response if isinstance(response, str) else response.decode("utf-8", "replace")
+            raise UnreadableReply(f"the server's reply is not JSON: {excerpt(shown) or '(an empty body)'!r}")
+        try:
+            return self._reply(response)
+        except (AttributeError, TypeError, ValueError):
+            raise LLMError(
+                f"anthropic/{model}: the server's reply is not a Messages API response; check that "
+                f"{self.base_env} points at an Anthropic-compatible endpoint",
+                model=f"anthropic/{model}",
+            ) from None
+
+    def _reply(self, response: Any) -> Reply:
         texts: list[str] = []
         thoughts: list[str] = []
         calls: list[ToolCall] = []

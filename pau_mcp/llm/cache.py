@@ -58,6 +58,14 @@ class ResponseCache:
                 (key, model, time.time(), json.dumps(response)),
             )
 
+    def put_new(self, key: str, model: str, response: Mapping[str, Any]) -> None:
+        """Store a reply unless the key already has one (the first of several samples stays)."""
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO responses (key, model, created_at, response) VALUES (?, ?, ?, ?)",
+                (key, model, time.time(), json.dumps(response)),
+            )
+
     def __len__(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])

@@ -1,12 +1,17 @@
 """``LLMClient``: every model request goes through it: limits, retries, the response cache, costs, and preflight.
 
-At most ``concurrency`` requests are in flight; 429, 5xx and lost connections
-are retried with exponential backoff (honouring Retry-After) while the SDKs'
-own retries stay off, so one count and one set of messages hold for every
-provider; identical requests are answered from a SQLite cache keyed by
-everything that shapes the reply; tokens and dollars are counted from a
-user-editable price table. Requests a provider refuses for good (400, 401,
-403, 404, ...) raise ``LLMError`` with the provider's own message.
+At most ``concurrency`` requests are in flight; 429, 5xx, lost connections,
+replies that cannot be read (not JSON, cut short) and timeouts are retried
+with exponential backoff (honouring Retry-After) while the SDKs' own retries
+stay off, so one count and one set of messages hold for every provider; each
+retry is logged as it happens (one line, ``pau_mcp.llm``, WARNING). After a
+timeout, replies are read as a stream, so a slow but live server is waited for
+as long as it keeps sending. Identical requests are answered from a SQLite
+cache keyed by everything that shapes the reply; a reply sampled at a
+temperature above 0 only within its run (``sample_scope``). Tokens and dollars
+are counted from a user-editable price table. Requests a provider refuses for
+good (400, 401, 403, 404, a request the server cannot parse, a conversation
+too long for the model) raise ``LLMError`` with the provider's own message.
 """
 
 from __future__ import annotations
@@ -60,6 +65,11 @@ class LLMClient:
         retries: Further attempts after a 429, a 5xx or a lost connection.
         backoff_s: The first retry's delay when the server names none; doubled each time.
         max_backoff_s: The longest delay between attempts (a server's Retry-After may ask for up to 5 minutes).
+        sample_scope: Where sampled replies (a temperature above 0 asked for, or none asked of a model that takes
+            one: the provider's default samples) may be replayed from the cache: a run's name, so that only the same run asking the same step again gets the
+            same sample. None: sampled replies are neither read from nor written to the cache.
+        share_samples: Replay sampled replies across runs too, as replies at temperature 0 are (asked for by
+            ``--share-samples``): the first sample any run drew for the same request.
 
     Example:
         >>> client = LLMClient(cache_path=Path("llm-cache.db"))
@@ -79,6 +89,8 @@ class LLMClient:
         retries: int = 5,
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
+        sample_scope: str | None = None,
+        share_samples: bool = False,
     ) -> None:
         self.env = dict(os.environ if env is None else env)
         self.cache_path = cache_path
@@ -89,6 +101,8 @@ class LLMClient:
         self.retries = retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
+        self.sample_scope = sample_scope
+        self.share_samples = share_samples
         self.spend = Spend()
         self._cache: ResponseCache | None = None
         self._providers: dict[str, Provider] = {}
@@ -96,8 +110,17 @@ class LLMClient:
         self._inflight: dict[str, tuple[anyio.Lock, int]] = {}
 
     @classmethod
-    def from_settings(cls, settings: Any, use_cache: bool = True, env: Mapping[str, str] | None = None) -> LLMClient:
-        """A client configured by ``Settings``: cache in ``DATA_DIR/llm-cache.db`` unless ``use_cache`` is False."""
+    def from_settings(
+        cls,
+        settings: Any,
+        use_cache: bool = True,
+        env: Mapping[str, str] | None = None,
+        *,
+        sample_scope: str | None = None,
+        share_samples: bool = False,
+    ) -> LLMClient:
+        """A client configured by ``Settings``: cache in ``DATA_DIR/llm-cache.db`` unless ``use_cache`` is False;
+        sampled replies cached within ``sample_scope`` (a run's name), or across runs with ``share_samples``."""
         return cls(
             env=env,
             cache_path=settings.data_dir / "llm-cache.db" if use_cache else None,
@@ -106,6 +129,8 @@ class LLMClient:
             concurrency=settings.llm_concurrency,
             timeout_s=settings.llm_timeout_s,
             retries=settings.llm_retries,
+            sample_scope=sample_scope,
+            share_samples=share_samples,
         )
 
     def provider(self, model: str) -> Provider:
@@ -155,10 +180,10 @@ class LLMClient:
                 failure = Failure(False, None, f"no answer within {timeout_s:g} s", timeout=True)
                 raise self._error(provider, model, failure, 1, preflight=True) from None
             except Exception as exc:
-                failure = provider.classify(exc)
-                if failure is None:
+                classified = provider.classify(exc)
+                if classified is None:
                     raise
-                raise self._error(provider, model, failure, 1, preflight=True) from None
+                raise self._error(provider, model, classified, 1, preflight=True) from None
             if warning:
                 warnings.append(_one_line(warning))
         return warnings
@@ -182,6 +207,7 @@ class LLMClient:
         reasoning_effort: str | None = None,
         extra: Mapping[str, Any] | None = None,
         cache: bool = True,
+        sample: str | None = None,
     ) -> Completion:
         """One chat completion.
 
@@ -199,6 +225,10 @@ class LLMClient:
                 the model's default.
             extra: More body fields for the provider (``seed``, ...); part of the cache key.
             cache: False to neither read nor write the cache for this call.
+            sample: Which sample of its run this request is (an episode and step), when it is sampled (a
+                temperature above 0, or none asked of a model that takes one): part of its cache key with the
+                client's ``sample_scope``, so a repeated prompt in another step, another episode or another run
+                gets a sample of its own.
 
         Returns:
             The reply (its thinking in ``reasoning``, never in ``text``), with tokens, cost and whether it came
@@ -222,6 +252,14 @@ class LLMClient:
         )
         provider.ready()
         body = provider.body(name, request)
+        where = shared = provider.scope(request)
+        # Sampled: a temperature above 0 asked for, or none asked of a model that takes one (the provider's default
+        # samples). A model that takes no temperature gets the same request either way, so the caller's 0 decides.
+        sampled = temperature > 0 if temperature is not None else request.capabilities.temperature
+        if sampled and not self.share_samples:
+            # A sample is one draw: replaying it in another run would copy that run instead of sampling again.
+            cache = cache and self.sample_scope is not None
+            where = f"{where} sample {self.sample_scope}\n{sample or ''}"
         store = self._response_cache() if cache else None
         if store is None:
             reply = await self._attempts(provider, model, name, body, request)
@@ -229,13 +267,15 @@ class LLMClient:
         # Canonical bytes: any difference in what is sent is a different key. ASCII escapes keep text that is not
         # valid Unicode (a lone surrogate from a function's output) encodable.
         encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("ascii")
-        key = ResponseCache.key(provider.scope(request), encoded)
+        key = ResponseCache.key(where, encoded)
         async with self._once(key):  # identical requests in flight at once make one call
             stored = store.get(key)
             if stored is not None:
                 return self._account(model, Reply.from_json(stored), cached=True)
             reply = await self._attempts(provider, model, name, body, request)
             store.put(key, model, reply.to_json())
+            if where != shared:  # each run's first sample is also on offer to runs that ask to share samples
+                store.put_new(ResponseCache.key(shared, encoded), model, reply.to_json())
             return self._account(model, reply, cached=False)
 
     @asynccontextmanager
@@ -276,7 +316,7 @@ class LLMClient:
             return min(failure.retry_after, _MAX_RETRY_AFTER_S)
         # Full jitter: many workers hitting one rate limit must not retry in lockstep.
         ceiling = min(self.max_backoff_s, self.backoff_s * 2**attempt)
-        return ceiling * (0.5 + random.random() / 2)
+        return float(ceiling * (0.5 + random.random() / 2))
 
     async def _attempts(
         self, provider: Provider, model: str, name: str, body: dict[str, Any], request: Request
@@ -299,8 +339,27 @@ class LLMClient:
                     raise
                 if not failure.retry or attempt >= self.retries:
                     raise self._error(provider, model, failure, attempt + 1) from None
-                await anyio.sleep(self._delay(attempt, failure))
+                delay = self._delay(attempt, failure)
+                _log.warning(self._notice(provider, model, failure, attempt, delay))
+                if failure.timeout:
+                    provider.streaming = True  # a slow but live server: wait for it as long as it keeps sending
+                await anyio.sleep(delay)
                 attempt += 1
+
+    def _notice(self, provider: Provider, model: str, failure: Failure, attempt: int, delay: float) -> str:
+        """The line logged for a retry: what happened, what to do when it persists, and when the next attempt is."""
+        if failure.timeout and not provider.streaming:
+            what = (
+                f"no response within {self.timeout_s:g} s (raise --llm-timeout / PAU_LLM_TIMEOUT for a slow server); "
+                "replies are read as a stream from now on, so a slow but live reply is not cut off"
+            )
+        elif failure.timeout:
+            what = f"no further part of the reply within {self.timeout_s:g} s (raise --llm-timeout / PAU_LLM_TIMEOUT)"
+        elif failure.status is not None:
+            what = f"{failure.status}: {_one_line(failure.message)[:300]}"
+        else:
+            what = _one_line(failure.message)[:300]
+        return f"{model}: {what}; retrying in {delay:.1f} s (attempt {attempt + 2} of {self.retries + 1})"
 
     def _error(
         self, provider: Provider, model: str, failure: Failure, attempts: int, preflight: bool = False
@@ -325,7 +384,15 @@ class LLMClient:
                 "(raise --llm-timeout, or lower --llm-concurrency if the server is overloaded)",
                 model=model, provider_message=said,
             )  # fmt: skip
-        if status == 401:
+        if failure.unreadable:
+            hint = failure.hint or (
+                f"check that {provider.base_env} ({where}) points at the API itself and not a page or proxy in front "
+                "of it, or try again later"
+            )
+            return LLMError(f"{model}: {said}{tries} ({hint})", model=model, status=status, provider_message=said)
+        if failure.hint is not None:
+            hint = failure.hint
+        elif status == 401:
             hint = f"check {' or '.join(provider.key_envs)}"
         elif status == 403:
             hint = "the key is not allowed to use this model"

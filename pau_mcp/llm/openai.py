@@ -11,11 +11,12 @@ API, whichever of the two it is. The SDK sends over its aiohttp transport
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import LLMError, LLMNotConfigured
-from .provider import USER_AGENT, Failure, Provider, Request, classify_sdk_error
+from .provider import USER_AGENT, Failure, Provider, Request, UnreadableReply, classify_sdk_error, excerpt
 from .replies import Reply, ToolCall, Usage, split_thinking
 
 __all__ = ["AzureProvider", "OpenAIProvider"]
@@ -38,6 +39,30 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") for part in content or () if isinstance(part, Mapping))
+
+
+def _readable(response: Any) -> Any:
+    """The SDK's typed reply; a body that was not JSON (the SDK then gives its text) is an unreadable reply."""
+    if isinstance(response, str | bytes):
+        shown = response if isinstance(response, str) else response.decode("utf-8", "replace")
+        raise UnreadableReply(f"the server's reply is not JSON: {excerpt(shown) or '(an empty body)'!r}")
+    return response
+
+
+async def _readable_stream(stream: Any) -> Any:
+    """The events of a stream; a server that answered with something else (a page, plain JSON) is unreadable."""
+    if isinstance(stream, str | bytes):
+        _readable(stream)
+    async for event in stream:
+        yield event
+
+
+def _arguments(function: Any) -> str:
+    """A tool call's arguments as JSON text (some servers send an object where the API says a string)."""
+    arguments = function.arguments
+    if arguments is None or arguments == "":
+        return "{}"
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
 def _chat_messages(messages: Sequence[Mapping[str, Any]], tag: str | None) -> list[Mapping[str, Any]]:
@@ -92,7 +117,7 @@ class OpenAIProvider(Provider):
     """``openai/<model>``: OpenAI or any OpenAI-compatible server."""
 
     name = "openai"
-    key_envs = ("OPENAI_API_KEY",)
+    key_envs: tuple[str, ...] = ("OPENAI_API_KEY",)
     base_env = "OPENAI_BASE_URL"
     default_base = "https://api.openai.com/v1"
 
@@ -196,17 +221,87 @@ class OpenAIProvider(Provider):
         # types, which cost ~20 ms of CPU on a tools agent's 40-message conversation (docs/benchmarks.md).
         openai = _sdk()
         client = self._client.get()
-        if request.capabilities.api == "responses":
+        responses = request.capabilities.api == "responses"
+        if self.streaming:
+            return await (self._responses_stream if responses else self._chat_stream)(client, model, body)
+        if responses:
             from openai.types.responses import Response
 
-            return self._responses_reply(model, await client.post("/responses", body=body, cast_to=Response))
+            return self._responses_reply(model, _readable(await client.post("/responses", body=body, cast_to=Response)))
         from openai.types.chat import ChatCompletion
 
         try:
-            response = await client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+            response = _readable(await client.post("/chat/completions", body=body, cast_to=ChatCompletion))
         except openai.APIResponseValidationError:
             response = None
         return self._chat_reply(model, response)
+
+    async def _chat_stream(self, client: Any, model: str, body: dict[str, Any]) -> Reply:
+        """A chat completion read as it is written (``stream: true``), put together as the whole reply would be."""
+        from openai import AsyncStream
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+        streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        stream = await client.post(
+            "/chat/completions", body=streamed, cast_to=ChatCompletion, stream=True,
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )  # fmt: skip
+        texts: list[str] = []
+        thoughts: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        finish: str | None = None
+        usage: Any = None
+        chunks = 0
+        async for chunk in _readable_stream(stream):
+            chunks += 1
+            usage = getattr(chunk, "usage", None) or usage
+            for choice in getattr(chunk, "choices", None) or ():
+                delta = choice.delta
+                if delta is None:
+                    continue
+                texts.append(delta.content or "")
+                said = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+                thoughts.append(said if isinstance(said, str) else "")
+                for part in delta.tool_calls or ():
+                    call = calls.setdefault(part.index, {"id": None, "name": None, "arguments": []})
+                    call["id"] = part.id or call["id"]
+                    if part.function is not None:
+                        call["name"] = part.function.name or call["name"]
+                        call["arguments"].append(part.function.arguments or "")
+                finish = choice.finish_reason or finish
+        if not chunks:
+            raise UnreadableReply("the server's stream carried no chat completion chunks")
+        made = [
+            ToolCall(id=call["id"] or f"call_{index}", name=call["name"], arguments="".join(call["arguments"]) or "{}")
+            for index, call in sorted(calls.items())
+        ]
+        if any(not isinstance(call.name, str) for call in made):
+            raise self._not_a_reply(model, "a chat completion (a streamed tool call without a name)")
+        text, thought = split_thinking("".join(texts))
+        return Reply(
+            text=text,
+            tool_calls=tuple(made),
+            usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)),
+            finish_reason=finish,
+            reasoning="\n\n".join(part for part in ("".join(thoughts), thought) if part),
+        )
+
+    async def _responses_stream(self, client: Any, model: str, body: dict[str, Any]) -> Reply:
+        """A Responses API reply read as it is written; the final event carries the whole response."""
+        from openai import AsyncStream
+        from openai.types.responses import Response, ResponseStreamEvent
+
+        stream = await client.post(
+            "/responses", body={**body, "stream": True}, cast_to=Response, stream=True,
+            stream_cls=AsyncStream[ResponseStreamEvent],
+        )  # fmt: skip
+        final = None
+        async for event in _readable_stream(stream):
+            if getattr(event, "type", None) in ("response.completed", "response.incomplete", "response.failed"):
+                final = event.response
+        if final is None:
+            raise UnreadableReply("the server's stream ended before its response did")
+        return self._responses_reply(model, final)
 
     def _not_a_reply(self, model: str, what: str) -> LLMError:
         return LLMError(
@@ -220,9 +315,7 @@ class OpenAIProvider(Provider):
             choice = response.choices[0]
             message = choice.message
             calls = tuple(
-                ToolCall(
-                    id=call.id or f"call_{index}", name=call.function.name, arguments=call.function.arguments or "{}"
-                )
+                ToolCall(id=call.id or f"call_{index}", name=call.function.name, arguments=_arguments(call.function))
                 for index, call in enumerate(message.tool_calls or ())
             )
             if any(not isinstance(call.name, str) for call in calls):

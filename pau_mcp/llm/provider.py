@@ -6,6 +6,8 @@ import abc
 import asyncio
 import contextlib
 import email.utils
+import json
+import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ from .. import __version__
 from .models import Capabilities
 from .replies import Reply
 
-__all__ = ["RETRYABLE", "Failure", "Provider", "Request"]
+__all__ = ["RETRYABLE", "Failure", "Provider", "Request", "UnreadableReply", "excerpt", "request_problem"]
 
 RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _DUMMY_KEY = "pau-mcp-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore the key; the SDKs insist on one
@@ -71,7 +73,19 @@ class Request:
 
 @dataclass(frozen=True)
 class Failure:
-    """How a failed attempt ended, in provider-neutral terms."""
+    """How a failed attempt ended, in provider-neutral terms.
+
+    Attributes:
+        retry: Whether another attempt may succeed.
+        status: The HTTP status, when the server answered with one.
+        message: What the server (or the connection) said.
+        retry_after: Seconds the server asked to wait.
+        connection: The server could not be reached at all (refused, unknown host).
+        timeout: No answer (or no further part of a streamed one) within the timeout.
+        unreadable: The server answered, but what came cannot be read: not JSON, or cut short.
+        hint: What the server's words mean for this request, when it refused it for good (cannot parse it, too long
+            for the model's context).
+    """
 
     retry: bool
     status: int | None
@@ -79,6 +93,51 @@ class Failure:
     retry_after: float | None = None
     connection: bool = False
     timeout: bool = False
+    unreadable: bool = False
+    hint: str | None = None
+
+
+class UnreadableReply(Exception):
+    """The server answered, but not with something the API's client can read (a gateway's page, JSON cut short, a
+    stream that ended before its reply did): a provider failure like a 5xx, retried by the same rules."""
+
+
+_EXCERPT_CHARS = 160
+
+
+def excerpt(text: str) -> str:
+    """The start of a body for a message: one line, at most 160 characters."""
+    start = " ".join(text[: _EXCERPT_CHARS * 4].split())
+    return start if len(start) <= _EXCERPT_CHARS else start[: _EXCERPT_CHARS - 3] + "..."
+
+
+_MESSAGE_READ = 4096  # a provider message is matched against the phrases below only this far: linear and capped
+_CONTEXT_PHRASES = (
+    "context length", "context size", "context window", "maximum context", "available context",
+    "context_length_exceeded", "prompt is too long", "too many tokens",
+)  # fmt: skip
+_PARSE_PHRASES = (
+    "failed to parse", "parse error", "could not parse", "unable to parse", "cannot parse", "invalid json",
+    "not valid json", "json.exception",
+)  # fmt: skip
+
+
+def request_problem(message: str) -> str | None:
+    """What a refusal says about the request itself, when retrying it cannot help (None: nothing of the kind).
+
+    Servers that render a conversation through a chat template (llama-server) answer 500 when they cannot parse it;
+    any server may say the conversation is longer than the model's context. The same request fails the same way
+    every time, so it is not retried, and the hint says what would help.
+    """
+    said = message[:_MESSAGE_READ].lower()
+    if any(phrase in said for phrase in _CONTEXT_PHRASES):
+        return (
+            "the conversation no longer fits the model's context: lower --budget or --max-tokens, or serve the model "
+            "with a longer context (llama-server -c, vLLM --max-model-len, Ollama num_ctx)"
+        )
+    if any(phrase in said for phrase in _PARSE_PHRASES) and "upstream" not in said and "response" not in said:
+        return "the server cannot parse this request, so every attempt would fail the same way"
+    return None
 
 
 def retry_after(headers: Any) -> float | None:
@@ -106,11 +165,11 @@ def body_message(body: Any, fallback: str) -> str:
     if isinstance(body, Mapping):
         inner = body.get("error", body)
         if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
-            return inner["message"]
+            return str(inner["message"])
         if isinstance(inner, str):
             return inner
         if isinstance(body.get("message"), str):
-            return body["message"]
+            return str(body["message"])
     if isinstance(body, str) and body:
         return body
     return fallback
@@ -147,21 +206,81 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
+_CONNECT_ERRORS = frozenset({"ClientConnectorError", "ConnectError"})  # aiohttp's (and subclasses), httpx's
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and all(cause is not other for other in seen) and len(seen) < 32:
+        seen.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return seen
+
+
+def _could_not_connect(exc: BaseException) -> bool:
+    """True when no connection was made at all (refused, unknown host), as opposed to one that broke mid-reply."""
+    for cause in _chain(exc):
+        if isinstance(cause, ConnectionRefusedError | socket.gaierror):
+            return True
+        if any(kind.__name__ in _CONNECT_ERRORS for kind in type(cause).__mro__):
+            return True
+    return False
+
+
+def _transport(exc: BaseException) -> bool:
+    """True for an HTTP library's own error (httpx, httpcore, aiohttp): raised where the SDK does not wrap it, as
+    while reading a stream."""
+    return any(type(cause).__module__.split(".")[0].rstrip("0123456789") in ("httpx", "httpcore", "aiohttp")
+               for cause in _chain(exc))  # fmt: skip
+
+
 def classify_sdk_error(exc: BaseException, sdk: Any, base_error: type[BaseException]) -> Failure | None:
-    """How an exception of the openai or anthropic SDK reads: both follow the same (Stainless) exception shapes."""
+    """How an exception of the openai or anthropic SDK reads: both follow the same (Stainless) exception shapes.
+
+    Also what the SDKs let through unwrapped: a body that is not JSON (``json.JSONDecodeError`` from reading it), a
+    stream whose connection broke or went quiet (the HTTP library's own errors).
+    """
+    if isinstance(exc, UnreadableReply):
+        return Failure(True, None, str(exc), unreadable=True)
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         message = body_message(exc.body, exc.message)
-        return Failure(status in RETRYABLE or status >= 500, status, message, retry_after(exc.response.headers))
+        # A rate limit may speak of tokens too ("too many tokens per minute"): only other refusals describe the request.
+        hint = request_problem(message) if status not in (408, 409, 429) else None
+        retry = (status in RETRYABLE or status >= 500) and hint is None
+        return Failure(retry, status, message, retry_after(exc.response.headers), hint=hint)
     if isinstance(exc, sdk.APITimeoutError) and not _refused(exc):  # before APIConnectionError, its base class
         return Failure(True, None, str(exc) or "timed out", timeout=True)
     if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__
         said = str(cause.__cause__ or cause) if cause is not None else ""
-        return Failure(True, None, said or str(exc) or type(exc).__name__, connection=True)
+        said = said or str(exc) or type(exc).__name__
+        if _could_not_connect(exc):
+            return Failure(True, None, said, connection=True)
+        return _broken(said)
     if isinstance(exc, base_error):
         return Failure(False, None, str(exc))
+    if isinstance(exc, json.JSONDecodeError):
+        return Failure(
+            True, None, f"the server's reply is not JSON: {excerpt(exc.doc) or '(an empty body)'!r}", unreadable=True
+        )
+    if isinstance(exc, UnicodeDecodeError):
+        return Failure(True, None, f"the server's reply is not UTF-8 text ({exc.reason})", unreadable=True)
+    if isinstance(exc, TimeoutError):
+        return Failure(True, None, "no further part of the reply came in time", timeout=True)
+    if _transport(exc):
+        if any(isinstance(c, TimeoutError) or "Timeout" in type(c).__name__ for c in _chain(exc)):
+            return Failure(True, None, "no further part of the reply came in time", timeout=True)
+        return _broken(str(exc) or type(exc).__name__)
     return None
+
+
+def _broken(said: str) -> Failure:
+    return Failure(
+        True, None, f"the connection broke before the reply was complete ({said})", unreadable=True,
+        hint="the server or a proxy closed it mid-reply: check the server's log, or try again later",
+    )  # fmt: skip
 
 
 class LoopBound:
@@ -225,6 +344,9 @@ class Provider(abc.ABC):
     def __init__(self, env: Mapping[str, str], timeout_s: float) -> None:
         self.env = env
         self.timeout_s = timeout_s
+        #: Read replies as a stream: set once a reply did not come whole within the timeout, so that a slow but
+        #: live server (a model on a CPU) is waited for as long as it keeps sending, and not cut off.
+        self.streaming = False
         self.base_url = env.get(self.base_env) or None
         self.api_key = next((env[name] for name in self.key_envs if env.get(name)), None)
         self._client = LoopBound(self._new_client, close_orphan)

@@ -138,9 +138,7 @@ class Completion:
         return message
 
 
-_THINK = re.compile(r"<think(?:ing)?>(.*?)</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
-_CLOSE = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
-_OPEN = re.compile(r"<think(?:ing)?>", re.IGNORECASE)
+_TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
 
 
 def split_thinking(text: str) -> tuple[str, str]:
@@ -148,17 +146,37 @@ def split_thinking(text: str) -> tuple[str, str]:
 
     A reply may also start inside a block the chat template opened in the prompt (only ``</think>`` appears), or
     stop inside one (cut off by the token limit: only ``<think>`` appears); either way, the thinking is not answer.
+    One pass over the tags: linear in the reply however many there are (a reply is model text).
     """
     if "think" not in text.lower():
         return text, ""
-    thoughts = [match.strip() for match in _THINK.findall(text)]
-    rest = _THINK.sub("", text)
-    closing = list(_CLOSE.finditer(rest))
-    if closing:
-        thoughts.insert(0, rest[: closing[-1].start()].strip())
-        rest = rest[closing[-1].end() :]
-    opening = _OPEN.search(rest)
-    if opening:
-        thoughts.append(rest[opening.end() :].strip())
-        rest = rest[: opening.start()]
-    return rest.strip() if thoughts else text, "\n\n".join(t for t in thoughts if t)
+    thoughts: list[str] = []
+    rest: list[str] = []
+    leading = ""  # everything before the last end tag that closes no block: the template opened that block
+    position = 0
+    opened: int | None = None
+    lone = False
+    for tag in _TAG.finditer(text):
+        closing = tag.group(1) == "/"
+        if opened is not None:
+            if closing:
+                thoughts.append(text[opened : tag.start()].strip())
+                opened = None
+                position = tag.end()
+        elif closing:
+            leading = "".join([leading, *rest, text[position : tag.start()]])
+            rest = []
+            lone = True
+            position = tag.end()
+        else:
+            rest.append(text[position : tag.start()])
+            opened = tag.end()
+    if opened is not None:
+        thoughts.append(text[opened:].strip())
+    else:
+        rest.append(text[position:])
+    if lone:
+        thoughts.insert(0, leading.strip())
+    if not thoughts:
+        return text, ""
+    return "".join(rest).strip(), "\n\n".join(t for t in thoughts if t)

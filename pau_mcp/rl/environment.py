@@ -280,7 +280,7 @@ class ExplorationEnv:
     def _propose(self, text: str) -> StepResult:
         rewards = self.config.rewards
         components: dict[str, float] = {}
-        literal = parse_input(text)
+        literal = parse_input(text, len(self.method.params))
         call: dict[str, Any] = {"input": literal, "counted": False}
         if literal is None:
             components["parse"] = rewards.parse_penalty

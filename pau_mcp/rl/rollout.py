@@ -61,6 +61,9 @@ class RolloutConfig:
         max_tokens: Longest policy reply per step.
         concurrency: Episodes at once.
         retry_failed: Run failed episodes again.
+        share_samples: Replay the policy's sampled replies from the LLM cache across runs; by default a sampled
+            reply is replayed only within this run (the client's ``sample_scope`` is the run's name), so a resumed
+            run replays its own steps and a new run samples afresh.
     """
 
     run: str
@@ -74,6 +77,7 @@ class RolloutConfig:
     max_tokens: int | None = 512
     concurrency: int = 4
     retry_failed: bool = False
+    share_samples: bool = False
 
     def identity(self) -> dict[str, Any]:
         """What must match for a run to be resumed rather than refused."""
@@ -148,7 +152,7 @@ async def play_rollout(
         while not env.done:
             completion = await llm.complete(
                 config.model, _policy_messages(observation, hint), temperature=config.temperature,
-                max_tokens=config.max_tokens,
+                max_tokens=config.max_tokens, sample=f"{method.id}/{env.turn}",
             )  # fmt: skip
             input_tokens += completion.spent.input_tokens
             output_tokens += completion.spent.output_tokens

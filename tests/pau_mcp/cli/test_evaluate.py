@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from click.testing import CliRunner
+from fakellm import Failure, FakeLLM
 
 from pau_mcp.cli import main
 from pau_mcp.runstore import RunStore
@@ -81,3 +82,89 @@ def test_an_unknown_suite_is_one_line_naming_the_known_ones_not_a_traceback(tmp_
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1].startswith("Error: no suite named 'nope' (known: builtin")
     assert _runs(tmp_path) == []
+
+
+# -- against model servers that misbehave ------------------------------------------------------------------------
+
+ONE = ("--methods", "builtin/b001", "--budget", "1")
+
+
+def _paper(body: dict) -> str:
+    """The paper agent's model: one input, concluded at once."""
+    text = str(body["messages"][-1].get("content") or "")
+    if "Give the exact input" in text:
+        return "INPUT: (1,)"
+    if "Update your hypothesis" in text:
+        return "HYPOTHESIS: returns its argument\nCONCLUDED: YES"
+    if "Write your final answer" in text:
+        return "DESCRIPTION: returns its argument"
+    return "I will try one."
+
+
+def _served(fake: FakeLLM, tmp_path: Path, *args: str) -> object:
+    env = {
+        "PAU_MCP_TOOL_KEY": "", "PAU_JUDGE_MODEL": "", "PAU_CODER_MODEL": "", "OPENAI_BASE_URL": fake.base_url,
+        "OPENAI_API_KEY": "test",
+    }  # fmt: skip
+    return CliRunner().invoke(
+        main, ["eval", "--data-dir", str(tmp_path), "--db", str(tmp_path / "runs.db"), *args], env=env,
+        catch_exceptions=False,
+    )  # fmt: skip
+
+
+def _states(tmp_path: Path, run: str) -> list[str]:
+    store = RunStore(tmp_path / "runs.db")
+    return [e["state"] for e in store.episodes(store.run_id(run))]
+
+
+def test_a_model_server_answering_pages_fails_the_episode_in_one_line_after_announced_retries(tmp_path):
+    with FakeLLM() as fake:
+        fake.answer_bytes(b"<html><title>502 Bad Gateway</title></html>", content_type="text/html", times=2)
+        result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", "--llm-retries", "1", *ONE)
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output and "ExceptionGroup" not in result.output
+    retries = [line for line in result.output.splitlines() if "retrying in" in line]
+    assert len(retries) == 1 and "not JSON" in retries[0] and "502 Bad Gateway" in retries[0]
+    (failed,) = [line for line in result.output.splitlines() if line.startswith("failed ")]
+    assert "builtin/b001" in failed and "not JSON" in failed and "after 2 attempts" in failed
+    assert _states(tmp_path, "r") == ["failed"]  # recorded, not left running
+
+
+def test_a_score_that_could_not_be_made_is_counted_named_and_sets_the_exit_code(tmp_path):
+    def judge_refuses(body: dict) -> Failure | str:
+        return Failure(400, "the judge model refused: content policy")
+
+    with FakeLLM(responder=judge_refuses) as fake:
+        result = _served(fake, tmp_path, "--agent", "probe", "--run", "r", "--judge-model", "openai/judge", *METHODS)
+    assert result.exit_code == 1
+    assert "whole run: 2 episodes, 2 done, 0 failed, 2 scores could not be made" in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("score error ")]
+    assert sorted(errors) == [
+        f"score error builtin/{m} judge: openai/judge: 400: the judge model refused: content policy (the provider "
+        "refused this request)"
+        for m in ("b001", "b002")
+    ]
+    assert "pau-mcp score r" in result.output
+
+
+def test_no_cache_is_honoured_by_the_agents_model_too(tmp_path):
+    with FakeLLM(responder=_paper) as fake:
+        assert _served(fake, tmp_path, "--model", "openai/m", "--run", "a", "--no-score", *ONE).exit_code == 0
+        asked = len(fake.requests)
+        assert _served(fake, tmp_path, "--model", "openai/m", "--run", "b", "--no-score", *ONE).exit_code == 0
+        assert len(fake.requests) == asked  # greedy replies: the second run replays the first from the cache
+        result = _served(fake, tmp_path, "--model", "openai/m", "--run", "c", "--no-score", "--no-cache", *ONE)
+        assert result.exit_code == 0, result.output
+        assert len(fake.requests) == 2 * asked
+
+
+def test_a_second_run_sampling_at_a_temperature_above_zero_samples_afresh_unless_asked_to_share(tmp_path):
+    hot = ("--model", "openai/m", "--temperature", "0.8", "--no-score", *ONE)
+    with FakeLLM(responder=_paper) as fake:
+        assert _served(fake, tmp_path, "--run", "a", *hot).exit_code == 0
+        asked = len(fake.requests)
+        assert _served(fake, tmp_path, "--run", "b", *hot).exit_code == 0
+        assert len(fake.requests) == 2 * asked  # run b drew its own samples
+        assert all(body["temperature"] == 0.8 for body in fake.requests)
+        assert _served(fake, tmp_path, "--run", "c", "--share-samples", *hot).exit_code == 0
+        assert len(fake.requests) == 2 * asked  # asked for: run c replays the first samples drawn (run a's)

@@ -99,6 +99,19 @@ def test_a_reply_without_an_input_line_falls_back_to_its_last_literal_or_call_li
     assert _calls(_run(tmp_path, "openai/m")) == ["(4,)", "(5,)", "(6,)"]
 
 
+def test_an_input_is_read_from_the_fence_after_its_marker_and_prose_ending_in_input_is_not_a_marker(tmp_path, served):
+    served(
+        paper_brain(
+            [
+                "INPUT:\n```python\n(2,)\n```",
+                "I will test a larger value, based on the input:\n```python\n(3,)\n```",
+                "Input: `test_func(4)` to see the trend",
+            ]
+        )
+    )
+    assert _calls(_run(tmp_path, "openai/m")) == ["(2,)", "(3,)", "(4,)"]
+
+
 def test_a_reply_with_no_usable_input_is_asked_again_once_then_recorded_as_malformed(tmp_path, served):
     fake = served(paper_brain(["Something vague.", "INPUT: (7,)", "Still vague.", "No idea at all.", "INPUT: (8,)"]))
     episode = _run(tmp_path, "openai/m")

@@ -11,6 +11,7 @@ from fakellm import FakeLLM
 from test_report_fixtures import build_store
 
 from pau_mcp.harness.failures import (
+    INFRASTRUCTURE,
     UNCLASSIFIED,
     FailureCase,
     classifier_messages,
@@ -64,15 +65,31 @@ def test_each_failure_gets_its_scripted_label_and_an_unparsable_reply_is_unclass
     cases = [c for run in runs for c in failure_cases(store, run)]
     with FakeLLM(responder=_responder) as fake:
         labels = classify_cases(_client(fake, tmp_path), MODEL, cases)
-        assert len(fake.requests) == 7
+        assert len(fake.requests) == 6  # alpha-ctx's m5 ended in an error: labelled without a request
         assert all(body["model"] == "fake-classifier" for body in fake.requests)
     assert labels["alpha-int"] == {"b/m3": "reasoning_error", "b/m4": "insufficient_exploration", "b/m5": UNCLASSIFIED}
-    assert labels["alpha-ctx"]["b/m2"] == "hallucination"
+    assert labels["alpha-ctx"]["b/m2"] == "hallucination" and labels["alpha-ctx"]["b/m5"] == INFRASTRUCTURE
     report = build_report(runs, resamples=10, failure_labels=labels)
     assert report.summaries[0].failures == {
-        "insufficient_exploration": 1, "reasoning_error": 1, "format_following": 0, "hallucination": 0, "unclassified": 1,
+        "insufficient_exploration": 1, "reasoning_error": 1, "format_following": 0, "hallucination": 0,
+        "infrastructure": 0, "unclassified": 1,
     }  # fmt: skip
     assert report.summaries[1].failures["hallucination"] == 1 and sum(report.summaries[1].failures.values()) == 4
+    assert report.summaries[1].failures["infrastructure"] == 1
+
+
+def test_an_episode_that_ended_in_a_provider_error_is_labelled_infrastructure_without_asking_a_model(
+    tmp_path: Path,
+) -> None:
+    overflow = FailureCase(
+        "r", "b/m1", "the episode ended in an error (LLMError: openai/m: 400: maximum context length exceeded)",
+        "state failed", [{"kind": "model", "reply": "..."}], errored=True,
+    )  # fmt: skip
+    low = FailureCase("r", "b/m2", "the description was rated 1 out of 5", "state done", [])
+    with FakeLLM(responder=lambda body: "It invented behaviour.\nLabel: hallucination") as fake:
+        labels = classify_cases(_client(fake, tmp_path), MODEL, [overflow, low])
+        assert len(fake.requests) == 1 and "method: b/m2" in fake.prompts()[0]
+    assert labels == {"r": {"b/m1": INFRASTRUCTURE, "b/m2": "hallucination"}}
 
 
 def test_the_prompt_carries_the_trajectory_and_the_scores(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

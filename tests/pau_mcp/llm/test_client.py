@@ -158,9 +158,9 @@ def test_text_that_is_not_valid_unicode_still_reaches_the_server_and_is_cached(f
     fake.say("seen")
     odd = [{"role": "user", "content": "caf\u00e9 \ud800 \U0001f600"}]
     llm = client(fake, cache_path=tmp_path / "cache.db")
-    assert run(lambda: llm.complete("openai/m", odd)).text == "seen"
+    assert run(lambda: llm.complete("openai/m", odd, temperature=0)).text == "seen"
     assert fake.requests[0]["messages"] == [{"role": "user", "content": "caf\u00e9 \ufffd \U0001f600"}]
-    assert run(lambda: llm.complete("openai/m", odd)).cached and len(fake.requests) == 1
+    assert run(lambda: llm.complete("openai/m", odd, temperature=0)).cached and len(fake.requests) == 1
 
 
 def test_organization_and_project_variables_are_sent_as_headers_and_the_client_names_itself(fake):
@@ -233,7 +233,7 @@ def test_identical_requests_in_flight_at_once_make_one_call(fake, tmp_path):
 
     async def both() -> None:
         async def one() -> None:
-            texts.append((await llm.complete("openai/m", USER)).text)
+            texts.append((await llm.complete("openai/m", USER, temperature=0)).text)
 
         async with anyio.create_task_group() as group:
             group.start_soon(one)

@@ -117,3 +117,44 @@ def test_a_rejected_key_ends_the_rollout_in_one_line_and_records_the_failed_epis
     assert "invalid api key" in done.stderr and "Traceback" not in done.stderr
     failed = sqlite3.connect(tmp_path / "runs.db").execute("SELECT error FROM episodes WHERE state = 'failed'")
     assert ["invalid api key" in error for (error,) in failed.fetchall()] == [True]
+
+
+def _policy_requests(fake: FakeLLM) -> list[dict]:
+    return [body for body in fake.requests if body.get("temperature") == 1.0]
+
+
+def test_a_second_rollout_samples_its_policy_afresh_and_a_resumed_one_replays_its_own_steps(tmp_path):
+    few = ("--limit", "2")
+    with FakeLLM(responder=brain) as fake:
+        first = run_pau(*_args(tmp_path, "a", *few), env=_env(fake), cwd=ROOT)
+        assert first.returncode == 0, first.stderr[-3000:]
+        sampled = len(_policy_requests(fake))
+        second = run_pau(*_args(tmp_path, "b", *few), env=_env(fake), cwd=ROOT)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert len(_policy_requests(fake)) == 2 * sampled  # run b drew its own samples, none copied from run a
+        # The same run played again (as after a kill) replays its own steps from the cache.
+        sqlite3.connect(tmp_path / "runs.db").execute(
+            "UPDATE episodes SET state = 'running' WHERE run_id = (SELECT id FROM runs WHERE name = 'a')"
+        ).connection.commit()
+        again = run_pau(*_args(tmp_path, "a", *few), env=_env(fake), cwd=ROOT)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert len(_policy_requests(fake)) == 2 * sampled
+    steps = [
+        step for line in (tmp_path / "out" / "trajectories.jsonl").read_text().splitlines()
+        for step in json.loads(line)["steps"]
+    ]  # fmt: skip
+    assert steps and all(step["policy"]["cached"] and step["policy"]["output_tokens"] > 0 for step in steps)
+
+
+def test_a_policy_server_answering_pages_fails_its_episode_in_one_line_and_the_run_goes_on(tmp_path):
+    with FakeLLM(responder=brain) as fake:
+        fake.answer_bytes(b"<html><body>upstream connect error</body></html>", content_type="text/html", times=2)
+        done = run_pau(
+            *_args(tmp_path, "r", "--limit", "2", "--concurrency", "1", "--llm-retries", "1"), env=_env(fake), cwd=ROOT
+        )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "1 episodes finished now, 0 earlier, 1 failed" in done.stdout
+    assert "retrying in" in done.stderr and "upstream connect error" in done.stderr
+    states = sqlite3.connect(tmp_path / "runs.db").execute("SELECT state, error FROM episodes ORDER BY id").fetchall()
+    assert [state for state, _ in states] == ["failed", "done"]
+    assert "not JSON" in states[0][1] and "upstream connect error" in states[0][1]

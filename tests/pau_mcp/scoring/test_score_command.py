@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakellm import FakeLLM
+from fakellm import Body, FakeLLM
 from pau_command import Ran, run_pau, run_pau_process
 
 from pau_mcp.manifests import ManifestStore
@@ -247,6 +247,24 @@ def test_a_rejected_key_stops_scoring_with_the_providers_message(fake, tmp_path)
     done = pau(fake, tmp_path, str(predictions), *MODELS)
     assert done.returncode == 1
     assert "Incorrect API key provided" in done.stderr and "OPENAI_API_KEY" in done.stderr
+
+
+def test_models_answering_pages_give_score_errors_each_printed_once_with_its_scores_name(fake, tmp_path):
+    predictions = tmp_path / "predictions.jsonl"
+    write_predictions(predictions)
+    fake.responder = lambda body: Body(b"<html><h1>504 Gateway Time-out</h1></html>", content_type="text/html")
+    done = pau(fake, tmp_path, str(predictions), *MODELS, "--llm-retries", "0")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error ")]
+    assert len(errors) == len(set(errors)) == 6  # a judge and a code writer's error for each of the 3
+    for method in ("b002", "b003", "b004"):
+        for kind, model in (("judge", "openai/judge"), ("codematch", "openai/coder")):
+            (line,) = [e for e in errors if e.startswith(f"error builtin/{method} {kind}: ")]
+            assert f"{model}: the server's reply is not JSON" in line and "504 Gateway Time-out" in line
+    statuses = [
+        s[k]["status"] for s in scores_by_submission(tmp_path / "runs.db").values() for k in ("judge", "codematch")
+    ]
+    assert statuses == ["error"] * 6
 
 
 def test_a_malformed_line_or_an_unknown_name_is_reported_clearly(fake, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from fakellm import FakeLLM
+from fakellm import Body, FakeLLM
 from scorer_process import TOKEN, clean_env, start, stop
 
 from pau_mcp.manifests import ManifestStore
@@ -315,3 +316,42 @@ def test_code_with_a_lone_surrogate_is_refused_as_422_and_the_scorer_lives_on(en
     reply = endpoint.post({"method": "builtin/b002", "code": "def test_func(arg0):\n    return '\ud800'\n"})
     assert reply.status_code == 422 and reply.json()["detail"][0]["loc"] == ["code"]
     assert endpoint.post({"method": "builtin/b002", "code": RUNS.source}).json()["direct"]["fraction"] == 1.0
+
+
+def _misbehaving_endpoint(base_url: str, tmp_path: Path) -> Endpoint:
+    args = [
+        "--port", "0", "--scorer-token", TOKEN, "--judge-model", "openai/judge", "--coder-model", "openai/coder",
+        "--data-dir", str(tmp_path), "--no-cache", "--llm-retries", "1",
+    ]  # fmt: skip
+    process, url = start(args, clean_env(OPENAI_BASE_URL=base_url))
+    return Endpoint(process, url)
+
+
+def test_a_model_server_answering_pages_gives_score_errors_with_the_reason_not_a_500(tmp_path):
+    page = Body(b"<!DOCTYPE html><html><title>Bad gateway</title></html>", content_type="text/html")
+    with FakeLLM(responder=lambda body: page) as fake:
+        endpoint = _misbehaving_endpoint(fake.base_url, tmp_path)
+        try:
+            reply = endpoint.post({"method": "builtin/b002", "description": "Counts runs of equal characters."})
+        finally:
+            endpoint.client.close()
+            stop(endpoint.process)
+        assert len(fake.requests) == 4  # each of the two models tried twice
+    assert reply.status_code == 200, reply.text
+    result = reply.json()
+    for part in (result["judge"], result["codematch"]):
+        assert part["status"] == "error" and "not JSON" in part["reason"] and "Bad gateway" in part["reason"]
+
+
+def test_an_unreachable_model_server_is_a_502_naming_the_setting(tmp_path):
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    endpoint = _misbehaving_endpoint(f"http://127.0.0.1:{port}/v1", tmp_path)
+    try:
+        reply = endpoint.post({"method": "builtin/b002", "description": "Counts runs of equal characters."})
+    finally:
+        endpoint.client.close()
+        stop(endpoint.process)
+    assert reply.status_code == 502
+    assert "cannot reach" in reply.json()["error"] and "OPENAI_BASE_URL" in reply.json()["error"]
