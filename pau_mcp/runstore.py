@@ -450,28 +450,6 @@ class RunStore:
             )
             return int(cursor.lastrowid)
 
-    def session_ids(self, run_id: int, transport: str) -> list[int]:
-        """The sessions of a run recorded with this transport."""
-        rows = self.query("SELECT id FROM sessions WHERE run_id = ? AND transport = ?", (run_id, transport))
-        return [int(row["id"]) for row in rows]
-
-    def spent(self, session_ids: list[int]) -> tuple[dict[str, int], dict[str, int]]:
-        """What these sessions spent, per method id: counted calls, and submissions answered with feedback."""
-        if not session_ids:
-            return {}, {}
-        marks = ", ".join("?" * len(session_ids))
-        calls = self.query(
-            f"SELECT method_id, COUNT(*) AS n FROM calls WHERE session_id IN ({marks}) AND counted = 1"
-            " GROUP BY method_id",
-            tuple(session_ids),
-        )
-        feedback = self.query(
-            f"SELECT method_id, COUNT(*) AS n FROM submissions WHERE session_id IN ({marks}) AND feedback = 1"
-            " GROUP BY method_id",
-            tuple(session_ids),
-        )
-        return {r["method_id"]: int(r["n"]) for r in calls}, {r["method_id"]: int(r["n"]) for r in feedback}
-
     def record_score(
         self, submission_id: int, kind: str, status: str, value: float | None, model: str | None, detail: dict[str, Any]
     ) -> int:

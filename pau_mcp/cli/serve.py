@@ -270,7 +270,7 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
 
     The call is recorded in the run store under the run "cli". Exits 1 when the call was refused.
     """
-    from ..server import Identity, create_service
+    from ..server import Credential, create_service
     from ..server.catalog import REFUSED
 
     settings = settings_from(values)
@@ -290,7 +290,7 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
         exposed = service.catalog.find(tool)
         if exposed is None:
             raise click.UsageError(f"no method {tool!r} in the served suites; see `pau-mcp methods`")
-        state = sessions.get(Identity("process", f"cli-{uuid.uuid4().hex[:12]}"))
+        state = sessions.get(Credential("process", f"cli-{uuid.uuid4().hex[:12]}"))
         reply = anyio.run(service.call, state, exposed, {"args": literal})
     finally:
         # Not left to the process's exit: the command also runs inside other programs (and the tests). Its sandbox

@@ -31,7 +31,11 @@ B001, B002, B003 = "builtin/b001", "builtin/b002", "builtin/b003"
 MAIN = "main-token-0123456789"
 MODES = ["auto", "legacy", LATEST_MODERN_VERSION]
 #: The version each mode settles on with this server: the newest both sides know.
-SETTLES = {"auto": LATEST_MODERN_VERSION, "legacy": LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION: LATEST_MODERN_VERSION}
+SETTLES = {
+    "auto": LATEST_MODERN_VERSION,
+    "legacy": LATEST_HANDSHAKE_VERSION,
+    LATEST_MODERN_VERSION: LATEST_MODERN_VERSION,
+}
 
 
 def _token(*args: str) -> str:
@@ -104,7 +108,7 @@ def test_the_official_client_lists_calls_and_submits_in_every_mode_over_http(tmp
         version, names, called, submitted = anyio.run(main, url)
     assert version == SETTLES[mode]
     assert {tool_of(B001), tool_of(B002), "submit"} <= set(names)
-    assert called["status"] == "ok" and called["value"] == "0" and called["queries_used"] == 1
+    assert called["status"] == "ok" and called["value"] == "5" and called["queries_used"] == 1
     assert called["budget_scope"] == ("token" if credential == "session-token" else "label")
     assert submitted["status"] == "recorded"
 
@@ -312,7 +316,9 @@ def test_a_modern_tool_list_depends_only_on_the_credential_never_on_an_earlier_r
                 seen["narrow"] = await _names(client)
         return seen
 
-    with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--methods", f"{B001},{B002},{B003}") as url:
+    with memory_http_server(
+        "--db", str(tmp_path / "runs.db"), "--token", MAIN, "--methods", f"{B001},{B002},{B003}"
+    ) as url:
         seen = anyio.run(main, url)
     everything = {tool_of(B001), tool_of(B002), tool_of(B003), "submit"}
     assert set(seen["main-before"]) == everything
@@ -356,7 +362,17 @@ def test_stateless_requests_follow_the_credential_rules_a_fresh_run_label_gets_n
                 names = await _names(client)
         return token_results, main_results, [opened, names]
 
-    args = ["--db", str(tmp_path / "runs.db"), "--token", MAIN, "--stateless", "--budget", "3", "--methods", f"{B001},{B002}"]
+    args = [
+        "--db",
+        str(tmp_path / "runs.db"),
+        "--token",
+        MAIN,
+        "--stateless",
+        "--budget",
+        "3",
+        "--methods",
+        f"{B001},{B002}",
+    ]
     with memory_http_server(*args) as url:
         token_results, main_results, (opened, names) = anyio.run(main, url)
     assert _ran(token_results) == 2 and all(isinstance(r, MCPError) for r in token_results[2:])
