@@ -249,7 +249,9 @@ def build_server(
         params = ctx.session.client_params if ctx.session is not None else None
         info = params.client_info if params is not None else None
         # Recorded with a new session: who first spoke for the credential, and in which protocol revision.
-        client = (f"{info.name} {info.version}".strip() + "; " if info is not None else "") + f"MCP {ctx.protocol_version}"
+        client = (
+            f"{info.name} {info.version}".strip() + "; " if info is not None else ""
+        ) + f"MCP {ctx.protocol_version}"
         handshake = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         if request is None:  # stdio: the server process is the credential, whatever a request names
             connection = process_key if handshake else None

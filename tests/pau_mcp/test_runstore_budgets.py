@@ -73,7 +73,11 @@ def test_processes_sharing_one_store_file_never_take_more_than_the_budget_betwee
     processes = [
         subprocess.Popen(
             [sys.executable, "-c", _RESERVER, str(db), str(session)],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         for _ in range(4)
     ]
@@ -125,7 +129,10 @@ def test_a_session_belongs_to_the_kind_of_credential_that_claimed_it_first(tmp_p
     assert owned is not None
     assert other.claim_session(run, "team-a", "token", "http") == owned
     assert other.claim_session(run, "team-a", "label", "http") is None
-    assert other.claim_session(other.ensure_run("another", kind="serve"), "team-a", "label", "http") not in (None, owned)
+    assert other.claim_session(other.ensure_run("another", kind="serve"), "team-a", "label", "http") not in (
+        None,
+        owned,
+    )
     store.close()
     other.close()
 

@@ -314,11 +314,15 @@ def test_a_run_name_that_cannot_label_a_session_is_refused_before_anything_start
 
 def _episode_sessions(db: Path, run: str) -> list[tuple[str, str, str]]:
     """``(key, credential, client)`` of each session of a run, as the server recorded it."""
-    return sqlite3.connect(db).execute(
-        "SELECT s.key, s.credential, s.client FROM sessions s JOIN runs r ON s.run_id = r.id WHERE r.name = ?"
-        " ORDER BY s.key",
-        (run,),
-    ).fetchall()
+    return (
+        sqlite3.connect(db)
+        .execute(
+            "SELECT s.key, s.credential, s.client FROM sessions s JOIN runs r ON s.run_id = r.id WHERE r.name = ?"
+            " ORDER BY s.key",
+            (run,),
+        )
+        .fetchall()
+    )
 
 
 @pytest.mark.parametrize(("era", "spoken"), [(None, "MCP 2026-07-28"), ("legacy", "MCP 2025-11-25")])
