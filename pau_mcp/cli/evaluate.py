@@ -312,9 +312,9 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
     from mcp.client.stdio import StdioServerParameters
 
     from ..config import SettingsError
+    from ..eras import client_mode
     from ..harness.agents import ProbeAgent
     from ..harness.environment import Environment
-    from ..harness.runner import client_mode
     from ..manifests import ManifestError, tool_name
     from ..scoring import Scorer
 

@@ -26,9 +26,9 @@ from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import LATEST_MODERN_VERSION
 
 from ..config import Settings, SettingsError
+from ..eras import client_mode
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import ManifestError, ManifestStore, Method, tool_name
 from ..prompts import PromptsError
@@ -44,7 +44,7 @@ from .reference_agent import ReferenceAgent
 
 __all__ = [
     "Connect", "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "RunTotals",
-    "check_config", "client_mode", "mcp_session", "planned_methods", "play_episode", "run_eval", "run_name",
+    "check_config", "mcp_session", "planned_methods", "play_episode", "run_eval", "run_name",
     "run_totals", "session_key",
 ]  # fmt: skip
 
@@ -183,16 +183,8 @@ def _server_args(db: Path, config: EvalConfig, token: str, settings: Any) -> lis
     return args
 
 
-#: The ``Client`` mode of each ``--mcp-era``: the 2026-07-28 revision pinned (no probe: one round trip less per
-#: episode), the handshake, or a ``server/discover`` probe that picks the newest era both sides know.
-_MODES = {"modern": LATEST_MODERN_VERSION, "legacy": "legacy", "auto": "auto"}
 #: How long an episode's session token stays valid (an episode that outlives it fails and is run again).
 _EPISODE_TOKEN_S = 24 * 3600
-
-
-def client_mode(era: str) -> str:
-    """The official client's ``mode`` for an ``--mcp-era`` (``modern``, ``legacy`` or ``auto``)."""
-    return _MODES[era]
 
 
 class _Borrowed(httpx2.AsyncBaseTransport):

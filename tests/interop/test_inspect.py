@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from fakellm import FakeLLM
-from interop_support import TOOL, need, submissions
+from interop_support import TOOL, clients, need, submissions
 
 pytestmark = pytest.mark.interop
 
@@ -89,10 +89,12 @@ def test_inspect_eval_runs_the_task_from_the_command_line_and_logs_the_trajector
     # The code writer is shown what the agent observed, as in `pau-mcp eval`: here the call of 105.
     assert len(coder) == 1 and "test_func(105)" in coder[0]
     assert submissions(data_dir) == [("builtin/b001", DESCRIPTION)]
+    assert [client.split("; ")[-1] for client in clients(data_dir)] == ["MCP 2026-07-28"]  # the default era
 
 
-def test_the_mock_model_explores_through_mcp_tools_offline(tmp_path, inspect_env, data_dir):
-    """Inspect's own offline model (outputs given with their token counts: counting them would fetch a tokenizer)."""
+def test_the_mock_model_explores_through_mcp_tools_offline_in_the_handshake_era(tmp_path, inspect_env, data_dir):
+    """Inspect's own offline model (outputs given with their token counts: counting them would fetch a tokenizer),
+    with the task's MCP client in the handshake era (``mcp_era="legacy"``)."""
     need("inspect_ai", "inspect")
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
@@ -105,7 +107,7 @@ def test_the_mock_model_explores_through_mcp_tools_offline(tmp_path, inspect_env
         output.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
         outputs.append(output)
     logs = inspect_eval(
-        pau(methods="builtin/b001", budget=2, run="inspect-mock"),
+        pau(methods="builtin/b001", budget=2, run="inspect-mock", mcp_era="legacy"),
         model=get_model("mockllm/model", custom_outputs=outputs), log_dir=str(tmp_path / "logs"), display="none",
     )  # fmt: skip
     log = logs[0]
@@ -117,3 +119,4 @@ def test_the_mock_model_explores_through_mcp_tools_offline(tmp_path, inspect_env
     metrics = {s.name: s.metrics["scored_mean"].value for s in log.results.scores}
     assert metrics["direct"] == 1.0 and math.isnan(metrics["judge"]) and math.isnan(metrics["codematch"])
     assert submissions(Path(os.environ["PAU_MCP_DATA_DIR"])) == [("builtin/b001", DESCRIPTION)]
+    assert [client.split("; ")[-1] for client in clients(data_dir)] == ["MCP 2025-11-25"]
