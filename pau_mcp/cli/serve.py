@@ -83,7 +83,8 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 @click.option(
     "--stateless",
     is_flag=True,
-    help="HTTP without MCP sessions: budgets then belong to session tokens, or to one bucket all other requests share.",
+    help="HTTP without MCP sessions for handshake-era clients too (replicas behind a proxy need no affinity); "
+    "budgets are the credential's as always, and `open` is not offered.",
 )
 @click.option("--run", "run_name", help="Record sessions under this run name (default: a new name per start).")
 @click.option(
@@ -148,7 +149,7 @@ class Served:
         tokens: The deployment's session-token signer.
         host: The HTTP address to listen on (``--host``).
         port: The HTTP port (``--port``; 0: a free one).
-        stateless: HTTP without MCP sessions (``--stateless``).
+        stateless: HTTP without MCP sessions for handshake-era clients too (``--stateless``).
     """
 
     transport: str
