@@ -202,3 +202,23 @@ def test_a_stateless_label_is_a_budget_of_its_own_that_a_restart_does_not_give_b
         " GROUP BY s.id ORDER BY s.key",
     )
     assert rows == [("a", "http", 2), ("b", "http", 2)]
+
+
+@pytest.mark.parametrize("label", ["a" * (1 << 20), {"nested": "object"}, ["a", "b"]])
+def test_a_meta_label_that_is_huge_or_not_text_is_refused_in_one_line_at_once(tmp_path, label):
+    tool = tool_of(B001)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "dev.pau-mcp/session": label,
+    }
+    headers = {
+        "accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call", "mcp-name": tool,
+    }  # fmt: skip
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}, "_meta": meta}}
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--max-argument-kb", "2048") as url:
+        reply = httpx2.post(url, json=body, headers=headers, timeout=10).json()  # the timeout: it answers at once
+    message = reply["error"]["message"]
+    assert "\n" not in message and len(message) < 300
+    assert ("letters" in message) if isinstance(label, str) else ("must be text" in message)
