@@ -391,12 +391,15 @@ def main() -> None:
             + f", load generator {statistics.median(r['this process'] for r in rounds_cpu):.2f} ms.",
         ]
     )
-    table += "\n\n" + _eras_table(eras)
     if compared:
         table += "\n\n" + _comparison(options.baseline, compared, base_stdio, (stdio_method, stdio_noop))
-    print(table)
+    eras_table = (
+        f"Measured {time.strftime('%Y-%m-%d')} (load average {os.getloadavg()[0]:.1f} at the end). " + _eras_table(eras)
+    )
+    print(table + "\n\n" + eras_table)
     if options.write:
         write_section("mcp", table)
+        write_section("mcp-eras", eras_table)
 
 
 def _comparison(
