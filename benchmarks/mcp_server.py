@@ -4,7 +4,9 @@ Starts `pau-mcp serve` (with a hidden no-op tool), drives it with the official
 MCP client, and measures in one run:
 
 * median and p99 round trip of >= 200 calls of a builtin method and of the no-op tool, over stdio and over HTTP;
-* calls per second with 8 concurrent HTTP sessions.
+* calls per second with 8 concurrent HTTP sessions;
+* the same with requests of the 2026-07-28 revision (no handshake, each request carrying its version and client in
+  ``_meta``) beside handshake-era sessions, on one server, rounds alternating, with the server's CPU per call.
 
 Targets: a builtin-method call within 3 ms of the no-op floor at the median; at least 300 calls/s with 8 sessions.
 The load for throughput comes from a plain JSON-RPC client (like wrk), and, for comparison, from the SDK client.
@@ -55,6 +57,7 @@ from pau_mcp.manifests import ManifestStore, tool_name  # noqa: E402
 from pau_mcp.server.launch import http_server  # noqa: E402
 
 METHOD = "builtin/b001"
+MODERN = "2026-07-28"
 #: The floor: a `submit` without arguments is refused at once, after the session lookup, with no sandbox or store
 #: work. It is what every server tree has, so the production server needs no benchmark-only tool.
 FLOOR_TOOL = "submit"
@@ -111,7 +114,8 @@ class _Connection:
 
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
-        self.host, self.port, self.path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.path = parts.path + (f"?{parts.query}" if parts.query else "")
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
@@ -124,10 +128,13 @@ class _Connection:
         assert self.writer is not None
         self.writer.close()
 
-    async def post(self, body: dict, session: str | None = None) -> tuple[dict[str, str], bytes]:
+    async def post(
+        self, body: dict, session: str | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[dict[str, str], bytes]:
         assert self.reader is not None and self.writer is not None
         payload = json.dumps(body).encode()
         extra = f"mcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n" if session else ""
+        extra += "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
         self.writer.write(
             f"POST {self.path} HTTP/1.1\r\nhost: {self.host}:{self.port}\r\naccept: application/json, text/event-stream\r\n"
             f"content-type: application/json\r\n{extra}content-length: {len(payload)}\r\n\r\n".encode()
@@ -161,14 +168,80 @@ async def _raw_session(url: str, tool: str, calls: int, done: list[float]) -> No
             done.append(1.0)
 
 
-async def _throughput(session: Callable[..., Awaitable[None]], url: str, tool: str, sessions: int, calls: int) -> float:
-    """Calls per second over ``sessions`` concurrent ``session(url, tool, calls, done)`` loops."""
+async def _raw_modern(url: str, tool: str, calls: int, done: list[float]) -> None:
+    """One agent speaking the 2026-07-28 revision as plain JSON-RPC over HTTP: no handshake, every request with its
+    version, capabilities and client in ``_meta`` and the routing headers the revision asks for."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+    }
+    headers = {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": tool}
+    async with _Connection(url) as connection:
+        for i in range(calls):
+            body = {
+                "jsonrpc": "2.0",
+                "id": i + 1,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": {"arg0": i}, "_meta": meta},
+            }
+            reply = json.loads((await connection.post(body, headers=headers))[1])
+            assert reply["result"]["structuredContent"]["status"] == "ok", reply
+            done.append(1.0)
+
+
+async def _throughput(
+    session: Callable[..., Awaitable[None]], url: str, tool: str, sessions: int, calls: int, labelled: bool = False
+) -> float:
+    """Calls per second over ``sessions`` concurrent ``session(url, tool, calls, done)`` loops; with ``labelled``,
+    each under a label of its own (``?session=``), as agents of one operator are."""
     done: list[float] = []
     start = time.perf_counter()
     async with anyio.create_task_group() as group:
-        for _ in range(sessions):
-            group.start_soon(session, url, tool, calls, done)
+        for n in range(sessions):
+            group.start_soon(session, f"{url}?session=bench-{n}" if labelled else url, tool, calls, done)
     return len(done) / (time.perf_counter() - start)
+
+
+def _eras(url: str, db: Path, tool: str, rounds: int) -> dict[str, dict[str, list[float]]]:
+    """Alternating rounds of handshake-era sessions and 2026-07-28 requests on one server (8 agents x 150 calls,
+    each under a label of its own), with the server's and its workers' CPU per call."""
+    results: dict[str, dict[str, list[float]]] = {}
+    anyio.run(_throughput, _raw_modern, url, tool, 8, 20, True)  # warm-up
+    for _ in range(rounds):
+        for era, session in (("handshake (2025-11-25)", _raw_session), ("2026-07-28", _raw_modern)):
+            before = _server_cpu(str(db))
+            rate = anyio.run(_throughput, session, url, tool, 8, 150, True)
+            after = _server_cpu(str(db))
+            row = results.setdefault(era, {"rate": [], "server": [], "sandbox workers": []})
+            row["rate"].append(rate)
+            for role in ("server", "sandbox workers"):
+                row[role].append((after[role] - before[role]) / (8 * 150) * 1000)
+    return results
+
+
+def _eras_table(results: dict[str, dict[str, list[float]]]) -> str:
+    med = statistics.median
+    lines = [
+        "Both protocol eras on one server, rounds alternating (8 agents x 150 calls each, every agent under a label "
+        "of its own, the plain JSON-RPC generator; medians, with the range of the rounds; CPU per call from the "
+        "server's and its workers' counters):",
+        "",
+        "| era | calls/s (8 agents) | range | server CPU per call | sandbox workers CPU per call |",
+        "|---|---|---|---|---|",
+    ]
+    for era, row in results.items():
+        lines.append(
+            f"| {era} | {med(row['rate']):.0f} | {min(row['rate']):.0f}-{max(row['rate']):.0f} | "
+            f"{med(row['server']):.2f} ms | {med(row['sandbox workers']):.2f} ms |"
+        )
+    legacy, modern = results["handshake (2025-11-25)"], results["2026-07-28"]
+    lines += [
+        "",
+        f"2026-07-28 / handshake: throughput **{med(modern['rate']) / med(legacy['rate']):.2f}x**, server CPU per call "
+        f"**{med(modern['server']) / med(legacy['server']):.2f}x**.",
+    ]
+    return "\n".join(lines)
 
 
 @contextlib.contextmanager
@@ -277,6 +350,7 @@ def main() -> None:
                 rounds.append(anyio.run(_throughput, _raw_session, url, tool, 8, 150))
                 used = _cpu.spent(before, _cpu.snapshot())
                 rounds_cpu.append({role: seconds / (8 * 150) * 1000 for role, seconds in used.items()})
+            eras = _eras(url, db, tool, options.rounds)
             if options.baseline:
                 with _baseline_tree(options.baseline) as tree:
                     base_db = Path(tmp) / "baseline.db"
@@ -319,9 +393,13 @@ def main() -> None:
     )
     if compared:
         table += "\n\n" + _comparison(options.baseline, compared, base_stdio, (stdio_method, stdio_noop))
-    print(table)
+    eras_table = (
+        f"Measured {time.strftime('%Y-%m-%d')} (load average {os.getloadavg()[0]:.1f} at the end). " + _eras_table(eras)
+    )
+    print(table + "\n\n" + eras_table)
     if options.write:
         write_section("mcp", table)
+        write_section("mcp-eras", eras_table)
 
 
 def _comparison(

@@ -262,6 +262,14 @@ SETTINGS: dict[str, SettingSpec] = {
             click.Choice(["pau-mcp", "reference"]),
         ),
         SettingSpec(
+            "mcp_era",
+            "PAU_MCP_ERA",
+            "--mcp-era",
+            "The MCP protocol era this command's clients speak: modern (2026-07-28, each request stands alone), "
+            "legacy (the 2025-11-25 initialize handshake), or auto (ask the server with server/discover).",
+            click.Choice(["modern", "legacy", "auto"]),
+        ),
+        SettingSpec(
             "scorer_token",
             "PAU_SCORER_TOKEN",
             "--scorer-token",
@@ -308,6 +316,7 @@ class Settings(BaseModel):
     llm_retries: int = Field(5, ge=0, le=100)
     scorer_token: str | None = Field(None, min_length=8)
     protocol: Literal["pau-mcp", "reference"] = "pau-mcp"
+    mcp_era: Literal["modern", "legacy", "auto"] = "modern"
 
     @field_validator("data_dir", "cache_dir", "log_file", "model_capabilities", mode="after")
     @classmethod

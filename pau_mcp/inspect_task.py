@@ -3,9 +3,11 @@
     inspect eval pau_mcp/pau --model openai/gpt-4o-mini -T suite=builtin -T budget=20
     inspect view                                                    # every trajectory, tool call by tool call
 
-Each sample starts its own `pau-mcp serve --methods <method> --budget N --run RUN` as an Inspect MCP server, so
-its budget is that server process's and its calls are recorded in pau-mcp's run store under RUN. Inspect's
-``react`` agent explores with the method's tool and ends by calling the server's ``submit`` tool; the scorer
+Each sample starts its own `pau-mcp serve --methods <method> --budget N --run RUN` over stdio, so its budget is that
+server process's and its calls are recorded in pau-mcp's run store under RUN. The official MCP client speaks to it
+in the 2026-07-28 revision (``-T mcp_era=legacy`` for the 2025-11-25 handshake, or ``PAU_MCP_ERA``), and its tools
+become Inspect tools. Inspect's ``react`` agent explores with the method's tool and ends by calling the server's
+``submit`` tool; the scorer
 then gives the judge's rating, the code writer's match and the submitted code's match through pau-mcp's
 ``Scorer`` (judge and code writer only with models configured: ``PAU_JUDGE_MODEL``, ``PAU_CODER_MODEL`` or the
 task's ``judge_model`` / ``coder_model``).
@@ -16,12 +18,13 @@ Needs the ``inspect`` extra (``pip install 'pau-mcp[inspect]'``); Inspect finds 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from inspect_ai import Task, task
@@ -30,15 +33,20 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
 from inspect_ai.scorer import Metric, SampleScore, Score, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.tool import mcp_connection, mcp_server_stdio, mcp_tools
+from inspect_ai.tool import Tool, ToolDef, ToolError, ToolParams
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import TextContent
+from mcp_types import Tool as MCPTool
 
 from wasm_runtime import InvalidInput, parse_arguments
 
 from .config import Settings
+from .eras import client_mode
 from .manifests import ManifestStore, call_text
 from .server.catalog import SUBMIT_TOOL, Catalog, Exposed
 
-__all__ = ["explore", "observed_examples", "pau", "pau_scorer", "scored_mean"]
+__all__ = ["explore", "observed_examples", "pau", "pau_scorer", "scored_mean", "served_tools"]
 
 #: Inspect's system prompt for the explorer; the sample's input is the method's own starting prompt.
 _INSTRUCTIONS = (
@@ -63,6 +71,7 @@ def pau(
     judge_model: str | None = None,
     coder_model: str | None = None,
     message_limit: int = 80,
+    mcp_era: str | None = None,
 ) -> Task:
     """The PAU benchmark over one suite.
 
@@ -74,6 +83,8 @@ def pau(
         judge_model: ``provider/model`` of the judge (default: ``PAU_JUDGE_MODEL``).
         coder_model: ``provider/model`` of the code writer (default: ``PAU_CODER_MODEL``).
         message_limit: Messages per sample before Inspect stops the agent.
+        mcp_era: The MCP protocol era spoken to the servers: ``modern`` (2026-07-28), ``legacy`` (the handshake) or
+            ``auto`` (default: ``PAU_MCP_ERA``, else modern).
     """
     settings = _settings(judge_model, coder_model)
     chosen = [m.strip() for m in methods.split(",")] if isinstance(methods, str) else list(methods or [])
@@ -87,34 +98,33 @@ def pau(
         for exposed in catalog
     ]
     run_name = run or f"inspect-{suite}-{time.strftime('%Y%m%d-%H%M%S')}"
+    era = mcp_era or settings.mcp_era
+    client_mode(era)  # an unknown era is refused here, before any sample starts
     return Task(
         dataset=MemoryDataset(samples, name=f"pau-{suite}"),
-        solver=explore(budget=budget, run=run_name),
+        solver=explore(budget=budget, run=run_name, mcp_era=era),
         scorer=pau_scorer(judge_model=judge_model, coder_model=coder_model),
         message_limit=message_limit,
     )
 
 
 @solver
-def explore(budget: int = 20, run: str = "inspect") -> Solver:
+def explore(budget: int = 20, run: str = "inspect", mcp_era: str = "modern") -> Solver:
     """Inspect's ``react`` agent with the sample's method served by its own `pau-mcp serve` over stdio.
 
-    One MCP session for the whole sample (the server process is its budget); the agent ends by calling the
-    server's ``submit`` tool, which records the description in pau-mcp's run store.
+    One server process for the whole sample (it is the budget); the agent ends by calling the server's ``submit``
+    tool, which records the description in pau-mcp's run store.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         settings = Settings.from_env()
-        server = mcp_server_stdio(
-            name="pau-mcp",
+        server = StdioServerParameters(
             command=sys.executable,
             args=["-m", "pau_mcp", "serve", "--methods", state.metadata["method"], "--budget", str(budget),
                   "--run", run],
-            # Inspect's stdio client passes a minimal environment: the server needs the same settings and key.
             env={**os.environ, "PAU_MCP_TOOL_KEY": settings.deployment_key()},
         )  # fmt: skip
-        async with mcp_connection([server]):
-            tools = await mcp_tools(server, tools=[state.metadata["tool"], SUBMIT_TOOL]).tools()
+        async with served_tools(server, [state.metadata["tool"], SUBMIT_TOOL], mcp_era) as tools:
             submit = next(t for t in tools if _name(t) == SUBMIT_TOOL)
             agent = react(
                 prompt=_INSTRUCTIONS,
@@ -126,9 +136,46 @@ def explore(budget: int = 20, run: str = "inspect") -> Solver:
     return solve
 
 
-def _name(tool: Any) -> str:
-    from inspect_ai.tool import ToolDef
+@contextlib.asynccontextmanager
+async def served_tools(server: StdioServerParameters, names: Sequence[str], mcp_era: str) -> AsyncIterator[list[Tool]]:
+    """The named tools of an MCP server over stdio, as Inspect tools, for as long as the context is open.
 
+    The official MCP client speaks ``mcp_era`` to the server; a result marked ``isError`` becomes a ``ToolError``
+    (shown to the model as an error), any other result its text (an ``over_budget`` result included).
+
+    Raises:
+        RuntimeError: the server does not offer every named tool.
+    """
+    async with Client(server, mode=client_mode(mcp_era), cache=None) as client:
+        listed: dict[str, MCPTool] = {}
+        cursor = None
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            listed.update({t.name: t for t in page.tools})
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        missing = [name for name in names if name not in listed]
+        if missing:
+            raise RuntimeError(f"the pau-mcp server does not offer {', '.join(missing)}: is the tool key the same?")
+        yield [_inspect_tool(client, listed[name]) for name in names]
+
+
+def _inspect_tool(client: Client, tool: MCPTool) -> Tool:
+    async def execute(**arguments: Any) -> str:
+        result = await client.call_tool(tool.name, arguments)
+        text = "\n".join(part.text for part in result.content if isinstance(part, TextContent))
+        if result.is_error:
+            raise ToolError(text)
+        return text
+
+    parameters = ToolParams.model_validate(tool.input_schema)
+    for name, parameter in parameters.properties.items():
+        parameter.description = parameter.description or name
+    return ToolDef(execute, name=tool.name, description=tool.description or tool.name, parameters=parameters).as_tool()
+
+
+def _name(tool: Any) -> str:
     return ToolDef(tool).name
 
 

@@ -233,6 +233,25 @@ MIGRATIONS: list[str | Migration] = [
     ALTER TABLE episodes ADD COLUMN examples TEXT;
     ALTER TABLE episodes ADD COLUMN coverage TEXT
     """,
+    # 5: budgets held by the store, so that every server process sharing it (replicas) keeps one count per session
+    # and method: queries reserved before a call runs (returned when it never ran) and submits answered with
+    # feedback; and which kind of credential owns each session (a label is one credential's: ``claim_session``).
+    # The counts of existing sessions are carried over from their recorded calls and submissions.
+    """
+    ALTER TABLE sessions ADD COLUMN credential TEXT;
+    CREATE TABLE budgets (
+        session_id INTEGER NOT NULL REFERENCES sessions(id),
+        method_id TEXT NOT NULL,
+        used INTEGER NOT NULL DEFAULT 0,
+        feedback INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (session_id, method_id)
+    );
+    INSERT INTO budgets (session_id, method_id, used, feedback)
+        SELECT session_id, method_id, COUNT(*), 0 FROM calls WHERE counted = 1 GROUP BY session_id, method_id;
+    INSERT INTO budgets (session_id, method_id, used, feedback)
+        SELECT session_id, method_id, 0, COUNT(*) FROM submissions WHERE feedback = 1 GROUP BY session_id, method_id
+        ON CONFLICT (session_id, method_id) DO UPDATE SET feedback = excluded.feedback
+    """,
 ]
 
 
@@ -394,6 +413,96 @@ class RunStore:
             )
             return int(cursor.fetchone()["id"])
 
+    def claim_session(
+        self, run_id: int, key: str, credential: str, transport: str, client: str | None = None
+    ) -> int | None:
+        """The id of the session ``key`` in a run for a kind of credential, created if new; None if another kind owns it.
+
+        A session belongs to the kind of credential that first used it (``process``, ``token``, ``label``), for
+        good: a session token's label can never be spent by the main token's holder naming it, nor the other way
+        round, whichever server process answers. Sessions recorded before ownership was stored belong to the
+        first kind that claims them.
+        """
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO sessions (run_id, key, transport, client, started_at, credential) VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id, key) DO NOTHING",
+                (run_id, key, transport, client, utc_now(), credential),
+            )
+            conn.execute(
+                "UPDATE sessions SET credential = ? WHERE run_id = ? AND key = ? AND credential IS NULL",
+                (credential, run_id, key),
+            )
+            row = conn.execute(
+                "SELECT id, credential FROM sessions WHERE run_id = ? AND key = ?", (run_id, key)
+            ).fetchone()
+            return int(row["id"]) if row["credential"] == credential else None
+
+    # -- budgets ----------------------------------------------------------------------------
+
+    def reserve_call(self, session_id: int, method_id: str, budget: int) -> int | None:
+        """Take one query of a session's budget on a method, atomically; returns the queries used with it.
+
+        Every process sharing the store sees one count: of any number of concurrent reservations on a budget of N,
+        exactly N succeed. Returns None (and takes nothing) when the budget is spent; ``budget`` 0 is no limit.
+        Return it with ``release_call`` if the call never runs or cannot be recorded.
+
+        Raises:
+            StoreError: the store cannot be written; nothing was taken.
+        """
+        with self._transaction() as conn:
+            if budget > 0:
+                row = conn.execute(
+                    "INSERT INTO budgets (session_id, method_id, used, feedback) VALUES (?, ?, 1, 0)"
+                    " ON CONFLICT (session_id, method_id) DO UPDATE SET used = budgets.used + 1"
+                    " WHERE budgets.used < ? RETURNING used",
+                    (session_id, method_id, budget),
+                ).fetchone()
+            else:
+                row = conn.execute(
+                    "INSERT INTO budgets (session_id, method_id, used, feedback) VALUES (?, ?, 1, 0)"
+                    " ON CONFLICT (session_id, method_id) DO UPDATE SET used = budgets.used + 1 RETURNING used",
+                    (session_id, method_id),
+                ).fetchone()
+            return None if row is None else int(row["used"])
+
+    def release_call(self, session_id: int, method_id: str) -> None:
+        """Give back a query ``reserve_call`` took for a call that never ran or was not recorded."""
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE budgets SET used = used - 1 WHERE session_id = ? AND method_id = ? AND used > 0",
+                (session_id, method_id),
+            )
+
+    def reserve_feedback(self, session_id: int, method_id: str, limit: int) -> int | None:
+        """Take one of a session's submits answered with feedback on a method, atomically; returns how many are
+        taken with it, or None (taking nothing) when ``limit`` are taken (``limit`` 0: none may be)."""
+        if limit <= 0:
+            return None
+        with self._transaction() as conn:
+            row = conn.execute(
+                "INSERT INTO budgets (session_id, method_id, used, feedback) VALUES (?, ?, 0, 1)"
+                " ON CONFLICT (session_id, method_id) DO UPDATE SET feedback = budgets.feedback + 1"
+                " WHERE budgets.feedback < ? RETURNING feedback",
+                (session_id, method_id, limit),
+            ).fetchone()
+            return None if row is None else int(row["feedback"])
+
+    def release_feedback(self, session_id: int, method_id: str) -> None:
+        """Give back a feedback answer ``reserve_feedback`` took for a submit that was not recorded."""
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE budgets SET feedback = feedback - 1 WHERE session_id = ? AND method_id = ? AND feedback > 0",
+                (session_id, method_id),
+            )
+
+    def budget_spent(self, session_id: int, method_id: str) -> tuple[int, int]:
+        """A session's queries taken and feedback answers taken on a method, as the store holds them now."""
+        rows = self._query(
+            "SELECT used, feedback FROM budgets WHERE session_id = ? AND method_id = ?", (session_id, method_id)
+        )
+        return (int(rows[0]["used"]), int(rows[0]["feedback"])) if rows else (0, 0)
+
     # -- calls and submissions --------------------------------------------------------------
 
     def record_call(self, session_id: int, call: CallRecord) -> int:
@@ -425,28 +534,6 @@ class RunStore:
                 (session_id, method_id, description, code, int(feedback), utc_now()),
             )
             return int(cursor.fetchone()["id"])
-
-    def session_ids(self, run_id: int, transport: str) -> list[int]:
-        """The sessions of a run recorded with this transport."""
-        rows = self._query("SELECT id FROM sessions WHERE run_id = ? AND transport = ?", (run_id, transport))
-        return [int(row["id"]) for row in rows]
-
-    def spent(self, session_ids: list[int]) -> tuple[dict[str, int], dict[str, int]]:
-        """What these sessions spent, per method id: counted calls, and submissions answered with feedback."""
-        if not session_ids:
-            return {}, {}
-        marks = ", ".join("?" * len(session_ids))
-        calls = self._query(
-            f"SELECT method_id, COUNT(*) AS n FROM calls WHERE session_id IN ({marks}) AND counted = 1"
-            " GROUP BY method_id",
-            tuple(session_ids),
-        )
-        feedback = self._query(
-            f"SELECT method_id, COUNT(*) AS n FROM submissions WHERE session_id IN ({marks}) AND feedback = 1"
-            " GROUP BY method_id",
-            tuple(session_ids),
-        )
-        return {r["method_id"]: int(r["n"]) for r in calls}, {r["method_id"]: int(r["n"]) for r in feedback}
 
     def record_score(
         self, submission_id: int, kind: str, status: str, value: float | None, model: str | None, detail: dict[str, Any]

@@ -25,7 +25,7 @@ __all__ = [
 _EVAL_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
     "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "model_capabilities",
-    "temperature", "max_tokens", "reasoning_effort", "protocol",
+    "temperature", "max_tokens", "reasoning_effort", "protocol", "mcp_era",
 )  # fmt: skip
 
 
@@ -326,7 +326,7 @@ async def _preflight(llm, models: list[str]) -> list[str]:  # type: ignore[no-un
 @click.option(
     "--method", "method_id", default="builtin/b005", show_default=True, help="The built-in method to explore."
 )
-@options("manifests", "budget", "db", "data_dir", "tool_key", "cache_dir")
+@options("manifests", "budget", "db", "data_dir", "tool_key", "cache_dir", "mcp_era")
 def demo(method_id: str, **values: object) -> None:
     """Explore one hidden method end to end with no network and no LLM, and score the result.
 
@@ -339,10 +339,11 @@ def demo(method_id: str, **values: object) -> None:
 
 
 async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-def]
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
 
     from ..config import SettingsError
+    from ..eras import client_mode
     from ..harness.agents import ProbeAgent
     from ..harness.environment import Environment
     from ..manifests import ManifestError, tool_name
@@ -376,10 +377,12 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
         # The store by environment, like the key: a PostgreSQL URL may hold a password, and argv is public.
         env={**os.environ, "PAU_MCP_TOOL_KEY": key, "PAU_MCP_DB": str(settings.db_path)},
     )  # fmt: skip
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        init = await session.initialize()
-        env = await Environment.open(session, tool_name(key, method.id))
-        console.print(f"\n[bold]{init.server_info.name}[/bold] offers [bold]{env.tool.name}[/bold]: {env.header}")
+    async with Client(params, mode=client_mode(settings.mcp_era), cache=None) as client:
+        env = await Environment.open(client.session, tool_name(key, method.id))
+        server = client.server_info.name if client.server_info else "pau-mcp"
+        console.print(
+            f"\n[bold]{server}[/bold] ({client.protocol_version}) offers [bold]{env.tool.name}[/bold]: {env.header}"
+        )
         for line in env.examples:
             console.print(f"  known: {line}")
         result = await ProbeAgent().run(env, "interactive", settings.budget)

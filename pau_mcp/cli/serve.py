@@ -83,7 +83,8 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 @click.option(
     "--stateless",
     is_flag=True,
-    help="HTTP without MCP sessions: budgets then belong to session tokens, or to one bucket all other requests share.",
+    help="HTTP without MCP sessions for handshake-era clients too (replicas behind a proxy need no affinity); "
+    "budgets are the credential's as always, and `open` is not offered.",
 )
 @click.option("--run", "run_name", help="Record sessions under this run name (default: a new name per start).")
 @click.option(
@@ -148,7 +149,7 @@ class Served:
         tokens: The deployment's session-token signer.
         host: The HTTP address to listen on (``--host``).
         port: The HTTP port (``--port``; 0: a free one).
-        stateless: HTTP without MCP sessions (``--stateless``).
+        stateless: HTTP without MCP sessions for handshake-era clients too (``--stateless``).
     """
 
     transport: str
@@ -270,7 +271,7 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
 
     The call is recorded in the run store under the run "cli". Exits 1 when the call was refused.
     """
-    from ..server import Identity, create_service
+    from ..server import Credential, create_service
     from ..server.catalog import REFUSED
 
     settings = settings_from(values)
@@ -290,7 +291,7 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
         exposed = service.catalog.find(tool)
         if exposed is None:
             raise click.UsageError(f"no method {tool!r} in the served suites; see `pau-mcp methods`")
-        state = sessions.get(Identity("process", f"cli-{uuid.uuid4().hex[:12]}"))
+        state = sessions.get(Credential("process", f"cli-{uuid.uuid4().hex[:12]}"))
         reply = anyio.run(service.call, state, exposed, {"args": literal})
     finally:
         # Not left to the process's exit: the command also runs inside other programs (and the tests). Its sandbox

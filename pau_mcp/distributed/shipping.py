@@ -26,6 +26,7 @@ __all__ = ["PROVIDER_PREFIXES", "RUN_SETTINGS", "Shipment", "pack"]
 RUN_SETTINGS = (
     "timeout_s", "memory_mb", "max_output_kb", "workers", "budget", "feedback_limit", "judge_model", "coder_model",
     "temperature", "max_tokens", "reasoning_effort", "llm_timeout_s", "llm_concurrency", "llm_retries", "protocol",
+    "mcp_era",
 )  # fmt: skip
 
 # The LLM providers' variables (keys, base URLs, API versions), forwarded from the driver's environment.

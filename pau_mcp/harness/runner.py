@@ -16,18 +16,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import anyio
 import anyio.abc
 import httpx2
 import mcp_types as types
 from httpx_aiohttp.httpx2 import AiohttpTransport
+from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from ..config import Settings, SettingsError
+from ..eras import client_mode
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import ManifestError, ManifestStore, Method, tool_name
 from ..prompts import PromptsError
@@ -36,13 +37,15 @@ from ..runstore import EpisodeResult, RunStore, SessionRecord
 from ..scoring.records import record_scores
 from ..server.launch import LaunchError, http_server
 from ..server.sessions import label_problem
+from ..server.tokens import TokenSigner
 from .agents import AGENTS, Agent, AgentResult
 from .environment import Environment
 from .reference_agent import ReferenceAgent
 
 __all__ = [
-    "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "RunTotals", "agent_llm",
-    "check_config", "planned_methods", "play_episode", "run_eval", "run_name", "run_totals", "session_key",
+    "Connect", "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "RunTotals",
+    "agent_llm", "check_config", "mcp_session", "planned_methods", "play_episode", "run_eval", "run_name",
+    "run_totals", "session_key",
 ]  # fmt: skip
 
 
@@ -188,35 +191,73 @@ def _server_args(db: Path | str, config: EvalConfig, token: str, settings: Any) 
     return args
 
 
-def _http_client(token: str | None) -> httpx2.AsyncClient:
-    """One HTTP client for every episode of a run: a client per episode spent ~30 ms building its TLS context.
+#: How long an episode's session token stays valid (an episode that outlives it fails and is run again).
+_EPISODE_TOKEN_S = 24 * 3600
+
+
+class _Borrowed(httpx2.AsyncBaseTransport):
+    """A run's one connection pool, lent to a client that must not close it."""
+
+    def __init__(self, pool: httpx2.AsyncBaseTransport) -> None:
+        self._pool = pool
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return await self._pool.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _pool() -> httpx2.AsyncBaseTransport:
+    """One connection pool for every episode of a run: a client per episode built its own TLS context (~30 ms).
 
     Requests go through aiohttp (which sets TCP_NODELAY): about 40% less CPU per request than httpx's own
     transport, and the MCP client's requests are half of what the harness spends per episode.
     """
+    return AiohttpTransport()
+
+
+def _http_client(token: str | None, pool: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:
+    """An HTTP client sending ``token``, over ``pool`` when given (a client over a borrowed pool costs ~20 us)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    transport = AiohttpTransport()
+    transport = _Borrowed(pool) if pool is not None else _pool()
     return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300), transport=transport)
 
 
 @contextlib.asynccontextmanager
-async def _session(client: httpx2.AsyncClient, url: str, tool: str, run: str, key: str) -> AsyncIterator[ClientSession]:
-    target = f"{url}?methods={quote(tool)}&run={quote(run)}&session={quote(key)}"
-    async with (
-        streamable_http_client(target, http_client=client) as (read, write, *_),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
+async def mcp_session(client: httpx2.AsyncClient, url: str, era: str = "modern") -> AsyncIterator[ClientSession]:
+    """The official MCP client over Streamable HTTP in an ``--mcp-era``, ready (handshake or discover done).
+
+    Raises:
+        MCPError, httpx2.HTTPError: the server refused or could not be reached.
+    """
+    async with Client(streamable_http_client(url, http_client=client), mode=client_mode(era), cache=None) as mcp:
+        yield mcp.session
 
 
-async def _served_tools(client: httpx2.AsyncClient, url: str) -> set[str]:
-    """Every tool a running server lists (one session that spends nothing)."""
-    async with (
-        streamable_http_client(url, http_client=client) as (read, write, *_),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+#: Opens the MCP session of one episode: ``connect(tool, session_key)``.
+Connect = Callable[[str, str], contextlib.AbstractAsyncContextManager[ClientSession]]
+
+
+def _episode_sessions(url: str, pool: httpx2.AsyncBaseTransport, signer: TokenSigner, run: str, era: str) -> Connect:
+    """Each episode's MCP session, under a session token of its own (its label is the episode's session key).
+
+    The token scopes the episode to its method and names its budget, so no request depends on a connection:
+    any era, any server process sharing the run store, and a new connection per request all count alike.
+    """
+
+    @contextlib.asynccontextmanager
+    async def connect(tool: str, key: str) -> AsyncIterator[ClientSession]:
+        token = signer.issue(key, run=run, methods=[tool], expires_in=_EPISODE_TOKEN_S)
+        async with _http_client(token, pool) as client, mcp_session(client, url, era) as session:
+            yield session
+
+    return connect
+
+
+async def _served_tools(client: httpx2.AsyncClient, url: str, era: str) -> set[str]:
+    """Every tool a running server lists (requests that spend nothing)."""
+    async with mcp_session(client, url, era) as session:
         names: set[str] = set()
         cursor = None
         while True:
@@ -263,10 +304,10 @@ def session_key(run: str, method_id: str, attempt: int) -> str:
 
 
 async def play_episode(
-    method: Method, tool: str, attempt: int, url: str, client: httpx2.AsyncClient, config: EvalConfig, agent: Agent,
-    scorer: Any, store: RunStore,
+    method: Method, tool: str, attempt: int, connect: Connect, config: EvalConfig, agent: Agent, scorer: Any,
+    store: RunStore,
 ) -> EpisodeRecord:  # fmt: skip
-    """Run one attempt of an episode against the server at ``url``: explore, submit, score.
+    """Run one attempt of an episode over the MCP session ``connect`` opens for it: explore, submit, score.
 
     The server records the session's calls and submission in its run store, and the scores go to ``store``
     (the same file); the episode's own ending is returned, not recorded, so the caller records it once.
@@ -277,7 +318,7 @@ async def play_episode(
     result: AgentResult | None = None
     env: Environment | None = None
     try:
-        async with _session(client, url, tool, config.run, key) as session:
+        async with connect(tool, key) as session:
             env = await Environment.open(session, tool)
             result = await agent.run(env, config.mode, config.budget)
             submitted = await env.submit(result.description or "(no description)", result.code)
@@ -466,9 +507,11 @@ async def run_eval(
             f"the scorer follows the {scoring.name} protocol and the run {protocol.name}: build both from the same "
             "--protocol"
         )
-    if config.server:  # a wrong URL, token or tool key ends the command here, before the run exists
+    if config.server:  # a wrong URL, token, tool key or era ends the command here, before the run exists
         async with _http_client(settings.token) as client:
-            await _check_served(client, config.server, config, {tool_name(deployment_key, m.id) for m in methods})
+            await _check_served(
+                client, config.server, config, {tool_name(deployment_key, m.id) for m in methods}, settings.mcp_era
+            )
     store: RunStore = RunStore(settings.db_path)
     existing = {row["name"] for row in store.runs()}
     recorded = config.identity() | {"prompts": protocol.prompts.digest, "with_examples": True}
@@ -557,39 +600,45 @@ class EpisodeHost:
             raise EvalError(str(exc)) from None
         self._agent = _make_agent(config, self._llm, protocol)
         self._stack = contextlib.AsyncExitStack()
-        self._client: httpx2.AsyncClient | None = None
+        self._connect: Connect | None = None
 
     async def start(self, tools: Iterable[str] = ()) -> str:
         """Start this run's own server (or check ``--server`` offers ``tools``); returns its URL.
+
+        Each episode then gets a session token of its own, signed with the deployment key (the server's: with
+        ``--server`` the same key names the tools), so the server needs no per-connection state for it.
 
         Raises:
             EvalError: the server did not start, or ``--server`` lacks some of ``tools``.
         """
         self._stack.push_async_callback(self._llm.aclose)
-        token = self.settings.token if self.config.server else secrets.token_urlsafe(24)
-        self._client = await self._stack.enter_async_context(_http_client(token))
+        pool = _pool()
+        self._stack.push_async_callback(pool.aclose)
+        era = self.settings.mcp_era
         if self.config.server:
-            await _check_served(self._client, self.config.server, self.config, set(tools))
+            async with _http_client(self.settings.token, pool) as client:
+                await _check_served(client, self.config.server, self.config, set(tools), era)
             self.url = self.config.server
-            return self.url
-        try:
-            # The key goes by environment, not argv, which other local users can read.
-            child_env = {"PAU_MCP_TOOL_KEY": self._key}
-            if isinstance(self.store.path, str):  # a PostgreSQL URL may hold a password too
-                child_env["PAU_MCP_DB"] = self.store.path
-            self.url = self._stack.enter_context(
-                http_server(_server_args(self.store.path, self.config, token, self.settings), env=child_env)
-            )
-        except LaunchError as exc:
-            raise EvalError(str(exc)) from None
+        else:
+            try:
+                # The key goes by environment, not argv, which other local users can read. The main token is
+                # this process's alone: episodes use session tokens.
+                child_env = {"PAU_MCP_TOOL_KEY": self._key}
+                if isinstance(self.store.path, str):  # a PostgreSQL URL may hold a password too
+                    child_env["PAU_MCP_DB"] = self.store.path
+                args = _server_args(self.store.path, self.config, secrets.token_urlsafe(24), self.settings)
+                self.url = self._stack.enter_context(http_server(args, env=child_env))
+            except LaunchError as exc:
+                raise EvalError(str(exc)) from None
+        self._connect = _episode_sessions(self.url, pool, TokenSigner(self._key), self.config.run, era)
         return self.url
 
     async def play(self, method: Method, tool: str, attempt: int) -> EpisodeRecord:
         """Run one attempt of an episode (``play_episode``) against this host's server."""
-        if self.url is None or self._client is None:
+        if self._connect is None:
             raise EvalError("the episode host was not started; call start() first")
         return await play_episode(
-            method, tool, attempt, self.url, self._client, self.config, self._agent, self.scorer, self.store
+            method, tool, attempt, self._connect, self.config, self._agent, self.scorer, self.store
         )
 
     async def close(self) -> None:
@@ -634,13 +683,16 @@ async def _unreachable(client: httpx2.AsyncClient, url: str, exc: BaseException)
         parts = urlsplit(url)
         hint = f"; `pau-mcp serve --transport http` serves MCP at {parts.scheme}://{parts.netloc}/mcp"
         return f"nothing answers MCP at {url} ({status}: wrong path){hint if parts.path.rstrip('/') != '/mcp' else ''}"
-    return f"cannot list the tools of {url}: {type(exc).__name__}: {exc}; check the URL and --token"
+    return (
+        f"cannot list the tools of {url}: {type(exc).__name__}: {exc}; check the URL and --token (a server that "
+        "does not speak MCP 2026-07-28 needs --mcp-era legacy or auto / PAU_MCP_ERA)"
+    )
 
 
-async def _check_served(client: httpx2.AsyncClient, url: str, config: EvalConfig, tools: set[str]) -> None:
+async def _check_served(client: httpx2.AsyncClient, url: str, config: EvalConfig, tools: set[str], era: str) -> None:
     """Refuse a ``--server`` that does not offer the run's tools (another suite, or another tool key)."""
     try:
-        served = await _served_tools(client, url)
+        served = await _served_tools(client, url, era)
     except Exception as caught:  # noqa: BLE001 - sorted just below
         exc = _leaf(caught)
         if not isinstance(exc, (MCPError, httpx2.HTTPError)):

@@ -14,7 +14,7 @@ from .app import PAGE_SIZE, build_server
 from .catalog import FACTS_KEY, OUTPUT_SCHEMA, Catalog, Exposed, KnownExample, MethodFacts
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
-from .sessions import Budget, Identity, SessionRefused, Sessions, SessionState, label_problem
+from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState, label_problem
 from .tokens import SessionToken, TokenSigner
 from .transport import (
     HTTPLimits,
@@ -30,16 +30,16 @@ from .transport import (
 from .wire import message_limit
 
 __all__ = [
+    "DEFAULT_LABEL",
     "FACTS_KEY",
     "OUTPUT_SCHEMA",
     "PAGE_SIZE",
-    "Budget",
     "Catalog",
+    "Credential",
     "Exposed",
     "Feedback",
     "HTTPLimits",
     "HTTPService",
-    "Identity",
     "KnownExample",
     "LaunchError",
     "MethodFacts",
@@ -88,4 +88,4 @@ def create_service(
         feedback_limit=settings.feedback_limit,
         max_argument_bytes=settings.max_argument_kb * 1024,
     )  # fmt: skip
-    return service, Sessions(store, run_id, transport, tools={e.method.id: e.tool for e in catalog})
+    return service, Sessions(store, run_id, transport)

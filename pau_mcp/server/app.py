@@ -15,11 +15,12 @@ from typing import Any
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from .catalog import OPEN_TOOL, OUTPUT_SCHEMA, SUBMIT_TOOL, Exposed
 from .service import MethodService, Reply, refused
-from .sessions import Identity, SessionRefused, Sessions, SessionState
+from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState, label_problem
 from .tokens import SessionToken, TokenSigner, looks_like_session_token
 
 __all__ = ["PAGE_SIZE", "build_server", "verify_bearer"]
@@ -127,6 +128,46 @@ def _page(items: list[Any], cursor: str | None, size: int) -> tuple[list[Any], s
     return items[start:end], (str(end) if end < len(items) else None)
 
 
+#: ``_meta`` keys a request may name its label and run with (the 2026-07-28 era carries client facts per request).
+SESSION_META = "dev.pau-mcp/session"
+RUN_META = "dev.pau-mcp/run"
+
+
+def _names(listed: str) -> list[str]:
+    return [name.strip() for name in listed.split(",")[:10_000]]
+
+
+def _named(request: Any, meta: Any) -> tuple[str | None, str | None]:
+    """The session label and run a request names (URL, headers, ``_meta``); refused if two ways disagree.
+
+    Raises:
+        MCPError: two different labels (or runs), a ``_meta`` value that is not text, or a malformed label.
+    """
+    meta = meta if isinstance(meta, dict) else {}
+    chosen: list[str | None] = []
+    for sources, what in (
+        ((("?session=", request.query_params.get("session")), ("X-PAU-Session", request.headers.get("x-pau-session")),
+          (f"_meta {SESSION_META!r}", meta.get(SESSION_META))), "session label"),
+        ((("?run=", request.query_params.get("run")), ("X-PAU-Run", request.headers.get("x-pau-run")),
+          (f"_meta {RUN_META!r}", meta.get(RUN_META))), "run label"),
+    ):  # fmt: skip
+        given = [(where, value) for where, value in sources if value is not None and value != ""]
+        for where, value in given:
+            if not isinstance(value, str):
+                raise MCPError(types.INVALID_REQUEST, f"{where} must be text naming a {what}")
+        if len({value for _, value in given}) > 1:
+            raise MCPError(
+                types.INVALID_REQUEST,
+                f"{' and '.join(where for where, _ in given)} name different {what}s: send one of them",
+            )
+        value = given[0][1] if given else None
+        problem = label_problem(value, what) if value is not None else None
+        if problem:
+            raise MCPError(types.INVALID_REQUEST, problem)
+        chosen.append(value)
+    return chosen[0], chosen[1]
+
+
 def verify_bearer(expected: str | None, tokens: TokenSigner | None = None):  # type: ignore[no-untyped-def]
     """A token verifier for the SDK's bearer auth: the main token, or any valid session token of ``tokens``.
 
@@ -162,18 +203,22 @@ def build_server(
     tokens: TokenSigner | None = None,
     stateless: bool = False,
 ) -> Server[Any]:
-    """The low-level MCP server for one catalog.
+    """The low-level MCP server for one catalog, in both protocol eras.
+
+    Every request is resolved once, here at the edge, to the credential that spends its budget and to what it
+    sees (``caller``); nothing below knows which era or transport it came by.
 
     Args:
         service: Runs calls and submissions.
-        sessions: Session states (budgets, narrowing) by identity and label.
-        stdio_key: The session key for a stdio server (one session per process); None over HTTP.
+        sessions: The sessions credentials own, and the narrowing of open connections.
+        stdio_key: The session key of a stdio server (its process); None over HTTP.
         page_size: Items per page of the tools, resources and prompts lists.
         tokens: Verifies session tokens (the deployment's signer); None accepts none.
-        stateless: HTTP without MCP sessions: budgets then belong to session tokens, or to one shared bucket.
+        stateless: HTTP without MCP sessions (``--stateless``): no request has a connection to narrow with ``open``.
     """
     catalog = service.catalog
     process_key = stdio_key or f"stdio-{uuid.uuid4().hex[:12]}"
+    schemas = {SUBMIT_TOOL: _SUBMIT.input_schema, OPEN_TOOL: _OPEN.input_schema}
 
     def session_token(request: Any) -> SessionToken | None:
         """The request's session token, if it carries one (verified by the SDK's auth, or here without it)."""
@@ -194,52 +239,48 @@ def build_server(
             )
         return token
 
-    def session_of(ctx: ServerRequestContext[Any]) -> SessionState:
+    def caller(ctx: ServerRequestContext[Any]) -> tuple[SessionState, str | None]:
+        """Who spends this request's budget and what it sees; and the connection ``open`` narrows, if it has one.
+
+        A connection holds a narrowing only in the handshake era (a stdio process, an MCP session): in the
+        2026-07-28 era a tool list depends on the credential and the request alone.
+        """
         request = ctx.request
-        client = None
         params = ctx.session.client_params if ctx.session is not None else None
-        if params is not None and params.client_info is not None:
-            client = f"{params.client_info.name} {params.client_info.version}".strip()
-        if request is None:
-            return sessions.get(Identity("process", process_key), client=client)
-        query = request.query_params
-        # A client may label its session (?session=...) and its run (?run=...): the harness does, to find each
-        # episode's calls. A label only names the session; the budget belongs to the identity (sessions.py).
-        label, run = query.get("session") or None, query.get("run") or None
-        header_label = request.headers.get("x-pau-session") or None
-        narrowed: set[str] | None = None
-        wanted = query.get("methods")
-        if wanted:
-            narrowed = {e.tool for e in map(catalog.by_tool, (w.strip() for w in wanted.split(","))) if e is not None}
+        info = params.client_info if params is not None else None
+        # Recorded with a new session: who first spoke for the credential, and in which protocol revision.
+        client = (
+            f"{info.name} {info.version}".strip() + "; " if info is not None else ""
+        ) + f"MCP {ctx.protocol_version}"
+        handshake = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        if request is None:  # stdio: the server process is the credential, whatever a request names
+            connection = process_key if handshake else None
+            state = _session(Credential("process", process_key), client)
+            return state.narrowed(sessions.narrowing(connection) if connection else None), connection
+        label, run = _named(request, ctx.meta)
         token = session_token(request)
         if token is not None:
-            for given, own, what in (
-                (label, token.label, "?session="), (run, token.run, "?run="), (header_label, token.label, "X-PAU-Session"),
-            ):  # fmt: skip
+            for given, own, what in ((label, token.label, "session label"), (run, token.run, "run")):
                 if given is not None and given != own:
                     raise MCPError(
                         types.INVALID_REQUEST,
                         f"this session token is for label {token.label!r}"
                         + (f" in run {token.run!r}" if token.run else " in the server run")
-                        + f"; {what} cannot name another: leave it out",
+                        + f"; a request cannot name another {what} (?session=, ?run=, X-PAU-Session, X-PAU-Run or "
+                        "_meta): leave it out",
                     )
-            if token.methods is not None:
-                allowed = set(token.methods)
-                narrowed = allowed if narrowed is None else narrowed & allowed
-            identity, label, run = Identity("token", token.label, token.run), token.label, token.run
-        elif stateless:
-            if label and header_label and label != header_label:
-                raise MCPError(
-                    types.INVALID_REQUEST, "?session= and X-PAU-Session name different labels: send one of them"
-                )
-            identity, label = Identity("shared", "stateless"), label or header_label
+            state = _session(Credential("token", token.label, token.run), client).narrowed(token.methods)
         else:
-            mcp_id = request.headers.get("mcp-session-id")
-            if not mcp_id:
-                raise MCPError(types.INVALID_REQUEST, "no MCP session id: initialize a session first")
-            identity = Identity("mcp", mcp_id)
+            state = _session(Credential("label", label or DEFAULT_LABEL, run), client)
+        wanted = request.query_params.get("methods")
+        if wanted:
+            state = state.narrowed(e.tool for e in map(catalog.by_tool, _names(wanted)) if e is not None)
+        connection = request.headers.get("mcp-session-id") if handshake and not stateless else None
+        return state.narrowed(sessions.narrowing(connection) if connection else None), connection
+
+    def _session(credential: Credential, client: str | None) -> SessionState:
         try:
-            return sessions.get(identity, label=label, run=run, client=client, visible=narrowed)
+            return sessions.get(credential, client=client)
         except SessionRefused as exc:
             raise MCPError(types.INVALID_REQUEST, str(exc)) from None
 
@@ -249,8 +290,8 @@ def build_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        state = session_of(ctx)
-        tools = [_SUBMIT, _OPEN] + [
+        state, connection = caller(ctx)
+        tools = [_SUBMIT, *([_OPEN] if connection else [])] + [
             types.Tool(
                 name=e.tool,
                 title=f"Hidden function {e.tool}",
@@ -266,7 +307,7 @@ def build_server(
         return types.ListToolsResult(tools=page, next_cursor=cursor)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        state = session_of(ctx)
+        state, connection = caller(ctx)
         arguments = params.arguments or {}
         if params.name == SUBMIT_TOOL:
             method, description, code = arguments.get("method"), arguments.get("description"), arguments.get("code")
@@ -283,7 +324,15 @@ def build_server(
                 )
             return _result(await service.submit(state, method, description, code))
         if params.name == OPEN_TOOL:
-            return _result(await _open(ctx, state, arguments))
+            if connection is None:
+                return _result(
+                    refused(
+                        "unknown_tool",
+                        "There is no `open` tool in this protocol era (the tool list depends on your credential "
+                        "only); add ?methods=fn_...,fn_... to the server's URL to list fewer functions.",
+                    )
+                )
+            return _result(await _open(ctx, state, connection, arguments))
         exposed = catalog.by_tool(params.name)
         if exposed is None or not state.sees(exposed.tool):
             return _result(
@@ -291,7 +340,9 @@ def build_server(
             )
         return _result(await service.call(state, exposed, arguments))
 
-    async def _open(ctx: ServerRequestContext[Any], state: SessionState, arguments: dict[str, Any]) -> Reply:
+    async def _open(
+        ctx: ServerRequestContext[Any], state: SessionState, connection: str, arguments: dict[str, Any]
+    ) -> Reply:
         names = arguments.get("methods")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             return refused("invalid_input", "open needs `methods`: a non-empty list of tool names.")
@@ -300,8 +351,7 @@ def build_server(
         unknown = [n for n, e in found.items() if e is None or not state.sees(e.tool)]
         if unknown:
             return refused("unknown_tool", f"Unknown tools: {', '.join(unknown)}.")
-        with state.lock:
-            state.visible = chosen
+        sessions.narrow(connection, chosen)
         try:
             await ctx.session.send_tool_list_changed()
         except Exception as exc:  # a client that cannot take notifications still gets the narrowed list
@@ -314,7 +364,7 @@ def build_server(
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        state = session_of(ctx)
+        state, _ = caller(ctx)
         resources = [
             types.Resource(
                 name=e.tool, title=f"What is known about {e.tool}", uri=f"{_RESOURCE_PREFIX}{e.tool}", mime_type="text/plain",
@@ -328,7 +378,7 @@ def build_server(
     async def read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        state = session_of(ctx)
+        state, _ = caller(ctx)
         uri = str(params.uri)
         tool = uri[len(_RESOURCE_PREFIX) :] if uri.startswith(_RESOURCE_PREFIX) else ""
         exposed = catalog.by_tool(tool)
@@ -343,7 +393,7 @@ def build_server(
     async def list_prompts(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        state = session_of(ctx)
+        state, _ = caller(ctx)
         prompts = [
             types.Prompt(
                 name=e.tool,
@@ -356,7 +406,7 @@ def build_server(
         return types.ListPromptsResult(prompts=page, next_cursor=cursor)
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        state = session_of(ctx)
+        state, _ = caller(ctx)
         exposed = catalog.by_tool(params.name)
         if exposed is None or not state.sees(exposed.tool):
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}")
@@ -376,10 +426,13 @@ def build_server(
         instructions=(
             "Each fn_... tool is a hidden Python function you cannot read. Call it with inputs you choose to work out "
             "what it does, then call `submit` with its tool name and your description. Calls are limited per function "
-            "and per session: over stdio the session is this server process, so a client that starts a new server "
-            "for every call starts its count again each time (keep one session open); over HTTP it is your MCP "
-            "session, or your session token whatever sessions carry it. Every result has a `status`: over_budget "
-            "means the function was not run and you should submit."
+            "and per credential: over stdio that is this server process, so a client that starts a new server for "
+            "every call starts its count again each time (keep one server running); over HTTP it is your session "
+            "token, or the label your requests name, whatever connections or sessions carry them. Every result has a "
+            "`status`: over_budget means the function was not run and you should submit."
+        ),
+        get_tool_input_schema=lambda name: (
+            schemas.get(name) or (e.input_schema() if (e := catalog.by_tool(name)) else None)
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -61,10 +61,10 @@ class ToolResult(BaseModel):
     printed: str = Field("", description="text the function printed, if any")
     queries_used: int = Field(description="calls of this function counted for your budget")
     queries_left: int | None = Field(description="null when there is no budget")
-    budget_scope: Literal["process", "mcp_session", "token", "shared"] = Field(
+    budget_scope: Literal["process", "token", "label"] = Field(
         "process",
-        description="whose budget this is: this server process (stdio), this MCP session, this session "
-        "token's label, or every stateless request",
+        description="whose budget this is: this server process (stdio), your session token's, or the label your "
+        "requests name (the server's default label when they name none)",
     )
 
 

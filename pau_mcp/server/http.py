@@ -315,7 +315,7 @@ def http_app(
     Args:
         server: The MCP server.
         bound: The address the server listens on (chooses the hosts it answers to).
-        stateless: No sessions (budgets then apply per ``X-PAU-Session`` header).
+        stateless: No MCP sessions for handshake-era clients either (budgets are the credential's in every mode).
         message_bytes: The largest request body.
         max_sessions: Sessions open at once.
         session_idle_s: Seconds after which an idle session is closed.

@@ -26,7 +26,7 @@ from ..runstore import CallRecord, RunStore, StoreError
 from ..sandboxing import AnySandbox
 from .catalog import Catalog, Exposed
 from .schemas import describe, example_json
-from .sessions import SessionState
+from .sessions import DEFAULT_LABEL, SessionState
 
 __all__ = ["FEEDBACK_KEYS", "Feedback", "MethodService", "Reply", "refused"]
 
@@ -159,9 +159,9 @@ class MethodService:
         example_literal = "(" + ", ".join(str(i) for i in range(len(names))) + ("," if len(names) == 1 else "") + ")"
         return f'Write for example {example_json(names, exposed.parameter_schemas)} or {{"args": "{example_literal}"}}.'
 
-    def left(self, state: SessionState, exposed: Exposed) -> int | None:
-        """Queries left for a method in a session; None without a budget."""
-        return None if not self.budget else max(0, self.budget - state.used.get(exposed.tool, 0))
+    def left(self, used: int) -> int | None:
+        """Queries left of a budget with ``used`` taken; None without a budget."""
+        return None if not self.budget else max(0, self.budget - used)
 
     async def call(self, state: SessionState, exposed: Exposed, given: dict[str, Any] | None) -> Reply:
         """One call of a method tool.
@@ -189,14 +189,13 @@ class MethodService:
             return await self._refuse(
                 state, exposed, _recorded(given), size, "invalid_input", f"Invalid arguments: {exc}"
             )
-        with state.lock:
-            used = state.used.get(exposed.tool, 0)
-            if self.budget and used >= self.budget:
-                over = True
-            else:
-                over = False
-                state.used[exposed.tool] = used + 1
-        if over:
+        method_id = exposed.method.id
+        try:
+            used = self.store.reserve_call(state.store_id, method_id, self.budget)
+        except StoreError as exc:
+            log.error("a call of %s could not be counted: %s", exposed.tool, exc)
+            return _unrecorded(f"run store: {exc.reason}")
+        if used is None:
             message = (
                 f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used "
                 f"{_scope_words(state)}); the function was not run. Call `submit` with your description now."
@@ -218,8 +217,7 @@ class MethodService:
             except EngineUnavailable as exc:
                 # Not a passing failure: this method needs the numpy engine and this server lacks it, so retrying
                 # cannot help. The call does not count; the operator is told what to install.
-                with state.lock:
-                    state.used[exposed.tool] -= 1
+                self._release(state, method_id)
                 log.error("%s needs an engine this server lacks: %s", exposed.tool, exc)
                 return Reply(
                     text="This function cannot run on this server (its sandbox engine is not installed), so the call "
@@ -227,8 +225,7 @@ class MethodService:
                     is_error=True,
                 )
             except Exception:
-                with state.lock:
-                    state.used[exposed.tool] -= 1
+                self._release(state, method_id)
                 log.exception("the sandbox failed on a call of %s", exposed.tool)
                 return Reply(text="The sandbox could not run this call, so it did not count; try again.", is_error=True)
             large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
@@ -236,14 +233,8 @@ class MethodService:
                 state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large
             )
         if problem is not None:
-            with state.lock:
-                state.used[exposed.tool] -= 1
-            return Reply(
-                text=f"This call was not recorded ({problem}), so it did not count and its result is withheld; the "
-                "server's disk may be full or read-only: tell its operator.",
-                is_error=True,
-            )
-        used_now = state.used[exposed.tool]
+            self._release(state, method_id)
+            return _unrecorded(problem)
         structured = {
             "status": outcome.status.value,
             "value": outcome.value,
@@ -251,23 +242,35 @@ class MethodService:
             "error_type": outcome.error_type,
             "error_message": outcome.error_message,
             "printed": outcome.stdout,
-            "queries_used": used_now,
-            "queries_left": self.left(state, exposed),
+            "queries_used": used,
+            "queries_left": self.left(used),
             "budget_scope": state.scope,
         }
-        text = _describe(exposed, args, outcome, used_now, self.budget, _scope_words(state))
-        if state.stdio and sum(state.used.values()) == 1:
+        text = _describe(exposed, args, outcome, used, self.budget, _scope_words(state))
+        if state.stdio and "budget" not in state.notes:
+            state.notes.add("budget")
             text += (
                 "\nThis stdio server process is your session: its budget lasts while it runs. A client that starts a "
                 "new server for every call starts again at 1 each time; keep one session open."
             )
         return Reply(text=text, structured=structured)
 
+    def _release(self, state: SessionState, method_id: str) -> None:
+        """Give back a query taken for a call that did not run or was not recorded (logged if the store refuses)."""
+        try:
+            self.store.release_call(state.store_id, method_id)
+        except StoreError as exc:
+            log.error("a query taken for %s could not be given back: %s", method_id, exc)
+
     def _refusal(
         self, state: SessionState, exposed: Exposed, status: str, message: str, text: str | None = None,
         is_error: bool = True,
     ) -> Reply:  # fmt: skip
         """A call that did not run: its status and the budget as it stands, in the method tool's output schema."""
+        try:
+            used = self.store.budget_spent(state.store_id, exposed.method.id)[0]
+        except StoreError:
+            used = 0
         structured = {
             "status": status,
             "value": None,
@@ -275,8 +278,8 @@ class MethodService:
             "error_type": None,
             "error_message": message,
             "printed": "",
-            "queries_used": state.used.get(exposed.tool, 0),
-            "queries_left": self.left(state, exposed),
+            "queries_used": used,
+            "queries_left": self.left(used),
             "budget_scope": state.scope,
         }
         return Reply(text=text or message, structured=structured, is_error=is_error)
@@ -340,21 +343,20 @@ class MethodService:
                 "invalid_input",
                 "The submission is too long (at most 20,000 characters of description and 100,000 of code).",
             )
-        tool = exposed.tool
-        with state.lock:
-            given = state.budget.feedback.get(tool, 0)
-            answered = self.feedback is not None and given < self.feedback_limit
-            charged = answered and (not self.budget or state.used.get(tool, 0) < self.budget)
-            if answered:
-                state.budget.feedback[tool] = given + 1
-            if charged:
-                state.used[tool] = state.used.get(tool, 0) + 1  # held for the counterexample, returned if none
+        tool, method_id = exposed.tool, exposed.method.id
+        given = self.store.reserve_feedback(state.store_id, method_id, self.feedback_limit) if self.feedback else None
+        answered = given is not None
+        # A query is held for the counterexample while one is left, and given back if none is shown.
+        held = self.store.reserve_call(state.store_id, method_id, self.budget) if answered else None
+        charged = held is not None
         try:
             submission_id = self.store.record_submission(
-                state.store_id, exposed.method.id, description.strip(), code, feedback=answered
+                state.store_id, method_id, description.strip(), code, feedback=answered
             )
         except BaseException:
-            self._refund(state, tool, charged)
+            if answered:
+                self.store.release_feedback(state.store_id, method_id)
+            self._refund(state, method_id, charged)
             raise
         structured: dict[str, Any] = {
             "status": "recorded", "recorded": True, "submission": submission_id, "method": tool,
@@ -362,20 +364,21 @@ class MethodService:
         text = f"Recorded your description of {tool} (submission {submission_id})."
         if self.feedback is None:
             return Reply(text=text, structured=structured)
-        structured["feedback_left"] = max(0, self.feedback_limit - state.budget.feedback.get(tool, 0))
-        if not answered:
+        if given is None:
+            structured["feedback_left"] = 0
             structured["status"] = "feedback_used"
             return Reply(
                 text=text + f" No feedback: the {self.feedback_limit} submission(s) with feedback for {tool} in this "
                 "session are used up.",
                 structured=structured,
             )
+        structured["feedback_left"] = max(0, self.feedback_limit - given)
         try:
             scores = await self.feedback(
-                exposed.method.id, description.strip(), code, submission_id=submission_id, counterexample=charged
+                method_id, description.strip(), code, submission_id=submission_id, counterexample=charged
             )
         except BaseException:
-            self._refund(state, tool, charged)
+            self._refund(state, method_id, charged)
             raise
         shown = _visible_feedback(scores, charged)
         example = shown.get("counterexample")
@@ -383,16 +386,17 @@ class MethodService:
             self.store.record_call(
                 state.store_id,
                 CallRecord(
-                    method_id=exposed.method.id, tool=tool, arguments=example["input"], counted=True,
+                    method_id=method_id, tool=tool, arguments=example["input"], counted=True,
                     status="counterexample", value=example["expected"],
                 ),
             )  # fmt: skip
         else:
-            self._refund(state, tool, charged)
+            self._refund(state, method_id, charged)
+        used = self.store.budget_spent(state.store_id, method_id)[0]
         structured["status"] = "scored"
         structured["scores"] = shown
-        structured["queries_used"] = state.used.get(tool, 0)
-        structured["queries_left"] = self.left(state, exposed)
+        structured["queries_used"] = used
+        structured["queries_left"] = self.left(used)
         parts = [f"{k} {v}" for k, v in shown.items() if k != "counterexample"]
         text += " Scores: " + (", ".join(parts) or "none")
         if example:
@@ -402,11 +406,17 @@ class MethodService:
             )
         return Reply(text=text + ".", structured=structured)
 
-    @staticmethod
-    def _refund(state: SessionState, tool: str, charged: bool) -> None:
+    def _refund(self, state: SessionState, method_id: str, charged: bool) -> None:
         if charged:
-            with state.lock:
-                state.used[tool] = max(0, state.used.get(tool, 0) - 1)
+            self._release(state, method_id)
+
+
+def _unrecorded(problem: str) -> Reply:
+    return Reply(
+        text=f"This call was not recorded ({problem}), so it did not count and its result is withheld; the server's "
+        "disk may be full or read-only: tell its operator.",
+        is_error=True,
+    )
 
 
 def refused(status: str, message: str) -> Reply:
@@ -484,11 +494,11 @@ def _scope_words(state: SessionState) -> str:
     """Whose budget, in words: how a result says which calls it counts."""
     if state.scope == "process":
         return "in this server process" if state.stdio else "in this command"
-    if state.scope == "mcp_session":
-        return "in this MCP session"
     if state.scope == "token":
         return f"by the session token {state.key!r}"
-    return "by all stateless requests together"
+    if state.key == DEFAULT_LABEL:
+        return "by the requests that name no label"
+    return f"under the label {state.key!r}"
 
 
 def _describe(exposed: Exposed, args: tuple[Any, ...], outcome: Outcome, used: int, budget: int, scope: str) -> str:

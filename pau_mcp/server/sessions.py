@@ -1,11 +1,13 @@
-"""Who spends which budget: identities, the labels they bind, and the session states they own.
+"""Who spends which budget: credentials, and the sessions of the run store they own.
 
-A budget belongs to an identity the client cannot choose freely: the server process (stdio, ``pau-mcp call``),
-an MCP session id (stateful HTTP; issued by the server), a session token's label (signed by the deployment key),
-or, for stateless HTTP requests without a session token, one bucket they all share. A label (``?session=``,
-``?run=``, ``X-PAU-Session``) only names a session in the run store: it is bound to the first identity that
-used it, and a session keeps the label and run of its first request. Budgets already spent under a label are
-read back from the run store when the label is bound again after a restart.
+A budget belongs to a **credential**, resolved once per request at the server's edge (``app``), whatever the
+protocol era: the server process (stdio, ``pau-mcp call``), a session token (its label in its run), or a label
+the holder of the main token names (the main token's default label when it names none). Each credential owns one
+session of the run store, its label in its run, and everything that must outlive a request is in the store: the
+budget counts (``RunStore.reserve_call``) and which kind of credential owns each label (``claim_session``), so
+any server process sharing the store answers any request alike. What is held here is only what can never let a
+credential exceed its budget: a cache of sessions already claimed (a claim never changes), and the tools an open
+connection narrowed itself to (``open``; a connection lives in one process).
 """
 
 from __future__ import annotations
@@ -13,17 +15,27 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
 from ..runstore import RunStore
 
-__all__ = ["Budget", "Identity", "SessionRefused", "SessionState", "Sessions", "label_problem"]
+__all__ = ["DEFAULT_LABEL", "Credential", "SessionRefused", "SessionState", "Sessions", "label_problem"]
 
-#: The budget scope results name, by identity kind.
 log = logging.getLogger(__name__)
 
-_SCOPES = {"process": "process", "mcp": "mcp_session", "token": "token", "shared": "shared"}
+#: The label of requests of the main token that name none. Outside the label rule, so that no request can name it
+#: and no session token can be issued for it.
+DEFAULT_LABEL = "(main)"
+
+#: The budget scope results name, by credential kind.
+_SCOPES = {"process": "process", "token": "token", "label": "label"}
+
+#: Claimed sessions remembered; an older one is looked up in the store again when it comes back.
+_CACHED = 10_000
+#: Connections whose narrowing (``open``) is remembered at once.
+_NARROWED = 10_000
 
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}")
 
@@ -40,194 +52,159 @@ def label_problem(value: str, what: str = "session label") -> str | None:
 
 
 class SessionRefused(PermissionError):
-    """A request names a session it may not use (another's label, or a switch of label or run); says what to do."""
+    """A request names a session its credential may not use (another kind of credential owns the label)."""
 
 
 @dataclass(frozen=True)
-class Identity:
+class Credential:
     """Who spends a budget.
 
     Attributes:
-        kind: ``process`` (stdio, the CLI), ``mcp`` (an HTTP MCP session), ``token`` (a session token) or
-            ``shared`` (stateless requests without a session token).
-        name: The process key, the MCP session id, the token's label, or ``stateless``.
-        run: A token's run (None: the server's); the other kinds name their run per request.
+        kind: ``process`` (stdio, the CLI), ``token`` (a session token) or ``label`` (the main token's holder, or
+            anyone on a loopback server without one, naming a label).
+        label: The session's key in the run store: the process key, the token's label, or the label named.
+        run: The run it records under; None for the server's.
     """
 
     kind: str
-    name: str
+    label: str
     run: str | None = None
 
 
-@dataclass
-class Budget:
-    """Queries used and feedback given per tool name, for one identity (several sessions may share it)."""
-
-    used: dict[str, int] = field(default_factory=dict)
-    feedback: dict[str, int] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-@dataclass
+@dataclass(frozen=True)
 class SessionState:
-    """One session: what it sees, and the budget it spends.
+    """A credential's session as one request uses it: its row in the run store, and what this request sees.
 
     Attributes:
-        key: Its key in the run store: its label, else the MCP session id or the process key.
-        store_id: The session's row in the run store.
-        visible: Tool names this session sees; None for the whole catalog.
-        budget: The budget of its identity.
-        scope: Whose budget it is, as results name it: ``process`` (stdio, the CLI), ``mcp_session``, ``token``
-            or ``shared``.
+        key: Its key in the run store (the credential's label).
+        store_id: The session's row in the run store (its budgets are kept under it).
+        scope: Whose budget it is, as results name it: ``process`` (stdio, the CLI), ``token`` or ``label``.
         stdio: True for the one session of a stdio server process.
+        visible: Tool names this request sees; None for the whole catalog.
+        notes: What the process has told this session once (shared by every request of the session).
     """
 
     key: str
     store_id: int
-    visible: set[str] | None = None
-    budget: Budget = field(default_factory=Budget)
     scope: str = "process"
     stdio: bool = False
-
-    @property
-    def used(self) -> dict[str, int]:
-        """Counted queries per tool name (shared by every session of the identity)."""
-        return self.budget.used
-
-    @property
-    def lock(self) -> threading.Lock:
-        """Guards the budget."""
-        return self.budget.lock
+    visible: frozenset[str] | None = None
+    notes: set[str] = field(default_factory=set, compare=False, repr=False)
 
     def sees(self, tool: str) -> bool:
-        """True when the tool is visible in this session."""
+        """True when the tool is visible to this request."""
         return self.visible is None or tool in self.visible
+
+    def narrowed(self, tools: Iterable[str] | None) -> SessionState:
+        """The same session seeing only ``tools`` of what it sees (None: no narrowing)."""
+        if tools is None:
+            return self
+        chosen = frozenset(tools)
+        return replace(self, visible=chosen if self.visible is None else self.visible & chosen)
 
 
 class Sessions:
-    """Session states by identity and label, created on first use and recorded in the run store.
+    """The sessions credentials own, claimed in the run store on first use, and the narrowing of open connections.
 
     Args:
         store: The run store.
         run_id: The server's run.
-        transport: ``stdio``, ``http`` or ``cli``, recorded with each session.
-        tools: Tool name of every served method id, to read spent budgets back from the store.
+        transport: ``stdio``, ``http`` or ``cli``, recorded with each new session.
     """
 
-    def __init__(self, store: RunStore, run_id: int, transport: str, tools: Mapping[str, str] | None = None) -> None:
+    def __init__(self, store: RunStore, run_id: int, transport: str) -> None:
         self._store = store
         self._run_id = run_id
         self._transport = transport
-        self._tools = dict(tools or {})
-        self._states: dict[tuple[int, str], SessionState] = {}
-        self._owners: dict[tuple[int, str], Identity] = {}
-        self._bound: dict[Identity, tuple[str | None, str | None]] = {}
-        self._key_of: dict[Identity, tuple[int, str]] = {}  # an MCP session's one key (it keeps its first label)
-        self._shared: dict[int, Budget] = {}
+        self._claimed: OrderedDict[Credential, SessionState] = OrderedDict()
+        self._narrowed: OrderedDict[str, frozenset[str]] = OrderedDict()
         self._runs: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def get(
-        self, identity: Identity, label: str | None = None, run: str | None = None, client: str | None = None,
-        visible: set[str] | None = None,
-    ) -> SessionState:  # fmt: skip
-        """The session state an identity's request uses.
+    def get(self, credential: Credential, client: str | None = None) -> SessionState:
+        """The session a credential's requests use (claimed in the run store the first time).
 
         Args:
-            identity: Who spends the budget.
-            label: The session's label (its key in the run store); None for the identity's own key.
-            run: Record under this run instead of the server's (an evaluation harness sharing one server names
-                its run per session).
+            credential: Who spends the budget.
             client: The client's name and version, recorded with a new session.
-            visible: Narrows a new session's catalog.
 
         Raises:
-            SessionRefused: the label belongs to another identity, or the identity's session first used another
-                label or run.
+            SessionRefused: a malformed label or run, or the label is owned by another kind of credential.
         """
-        for what, value in (("session label", label), ("run label", run)):
-            problem = label_problem(value, what) if value is not None else None
-            if problem:
-                raise SessionRefused(problem)
         with self._lock:
-            if identity.kind != "shared":
-                bound = self._bound.setdefault(identity, (label, run))
-                if bound != (label, run):
-                    raise SessionRefused(
-                        f"this session is labelled {_shown(bound[0], 'without a label')} in "
-                        f"{_shown(bound[1], 'the server run', 'run ')}; a session keeps the label and run of its "
-                        f"first request, and this one asks for {_shown(label, 'no label')} in "
-                        f"{_shown(run, 'the server run', 'run ')}: open a new MCP session for another label"
-                    )
-            run_id = self._run_for(run)
-            key = label or identity.name
-            owner = self._owners.setdefault((run_id, key), identity)
-            if identity.kind == "mcp" and owner == identity:
-                self._key_of.setdefault(identity, (run_id, key))
-            if owner != identity:
-                raise SessionRefused(
-                    f"the session label {key!r}{f' in run {run!r}' if run else ''} is in use by another session; "
-                    "each label belongs to the first session that used it: choose another label"
-                )
-            state = self._states.get((run_id, key))
-            if state is None:
-                shared = identity.kind == "shared"
-                transport = f"{self._transport}-stateless" if shared else self._transport
-                store_id = self._store.ensure_session(run_id, key, transport, client)
-                if shared:
-                    budget = self._shared.get(run_id)
-                    if budget is None:
-                        budget = self._shared[run_id] = self._spent(self._store.session_ids(run_id, transport))
-                else:
-                    budget = self._spent([store_id])
-                state = SessionState(
-                    key=key, store_id=store_id, visible=visible, budget=budget, scope=_SCOPES[identity.kind],
-                    stdio=identity.kind == "process" and self._transport == "stdio",
-                )  # fmt: skip
-                self._states[(run_id, key)] = state
-            return state
+            state = self._claimed.get(credential)
+            if state is not None:
+                self._claimed.move_to_end(credential)
+                return state
+        if credential.kind != "process":
+            for what, value in (("session label", credential.label), ("run label", credential.run)):
+                problem = label_problem(value, what) if value is not None and value != DEFAULT_LABEL else None
+                if problem:
+                    raise SessionRefused(problem)
+        run_id = self._run_for(credential.run)
+        store_id = self._store.claim_session(run_id, credential.label, credential.kind, self._transport, client)
+        if store_id is None:
+            raise SessionRefused(_taken(credential))
+        state = SessionState(
+            key=credential.label, store_id=store_id, scope=_SCOPES[credential.kind],
+            stdio=credential.kind == "process" and self._transport == "stdio",
+        )  # fmt: skip
+        with self._lock:
+            state = self._claimed.setdefault(credential, state)
+            while len(self._claimed) > _CACHED:
+                self._claimed.popitem(last=False)
+        return state
+
+    def narrowing(self, connection: str) -> frozenset[str] | None:
+        """The tools an open connection narrowed itself to with ``open``; None if it did not."""
+        with self._lock:
+            return self._narrowed.get(connection)
+
+    def narrow(self, connection: str, tools: Iterable[str]) -> None:
+        """Narrow an open connection (a stdio process, a handshake-era MCP session) to ``tools``."""
+        with self._lock:
+            self._narrowed[connection] = frozenset(tools)
+            self._narrowed.move_to_end(connection)
+            while len(self._narrowed) > _NARROWED:
+                self._narrowed.popitem(last=False)
 
     def end_mcp_session(self, session_id: str) -> None:
-        """Forget an HTTP MCP session that has ended (closed by its client, idle or reclaimed).
+        """Forget what an HTTP MCP session that has ended (closed, idle or reclaimed) narrowed itself to.
 
-        Its state (visible tools, budget counters) and label binding go, so a long-lived server holds the
-        state of open sessions only. Its calls stay in the run store, which is where a budget is read back
-        from. Its key stays reserved for it (a few dozen bytes), so no later session can write into its record.
+        Its budget is its credential's, in the run store, so nothing else goes with it.
         """
-        identity = Identity("mcp", session_id)
         with self._lock:
-            self._bound.pop(identity, None)
-            key = self._key_of.pop(identity, None)
-            if key is None:  # never used, or already forgotten (the SDK discards a session more than once)
-                return
-            self._states.pop(key, None)
-            held = len(self._states)
-        log.info("MCP session %s ended; %d session states held", session_id, held)
+            forgotten = self._narrowed.pop(session_id, None) is not None
+            held = len(self._narrowed)
+        if forgotten:
+            log.info("MCP session %s ended; %d narrowed sessions held", session_id, held)
 
-    def open_count(self) -> int:
-        """Session states held in memory (for tests and diagnostics)."""
+    def held(self) -> tuple[int, int]:
+        """Sessions remembered as claimed, and connections remembered as narrowed (for tests and diagnostics)."""
         with self._lock:
-            return len(self._states)
+            return len(self._claimed), len(self._narrowed)
 
     def _run_for(self, run: str | None) -> int:
         if not run:
             return self._run_id
-        if run not in self._runs:
-            self._runs[run] = self._store.ensure_run(run, kind="eval")
-        return self._runs[run]
-
-    def _spent(self, session_ids: list[int]) -> Budget:
-        """A budget holding what these stored sessions already spent (nothing, for new ones)."""
-        calls, feedback = self._store.spent(session_ids)
-        budget = Budget()
-        for method_id, count in calls.items():
-            if method_id in self._tools:
-                budget.used[self._tools[method_id]] = count
-        for method_id, count in feedback.items():
-            if method_id in self._tools:
-                budget.feedback[self._tools[method_id]] = count
-        return budget
+        with self._lock:
+            known = self._runs.get(run)
+        if known is None:
+            known = self._store.ensure_run(run, kind="eval")
+            with self._lock:
+                self._runs[run] = known
+        return known
 
 
-def _shown(value: str | None, missing: str, prefix: str = "") -> str:
-    return f"{prefix}{value!r}" if value else missing
+def _taken(credential: Credential) -> str:
+    where = f" in run {credential.run!r}" if credential.run else " in the server run"
+    if credential.kind == "token":
+        return (
+            f"this session token's label {credential.label!r}{where} is already used by another kind of credential "
+            "(the main token's requests, or a server process); issue the token with another label or run "
+            "(pau-mcp token issue)"
+        )
+    return (
+        f"the session label {credential.label!r}{where} belongs to another credential (a session token, or a server "
+        "process): the main token cannot spend or record under it; choose another label"
+    )

@@ -186,7 +186,7 @@ def run_http(
         host: The address to listen on.
         port: The port (0: a free one, announced on stderr).
         token: The bearer token clients must send; None for none (loopback only).
-        stateless: No sessions.
+        stateless: No MCP sessions for handshake-era clients either.
         announce: Print the URL on stderr.
         limits: What one client may take (connections, sessions, sizes, timeouts).
         exit_with_stdin: Stop when stdin reaches its end: a parent holding the other end of a pipe (``launch``)

@@ -101,6 +101,15 @@ def submissions(data_dir: Path) -> list[tuple[str, str]]:
         db.close()
 
 
+def clients(data_dir: Path) -> list[str]:
+    """What each session's first request said of its client: ``name version; MCP <protocol revision>``."""
+    db = sqlite3.connect(data_dir / "runs.db")
+    try:
+        return [row[0] for row in db.execute("SELECT client FROM sessions ORDER BY id")]
+    finally:
+        db.close()
+
+
 def client_venv(name: str, requirements: list[str]) -> Path:
     """The Python of a virtual environment holding ``requirements``, made once per requirement set.
 

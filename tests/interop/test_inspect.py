@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from fakellm import FakeLLM
-from interop_support import TOOL, need, submissions
+from interop_support import TOOL, clients, need, submissions
 
 pytestmark = pytest.mark.interop
 
@@ -89,10 +89,12 @@ def test_inspect_eval_runs_the_task_from_the_command_line_and_logs_the_trajector
     # The code writer is shown what the agent observed, as in `pau-mcp eval`: here the call of 105.
     assert len(coder) == 1 and "test_func(105)" in coder[0]
     assert submissions(data_dir) == [("builtin/b001", DESCRIPTION)]
+    assert [client.split("; ")[-1] for client in clients(data_dir)] == ["MCP 2026-07-28"]  # the default era
 
 
-def test_the_mock_model_explores_through_mcp_tools_offline(tmp_path, inspect_env, data_dir):
-    """Inspect's own offline model (outputs given with their token counts: counting them would fetch a tokenizer)."""
+def test_the_mock_model_explores_through_mcp_tools_offline_in_the_handshake_era(tmp_path, inspect_env, data_dir):
+    """Inspect's own offline model (outputs given with their token counts: counting them would fetch a tokenizer),
+    with the task's MCP client in the handshake era (``mcp_era="legacy"``)."""
     need("inspect_ai", "inspect")
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
@@ -105,7 +107,7 @@ def test_the_mock_model_explores_through_mcp_tools_offline(tmp_path, inspect_env
         output.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
         outputs.append(output)
     logs = inspect_eval(
-        pau(methods="builtin/b001", budget=2, run="inspect-mock"),
+        pau(methods="builtin/b001", budget=2, run="inspect-mock", mcp_era="legacy"),
         model=get_model("mockllm/model", custom_outputs=outputs), log_dir=str(tmp_path / "logs"), display="none",
     )  # fmt: skip
     log = logs[0]
@@ -117,3 +119,48 @@ def test_the_mock_model_explores_through_mcp_tools_offline(tmp_path, inspect_env
     metrics = {s.name: s.metrics["scored_mean"].value for s in log.results.scores}
     assert metrics["direct"] == 1.0 and math.isnan(metrics["judge"]) and math.isnan(metrics["codematch"])
     assert submissions(Path(os.environ["PAU_MCP_DATA_DIR"])) == [("builtin/b001", DESCRIPTION)]
+    assert [client.split("; ")[-1] for client in clients(data_dir)] == ["MCP 2025-11-25"]
+
+
+@pytest.mark.parametrize("credential", ["main-token", "session-token"])
+def test_inspects_own_mcp_client_over_http_runs_into_the_budget_and_submits(
+    tmp_path, inspect_env, data_dir, credential
+):
+    """Inspect's own MCP client (``mcp_server_http``, the handshake era) as an agent's tool source against a running
+    server: with the main token and a label header, and with a session token."""
+    need("inspect_ai", "inspect")
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.agent import AgentSubmit, react
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.tool import mcp_server_http
+    from interop_support import counted_calls, http_server, issue_token
+
+    main = "main-token-0123456789"
+    if credential == "main-token":
+        label, headers = "inspect-main", {"Authorization": f"Bearer {main}", "X-PAU-Session": "inspect-main"}
+    else:
+        label = "inspect-agent"
+        headers = {"Authorization": f"Bearer {issue_token(data_dir, label)}"}
+    outputs = []
+    for name, arguments in [*MOVES[:4], ("finish", {"answer": "done"})]:
+        output = ModelOutput.for_tool_call("mockllm/model", name, arguments)
+        output.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+        outputs.append(output)
+    with http_server(data_dir, "--token", main, "--budget", "2") as url:
+        server = mcp_server_http(name="pau-mcp", url=url, headers=headers, timeout=60)
+        task = Task(
+            dataset=[Sample(input="Explore the fn_ tool and submit your description.")],
+            solver=react(tools=[server], submit=AgentSubmit(name="finish")),
+        )
+        logs = inspect_eval(
+            task, model=get_model("mockllm/model", custom_outputs=outputs), log_dir=str(tmp_path / "logs"),
+            display="none",
+        )  # fmt: skip
+    log = logs[0]
+    assert log.status == "success", log.error
+    _check_trajectory(_tool_texts(log.samples[0]))
+    assert counted_calls(data_dir) == [(label, 2, 3)]
+    assert submissions(data_dir) == [("builtin/b001", DESCRIPTION)]
+    assert {c.split("; ")[-1] for c in clients(data_dir)} == {"MCP 2025-11-25"}

@@ -1,6 +1,7 @@
 """langchain-mcp-adapters against a real `pau-mcp serve`, from a virtual environment of its own (0.3.2 pins
-``mcp<2``): its default tools open a new MCP session for every call, so over HTTP a session token keeps one
-budget; over stdio one `client.session(...)` keeps one server, and a server per call says so in every result."""
+``mcp<2``, so it speaks the handshake era): its default tools open a new MCP session for every call, so over HTTP a
+session token, or a label in the URL with the main token, keeps one budget; over stdio one `client.session(...)`
+keeps one server, and a server per call says so in every result."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from interop_support import ROOT, TOOL, client_venv, counted_calls, env, http_server, issue_token, submissions
+from interop_support import ROOT, TOOL, client_venv, clients, counted_calls, env, http_server, issue_token, submissions
 
 pytestmark = pytest.mark.interop
 
@@ -55,6 +56,22 @@ def test_langchain_default_tools_over_http_with_a_session_token_share_one_budget
     assert seen["submit"]["structured"]["status"] == "recorded"
     assert counted_calls(data_dir) == [("langchain-agent", 3, 4)]
     assert submissions(data_dir) == [("builtin/b001", "the product of the digits")]
+    assert {c.split("; ")[-1] for c in clients(data_dir)} == {"MCP 2025-11-25"}
+
+
+def test_langchain_default_tools_over_http_with_the_main_token_and_a_label_share_one_budget(data_dir):
+    main = "main-token-0123456789"
+    with http_server(data_dir, "--token", main, "--budget", "3") as url:
+        connection = {
+            "transport": "streamable_http", "url": f"{url}?session=langchain-main",
+            "headers": {"Authorization": f"Bearer {main}"},
+        }  # fmt: skip
+        seen = _langchain({"connection": connection, "tool": TOOL, "calls": CALLS, "mode": "default"})
+    assert [r["structured"]["status"] for r in seen["results"]] == ["ok", "ok", "ok", "over_budget"]
+    assert all(r["structured"]["budget_scope"] == "label" for r in seen["results"])
+    assert seen["results"][3]["status"] == "success" and "spent" in seen["results"][3]["text"]
+    assert seen["submit"]["structured"]["status"] == "recorded"
+    assert counted_calls(data_dir) == [("langchain-main", 3, 4)]
 
 
 def test_langchain_with_one_session_over_stdio_keeps_one_budget(data_dir):

@@ -1,5 +1,6 @@
 """The OpenAI Agents SDK (`openai-agents`) against a real `pau-mcp serve`, with strict schemas, over stdio and over
-HTTP with a session token: list, call in both argument forms, run into the budget, submit."""
+HTTP with the main token (a label in the URL) and with a session token: list, call in both argument forms, run into
+the budget, submit. It speaks the 2026-07-28 revision (it sends ``server/discover`` first)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,18 @@ import sys
 import anyio
 import pytest
 from fakellm import FakeLLM
-from interop_support import ROOT, TOOL, counted_calls, env, http_server, issue_token, need, serve_args, submissions
+from interop_support import (
+    ROOT,
+    TOOL,
+    clients,
+    counted_calls,
+    env,
+    http_server,
+    issue_token,
+    need,
+    serve_args,
+    submissions,
+)  # fmt: skip
 
 pytestmark = pytest.mark.interop
 
@@ -52,7 +64,7 @@ def _check(fake: FakeLLM, final: str) -> None:
     assert "budget" in texts[2] and "spent" in texts[2] and "not run" in texts[2]
     assert "Recorded your description" in str(fake.requests[4]["messages"][-1]["content"])
     listed = {t["function"]["name"]: t["function"] for t in fake.requests[0]["tools"]}
-    assert set(listed) == {TOOL, "submit", "open"}
+    assert set(listed) == {TOOL, "submit"}  # no `open`: in the 2026-07-28 era a tool list depends on the credential
     for name, function in listed.items():
         assert function["parameters"]["additionalProperties"] is False, name
         assert function["parameters"]["required"] == list(function["parameters"]["properties"]), name
@@ -73,6 +85,23 @@ def test_the_agents_sdk_over_stdio_with_strict_schemas_calls_runs_into_the_budge
         _check(fake, final)
     assert [(counted, total) for _, counted, total in counted_calls(data_dir)] == [(2, 3)]
     assert submissions(data_dir) == [("builtin/b001", "the product of the digits")]
+    assert [c.split("; ")[-1] for c in clients(data_dir)] == ["MCP 2026-07-28"]
+
+
+def test_the_agents_sdk_over_http_with_the_main_token_and_a_label_calls_runs_into_the_budget_and_submits(data_dir):
+    mcp = need("agents.mcp")
+    main = "main-token-0123456789"
+    with http_server(data_dir, "--token", main, "--budget", "2") as url:
+        server = mcp.MCPServerStreamableHttp(
+            params={"url": f"{url}?session=agents-main", "headers": {"Authorization": f"Bearer {main}"}},
+            cache_tools_list=True, client_session_timeout_seconds=60,
+        )  # fmt: skip
+        with FakeLLM() as fake:
+            _script(fake)
+            final = anyio.run(_run, fake, server)
+            _check(fake, final)
+    assert counted_calls(data_dir) == [("agents-main", 2, 3)]
+    assert submissions(data_dir) == [("builtin/b001", "the product of the digits")]
 
 
 def test_the_agents_sdk_over_http_with_a_session_token_calls_runs_into_the_budget_and_submits(data_dir):
@@ -89,3 +118,4 @@ def test_the_agents_sdk_over_http_with_a_session_token_calls_runs_into_the_budge
             _check(fake, final)
     assert counted_calls(data_dir) == [("agents-sdk", 2, 3)]
     assert submissions(data_dir) == [("builtin/b001", "the product of the digits")]
+    assert [c.split("; ")[-1] for c in clients(data_dir)] == ["MCP 2026-07-28"]

@@ -1,5 +1,6 @@
-"""pydantic-ai against a real `pau-mcp serve`, over stdio and over HTTP with a session token: list, call, run into
-the budget, submit; with its default retries, and with the `max_retries` docs/clients.md recommends."""
+"""pydantic-ai against a real `pau-mcp serve`, over stdio and over HTTP with the main token (a label in the URL) and
+with a session token: list, call, run into the budget, submit; with its default retries, and with the
+`max_retries` docs/clients.md recommends. It speaks the 2026-07-28 revision (``server/discover`` first)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ import sys
 import anyio
 import pytest
 from fakellm import FakeLLM
-from interop_support import ROOT, TOOL, counted_calls, env, http_server, issue_token, need, serve_args, submissions
+from interop_support import (
+    ROOT,
+    TOOL,
+    clients,
+    counted_calls,
+    env,
+    http_server,
+    issue_token,
+    need,
+    serve_args,
+    submissions,
+)  # fmt: skip
 
 pytestmark = pytest.mark.interop
 
@@ -50,6 +62,25 @@ def test_pydantic_ai_with_default_retries_goes_on_past_the_budget_and_submits(da
     assert results[0]["value"] == "24" and results[2]["queries_left"] == 0
     assert [(counted, total) for _, counted, total in counted_calls(data_dir)] == [(2, 4)]
     assert submissions(data_dir) == [("builtin/b001", "the product of the digits")]
+    assert [c.split("; ")[-1] for c in clients(data_dir)] == ["MCP 2026-07-28"]
+
+
+def test_pydantic_ai_over_http_with_the_main_token_and_a_label_runs_into_the_budget_and_submits(data_dir):
+    mcp = need("pydantic_ai.mcp")
+    main = "main-token-0123456789"
+    with http_server(data_dir, "--token", main, "--budget", "2") as url:
+        toolset = mcp.MCPToolset(f"{url}?session=pydantic-main", headers={"Authorization": f"Bearer {main}"})
+        with FakeLLM() as fake:
+            for value in (234, 57, 105):
+                fake.call_tool(TOOL, {"arg0": value})
+            fake.call_tool("submit", {"method": TOOL, "description": "the product of the digits"})
+            fake.say("Submitted.")
+            assert anyio.run(_run, fake, toolset) == "Submitted."
+            results = _tool_results(fake)
+    assert [r.get("status") for r in results] == ["ok", "ok", "over_budget", "recorded"]
+    assert counted_calls(data_dir) == [("pydantic-main", 2, 3)]
+    assert submissions(data_dir) == [("builtin/b001", "the product of the digits")]
+    assert [c.split("; ")[-1] for c in clients(data_dir)] == ["MCP 2026-07-28"]
 
 
 def test_pydantic_ai_over_http_with_a_session_token_and_max_retries_recovers_from_bad_arguments(data_dir):

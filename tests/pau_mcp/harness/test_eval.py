@@ -322,3 +322,39 @@ def test_a_run_name_that_cannot_label_a_session_is_refused_before_anything_start
     with pytest.raises(EvalError, match="letters"):
         _probe(settings, "my run")
     assert not settings.db_path.exists()
+
+
+def _episode_sessions(db: Path, run: str) -> list[tuple[str, str, str]]:
+    """``(key, credential, client)`` of each session of a run, as the server recorded it."""
+    return (
+        sqlite3.connect(db)
+        .execute(
+            "SELECT s.key, s.credential, s.client FROM sessions s JOIN runs r ON s.run_id = r.id WHERE r.name = ?"
+            " ORDER BY s.key",
+            (run,),
+        )
+        .fetchall()
+    )
+
+
+@pytest.mark.parametrize(("era", "spoken"), [(None, "MCP 2026-07-28"), ("legacy", "MCP 2025-11-25")])
+def test_each_episode_speaks_the_new_revision_by_default_under_a_session_token_of_its_own(tmp_path, era, spoken):
+    settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", mcp_era=era)
+    progress = _probe(settings, "eras")
+    assert (progress.done, progress.failed) == (2, 0)
+    sessions = _episode_sessions(tmp_path / "runs.db", "eras")
+    assert [key for key, _, _ in sessions] == [f"eras/{m}/1" for m in METHODS[:2]]
+    assert all(credential == "token" and client.endswith(spoken) for _, credential, client in sessions), sessions
+
+
+def test_a_run_against_a_running_server_gives_each_episode_a_session_token_too(tmp_path):
+    from pau_mcp.server.launch import http_server
+
+    db = tmp_path / "runs.db"
+    env = {k: v for k, v in os.environ.items() if k != "PAU_MCP_TOOL_KEY"}
+    args = ["--data-dir", str(tmp_path), "--db", str(db), "--token", "operator-token-0123", "--stateless"]
+    with http_server(args, env=env) as url:
+        settings = Settings.from_options(data_dir=tmp_path, db=db, token="operator-token-0123")
+        progress = _probe(settings, "remote", server=url)
+    assert (progress.done, progress.failed) == (2, 0)
+    assert [credential for _, credential, _ in _episode_sessions(db, "remote")] == ["token", "token"]

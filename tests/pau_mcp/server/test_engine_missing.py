@@ -51,5 +51,5 @@ def test_a_call_needing_an_absent_engine_does_not_count_and_names_the_operator(s
     assert reply.is_error
     assert "cannot run on this server" in reply.text and "operator" in reply.text
     assert "try again" not in reply.text  # retrying cannot help: the engine is missing, not busy
-    assert state.used.get(exposed.tool, 0) == 0
+    assert store.budget_spent(state.store_id, exposed.method.id) == (0, 0)
     assert sandbox.engines == [exposed.method.engine]  # the method's pin (None here) reached the sandbox

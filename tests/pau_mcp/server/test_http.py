@@ -70,8 +70,8 @@ def test_eight_concurrent_sessions_of_fifty_calls_are_all_answered_recorded_and_
     async def main() -> None:
         with anyio.fail_after(240):
             async with anyio.create_task_group() as group:
-                for _ in range(8):
-                    group.start_soon(_session_calls, url, tool_of(method.id), 50, None, results)
+                for n in range(8):  # each agent under a label of its own: its own budget
+                    group.start_soon(_session_calls, f"{url}?session=agent-{n}", tool_of(method.id), 50, None, results)
 
     with http_server("--db", str(db), "--budget", "40", "--run", "http-load") as url:
         anyio.run(main)

@@ -88,10 +88,10 @@ def test_a_stdio_server_says_its_budget_lasts_as_long_as_its_process(tmp_path):
     assert note in first[0].content[0].text
     assert note not in first[1].content[0].text and "2 of 5" in first[1].content[0].text
     assert "1 of 5" in again[0].content[0].text and note in again[0].content[0].text
-    assert "server process" in instructions and "one session" in instructions
+    assert "server process" in instructions and "keep one server running" in instructions
 
 
-def test_the_budget_a_call_spent_is_named_for_http_sessions_and_session_tokens(tmp_path):
+def test_the_budget_a_call_spent_is_named_for_labels_and_session_tokens(tmp_path):
     from test_tokens import _token
 
     tool = tool_of(B001)
@@ -107,9 +107,12 @@ def test_the_budget_a_call_spent_is_named_for_http_sessions_and_session_tokens(t
 
     with http_server("--db", str(tmp_path / "r.db"), "--budget", "4") as url:
         plain = anyio.run(call, url, {})
+        labelled = anyio.run(call, f"{url}?session=team-b", {})
         scoped = anyio.run(call, url, {"Authorization": f"Bearer {token}"})
-    assert plain.structured_content["budget_scope"] == "mcp_session"
-    assert "this MCP session" in plain.content[0].text
+    assert plain.structured_content["budget_scope"] == "label"
+    assert "by the requests that name no label" in plain.content[0].text
+    assert labelled.structured_content["budget_scope"] == "label"
+    assert "under the label 'team-b'" in labelled.content[0].text
     assert scoped.structured_content["budget_scope"] == "token"
     assert "scoped-agent" in scoped.content[0].text
-    assert "new server" not in plain.content[0].text + scoped.content[0].text
+    assert "new server" not in plain.content[0].text + labelled.content[0].text + scoped.content[0].text

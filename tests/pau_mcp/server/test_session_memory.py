@@ -1,4 +1,5 @@
-"""A long-lived HTTP server forgets the sessions that ended, and what it forgets cannot be used to cheat."""
+"""A long-lived server holds bounded state: what it forgets is in the run store, and forgetting it cannot be used to
+cheat."""
 
 from __future__ import annotations
 
@@ -13,47 +14,49 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from pau_mcp.runstore import RunStore
-from pau_mcp.server import Identity, SessionRefused, Sessions
+from pau_mcp.server import Credential, SessionRefused, Sessions
+from pau_mcp.server import sessions as sessions_module
 
 
 def _sessions(tmp_path) -> tuple[RunStore, Sessions]:
     store = RunStore(tmp_path / "runs.db")
     run_id = store.ensure_run("serve-test", kind="serve")
-    return store, Sessions(store, run_id, "http", tools={"builtin/b001": "tool_b001"})
+    return store, Sessions(store, run_id, "http")
 
 
-def test_ended_mcp_sessions_leave_no_state_behind(tmp_path):
+def test_ended_mcp_sessions_leave_no_narrowing_behind(tmp_path):
     store, sessions = _sessions(tmp_path)
     for i in range(200):
-        sessions.get(Identity("mcp", f"session-{i}"), label=f"label-{i}" if i % 2 else None)
-    assert sessions.open_count() == 200
+        sessions.narrow(f"session-{i}", {"tool_b001"})
+    assert sessions.held()[1] == 200
     for i in range(200):
         sessions.end_mcp_session(f"session-{i}")
-    assert sessions.open_count() == 0
+    assert sessions.held()[1] == 0
     store.close()
 
 
-def test_an_ended_sessions_label_stays_its_own(tmp_path):
+def test_claimed_sessions_are_cached_up_to_a_bound_and_a_forgotten_one_keeps_its_budget(tmp_path, monkeypatch):
+    monkeypatch.setattr(sessions_module, "_CACHED", 5)
     store, sessions = _sessions(tmp_path)
-    sessions.get(Identity("mcp", "alice-session"), label="alice")
-    sessions.get(Identity("mcp", "bob-session"))
-    sessions.end_mcp_session("alice-session")
-    sessions.end_mcp_session("bob-session")
-    with pytest.raises(SessionRefused, match="another session"):
-        sessions.get(Identity("mcp", "thief-session"), label="alice")
-    with pytest.raises(SessionRefused, match="another session"):
-        sessions.get(Identity("mcp", "thief-session-2"), label="bob-session")
+    first = sessions.get(Credential("label", "label-0"))
+    assert store.reserve_call(first.store_id, "builtin/b001", 3) == 1
+    for i in range(1, 20):
+        sessions.get(Credential("label", f"label-{i}"))
+    assert sessions.held()[0] == 5
+    again = sessions.get(Credential("label", "label-0"))
+    assert again.store_id == first.store_id
+    assert store.reserve_call(again.store_id, "builtin/b001", 3) == 2
     store.close()
 
 
-def test_a_session_still_open_keeps_its_budget_when_others_end(tmp_path):
+def test_a_label_a_session_token_owns_stays_refused_to_the_main_token_after_a_restart(tmp_path):
     store, sessions = _sessions(tmp_path)
-    state = sessions.get(Identity("mcp", "open"))
-    state.used["tool_b001"] = 3
-    sessions.get(Identity("mcp", "other"))
-    sessions.end_mcp_session("other")
-    assert sessions.get(Identity("mcp", "open")) is state
-    assert sessions.open_count() == 1
+    sessions.get(Credential("token", "alice", "contest"))
+    store.close()
+    store, restarted = _sessions(tmp_path)
+    with pytest.raises(SessionRefused, match="belongs to another credential"):
+        restarted.get(Credential("label", "alice", "contest"))
+    assert restarted.get(Credential("label", "alice", "another-run")).key == "alice"
     store.close()
 
 
@@ -67,6 +70,7 @@ def test_a_served_session_closed_by_its_client_is_forgotten_by_the_server(tmp_pa
                 async with ClientSession(read, write) as session:
                     with anyio.fail_after(60):
                         await session.initialize()
+                        await session.call_tool("open", {"methods": [tool]})
                         await session.call_tool(tool, {"arg0": i})
 
     with http_server("--db", str(tmp_path / "runs.db"), "--log-file", str(log)) as url:
@@ -74,7 +78,7 @@ def test_a_served_session_closed_by_its_client_is_forgotten_by_the_server(tmp_pa
             anyio.run(one_session, url, i)
             anyio.run(one_session, f"{url}?session=label-{i}", i)
         deadline = time.monotonic() + 30
-        while log.read_text().count("session states held") < 10 and time.monotonic() < deadline:
+        while log.read_text().count("narrowed sessions held") < 10 and time.monotonic() < deadline:
             time.sleep(0.1)
-    ended = re.findall(r"ended; (\d+) session states held", log.read_text())
+    ended = re.findall(r"ended; (\d+) narrowed sessions held", log.read_text())
     assert len(ended) == 10 and ended[-1] == "0"
