@@ -71,6 +71,8 @@ class EvalConfig:
             them failed.
         overrides: The agent model's request settings chosen by the user (``--temperature``, ...).
         protocol: Whose prompts and rules the agent and the scores follow (``pau-mcp`` or ``reference``).
+        examples: The initial examples the run's server shows (``published``, or ``deployment``: drawn for the
+            deployment key; the reference protocol takes only the published ones).
     """
 
     run: str
@@ -88,18 +90,22 @@ class EvalConfig:
     retry_failed: bool = True
     overrides: Overrides = field(default_factory=Overrides)
     protocol: str = DEFAULT_PROTOCOL
+    examples: str = "published"
 
     def identity(self) -> dict[str, Any]:
-        """What must match for a run to be resumed rather than refused (overrides only when some are set)."""
+        """What must match for a run to be resumed rather than refused (overrides and examples only when they are
+        not the defaults, so that runs recorded before them resume)."""
         identity = {
             k: v for k, v in asdict(self).items() if k in ("model", "suite", "agent", "mode", "budget", "protocol")
         }
+        if self.examples != "published":
+            identity["examples"] = self.examples
         if self.overrides.any():
             identity["overrides"] = {k: v for k, v in asdict(self.overrides).items() if v is not None}
         return identity
 
 
-_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides")
+_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples")
 
 
 def stored_identity(config: dict[str, Any]) -> dict[str, Any]:
@@ -172,6 +178,9 @@ def _server_args(db: Path, config: EvalConfig, token: str, settings: Any) -> lis
         str(db),
         "--run",
         config.run,
+        # Always given: the server would otherwise follow a PAU_MCP_EXAMPLES of this process's environment.
+        "--examples",
+        config.examples,
     ]
     for directory in settings.manifests:
         args += ["--manifests", str(directory)]
@@ -342,6 +351,13 @@ def check_config(config: EvalConfig) -> None:
     problem = label_problem(config.run, "run name")
     if problem:
         raise EvalError(problem)
+    if config.examples not in ("published", "deployment"):
+        raise EvalError(f"unknown examples {config.examples!r}; choose published or deployment")
+    if config.examples == "deployment" and config.protocol == "reference":
+        raise EvalError(
+            "the reference protocol shows the published examples, as the reference benchmark did; drop "
+            "--examples deployment, or use --protocol pau-mcp"
+        )
     if config.agent not in AGENTS:
         raise EvalError(f"unknown agent {config.agent!r}; choose from {', '.join(AGENTS)}")
     if config.agent == "probe":

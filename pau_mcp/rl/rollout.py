@@ -61,6 +61,9 @@ class RolloutConfig:
         max_tokens: Longest policy reply per step.
         concurrency: Episodes at once.
         retry_failed: Run failed episodes again.
+        examples: The initial examples the policy sees: ``published``, or ``deployment`` (drawn for the
+            deployment key, as ``pau-mcp serve --examples deployment`` serves them; the caller puts them in the
+            methods it passes).
     """
 
     run: str
@@ -74,10 +77,12 @@ class RolloutConfig:
     max_tokens: int | None = 512
     concurrency: int = 4
     retry_failed: bool = False
+    examples: str = "published"
 
     def identity(self) -> dict[str, Any]:
-        """What must match for a run to be resumed rather than refused."""
-        return {
+        """What must match for a run to be resumed rather than refused (the examples only when not the published
+        ones, so that runs recorded before them resume)."""
+        identity = {
             "kind": "rl",
             "model": self.model,
             "suite": self.suite,
@@ -87,6 +92,9 @@ class RolloutConfig:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
+        if self.examples != "published":
+            identity["examples"] = self.examples
+        return identity
 
 
 @dataclass
