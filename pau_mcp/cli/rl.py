@@ -56,7 +56,7 @@ def _with_deployment_examples(settings: Any, methods: list[Any]) -> list[Any]:
     """The methods with the initial examples a server of this deployment serves (``--examples deployment``), so that
     the policy, the critic and the code writer see what an agent of that server sees."""
     from ..config import SettingsError
-    from ..server.examples import cache_path, deployment_examples
+    from ..server.examples import cache_path, deployment_examples, serving
 
     try:
         key = settings.deployment_key()
@@ -66,7 +66,7 @@ def _with_deployment_examples(settings: Any, methods: list[Any]) -> list[Any]:
         served = deployment_examples(
             methods, sandbox, key, cache=cache_path(settings.data_dir, key), progress=step_printer()
         )
-    return [m.model_copy(update={"examples": list(served[m.id].cases)}) for m in methods]
+    return serving(methods, served)
 
 
 @rl.command("rollout")

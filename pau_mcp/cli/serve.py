@@ -17,7 +17,6 @@ from rich.table import Table
 
 from .. import eventloop
 from ..config import Settings, SettingsError, options
-from ..listening import is_loopback
 from ..manifests import ManifestError
 from ..runstore import StoreError
 from .common import err, make_sandbox, manifest_store, settings_from, step_printer
@@ -137,16 +136,12 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
     logging.getLogger("pau_mcp.server").info(
         "serving %d methods over %s, budget %s", len(built.service.catalog), transport, settings.budget
     )
-    if transport == "http" and settings.examples == "published" and not is_loopback(host):
-        public = _public_suites(settings, list(suites) or ["builtin"])
-        if public:
-            logging.getLogger("pau_mcp.server").warning(
-                "serving the published examples of the public suite(s) %s on %s: with them, anyone who has read this "
-                "repository tells which method each tool is; --examples deployment serves examples drawn for this "
-                "deployment, and a private suite (pau-mcp create) hides the methods themselves (docs/server.md, "
-                "Threat model)",
-                ", ".join(public), host,
-            )  # fmt: skip
+    if transport == "http":
+        from ..server.examples import exposure_warning
+
+        warning = exposure_warning(settings.examples, host, _public_suites(settings, list(suites) or ["builtin"]))
+        if warning:
+            logging.getLogger("pau_mcp.server").warning(warning)
     try:
         if transport == "stdio":
             eventloop.run(run_stdio, built.server, message_limit(settings.max_argument_kb * 1024))

@@ -181,6 +181,9 @@ def _server_args(db: Path, config: EvalConfig, token: str, settings: Any) -> lis
         # Always given: the server would otherwise follow a PAU_MCP_EXAMPLES of this process's environment.
         "--examples",
         config.examples,
+        # Where drawn examples are cached: this run's data directory, not the default one.
+        "--data-dir",
+        str(settings.data_dir),
     ]
     for directory in settings.manifests:
         args += ["--manifests", str(directory)]

@@ -9,7 +9,7 @@ deployment key as seed:
    farthest ways first), never taken from the hidden tests, never equal to a published input or a test input;
 2. they run in the sandbox (with a short time limit); only inputs that return a value (``ok``) within a quarter
    of that limit count, so a machine's load cannot change which ones count (a method's own input validator
-   refuses the rest, as it raises);
+   refuses the rest, as it raises); a method stops drawing after a few inputs hit a limit;
 3. as many are kept as the method publishes, in the order drawn: with distinct outputs where the published
    ones are distinct, preferring inputs not returned unchanged.
 
@@ -28,7 +28,7 @@ import json
 import logging
 import os
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +51,16 @@ from wasm_runtime import (
 from ..manifests import Case, FrozenOutcome, Method
 from .inputs import WAYS, draw_inputs, literal
 
-__all__ = ["DRAW_VERSION", "EXAMPLE_SOURCES", "ServedExamples", "cache_path", "deployment_examples", "draw_examples"]
+__all__ = [
+    "DRAW_VERSION",
+    "EXAMPLE_SOURCES",
+    "ServedExamples",
+    "cache_path",
+    "deployment_examples",
+    "draw_examples",
+    "exposure_warning",
+    "serving",
+]
 
 log = logging.getLogger("pau_mcp.server")
 
@@ -63,14 +72,19 @@ EXAMPLE_SOURCES: tuple[str, ...] = ("published", "deployment")
 DRAW_VERSION = 1
 
 #: Draws tried per way, farthest first; a method takes the next way only when the earlier ones found too few.
-_DRAWS = {"fresh": 24, "shaped": 16, "nearby": 16}
+_DRAWS = {"fresh": 48, "shaped": 24, "nearby": 24}
 #: Examples are quoted in every description: a drawn input or output longer than this is not used.
 _MAX_INPUT_CHARS = 120
 _MAX_OUTPUT_CHARS = 160
 #: A drawn input runs with at most this time limit (a good example returns at once), and counts only when it
 #: used at most a quarter of its fuel: far from the limit, its outcome is the same on a loaded machine.
-_DRAW_TIMEOUT_S = 0.25
+_DRAW_TIMEOUT_S = 0.1
 _DRAW_OUTPUT_BYTES = 4096
+#: Drawn inputs run this many at a time, and a method stops drawing once this many have run out of time or memory (a
+#: function that loops on most inputs would otherwise hold the start for every draw's time limit).
+_CHUNK = 8
+_MAX_STOPPED = 6
+_LIMITS = frozenset({Status.TIMEOUT, Status.MEMORY})  # the limits that cost time to hit
 
 
 @dataclass(frozen=True)
@@ -204,7 +218,7 @@ def draw_examples(method: Method, sandbox: SandboxInterface, key: str) -> Served
     shown = [case.outcome.shown() for case in method.examples if case.outcome is not None]
     distinct, blanks = len(set(shown)) == count, any(text in _BLANK for text in shown)
     found: list[_Found] = []
-    tried = 0
+    tried = stopped = 0
     for way in WAYS:
         draws: dict[str, tuple[Any, ...]] = {}
         for args in draw_inputs(templates, way, _DRAWS[way], rng):
@@ -218,29 +232,46 @@ def draw_examples(method: Method, sandbox: SandboxInterface, key: str) -> Served
                 draws[text] = args
         if not draws:
             continue
-        tried += len(draws)
-        try:
-            outcomes = sandbox.run(method.source, list(draws), entry=method.entry, limits=limits, engine=method.engine)
-        except EngineUnavailable:
-            return ServedExamples.published(method, "its sandbox engine is not installed here")
-        for (text, args), outcome in zip(draws.items(), outcomes, strict=True):
-            if outcome.status is not Status.OK or outcome.fuel > limits.fuel_budget // 4:
-                continue
-            frozen = FrozenOutcome.of(outcome)
-            if len(frozen.shown()) <= _MAX_OUTPUT_CHARS:
-                found.append(_Found(text, frozen, _returned_unchanged(args, outcome)))
+        pending, first = list(draws.items()), True
+        while pending and stopped < _MAX_STOPPED:
+            # A few first: a method that runs out of time on them goes on a few at a time, any other all at once.
+            size = _CHUNK if first or stopped else len(pending)
+            chunk, pending, first = pending[:size], pending[size:], False
+            tried += len(chunk)
+            try:
+                outcomes = sandbox.run(
+                    method.source, [text for text, _ in chunk], entry=method.entry, limits=limits, engine=method.engine
+                )
+            except EngineUnavailable:
+                return ServedExamples.published(method, "its sandbox engine is not installed here")
+            for (text, args), outcome in zip(chunk, outcomes, strict=True):
+                stopped += outcome.status in _LIMITS
+                if outcome.status is not Status.OK or outcome.fuel > limits.fuel_budget // 4:
+                    continue
+                frozen = FrozenOutcome.of(outcome)
+                if len(frozen.shown()) <= _MAX_OUTPUT_CHARS:
+                    found.append(_Found(text, frozen, _returned_unchanged(args, outcome)))
+        if stopped >= _MAX_STOPPED:
+            break
         chosen = _choose(found, count, distinct, blanks)
         if chosen is not None:
-            cases = tuple(Case(input=item.text, outcome=item.outcome) for item in chosen)
-            return ServedExamples(
-                cases, "deployment", f"drawn {way}: {len(found)} of {tried} drawn inputs returned a value"
-            )
+            return _drawn(chosen, f"drawn {way}: {len(found)} of {tried} drawn inputs returned a value")
+    chosen = _choose(found, count, distinct, blanks)  # drawing stopped early: what was found may still do
+    if chosen is not None:
+        return _drawn(chosen, f"drawn: {len(found)} of {tried} drawn inputs returned a value")
+    # No way gave distinct outputs: examples whose outputs repeat show less, but published ones give the method away.
+    chosen = _choose(found, count, False, blanks) if distinct else None
+    if chosen is not None:
+        return _drawn(chosen, f"drawn, outputs alike: {len(found)} of {tried} drawn inputs returned a value")
+    why = f"; drawing stopped after {stopped} hit a limit" if stopped >= _MAX_STOPPED else ""
     return ServedExamples.published(
         method,
-        f"kept the published examples: {len(found)} of {tried} drawn inputs returned a value"
-        + (" with distinct outputs" if distinct else "")
-        + f", {count} needed",
+        f"kept the published examples: {len(found)} of {tried} drawn inputs returned a value, {count} needed{why}",
     )
+
+
+def _drawn(chosen: Sequence[_Found], detail: str) -> ServedExamples:
+    return ServedExamples(tuple(Case(input=item.text, outcome=item.outcome) for item in chosen), "deployment", detail)
 
 
 def cache_path(data_dir: Path, key: str) -> Path:
@@ -335,9 +366,36 @@ def deployment_examples(
         progress(
             f"{len(methods) - len(kept)} of {len(methods)} methods serve examples drawn for this deployment"
             + (
-                f"; {len(kept)} keep their published ones (pau-mcp methods --examples deployment lists them)"
+                f"; {len(kept)} keep their published ones, which identify them: {', '.join(kept[:5])}"
+                + (" and more (pau-mcp methods --examples deployment --json lists them)" if len(kept) > 5 else "")
                 if kept
                 else ""
             )
         )
     return served
+
+
+def serving(methods: Iterable[Method], served: Mapping[str, ServedExamples]) -> list[Method]:
+    """The methods as an agent of the deployment meets them: each one's examples replaced by its served ones, for
+    code that reads ``method.examples`` (the RL environment, its critic and code writer)."""
+    return [m.model_copy(update={"examples": list(served[m.id].cases)}) if m.id in served else m for m in methods]
+
+
+def exposure_warning(examples: str, host: str, public_suites: Sequence[str]) -> str | None:
+    """What to tell an operator who serves a public suite's published examples beyond this machine; None if nothing.
+
+    Args:
+        examples: ``published`` or ``deployment`` (``--examples``).
+        host: The address served (a loopback address reaches only this machine's own clients).
+        public_suites: The served suites that are public (they ship with pau-mcp, gold descriptions included).
+    """
+    from ..listening import is_loopback
+
+    if examples != "published" or not public_suites or is_loopback(host):
+        return None
+    return (
+        f"serving the published examples of the public suite(s) {', '.join(public_suites)} on {host}: with them, "
+        "anyone who has read this repository tells which method each tool is; --examples deployment serves examples "
+        "drawn for this deployment, and a private suite (pau-mcp create) hides the methods themselves (docs/server.md, "
+        "Threat model)"
+    )

@@ -91,7 +91,7 @@ def draw_inputs(
             for source, target, kind in relations:
                 if rng.random() < 0.5:
                     related = _related(kind, drawn[source], template[target], rng)
-                    if related is not None:
+                    if type(related) is type(template[target]):  # a relation the template shows by chance may not fit
                         drawn[target] = related
         draws.append(tuple(drawn))
     return draws
