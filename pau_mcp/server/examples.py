@@ -10,8 +10,9 @@ deployment key as seed:
 2. they run in the sandbox (with a short time limit); only inputs that return a value (``ok``) within a quarter
    of that limit count, so a machine's load cannot change which ones count (a method's own input validator
    refuses the rest, as it raises); a method stops drawing after a few inputs hit a limit;
-3. as many are kept as the method publishes, in the order drawn: with distinct outputs where the published
-   ones are distinct, preferring inputs not returned unchanged.
+3. as many are kept as the method publishes: showing the argument types the published ones show (so the input
+   schema types the same), with distinct outputs where the published ones are distinct, preferring inputs not
+   returned unchanged, and otherwise in the order drawn.
 
 The same key and suite give the same examples on every server and after every restart. A method no drawn input
 works for keeps its published examples (the operator is told which). The draws are kept in a private cache file
@@ -174,27 +175,49 @@ class _Found:
     text: str
     outcome: FrozenOutcome
     unchanged: bool
+    kinds: frozenset[tuple[int, str]]  # (position, type name) of each argument
 
     @property
     def blank(self) -> bool:
         return self.outcome.shown() in _BLANK
 
 
-def _choose(found: Sequence[_Found], count: int, distinct: bool, blanks: bool) -> list[_Found] | None:
-    """``count`` examples in the order drawn: outputs distinct when asked; inputs returned unchanged, and blank
-    outputs unless ``blanks``, only when no other will do."""
-    ranked = sorted(found, key=lambda f: (f.unchanged, f.blank and not blanks))  # stable: the order drawn otherwise
+@dataclass(frozen=True)
+class _Wanted:
+    """What the published examples show, for the drawn ones to show too."""
+
+    count: int
+    distinct: bool  # their outputs differ
+    blanks: bool  # one of them shows a blank output
+    kinds: frozenset[tuple[int, str]]  # the types each argument takes among them (the input schema's)
+
+
+def _kinds(args: tuple[Any, ...]) -> frozenset[tuple[int, str]]:
+    return frozenset((position, type(value).__name__) for position, value in enumerate(args))
+
+
+def _choose(found: Sequence[_Found], wanted: _Wanted, distinct: bool) -> list[_Found] | None:
+    """``wanted.count`` examples: first those that show an argument type the published ones show and the picked
+    ones do not yet (so the input schema types the same), then in the order drawn; outputs distinct when asked;
+    inputs returned unchanged, and blank outputs unless the published show one, only when no other will do."""
+    ranked = sorted(found, key=lambda f: (f.unchanged, f.blank and not wanted.blanks))  # stable: else as drawn
     picked: list[_Found] = []
     outputs: set[str] = set()
-    for item in ranked:
-        shown = item.outcome.shown()
-        if distinct and shown in outputs:
-            continue
-        picked.append(item)
-        outputs.add(shown)
-        if len(picked) == count:
-            return picked
-    return None
+    covered: set[tuple[int, str]] = set()
+    while len(picked) < wanted.count:
+        best, gain = None, -1
+        for item in ranked:
+            if item in picked or (distinct and item.outcome.shown() in outputs):
+                continue
+            adds = len((item.kinds & wanted.kinds) - covered)
+            if adds > gain:
+                best, gain = item, adds
+        if best is None:
+            return None
+        picked.append(best)
+        outputs.add(best.outcome.shown())
+        covered |= best.kinds
+    return picked
 
 
 def draw_examples(method: Method, sandbox: SandboxInterface, key: str) -> ServedExamples:
@@ -216,7 +239,10 @@ def draw_examples(method: Method, sandbox: SandboxInterface, key: str) -> Served
     rng = random.Random(_seed(key, method.id))
     limits = _draw_limits(sandbox)
     shown = [case.outcome.shown() for case in method.examples if case.outcome is not None]
-    distinct, blanks = len(set(shown)) == count, any(text in _BLANK for text in shown)
+    wanted = _Wanted(
+        count, len(set(shown)) == count, any(text in _BLANK for text in shown),
+        frozenset().union(*(_kinds(args) for args in templates)),
+    )  # fmt: skip
     found: list[_Found] = []
     tried = stopped = 0
     for way in WAYS:
@@ -250,17 +276,17 @@ def draw_examples(method: Method, sandbox: SandboxInterface, key: str) -> Served
                     continue
                 frozen = FrozenOutcome.of(outcome)
                 if len(frozen.shown()) <= _MAX_OUTPUT_CHARS:
-                    found.append(_Found(text, frozen, _returned_unchanged(args, outcome)))
+                    found.append(_Found(text, frozen, _returned_unchanged(args, outcome), _kinds(args)))
         if stopped >= _MAX_STOPPED:
             break
-        chosen = _choose(found, count, distinct, blanks)
+        chosen = _choose(found, wanted, wanted.distinct)
         if chosen is not None:
             return _drawn(chosen, f"drawn {way}: {len(found)} of {tried} drawn inputs returned a value")
-    chosen = _choose(found, count, distinct, blanks)  # drawing stopped early: what was found may still do
+    chosen = _choose(found, wanted, wanted.distinct)  # drawing stopped early: what was found may still do
     if chosen is not None:
         return _drawn(chosen, f"drawn: {len(found)} of {tried} drawn inputs returned a value")
     # No way gave distinct outputs: examples whose outputs repeat show less, but published ones give the method away.
-    chosen = _choose(found, count, False, blanks) if distinct else None
+    chosen = _choose(found, wanted, False) if wanted.distinct else None
     if chosen is not None:
         return _drawn(chosen, f"drawn, outputs alike: {len(found)} of {tried} drawn inputs returned a value")
     why = f"; drawing stopped after {stopped} hit a limit" if stopped >= _MAX_STOPPED else ""

@@ -5,15 +5,18 @@ take them from the hidden tests. The published examples are public, so their typ
 draw takes one published argument tuple as its template and makes a new value of the same type for each argument,
 in one of three ways (``WAYS``), from the farthest from the template to the nearest:
 
-- ``fresh``: the same type and container shape, new contents: integers of about as many digits, strings of about
-  the same length from the same kinds of characters (words stay words, in the same case), containers of about the
-  same size whose items are drawn like the template's items (sorted where every template is sorted, without
-  repeats where no template repeats, rows of one length where the template's rows have one length);
+- ``fresh``: the same type and container shape, new contents of sizes that do not depend on the template's (so a
+  draw's size says nothing of which published input it was drawn from): integers of 1 to 3 digits, strings of the
+  same kinds of characters (words stay words, in the same case), containers whose items are drawn like the
+  template's items (sorted where every template is sorted, without repeats where no template repeats, rows of one
+  length where the template's rows have one length); relations the templates show between arguments (an anagram,
+  a word of another, a key of a dict argument, an index into a list) are kept about half of the time;
 - ``shaped``: the template's exact form with new contents: each run of digits a number in the range the templates
   show at that place (``'2024-03-10'`` stays date-like), each letter another of its case, a run of hex digits
   other hex digits, other characters kept; containers keep their sizes;
-- ``nearby``: the template with a small edit (a number moved by one or two, one item or character changed,
-  added or removed), for methods that accept little else; the draw stays close to a published input.
+- ``nearby``: the template with a small edit to each argument (a number moved by one or two, one item or
+  character changed, added or removed), for methods that accept little else; the draw stays close to a published
+  input, and so says more of it.
 
 Nothing here runs code: whether a method accepts a draw is found by running it (``examples``). Values are built
 from the generator alone, so the same generator state gives the same draws on every machine; sets are written
@@ -36,6 +39,11 @@ WAYS: tuple[str, ...] = ("fresh", "shaped", "nearby")
 
 #: Containers nested deeper than this keep the template's value (no published example nests this deep).
 _DEPTH = 6
+#: Sizes of fresh values, the same whatever the template's: a drawn value's size says nothing of the published one's.
+_DIGITS = (1, 1, 2, 2, 3)  # integers' and reals' digits before the point
+_TEXT = (1, 10)  # characters of a string without spaces
+_WORD, _WORDS = (1, 8), (1, 5)  # characters of a word, words of a text
+_ITEMS, _KEYS = (0, 7), (0, 4)  # items of a list, tuple or set; keys of a dict
 _RUNS = re.compile(r"[0-9]+|[A-Za-z]+|[^0-9A-Za-z]+")
 _ALNUM = re.compile(r"[0-9A-Za-z]+")
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -220,8 +228,7 @@ def _integer(value: int, peers: Sequence[int], way: str, rng: random.Random) -> 
     if way == "shaped":
         low, high = min(peers), max(peers)
         return rng.randint(low - abs(low) // 2 - 1, high + abs(high) // 2 + 1)
-    digits = len(str(abs(value)))
-    digits = max(1, digits + rng.choice((-1, 0, 1, 2)))
+    digits = rng.choice(_DIGITS)
     number = rng.randrange(10 ** (digits - 1) if digits > 1 else 0, 10**digits)
     return -number if number and _negative(value, peers, rng) else number
 
@@ -241,8 +248,7 @@ def _real(value: float, peers: Sequence[float], way: str, rng: random.Random) ->
         low, high = min(peers), max(peers)
         drawn = rng.uniform(low - abs(low) / 2 - 1, high + abs(high) / 2 + 1)
     else:
-        digits = max(1, len(str(int(abs(value)))) + rng.choice((-1, 0, 0, 1)))
-        drawn = rng.uniform(0, 10**digits)
+        drawn = rng.uniform(0, 10 ** rng.choice(_DIGITS))
         drawn = -drawn if _negative(value, peers, rng) else drawn
     drawn = round(drawn, places)
     return drawn if drawn != 0 else 0.0  # never -0.0
@@ -277,7 +283,7 @@ def _like(char: str, rng: random.Random) -> str:
 
 def _word(template: str, rng: random.Random) -> str:
     """A fresh word like ``template``: about as long, of the same kinds of characters, in the same case pattern."""
-    length = max(1, len(template) + rng.randint(-2, 2))
+    length = rng.randint(*_WORD)
     alphabets = _kinds(template) or [string.ascii_lowercase]
     if template[:1].isupper() and template[1:].islower():  # Title case stays Title case
         return rng.choice(string.ascii_uppercase) + "".join(
@@ -294,12 +300,12 @@ def _text(value: str, peers: Sequence[str], way: str, rng: random.Random) -> str
     if " " in value.strip():
         # Words: as many as the template's, give or take one, each like one of the templates' words.
         words = [w for peer in peers for w in peer.split()] or ["a"]
-        count = max(1, len(value.split()) + rng.choice((-1, 0, 1)))
+        count = rng.randint(*_WORDS)
         return " ".join(_word(rng.choice(words), rng) for _ in range(count))
     if not value:
         return "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(0, 4)))
     alphabets = _kinds(value) or [string.ascii_lowercase]
-    length = max(1, len(value) + rng.randint(-3, 3))
+    length = rng.randint(*_TEXT)
     return "".join(rng.choice(rng.choice(alphabets)) for _ in range(length))
 
 
@@ -425,7 +431,7 @@ def _container(value: Any, peers: Sequence[Any], way: str, rng: random.Random, d
     elif way == "shaped":
         drawn = [_draw(item, pool, way, rng, depth + 1) for item in items]
     else:
-        size = max(0, len(items) + rng.randint(-2, 3)) if items or pool else 0
+        size = rng.randint(*_ITEMS) if pool else 0
         drawn = [_draw(rng.choice(pool), pool, way, rng, depth + 1) for _ in range(size)] if pool else []
         width = _rows(items)
         if width is not None:
@@ -478,7 +484,7 @@ def _mapping(value: dict[Any, Any], peers: Sequence[dict[Any, Any]], way: str, r
         return drawn
     if not keys:
         return {}
-    size = max(0, len(value) + rng.randint(-1, 2))
+    size = rng.randint(*_KEYS)
     drawn = {}
     for _ in range(size * 3):  # drawn keys may repeat: a few tries more than needed
         if len(drawn) >= size:
