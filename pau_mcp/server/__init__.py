@@ -47,9 +47,9 @@ __all__ = [
     "MethodFacts",
     "MethodService",
     "Reply",
+    "ServedExamples",
     "SessionRefused",
     "SessionState",
-    "ServedExamples",
     "SessionToken",
     "Sessions",
     "TokenSigner",
@@ -64,8 +64,8 @@ __all__ = [
     "run_http",
     "run_stdio",
     "serve_http",
-    "serve_streams",
     "serve_examples",
+    "serve_streams",
 ]
 
 
