@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 __all__ = ["SETTINGS", "SettingSpec", "Settings", "SettingsError", "default_data_dir", "options"]
 
@@ -270,6 +270,15 @@ SETTINGS: dict[str, SettingSpec] = {
             click.Choice(["modern", "legacy", "auto"]),
         ),
         SettingSpec(
+            "examples",
+            "PAU_MCP_EXAMPLES",
+            "--examples",
+            "The initial examples agents see: published (the suites' own, as in the paper; the reference protocol "
+            "takes only these) or deployment (drawn for this deployment with its key, run in the sandbox at start "
+            "and cached in DATA_DIR; a public suite's own examples tell which method a tool is). See docs/server.md.",
+            click.Choice(["published", "deployment"]),
+        ),
+        SettingSpec(
             "scorer_token",
             "PAU_SCORER_TOKEN",
             "--scorer-token",
@@ -317,6 +326,7 @@ class Settings(BaseModel):
     scorer_token: str | None = Field(None, min_length=8)
     protocol: Literal["pau-mcp", "reference"] = "pau-mcp"
     mcp_era: Literal["modern", "legacy", "auto"] = "modern"
+    examples: Literal["published", "deployment"] = "published"
 
     @field_validator("data_dir", "cache_dir", "log_file", "model_capabilities", mode="after")
     @classmethod
@@ -346,6 +356,16 @@ class Settings(BaseModel):
                 raise ValueError(f"{path} {state}; create it or correct the path")
         return paths
 
+    @model_validator(mode="after")
+    def _reference_examples(self) -> Settings:
+        if self.protocol == "reference" and self.examples == "deployment":
+            raise ValueError(
+                f"the reference protocol shows the published examples, as the reference benchmark did; drop "
+                f"{SETTINGS['examples'].flag} deployment ({SETTINGS['examples'].env}), or use "
+                f"{SETTINGS['protocol'].flag} pau-mcp"
+            )
+        return self
+
     @classmethod
     def from_options(cls, **values: Any) -> Settings:
         """Build settings from command options, dropping the ones not given.
@@ -362,7 +382,10 @@ class Settings(BaseModel):
         except ValidationError as exc:
             problems = []
             for error in exc.errors():
-                name = str(error["loc"][0]) if error["loc"] else ""
+                if not error["loc"]:  # a rule over several settings: its message names them
+                    problems.append(error["msg"].removeprefix("Value error, "))
+                    continue
+                name = str(error["loc"][0])
                 spec = SETTINGS.get(name)
                 where = f"{spec.flag} / {spec.env}" if spec else name
                 message = error["msg"].removeprefix("Value error, ")

@@ -44,6 +44,7 @@ from wasm_runtime import InvalidInput, parse_arguments
 from .config import Settings
 from .eras import client_mode
 from .manifests import ManifestStore, call_text
+from .server import serve_examples
 from .server.catalog import SUBMIT_TOOL, Catalog, Exposed
 
 __all__ = ["explore", "observed_examples", "pau", "pau_scorer", "scored_mean", "served_tools"]
@@ -88,7 +89,10 @@ def pau(
     """
     settings = _settings(judge_model, coder_model)
     chosen = [m.strip() for m in methods.split(",")] if isinstance(methods, str) else list(methods or [])
-    catalog = Catalog(ManifestStore(settings.manifests), [suite], chosen, key=settings.deployment_key())
+    # The examples the servers will show (PAU_MCP_EXAMPLES): drawn here first, then read from their cache by each.
+    catalog = serve_examples(
+        Catalog(ManifestStore(settings.manifests), [suite], chosen, key=settings.deployment_key()), settings
+    )
     samples = [
         Sample(
             id=exposed.method.id,
@@ -196,7 +200,7 @@ def observed_examples(state: TaskState, exposed: Exposed) -> list[tuple[str, str
     Read from the trajectory: each call's arguments, and the first line of its result, which starts with the call
     as the server wrote it (``test_func(234) returned 24``).
     """
-    pairs = [(case.input, case.outcome.shown()) for case in exposed.method.examples if case.outcome is not None]
+    pairs = [(example.input, example.output) for example in exposed.examples]  # as the server showed them
     arguments: dict[str, dict[str, Any]] = {}
     for message in state.messages:
         if isinstance(message, ChatMessageAssistant):
@@ -260,10 +264,13 @@ def pau_scorer(judge_model: str | None = None, coder_model: str | None = None) -
             scorer_ = state_holder["scorer"] = Scorer.from_settings(settings)
         catalog = state_holder.get("catalog")
         if catalog is None:
-            catalog = state_holder["catalog"] = Catalog(
-                ManifestStore(settings.manifests),
-                [state.metadata["method"].split("/", 1)[0]],
-                key=settings.deployment_key(),
+            catalog = state_holder["catalog"] = serve_examples(
+                Catalog(
+                    ManifestStore(settings.manifests),
+                    [state.metadata["method"].split("/", 1)[0]],
+                    key=settings.deployment_key(),
+                ),
+                settings,
             )
         exposed = catalog.find(state.metadata["method"])
         description, code = _submission(state, state.metadata["tool"])

@@ -25,7 +25,7 @@ __all__ = [
 _EVAL_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
     "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "model_capabilities",
-    "temperature", "max_tokens", "reasoning_effort", "protocol", "mcp_era",
+    "temperature", "max_tokens", "reasoning_effort", "protocol", "mcp_era", "examples",
 )  # fmt: skip
 
 
@@ -133,7 +133,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
         run=run_name or default_name(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
         score=not no_score, kinds=score_kinds(settings), retry_failed=retry_failed, overrides=overrides_of(settings),
-        protocol=settings.protocol, cache=not no_cache, share_samples=share_samples,
+        protocol=settings.protocol, cache=not no_cache, share_samples=share_samples, examples=settings.examples,
     )  # fmt: skip
     check_configs([config])
     _check_suite(settings, config)

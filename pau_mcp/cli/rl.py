@@ -13,14 +13,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .. import eventloop
 from ..config import options
-from .common import err, make_sandbox, manifest_store, run_store, settings_from, show_llm_notices
+from .common import err, make_sandbox, manifest_store, run_store, settings_from, show_llm_notices, step_printer
 from .evaluate import connect_cluster, ray_options
 
 __all__ = ["rl"]
 
 _ROLLOUT_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "judge_model", "coder_model", "pricing", "llm_timeout_s",
-    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers",
+    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "examples", "tool_key",
 )  # fmt: skip
 
 
@@ -50,6 +50,23 @@ def _reward_overrides(pairs: tuple[str, ...], path: Path | None) -> dict[str, An
 def _default_run(suite: str, model: str, mode: str, aware: bool) -> str:
     name = f"rl-{suite}-{model}-{mode}" + ("-aware" if aware else "")
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")
+
+
+def _with_deployment_examples(settings: Any, methods: list[Any]) -> list[Any]:
+    """The methods with the initial examples a server of this deployment serves (``--examples deployment``), so that
+    the policy, the critic and the code writer see what an agent of that server sees."""
+    from ..config import SettingsError
+    from ..server.examples import cache_path, deployment_examples, serving
+
+    try:
+        key = settings.deployment_key()
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    with make_sandbox(settings) as sandbox:
+        served = deployment_examples(
+            methods, sandbox, key, cache=cache_path(settings.data_dir, key), progress=step_printer()
+        )
+    return serving(methods, served)
 
 
 @rl.command("rollout")
@@ -180,6 +197,8 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     unknown = sorted(set(method_ids) - {m.id for m in found.methods.values()})
     if unknown:
         raise click.UsageError(f"not in suite {suite!r}: {', '.join(unknown)}; see `pau-mcp methods --suite {suite}`")
+    if settings.examples == "deployment":
+        methods = _with_deployment_examples(settings, methods)
     critic_identity = {
         "model": critic_model,
         "mode": critic_mode,
@@ -189,7 +208,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     config = RolloutConfig(
         run=run, model=model, suite=suite, methods=tuple(m.id for m in methods), critic=critic_identity,
         env=env_config, answer_aware=answer_aware, temperature=temperature, max_tokens=max_tokens,
-        concurrency=concurrency, retry_failed=retry_failed, share_samples=share_samples,
+        concurrency=concurrency, retry_failed=retry_failed, share_samples=share_samples, examples=settings.examples,
     )  # fmt: skip
     llm = LLMClient.from_settings(settings, use_cache=not no_cache, sample_scope=run, share_samples=share_samples)
     try:

@@ -31,7 +31,7 @@ __all__ = ["Served", "build_served", "call", "http_limits", "http_service", "met
 
 _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
-    "cache_dir", "workers", "max_argument_kb",
+    "cache_dir", "workers", "max_argument_kb", "examples",
 )  # fmt: skip
 # Limits of the HTTP transport only.
 _HTTP_SETTINGS = ("max_sessions", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts")
@@ -55,6 +55,18 @@ def _selection(function):  # type: ignore[no-untyped-def]
 
 def _split(values: tuple[str, ...]) -> list[str]:
     return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def _public_suites(settings: Settings, suites: Sequence[str]) -> list[str]:
+    """The suites among ``suites`` that ship with pau-mcp, and so are public with their gold descriptions."""
+    from ..manifests import packaged_manifests
+
+    try:
+        packaged = packaged_manifests().resolve()
+        store = manifest_store(settings)
+        return [name for name in suites if store.suite(name).path.resolve().parent == packaged]
+    except ManifestError:
+        return []
 
 
 def _logging(settings) -> None:  # type: ignore[no-untyped-def]
@@ -125,6 +137,12 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
     logging.getLogger("pau_mcp.server").info(
         "serving %d methods over %s, budget %s", len(built.service.catalog), transport, settings.budget
     )
+    if transport == "http":
+        from ..server.examples import exposure_warning
+
+        warning = exposure_warning(settings.examples, host, _public_suites(settings, list(suites) or ["builtin"]))
+        if warning:
+            logging.getLogger("pau_mcp.server").warning(warning)
     try:
         if transport == "stdio":
             eventloop.run(run_stdio, built.server, message_limit(settings.max_argument_kb * 1024))
@@ -304,20 +322,28 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per method.")
 @_selection
-@options("manifests", "budget", "data_dir", "tool_key")
+@options(
+    "manifests", "budget", "data_dir", "tool_key", "examples", "timeout_s", "memory_mb", "max_output_kb", "cache_dir"
+)
 def methods(as_json: bool, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:
-    """List the tools a server with the same options (and the same tool key) would expose."""
-    from ..server import Catalog
+    """List the tools a server with the same options (and the same tool key) would expose, with the initial examples
+    it would serve, in the suites' order (agents get every list in the order of the tool names instead).
+
+    With --examples deployment the examples are drawn for this deployment (or read from their cache, which this
+    command fills for the servers that start later).
+    """
+    from ..server import Catalog, serve_examples
 
     settings = settings_from(values)
     try:
         catalog = Catalog(
             manifest_store(settings), list(suites) or ["builtin"], _split(methods), key=settings.deployment_key()
         )
+        catalog = serve_examples(catalog, settings, progress=step_printer())
     except (ManifestError, SettingsError) as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
-        for exposed in catalog:
+        for exposed in catalog.in_suite_order():
             click.echo(
                 json.dumps(
                     {
@@ -325,13 +351,20 @@ def methods(as_json: bool, suites: tuple[str, ...], methods: tuple[str, ...], **
                         "id": exposed.method.id,
                         "header": exposed.method.header,
                         "examples": exposed.example_lines(),
+                        "examples_from": exposed.origin,
                     }
                 )
             )
         return
     table = Table("tool", "method", "header", "first example")
-    for exposed in catalog:
+    for exposed in catalog.in_suite_order():
         lines = exposed.example_lines()
         table.add_row(exposed.tool, exposed.method.id, exposed.method.header, lines[0] if lines else "")
     Console().print(table)
-    err.print(f"{len(catalog)} methods; budget {settings.budget or 'unlimited'} calls per method per session")
+    kept = [e.method.id for e in catalog if e.origin == "published" and e.method.examples]
+    note = (
+        f"; examples drawn for this deployment, but {len(kept)} keep their published ones ({', '.join(sorted(kept))})"
+        if settings.examples == "deployment" and kept
+        else f"; {settings.examples} examples"
+    )
+    err.print(f"{len(catalog)} methods; budget {settings.budget or 'unlimited'} calls per method per session{note}")

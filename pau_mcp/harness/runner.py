@@ -77,6 +77,8 @@ class EvalConfig:
         cache: Read and write the LLM response cache for the agent's model (``--no-cache``: False).
         share_samples: Replay the agent's sampled replies (temperature above 0) from other runs too
             (``--share-samples``); by default they are replayed only within this run.
+        examples: The initial examples the run's server shows (``published``, or ``deployment``: drawn for the
+            deployment key; the reference protocol takes only the published ones).
     """
 
     run: str
@@ -96,18 +98,22 @@ class EvalConfig:
     protocol: str = DEFAULT_PROTOCOL
     cache: bool = True
     share_samples: bool = False
+    examples: str = "published"
 
     def identity(self) -> dict[str, Any]:
-        """What must match for a run to be resumed rather than refused (overrides only when some are set)."""
+        """What must match for a run to be resumed rather than refused (overrides and examples only when they are
+        not the defaults, so that runs recorded before them resume)."""
         identity = {
             k: v for k, v in asdict(self).items() if k in ("model", "suite", "agent", "mode", "budget", "protocol")
         }
+        if self.examples != "published":
+            identity["examples"] = self.examples
         if self.overrides.any():
             identity["overrides"] = {k: v for k, v in asdict(self.overrides).items() if v is not None}
         return identity
 
 
-_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides")
+_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples")
 
 
 def stored_identity(config: dict[str, Any]) -> dict[str, Any]:
@@ -181,6 +187,12 @@ def _server_args(db: Path | str, config: EvalConfig, token: str, settings: Any) 
         str(config.budget),
         "--run",
         config.run,
+        # Always given: the server would otherwise follow a PAU_MCP_EXAMPLES of this process's environment.
+        "--examples",
+        config.examples,
+        # Where drawn examples are cached: this run's data directory, not the default one.
+        "--data-dir",
+        str(settings.data_dir),
     ]
     if not isinstance(db, str):
         args += ["--db", str(db)]
@@ -391,6 +403,13 @@ def check_config(config: EvalConfig) -> None:
     problem = label_problem(config.run, "run name")
     if problem:
         raise EvalError(problem)
+    if config.examples not in ("published", "deployment"):
+        raise EvalError(f"unknown examples {config.examples!r}; choose published or deployment")
+    if config.examples == "deployment" and config.protocol == "reference":
+        raise EvalError(
+            "the reference protocol shows the published examples, as the reference benchmark did; drop "
+            "--examples deployment, or use --protocol pau-mcp"
+        )
     if config.agent not in AGENTS:
         raise EvalError(f"unknown agent {config.agent!r}; choose from {', '.join(AGENTS)}")
     if config.agent == "probe":

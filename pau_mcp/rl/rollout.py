@@ -64,6 +64,9 @@ class RolloutConfig:
         share_samples: Replay the policy's sampled replies from the LLM cache across runs; by default a sampled
             reply is replayed only within this run (the client's ``sample_scope`` is the run's name), so a resumed
             run replays its own steps and a new run samples afresh.
+        examples: The initial examples the policy sees: ``published``, or ``deployment`` (drawn for the
+            deployment key, as ``pau-mcp serve --examples deployment`` serves them; the caller puts them in the
+            methods it passes).
     """
 
     run: str
@@ -78,10 +81,12 @@ class RolloutConfig:
     concurrency: int = 4
     retry_failed: bool = False
     share_samples: bool = False
+    examples: str = "published"
 
     def identity(self) -> dict[str, Any]:
-        """What must match for a run to be resumed rather than refused."""
-        return {
+        """What must match for a run to be resumed rather than refused (the examples only when not the published
+        ones, so that runs recorded before them resume)."""
+        identity = {
             "kind": "rl",
             "model": self.model,
             "suite": self.suite,
@@ -91,6 +96,9 @@ class RolloutConfig:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
+        if self.examples != "published":
+            identity["examples"] = self.examples
+        return identity
 
 
 @dataclass

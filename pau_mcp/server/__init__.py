@@ -9,9 +9,10 @@ from typing import Any
 from ..config import Settings
 from ..manifests import ManifestStore
 from ..runstore import RunStore
-from ..sandboxing import SandboxMaker, make_sandbox
+from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox
 from .app import PAGE_SIZE, build_server
 from .catalog import FACTS_KEY, OUTPUT_SCHEMA, Catalog, Exposed, KnownExample, MethodFacts
+from .examples import EXAMPLE_SOURCES, ServedExamples, cache_path, deployment_examples
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState, label_problem
@@ -36,6 +37,7 @@ __all__ = [
     "PAGE_SIZE",
     "Catalog",
     "Credential",
+    "EXAMPLE_SOURCES",
     "Exposed",
     "Feedback",
     "HTTPLimits",
@@ -45,6 +47,7 @@ __all__ = [
     "MethodFacts",
     "MethodService",
     "Reply",
+    "ServedExamples",
     "SessionRefused",
     "SessionState",
     "SessionToken",
@@ -61,8 +64,40 @@ __all__ = [
     "run_http",
     "run_stdio",
     "serve_http",
+    "serve_examples",
     "serve_streams",
 ]
+
+
+def serve_examples(
+    catalog: Catalog, settings: Settings, sandbox: AnySandbox | None = None, progress: Any = None
+) -> Catalog:
+    """``catalog`` serving the initial examples ``settings.examples`` names: itself for ``published``; for
+    ``deployment``, examples drawn in ``sandbox`` with the deployment key (or read from their cache in the data
+    directory).
+
+    Args:
+        catalog: The methods served.
+        settings: ``examples``, the key and the data directory.
+        sandbox: Runs the drawn inputs (None: one is made for it and closed).
+        progress: Receives progress lines while examples are drawn.
+
+    Raises:
+        SettingsError: the deployment key cannot be read or created.
+    """
+    if settings.examples == "published":
+        return catalog
+    key = settings.deployment_key()
+    box = make_sandbox(settings, progress=progress) if sandbox is None else sandbox
+    try:
+        served = deployment_examples(
+            [e.method for e in catalog.in_suite_order()], box, key, cache=cache_path(settings.data_dir, key),
+            progress=progress,
+        )  # fmt: skip
+    finally:
+        if sandbox is None:
+            box.close()
+    return catalog.with_examples(served)
 
 
 def create_service(
@@ -74,6 +109,7 @@ def create_service(
 
     ``processes`` runs calls in sandbox worker processes (a server under load); ``call`` runs one in-process.
     ``sandboxes`` builds the sandbox from the settings (``make_sandbox``, unless a caller has an equivalent one).
+    The initial examples are those of ``settings.examples`` (``serve_examples``), drawn in that sandbox.
 
     Raises:
         ManifestError: an unknown suite or method.
@@ -82,9 +118,15 @@ def create_service(
     catalog = Catalog(ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key())
     store = RunStore(settings.db_path)
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
-    run_id = store.ensure_run(run_name, kind="serve", config={"suites": list(suites), "budget": settings.budget})
+    run_id = store.ensure_run(
+        run_name,
+        kind="serve",
+        config={"suites": list(suites), "budget": settings.budget, "examples": settings.examples},
+    )
+    sandbox = sandboxes(settings, progress=progress, processes=processes)
+    catalog = serve_examples(catalog, settings, sandbox, progress=progress)
     service = MethodService(
-        catalog, sandboxes(settings, progress=progress, processes=processes), store, settings.budget, feedback,
+        catalog, sandbox, store, settings.budget, feedback,
         feedback_limit=settings.feedback_limit,
         max_argument_bytes=settings.max_argument_kb * 1024,
     )  # fmt: skip

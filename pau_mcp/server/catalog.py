@@ -6,11 +6,18 @@ description and test suite cannot reach an agent through a tool, resource or
 prompt. The same facts go out as text (the tool description, the resource, the
 prompt) and as data (``MethodFacts``, in each method tool's ``_meta``), so a
 client reads them without parsing prose.
+
+The initial examples are the ones the deployment serves (``examples``: the
+published ones, or ones drawn for the deployment), the same in every text, in
+the facts and in the input schema. Every list an agent sees comes in the order
+of the tool names, which are keyed, so it says nothing of the method ids.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import copy
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -19,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from wasm_runtime import Status
 
-from ..manifests import ManifestError, ManifestStore, Method, call_arguments, call_text, tool_name
+from ..manifests import Case, ManifestError, ManifestStore, Method, call_arguments, call_text, tool_name
+from .examples import ServedExamples
 from .schemas import nullable, parameter_schemas
 
 __all__ = [
@@ -121,10 +129,22 @@ class Exposed:
     Attributes:
         method: The method (its hidden parts never leave the server).
         tool: Its opaque tool name in this deployment (``manifests.tool_name``).
+        served: The initial examples this deployment serves; None: the published ones.
     """
 
     method: Method
     tool: str
+    served: ServedExamples | None = None
+
+    @property
+    def cases(self) -> tuple[Case, ...]:
+        """The initial examples served, each with its outcome: what every text, the facts and the schema show."""
+        return self.served.cases if self.served is not None else tuple(self.method.examples)
+
+    @property
+    def origin(self) -> str:
+        """Where the served examples come from: ``published`` or ``deployment`` (for the operator)."""
+        return self.served.origin if self.served is not None else "published"
 
     @property
     def arity(self) -> int:
@@ -135,7 +155,7 @@ class Exposed:
     def examples(self) -> list[KnownExample]:
         """The initial examples as an agent sees them: every text and ``facts`` show these."""
         known = []
-        for case in self.method.examples:
+        for case in self.cases:
             shown = case.outcome.shown() if case.outcome is not None else "(not frozen)"
             call = call_text(self.method.entry, case.input)
             # The argument tuple as the call shows it: ('abc',) for one argument however the manifest writes it.
@@ -181,7 +201,7 @@ class Exposed:
     @cached_property
     def parameter_schemas(self) -> dict[str, dict[str, Any]]:
         """Each parameter's JSON Schema, typed from the initial examples only (``schemas.parameter_schemas``)."""
-        return parameter_schemas(self.method.params, [case.input for case in self.method.examples])
+        return parameter_schemas(self.method.params, [case.input for case in self.cases])
 
     def input_schema(self) -> dict[str, Any]:
         """One typed property per parameter, or ``args``, a Python literal tuple for any value.
@@ -224,7 +244,11 @@ class Exposed:
 
 
 class Catalog:
-    """The methods one server serves, by tool name.
+    """The methods one server serves, by tool name, listed in the order of their tool names.
+
+    The tool names are keyed (``manifests.tool_name``), so their order is a shuffle of the methods only the
+    deployment key can undo: the position of a tool in any list says nothing of its method id. Operator commands
+    that want the suites' own order use ``in_suite_order``.
 
     Args:
         store: Where suites come from.
@@ -252,14 +276,29 @@ class Catalog:
             raise ManifestError(
                 f"{len(unfrozen)} methods have no frozen outcomes (e.g. {unfrozen[0]}); run `pau-mcp manifests freeze` first"
             )
-        self._by_tool = {e.tool: e for e in exposed}
+        self._set(exposed)
+
+    def _set(self, exposed: list[Exposed]) -> None:
+        self._suite_order = [e.method.id for e in exposed]
+        self._by_tool = {e.tool: e for e in sorted(exposed, key=lambda e: e.tool)}
         self._by_id = {e.method.id: e for e in exposed}
 
     def __len__(self) -> int:
         return len(self._by_tool)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Exposed]:
+        """The methods in the order of their tool names: the order of every list an agent sees."""
         return iter(self._by_tool.values())
+
+    def in_suite_order(self) -> list[Exposed]:
+        """The methods in the suites' own order (by method id): for operator output only, never for an agent."""
+        return [self._by_id[method_id] for method_id in self._suite_order]
+
+    def with_examples(self, served: Mapping[str, ServedExamples]) -> Catalog:
+        """The same methods serving other initial examples: ``served`` by method id (others keep theirs)."""
+        catalog = copy.copy(self)
+        catalog._set([dataclasses.replace(e, served=served.get(e.method.id, e.served)) for e in self.in_suite_order()])
+        return catalog
 
     def find(self, name_or_id: str) -> Exposed | None:
         """A method by tool name or method id: for the operator's commands only, never for an agent's input."""

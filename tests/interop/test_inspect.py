@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 from fakellm import FakeLLM
-from interop_support import TOOL, clients, need, submissions
+from interop_support import KEY, TOOL, clients, need, submissions
+
+from pau_mcp.config import Settings
+from pau_mcp.manifests import ManifestStore, call_text
+from pau_mcp.server import Catalog, serve_examples
+from pau_mcp.server.examples import deployment_examples
 
 pytestmark = pytest.mark.interop
 
@@ -164,3 +169,25 @@ def test_inspects_own_mcp_client_over_http_runs_into_the_budget_and_submits(
     assert counted_calls(data_dir) == [(label, 2, 3)]
     assert submissions(data_dir) == [("builtin/b001", DESCRIPTION)]
     assert {c.split("; ")[-1] for c in clients(data_dir)} == {"MCP 2025-11-25"}
+
+
+def test_with_deployment_examples_the_samples_and_the_scorer_quote_the_examples_the_servers_serve(
+    inspect_env, monkeypatch, sandbox
+):
+    need("inspect_ai", "inspect")
+    from inspect_ai.solver import TaskState
+
+    from pau_mcp.inspect_task import observed_examples, pau
+
+    monkeypatch.setenv("PAU_MCP_EXAMPLES", "deployment")
+    method = ManifestStore().method("builtin/b001")
+    served = deployment_examples([method], sandbox, KEY)[method.id].cases
+    lines = [f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" for case in served]
+    (sample,) = pau(methods="builtin/b001").dataset
+    assert all(line in sample.input for line in lines)
+    assert not any(call_text(method.entry, case.input) in sample.input for case in method.examples)
+    settings = Settings.from_env()
+    exposed = serve_examples(Catalog(ManifestStore(), ["builtin"], [method.id], key=KEY), settings).find(method.id)
+    state = TaskState(model="mockllm/model", sample_id=method.id, epoch=1, input=sample.input, messages=[])
+    assert observed_examples(state, exposed) == [(e.input, e.output) for e in exposed.examples]
+    assert [e.output for e in exposed.examples] == [case.outcome.shown() for case in served]

@@ -10,21 +10,26 @@ import pytest
 from fakellm import FakeLLM
 
 from pau_mcp.config import Settings
-from pau_mcp.harness import EvalConfig, run_eval
-from pau_mcp.manifests import ManifestStore
+from pau_mcp.harness import EvalConfig, EvalError, run_eval
+from pau_mcp.harness.runner import check_config
+from pau_mcp.manifests import ManifestStore, call_arguments, call_text
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
+from pau_mcp.server.examples import deployment_examples
 from wasm_runtime import outcomes_match
 
 TUPLE_METHOD = "builtin/b013"  # def test_func(arg0): one argument, a tuple of numbers
 MODEL = "openai/fake-coder"
 
 
-def _probe_run(tmp_path: Path, kinds: tuple[str, ...]) -> dict:
-    settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", coder_model=MODEL, budget=4)
-    config = EvalConfig(
-        run="probe", model="", suite="builtin", agent="probe", methods=(TUPLE_METHOD,), kinds=kinds, budget=4
+def _probe_run(tmp_path: Path, kinds: tuple[str, ...], examples: str = "published") -> dict:
+    settings = Settings.from_options(
+        data_dir=tmp_path, db=tmp_path / "runs.db", coder_model=MODEL, budget=4, examples=examples
     )
+    config = EvalConfig(
+        run="probe", model="", suite="builtin", agent="probe", methods=(TUPLE_METHOD,), kinds=kinds, budget=4,
+        examples=examples,
+    )  # fmt: skip
 
     async def go() -> object:
         scorer = Scorer.from_settings(settings)
@@ -65,3 +70,35 @@ def test_the_memorising_baseline_answers_a_one_tuple_argument_it_saw(tmp_path, s
     outcomes = sandbox.run(code, inputs)
     for case, got in zip(method.examples, outcomes, strict=True):
         assert outcomes_match(case.outcome.outcome(), got), (case.input, got)
+
+
+def _pairs(cases) -> list[list[str]]:
+    """Examples as an episode records them: the argument tuple as the call shows it, and the outcome shown."""
+    return [[call_arguments(call_text("test_func", c.input)) or c.input, c.outcome.shown()] for c in cases]
+
+
+def test_with_deployment_examples_the_code_writer_gets_the_examples_the_agent_saw(tmp_path, coder, sandbox):
+    episode = _probe_run(tmp_path, ("codematch",), examples="deployment")
+    method = ManifestStore().method(TUPLE_METHOD)
+    key = Settings.from_options(data_dir=tmp_path).deployment_key()
+    served = deployment_examples([method], sandbox, key)[method.id]
+    assert served.origin == "deployment"
+    assert episode["examples"][: len(served.cases)] == _pairs(served.cases)
+    (prompt,) = coder.prompts()
+    for case in served.cases:
+        assert f"{call_text('test_func', case.input)} -> {case.outcome.shown()}" in prompt
+    for case in method.examples:
+        assert call_text("test_func", case.input) not in prompt
+
+
+def test_a_runs_own_server_shows_the_runs_examples_whatever_the_environment_says(tmp_path, coder, monkeypatch):
+    monkeypatch.setenv("PAU_MCP_EXAMPLES", "deployment")  # reaches the server's process, where the flag beats it
+    episode = _probe_run(tmp_path, ("codematch",))
+    method = ManifestStore().method(TUPLE_METHOD)
+    assert episode["examples"][: len(method.examples)] == _pairs(method.examples)
+
+
+def test_the_reference_protocol_refuses_a_run_with_deployment_examples(tmp_path):
+    config = EvalConfig(run="r", model="", suite="builtin", agent="probe", protocol="reference", examples="deployment")
+    with pytest.raises(EvalError, match="published examples"):
+        check_config(config)

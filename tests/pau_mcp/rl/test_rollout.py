@@ -19,6 +19,9 @@ from fakellm import FakeLLM, Reply
 from pau_command import run_pau, run_pau_process
 from rlscript import brain
 
+from pau_mcp.manifests import ManifestStore, call_text
+from pau_mcp.server.examples import deployment_examples
+
 ROOT = Path(__file__).resolve().parents[3]
 METHODS = ("builtin/b001", "builtin/b002", "builtin/b003", "builtin/b004", "builtin/b005", "builtin/b006")
 
@@ -158,3 +161,21 @@ def test_a_policy_server_answering_pages_fails_its_episode_in_one_line_and_the_r
     states = sqlite3.connect(tmp_path / "runs.db").execute("SELECT state, error FROM episodes ORDER BY id").fetchall()
     assert [state for state, _ in states] == ["failed", "done"]
     assert "not JSON" in states[0][1] and "upstream connect error" in states[0][1]
+
+
+def test_with_deployment_examples_the_policy_sees_the_examples_a_server_of_the_deployment_serves(tmp_path, sandbox):
+    key = "rollout-deployment-key-0123456789"
+    with FakeLLM(responder=brain) as fake:
+        done = run_pau(
+            *_args(tmp_path, "drawn", "--examples", "deployment", "--tool-key", key), env=_env(fake), cwd=ROOT
+        )
+        prompts = "\n".join(fake.prompts())
+    assert done.returncode == 0, done.stderr[-3000:]
+    methods = [ManifestStore().method(m) for m in METHODS]
+    served = deployment_examples(methods, sandbox, key)
+    for method in methods:
+        assert served[method.id].origin == "deployment"
+        for case in served[method.id].cases:
+            assert f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" in prompts, method.id
+        for case in method.examples:
+            assert f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" not in prompts, method.id

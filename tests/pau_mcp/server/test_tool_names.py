@@ -74,7 +74,7 @@ def test_servers_given_the_same_key_agree_on_every_name(tmp_path, monkeypatch):
     by_flag = anyio.run(_tool_names, "--data-dir", str(tmp_path / "a"), "--tool-key", TEST_KEY)
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", TEST_KEY)
     by_variable = anyio.run(_tool_names, "--data-dir", str(tmp_path / "b"))
-    assert by_flag == by_variable == [tool_of(method_id) for method_id in BUILTIN]
+    assert by_flag == by_variable == sorted(tool_of(method_id) for method_id in BUILTIN)  # listed by tool name
     assert not (tmp_path / "b" / "tool.key").exists()
 
 
