@@ -138,7 +138,6 @@ class Completion:
         return message
 
 
-_THINK = re.compile(r"<think(?:ing)?>(.*?)</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
 _CLOSE = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
 _OPEN = re.compile(r"<think(?:ing)?>", re.IGNORECASE)
 
@@ -151,8 +150,14 @@ def split_thinking(text: str) -> tuple[str, str]:
     """
     if "think" not in text.lower():
         return text, ""
-    thoughts = [match.strip() for match in _THINK.findall(text)]
-    rest = _THINK.sub("", text)
+    thoughts, kept, position = [], [], 0
+    # Each block from an opening tag to the first closing tag after it; every search starts where the last
+    # ended, so the text is read once (a lazy ``<think>(.*?)</think>`` reads to the end from every unclosed tag).
+    while (opening := _OPEN.search(text, position)) and (closing := _CLOSE.search(text, opening.end())):
+        thoughts.append(text[opening.end() : closing.start()].strip())
+        kept.append(text[position : opening.start()])
+        position = closing.end()
+    rest = "".join([*kept, text[position:]])
     closing = list(_CLOSE.finditer(rest))
     if closing:
         thoughts.insert(0, rest[: closing[-1].start()].strip())

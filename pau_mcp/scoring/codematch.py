@@ -79,10 +79,13 @@ _MAX_EXAMPLE_CHARS = 500
 _MAX_SHOWN_CHARS = 2000
 _MAX_HOST_ERROR_CHARS = 200
 _COUNTEREXAMPLE_TRIES = 5
+#: Characters of candidate code ``extract_code`` parses in one reply (beyond them, it looks for a ``def`` line):
+#: parsing holds the host's one parser lock, which every parse of call arguments waits for.
+_PARSE_BUDGET_CHARS = MAX_CODE_CHARS
 
-_FENCE = re.compile(
-    r"^[ \t]*(```+|~~~+)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL
-)
+_PYTHON_FENCES = ("python", "py", "python3")
+# A fence's info string starts with its language: one greedy character class, matched at a known position.
+_FENCE_LANGUAGE = re.compile(r"[\w+#.-]*+")
 
 
 def coder_messages(
@@ -143,12 +146,19 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _defines(code: str, entry: str) -> bool:
-    """True when ``code`` binds ``entry`` at module level (checked on the host's parser, which never runs it)."""
+def _defines(code: str, entry: str, parse: bool = True) -> bool:
+    """True when ``code`` binds ``entry`` at module level (checked on the host's parser, which never runs it).
+
+    Without ``parse``, and for code too long to be run, only a ``def`` line is looked for: parsing costs about
+    3 s of CPU per megabyte.
+    """
     try:
+        if not parse or len(code) > MAX_CODE_CHARS:
+            raise ValueError("not parsed")
         tree = parse_python(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return bool(re.search(rf"^\s*(async\s+)?def\s+{re.escape(entry)}\s*\(", code, re.MULTILINE))
+        # Each line is tried once, from its start (an indentation run cannot reach into the next line).
+        return bool(re.search(rf"^[ \t]*+(?:async[ \t]++)?def[ \t]++{re.escape(entry)}[ \t]*+\(", code, re.MULTILINE))
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == entry:
             return True
@@ -182,17 +192,68 @@ def extract_code(reply: str, entry: str = "test_func") -> str | None:
         The code, or None when the reply holds nothing but whitespace.
     """
     text = (reply or "").replace("\r\n", "\n")
-    blocks = [(lang.lower(), body) for _, lang, body in _FENCE.findall(text)]
-    python = [body for lang, body in blocks if lang in ("python", "py", "python3")]
-    other = [body for lang, body in blocks if lang not in ("python", "py", "python3")]
+    blocks = _fenced_blocks(text)
+    python = [body for lang, body in blocks if lang in _PYTHON_FENCES]
+    other = [body for lang, body in blocks if lang not in _PYTHON_FENCES]
     candidates = [c for c in (python + other) if c.strip()] if blocks else [text]
     candidates = [c.strip("\n") for c in candidates if c.strip()]
     if not candidates:
         return None
+    parsed = 0  # a reply of many blocks is parsed up to a budget, then searched for a def line only
     for candidate in candidates:
-        if _defines(candidate, entry):
+        parsed += len(candidate)
+        if _defines(candidate, entry, parse=parsed <= _PARSE_BUDGET_CHARS):
             return candidate + "\n"
     return candidates[0] + "\n"
+
+
+def _fence_opening(line: str) -> tuple[str, str] | None:
+    """A fence's marker (three or more backticks or tildes) and its language, when ``line`` opens one."""
+    start = len(line) - len(line.lstrip(" \t"))
+    mark = line[start : start + 1]
+    if mark not in ("`", "~"):
+        return None
+    end = len(line) - len(line[start:].lstrip(mark))
+    if end - start < 3:
+        return None
+    after = end + len(line[end:]) - len(line[end:].lstrip(" \t"))
+    language = _FENCE_LANGUAGE.match(line, after)
+    return line[start:end], (language.group() if language else "").lower()
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """Every fenced block of ``text`` as ``(language, body)``, read line by line, each line once.
+
+    A fence opens on a line of three or more backticks (or tildes) followed by a language, and a line
+    must follow it; it closes on a line holding the same marker and nothing else but blanks, or at the
+    end of the text. Lines inside a block open nothing.
+    """
+    blocks = []
+    size = len(text)
+    position = 0  # always the start of a line
+    while position < size:
+        newline = text.find("\n", position)
+        if newline < 0:
+            break  # the last line opens nothing: no line follows it
+        opening = _fence_opening(text[position:newline])
+        position = newline + 1
+        if opening is None:
+            continue
+        marker, language = opening
+        body_start = position
+        while True:
+            newline = text.find("\n", position)
+            line_end = size if newline < 0 else newline
+            if text[position:line_end].strip(" \t") == marker:
+                blocks.append((language, text[body_start:position]))
+                position = line_end + 1
+                break
+            if newline < 0:
+                blocks.append((language, text[body_start:]))
+                position = size
+                break
+            position = newline + 1
+    return blocks
 
 
 def extract_code_reference(reply: str) -> str | None:
