@@ -35,9 +35,10 @@ from typing import Any
 from wasm_runtime import Limits, Outcome, Sandbox, Status, decode, outcomes_match, parse_python
 
 from ..llm import LLMClient, LLMError, Usage
-from ..manifests import Method, call_text
+from ..manifests import Case, Method, call_text
 from ..prompts import load_prompts
 from ..protocol import Protocol, cut_at_stop, reference_triples, results_list
+from .cpu import off_loop
 from .fences import fence, fence_tag
 
 __all__ = [
@@ -199,6 +200,8 @@ def extract_code(reply: str, entry: str = "test_func") -> str | None:
     candidates = [c.strip("\n") for c in candidates if c.strip()]
     if not candidates:
         return None
+    if len(candidates) == 1:
+        return candidates[0] + "\n"  # nothing to choose between: no need to parse it
     parsed = 0  # a reply of many blocks is parsed up to a budget, then searched for a def line only
     for candidate in candidates:
         parsed += len(candidate)
@@ -421,9 +424,10 @@ def _explain(
     kinds = Counter(FAILURE_KINDS[kind] for kind in wrong if kind is not None)
     if not kinds:
         return None, False
-    compile_error = _host_syntax_error(code)
+    # The host compiles the code only to say why every input failed alike (a parse holds the interpreter).
     every_syntax = all(o.status is Status.ERROR and o.error_type == "SyntaxError" for o in outcomes)
-    if compile_error is not None and every_syntax:
+    compile_error = _host_syntax_error(code) if every_syntax else None
+    if compile_error is not None:
         return f"the code does not compile: {compile_error}", True
     every_name = all(o.status is Status.ERROR and o.error_type == "NameError" for o in outcomes)
     if every_name and not _defines(code, entry):
@@ -504,12 +508,9 @@ async def match_code(
     except Exception as exc:  # the sandbox's infrastructure, not the code's result: this code alone gets no score
         log.warning("the sandbox failed on code for %s: %s", method.id, _clip(f"{type(exc).__name__}: {exc}", 500))
         return CodeMatch(status="error", reason=_sandbox_failed(exc), code=code)
-    wrong = [
-        _reference_kind(case.outcome.outcome(), got) if reference else _compare(case.outcome.outcome(), got)  # type: ignore[union-attr]
-        for case, got in zip(tests, outcomes, strict=False)
-    ]
-    wrong += ["crash"] * (len(tests) - len(wrong))  # an outcome the sandbox never handed back is no match
-    reason, zero = _explain(code, method.entry, outcomes, wrong)
+    # Decoding what the code handed back and compiling the code on the host is CPU work the code's author
+    # chose the size of: off the event loop, so a server answering other sessions meanwhile stays responsive.
+    wrong, reason, zero = await off_loop(_assess, code, method, outcomes, reference)
     matches = [kind is None for kind in wrong]
     if zero:
         matches = [False] * len(tests)
@@ -529,6 +530,21 @@ async def match_code(
         code=code,
         counterexample=example,
     )
+
+
+def _assess(
+    code: str, method: Method, outcomes: Sequence[Outcome], reference: bool
+) -> tuple[list[str | None], str | None, bool]:
+    """How each test input went (``FAILURE_KINDS`` keys, None for a match), why the code scored below 1, and
+    whether it must score 0 (see ``_explain``)."""
+    tests = method.tests
+    wrong = [
+        _reference_kind(case.outcome.outcome(), got) if reference else _compare(case.outcome.outcome(), got)  # type: ignore[union-attr]
+        for case, got in zip(tests, outcomes, strict=False)
+    ]
+    wrong += ["crash"] * (len(tests) - len(wrong))  # an outcome the sandbox never handed back is no match
+    reason, zero = _explain(code, method.entry, outcomes, wrong)
+    return wrong, reason, zero
 
 
 def _is_text(code: str) -> bool:
@@ -564,12 +580,19 @@ async def _counterexample(
         if tried > _COUNTEREXAMPLE_TRIES:
             break
         (alone,) = await sandbox.arun(code, [case.input], entry=method.entry, limits=limits, fresh=True)
-        compare = _reference_kind if reference else _compare
-        kind = compare(case.outcome.outcome(), alone)  # type: ignore[union-attr]
-        if kind is not None:
-            got = "(a value that could not be decoded)" if kind == "undecodable" else _shown(alone)
-            return Counterexample(input=case.input, expected=_clip(case.outcome.shown(), _MAX_SHOWN_CHARS), got=got)  # type: ignore[union-attr]
+        found = await off_loop(_counterexample_of, case, alone, reference)
+        if found is not None:
+            return found
     return None
+
+
+def _counterexample_of(case: Case, got: Outcome, reference: bool) -> Counterexample | None:
+    """``case`` with what the code did, when that is wrong; None when it matches."""
+    kind = (_reference_kind if reference else _compare)(case.outcome.outcome(), got)  # type: ignore[union-attr]
+    if kind is None:
+        return None
+    shown = "(a value that could not be decoded)" if kind == "undecodable" else _shown(got)
+    return Counterexample(input=case.input, expected=_clip(case.outcome.shown(), _MAX_SHOWN_CHARS), got=shown)  # type: ignore[union-attr]
 
 
 async def write_code(
@@ -605,7 +628,10 @@ async def write_code(
         if exc.fatal:
             raise
         return CodeMatch(status="error", reason=str(exc), model=model)
-    code = extract_code_reference(completion.text) if reference else extract_code(completion.text, method.entry)
+    if reference:
+        code = extract_code_reference(completion.text)
+    else:
+        code = await off_loop(extract_code, completion.text, method.entry)
     scored = await match_code(sandbox, method, code, limits=limits, protocol=protocol)
     reason = scored.reason
     if code is None:
@@ -651,16 +677,18 @@ async def failing_tests(
     except Exception as exc:  # the sandbox's infrastructure: no evidence, the report goes on
         log.warning("the sandbox failed running code for %s: %s", method.id, _clip(str(exc), 500))
         return []
-    wrong = []
-    for case, got in zip(method.tests, outcomes, strict=False):
-        kind = _compare(case.outcome.outcome(), got)  # type: ignore[union-attr]
-        if kind is None:
-            continue
-        shown = "(a value that could not be decoded)" if kind == "undecodable" else _shown(got)
-        wrong.append(Counterexample(case.input, _clip(case.outcome.shown(), _MAX_SHOWN_CHARS), shown))  # type: ignore[union-attr]
-        if len(wrong) >= limit:
-            break
-    return wrong
+
+    def first_wrong() -> list[Counterexample]:
+        wrong = []
+        for case, got in zip(method.tests, outcomes, strict=False):
+            example = _counterexample_of(case, got, reference=False)
+            if example is not None:
+                wrong.append(example)
+                if len(wrong) >= limit:
+                    break
+        return wrong
+
+    return await off_loop(first_wrong)
 
 
 def observed_arguments(example: Sequence[Any]) -> str | None:
@@ -691,10 +719,14 @@ async def check_observed(
         return ObservedCheck(0, 0)
     hidden = await sandbox.arun(method.source, inputs, entry=method.entry, limits=limits)
     written = await sandbox.arun(code, inputs, entry=method.entry, limits=limits)
-    checked = disagree = 0
-    for want, got in zip(hidden, written, strict=False):
-        if want.status is Status.INVALID_INPUT:
-            continue
-        checked += 1
-        disagree += not outcomes_match(want, got)
-    return ObservedCheck(checked, disagree)
+
+    def count() -> ObservedCheck:
+        checked = disagree = 0
+        for want, got in zip(hidden, written, strict=False):
+            if want.status is Status.INVALID_INPUT:
+                continue
+            checked += 1
+            disagree += not outcomes_match(want, got)
+        return ObservedCheck(checked, disagree)
+
+    return await off_loop(count)
