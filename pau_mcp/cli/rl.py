@@ -31,6 +31,7 @@ def rl() -> None:
 
 def _reward_overrides(pairs: tuple[str, ...], schedule: str | None) -> dict[str, Any]:
     from ..rl.rewards import SCHEDULES
+    from ..userfiles import UnreadableFile, read_text
 
     values: dict[str, Any] = {}
     if schedule in SCHEDULES:
@@ -38,8 +39,8 @@ def _reward_overrides(pairs: tuple[str, ...], schedule: str | None) -> dict[str,
     elif schedule is not None:
         path = Path(schedule)
         try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            loaded = json.loads(read_text(path, limit=1024 * 1024))
+        except (UnreadableFile, ValueError, RecursionError) as exc:
             raise click.BadParameter(
                 f"{schedule!r} is neither a schedule ({', '.join(SCHEDULES)}) nor a readable JSON file: {exc}",
                 param_hint="--rewards",
