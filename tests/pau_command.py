@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import resource
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -95,11 +96,21 @@ def run_pau_process(
     input: str | None = None,
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = 300,
+    memory_limit: int | None = None,
 ) -> Ran:
-    """``run_pau`` in a process of its own (``python -m pau_mcp ARGS``), for a test about the process itself."""
+    """``run_pau`` in a process of its own (``python -m pau_mcp ARGS``), for a test about the process itself.
+
+    ``memory_limit`` caps the process's address space (bytes): a command that would read without end fails
+    there instead of taking the machine's memory.
+    """
     words = [os.fspath(arg) for arg in args]
+
+    def cap() -> None:
+        if memory_limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
     done = subprocess.run(
         [sys.executable, "-m", "pau_mcp", *words], env=None if env is None else dict(env), input=input, cwd=cwd,
-        capture_output=True, text=True, timeout=timeout, check=False,
+        capture_output=True, text=True, timeout=timeout, check=False, preexec_fn=cap,
     )  # fmt: skip
     return Ran(args=words, returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)

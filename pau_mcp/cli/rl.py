@@ -29,13 +29,25 @@ def rl() -> None:
     """Reinforcement learning: roll a policy out through the exploration environment (docs/training.md)."""
 
 
-def _reward_overrides(pairs: tuple[str, ...], path: Path | None) -> dict[str, Any]:
+def _reward_overrides(pairs: tuple[str, ...], schedule: str | None) -> dict[str, Any]:
+    from ..rl.rewards import SCHEDULES
+    from ..userfiles import UnreadableFile, read_text
+
     values: dict[str, Any] = {}
-    if path is not None:
+    if schedule in SCHEDULES:
+        values["schedule"] = schedule
+    elif schedule is not None:
+        path = Path(schedule)
         try:
-            values.update(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            raise click.BadParameter(f"cannot read {path}: {exc}", param_hint="--rewards") from None
+            loaded = json.loads(read_text(path, limit=1024 * 1024))
+        except (UnreadableFile, ValueError, RecursionError) as exc:
+            raise click.BadParameter(
+                f"{schedule!r} is neither a schedule ({', '.join(SCHEDULES)}) nor a readable JSON file: {exc}",
+                param_hint="--rewards",
+            ) from None
+        if not isinstance(loaded, dict):
+            raise click.BadParameter(f"{path} must hold a JSON object of reward fields", param_hint="--rewards")
+        values.update(loaded)
     for pair in pairs:
         name, sep, raw = pair.partition("=")
         if not sep:
@@ -110,8 +122,9 @@ def _with_deployment_examples(settings: Any, methods: list[Any]) -> list[Any]:
 @click.option(
     "--rewards",
     "rewards_file",
-    type=click.Path(path_type=Path, dir_okay=False, exists=True),
-    help="Reward constants as a JSON object.",
+    metavar="SCHEDULE|FILE",
+    help="The reward schedule: pau-mcp (the default) or paper (the paper's Table 3), or a JSON object of reward "
+    'fields (its "schedule" key names the base).',
 )
 @click.option(
     "--answer-aware",
@@ -148,7 +161,7 @@ def _with_deployment_examples(settings: Any, methods: list[Any]) -> list[Any]:
 @options(*_ROLLOUT_SETTINGS)
 def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[str, ...], limit: int,
             run_name: str | None, critic_model: str | None, critic_mode: str, max_turns: int, window: int,
-            reward_pairs: tuple[str, ...], rewards_file: Path | None, answer_aware: bool, temperature: float,
+            reward_pairs: tuple[str, ...], rewards_file: str | None, answer_aware: bool, temperature: float,
             max_tokens: int, concurrency: int, out_dir: Path | None, no_parquet: bool, no_cache: bool,
             share_samples: bool, retry_failed: bool, ray_address: str | None, ray_workers: int | None,
             **values: object) -> None:  # fmt: skip

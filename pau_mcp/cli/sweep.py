@@ -57,12 +57,16 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     store = run_store(settings)
     states: list[str] = []
     conflicts: list[str] = []
+    planned_ids: dict[tuple[str, tuple[str, ...], int], list[str]] = {}  # runs of one suite share their methods
     for planned in plan:
         config = planned.config
+        selection = (config.suite, config.methods, config.limit)
         try:
-            methods = [m.id for m in planned_methods(settings, config)]
+            if selection not in planned_ids:
+                planned_ids[selection] = [m.id for m in planned_methods(settings, config)]
         except ManifestError as exc:
             raise click.UsageError(f"{file}: {exc}") from None
+        methods = planned_ids[selection]
         if not methods:
             raise click.UsageError(f"{file}: no methods in suite {config.suite!r} with these methods and limit")
         state = run_state(store, config, methods)

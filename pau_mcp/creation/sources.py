@@ -219,7 +219,22 @@ def _code_alpaca(rows: Any) -> Iterable[Item | None]:
         yield Item(f"code-alpaca/{index}", index, code, names[0], context=context or None)
 
 
-_PYTHON_BLOCK = re.compile(r"```python[^\n]*\n(.*?)```", re.DOTALL)
+def _python_blocks(text: str) -> list[str]:
+    """The bodies of the text's fenced ```python blocks, in order.
+
+    Each search starts where the last block ended, so the text is read once: a lazy ```python...(.*?)``` pattern
+    reads to the end again from every opening fence that is never closed.
+    """
+    blocks: list[str] = []
+    position = 0
+    while (opening := text.find("```python", position)) >= 0:
+        line_end = text.find("\n", opening)
+        closing = text.find("```", line_end + 1) if line_end >= 0 else -1
+        if closing < 0:
+            break
+        blocks.append(text[line_end + 1 : closing])
+        position = closing + 3
+    return blocks
 
 
 def _magicoder(rows: Any) -> Iterable[Item | None]:
@@ -227,11 +242,11 @@ def _magicoder(rows: Any) -> Iterable[Item | None]:
         if _text(row, "lang") not in ("", "python", "Python"):
             yield None
             continue
-        blocks = _PYTHON_BLOCK.findall(_text(row, "solution"))
+        blocks = _python_blocks(_text(row, "solution"))
         # As the paper did: one Python block holding exactly one function and no class.
         code = blocks[0] if len(blocks) == 1 else ""
         names = _functions(code) if code else None
-        if not names or len(names) != 1 or re.search(r"^\s*class\s", code, re.MULTILINE):
+        if not names or len(names) != 1 or re.search(r"^[ \t]*class\s", code, re.MULTILINE):
             yield None
             continue
         key = f"magicoder/{row.get('index', index)}"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from .cluster import Cluster, ClusterError, RayOptions, connect
 from .pool import WorkerLost, WorkerPool
-from .shipping import Shipment, pack
+from .shipping import Shipment, pack, worker_key
 
-__all__ = ["Cluster", "ClusterError", "RayOptions", "Shipment", "WorkerLost", "WorkerPool", "connect", "pack"]
+__all__ = [
+    "Cluster", "ClusterError", "RayOptions", "Shipment", "WorkerLost", "WorkerPool", "connect", "pack", "worker_key",
+]  # fmt: skip

@@ -4,17 +4,24 @@ Ray is an optional dependency (``pip install 'pau-mcp[ray]'``); nothing here imp
 asks for a cluster. ``--ray`` alone connects to ``RAY_ADDRESS`` or the cluster started on this machine
 (``ray start --head``); ``--ray local`` starts a private one for the command; anything else is a cluster's
 address (``10.0.0.5:6379``, or ``ray://head:10001`` through Ray Client).
+
+Ray is a tool for a trusted network (docs/scaling.md, "Trust"): whoever reaches a cluster can run code on it.
+A cluster this module starts (``--ray local``) reports no usage statistics to Ray's developers; one started
+with ``ray start`` reports them unless started with ``--disable-usage-stats``, as the docs' commands are.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Cluster", "ClusterError", "RayOptions", "connect", "worker_nodes"]
 
 LOCAL = "local"
+#: Ray's switch for its usage statistics ("0": off), read by the processes of a cluster when they start.
+USAGE_STATS_VARIABLE = "RAY_USAGE_STATS_ENABLED"
 
 
 class ClusterError(RuntimeError):
@@ -86,6 +93,8 @@ def connect(options: RayOptions) -> Cluster:
     if not ray.is_initialized():
         try:
             if started_here:
+                # The cluster's processes inherit this process's environment; a user who opted in keeps their choice.
+                os.environ.setdefault(USAGE_STATS_VARIABLE, "0")
                 ray.init(include_dashboard=False, logging_level=logging.WARNING)
             else:
                 ray.init(address=options.address, logging_level=logging.WARNING)

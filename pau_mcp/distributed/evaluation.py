@@ -23,14 +23,14 @@ import httpx2
 
 from ..harness.runner import EpisodeHost, EpisodeRecord, EvalConfig, EvalError, Play, RunProgress, agent_llm
 from ..llm import LLMClient
-from ..manifests import ManifestStore, Method
+from ..manifests import ManifestStore, Method, tool_name
 from ..runstore import RunStore
 from ..sandboxing import make_sandbox, sandbox_limits
 from .cluster import Cluster, ClusterError
 from .pool import WorkerLost, WorkerPool
-from .shipping import Shipment, pack
+from .shipping import Shipment, pack, worker_key
 
-__all__ = ["EvalSetup", "EvalWorker", "ray_episodes"]
+__all__ = ["eval_shipment", "EvalSetup", "EvalWorker", "ray_episodes"]
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,24 @@ class EvalWorker:
             shutil.rmtree(self._directory, ignore_errors=True)
 
 
+def eval_shipment(settings: Any, config: EvalConfig, deployment_key: str) -> Shipment:
+    """What an evaluation worker gets: the run's settings and suite, the variables of the providers it calls (the
+    agent's, and the judge's and code writer's when it scores with them), and a key of its own for its server's
+    tool names, derived from the deployment key, which it never gets (that key signs the deployment's session
+    tokens).
+
+    Raises:
+        ManifestError: the suite does not exist or is broken.
+    """
+    scores = set(config.kinds) if config.score else set()
+    models = (
+        config.model,
+        settings.judge_model if "judge" in scores else None,
+        settings.coder_model if "codematch" in scores else None,
+    )
+    return pack(settings, (config.suite,), key=worker_key(deployment_key, config.run), models=models)
+
+
 @contextlib.asynccontextmanager
 async def ray_episodes(
     cluster: Cluster, settings: Any, config: EvalConfig, deployment_key: str, progress: RunProgress
@@ -135,7 +153,7 @@ async def ray_episodes(
         EvalError: the workers cannot start or are all lost.
     """
     try:
-        shipment = pack(settings, (config.suite,), key=deployment_key)
+        shipment = eval_shipment(settings, config, deployment_key)
     except ValueError as exc:
         raise EvalError(str(exc)) from None
     pool = WorkerPool(
@@ -144,7 +162,7 @@ async def ray_episodes(
 
     async def play(method: Method, tool: str, attempt: int) -> EpisodeRecord:
         try:
-            record: EpisodeRecord = await pool.call(method.id, tool, attempt)
+            record: EpisodeRecord = await pool.call(method.id, tool_name(shipment.key, method.id), attempt)
         except ClusterError as exc:
             raise EvalError(str(exc)) from None
         finally:

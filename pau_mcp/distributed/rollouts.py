@@ -25,7 +25,7 @@ from ..sandboxing import make_sandbox
 from .cluster import Cluster, ClusterError
 from .shipping import Shipment, pack
 
-__all__ = ["RolloutSetup", "RolloutWorker", "ray_rollouts"]
+__all__ = ["RolloutSetup", "RolloutWorker", "ray_rollouts", "rollout_shipment"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,12 @@ class RolloutWorker:
             shutil.rmtree(self._directory, ignore_errors=True)
 
 
+def rollout_shipment(settings: Any, config: RolloutConfig) -> Shipment:
+    """What a rollout worker gets: the run's settings and the variables of the providers it calls (the policy's,
+    the critic's, and its code writer's if it has one); no key, as it serves no tools."""
+    return pack(settings, models=(config.model, config.critic.get("model"), config.critic.get("coder_model")))
+
+
 @contextlib.asynccontextmanager
 async def ray_rollouts(
     cluster: Cluster, settings: Any, config: RolloutConfig, progress: RolloutProgress
@@ -106,7 +112,8 @@ async def ray_rollouts(
     if settings is None:
         raise RolloutError("a rollout on a Ray cluster needs the driver's settings to ship to its workers")
     pool = WorkerPool(
-        cluster, RolloutWorker, RolloutSetup(config, pack(settings)), concurrency=config.concurrency,
+        cluster, RolloutWorker, RolloutSetup(config, rollout_shipment(settings, config)),
+        concurrency=config.concurrency,
         name="rollout worker",
     )  # fmt: skip
 

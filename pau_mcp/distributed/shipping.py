@@ -1,17 +1,28 @@
 """What a Ray worker needs from the driver, carried in its arguments rather than read from the driver's disk.
 
-A worker on another node has none of the driver's files: not its data directory (the deployment key), not
-its ``--manifests`` directories, price table or capability rows. The driver packs them into a
-``Shipment``: the settings that define the run, the deployment key, the provider variables (keys and base
-URLs), and the text of every file the run depends on. The worker unpacks it into a private temporary
-directory and builds its ``Settings`` from it, keeping only what is the node's own (its data and cache
-directories, for the LLM response cache and the compiled sandbox). Secrets never appear in a repr, so
-they cannot reach a log.
+A worker on another node has none of the driver's files: not its ``--manifests`` directories, price table or
+capability rows. The driver packs them into a ``Shipment``: the settings that define the run, the text of
+every file the run depends on, and the secrets the worker's role needs and no others. The worker unpacks it
+into a private temporary directory and builds its ``Settings`` from it, keeping only what is the node's own
+(its data and cache directories, for the LLM response cache and the compiled sandbox).
+
+Ray carries the shipment to every node of the cluster unencrypted and lets anyone who reaches the cluster run
+code there (docs/scaling.md), so each secret shipped is one the cluster could lose:
+
+* provider variables (keys, base URLs) only of the providers whose models the worker calls (``models``);
+* never the deployment key, which names the deployment's tools and signs its session tokens: an evaluation
+  worker's own server gets a key derived from it for the run (``worker_key``), which names tools the
+  deployment's server does not have and signs tokens it does not accept.
+
+Secrets never appear in a repr, so they cannot reach a log.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +30,7 @@ from typing import Any
 from ..config import Settings, SettingsError
 from ..manifests import ManifestError, ManifestStore, packaged_manifests
 
-__all__ = ["PROVIDER_PREFIXES", "RUN_SETTINGS", "Shipment", "pack"]
+__all__ = ["PROVIDER_VARIABLES", "RUN_SETTINGS", "Shipment", "pack", "provider_variables", "worker_key"]
 
 # The settings that decide what a run does, taken from the driver; the rest (where data and caches live) are
 # the node's own.
@@ -29,8 +40,12 @@ RUN_SETTINGS = (
     "mcp_era",
 )  # fmt: skip
 
-# The LLM providers' variables (keys, base URLs, API versions), forwarded from the driver's environment.
-PROVIDER_PREFIXES = ("OPENAI_", "AZURE_OPENAI_", "ANTHROPIC_")
+#: The variables each LLM provider reads (keys, base URLs, API versions): a name ending in ``_`` is a prefix.
+PROVIDER_VARIABLES: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_",),
+    "azure": ("AZURE_OPENAI_", "OPENAI_API_VERSION", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"),
+    "anthropic": ("ANTHROPIC_",),
+}
 
 
 @dataclass(frozen=True)
@@ -43,8 +58,9 @@ class Shipment:
         pricing: The text of the driver's ``--pricing`` file, if any.
         capabilities: The text of the driver's ``--model-capabilities`` file, if any.
         use_cache: Read and write the node's LLM response cache.
-        key: The deployment key (tool names); never shown.
-        env: The provider variables; never shown.
+        key: The key the worker's own server names tools with (``worker_key``), or "" for a worker that serves
+            none; never shown.
+        env: The variables of the providers the worker calls; never shown.
     """
 
     values: dict[str, Any]
@@ -91,13 +107,43 @@ class Shipment:
             raise SettingsError(f"the driver's settings are refused on this worker: {exc}") from None
 
 
-def pack(settings: Settings, suites: tuple[str, ...] = (), *, key: str = "", use_cache: bool = True) -> Shipment:
+def worker_key(deployment_key: str, run: str) -> str:
+    """The key an evaluation worker's server names tools with for ``run``: derived from the deployment key, which
+    it does not reveal (an HMAC), and different for every run."""
+    message = b"pau-mcp ray evaluation worker\0" + run.encode("utf-8", "surrogatepass")
+    return hmac.new(deployment_key.encode("utf-8", "surrogatepass"), message, hashlib.sha256).hexdigest()
+
+
+def provider_variables(models: Iterable[str | None], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables, from ``environ`` (default: this process's), of the providers of ``models`` (``provider/model``).
+
+    A model without a known provider adds nothing: the worker's first request then says what is wrong with it.
+    """
+    environ = os.environ if environ is None else environ
+    names = [name for model in models if model for name in PROVIDER_VARIABLES.get(model.partition("/")[0], ())]
+    return {
+        key: value
+        for key, value in environ.items()
+        if any(key.startswith(name) if name.endswith("_") else key == name for name in names)
+    }
+
+
+def pack(
+    settings: Settings,
+    suites: tuple[str, ...] = (),
+    *,
+    key: str = "",
+    models: Iterable[str | None] = (),
+    use_cache: bool = True,
+) -> Shipment:
     """What the workers of a run need from this driver.
 
     Args:
         settings: The driver's settings.
         suites: Suites the workers serve; those that ship with pau-mcp are not packed (every node has them).
-        key: The deployment key, when the workers need tool names.
+        key: The key the workers' own servers name tools with (``worker_key``; never the deployment key), when
+            they serve tools.
+        models: Every model (``provider/model``) the workers call: only their providers' variables are shipped.
         use_cache: Let workers use their node's LLM response cache.
 
     Raises:
@@ -112,7 +158,7 @@ def pack(settings: Settings, suites: tuple[str, ...] = (), *, key: str = "", use
         if packaged is not None and suite.path.parent.resolve() == packaged:
             continue
         files[name] = {path.name: path.read_text(encoding="utf-8") for path in sorted(suite.path.glob("*.json"))}
-    env = {k: v for k, v in os.environ.items() if k.startswith(PROVIDER_PREFIXES)}
+    env = provider_variables(models)
     return Shipment(
         values=values,
         suites=files,

@@ -138,10 +138,12 @@ def _wrap(text: str, width: int = _LABEL_WIDTH) -> str:
     lines: list[str] = []
     line = ""
     for piece in re.findall(r"[^-_./ ]*[-_./ ]*", text):
-        while len(piece) > width:  # one word longer than a line: break it
+        start = 0  # one word longer than a line: break it, cutting from the left (never copying what is left)
+        while len(piece) - start > width:
             room = width - len(line)
-            lines.append(line + piece[:room])
-            piece, line = piece[room:], ""
+            lines.append(line + piece[start : start + room])
+            start, line = start + room, ""
+        piece = piece[start:]
         if len(line) + len(piece) > width:
             lines.append(line)
             line = ""

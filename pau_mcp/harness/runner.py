@@ -479,7 +479,8 @@ def planned_methods(settings: Settings, config: EvalConfig) -> list[Method]:
         ManifestError: the suite does not exist or a manifest is broken.
     """
     suite = ManifestStore(settings.manifests).suite(config.suite)
-    methods = [m for m in suite.methods.values() if not config.methods or m.id in config.methods]
+    wanted = set(config.methods)
+    methods = [m for m in suite.methods.values() if not wanted or m.id in wanted]
     return methods[: config.limit] if config.limit else methods
 
 

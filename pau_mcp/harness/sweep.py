@@ -20,6 +20,11 @@ Example::
     model = "anthropic/claude-haiku-4-5"
     concurrency = 4
     reasoning_effort = "low"
+
+A sweep file is read as the user's input, not trusted: only a regular file of at most
+``MAX_SWEEP_BYTES`` (``pau_mcp.userfiles``), nested no deeper than TOML's parser goes, with at most
+``MAX_SUITES`` suites, ``MAX_MODELS`` models and ``MAX_METHODS`` methods, and at most ``MAX_RUNS`` runs in
+all; anything else is refused before anything runs, with the first ``MAX_PROBLEMS`` problems named.
 """
 
 from __future__ import annotations
@@ -34,9 +39,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..llm import LLMError, Overrides
 from ..llm.models import parse_model
 from ..runstore import RunStore
+from ..userfiles import UnreadableFile, read_text
 from .runner import EvalConfig, run_name, stored_identity
 
-__all__ = ["PlannedRun", "Sweep", "SweepError", "SweepModel", "expand", "load_sweep", "run_state"]
+__all__ = [
+    "MAX_METHODS", "MAX_MODELS", "MAX_PROBLEMS", "MAX_RUNS", "MAX_SUITES", "MAX_SWEEP_BYTES", "PlannedRun", "Sweep",
+    "SweepError", "SweepModel", "expand", "load_sweep", "run_state",
+]  # fmt: skip
+
+#: The largest sweep file read (a leaderboard's is a few kilobytes; MAX_METHODS method ids take about 2 MB).
+MAX_SWEEP_BYTES = 4 * 1024 * 1024
+#: The most suites, models and methods one file may list, and the most runs it may expand to.
+MAX_SUITES = 100
+MAX_MODELS = 1000
+MAX_METHODS = 100_000
+MAX_RUNS = 2000
+#: The most problems an error names (the rest are counted).
+MAX_PROBLEMS = 20
 
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 
@@ -96,11 +115,11 @@ class Sweep(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    suites: list[str] = Field(min_length=1)
+    suites: list[str] = Field(min_length=1, max_length=MAX_SUITES)
     modes: list[Literal["interactive", "incontext"]] = Field(default_factory=lambda: ["interactive"], min_length=1)
     agents: list[Literal["paper", "tools", "probe"]] = Field(default_factory=lambda: ["paper"], min_length=1)
-    models: list[SweepModel] = Field(default_factory=list)
-    methods: list[str] = Field(default_factory=list)
+    models: list[SweepModel] = Field(default_factory=list, max_length=MAX_MODELS)
+    methods: list[str] = Field(default_factory=list, max_length=MAX_METHODS)
     limit: int = Field(0, ge=0)
     budget: int | None = Field(None, ge=0, le=1_000_000)
     concurrency: int = Field(4, ge=1, le=4096)
@@ -137,15 +156,21 @@ def load_sweep(path: Path) -> Sweep:
         SweepError: the file cannot be read, is not TOML, or breaks the schema (each problem named by its key).
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SweepError(f"cannot read {path}: {exc.strerror or exc}") from None
+        data = tomllib.loads(read_text(path, limit=MAX_SWEEP_BYTES))
+    except UnreadableFile as exc:
+        raise SweepError(str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise SweepError(f"{path} is not valid TOML: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise SweepError(f"{path} nests deeper than TOML's parser goes; a sweep file's lists are flat") from None
     try:
         return Sweep.model_validate(data)
     except ValidationError as exc:
-        raise SweepError(f"{path}:\n" + "\n".join(_problem(error) for error in exc.errors())) from None
+        problems = exc.errors()
+        lines = [_problem(error) for error in problems[:MAX_PROBLEMS]]
+        if len(problems) > MAX_PROBLEMS:
+            lines.append(f"  ... and {len(problems) - MAX_PROBLEMS:,} more problems")
+        raise SweepError(f"{path}:\n" + "\n".join(lines)) from None
 
 
 def _problem(error: Any) -> str:
@@ -155,8 +180,12 @@ def _problem(error: Any) -> str:
         known = ", ".join(model.model_fields)
         return f"  {where}: unknown key (known keys: {known})"
     message = error["msg"].removeprefix("Value error, ")
-    shown = f" (got {error['input']!r})" if error["type"] not in ("missing",) and where else ""
+    shown = f" (got {_clip(repr(error['input']))})" if error["type"] not in ("missing",) and where else ""
     return f"  {where or '(file)'}: {message}{shown}"
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -178,6 +207,13 @@ def expand(sweep: Sweep, settings: Any) -> list[PlannedRun]:
     Raises:
         SweepError: two runs would get one name.
     """
+    agents = len([a for a in sweep.agents if a != "probe"])
+    count = len(sweep.suites) * len(sweep.modes) * (len(sweep.models) * agents + ("probe" in sweep.agents))
+    if count > MAX_RUNS:
+        raise SweepError(
+            f"the sweep expands to {count:,} runs, more than one sweep runs ({MAX_RUNS:,}); split it into several "
+            "files (each over some of the suites or models)"
+        )
     judge = sweep.judge_model or settings.judge_model
     coder = sweep.coder_model or settings.coder_model
     kinds = tuple(k for k, m in (("judge", judge), ("codematch", coder)) if m) + ("direct",)
@@ -207,6 +243,11 @@ def expand(sweep: Sweep, settings: Any) -> list[PlannedRun]:
     seen: dict[str, EvalConfig] = {}
     for planned in runs:
         other = seen.setdefault(planned.config.run, planned.config)
+        if other is not planned.config and other == planned.config:
+            raise SweepError(
+                f"the run {planned.config.run!r} is listed twice ({other.model} appears twice in [[models]] with the "
+                "same settings); remove one entry"
+            )
         if other is not planned.config:
             raise SweepError(
                 f"two runs would be named {planned.config.run!r} ({other.model} and {planned.config.model} with "

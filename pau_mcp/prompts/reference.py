@@ -6,6 +6,13 @@ file with ``ast`` (nothing of the checkout is run), turns its placeholders
 (``[HEADER]``, and ``{header}`` in its f-strings) into template fields, and
 writes one template file per prompt into ``DATA_DIR/prompts/reference/``.
 Anything else in brackets (``[STOP]``) stays text, as the reference sends it.
+
+The checkout is the user's to give and is read as untrusted: only regular
+files inside it, each under a size cap (``pau_mcp.userfiles``); a file that
+links out of it, a FIFO or a device is refused in one line, as is source
+that nests deeper than Python's parser goes. Its commit is recorded only
+when ``.git`` holds one, a hexadecimal object name, read from files inside
+``.git``.
 """
 
 from __future__ import annotations
@@ -20,11 +27,18 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..userfiles import UnreadableFile, is_inside, read_bytes, read_text
 from .templates import SPECS, PromptsError, parse_template, reference_dir
 
 __all__ = ["WHERE", "ImportedPrompts", "Location", "import_reference"]
 
 _REPOSITORY = "github.com/DhananjayAshok/PAU-Benchmark"
+#: The largest source file read (the reference's are a few tens of kilobytes).
+_MAX_SOURCE_BYTES = 4 * 1024 * 1024
+#: The largest ``.git/HEAD`` or loose ref read, and the largest ``.git/packed-refs``.
+_MAX_REF_BYTES = 4096
+_MAX_PACKED_REFS_BYTES = 16 * 1024 * 1024
+_HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True)
@@ -116,24 +130,43 @@ def _template_text(value: ast.expr, fields: frozenset[str], where: str) -> str:
             text.append("{" + part.value.id + "}")
         else:
             raise PromptsError(
-                f"{where} interpolates {ast.unparse(part)}, which is none of its fields ({', '.join(sorted(fields))}); "
+                f"{where} interpolates {_shown(part)}, which is none of its fields ({', '.join(sorted(fields))}); "
                 f"is this a checkout of {_REPOSITORY}?"
             )
     return "".join(text)
 
 
-def _read(checkout: Path, name: str, location: Location) -> str:
+def _shown(node: ast.expr, limit: int = 80) -> str:
+    """An expression as source, clipped (one of any size or depth: the checkout chose it)."""
+    try:
+        text = " ".join(ast.unparse(node).split())
+    except (RecursionError, MemoryError, ValueError):
+        text = f"a {type(node).__name__} expression"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _read(checkout: Path, name: str, location: Location) -> tuple[str, str]:
+    """The template read from ``location``, and the SHA-256 of the file it came from."""
     path = checkout / location.file
     where = f"{location.file}: {location.scope + '.' if location.scope else ''}{location.name}"
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise PromptsError(
             f"{checkout} has no {location.file}: give the directory of a checkout of {_REPOSITORY} "
             "(the one holding eval.py, baselines.py, creation.py and utils/)"
         )
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
-        raise PromptsError(f"cannot parse {path}: {exc}") from None
+        source = read_bytes(path, limit=_MAX_SOURCE_BYTES, inside=checkout)
+    except UnreadableFile as exc:
+        raise PromptsError(f"{exc}; give the directory of a checkout of {_REPOSITORY}") from None
+    try:
+        tree = ast.parse(source.decode("utf-8"), filename=str(path))
+    except (UnicodeDecodeError, SyntaxError, ValueError) as exc:
+        raise PromptsError(f"cannot parse {path}: {' '.join(str(exc).split())}") from None
+    except (RecursionError, MemoryError):
+        raise PromptsError(
+            f"cannot parse {path}: it nests deeper than Python's parser goes; the reference's files do not "
+            f"(is this a checkout of {_REPOSITORY}?)"
+        ) from None
     values = _assigned_strings(tree, location)
     if not values:
         raise PromptsError(
@@ -147,26 +180,42 @@ def _read(checkout: Path, name: str, location: Location) -> str:
             f"{where} has the placeholders {sorted(f.upper() for f in template.fields)}, expected "
             f"{sorted(f.upper() for f in fields)}: the checkout's prompts differ from the reference as published"
         )
-    return text
+    return text, hashlib.sha256(source).hexdigest()
 
 
 def _commit(checkout: Path) -> str | None:
-    """The checkout's commit, read from ``.git`` without running git (None when there is none)."""
+    """The checkout's commit, read from ``.git`` without running git (None when there is none).
+
+    Only files inside the checkout's own ``.git`` directory are read, each under a small cap, and only a
+    hexadecimal object name counts as a commit: a ``HEAD`` naming a ref outside ``.git``, a link, a FIFO or
+    a device gives None, never what it points at.
+    """
     git = checkout / ".git"
-    try:
-        head = (git / "HEAD").read_text(encoding="utf-8").strip()
-        if head.startswith("ref: "):
-            ref = head[5:]
-            loose = git / ref
-            if loose.is_file():
-                return loose.read_text(encoding="utf-8").strip()
-            for line in (git / "packed-refs").read_text(encoding="utf-8").splitlines():
-                if line.endswith(" " + ref):
-                    return line.split(" ", 1)[0]
-            return None
-        return head or None
-    except OSError:
+    if git.is_symlink() or not git.is_dir() or not is_inside(git, checkout):
         return None
+    try:
+        head = read_text(git / "HEAD", limit=_MAX_REF_BYTES, inside=git).strip()
+        if not head.startswith("ref: "):
+            return _object_name(head)
+        ref = head[5:].strip()
+        if not ref.startswith("refs/") or not is_inside(git / ref, git):
+            return None
+        if os.path.lexists(git / ref):
+            return _object_name(read_text(git / ref, limit=_MAX_REF_BYTES, inside=git).strip())
+        if not os.path.lexists(git / "packed-refs"):
+            return None
+        packed = read_text(git / "packed-refs", limit=_MAX_PACKED_REFS_BYTES, inside=git)
+    except UnreadableFile:
+        return None
+    for line in packed.splitlines():
+        if line.endswith(" " + ref):
+            return _object_name(line.split(" ", 1)[0])
+    return None
+
+
+def _object_name(text: str) -> str | None:
+    """``text`` when it is a git object name (40 or 64 lower-case hexadecimal digits), else None."""
+    return text if len(text) in (40, 64) and set(text) <= _HEX else None
 
 
 def import_reference(checkout: Path, data_dir: Path) -> ImportedPrompts:
@@ -182,7 +231,8 @@ def import_reference(checkout: Path, data_dir: Path) -> ImportedPrompts:
     checkout = Path(checkout).expanduser()
     if not checkout.is_dir():
         raise PromptsError(f"{checkout} is not a directory: give a checkout of {_REPOSITORY}")
-    texts = {name: _read(checkout, name, location) for name, location in WHERE.items()}
+    read = {name: _read(checkout, name, location) for name, location in WHERE.items()}
+    texts = {name: text for name, (text, _) in read.items()}
     target = reference_dir(data_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".reference-", dir=target.parent))
@@ -193,13 +243,7 @@ def import_reference(checkout: Path, data_dir: Path) -> ImportedPrompts:
             "repository": _REPOSITORY,
             "checkout": str(checkout.resolve()),
             "commit": _commit(checkout),
-            "files": {
-                name: {
-                    "file": WHERE[name].file,
-                    "sha256": hashlib.sha256((checkout / WHERE[name].file).read_bytes()).hexdigest(),
-                }
-                for name in texts
-            },
+            "files": {name: {"file": WHERE[name].file, "sha256": digest} for name, (_, digest) in read.items()},
         }
         (staging / "origin.json").write_text(json.dumps(origin, indent=2) + "\n", encoding="utf-8")
         old = target.with_name(f".old-{os.getpid()}") if target.exists() else None

@@ -8,12 +8,13 @@ propose an input, reflect), rewarded step by step (``RewardConfig``) by a ``Crit
 from .actions import Reflection, parse_input, parse_reflection, visible_text
 from .critic import MODES, Critic, CriticView, Gold, LLMCritic, Rating, ScriptedCritic, parse_critic_rating
 from .environment import PHASES, EnvConfig, EpisodeError, ExplorationEnv, StepResult
-from .rewards import RewardConfig, length_penalty, termination_term, word_count
+from .rewards import SCHEDULES, RewardConfig, length_penalty, length_units, termination_term, word_count
 from .runtime import ProcessLocal, Runtime, SandboxLike, default_runtime
 
 __all__ = [
     "MODES",
     "PHASES",
+    "SCHEDULES",
     "Critic",
     "CriticView",
     "EnvConfig",
@@ -31,6 +32,7 @@ __all__ = [
     "StepResult",
     "default_runtime",
     "length_penalty",
+    "length_units",
     "parse_critic_rating",
     "parse_input",
     "parse_reflection",

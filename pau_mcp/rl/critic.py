@@ -175,8 +175,10 @@ _HYPOTHESIS_TASK_ASYMMETRIC = _PROMPTS.text("critic_hypothesis_asymmetric")
 _HYPOTHESIS_TASK_SYMMETRIC = _PROMPTS.text("critic_hypothesis_symmetric")
 _ENDING = _PROMPTS.text("critic_ending")
 
+# Possessive repeats, as the judge's (``scoring.judge``): a long run of blanks is read once.
 _RATING_LINE = re.compile(
-    r"[*_\s]*(?:final\s+)?rating[*_\s]*[:=][*_\s]*\[?\s*([0-9])\s*\]?(?:\s*/\s*9)?[*_\s]*\.?[*_\s]*", re.IGNORECASE
+    r"[*_\s]*+(?:final\s++)?rating[*_\s]*+[:=][*_\s]*+\[?\s*+([0-9])\s*+\]?(?:\s*+/\s*+9)?[*_\s]*+\.?[*_\s]*+",
+    re.IGNORECASE,
 )
 
 

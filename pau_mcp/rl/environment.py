@@ -32,7 +32,7 @@ from ..rules import QueryBudget, call_arguments
 from . import prompts
 from .actions import parse_input, parse_reflection, visible_text
 from .critic import Critic, CriticView, Gold, Rating
-from .rewards import RewardConfig, length_penalty, termination_term
+from .rewards import RewardConfig, termination_term
 from .runtime import Runtime, default_runtime
 
 __all__ = ["PHASES", "EnvConfig", "EpisodeError", "ExplorationEnv", "StepResult"]
@@ -161,6 +161,7 @@ class ExplorationEnv:
         self.done = False
         self.concluded = False
         self.hypothesis = ""
+        self.concludable = False  # a reflection's hypothesis was rated good enough to conclude on
         self.plan = ""
         self.budget = QueryBudget(self.config.budget)
         self.experiments: list[str] = []
@@ -259,15 +260,21 @@ class ExplorationEnv:
             self.method.header, self.examples, self._recent(), self.hypothesis, self.budget.left
         )
 
+    def _learned(self) -> bool:
+        """True when exploring can teach nothing the schedule pays for: the hypothesis was rated concludable."""
+        return self.concludable and self.config.rewards.exploration_pays_until_concludable
+
     def _reason(self, text: str) -> StepResult:
         rewards = self.config.rewards
-        if text.strip():
-            rating = self._ask(self.critic.rate_reasoning(self._view(), text))
-        else:
+        if not text.strip():
             rating = Rating(status="empty", reason="no reasoning was given")
+        elif self._learned():
+            rating = Rating(status="empty", reason="the hypothesis was already rated good enough to conclude on")
+        else:
+            rating = self._ask(self.critic.rate_reasoning(self._view(), text))
         components = {
             "critic": rewards.reasoning_scale * rating.fraction,
-            "length": length_penalty(text, rewards.reasoning_tau, rewards.reasoning_alpha, rewards.length_penalty_cap),
+            "length": rewards.penalty(text, rewards.reasoning_tau, rewards.reasoning_alpha),
         }
         self.plan = text
         self.phase = "propose"
@@ -304,7 +311,7 @@ class ExplorationEnv:
                     if outcome.status is Status.OK:
                         components["execution"] = (
                             rewards.repeated_input_reward
-                            if repeated
+                            if repeated or self._learned()
                             else rewards.clean_execution(self.config.max_turns)
                         )
                     else:
@@ -315,7 +322,7 @@ class ExplorationEnv:
                     self.observed.append((canonical, shown))
                     call.update(input=canonical, status=outcome.status.value, shown=shown, counted=True,
                                 repeated=repeated)  # fmt: skip
-        components["length"] = length_penalty(text, rewards.input_tau, rewards.input_alpha, rewards.length_penalty_cap)
+        components["length"] = rewards.penalty(text, rewards.input_tau, rewards.input_alpha)
         self.phase = "reflect"
         if call["counted"]:
             result_line = f"{call_text(self.method.entry, call['input'])} {call['shown']}"
@@ -336,18 +343,20 @@ class ExplorationEnv:
         if not reflection.clean:
             components["parse"] = rewards.parse_penalty
         critic: dict[str, Any] | None = None
-        if rewards.judge_every_reflection or done:
+        paid = rewards.judge_every_reflection or done
+        if paid or rewards.exploration_pays_until_concludable:
             if self.hypothesis:
                 rating = self._ask(self.critic.rate_hypothesis(self._view(self.hypothesis), self.hypothesis))
             else:
                 rating = Rating(status="empty", reason="no hypothesis was given")
-            components["hypothesis"] = rewards.hypothesis_scale * (
-                rating.fraction + termination_term(rewards, rating.fraction, done)
-            )
+            if paid:
+                components["hypothesis"] = rewards.hypothesis_scale * (
+                    rating.fraction + termination_term(rewards, rating.fraction, done)
+                )
+            # Once concludable, always: restating a worse hypothesis later does not make exploring pay again.
+            self.concludable = self.concludable or rating.fraction > rewards.conclude_threshold
             critic = rating.summary()
-        components["length"] = length_penalty(
-            text, rewards.reflection_tau, rewards.reflection_alpha, rewards.length_penalty_cap
-        )
+        components["length"] = rewards.penalty(text, rewards.reflection_tau, rewards.reflection_alpha)
         extra: dict[str, Any] = {"hypothesis": self.hypothesis, "decision": "yes" if reflection.concluded else "no"}
         if critic is not None:
             extra["critic"] = critic

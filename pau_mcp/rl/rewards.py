@@ -1,4 +1,21 @@
-"""The reward schedule of the PAU paper's Table 3, every constant a field with the paper's value as default.
+"""The reward schedule: the PAU paper's Table 3, every constant a field, and named schedules.
+
+Two named schedules (``SCHEDULES``, ``RewardConfig.named``): ``pau-mcp``, the
+default, and ``paper``, Table 3 exactly as this project reads it. They differ
+in two rules, both fields:
+
+* ``exploration_pays_until_concludable``: in ``pau-mcp`` the hypothesis is
+  rated at every reflection, and once a rating is above
+  ``conclude_threshold`` (good enough to conclude on), exploring earns nothing
+  more (no reasoning rating, no clean-execution reward) while every penalty
+  still applies: going on can then pay no more than concluding, and only a
+  better hypothesis at the end pays more. Exploring while the hypothesis is
+  still wrong pays as in the paper. In ``paper`` every reasoning step pays,
+  so a policy that is right but never concludes out-earns one that concludes.
+* ``length_measure``: ``characters`` (``pau-mcp``) counts the larger of the
+  words and the characters divided by ``chars_per_word``, so text padded with
+  zero-width spaces, or with no spaces at all, pays for its length;
+  ``words`` (``paper``) counts runs of non-space characters only.
 
 One step of the cycle is rewarded on its own:
 
@@ -22,10 +39,23 @@ least the full penalty, and ``alpha`` cancels out. docs/training.md explains.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-__all__ = ["RewardConfig", "length_penalty", "termination_term", "word_count"]
+__all__ = [
+    "DEFAULT_SCHEDULE",
+    "LENGTH_MEASURES",
+    "SCHEDULES",
+    "RewardConfig",
+    "length_penalty",
+    "length_units",
+    "termination_term",
+    "word_count",
+]
+
+#: How a reply's length is counted: ``words`` (runs of non-space characters, the paper's) or ``characters`` (the
+#: larger of the words and the characters divided by ``chars_per_word``: padding without spaces still counts).
+LENGTH_MEASURES = ("words", "characters")
 
 
 @dataclass(frozen=True)
@@ -51,9 +81,17 @@ class RewardConfig:
         termination_bonus: The termination term's size.
         reflection_tau: Words of a reflection before the length penalty starts.
         reflection_alpha: Penalty per word of a reflection beyond ``reflection_tau``.
-        judge_every_reflection: Rate the hypothesis at every reflection, as the reference implementation does;
-            by default only the concluding one is rated (the paper's Table 3): rating every reflection pays
-            ``H`` per reflection for restating a good hypothesis, so stalling out-earns concluding.
+        judge_every_reflection: Rate the hypothesis at every reflection and pay ``H`` times its rating and
+            termination term each time, as the reference implementation does; by default only the concluding
+            hypothesis is paid (the paper's Table 3): paying every reflection pays ``H`` per reflection for
+            restating a good hypothesis, so stalling out-earns concluding.
+        exploration_pays_until_concludable: Rate the hypothesis at every reflection (without paying it unless
+            the reflection concludes), and once a rating is above ``conclude_threshold``, pay no reasoning
+            rating and no clean-execution reward for the rest of the episode (penalties still apply). False
+            (the paper's schedule): every reasoning step and clean call pays, however long the policy goes on.
+        length_measure: ``words`` or ``characters`` (``LENGTH_MEASURES``); the ``tau`` fields count in words
+            either way.
+        chars_per_word: Characters that count as one word under ``characters``.
         timeout_penalty: Added when the turn limit ends an episode that never concluded.
         length_penalty_cap: The worst a length penalty can be (its magnitude).
         code_match_weight: Weight of the optional terminal code-match reward (the fraction of hidden tests
@@ -76,9 +114,45 @@ class RewardConfig:
     reflection_tau: int = 100
     reflection_alpha: float = 0.05
     judge_every_reflection: bool = False
+    exploration_pays_until_concludable: bool = True
+    length_measure: str = "characters"
+    chars_per_word: int = 6
     timeout_penalty: float = -1.0
     length_penalty_cap: float = 1.0
     code_match_weight: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.length_measure not in LENGTH_MEASURES:
+            raise ValueError(f"unknown length_measure {self.length_measure!r}; choose {' or '.join(LENGTH_MEASURES)}")
+        if self.chars_per_word < 1:
+            raise ValueError(f"chars_per_word must be at least 1, got {self.chars_per_word}")
+
+    @classmethod
+    def named(cls, name: str, **overrides: Any) -> RewardConfig:
+        """A named schedule (``SCHEDULES``), with fields overridden.
+
+        Raises:
+            ValueError: an unknown schedule (the message lists the known ones) or field.
+        """
+        if name not in SCHEDULES:
+            raise ValueError(f"unknown reward schedule {name!r}; the schedules are {', '.join(SCHEDULES)}")
+        return SCHEDULES[name].with_fields(overrides)
+
+    def with_fields(self, overrides: dict[str, Any]) -> RewardConfig:
+        """This schedule with some fields changed.
+
+        Raises:
+            ValueError: an unknown field (the message lists the known ones), or a value out of range.
+        """
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(f"unknown reward field {', '.join(unknown)}; known fields: {', '.join(sorted(known))}")
+        return replace(self, **overrides)
+
+    def penalty(self, text: str, tau: int, alpha: float) -> float:
+        """The length penalty of ``text`` under this schedule's measure and cap."""
+        return length_penalty(text, tau, alpha, self.length_penalty_cap, self.length_measure, self.chars_per_word)
 
     def clean_execution(self, max_turns: int) -> float:
         """The reward for a call that returned: ``lambda * H / (2 * T_max)``."""
@@ -90,26 +164,38 @@ class RewardConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RewardConfig:
-        """Fields from a dict; an unknown key is an error naming the known ones.
+        """A schedule from a dict: ``schedule`` names the base (default ``pau-mcp``), every other key is a field.
 
         Raises:
-            ValueError: an unknown field.
+            ValueError: an unknown schedule or field (the message names the known ones).
         """
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown reward field {', '.join(unknown)}; known fields: {', '.join(sorted(known))}")
-        return cls(**data)
+        values = dict(data)
+        return cls.named(str(values.pop("schedule", DEFAULT_SCHEDULE)), **values)
 
 
 def word_count(text: str) -> int:
-    """Words as the length penalty counts them: runs of non-space characters."""
+    """Words: runs of non-space characters."""
     return len(text.split())
 
 
-def length_penalty(text: str, tau: int, alpha: float, cap: float) -> float:
-    """``-min(cap, alpha * max(0, words - tau))``: zero up to ``tau`` words, then ``alpha`` per word, at worst ``-cap``."""
-    over = word_count(text) - tau
+def length_units(text: str, measure: str = "words", chars_per_word: int = 6) -> int:
+    """A text's length in words as ``measure`` counts them (``LENGTH_MEASURES``).
+
+    ``characters``: the larger of the word count and the characters divided by ``chars_per_word`` (rounded up), so
+    ordinary prose counts its words while text joined by zero-width spaces, or without spaces, counts its size.
+    """
+    words = word_count(text)
+    if measure == "words":
+        return words
+    return max(words, -(-len(text) // chars_per_word))
+
+
+def length_penalty(
+    text: str, tau: int, alpha: float, cap: float, measure: str = "words", chars_per_word: int = 6
+) -> float:
+    """``-min(cap, alpha * max(0, length - tau))``: zero up to ``tau`` words, then ``alpha`` per word, at worst
+    ``-cap``; the length in words as ``measure`` counts them (``length_units``)."""
+    over = length_units(text, measure, chars_per_word) - tau
     if over <= 0:
         return 0.0
     return -min(cap, alpha * over)
@@ -124,3 +210,13 @@ def termination_term(config: RewardConfig, fraction: float, done: bool) -> float
     if done:
         return config.termination_bonus if fraction > config.conclude_threshold else -config.termination_bonus
     return config.termination_bonus if fraction < config.continue_threshold else 0.0
+
+
+#: The schedule a config gets unless it names another.
+DEFAULT_SCHEDULE = "pau-mcp"
+
+#: The named schedules: this project's (the default) and the paper's Table 3 as this project reads it.
+SCHEDULES: dict[str, RewardConfig] = {
+    "pau-mcp": RewardConfig(),
+    "paper": RewardConfig(exploration_pays_until_concludable=False, length_measure="words"),
+}

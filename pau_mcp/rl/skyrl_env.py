@@ -14,7 +14,8 @@ environment's settings come from ``env_config`` (SkyRL's
 
 ``critic_model`` (default ``PAU_JUDGE_MODEL``), ``critic_mode``
 (``asymmetric``), ``coder_model``, ``max_turns`` (40), ``budget`` (20),
-``window`` (5), ``rewards`` (a mapping of ``RewardConfig`` fields),
+``window`` (5), ``rewards`` (a mapping of ``RewardConfig`` fields; its
+``schedule`` key names the base schedule, e.g. ``paper``),
 ``manifests`` (extra suite directories), ``workers`` (sandbox worker
 processes; 0 runs calls in the process).
 

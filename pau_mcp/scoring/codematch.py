@@ -35,9 +35,10 @@ from typing import Any
 from wasm_runtime import Limits, Outcome, Sandbox, Status, decode, outcomes_match, parse_python
 
 from ..llm import LLMClient, LLMError, Usage
-from ..manifests import Method, call_text
+from ..manifests import Case, Method, call_text
 from ..prompts import load_prompts
 from ..protocol import Protocol, cut_at_stop, reference_triples, results_list
+from .cpu import off_loop
 from .fences import fence, fence_tag
 
 __all__ = [
@@ -79,10 +80,13 @@ _MAX_EXAMPLE_CHARS = 500
 _MAX_SHOWN_CHARS = 2000
 _MAX_HOST_ERROR_CHARS = 200
 _COUNTEREXAMPLE_TRIES = 5
+#: Characters of candidate code ``extract_code`` parses in one reply (beyond them, it looks for a ``def`` line):
+#: parsing holds the host's one parser lock, which every parse of call arguments waits for.
+_PARSE_BUDGET_CHARS = MAX_CODE_CHARS
 
-_FENCE = re.compile(
-    r"^[ \t]*(```+|~~~+)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL
-)
+_PYTHON_FENCES = ("python", "py", "python3")
+# A fence's info string starts with its language: one greedy character class, matched at a known position.
+_FENCE_LANGUAGE = re.compile(r"[\w+#.-]*+")
 
 
 def coder_messages(
@@ -143,12 +147,19 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _defines(code: str, entry: str) -> bool:
-    """True when ``code`` binds ``entry`` at module level (checked on the host's parser, which never runs it)."""
+def _defines(code: str, entry: str, parse: bool = True) -> bool:
+    """True when ``code`` binds ``entry`` at module level (checked on the host's parser, which never runs it).
+
+    Without ``parse``, and for code too long to be run, only a ``def`` line is looked for: parsing costs about
+    3 s of CPU per megabyte.
+    """
     try:
+        if not parse or len(code) > MAX_CODE_CHARS:
+            raise ValueError("not parsed")
         tree = parse_python(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return bool(re.search(rf"^\s*(async\s+)?def\s+{re.escape(entry)}\s*\(", code, re.MULTILINE))
+        # Each line is tried once, from its start (an indentation run cannot reach into the next line).
+        return bool(re.search(rf"^[ \t]*+(?:async[ \t]++)?def[ \t]++{re.escape(entry)}[ \t]*+\(", code, re.MULTILINE))
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == entry:
             return True
@@ -182,17 +193,70 @@ def extract_code(reply: str, entry: str = "test_func") -> str | None:
         The code, or None when the reply holds nothing but whitespace.
     """
     text = (reply or "").replace("\r\n", "\n")
-    blocks = [(lang.lower(), body) for _, lang, body in _FENCE.findall(text)]
-    python = [body for lang, body in blocks if lang in ("python", "py", "python3")]
-    other = [body for lang, body in blocks if lang not in ("python", "py", "python3")]
+    blocks = _fenced_blocks(text)
+    python = [body for lang, body in blocks if lang in _PYTHON_FENCES]
+    other = [body for lang, body in blocks if lang not in _PYTHON_FENCES]
     candidates = [c for c in (python + other) if c.strip()] if blocks else [text]
     candidates = [c.strip("\n") for c in candidates if c.strip()]
     if not candidates:
         return None
+    if len(candidates) == 1:
+        return candidates[0] + "\n"  # nothing to choose between: no need to parse it
+    parsed = 0  # a reply of many blocks is parsed up to a budget, then searched for a def line only
     for candidate in candidates:
-        if _defines(candidate, entry):
+        parsed += len(candidate)
+        if _defines(candidate, entry, parse=parsed <= _PARSE_BUDGET_CHARS):
             return candidate + "\n"
     return candidates[0] + "\n"
+
+
+def _fence_opening(line: str) -> tuple[str, str] | None:
+    """A fence's marker (three or more backticks or tildes) and its language, when ``line`` opens one."""
+    start = len(line) - len(line.lstrip(" \t"))
+    mark = line[start : start + 1]
+    if mark not in ("`", "~"):
+        return None
+    end = len(line) - len(line[start:].lstrip(mark))
+    if end - start < 3:
+        return None
+    after = end + len(line[end:]) - len(line[end:].lstrip(" \t"))
+    language = _FENCE_LANGUAGE.match(line, after)
+    return line[start:end], (language.group() if language else "").lower()
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """Every fenced block of ``text`` as ``(language, body)``, read line by line, each line once.
+
+    A fence opens on a line of three or more backticks (or tildes) followed by a language, and a line
+    must follow it; it closes on a line holding the same marker and nothing else but blanks, or at the
+    end of the text. Lines inside a block open nothing.
+    """
+    blocks = []
+    size = len(text)
+    position = 0  # always the start of a line
+    while position < size:
+        newline = text.find("\n", position)
+        if newline < 0:
+            break  # the last line opens nothing: no line follows it
+        opening = _fence_opening(text[position:newline])
+        position = newline + 1
+        if opening is None:
+            continue
+        marker, language = opening
+        body_start = position
+        while True:
+            newline = text.find("\n", position)
+            line_end = size if newline < 0 else newline
+            if text[position:line_end].strip(" \t") == marker:
+                blocks.append((language, text[body_start:position]))
+                position = line_end + 1
+                break
+            if newline < 0:
+                blocks.append((language, text[body_start:]))
+                position = size
+                break
+            position = newline + 1
+    return blocks
 
 
 def extract_code_reference(reply: str) -> str | None:
@@ -360,9 +424,10 @@ def _explain(
     kinds = Counter(FAILURE_KINDS[kind] for kind in wrong if kind is not None)
     if not kinds:
         return None, False
-    compile_error = _host_syntax_error(code)
+    # The host compiles the code only to say why every input failed alike (a parse holds the interpreter).
     every_syntax = all(o.status is Status.ERROR and o.error_type == "SyntaxError" for o in outcomes)
-    if compile_error is not None and every_syntax:
+    compile_error = _host_syntax_error(code) if every_syntax else None
+    if compile_error is not None:
         return f"the code does not compile: {compile_error}", True
     every_name = all(o.status is Status.ERROR and o.error_type == "NameError" for o in outcomes)
     if every_name and not _defines(code, entry):
@@ -443,12 +508,9 @@ async def match_code(
     except Exception as exc:  # the sandbox's infrastructure, not the code's result: this code alone gets no score
         log.warning("the sandbox failed on code for %s: %s", method.id, _clip(f"{type(exc).__name__}: {exc}", 500))
         return CodeMatch(status="error", reason=_sandbox_failed(exc), code=code)
-    wrong = [
-        _reference_kind(case.outcome.outcome(), got) if reference else _compare(case.outcome.outcome(), got)  # type: ignore[union-attr]
-        for case, got in zip(tests, outcomes, strict=False)
-    ]
-    wrong += ["crash"] * (len(tests) - len(wrong))  # an outcome the sandbox never handed back is no match
-    reason, zero = _explain(code, method.entry, outcomes, wrong)
+    # Decoding what the code handed back and compiling the code on the host is CPU work the code's author
+    # chose the size of: off the event loop, so a server answering other sessions meanwhile stays responsive.
+    wrong, reason, zero = await off_loop(_assess, code, method, outcomes, reference)
     matches = [kind is None for kind in wrong]
     if zero:
         matches = [False] * len(tests)
@@ -468,6 +530,21 @@ async def match_code(
         code=code,
         counterexample=example,
     )
+
+
+def _assess(
+    code: str, method: Method, outcomes: Sequence[Outcome], reference: bool
+) -> tuple[list[str | None], str | None, bool]:
+    """How each test input went (``FAILURE_KINDS`` keys, None for a match), why the code scored below 1, and
+    whether it must score 0 (see ``_explain``)."""
+    tests = method.tests
+    wrong = [
+        _reference_kind(case.outcome.outcome(), got) if reference else _compare(case.outcome.outcome(), got)  # type: ignore[union-attr]
+        for case, got in zip(tests, outcomes, strict=False)
+    ]
+    wrong += ["crash"] * (len(tests) - len(wrong))  # an outcome the sandbox never handed back is no match
+    reason, zero = _explain(code, method.entry, outcomes, wrong)
+    return wrong, reason, zero
 
 
 def _is_text(code: str) -> bool:
@@ -503,12 +580,19 @@ async def _counterexample(
         if tried > _COUNTEREXAMPLE_TRIES:
             break
         (alone,) = await sandbox.arun(code, [case.input], entry=method.entry, limits=limits, fresh=True)
-        compare = _reference_kind if reference else _compare
-        kind = compare(case.outcome.outcome(), alone)  # type: ignore[union-attr]
-        if kind is not None:
-            got = "(a value that could not be decoded)" if kind == "undecodable" else _shown(alone)
-            return Counterexample(input=case.input, expected=_clip(case.outcome.shown(), _MAX_SHOWN_CHARS), got=got)  # type: ignore[union-attr]
+        found = await off_loop(_counterexample_of, case, alone, reference)
+        if found is not None:
+            return found
     return None
+
+
+def _counterexample_of(case: Case, got: Outcome, reference: bool) -> Counterexample | None:
+    """``case`` with what the code did, when that is wrong; None when it matches."""
+    kind = (_reference_kind if reference else _compare)(case.outcome.outcome(), got)  # type: ignore[union-attr]
+    if kind is None:
+        return None
+    shown = "(a value that could not be decoded)" if kind == "undecodable" else _shown(got)
+    return Counterexample(input=case.input, expected=_clip(case.outcome.shown(), _MAX_SHOWN_CHARS), got=shown)  # type: ignore[union-attr]
 
 
 async def write_code(
@@ -544,7 +628,10 @@ async def write_code(
         if exc.fatal:
             raise
         return CodeMatch(status="error", reason=str(exc), model=model)
-    code = extract_code_reference(completion.text) if reference else extract_code(completion.text, method.entry)
+    if reference:
+        code = extract_code_reference(completion.text)
+    else:
+        code = await off_loop(extract_code, completion.text, method.entry)
     scored = await match_code(sandbox, method, code, limits=limits, protocol=protocol)
     reason = scored.reason
     if code is None:
@@ -590,16 +677,18 @@ async def failing_tests(
     except Exception as exc:  # the sandbox's infrastructure: no evidence, the report goes on
         log.warning("the sandbox failed running code for %s: %s", method.id, _clip(str(exc), 500))
         return []
-    wrong = []
-    for case, got in zip(method.tests, outcomes, strict=False):
-        kind = _compare(case.outcome.outcome(), got)  # type: ignore[union-attr]
-        if kind is None:
-            continue
-        shown = "(a value that could not be decoded)" if kind == "undecodable" else _shown(got)
-        wrong.append(Counterexample(case.input, _clip(case.outcome.shown(), _MAX_SHOWN_CHARS), shown))  # type: ignore[union-attr]
-        if len(wrong) >= limit:
-            break
-    return wrong
+
+    def first_wrong() -> list[Counterexample]:
+        wrong = []
+        for case, got in zip(method.tests, outcomes, strict=False):
+            example = _counterexample_of(case, got, reference=False)
+            if example is not None:
+                wrong.append(example)
+                if len(wrong) >= limit:
+                    break
+        return wrong
+
+    return await off_loop(first_wrong)
 
 
 def observed_arguments(example: Sequence[Any]) -> str | None:
@@ -630,10 +719,14 @@ async def check_observed(
         return ObservedCheck(0, 0)
     hidden = await sandbox.arun(method.source, inputs, entry=method.entry, limits=limits)
     written = await sandbox.arun(code, inputs, entry=method.entry, limits=limits)
-    checked = disagree = 0
-    for want, got in zip(hidden, written, strict=False):
-        if want.status is Status.INVALID_INPUT:
-            continue
-        checked += 1
-        disagree += not outcomes_match(want, got)
-    return ObservedCheck(checked, disagree)
+
+    def count() -> ObservedCheck:
+        checked = disagree = 0
+        for want, got in zip(hidden, written, strict=False):
+            if want.status is Status.INVALID_INPUT:
+                continue
+            checked += 1
+            disagree += not outcomes_match(want, got)
+        return ObservedCheck(checked, disagree)
+
+    return await off_loop(count)

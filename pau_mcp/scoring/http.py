@@ -37,6 +37,7 @@ from .. import __version__
 from ..listening import is_loopback, listen, serve_app, shown_host
 from ..llm import LLMError, LLMNotConfigured
 from .codematch import MAX_CODE_CHARS
+from .cpu import off_loop
 from .service import KINDS, NothingToScore, Scorer, ScoreResult, UnknownMethod
 
 __all__ = [
@@ -297,6 +298,34 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
+def _score_request(raw: bytes) -> ScoreRequest | JSONResponse:
+    """The request in ``raw``, or the JSON error response saying what is wrong with it."""
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        data = None
+        nested = True
+    except (ValueError, UnicodeDecodeError) as exc:
+        return _error(400, f"the body is not valid JSON: {exc}")
+    else:
+        nested = _depth_over(data, MAX_JSON_DEPTH)
+    if nested:
+        return _error(400, f"the JSON is nested deeper than {MAX_JSON_DEPTH} levels; no field needs that")
+    try:
+        return ScoreRequest.model_validate(data)
+    except ValidationError as exc:
+        detail = [
+            {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors(include_url=False, include_input=False)
+        ]
+        return _error(
+            422,
+            "the request's fields are not right: "
+            + "; ".join(f"{'.'.join(map(str, d['loc'])) or 'body'}: {d['msg']}" for d in detail[:5]),
+            detail,
+        )
+
+
 def create_app(
     scorer: Scorer,
     *,
@@ -340,30 +369,10 @@ def create_app(
             raw = await _read_body(request, max_request_bytes)
         except _TooLarge:
             return _error(413, f"the request body is larger than {max_request_bytes:,} bytes")
-        try:
-            data = json.loads(raw)
-        except RecursionError:
-            data = None
-            nested = True
-        except (ValueError, UnicodeDecodeError) as exc:
-            return _error(400, f"the body is not valid JSON: {exc}")
-        else:
-            nested = _depth_over(data, MAX_JSON_DEPTH)
-        if nested:
-            return _error(400, f"the JSON is nested deeper than {MAX_JSON_DEPTH} levels; no field needs that")
-        try:
-            body = ScoreRequest.model_validate(data)
-        except ValidationError as exc:
-            detail = [
-                {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                for e in exc.errors(include_url=False, include_input=False)
-            ]
-            return _error(
-                422,
-                "the request's fields are not right: "
-                + "; ".join(f"{'.'.join(map(str, d['loc'])) or 'body'}: {d['msg']}" for d in detail[:5]),
-                detail,
-            )
+        # Parsing a body of up to max_request_bytes is CPU work the sender chose: off the event loop.
+        body = await off_loop(_score_request, raw)
+        if isinstance(body, JSONResponse):
+            return body
         examples = [
             (literal, output if isinstance(output, str) else json.dumps(output))
             for literal, output in body.examples or ()
@@ -380,9 +389,11 @@ def create_app(
         except LLMError as exc:
             log.warning("scoring %s failed: %s", body.method, exc)
             return _error(502, str(exc))
-        if body.view == "agent":
-            return _JSON(result.feedback())
-        return _JSON(_RESULT.dump_python(result, mode="json"))
+        view = body.view
+        # The full view quotes the code and the models' replies, each as long as its author made it.
+        return await off_loop(
+            lambda: _JSON(result.feedback() if view == "agent" else _RESULT.dump_python(result, mode="json"))
+        )
 
     async def health(request: Request) -> JSONResponse:
         return _JSON({"status": "ok", "version": __version__, "scores": list(KINDS)})

@@ -37,10 +37,13 @@ __all__ = [
 
 # The last line only, as the prompt asks: "Rating: 4", "rating:4", "**Rating:** 4", "Rating = 4/5", "Rating: [4]",
 # "Final rating: 4."; not "Rating: 4.5", "Rating: 45" or "Rating: 4 because ...".
+# Every repeat is possessive (``*+``): neighbouring runs of blanks never trade characters, so a long run of them
+# is read once (as plain ``*`` the engine tries every split: cubic on a line of spaces that ends wrongly).
 _RATING_LINE = re.compile(
-    r"[*_\s]*(?:final\s+)?rating[*_\s]*[:=][*_\s]*\[?\s*([1-5])\s*\]?(?:\s*/\s*5)?[*_\s]*\.?[*_\s]*", re.IGNORECASE
+    r"[*_\s]*+(?:final\s++)?rating[*_\s]*+[:=][*_\s]*+\[?\s*+([1-5])\s*+\]?(?:\s*+/\s*+5)?[*_\s]*+\.?[*_\s]*+",
+    re.IGNORECASE,
 )
-_RATING_ANYWHERE = re.compile(r"rating\s*\**\s*[:=]\s*\**\s*\[?\s*[1-5](?![\d.,]\d)(?!\d)", re.IGNORECASE)
+_RATING_ANYWHERE = re.compile(r"rating\s*+\**+\s*+[:=]\s*+\**+\s*+\[?\s*+[1-5](?![\d.,]\d)(?!\d)", re.IGNORECASE)
 
 
 def judge_messages(gold: str, candidate: str, protocol: Protocol | None = None) -> list[dict[str, str]]:

@@ -26,6 +26,7 @@ from ..protocol import Protocol, load_protocol
 from ..runstore import RunStore
 from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox, sandbox_limits
 from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, match_code, write_code
+from .cpu import off_loop
 from .judge import JudgeResult, judge_description
 from .records import record_scores
 
@@ -320,10 +321,11 @@ class Scorer:
             )  # fmt: skip
 
         async def direct() -> None:
+            submitted = await off_loop(extract_code, code or "", method.entry)
             results["direct"] = await match_code(
                 self.sandbox,
                 method,
-                extract_code(code or "", method.entry),
+                submitted,
                 limits=self.limits,
                 counterexample=counterexample,
                 protocol=self.protocol,
@@ -392,8 +394,9 @@ def feedback_for(
 
     Every score the configuration allows: the judge and the code writer when
     their models are set (a warning names the settings otherwise), and direct
-    code whenever code is submitted. The scorer (and its sandbox) is built on
-    the first submission, off the event loop.
+    code whenever code is submitted. The scorer (and its sandbox, in worker
+    processes) is built on the first submission, off the event loop; reading
+    a submission is CPU work done off the event loop too (``cpu.off_loop``).
 
     Args:
         settings: Models, price table, cache, sandbox limits, manifests.
@@ -429,10 +432,11 @@ def feedback_for(
             return state["scorer"]
         async with guard.setdefault("lock", anyio.Lock()):
             if "scorer" not in state:
+                # Worker processes, as the scorer endpoint's: the host side of running scored code (reading what
+                # it hands back, parsing it to choose an engine) then holds no lock the server's event loop needs.
+                maker = sandboxes or make_sandbox
                 state["scorer"] = await anyio.to_thread.run_sync(
-                    lambda: Scorer.from_settings(
-                        settings, use_cache=use_cache, sandbox=sandboxes(settings) if sandboxes is not None else None
-                    )
+                    lambda: Scorer.from_settings(settings, use_cache=use_cache, sandbox=maker(settings, processes=True))
                 )
         return state["scorer"]
 

@@ -293,7 +293,10 @@ def prepare_target(store: ManifestStore, suite: str, replace: bool) -> Path:
     return root
 
 
-_EXAMPLE_HEADING = re.compile(r"^(for\s+)?(an?\s+)?(exam[pb]les?|e\.g\.)\s*\d*\s*(of\s+usage)?\s*[:.]?$", re.IGNORECASE)
+# Possessive repeats: the runs of blanks around the number never trade characters (cubic on a long blank run).
+_EXAMPLE_HEADING = re.compile(
+    r"^(?:for\s++)?(?:an?\s++)?(?:exam[pb]les?|e\.g\.)\s*+\d*+\s*+(?:of\s++usage)?\s*+[:.]?$", re.IGNORECASE
+)
 _EXAMPLE_LINE = re.compile(r"^(input|output|explanation)\s*[:=]", re.IGNORECASE)
 _SHOWS_RESULT = re.compile(r"==>|=>|->|➞|==|\b(output|result)\s+should\s+be\b", re.IGNORECASE)
 _CALL_RESULT = re.compile(r"\)\s*(==>|=>|->|➞|==|should\s+(return|be)\b)", re.IGNORECASE)
@@ -303,23 +306,42 @@ def _depth(text: str) -> int:
     return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
 
 
+#: Characters of call arguments one line may have parsed as literals (a docstring line of nested calls
+#: would otherwise parse each call's arguments again inside every call around it).
+_MAX_PARSED_ARGUMENT_CHARS = 100_000
+
+
+def _closing_brackets(text: str) -> dict[int, int]:
+    """Where each ``(`` of ``text`` is closed, in one pass (unclosed ones are left out)."""
+    closes: dict[int, int] = {}
+    opened: list[int] = []
+    for index, char in enumerate(text):
+        if char == "(":
+            opened.append(index)
+        elif char == ")" and opened:
+            closes[opened.pop()] = index
+    return closes
+
+
 def _literal_call_with_result(text: str, entry: str) -> bool:
     """True for ``entry(<literals>) ==> result``: an example, wherever it stands."""
-    for match in re.finditer(rf"\b{re.escape(entry)}\s*\(", text):
+    closes: dict[int, int] | None = None
+    budget = _MAX_PARSED_ARGUMENT_CHARS
+    for match in re.finditer(rf"\b{re.escape(entry)}\s*+\(", text):
+        if closes is None:
+            closes = _closing_brackets(text)
         start = match.end() - 1
-        depth = 0
-        for end in range(start, len(text)):
-            depth += {"(": 1, ")": -1}.get(text[end], 0)
-            if depth == 0:
-                break
-        else:
+        end = closes.get(start)
+        if end is None or not _CALL_RESULT.match(text, end):
             continue
+        budget -= end - start
+        if budget < 0:
+            return False
         try:
             ast.literal_eval(f"({text[start + 1 : end]},)" if text[start + 1 : end].strip() else "()")
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
-        if _CALL_RESULT.match(text, end):
-            return True
+        return True
     return False
 
 
@@ -341,7 +363,7 @@ def description_from_docstring(docstring: str | None, entry: str) -> str:
     in_doctest = False
     block_indent: int | None = None  # indentation of the example heading whose block is being skipped
     open_brackets = 0  # a skipped call may go on over several lines
-    calls_entry = re.compile(rf"\b{re.escape(entry)}\s*\(")
+    calls_entry = re.compile(rf"\b{re.escape(entry)}\s*+\(")
     for line in inspect.cleandoc(docstring).splitlines():
         text = line.strip()
         indent = len(line) - len(line.lstrip())

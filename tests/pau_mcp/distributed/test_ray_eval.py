@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pau_mcp.distributed import worker_key
+from pau_mcp.manifests import tool_name
 from pau_mcp.runstore import RunStore
 
 pytestmark = pytest.mark.slow
@@ -27,13 +29,14 @@ def _eval(data: Path, db: Path, *extra: str) -> list[str]:
 
 
 def _results(db: Path) -> list[tuple]:
-    """Per episode: its ending, scores, submission and every call, without ids and times."""
+    """Per episode: its ending, scores, submission and every call, without ids, times and tool names (a Ray
+    worker's server names tools with a key of the run's own: it never gets the deployment key)."""
     store = RunStore(db)
     run_id = store.run_id("probe")
     calls: dict[str, list[tuple]] = {}
     for call in store.calls(run_id):
         calls.setdefault(call["session_key"], []).append(
-            (call["tool"], call["arguments"], call["counted"], call["status"], call["value"], call["error_type"])
+            (call["method_id"], call["arguments"], call["counted"], call["status"], call["value"], call["error_type"])
         )
     submissions = {s["id"]: (s["description"], s["code"]) for s in store.submissions(run_id)}
     return sorted(
@@ -94,7 +97,7 @@ def test_a_run_that_loses_a_ray_worker_mid_run_ends_with_the_results_of_a_single
     assert connection.execute("SELECT DISTINCT attempts FROM episodes").fetchall() == [(1,)]
 
 
-def test_a_ray_worker_gets_the_tool_key_from_the_driver_and_no_log_holds_it(tmp_path, ray_cluster):
+def test_no_ray_worker_gets_the_deployment_key_and_no_file_on_the_cluster_holds_it(tmp_path, ray_cluster):
     ray_cluster.ensure_workers(2)
     data = tmp_path / "data"
     done = subprocess.run(
@@ -111,6 +114,10 @@ def test_a_ray_worker_gets_the_tool_key_from_the_driver_and_no_log_holds_it(tmp_
         if readable and key.encode() in path.read_bytes():
             leaks.append(path)
     assert leaks == [] and key not in done.stdout + done.stderr
+    # The workers' servers named the tools with a key derived for the run, which signs no token of the deployment's.
+    tools = {row[0] for row in sqlite3.connect(tmp_path / "runs.db").execute("SELECT tool FROM calls")}
+    assert tools and tools.isdisjoint({tool_name(key, "builtin/b001"), tool_name(key, "builtin/b002")})
+    assert tools <= {tool_name(worker_key(key, "probe"), m) for m in ("builtin/b001", "builtin/b002")}
 
 
 def test_a_sweep_on_a_ray_cluster_runs_there_and_a_second_time_skips_what_is_finished(tmp_path, ray_cluster):

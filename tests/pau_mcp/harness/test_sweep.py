@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,85 @@ max_tokens = 123
     assert "run builtin-paper-interactive-openai-fake-b: 2 episodes finished now" in done.stdout
     judged = sqlite3.connect(tmp_path / "runs.db").execute("SELECT COUNT(*) FROM scores WHERE kind = 'judge'")
     assert judged.fetchone()[0] == 4
+
+
+# -- a sweep file that is not what it seems ------------------------------------------------------------------------
+
+
+def _guarded(tmp_path: Path, file: Path) -> Ran:
+    """A dry run in a process of its own with 2 GB of memory and a minute: what once read /dev/zero or waited on a
+    FIFO fails here, instead of the machine running out of memory or the test waiting forever."""
+    plain = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_"))}
+    return run_pau_process(
+        "sweep", file, "--dry-run", "--data-dir", tmp_path, env=plain | {"COLUMNS": "250"}, cwd=ROOT, timeout=60,
+        memory_limit=2 << 30,
+    )  # fmt: skip
+
+
+def _error_lines(done: Ran) -> list[str]:
+    return [line for line in done.stderr.splitlines() if line.startswith("Error:") or line.startswith("  ")]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "directory", "oversized"])
+def test_a_sweep_file_that_is_not_a_regular_file_of_sensible_size_is_refused_in_one_line(tmp_path, kind):
+    path = tmp_path / "sweep.toml"
+    expected = {"fifo": "is a FIFO", "/dev/zero": "is a character device", "directory": "is a directory"}
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "/dev/zero":
+        path = Path("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.write_text(PROBE + "# padding\n" * 500_000)
+    done = _guarded(tmp_path, path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    lines = _error_lines(done)
+    assert len(lines) == 1 and str(path) in lines[0] and expected.get(kind, "bytes long; at most") in lines[0], lines
+
+
+def test_a_sweep_file_nested_100000_deep_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "sweep.toml"
+    path.write_text('agents = ["probe"]\nsuites = ' + "[" * 100_000 + "]" * 100_000 + "\n")
+    done = _guarded(tmp_path, path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert _error_lines(done) == [f"Error: {path} nests deeper than TOML's parser goes; a sweep file's lists are flat"]
+
+
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        ("".join(f'[[models]]\nmodel = "openai/m{i}"\n' for i in range(20_000)), "models: List should have at most 1000"),
+        ('[[models]]\nmodel = "nope"\n' * 20_000, "models: List should have at most 1000"),
+        ("methods = [" + ",".join(f'"b/{i}"' for i in range(100_001)) + "]\n", "methods: List should have at most"),
+    ],
+    ids=["20,000 models", "20,000 bad models", "100,001 methods"],
+)  # fmt: skip
+def test_a_sweep_file_with_too_many_entries_is_refused_quickly_in_a_few_lines(tmp_path, entries, expected):
+    path = tmp_path / "sweep.toml"
+    path.write_text('suites = ["builtin"]\nagents = ["paper"]\n' + entries)
+    started = time.monotonic()
+    done = _guarded(tmp_path, path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert time.monotonic() - started < 30
+    lines = _error_lines(done)
+    assert len(lines) == 2 and expected in lines[1] and len(lines[1]) < 300, lines
+
+
+def test_a_sweep_that_expands_to_more_runs_than_one_sweep_runs_is_refused_with_how_to_split_it(tmp_path):
+    models = "".join(f'[[models]]\nmodel = "openai/m{i}"\n' for i in range(600))
+    text = 'suites = ["builtin"]\nagents = ["paper", "tools"]\nmodes = ["interactive", "incontext"]\n' + models
+    done = _invoke(tmp_path, text, "--dry-run")
+    assert done.exit_code == 2 and "expands to 2,400 runs, more than one sweep runs (2,000)" in done.output
+    assert "split it into several files" in done.output
+
+
+def test_many_problems_are_named_up_to_twenty_and_the_rest_counted(tmp_path):
+    text = 'suites = ["builtin"]\nagents = ["paper"]\n' + '[[models]]\nmodel = "nope"\n' * 50
+    done = _invoke(tmp_path, text)
+    assert done.exit_code == 2 and done.output.count("models[") == 20 and "and 30 more problems" in done.output
+
+
+def test_a_model_listed_twice_with_the_same_settings_is_named_as_a_duplicate(tmp_path):
+    done = _invoke(tmp_path, PROBE.replace('["probe"]', '["paper"]') + '[[models]]\nmodel = "openai/m"\n' * 2)
+    assert done.exit_code == 2 and "is listed twice" in done.output and "openai/m appears twice" in done.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fakereference import write_checkout
+from pau_command import Ran, run_pau_process
 
 import pau_mcp
 from pau_mcp.prompts import PromptsError, PromptsMissing, import_reference, load_prompts
@@ -95,3 +97,98 @@ def test_a_hand_edited_template_with_a_wrong_field_is_refused_with_its_file_and_
         PromptsError, match=r"judge.txt has fields \['guess', 'true'\], expected \['hypothesis', 'true'\]"
     ):
         load_prompts("reference", tmp_path / "data")
+
+
+# -- a checkout that is not what it seems -------------------------------------------------------------------------
+
+
+def _import(checkout: Path, data: Path) -> Ran:
+    """The command with its memory capped at 2 GB and a minute to run: what once read /dev/zero or waited on a FIFO
+    fails here, instead of the machine running out of memory or the test waiting forever."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAU_")} | {"COLUMNS": "200"}
+    return run_pau_process(
+        "prompts", "import-reference", checkout, "--data-dir", data, env=env, cwd=ROOT, timeout=60,
+        memory_limit=2 << 30,
+    )  # fmt: skip
+
+
+def _refused_in_one_line(result: Ran, *expected: str) -> None:
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert all(text in lines[0] for text in expected), lines[0]
+
+
+def _origin(data: Path) -> dict:
+    return json.loads((data / "prompts" / "reference" / "origin.json").read_text())
+
+
+def test_the_checkouts_commit_is_recorded_from_its_git_directory(tmp_path):
+    checkout = write_checkout(tmp_path / "checkout")
+    (checkout / ".git" / "refs" / "heads").mkdir(parents=True)
+    (checkout / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (checkout / ".git" / "refs" / "heads" / "main").write_text("ab" * 20 + "\n")
+    assert _import(checkout, tmp_path / "data").returncode == 0
+    assert _origin(tmp_path / "data")["commit"] == "ab" * 20
+
+
+@pytest.mark.parametrize(
+    "head",
+    ["ref: ../../secret.txt", "ref: refs/../../../secret.txt", "ref: refs/heads/main", "link", "fifo", "zero"],
+)
+def test_a_git_head_that_names_anything_but_a_commit_inside_git_records_none_and_copies_nothing(tmp_path, head):
+    (tmp_path / "secret.txt").write_text("TOP-SECRET-" + "cd" * 20)
+    checkout = write_checkout(tmp_path / "checkout")
+    git = checkout / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    if head == "link":
+        (git / "HEAD").symlink_to(tmp_path / "secret.txt")
+    elif head == "fifo":
+        os.mkfifo(git / "HEAD")
+    elif head == "zero":
+        (git / "HEAD").symlink_to("/dev/zero")
+    else:
+        (git / "HEAD").write_text(head + "\n")
+        (git / "refs" / "heads" / "main").symlink_to(tmp_path / "secret.txt")
+    result = _import(checkout, tmp_path / "data")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert _origin(tmp_path / "data")["commit"] is None
+    assert "TOP-SECRET" not in (tmp_path / "data" / "prompts" / "reference" / "origin.json").read_text()
+
+
+def test_a_checkout_file_that_links_out_of_the_checkout_is_refused_in_one_line(tmp_path):
+    elsewhere = write_checkout(tmp_path / "elsewhere")
+    checkout = write_checkout(tmp_path / "checkout")
+    (checkout / "eval.py").unlink()
+    (checkout / "eval.py").symlink_to(elsewhere / "eval.py")
+    _refused_in_one_line(_import(checkout, tmp_path / "data"), "eval.py leads outside", "PAU-Benchmark")
+    assert not (tmp_path / "data" / "prompts" / "reference").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "directory", "oversized"])
+def test_a_checkout_file_that_is_not_a_regular_file_of_sensible_size_is_refused_in_one_line(tmp_path, kind):
+    checkout = write_checkout(tmp_path / "checkout")
+    path = checkout / "baselines.py"
+    path.unlink()
+    expected = {"fifo": "is a FIFO", "/dev/zero": "leads outside", "directory": "is a directory"}.get(kind, "at most")
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path.write_text("# padding\n" * 500_000)
+    _refused_in_one_line(_import(checkout, tmp_path / "data"), "baselines.py", expected)
+
+
+def test_an_expression_of_100000_terms_is_refused_in_one_line(tmp_path):
+    terms = " + ".join(['"JUDGE [TRUE] [HYPOTHESIS]"'] * 100_000)
+    checkout = write_checkout(tmp_path / "checkout", eval_py=f"eval_prompt = {terms}\n")
+    _refused_in_one_line(_import(checkout, tmp_path / "data"), "eval.py", "nests deeper than Python's parser goes")
+    # Within the parser's reach, the expression is named (clipped), or, too deep to print, its kind.
+    for terms, shown in ((100, "interpolates {x + x + x"), (600, "interpolates a FormattedValue expression")):
+        text = 'eval_prompt = f"""JUDGE [TRUE] [HYPOTHESIS] {' + " + ".join(["x"] * terms) + '}"""\n'
+        result = _import(write_checkout(tmp_path / f"wide{terms}", eval_py=text), tmp_path / "data")
+        _refused_in_one_line(result, shown)
+        assert len(result.stderr) < 400

@@ -7,12 +7,14 @@ method's real behaviour.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fakellm import FakeLLM
 from rlscript import critic_reply, honest
 
 from pau_mcp.llm import LLMClient
-from pau_mcp.rl import EnvConfig, ExplorationEnv, LLMCritic, RewardConfig
+from pau_mcp.rl import EnvConfig, ExplorationEnv, LLMCritic, RewardConfig, ScriptedCritic
 
 FLOOD = " ".join(["very"] * 5000)
 GOOD = "counts steps to reach 1; raises ValueError below 1"
@@ -88,6 +90,107 @@ def test_judging_every_reflection_as_the_reference_does_lets_stalling_out_earn_c
 ):
     # Why only the concluding hypothesis is judged by default (docs/training.md): restating a good hypothesis at
     # every reflection earns H each time.
-    reference = RewardConfig(judge_every_reflection=True)
+    reference = RewardConfig.named("paper", judge_every_reflection=True)
     stalling = _return(repeat_one_input, manifests, runtime, tmp_path, reference)
     assert stalling > _return(honest, manifests, runtime, tmp_path, reference)
+
+
+# -- paying for learning, not for turns (a scripted critic, exact numbers) -------------------------------------------
+
+WRONG = "returns its argument unchanged"
+
+
+def _fresh_input_named(view, reasoning: str) -> int:
+    """Reasoning that names an input not tried yet is worth 6; anything else 1."""
+    tried = "\n".join(view.experiments)
+    return 6 if any(f"test_func({n})" not in tried for n in re.findall(r"-?\d+", reasoning)) else 1
+
+
+def _right_or_wrong(view, hypothesis: str) -> int:
+    """The method's real behaviour is worth 9; anything else 2."""
+    return 9 if "steps" in hypothesis and "ValueError" in hypothesis else 2
+
+
+class Explorer:
+    """Tries 1, 2, 3, ...; its hypothesis is wrong before reflection ``knows_at`` and right from then on; it concludes
+    at reflection ``concludes_at`` (None: never, until the turn limit ends the episode)."""
+
+    def __init__(self, knows_at: int, concludes_at: int | None) -> None:
+        self.knows_at, self.concludes_at = knows_at, concludes_at
+        self.tried = self.reflections = 0
+
+    def __call__(self, observation: str) -> str:
+        if "Give the exact input now" in observation:
+            self.tried += 1
+            return f"INPUT: ({self.tried},)"
+        if "CONCLUDED: YES" in observation:
+            self.reflections += 1
+            hypothesis = GOOD if self.reflections >= self.knows_at else WRONG
+            done = self.concludes_at is not None and self.reflections >= self.concludes_at
+            return f"CONCLUDED: {'YES' if done else 'NO'}\nHYPOTHESIS: {hypothesis}"
+        return f"I will try {self.tried + 1}, a value not seen yet."
+
+
+def _scripted_return(explorer: Explorer, manifests, runtime, rewards: RewardConfig | None = None) -> float:
+    critic = ScriptedCritic(reasoning=_fresh_input_named, hypothesis=_right_or_wrong)
+    env = ExplorationEnv(
+        manifests.method("builtin/b005"), critic, EnvConfig(rewards=rewards or RewardConfig()), runtime
+    )
+    observation = env.reset()[-1]["content"]
+    while not env.done:
+        observation = env.step(explorer(observation)).observation
+    return env.total_reward
+
+
+#: The last reflection before the default turn limit (40 steps: 13 cycles, then one reasoning step).
+LAST = 13
+
+
+def test_going_on_once_the_hypothesis_is_rated_at_the_top_pays_no_more_than_concluding(manifests, runtime):
+    concluding = _scripted_return(Explorer(knows_at=1, concludes_at=1), manifests, runtime)
+    never = _scripted_return(Explorer(knows_at=1, concludes_at=None), manifests, runtime)
+    at_the_last_reflection = _scripted_return(Explorer(knows_at=1, concludes_at=LAST), manifests, runtime)
+    assert never <= concluding and at_the_last_reflection <= concluding
+    explorer = _scripted_return(Explorer(knows_at=4, concludes_at=4), manifests, runtime)
+    assert never < explorer and at_the_last_reflection < explorer
+
+
+def test_exploring_while_the_hypothesis_is_wrong_keeps_paying(manifests, runtime):
+    wrong_at_once = _scripted_return(Explorer(knows_at=LAST + 1, concludes_at=1), manifests, runtime)
+    after_four = _scripted_return(Explorer(knows_at=4, concludes_at=4), manifests, runtime)
+    after_six = _scripted_return(Explorer(knows_at=6, concludes_at=6), manifests, runtime)
+    assert wrong_at_once < 0 < after_four < after_six
+    assert after_six == pytest.approx(8.15, abs=0.005)
+
+
+def test_the_papers_schedule_stays_selectable_and_pays_as_the_issue_measured(manifests, runtime):
+    paper = RewardConfig.named("paper")
+    returns = [
+        _scripted_return(Explorer(knows_at=1, concludes_at=None), manifests, runtime, paper),
+        _scripted_return(Explorer(knows_at=1, concludes_at=LAST), manifests, runtime, paper),
+        _scripted_return(Explorer(knows_at=4, concludes_at=4), manifests, runtime, paper),
+        _scripted_return(Explorer(knows_at=6, concludes_at=6), manifests, runtime, paper),
+        _scripted_return(Explorer(knows_at=LAST + 1, concludes_at=1), manifests, runtime, paper),
+    ]
+    assert returns == pytest.approx([8.66, 12.99, 6.77, 8.15, -0.86], abs=0.005)
+
+
+# -- padding cannot dodge the length penalty ------------------------------------------------------------------------
+
+ZERO_WIDTH = "\u200b".join(["very"] * 5000)
+NO_SPACES = "v" * 25_000
+
+
+def flood_zero_width(observation: str) -> str:
+    return f"{ZERO_WIDTH}\n{honest(observation)}"
+
+
+def flood_no_spaces(observation: str) -> str:
+    return f"{NO_SPACES}\n{honest(observation)}"
+
+
+@pytest.mark.parametrize("policy", [flood_zero_width, flood_no_spaces], ids=lambda p: p.__name__)
+def test_padding_without_spaces_still_pays_the_length_penalty(policy, honest_return, manifests, runtime, tmp_path):
+    padded = _return(policy, manifests, runtime, tmp_path)
+    # Every step of the padded episode pays the full penalty: it ends far below the honest explorer, as `flood` does.
+    assert padded < honest_return - 5

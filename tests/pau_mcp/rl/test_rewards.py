@@ -1,10 +1,10 @@
-"""The reward schedule: the paper's constants by default, the length penalty capped with min."""
+"""The reward schedule: named schedules with the paper's constants, the length penalty capped and padding-proof."""
 
 from __future__ import annotations
 
 import pytest
 
-from pau_mcp.rl import RewardConfig, length_penalty, termination_term
+from pau_mcp.rl import RewardConfig, length_penalty, length_units, termination_term
 
 
 def test_defaults_are_the_papers_table_3():
@@ -42,3 +42,31 @@ def test_an_unknown_reward_field_is_refused_with_the_known_ones():
     with pytest.raises(ValueError, match="unknown reward field nope.*reasoning_tau"):
         RewardConfig.from_dict({"nope": 1})
     assert RewardConfig.from_dict({"timeout_penalty": -2}).timeout_penalty == -2
+
+
+def test_the_default_schedule_is_this_projects_and_the_papers_is_selectable_by_name():
+    assert RewardConfig() == RewardConfig.named("pau-mcp") == RewardConfig.from_dict({})
+    paper = RewardConfig.named("paper")
+    assert paper.length_measure == "words" and not paper.exploration_pays_until_concludable
+    assert RewardConfig.from_dict({"schedule": "paper", "timeout_penalty": -2}) == RewardConfig.named(
+        "paper", timeout_penalty=-2
+    )
+    with pytest.raises(ValueError, match="unknown reward schedule 'generous'; the schedules are pau-mcp, paper"):
+        RewardConfig.named("generous")
+    with pytest.raises(ValueError, match="unknown length_measure"):
+        RewardConfig(length_measure="tokens")
+
+
+@pytest.mark.parametrize(
+    "padding",
+    ["\u200b".join(["very"] * 1000), "v" * 5000, "very" + " " * 5000 + "much", "\u00a0".join(["x"] * 2000)],
+    ids=["zero-width spaces", "no spaces", "a run of spaces", "no-break spaces"],
+)
+def test_padding_counts_by_its_characters_whatever_separates_its_words(padding):
+    assert length_units(padding, "characters") >= len(padding) // 6
+    assert length_penalty(padding, tau=100, alpha=0.05, cap=1.0, measure="characters") == -1.0
+
+
+def test_ordinary_prose_counts_about_its_words_either_way():
+    prose = "I will try the empty list next, since a boundary often shows how the function treats nothing. " * 5
+    assert abs(length_units(prose, "characters") - length_units(prose, "words")) <= 0.15 * length_units(prose, "words")

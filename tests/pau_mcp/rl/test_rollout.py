@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from fakellm import FakeLLM, Reply
 from pau_command import run_pau, run_pau_process
 from rlscript import brain
@@ -26,12 +27,12 @@ ROOT = Path(__file__).resolve().parents[3]
 METHODS = ("builtin/b001", "builtin/b002", "builtin/b003", "builtin/b004", "builtin/b005", "builtin/b006")
 
 
-def _args(data: Path, run: str = "r", *extra: str) -> list[str]:
+def _args(data: Path, run: str = "r", *extra: str, methods: tuple[str, ...] = METHODS) -> list[str]:
     """The command line after ``pau-mcp``."""
     return [
         "rl", "rollout", "--model", "openai/fake-policy", "--critic-model", "openai/fake-critic", "--run", run,
         "--data-dir", str(data), "--out", str(data / "out"), "--concurrency", "2", "--budget", "6",
-        *[item for m in METHODS for item in ("--methods", m)], *extra,
+        *[item for m in methods for item in ("--methods", m)], *extra,
     ]  # fmt: skip
 
 
@@ -179,3 +180,28 @@ def test_with_deployment_examples_the_policy_sees_the_examples_a_server_of_the_d
             assert f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" in prompts, method.id
         for case in method.examples:
             assert f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" not in prompts, method.id
+
+
+def _return_of(data: Path, method_id: str) -> float:
+    lines = (data / "out" / "trajectories.jsonl").read_text().splitlines()
+    return next(r["return"] for r in map(json.loads, lines) if r["method_id"] == method_id)
+
+
+def test_the_rewards_option_selects_the_papers_schedule_by_name(tmp_path):
+    # The scripted explorer states the right hypothesis from its first reflection and goes on to four calls: the
+    # default schedule stops paying exploration once that hypothesis is rated, the paper's pays every step.
+    returns = {}
+    for schedule in ("pau-mcp", "paper"):
+        data = tmp_path / schedule
+        with FakeLLM(responder=brain) as fake:
+            args = _args(data, schedule, "--rewards", schedule, methods=("builtin/b005",))
+            done = run_pau(*args, env=_env(fake), cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-3000:]
+        returns[schedule] = _return_of(data, "builtin/b005")
+    assert returns["paper"] == pytest.approx(6.77, abs=0.005)
+    assert returns["pau-mcp"] == pytest.approx(4.69, abs=0.005)
+
+
+def test_an_unknown_schedule_is_a_usage_error_naming_the_schedules(tmp_path):
+    done = run_pau(*_args(tmp_path, "r", "--rewards", "generous"), cwd=ROOT)
+    assert done.returncode == 2 and "pau-mcp, paper" in done.stderr and "Traceback" not in done.stderr

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import anyio
 import pytest
 from fakellm import FakeLLM
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pau_mcp.llm import LLMClient
 from pau_mcp.manifests import ManifestStore, Method
@@ -47,10 +49,36 @@ DEF = "def test_func(arg0):\n    return arg0\n"
         (f"```text\nnot code\n```\n```python\n{DEF}```", DEF),
         (f"Sure!\n```python\n{DEF}", DEF),  # a fence the model never closed (a reply cut short)
         ("```python\r\ndef test_func(arg0):\r\n    return arg0\r\n```", DEF),
+        (f"  ````python extra words\n{DEF}```\nstill inside\n  ````  \n", DEF + "```\nstill inside\n"),
+        (f"```python\n{DEF}```` \n", DEF + "```` \n"),  # only the opening marker closes its block
+        (f"~~~\n{DEF}```\n~~~\n```python\nx = 1\n```", DEF + "```\n"),
+        ("```python", "```python\n"),  # a fence with no line after it opens nothing
     ],
 )
 def test_code_is_extracted_from_fenced_and_unfenced_replies(reply, expected):
     assert extract_code(reply) == expected
+
+
+# The fence grammar as one regular expression (what extract_code read before it scanned lines: quadratic on a
+# fence that never closes, so it only specifies here, on short texts).
+_FENCE_GRAMMAR = re.compile(
+    r"^[ \t]*(```+|~~~+)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["```", "~~~", "`", "\n", " ", "\t", "py", "python", "x", "-", "def test_func(a):"])))
+def test_fenced_blocks_are_read_as_the_fence_grammar_says(parts):
+    reply = "".join(parts)
+    blocks = [(language.lower(), body) for _, language, body in _FENCE_GRAMMAR.findall(reply)]
+    ordered = [b for lang, b in blocks if lang in ("python", "py", "python3")]
+    ordered += [b for lang, b in blocks if lang not in ("python", "py", "python3")]
+    candidates = [c.strip("\n") for c in (ordered if blocks else [reply]) if c.strip()]
+    extracted = extract_code(reply)
+    if not candidates:
+        assert extracted is None
+    else:
+        assert extracted is not None and extracted[:-1] in candidates
 
 
 def test_without_a_block_defining_the_entry_the_first_block_is_kept_so_the_score_can_say_why():

@@ -6,6 +6,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -355,3 +356,24 @@ def test_an_unreachable_model_server_is_a_502_naming_the_setting(tmp_path):
         stop(endpoint.process)
     assert reply.status_code == 502
     assert "cannot reach" in reply.json()["error"] and "OPENAI_BASE_URL" in reply.json()["error"]
+
+
+#: Code that once took the endpoint's event loop seconds to read (a fence that never closes, within the 64 KB
+#: body this endpoint takes): every other request waited behind it.
+HOSTILE_CODE = ("```" + "a" * 60_000, "`" * 60_000, "```" + " " * 60_000 + "x", "\n" * 30_000 + "(")
+
+
+def test_health_stays_fast_while_hostile_code_is_scored(endpoint):
+    bodies = [{"method": "builtin/b002", "code": code, "scores": ["direct"]} for code in HOSTILE_CODE * 2]
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        replies = [pool.submit(endpoint.post, body) for body in bodies]
+        waits = []
+        while not all(reply.done() for reply in replies):
+            started = time.monotonic()
+            assert endpoint.client.get("/v1/health").status_code == 200
+            waits.append(time.monotonic() - started)
+    for reply in replies:
+        assert reply.result().status_code == 200 and reply.result().json()["direct"]["fraction"] == 0
+    assert waits, "no health request was sent while the code was scored"
+    slow = [round(wait, 2) for wait in waits if wait > 0.1]
+    assert max(waits) < 0.5, f"health requests waited {slow} s behind hostile code (of {len(waits)} requests)"

@@ -28,17 +28,28 @@ def _replies(body: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def fake(monkeypatch) -> Iterator[FakeLLM]:
+def fake(monkeypatch, worker_sandbox) -> Iterator[FakeLLM]:
     with FakeLLM(responder=_replies) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        _workers[:] = [worker_sandbox]
         yield server
+        _workers.clear()
+
+
+#: The test session's sandbox workers: feedback's scorer runs code in worker processes, as a server's does.
+_workers: list[Any] = []
+
+
+def _session_workers(settings: Settings, progress: Any = None, processes: bool = False) -> Any:
+    assert processes, "the feedback scorer runs code in worker processes"
+    return _workers[0]
 
 
 def feedback(
     settings: Settings, description: str, code: str | None, *, method: str = "builtin/b002", **options: Any
 ) -> dict[str, Any]:
-    send = feedback_for(settings)
+    send = feedback_for(settings, sandboxes=_session_workers)
 
     async def go() -> dict[str, Any]:
         with anyio.fail_after(120):

@@ -6,6 +6,8 @@ import json
 import os
 import sqlite3
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 from conftest import ROOT, RawSession, http_server, memory_session, tool_of
@@ -251,3 +253,48 @@ def test_a_submit_without_code_gets_no_counterexample_and_keeps_its_query(tmp_pa
     submitted, call = anyio.run(main)
     assert "counterexample" not in submitted.structured_content["scores"]
     assert submitted.structured_content["queries_left"] == 2 and call.structured_content["queries_used"] == 1
+
+
+# -- a hostile submission and everyone else ------------------------------------------------------------------------
+
+#: Submissions whose code once took seconds of the server's event loop to read (a fence that never closes, as
+#: long as a submission may be), and code that is slow to compile and hands back large outcomes to compare:
+#: every other session's requests waited behind them.
+_SLOW = "def test_func(arg0):\n    return [i for i in range(100)]\n"
+HOSTILE_CODE = (
+    "```" + "a" * 99_990, "`" * 99_999, "```" + " " * 99_990 + "x", "\n" * 99_990 + "(",
+    _SLOW + "x = 1\n" * ((99_990 - len(_SLOW)) // 6),
+)  # fmt: skip
+
+
+def test_another_sessions_ping_stays_fast_while_hostile_submissions_are_scored(tmp_path):
+    tool = tool_of(METHOD.id)
+    db = tmp_path / "runs.db"
+    with http_server("--feedback", "score", "--feedback-limit", "10", "--db", str(db), "--methods", METHOD.id) as url:
+        bystander = RawSession(url)
+        hostile = [RawSession(url) for _ in HOSTILE_CODE]
+        try:
+            bystander.request("ping", {})  # a warm connection: the first request's set-up is not measured
+
+            def submit(session: RawSession, code: str) -> list[dict]:
+                arguments = {"method": tool, "description": "d", "code": code}
+                return [session.call("submit", arguments) for _ in range(2)]
+
+            with ThreadPoolExecutor(len(hostile)) as pool:
+                replies = [pool.submit(submit, s, code) for s, code in zip(hostile, HOSTILE_CODE, strict=True)]
+                waits = []
+                while not all(reply.done() for reply in replies):
+                    started = time.monotonic()
+                    assert "result" in bystander.request("ping", {})
+                    waits.append(time.monotonic() - started)
+            scored = [r.result() for r in replies]
+        finally:
+            for session in (bystander, *hostile):
+                session.close()
+    for pair in scored:
+        for reply in pair:
+            scores = reply["result"]["structuredContent"]["scores"]
+            assert scores["direct_code_match"] == 0, scores
+    assert waits, "no ping was sent while the submissions were scored"
+    slow = [round(wait, 2) for wait in waits if wait > 0.1]
+    assert max(waits) < 0.5, f"pings waited {slow} s behind hostile submissions (of {len(waits)} pings)"
