@@ -30,7 +30,7 @@ from typing import Any
 
 from ..llm import LLMClient, Overrides
 from ..prompts import PromptSet
-from ..protocol import cut_at_stop, results_list
+from ..protocol import cut_at_stop, reference_example, results_list
 from .agents import AgentResult, _note_reply
 from .environment import Environment
 
@@ -112,22 +112,20 @@ class ReferenceAgent:
 
     async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
         result = AgentResult(description="")
-        # The results as the reference lists them (str of each part) and as it stores them (repr of each part).
-        shown: list[tuple[Any, Any, Any]] = []
-        stored: list[tuple[str, str, str]] = []
-        for example in env.initial_examples:
-            literal, output = example.input, example.output
-            raised = output.startswith("raises ")
-            value, error = (None, output[len("raises ") :]) if raised else (output, None)
-            shown.append((literal, value, error))
-            stored.append((repr(literal), repr(value), repr(error)))
+        # The initial examples as the dataset writes them (when the suite kept its text), in the reference's forms:
+        # as its prompts show them (str of each part) and as its runs hand them to the code writer.
+        initial = [reference_example(e.input, e.output, e.original) for e in env.initial_examples]
+        shown: list[tuple[Any, Any, Any]] = [example.shown for example in initial]
         header = env.header
         if mode != "interactive":
             prompt = self.prompts.render("incontext", header=header, prev=results_list(shown))
             result.description = await self._ask(result, env, prompt)
             result.concluded = True
-            result.examples = stored
+            # An in-context run's code writer gets the dataset's own list of them (its all_examples column).
+            result.examples = [example.listed for example in initial]
             return result
+        # An interactive run stores every result, the initial examples' included, as repr of each part.
+        stored: list[tuple[str, str, str]] = [example.stored for example in initial]
         hypothesis = _UNSET_HYPOTHESIS
         for _ in range(budget or 20):
             prev = results_list(shown, self.window)
