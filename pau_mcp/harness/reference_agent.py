@@ -14,7 +14,9 @@ prompts are the user's imported templates; see ``pau_mcp.prompts``):
 - the reflection concludes when the text before its one ``summary:`` says ``yes``; the
   hypothesis is the lower-cased text after it (or the whole reply when there is not
   exactly one), and the final description is the last hypothesis: no extra call;
-- in-context, one request with the initial examples; its reply is the description.
+- in-context, one request with the initial examples; its reply is the description;
+- the initial examples are shown as the dataset writes them when the suite kept that text (``Case.original``,
+  published in the tool's facts): the input as written and ``str`` of the stored output.
 
 A call the server refuses because the budget is spent (a result's ``status``, ``over_budget``) ends the loop; the
 reference has no such budget, and a run's own server never gives one smaller than the loop.
@@ -98,7 +100,7 @@ class ReferenceAgent:
     name: str = "paper"
     overrides: Overrides = field(default_factory=Overrides)
 
-    async def _ask(self, result: AgentResult, env: Environment, prompt: str) -> str:
+    async def _ask(self, result: AgentResult, env: Environment, prompt: str, step: str) -> str:
         completion = await self.llm.complete(
             self.model,
             [{"role": "user", "content": prompt}],
@@ -107,7 +109,8 @@ class ReferenceAgent:
             reasoning_effort=self.overrides.reasoning_effort,
         )
         result.count(completion)
-        _note_reply(env, completion, prompt=prompt)
+        # The step's kind (reason, act, reflect, incontext) lets an export apply the reference's per-step rules.
+        _note_reply(env, completion, prompt=prompt, step=step)
         return cut_at_stop(completion.text)
 
     async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
@@ -119,7 +122,7 @@ class ReferenceAgent:
         header = env.header
         if mode != "interactive":
             prompt = self.prompts.render("incontext", header=header, prev=results_list(shown))
-            result.description = await self._ask(result, env, prompt)
+            result.description = await self._ask(result, env, prompt, "incontext")
             result.concluded = True
             # An in-context run's code writer gets the dataset's own list of them (its all_examples column).
             result.examples = [example.listed for example in initial]
@@ -133,11 +136,13 @@ class ReferenceAgent:
                 result,
                 env,
                 self.prompts.render("reason", header=header, critique="", prev=prev, hypothesis=hypothesis),
+                "reason",
             )
             action = await self._ask(
                 result,
                 env,
                 self.prompts.render("act", header=header, prev=prev, hypothesis=hypothesis, reasoning=reasoning),
+                "act",
             )
             suggested = reference_input(action)
             if suggested is None:
@@ -156,6 +161,7 @@ class ReferenceAgent:
                 self.prompts.render(
                     "reflect", header=header, prev=prev, hypothesis=hypothesis, reasoning=reasoning, last_inputs=last
                 ),
+                "reflect",
             )
             lowered = reflection.lower()
             if lowered.count("summary:") == 1:
