@@ -56,6 +56,7 @@ __all__ = [
     "check_exposure",
     "build_server",
     "create_service",
+    "exploration_settings",
     "http_server",
     "label_problem",
     "message_limit",
