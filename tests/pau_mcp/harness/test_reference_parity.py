@@ -273,6 +273,8 @@ def test_every_agent_prompt_of_an_interactive_run_is_the_references_byte_for_byt
         episode = parity["episodes"]["interactive"][_method(index)]
         sent = [step["prompt"] for step in episode["trajectory"] if step["kind"] == "model"]
         assert sent == expected, _method(index)
+        steps = [step["step"] for step in episode["trajectory"] if step["kind"] == "model"]
+        assert steps == ["reason", "act", "reflect"] * 2  # tagged for the reference's warm-up export
         # Every call the loop made ran and counted: a call of the wrong arity too, with Python's TypeError shown.
         assert episode["queries"] == queries == 2
     first = parity["episodes"]["interactive"][_method(0)]["trajectory"][0]["prompt"]
