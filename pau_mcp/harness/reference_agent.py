@@ -128,7 +128,7 @@ class ReferenceAgent:
             result.examples = [example.listed for example in initial]
             return result
         # An interactive run stores every result, the initial examples' included, as repr of each part.
-        stored: list[tuple[str, str, str]] = [example.stored for example in initial]
+        stored: list[tuple[str, ...]] = [example.stored for example in initial]
         hypothesis = _UNSET_HYPOTHESIS
         for _ in range(budget or 20):
             prev = results_list(shown, self.window)
