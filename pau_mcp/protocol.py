@@ -16,10 +16,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .manifests import Original
 from .prompts import DEFAULT_PROTOCOL, PROTOCOLS, PromptSet, load_prompts
+
+if TYPE_CHECKING:  # the manifests load the sandbox's value encoding: reports need neither
+    from .manifests import Original
 
 __all__ = [
     "DEFAULT_PROTOCOL",
