@@ -1,7 +1,7 @@
 """SkyRL's GRPO trainer over the ``pau-explore`` environment, with the reference's recipe (the paper's Table 2).
 
-Run it where SkyRL's trainer is installed (``skyrl-train``: Python 3.12, GPUs, vLLM; not an extra of this
-project, see docs/training.md)::
+Run it where SkyRL's trainer is installed (``pip install 'pau-mcp[skyrl]'``: ``skyrl-train``, which needs
+Python 3.12, GPUs and vLLM; docs/training.md)::
 
     python -m pau_mcp.rl.skyrl_main \\
         data.train_data="['data/train.parquet']" data.val_data="['data/val.parquet']" \\
@@ -70,8 +70,8 @@ RECIPE: dict[str, str] = {
 }
 
 _INSTALL = (
-    "the SkyRL entry point needs SkyRL's trainer: on a GPU machine with Python 3.12, `pip install skyrl-train` "
-    "(it brings Hydra, Ray, torch and vLLM) beside `pip install 'pau-mcp[rl]'`; see docs/training.md. "
+    "the SkyRL entry point needs SkyRL's trainer: on a GPU machine with Python 3.12, `pip install 'pau-mcp[skyrl]'` "
+    "(skyrl-train, which brings Hydra, Ray, torch and vLLM); see docs/training.md. "
     "`python -m pau_mcp.rl.skyrl_main --dry-run ...` shows the overrides without it"
 )
 

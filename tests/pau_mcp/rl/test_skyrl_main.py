@@ -54,7 +54,7 @@ def test_without_skyrl_train_the_entry_point_says_what_to_install(capsys, monkey
     monkeypatch.setitem(sys.modules, "skyrl_train", None)  # as on a machine without it
     assert main(["trainer.epochs=1"]) == 2
     error = capsys.readouterr().err
-    assert "pip install skyrl-train" in error and "Python 3.12" in error and "--dry-run" in error
+    assert "pip install 'pau-mcp[skyrl]'" in error and "Python 3.12" in error and "--dry-run" in error
     assert main(["epochs"]) == 2 and "not a Hydra override" in capsys.readouterr().err
 
 
