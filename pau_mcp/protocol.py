@@ -16,19 +16,24 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .prompts import DEFAULT_PROTOCOL, PROTOCOLS, PromptSet, load_prompts
+
+if TYPE_CHECKING:  # the manifests load the sandbox's value encoding: reports need neither
+    from .manifests import Original
 
 __all__ = [
     "DEFAULT_PROTOCOL",
     "PROTOCOLS",
     "RULES",
     "Protocol",
+    "ReferenceExample",
     "Rules",
     "cut_at_stop",
     "load_protocol",
     "protocol_of",
+    "reference_example",
     "reference_triples",
     "results_list",
 ]
@@ -53,6 +58,14 @@ class Rules:
             user sets one; None leaves the provider's default.
         judge_max_tokens: The judge's longest reply (None: the provider's default).
         coder_max_tokens: The code writer's longest reply (None: the provider's default).
+        exploration_timeout_s: Per-call time limit of the agent's calls (None: the server's ``--timeout``).
+        exploration_output_kb: Largest value an agent's call may return, in KiB (None: ``--max-output-kb``).
+        runs_wrong_arity: A call with another number of arguments than the header runs (and counts), and
+            Python's own ``TypeError`` is its result, instead of being refused uncounted.
+        exact_bootstrap: The paired bootstrap compares each resample's two means exactly (a float-noise
+            difference is a win), instead of counting a sum of differences within 1e-9 per draw as a tie.
+        contradictions_of_unsolved: The self-contradiction share (Fig. 13) is over the checked episodes that
+            failed (``failures.is_failure``), instead of over every checked episode.
     """
 
     name: str
@@ -65,6 +78,11 @@ class Rules:
     temperature: float | None
     judge_max_tokens: int | None
     coder_max_tokens: int | None
+    exploration_timeout_s: float | None = None
+    exploration_output_kb: int | None = None
+    runs_wrong_arity: bool = False
+    exact_bootstrap: bool = False
+    contradictions_of_unsolved: bool = False
 
 
 #: Each protocol's rules.
@@ -75,11 +93,15 @@ RULES: dict[str, Rules] = {
         coder_max_tokens=None,
     ),
     # The reference benchmark as published: RunTestFunc's 0.5 s per input, pandas' fillna(1) and std(), 300 new
-    # tokens for the judge and 600 for the code writer, the provider's default temperature.
+    # tokens for the judge and 600 for the code writer, the provider's default temperature; its interactive runs
+    # give each call 30 s and any size of result (bounded here at 1 MiB, 16 times this project's), and run a call
+    # of the wrong arity (Python's TypeError is the result, and it counts); its statistics compare resampled means
+    # with > and <; the paper counts self-contradiction among the functions it did not solve.
     "reference": Rules(
         name="reference", codematch="reference", codematch_timeout_s=0.5, failed_as_worst=True, sample_std=True,
         final_description_call=False, judge_rating="anywhere", temperature=None, judge_max_tokens=300,
-        coder_max_tokens=600,
+        coder_max_tokens=600, exploration_timeout_s=30.0, exploration_output_kb=1024, runs_wrong_arity=True,
+        exact_bootstrap=True, contradictions_of_unsolved=True,
     ),
 }  # fmt: skip
 
@@ -181,3 +203,45 @@ def _output_repr(shown: str) -> str:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return repr(shown)
     return shown
+
+
+@dataclass(frozen=True)
+class ReferenceExample:
+    """One initial example in the three forms the reference holds it in.
+
+    Attributes:
+        shown: ``(input, output, error)`` as its loop's prompts show it (each part through ``str``).
+        stored: As an interactive run stores it, ``repr`` of each part: what that run's code writer gets.
+        listed: As the dataset lists it (its ``all_examples`` column), each part as ``str`` shows it: what
+            an in-context run's and the gold description's code writer get.
+    """
+
+    shown: tuple[Any, Any, Any]
+    stored: tuple[str, str, str]
+    listed: tuple[str, str, str]
+
+
+def reference_example(literal: str, output: str, original: Original | None = None) -> ReferenceExample:
+    """An initial example in the reference's forms: from the dataset's own text when the suite kept it.
+
+    Args:
+        literal: This project's argument literal, ``(7,)``.
+        output: The outcome as this project shows it: the value's ``repr``, or ``raises Type: message``.
+        original: The dataset's text (``Original``): its input as written, ``7``, and its stored output,
+            whose ``str`` the reference shows (``[8, -20]`` where the sandbox's value reads ``(8, -20)``).
+            Without it (a suite of this project's), this project's literal and shown outcome stand in.
+    """
+    if original is not None:
+        value = original.value()
+        return ReferenceExample(
+            shown=(original.input, value, None),
+            stored=(repr(original.input), repr(value), repr(None)),
+            listed=(original.input, str(value), "None"),
+        )
+    raised = output.startswith("raises ")
+    shown_value, error = (None, output[len("raises ") :]) if raised else (output, None)
+    return ReferenceExample(
+        shown=(literal, shown_value, error),
+        stored=(repr(literal), repr(shown_value), repr(error)),
+        listed=(literal, str(shown_value), str(error)),
+    )

@@ -30,20 +30,28 @@ def export() -> None:
 )
 @click.option("--min-score", type=click.FloatRange(0, 1), default=0.75, show_default=True,
               help="Keep trajectories whose outcome (0..1: judge rating, code match or final critic rating) is at least this.")  # fmt: skip
+@click.option("--filter", "step_filter", type=click.Choice(["outcome", "reference"]), default="outcome",
+              show_default=True,
+              help="distill: outcome keeps whole episodes by --min-score; reference keeps steps by the reference's "
+              "warm-up rule (runs under --protocol reference; docs/training.md).")  # fmt: skip
 @options("manifests", "db", "data_dir")
-def sft(runs: tuple[str, ...], kind: str, out_dir: Path, min_score: float, **values: object) -> None:
+def sft(runs: tuple[str, ...], kind: str, out_dir: Path, min_score: float, step_filter: str, **values: object) -> None:
     """Write a chat-format SFT dataset (messages JSONL, as TRL's SFTTrainer reads it) from recorded runs.
 
     RUNS are `pau-mcp eval` runs of the paper agent or `pau-mcp rl rollout` runs. The result loads with
     `datasets.load_dataset("json", data_files="OUT/train.jsonl")`.
     """
+    from ..prompts import PromptsError
     from ..rl.sft import ExportError, export_sft
     from ..runstore import StoreError
 
     settings = settings_from(values)
     try:
-        report = export_sft(run_store(settings), manifest_store(settings), list(runs), kind, out_dir, min_score)
-    except (ExportError, StoreError) as exc:
+        report = export_sft(
+            run_store(settings), manifest_store(settings), list(runs), kind, out_dir, min_score,
+            step_filter=step_filter, data_dir=settings.data_dir,
+        )  # fmt: skip
+    except (ExportError, StoreError, PromptsError) as exc:
         raise click.ClickException(str(exc)) from None
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(report.skipped.items())) or "none"
     click.echo(

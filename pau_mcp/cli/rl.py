@@ -97,10 +97,12 @@ def _with_deployment_examples(settings: Any, methods: list[Any]) -> list[Any]:
 @click.option("--critic-model", help="The critic, provider/model (default: --judge-model / PAU_JUDGE_MODEL).")
 @click.option(
     "--critic-mode",
-    type=click.Choice(["asymmetric", "symmetric"]),
+    type=click.Choice(["asymmetric", "symmetric", "unsupervised"]),
     default="asymmetric",
     show_default=True,
-    help="asymmetric: the critic sees the source and gold description (AAC); symmetric: only what the policy saw (SYM-INFO).",
+    help="asymmetric: the critic sees the source and gold description (AAC); symmetric: only what the policy saw "
+    "(SYM-INFO); unsupervised: the hypothesis is rewarded by the share of hidden tests passed by code --coder-model "
+    "writes from the gold description and the policy's examples (the reference's UNSUPERVISED mode).",
 )
 @click.option(
     "--max-turns",
@@ -174,7 +176,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     """
     from ..llm import LLMClient, LLMError
     from ..manifests import ManifestError
-    from ..rl import EnvConfig, LLMCritic, RewardConfig, Runtime
+    from ..rl import EnvConfig, RewardConfig, Runtime, critic_for
     from ..rl.rollout import RolloutConfig, RolloutError, run_rollout, write_trajectories
 
     settings = settings_from(values)
@@ -192,6 +194,11 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         raise click.UsageError(str(exc)) from None
     if rewards.code_match_weight and not settings.coder_model:
         raise click.UsageError("code_match_weight needs a code-writing model: --coder-model or PAU_CODER_MODEL")
+    if critic_mode == "unsupervised" and not settings.coder_model:
+        raise click.UsageError(
+            "--critic-mode unsupervised writes code from the gold description: give the code-writing model with "
+            "--coder-model or PAU_CODER_MODEL"
+        )
     if not no_parquet:
         try:
             import pyarrow  # noqa: F401
@@ -215,7 +222,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     critic_identity = {
         "model": critic_model,
         "mode": critic_mode,
-        "coder_model": settings.coder_model if rewards.code_match_weight else None,
+        "coder_model": settings.coder_model if rewards.code_match_weight or critic_mode == "unsupervised" else None,
     }
     run = run_name or _default_run(suite, model, critic_mode, answer_aware)
     config = RolloutConfig(
@@ -227,13 +234,15 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     try:
         llm.check(model)
         llm.check(critic_model)
+        if critic_identity["coder_model"]:
+            llm.check(critic_identity["coder_model"])
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None
     cluster = connect_cluster(ray_address, ray_workers)
     runtime = critic = None
     if cluster is None:
         runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
-        critic = LLMCritic(
+        critic = critic_for(
             llm, critic_model, critic_mode, coder_model=critic_identity["coder_model"], sandbox=runtime.sandbox
         )
     store = run_store(settings)
@@ -285,3 +294,62 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         err.print(f"[red]failed[/red] {line}")
     if progress.failed:
         sys.exit(1)
+
+
+@rl.command("dataset")
+@click.option("--suite", default=None, help="Suite whose methods become training rows (default: builtin).")
+@click.option(
+    "--split",
+    type=click.Choice(["train", "test"]),
+    help="A PAU split imported with `pau-mcp import pau` (suite pau-<split>).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="Directory for train.parquet and val.parquet.",
+)
+@click.option(
+    "--val-share",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=0.2,
+    show_default=True,
+    help="Share of the methods held out for validation (the reference's split keeps 80%% for training).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seeds the shuffle before the split.")
+@options("manifests")
+def dataset(suite: str | None, split: str | None, out_dir: Path, val_share: float, seed: int, **values: object) -> None:
+    """Write SkyRL's training and validation rows for a suite: one row per method (docs/training.md).
+
+    Each row carries `prompt` (a placeholder the environment replaces), `env_class` (pau-explore) and `method_id`;
+    `python -m pau_mcp.rl.skyrl_main data.train_data="['OUT/train.parquet']" data.val_data="['OUT/val.parquet']"
+    ...` trains on them.
+    """
+    import random
+
+    from ..manifests import ManifestError
+    from ..rl.skyrl_env import dataset_rows
+
+    if suite and split:
+        raise click.UsageError("give --suite or --split, not both")
+    suite = suite or (f"pau-{split}" if split else "builtin")
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise click.UsageError("parquet files need pyarrow: pip install 'pau-mcp[rl]'") from None
+    settings = settings_from(values)
+    try:
+        ids = sorted(manifest_store(settings).suite(suite).methods)
+    except ManifestError as exc:
+        hint = f"; import it first with `pau-mcp import pau --split {split}`" if split else ""
+        raise click.ClickException(f"{exc}{hint}") from None
+    random.Random(seed).shuffle(ids)
+    held = min(len(ids) - 1, max(1, round(len(ids) * val_share))) if val_share and len(ids) > 1 else 0
+    parts = {"train": ids[: len(ids) - held], "val": ids[len(ids) - held :]}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, chosen in parts.items():
+        target = out_dir / f"{name}.parquet"
+        pq.write_table(pa.Table.from_pylist(dataset_rows(chosen)), target)
+        click.echo(f"wrote {len(chosen)} rows to {target}")

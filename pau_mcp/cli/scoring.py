@@ -21,7 +21,7 @@ from ..config import options
 from ..llm import LLMError, LLMNotConfigured
 from ..manifests import ManifestError, call_arguments, call_text
 from ..prompts import PromptsError
-from ..protocol import load_protocol, protocol_of
+from ..protocol import load_protocol, protocol_of, reference_example
 from ..runstore import CallRecord, RunStore, StoreError, shown_outcome
 from ..scoring.records import record_scores
 from .common import bar, err, make_sandbox, manifest_store, run_store, settings_from, show_llm_notices, step_printer
@@ -57,7 +57,8 @@ class _PredictionLine(BaseModel):
     """One line of a predictions file: this project's export (with ``id``) or the reference benchmark's own rows.
 
     The reference's rows have no ``id`` (they are matched to methods by their gold description), count queries
-    in ``n_queries``, and hold ``all_examples`` as a JSON string of ``[input, output, error]`` triples.
+    in ``n_queries``, hold ``all_examples`` as a JSON string of ``[input, output, error]`` triples, and its
+    code-prediction files hold the code it extracted in ``predicted_code`` (read as ``code``: direct code).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -68,6 +69,7 @@ class _PredictionLine(BaseModel):
     n_queries: int | None = None
     all_examples: list[list[Any]] = Field(default_factory=list)
     code: str | None = None
+    predicted_code: str | None = None
     description: str | None = None
     true_description: str | None = None
     header: str | None = None
@@ -100,6 +102,12 @@ class _Item:
     description: str
     code: str | None
     examples: list[tuple[str, ...]]
+    initial: list[tuple[str, ...]]  # the method's initial examples: the gold code writer's under the reference
+
+
+def _examples_default(with_examples: bool | None, settings: Any) -> bool:
+    """Whether a new file or gold run gives its code writer examples: the reference's always did."""
+    return with_examples if with_examples is not None else settings.protocol == "reference"
 
 
 def _text(value: Any) -> str:
@@ -147,7 +155,12 @@ def _resolve_ids(
 
 
 def _import_file(
-    store: RunStore, path: Path, run_name: str | None, settings: Any, suites: tuple[str, ...], with_examples: bool
+    store: RunStore,
+    path: Path,
+    run_name: str | None,
+    settings: Any,
+    suites: tuple[str, ...],
+    with_examples: bool | None,
 ) -> tuple[str, int]:
     """Record a predictions file as a run of its own (once per file content), so its scores have a home."""
     data = path.read_bytes()
@@ -173,7 +186,8 @@ def _import_file(
         raise click.ClickException(f"{path} holds no predictions (expected one JSON object per line)")
     ids = _resolve_ids(path, lines, suites, settings)
     config = {
-        "file": str(path.resolve()), "sha256": digest, "protocol": settings.protocol, "with_examples": with_examples,
+        "file": str(path.resolve()), "sha256": digest, "protocol": settings.protocol,
+        "with_examples": _examples_default(with_examples, settings),
     }  # fmt: skip
     run_id = store.ensure_run(name, "file", config)
     for (number, record), method_id in zip(lines, ids, strict=True):
@@ -194,12 +208,17 @@ def _import_file(
                     outcome={"imported": [_text(part) for part in example]},
                 ),
             )
-        store.record_submission(session, method_id, record.predicted_description or "", record.code)
+        store.record_submission(
+            session, method_id, record.predicted_description or "", record.code or record.predicted_code
+        )
     return name, run_id
 
 
-def _gold_run(store: RunStore, settings: Any, suites: tuple[str, ...], run_name: str | None) -> tuple[str, int]:
-    """A run with one submission per method of the suites, its description the gold one."""
+def _gold_run(
+    store: RunStore, settings: Any, suites: tuple[str, ...], run_name: str | None, with_examples: bool | None
+) -> tuple[str, int]:
+    """A run with one submission per method of the suites, its description the gold one (its code writer gets the
+    initial examples when it records ``with_examples``, as the reference's does)."""
     name = run_name or f"gold-{'-'.join(suites)}"
     existing = [r for r in store.runs() if r["name"] == name]
     if existing and existing[0]["submissions"]:
@@ -208,32 +227,42 @@ def _gold_run(store: RunStore, settings: Any, suites: tuple[str, ...], run_name:
         methods = list(manifest_store(settings).methods(suites))
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
-    run_id = store.ensure_run(
-        name, "gold", {"suites": list(suites), "protocol": settings.protocol, "with_examples": False}
-    )
+    config = {
+        "suites": list(suites), "protocol": settings.protocol,
+        "with_examples": _examples_default(with_examples, settings),
+    }  # fmt: skip
+    run_id = store.ensure_run(name, "gold", config)
     session = store.ensure_session(run_id, "gold", "gold")
     for method in methods:
         store.record_submission(session, method.id, method.description, None)
     return name, run_id
 
 
-def _initial_examples(manifests: Any, method_id: str) -> list[tuple[str, ...]]:
-    """A method's initial examples as an evaluation episode observed them (before runs stored their examples)."""
+def _initial_examples(manifests: Any, method_id: str, reference: bool = False) -> list[tuple[str, ...]]:
+    """A method's initial examples as an evaluation episode observed them (before runs stored their examples);
+    under the reference protocol as its dataset lists them (its ``all_examples`` column), the text it keeps."""
     try:
         method = manifests.method(method_id)
     except ManifestError:
         return []
-    return [
-        (call_arguments(call_text(method.entry, case.input)) or case.input, case.outcome.shown())
-        for case in method.examples
-        if case.outcome is not None
-    ]
+    found: list[tuple[str, ...]] = []
+    for case in method.examples:
+        if case.outcome is None:
+            continue
+        literal = call_arguments(call_text(method.entry, case.input)) or case.input
+        found.append(
+            reference_example(literal, case.outcome.shown(), case.original).listed
+            if reference
+            else (literal, case.outcome.shown())
+        )
+    return found
 
 
-def _items(store: RunStore, run_id: int, kind: str, manifests: Any) -> list[_Item]:
+def _items(store: RunStore, run_id: int, kind: str, manifests: Any, reference: bool = False) -> list[_Item]:
     """Every submission of a run with the examples its code writer gets: those the run gave it (stored with the
     episode), else the session's counted calls (after the method's initial examples, for an evaluation run, as
-    its episodes saw them), each imported example exactly as its file held it."""
+    its episodes saw them), each imported example exactly as its file held it; for a gold run, the method's
+    initial examples."""
     episodes = {int(e["submission_id"]): e for e in store.episodes(run_id) if e["submission_id"] is not None}
     calls: dict[tuple[int, str], list[dict[str, Any]]] = {}
     for call in store.calls(run_id):
@@ -249,8 +278,8 @@ def _items(store: RunStore, run_id: int, kind: str, manifests: Any) -> list[_Ite
             for call in calls.get((submission["session_id"], submission["method_id"]), []):
                 imported = (json.loads(call["outcome"]) if call["outcome"] else {}).get("imported")
                 examples.append(tuple(imported) if imported else (call["arguments"], shown_outcome(call)))
-            if kind == "eval":
-                examples = _initial_examples(manifests, submission["method_id"]) + examples
+            if kind in ("eval", "gold"):
+                examples = _initial_examples(manifests, submission["method_id"], reference) + examples
         items.append(
             _Item(
                 submission_id=int(submission["id"]),
@@ -258,6 +287,7 @@ def _items(store: RunStore, run_id: int, kind: str, manifests: Any) -> list[_Ite
                 description=submission["description"] or "",
                 code=submission["code"],
                 examples=examples,
+                initial=_initial_examples(manifests, submission["method_id"], reference),
             )
         )
     return items
@@ -388,8 +418,9 @@ def _print_summary(summary: dict[str, Any], gold: bool) -> None:
 @click.option(
     "--with-examples/--without-examples",
     default=None,
-    help="Give the code writer the calls the agent observed (as the reference does), or not. Default: what the run "
-    "did (an evaluation run gave them); for a new file or gold run, without.",
+    help="Give the code writer the calls the agent observed (as the reference does; for the gold description, the "
+    "initial examples), or not. Default: what the run did (an evaluation run gave them); for a new file or gold run, "
+    "with them under --protocol reference, else without.",
 )
 @click.option("--jobs", type=click.IntRange(1, 1024), help="Submissions scored at once (default: --llm-concurrency).")
 @click.option(
@@ -420,14 +451,14 @@ def score(
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     if source is not None and Path(source).is_file():
-        name, run_id = _import_file(store, Path(source), run_name, settings, suites, bool(with_examples))
+        name, run_id = _import_file(store, Path(source), run_name, settings, suites, with_examples)
     elif source is not None:
         try:
             name, run_id = source, store.run_id(source)
         except StoreError as exc:
             raise click.ClickException(f"{source} is neither a file nor a run: {exc}") from None
     elif gold and suites:
-        name, run_id = _gold_run(store, settings, suites, run_name)
+        name, run_id = _gold_run(store, settings, suites, run_name, with_examples)
     else:
         raise click.UsageError("give FILE_OR_RUN (a predictions file or a run name), or --gold --suite NAME")
     kind = next((str(r["kind"]) for r in store.runs() if r["id"] == run_id), "")
@@ -436,7 +467,7 @@ def score(
         protocol = load_protocol(protocol_name, settings.data_dir)
     except PromptsError as exc:
         raise click.ClickException(str(exc)) from None
-    items = _items(store, run_id, kind, manifest_store(settings))
+    items = _items(store, run_id, kind, manifest_store(settings), protocol.reference)
     if not items:
         raise click.ClickException(f"run {name} has no submissions to score")
 
@@ -488,9 +519,11 @@ def score(
                 async def one(item: _Item, chosen: tuple[str, ...]) -> None:
                     async with limiter:
                         try:
+                            # The reference's gold code writer gets the method's initial examples, never a run's.
+                            given = item.initial if gold and protocol.reference else item.examples
                             result = await scorer_.score(
                                 item.method_id, item.description, item.code, kinds=chosen, gold=gold,
-                                examples=item.examples if with_examples else None, counterexample=True,
+                                examples=given if with_examples else None, counterexample=True,
                             )  # fmt: skip
                         except LLMError as exc:  # fatal: every other submission would fail the same way
                             failure.append(exc)

@@ -31,7 +31,7 @@ __all__ = ["Served", "build_served", "call", "http_limits", "http_service", "met
 
 _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
-    "cache_dir", "workers", "max_argument_kb", "examples",
+    "cache_dir", "workers", "max_argument_kb", "examples", "protocol",
 )  # fmt: skip
 # Limits of the HTTP transport only.
 _HTTP_SETTINGS = ("max_sessions", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts")

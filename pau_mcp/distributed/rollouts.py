@@ -52,7 +52,7 @@ class RolloutWorker:
 
     async def start(self) -> dict[str, Any]:
         """Make the client, the runtime and the critic; returns where the worker runs."""
-        from ..rl import LLMCritic, Runtime
+        from ..rl import Runtime, critic_for
 
         setup = self._setup
         self._directory = Path(tempfile.mkdtemp(prefix="pau-mcp-worker-"))
@@ -66,7 +66,7 @@ class RolloutWorker:
         )
         self._runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
         critic = setup.config.critic
-        self._critic = LLMCritic(
+        self._critic = critic_for(
             self._llm, critic["model"], critic["mode"], coder_model=critic.get("coder_model"),
             sandbox=self._runtime.sandbox,
         )  # fmt: skip

@@ -6,7 +6,7 @@
   both scored.
 - Self-contradiction (its Fig. 13): an episode whose description, turned into code by the code writer,
   disagrees with what the agent itself observed; flagged per episode from the scorer's check, counted
-  per run.
+  per run (under the reference protocol among the unsolved episodes only, as the paper counts them).
 - The upper bound: each run's code match beside the code match of the gold descriptions on the same
   methods (``pau-mcp score --gold``).
 - Exploration coverage (``pau-mcp coverage``): per run, how much of what the hidden tests execute the
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pau_mcp.harness.stats import BootstrapResult, ScoreStats, codematch_stats, paired_bootstrap, spearman
+from pau_mcp.protocol import RULES
 
 if TYPE_CHECKING:  # report imports this module; these are annotations only
     from pau_mcp.harness.report import RunData
@@ -147,11 +148,14 @@ class Contradictions:
     Attributes:
         run: The run.
         model: The agent's model.
-        checked: Done episodes whose code match ran the check (the code writer got the observed examples).
+        checked: Done episodes whose code match ran the check (the code writer got the observed examples); under
+            a protocol that counts only unsolved episodes (the reference's), those of them that failed.
         contradicting: Of those, episodes where the description's code disagrees with at least one observation.
         inputs: Observed inputs checked, over those episodes.
         disagree: Of those, inputs where the code disagrees.
         methods: The contradicting episodes' methods.
+        among: ``checked`` (every checked episode) or ``unsolved`` (only those that failed, as
+            ``failures.is_failure`` decides by the run's protocol): the paper's Fig. 13 counts among unsolved ones.
     """
 
     run: str
@@ -161,6 +165,7 @@ class Contradictions:
     inputs: int
     disagree: int
     methods: tuple[str, ...]
+    among: str = "checked"
 
     @property
     def share(self) -> float:
@@ -168,11 +173,19 @@ class Contradictions:
         return self.contradicting / self.checked if self.checked else 0.0
 
 
-def contradictions(runs: Sequence[RunData]) -> list[Contradictions]:
-    """Per run that has any checked episode, its self-contradiction counts."""
+def contradictions(runs: Sequence[RunData], unscored_as_one: bool = False) -> list[Contradictions]:
+    """Per run that has any checked episode, its self-contradiction counts (under the reference protocol, among
+    the checked episodes that failed: its unsolved ones)."""
+    from pau_mcp.harness.failures import is_failure  # the classifier's module imports report, which imports this
+
     found = []
     for run in runs:
-        checks = [(m.method_id, c) for m in run.methods if (c := m.contradiction) is not None]
+        unsolved = RULES[run.protocol].contradictions_of_unsolved
+        checks = [
+            (m.method_id, c)
+            for m in run.methods
+            if (c := m.contradiction) is not None and (not unsolved or is_failure(m, unscored_as_one, run))
+        ]
         if not checks:
             continue
         flagged = tuple(method for method, (_, disagree) in checks if disagree)
@@ -185,6 +198,7 @@ def contradictions(runs: Sequence[RunData]) -> list[Contradictions]:
                 inputs=sum(checked for _, (checked, _) in checks),
                 disagree=sum(disagree for _, (_, disagree) in checks),
                 methods=flagged,
+                among="unsolved" if unsolved else "checked",
             )
         )
     return found

@@ -2,9 +2,9 @@
 
 Optional (``pau-mcp report --classify-failures``). An episode failed when it
 ended in an error, or its judge score is below 3, or its code match is below
-0.8. An episode that ended in an error (a provider's, the server's, a lost
-connection: the run's infrastructure, not the agent) is labelled
-``infrastructure`` without a request; the others go to the classifier, which sees what the paper's annotators saw: the gold description,
+0.8, each score as its run's protocol counts it. An episode that ended in an error (a provider's, the server's, a
+lost connection: the run's infrastructure, not the agent) is labelled ``infrastructure`` without a request; the
+others go to the classifier, which sees what the paper's annotators saw: the gold description,
 the agent's description, the hidden tests the description's code fails (with
 what the function does and what the code did), and the trajectory; and, when
 measured, the share of the hidden function the agent's calls executed
@@ -132,16 +132,22 @@ class Classification:
     reason: str | None = None
 
 
-def is_failure(method: MethodScores, unscored_as_one: bool = False) -> str | None:
+def is_failure(method: MethodScores, unscored_as_one: bool = False, run: RunData | None = None) -> str | None:
     """Why an episode counts as failed, or None if it did not fail (or has not finished).
 
     Args:
         method: The episode.
         unscored_as_one: The report's unscored rule: an unscored judge reply counts as 1 only under it.
+        run: The episode's run, whose protocol counts its scores (``RunData.counted``): under the reference's,
+            an unscored judge reply counts as 1 and a score that could not be made as the worst, so such an
+            episode failed.
     """
     if method.state == "failed":
         return f"the episode ended in an error ({_clip(method.error or 'no message', 300)})"
-    judge, codematch = method.judge(unscored_as_one), method.codematch()
+    if run is not None:
+        judge, codematch = run.counted(method, "judge", unscored_as_one), run.counted(method, "codematch")
+    else:
+        judge, codematch = method.judge(unscored_as_one), method.codematch()
     reasons = []
     if judge is not None and judge < 3:
         reasons.append(f"the description was rated {judge:g} out of 5")
@@ -152,7 +158,7 @@ def is_failure(method: MethodScores, unscored_as_one: bool = False) -> str | Non
 
 def failure_cases(store: RunStore, run: RunData, unscored_as_one: bool = False) -> list[FailureCase]:
     """The failed episodes of a run, with their trajectories, descriptions, code, coverage and contradiction check."""
-    failed = [(m, why) for m in run.methods if (why := is_failure(m, unscored_as_one))]
+    failed = [(m, why) for m in run.methods if (why := is_failure(m, unscored_as_one, run))]
     if not failed:
         return []
     rows = {row["method_id"]: row for row in store.episodes(run.run_id, with_trajectories=True)}

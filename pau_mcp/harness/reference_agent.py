@@ -14,7 +14,9 @@ prompts are the user's imported templates; see ``pau_mcp.prompts``):
 - the reflection concludes when the text before its one ``summary:`` says ``yes``; the
   hypothesis is the lower-cased text after it (or the whole reply when there is not
   exactly one), and the final description is the last hypothesis: no extra call;
-- in-context, one request with the initial examples; its reply is the description.
+- in-context, one request with the initial examples; its reply is the description;
+- the initial examples are shown as the dataset writes them when the suite kept that text (``Case.original``,
+  published in the tool's facts): the input as written and ``str`` of the stored output.
 
 A call the server refuses because the budget is spent (a result's ``status``, ``over_budget``) ends the loop; the
 reference has no such budget, and a run's own server never gives one smaller than the loop.
@@ -30,7 +32,7 @@ from typing import Any
 
 from ..llm import LLMClient, Overrides
 from ..prompts import PromptSet
-from ..protocol import cut_at_stop, results_list
+from ..protocol import cut_at_stop, reference_example, results_list
 from .agents import AgentResult, _note_reply, sample_key
 from .environment import Environment
 
@@ -98,7 +100,7 @@ class ReferenceAgent:
     name: str = "paper"
     overrides: Overrides = field(default_factory=Overrides)
 
-    async def _ask(self, result: AgentResult, env: Environment, prompt: str) -> str:
+    async def _ask(self, result: AgentResult, env: Environment, prompt: str, step: str) -> str:
         completion = await self.llm.complete(
             self.model,
             [{"role": "user", "content": prompt}],
@@ -108,27 +110,26 @@ class ReferenceAgent:
             sample=sample_key(env, result),
         )
         result.count(completion)
-        _note_reply(env, completion, prompt=prompt)
+        # The step's kind (reason, act, reflect, incontext) lets an export apply the reference's per-step rules.
+        _note_reply(env, completion, prompt=prompt, step=step)
         return cut_at_stop(completion.text)
 
     async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
         result = AgentResult(description="")
-        # The results as the reference lists them (str of each part) and as it stores them (repr of each part).
-        shown: list[tuple[Any, Any, Any]] = []
-        stored: list[tuple[str, str, str]] = []
-        for example in env.initial_examples:
-            literal, output = example.input, example.output
-            raised = output.startswith("raises ")
-            value, error = (None, output[len("raises ") :]) if raised else (output, None)
-            shown.append((literal, value, error))
-            stored.append((repr(literal), repr(value), repr(error)))
+        # The initial examples as the dataset writes them (when the suite kept its text), in the reference's forms:
+        # as its prompts show them (str of each part) and as its runs hand them to the code writer.
+        initial = [reference_example(e.input, e.output, e.original) for e in env.initial_examples]
+        shown: list[tuple[Any, Any, Any]] = [example.shown for example in initial]
         header = env.header
         if mode != "interactive":
             prompt = self.prompts.render("incontext", header=header, prev=results_list(shown))
-            result.description = await self._ask(result, env, prompt)
+            result.description = await self._ask(result, env, prompt, "incontext")
             result.concluded = True
-            result.examples = stored
+            # An in-context run's code writer gets the dataset's own list of them (its all_examples column).
+            result.examples = [example.listed for example in initial]
             return result
+        # An interactive run stores every result, the initial examples' included, as repr of each part.
+        stored: list[tuple[str, ...]] = [example.stored for example in initial]
         hypothesis = _UNSET_HYPOTHESIS
         for _ in range(budget or 20):
             prev = results_list(shown, self.window)
@@ -136,11 +137,13 @@ class ReferenceAgent:
                 result,
                 env,
                 self.prompts.render("reason", header=header, critique="", prev=prev, hypothesis=hypothesis),
+                "reason",
             )
             action = await self._ask(
                 result,
                 env,
                 self.prompts.render("act", header=header, prev=prev, hypothesis=hypothesis, reasoning=reasoning),
+                "act",
             )
             suggested = reference_input(action)
             if suggested is None:
@@ -159,6 +162,7 @@ class ReferenceAgent:
                 self.prompts.render(
                     "reflect", header=header, prev=prev, hypothesis=hypothesis, reasoning=reasoning, last_inputs=last
                 ),
+                "reflect",
             )
             lowered = reflection.lower()
             if lowered.count("summary:") == 1:

@@ -278,7 +278,8 @@ def _contradictions_table(report: Report) -> TableData:
     columns = ["run", "model", "checked", "contradicting", "share", "observed inputs", "disagreeing"]
     rows = [
         [
-            c.run, c.model, str(c.checked), str(c.contradicting), _pct(c.share), str(c.inputs),
+            c.run, c.model, f"{c.checked} unsolved" if c.among == "unsolved" else str(c.checked), str(c.contradicting),
+            _pct(c.share), str(c.inputs),
             f"{c.disagree} ({_pct(c.disagree / c.inputs if c.inputs else 0)})",
         ]
         for c in report.contradictions

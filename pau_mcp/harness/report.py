@@ -579,7 +579,7 @@ def build_report(
         seed=seed,
         suites=list(suites),
         correlations=correlations(runs, kinds, unscored_as_one),
-        contradictions=contradictions(runs),
+        contradictions=contradictions(runs, unscored_as_one),
         upper_bounds=upper_bounds(runs, unscored_as_one),
         coverage=coverage_summaries(runs, kinds, unscored_as_one),
         variants=variant_gaps(runs, variant_origins or {}, kinds, unscored_as_one, resamples, seed),
@@ -672,6 +672,8 @@ def _pair_test(
             [math.fsum(scores_b[m]) / len(scores_b[m]) for m in common],
             resamples=resamples,
             seed=seed,
+            # Two runs of the reference protocol are compared as the reference compares them.
+            exact=RULES[a.protocol].exact_bootstrap and RULES[b.protocol].exact_bootstrap,
         )
     return PairTest(a.name, b.name, tests)
 
@@ -722,7 +724,9 @@ def _notes(report: Report) -> list[str]:
         notes.append(
             f"{'Runs' if len(reference) > 1 else 'Run'} {', '.join(reference)} followed the reference protocol "
             "(docs/protocol.md): unscored judge replies count as 1, failed episodes and scores that could not be made "
-            "count as judge 1 and code match 0, and standard deviations are the sample's (ddof=1)."
+            "count as judge 1 and code match 0 (and so fail, for the failure modes), standard deviations are the "
+            "sample's (ddof=1), and two such runs are compared by their resampled means exactly (a float-noise "
+            "difference is a win)."
         )
     if len({s.protocol for s in report.summaries}) > 1:
         notes.append(
@@ -791,6 +795,13 @@ def _notes(report: Report) -> list[str]:
             "Self-contradiction: the code written from an episode's description is run on the inputs its agent "
             "observed; the episode contradicts itself when that code disagrees with what the function did there."
         )
+        unsolved = [c.run for c in report.contradictions if c.among == "unsolved"]
+        if unsolved:
+            notes.append(
+                f"Self-contradiction of {', '.join(unsolved)} (reference protocol): among the checked episodes that "
+                "failed (judge below 3 or code match below 0.8, as the protocol counts them), as the paper counts "
+                "it among the functions not solved."
+            )
     if report.coverage:
         notes.append(
             "Coverage: per episode, the share of the lines (branches) of the hidden function that its hidden tests "

@@ -200,6 +200,8 @@ def _server_args(db: Path | str, config: EvalConfig, token: str, settings: Any) 
         args += ["--manifests", str(directory)]
     if settings.cache_dir:
         args += ["--cache-dir", str(settings.cache_dir)]
+    if config.protocol != DEFAULT_PROTOCOL:  # the protocol's rules for calls: limits, arity (docs/protocol.md)
+        args += ["--protocol", config.protocol]
     return args
 
 

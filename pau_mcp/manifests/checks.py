@@ -56,7 +56,9 @@ def freeze_method(method: Method, sandbox: Sandbox, limits: Limits | None = None
     outcomes = sandbox.run(
         method.source, [case.input for case in cases], entry=method.entry, limits=limits, engine=method.engine
     )
-    frozen = [Case(input=case.input, outcome=FrozenOutcome.of(o)) for case, o in zip(cases, outcomes, strict=False)]
+    frozen = [
+        case.model_copy(update={"outcome": FrozenOutcome.of(o)}) for case, o in zip(cases, outcomes, strict=False)
+    ]
     n = len(method.examples)
     return method.model_copy(update={"examples": frozen[:n], "tests": frozen[n:]})
 
@@ -133,6 +135,8 @@ def check_method(method: Method, sandbox: Sandbox, limits: Limits | None = None)
             shown.append(case.input)
             if case.outcome is not None:
                 shown.append(case.outcome.shown())
+            if case.original is not None:  # what the reference protocol shows instead
+                shown += [case.original.input, case.original.output]
         for text in shown:
             if _mentions(text, original):
                 problem("anonymous", f"{text!r} reveals the original name {original!r}")

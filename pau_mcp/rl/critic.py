@@ -28,20 +28,42 @@ from ..scoring import fences
 from ..scoring.codematch import write_code
 from .runtime import SandboxLike
 
-__all__ = ["MODES", "Critic", "CriticView", "Gold", "LLMCritic", "Rating", "ScriptedCritic", "parse_critic_rating"]
+__all__ = [
+    "ALL_MODES",
+    "MODES",
+    "Critic",
+    "CriticView",
+    "Gold",
+    "LLMCritic",
+    "Rating",
+    "ScriptedCritic",
+    "critic_for",
+    "parse_critic_rating",
+]
 
 #: Critic modes: ``asymmetric`` (AAC: sees the source and the gold description) and ``symmetric`` (SYM-INFO).
 MODES = ("asymmetric", "symmetric")
+#: Every mode ``critic_for`` makes: also ``unsupervised``, the reference's UNSUPERVISED reward
+#: (``pau_mcp.rl.unsupervised``).
+ALL_MODES = (*MODES, "unsupervised")
 
 Mode = Literal["asymmetric", "symmetric"]
 
 
 @dataclass(frozen=True)
 class Gold:
-    """What only an asymmetric critic knows about a method."""
+    """What only a critic that knows the answer is shown about a method.
+
+    Attributes:
+        description: The gold description.
+        source: The method's source.
+        method: The whole method, hidden tests included, for a critic that runs code on them (the
+            unsupervised mode); never shown to the explorer.
+    """
 
     description: str
     source: str
+    method: Method | None = None
 
 
 @dataclass(frozen=True)
@@ -53,7 +75,9 @@ class CriticView:
         examples: The initial examples, as ``test_func(...) -> ...`` lines.
         experiments: Every call the explorer made so far, as lines (its inputs and what came back).
         hypothesis: The explorer's current hypothesis ("" before the first reflection).
-        gold: The source and gold description: only for an asymmetric critic.
+        gold: The source and gold description: only for a critic that knows the answer (not a symmetric one).
+        observed: ``(input literal, shown outcome)`` of the initial examples and of every call that ran, for a
+            critic that writes code from them.
     """
 
     header: str
@@ -61,6 +85,7 @@ class CriticView:
     experiments: tuple[str, ...]
     hypothesis: str
     gold: Gold | None = None
+    observed: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,6 +96,8 @@ class Rating:
         status: ``scored`` (``score`` holds 0 to 9), ``unscored`` (the reply had no readable rating),
             ``empty`` (nothing to rate: no rating was asked for) or ``error`` (the model could not be asked).
         score: 0 to 9 when scored.
+        share: The rating as a fraction from 0 to 1 when it is not a count of ninths (the unsupervised mode's
+            code match); ``score`` is then its nearest ninth.
         reason: Why there is no score.
         reply: The critic's full reply (an asymmetric critic's may quote the gold data: never show it to the explorer).
         usage: Tokens spent (none when cached).
@@ -80,6 +107,7 @@ class Rating:
 
     status: str
     score: int | None = None
+    share: float | None = None
     reason: str | None = None
     reply: str = ""
     usage: Usage = field(default_factory=Usage)
@@ -88,12 +116,16 @@ class Rating:
 
     @property
     def fraction(self) -> float:
-        """The score divided by 9; 0 without a score."""
+        """The rating from 0 to 1: ``share`` when given, else the score divided by 9; 0 without a score."""
+        if self.share is not None:
+            return self.share
         return self.score / 9 if self.score is not None else 0.0
 
     def summary(self) -> dict[str, Any]:
         """For the trajectory: status, score and cost, never the reply (it may quote gold data)."""
         data: dict[str, Any] = {"status": self.status, "score": self.score}
+        if self.share is not None:
+            data["share"] = self.share
         if self.reason:
             data["reason"] = self.reason
         if self.usage.total or self.cost_usd:
@@ -336,3 +368,31 @@ def _rating(completion: Completion) -> Rating:
         return Rating(status="scored", score=score, **common)
     reason = "the critic's reply does not end with a 'Rating: X' line (X from 0 to 9)"
     return Rating(status="unscored", reason=reason, **common)
+
+
+def critic_for(
+    llm: LLMClient,
+    model: str,
+    mode: str = "asymmetric",
+    *,
+    coder_model: str | None = None,
+    sandbox: Callable[[], SandboxLike] | None = None,
+) -> Critic:
+    """The critic of a mode: ``LLMCritic`` for ``asymmetric`` and ``symmetric``, ``UnsupervisedCritic`` for
+    ``unsupervised`` (which needs ``coder_model`` and ``sandbox``).
+
+    Raises:
+        ValueError: an unknown mode, or a mode that needs a coder model or a sandbox without one.
+    """
+    if mode == "unsupervised":
+        from .unsupervised import UnsupervisedCritic
+
+        if not coder_model or sandbox is None:
+            raise ValueError(
+                "the unsupervised critic writes code from the gold description: it needs a coder model "
+                "(--coder-model / PAU_CODER_MODEL) and a sandbox"
+            )
+        return UnsupervisedCritic(llm, model, coder_model, sandbox)
+    if mode not in MODES:
+        raise ValueError(f"unknown critic mode {mode!r}; choose {', '.join(ALL_MODES)}")
+    return LLMCritic(llm, model, mode, coder_model=coder_model, sandbox=sandbox)

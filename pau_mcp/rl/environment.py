@@ -240,11 +240,18 @@ class ExplorationEnv:
     # -- the phases -----------------------------------------------------------------------------
 
     def _view(self, hypothesis: str | None = None) -> CriticView:
-        gold = Gold(self.method.description, self.method.source) if self.critic.mode == "asymmetric" else None
+        # The critics that know the answer: asymmetric (AAC), and unsupervised, which also runs the hidden tests.
+        knows = self.critic.mode in ("asymmetric", "unsupervised")
+        gold = Gold(self.method.description, self.method.source, self.method) if knows else None
         return CriticView(
             header=self.method.header, examples=self.examples, experiments=tuple(self.experiments),
             hypothesis=self.hypothesis if hypothesis is None else hypothesis, gold=gold,
+            observed=(*self._initial_pairs(), *self.observed),
         )  # fmt: skip
+
+    def _initial_pairs(self) -> list[tuple[str, str]]:
+        """The initial examples as ``(input literal, shown outcome)``."""
+        return [(case.input, case.outcome.shown()) for case in self.method.examples if case.outcome is not None]
 
     def _ask(self, rating: Any) -> Rating:
         result: Rating = _drive(rating) if getattr(self.critic, "synchronous", False) else self.runtime.run(rating)
@@ -372,8 +379,7 @@ class ExplorationEnv:
         self.concluded = concluded
         info = dict(result.info)
         if rewards.code_match_weight and self.hypothesis:
-            pairs = [(case.input, case.outcome.shown()) for case in self.method.examples if case.outcome is not None]
-            matching = self.critic.code_match(self.method, self.hypothesis, pairs + self.observed)
+            matching = self.critic.code_match(self.method, self.hypothesis, self._initial_pairs() + self.observed)
             fraction = _drive(matching) if getattr(self.critic, "synchronous", False) else self.runtime.run(matching)
             if fraction is not None:
                 components["code_match"] = rewards.code_match_weight * fraction

@@ -13,7 +13,9 @@ environment's settings come from ``env_config`` (SkyRL's
 ``environment.skyrl_gym.pau-explore`` block), every key optional:
 
 ``critic_model`` (default ``PAU_JUDGE_MODEL``), ``critic_mode``
-(``asymmetric``), ``coder_model``, ``max_turns`` (40), ``budget`` (20),
+(``asymmetric``, ``symmetric``, or ``unsupervised``: the reference's
+UNSUPERVISED reward, which needs a coder model), ``coder_model`` (default
+``PAU_CODER_MODEL``), ``max_turns`` (40), ``budget`` (20),
 ``window`` (5), ``rewards`` (a mapping of ``RewardConfig`` fields; its
 ``schedule`` key names the base schedule, e.g. ``paper``),
 ``manifests`` (extra suite directories), ``workers`` (sandbox worker
@@ -36,7 +38,7 @@ from ..config import Settings
 from ..llm import LLMClient
 from ..manifests import ManifestStore
 from ..sandboxing import make_sandbox
-from .critic import LLMCritic
+from .critic import Critic, critic_for
 from .environment import EnvConfig, ExplorationEnv
 from .rewards import RewardConfig
 from .runtime import Runtime
@@ -83,7 +85,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _shared(config: Mapping[str, Any]) -> tuple[ManifestStore, Runtime, LLMCritic, EnvConfig]:
+def _shared(config: Mapping[str, Any]) -> tuple[ManifestStore, Runtime, Critic, EnvConfig]:
     """What every environment of one configuration shares in a process: manifests, sandbox, critic client."""
     key = repr(sorted(config.items()))
     with _LOCK:
@@ -99,8 +101,8 @@ def _shared(config: Mapping[str, Any]) -> tuple[ManifestStore, Runtime, LLMCriti
                     "the pau-explore environment needs a critic model: set critic_model in its env_config, or "
                     "PAU_JUDGE_MODEL"
                 )
-            coder = config.get("coder_model") or None
-            critic = LLMCritic(
+            coder = config.get("coder_model") or settings.coder_model or None
+            critic = critic_for(
                 LLMClient.from_settings(settings), model, config.get("critic_mode", "asymmetric"),
                 coder_model=coder, sandbox=runtime.sandbox if coder else None,
             )  # fmt: skip

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..config import Settings
 from ..manifests import ManifestStore
+from ..protocol import DEFAULT_PROTOCOL, RULES
 from ..runstore import RunStore
 from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox
 from .app import PAGE_SIZE, build_server
@@ -58,6 +59,7 @@ __all__ = [
     "check_exposure",
     "build_server",
     "create_service",
+    "exploration_settings",
     "http_server",
     "label_problem",
     "message_limit",
@@ -100,6 +102,19 @@ def serve_examples(
     return catalog.with_examples(served)
 
 
+def exploration_settings(settings: Settings) -> Settings:
+    """The settings agents' calls run under: a protocol's own limits where the operator set none (``--protocol
+    reference``: the reference's 30 s per call and, for its unbounded results, 1 MiB; docs/protocol.md)."""
+    rules = RULES[settings.protocol]
+    given = settings.model_fields_set
+    update: dict[str, Any] = {}
+    if rules.exploration_timeout_s is not None and "timeout_s" not in given:
+        update["timeout_s"] = rules.exploration_timeout_s
+    if rules.exploration_output_kb is not None and "max_output_kb" not in given:
+        update["max_output_kb"] = rules.exploration_output_kb
+    return settings.model_copy(update=update) if update else settings
+
+
 def create_service(
     settings: Settings, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
     feedback: Feedback | None = None, progress: Any = None, processes: bool = False,
@@ -118,16 +133,15 @@ def create_service(
     catalog = Catalog(ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key())
     store = RunStore(settings.db_path)
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
-    run_id = store.ensure_run(
-        run_name,
-        kind="serve",
-        config={"suites": list(suites), "budget": settings.budget, "examples": settings.examples},
-    )
-    sandbox = sandboxes(settings, progress=progress, processes=processes)
+    config: dict[str, Any] = {"suites": list(suites), "budget": settings.budget, "examples": settings.examples}
+    if settings.protocol != DEFAULT_PROTOCOL:
+        config["protocol"] = settings.protocol
+    run_id = store.ensure_run(run_name, kind="serve", config=config)
+    rules = RULES[settings.protocol]
+    sandbox = sandboxes(exploration_settings(settings), progress=progress, processes=processes)
     catalog = serve_examples(catalog, settings, sandbox, progress=progress)
     service = MethodService(
-        catalog, sandbox, store, settings.budget, feedback,
-        feedback_limit=settings.feedback_limit,
-        max_argument_bytes=settings.max_argument_kb * 1024,
+        catalog, sandbox, store, settings.budget, feedback, feedback_limit=settings.feedback_limit,
+        max_argument_bytes=settings.max_argument_kb * 1024, run_wrong_arity=rules.runs_wrong_arity,
     )  # fmt: skip
     return service, Sessions(store, run_id, transport)

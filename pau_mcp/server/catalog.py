@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from wasm_runtime import Status
 
-from ..manifests import Case, ManifestError, ManifestStore, Method, call_arguments, call_text, tool_name
+from ..manifests import Case, ManifestError, ManifestStore, Method, Original, call_arguments, call_text, tool_name
 from .examples import ServedExamples
 from .schemas import nullable, parameter_schemas
 
@@ -102,6 +102,12 @@ class KnownExample(BaseModel):
     line: str = Field(description="the example as the description shows it, e.g. test_func(1, 'a') -> 3")
     input: str = Field(description="the arguments as a Python literal tuple, e.g. (1, 'a'): what `args` takes")
     output: str = Field(description="the outcome as shown: the value's repr, or 'raises Type: message'")
+    original: Original | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="the example as its dataset writes it (input text, stored output as JSON text), when the suite "
+        "keeps it: what the reference benchmark's protocol shows instead (docs/protocol.md)",
+    )
 
 
 class MethodFacts(BaseModel):
@@ -160,7 +166,7 @@ class Exposed:
             call = call_text(self.method.entry, case.input)
             # The argument tuple as the call shows it: ('abc',) for one argument however the manifest writes it.
             literal = call_arguments(call) or case.input.strip()
-            known.append(KnownExample(line=f"{call} -> {shown}", input=literal, output=shown))
+            known.append(KnownExample(line=f"{call} -> {shown}", input=literal, output=shown, original=case.original))
         return known
 
     def example_lines(self) -> list[str]:

@@ -82,11 +82,13 @@ class MethodService:
         feedback: Scores a submission for the agent (``--feedback score``); None records only.
         feedback_limit: Submits answered with feedback per method per budget identity.
         max_argument_bytes: Largest arguments of one call, in bytes of JSON (``--max-argument-kb``).
+        run_wrong_arity: Run a call with another number of arguments than the header has (it counts, and
+            Python's ``TypeError`` is its result), as the reference protocol does, instead of refusing it.
     """
 
     def __init__(
         self, catalog: Catalog, sandbox: AnySandbox, store: RunStore, budget: int, feedback: Feedback | None = None,
-        feedback_limit: int = 3, max_argument_bytes: int = 64 * 1024,
+        feedback_limit: int = 3, max_argument_bytes: int = 64 * 1024, run_wrong_arity: bool = False,
     ) -> None:  # fmt: skip
         self.catalog = catalog
         self.sandbox = sandbox
@@ -95,6 +97,7 @@ class MethodService:
         self.feedback = feedback
         self.feedback_limit = feedback_limit
         self.max_argument_bytes = max_argument_bytes
+        self.run_wrong_arity = run_wrong_arity
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
 
     def arguments(self, exposed: Exposed, given: dict[str, Any] | None) -> tuple[tuple[Any, ...], str]:
@@ -138,7 +141,7 @@ class MethodService:
                 _json_safe(given[name], name)
             args = tuple(given[n] for n in names)
         problem = arity_problem(exposed.method.header, names, len(args))
-        if problem:
+        if problem and not self.run_wrong_arity:
             raise InvalidInput(f"{problem} {self._how(exposed)}")
         try:
             literal = repr(args)

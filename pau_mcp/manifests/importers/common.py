@@ -27,7 +27,7 @@ from wasm_runtime import Limits, Sandbox, engine_for, numpy_engine_installed, ou
 from wasm_runtime.engines import NUMPY_INSTALL_HINT
 
 from ..checks import Problem, check_methods, freeze_methods
-from ..model import Case, FrozenOutcome, Method, Provenance, SuiteInfo, Tags
+from ..model import Case, FrozenOutcome, Method, Original, Provenance, SuiteInfo, Tags
 from ..store import ManifestStore, Suite
 from .anonymise import ENTRY, CannotAnonymise, anonymise
 
@@ -82,10 +82,18 @@ class Recorded:
 
 @dataclass(frozen=True)
 class Probe:
-    """One input of a draft (an argument-tuple literal) and what the dataset recorded for it, if anything."""
+    """One input of a draft (an argument-tuple literal) and what the dataset recorded for it, if anything.
+
+    Attributes:
+        input: The argument-tuple literal.
+        recorded: What the dataset recorded for it.
+        original: The example as the dataset writes it, kept with an initial example for the reference
+            protocol (``Original``).
+    """
 
     input: str
     recorded: Recorded | None = None
+    original: Original | None = None
 
 
 @dataclass
@@ -458,7 +466,7 @@ def _method(draft: Draft, suite: str) -> Method | Refusal:
             params=anonymous.params,
             source=anonymous.source,
             description=draft.description,
-            examples=[Case(input=p.input) for p in draft.examples],
+            examples=[Case(input=p.input, original=p.original) for p in draft.examples],
             tests=[Case(input=p.input) for p in draft.tests],
             provenance=Provenance(**{**draft.provenance, "original_name": original}),
             tags=Tags(arity=len(anonymous.params), value_types=_value_types([p.input for p in draft.probes])),

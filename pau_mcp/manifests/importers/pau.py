@@ -18,7 +18,7 @@ from typing import Any
 
 from wasm_runtime import Limits, Sandbox, decode, parse_python, values_equal
 
-from ..model import FrozenOutcome, SuiteInfo
+from ..model import FrozenOutcome, Original, SuiteInfo
 from ..store import ManifestStore
 from .common import (
     DatasetUnavailable,
@@ -180,19 +180,25 @@ def _examples(raw: Any) -> list[Any]:
     return value
 
 
-def _probe(pair: Any) -> Probe:
+def _probe(pair: Any, keep_text: bool = False) -> Probe:
+    """One dataset example as a probe; ``keep_text`` keeps its text as the dataset writes it (initial examples)."""
     if not isinstance(pair, (list, tuple)) or len(pair) < 2 or not isinstance(pair[0], str):
         raise ValueError(f"example {pair!r} is not an [input, output] pair")
     # all_examples rows carry a third element, the error text (repr(None) when the call returned).
     raised = len(pair) > 2 and pair[2] not in _NO_ERROR
-    return Probe(reference_arguments(pair[0]), Recorded(value=pair[1], raised=raised))
+    original = None
+    if keep_text and pair[0].strip():
+        # The reference shows its initial examples as the dataset holds them: the input text as written and str()
+        # of the stored output (the first example's a value, the second's the repr text creation.py stored).
+        original = Original(input=pair[0], output=json.dumps(pair[1], ensure_ascii=False))
+    return Probe(reference_arguments(pair[0]), Recorded(value=pair[1], raised=raised), original)
 
 
 def _draft(row: dict[str, Any], index: int, split: str, count: int) -> Draft | Refusal:
     key = f"{split}/{index}"
     name = method_name(_PREFIX[split], index, count, width=4)
     try:
-        examples = [_probe(pair) for pair in _examples(row.get("train_examples"))]
+        examples = [_probe(pair, keep_text=True) for pair in _examples(row.get("train_examples"))]
         tests = [_probe(pair) for pair in _examples(row.get("test_examples"))]
     except (ValueError, TypeError) as exc:
         return Refusal(key, f"unreadable examples: {exc}")

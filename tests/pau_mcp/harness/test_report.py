@@ -226,3 +226,33 @@ def test_report_p_values_follow_seed_and_resamples(store) -> None:  # type: igno
     first = _report(store, resamples=300, seed=5).pairs[0].tests["codematch"]
     assert _report(store, resamples=300, seed=5).pairs[0].tests["codematch"] == first
     assert first.resamples == 300 and first.seed == 5
+
+
+def test_the_exact_bootstrap_counts_a_float_noise_difference_as_a_win_as_the_reference_does() -> None:
+    # A resample drawing each of the three methods once ties on paper (0.1 + 0.2 + 0.3 both ways); the means, added
+    # in the drawn order, can still differ by 1e-16, which the reference's > and < count as a win.
+    a, b = [0.1, 0.2, 0.3] * 2, [0.3, 0.1, 0.2] * 2
+    tolerant = paired_bootstrap(a, b, resamples=2000, seed=0)
+    exact = paired_bootstrap(a, b, resamples=2000, seed=0, exact=True)
+
+    def decided(result):  # type: ignore[no-untyped-def]
+        return (1 - result.p_a_better) + (1 - result.p_b_better)  # the share of resamples that were not ties
+
+    assert decided(exact) > decided(tolerant) + 0.05
+    assert (exact.mean_a, exact.n, exact.sample_size) == (tolerant.mean_a, tolerant.n, tolerant.sample_size)
+
+
+def test_two_reference_protocol_runs_are_compared_with_the_exact_bootstrap(store) -> None:  # type: ignore[no-untyped-def]
+    from test_report_fixtures import CONFIG, INCONTEXT, INTERACTIVE
+
+    add_run(store, "ref-a", CONFIG | {"mode": "interactive", "protocol": "reference"}, INTERACTIVE)
+    add_run(store, "ref-b", CONFIG | {"mode": "incontext", "protocol": "reference"}, INCONTEXT)
+    (pair,) = build_report(load_runs(store, ["ref-a", "ref-b"]), resamples=500, seed=2).pairs
+    # ref-b's failed episode counts as 1 and 0 under the reference protocol: both runs score every method.
+    a = [5.0, 4.0, 3.0, 1.0, 2.0]
+    b = [4.0, 4.0, 1.0, 1.0, 1.0]
+    assert pair.tests["judge"] == paired_bootstrap(a, b, resamples=500, seed=2, exact=True)
+    assert any(
+        "compared by their resampled means exactly" in note
+        for note in build_report(load_runs(store, ["ref-a"]), resamples=10).notes
+    )

@@ -190,3 +190,21 @@ def test_pau_mcp_report_describes_any_suite_without_runs(tmp_path):
         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env,
     )  # fmt: skip
     assert nothing.returncode == 2 and "--suite" in nothing.stderr
+
+
+def test_under_the_reference_protocol_the_contradiction_share_is_over_the_unsolved_episodes(tmp_path):
+    store = RunStore(tmp_path / "runs.db")
+    episodes = {  # code match and the check: m1 solved (0.9), m2 and m3 not
+        "b/m1": {"codematch": (0.9, {"observed": {"checked": 4, "disagree": 1}})},
+        "b/m2": {"codematch": (0.5, {"observed": {"checked": 5, "disagree": 2}})},
+        "b/m3": {"codematch": (0.2, {"observed": {"checked": 3, "disagree": 0}})},
+    }
+    for name, protocol in (("ours", "pau-mcp"), ("theirs", "reference")):
+        _episodes(store, name, CONFIG | {"mode": "interactive", "protocol": protocol}, episodes)
+    report = build_report(load_runs(store, ["ours", "theirs"]), resamples=10)
+    found = {c.run: c for c in report.contradictions}
+    assert (found["ours"].checked, found["ours"].contradicting, found["ours"].among) == (3, 2, "checked")
+    assert (found["theirs"].checked, found["theirs"].contradicting, found["theirs"].among) == (2, 1, "unsolved")
+    assert found["theirs"].share == pytest.approx(1 / 2) and found["theirs"].methods == ("b/m2",)
+    assert _table(report, "contradictions").rows[1][2] == "2 unsolved"
+    assert any("among the checked episodes that failed" in note for note in report.notes)

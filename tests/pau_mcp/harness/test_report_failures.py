@@ -60,6 +60,19 @@ def test_failed_episodes_are_those_with_an_error_a_low_judge_or_a_low_code_match
     assert "error" in cases[-1].why and cases[-1].trajectory[0]["kind"] == "model"
 
 
+def test_under_the_reference_protocol_an_unscored_judge_reply_makes_a_failure_as_it_counts_as_one(store) -> None:  # type: ignore[no-untyped-def]
+    from test_report_fixtures import CONFIG, add_run
+
+    episodes = {"b/m1": ("unscored", None, 0.9, True, 3), "b/m2": ("scored", 4.0, 0.9, True, 3)}
+    add_run(store, "ours", CONFIG | {"mode": "interactive"}, episodes)
+    add_run(store, "theirs", CONFIG | {"mode": "interactive", "protocol": "reference"}, episodes)
+    ours, theirs = load_runs(store, ["ours", "theirs"])
+    assert failure_cases(store, ours) == []  # this project's rule leaves the unscored reply out
+    assert [c.method_id for c in failure_cases(store, ours, unscored_as_one=True)] == ["b/m1"]
+    (case,) = failure_cases(store, theirs)  # the reference's counts it as 1 whatever the flag
+    assert case.method_id == "b/m1" and "rated 1 out of 5" in case.why
+
+
 def test_each_failure_gets_its_scripted_label_and_an_unparsable_reply_is_unclassified(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     runs = load_runs(store, ["alpha-int", "alpha-ctx"])
     cases = [c for run in runs for c in failure_cases(store, run)]

@@ -153,6 +153,19 @@ def test_pau_list_inputs_are_unpacked_as_the_reference_does(pau_import):
     assert [c.outcome.value for c in adder.examples + adder.tests] == ["3", "30", "[1, 2]", "'ab'", "0"]
 
 
+def test_pau_keeps_each_initial_examples_dataset_text_for_the_reference_protocol(pau_import):
+    suite = Suite.load(pau_import.path)
+    pair, adder = suite.methods["pau-test/t0000"], suite.methods["pau-test/t0001"]
+    # The input as written and the stored output as JSON text: a value first, repr text second (creation.py's way).
+    assert [(c.original.input, c.original.output) for c in pair.examples] == [
+        ("(1, 2)", "[1, 2]"),
+        ("(3, 4)", '"(3, 4)"'),
+    ]
+    assert [c.original.input for c in adder.examples] == ["[1, 2]", "[10, 20]"]
+    assert all(case.original is None for case in pair.tests)  # the hidden tests are never shown, in any form
+    assert '"original"' in (pau_import.path / "t0000.json").read_text()
+
+
 def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(pau_import):
     report = pau_import
     causes = {(d.method_id, d.input): d.cause for d in report.disagreements if d.method_id <= "pau-test/t0002"}

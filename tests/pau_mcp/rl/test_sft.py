@@ -101,3 +101,65 @@ def test_the_dataset_loads_with_hugging_face_datasets(recorded, tmp_path):
     loaded = datasets.load_dataset("json", data_files=str(tmp_path / "train.jsonl"), split="train")
     assert loaded.column_names == ["messages"] and len(loaded) == 2
     assert datasets.load_dataset(str(tmp_path), split="train")[0]["messages"][0]["role"] == "system"
+
+
+def _reference_run(data: Path) -> None:
+    """An interactive run under the reference protocol, its trajectory as the reference agent records it."""
+    store = RunStore(data / "runs.db")
+    config = {"agent": "paper", "model": "m", "suite": "builtin", "mode": "interactive", "protocol": "reference"}
+    run_id = store.ensure_run("ref", kind="eval", config=config)
+    store.plan_episodes(run_id, ["builtin/b001"])
+    session = store.ensure_session(run_id, "ref-k", "http")
+    submission = store.record_submission(session, "builtin/b001", "a poor description", None)
+    store.record_score(submission, "judge", "scored", 1.0, "openai/j", {})  # no outcome filter: kept all the same
+
+    def model(step: str, prompt: str, reply: str) -> dict:
+        return {"kind": "model", "step": step, "prompt": prompt, "reply": reply}
+
+    def result(status: str) -> dict:
+        return {"kind": "tool_result", "structured": {"status": status}}
+
+    trajectory = [
+        model("reason", "R1", "Try one. [STOP] dropped after the stop"),
+        model("act", "A1", "Suggested Input: (1,)"), {"kind": "tool_call"}, result("ok"),  # returned: not kept
+        model("reflect", "F1", "NO\nSummary: maybe doubles"),
+        model("reason", "R2", "word " * 300),  # 300 words: not kept
+        model("act", "A2", "input: (0,)"), {"kind": "tool_call"}, result("error"),  # raised: kept, as coded there
+        model("reflect", "F2", "YES, done"),  # no summary: not kept
+    ]  # fmt: skip
+    store.finish_episode(run_id, "builtin/b001", EpisodeResult(state="done", submission_id=submission,
+                                                              trajectory=trajectory))  # fmt: skip
+
+
+def test_distill_with_the_references_filter_keeps_its_warm_up_steps_as_its_prompts_alone(recorded, tmp_path):
+    _reference_run(recorded)
+    done = _pau("export", "sft", "ref", "--kind", "distill", "--filter", "reference", "--out", str(tmp_path),
+                "--data-dir", str(recorded))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    examples = [[(m["role"], m["content"]) for m in e["messages"]] for e in _lines(tmp_path / "train.jsonl")]
+    assert examples == [
+        [("user", "R1"), ("assistant", "Try one.\n[STOP]")],
+        [("user", "F1"), ("assistant", "NO\nSummary: maybe doubles\n[STOP]")],
+        [("user", "A2"), ("assistant", "input: (0,)\n[STOP]")],
+    ]
+    ours = _pau("export", "sft", "eval", "--kind", "distill", "--filter", "reference", "--out", str(tmp_path),
+                "--data-dir", str(recorded))  # fmt: skip
+    assert ours.returncode == 1 and "--protocol reference" in ours.stderr and "--filter outcome" in ours.stderr
+
+
+def test_final_of_a_reference_run_is_its_in_context_prompt_answered_with_the_gold(recorded, tmp_path):
+    from fakereference import write_checkout
+
+    from pau_mcp.prompts import import_reference
+
+    _reference_run(recorded)
+    import_reference(write_checkout(tmp_path / "checkout"), recorded)
+    done = _pau("export", "sft", "ref", "--kind", "final", "--out", str(tmp_path), "--data-dir", str(recorded))
+    assert done.returncode == 0, done.stderr
+    ((user, assistant),) = [e["messages"] for e in _lines(tmp_path / "train.jsonl")]
+    assert user == {
+        "role": "user",
+        "content": "\nINCONTEXT header=def test_func(arg0):\nprev=[\n  Input: (234,) => Output: 24, Error: None\n"
+        "  Input: (57,) => Output: 35, Error: None\n]\nDescription: ",
+    }
+    assert assistant["content"] == ManifestStore(()).method("builtin/b001").description

@@ -48,3 +48,27 @@ def test_dataset_rows_name_the_environment_and_the_method_but_never_show_it_to_t
     (row,) = dataset_rows(["builtin/b005"])
     assert row["env_class"] == ENV_ID and row["method_id"] == "builtin/b005"
     assert "b005" not in str(row["prompt"])
+
+
+def test_rl_dataset_writes_disjoint_training_and_validation_rows_for_a_suite(tmp_path):
+    import os
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+    from pau_command import run_pau
+
+    from pau_mcp.manifests import ManifestStore
+
+    root = Path(__file__).resolve().parents[3]
+    done = run_pau("rl", "dataset", "--out", tmp_path, "--val-share", "0.25", "--seed", "3", env=dict(os.environ),
+                   cwd=root)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    train = pq.read_table(tmp_path / "train.parquet").to_pylist()
+    val = pq.read_table(tmp_path / "val.parquet").to_pylist()
+    every = set(ManifestStore(()).suite("builtin").methods)
+    assert {r["method_id"] for r in train} | {r["method_id"] for r in val} == every
+    assert not {r["method_id"] for r in train} & {r["method_id"] for r in val}
+    assert len(val) == round(len(every) * 0.25) and {r["env_class"] for r in train + val} == {ENV_ID}
+    again = run_pau("rl", "dataset", "--out", tmp_path / "again", "--val-share", "0.25", "--seed", "3",
+                    env=dict(os.environ), cwd=root)  # fmt: skip
+    assert again.returncode == 0 and pq.read_table(tmp_path / "again" / "val.parquet").to_pylist() == val

@@ -84,6 +84,16 @@ def test_code_slower_than_the_references_per_input_limit_scores_nothing_there(sa
     assert _score(sandbox, method, slow, reference) == 0.0
 
 
+def test_code_that_sleeps_past_the_references_half_second_still_matches_here_a_documented_difference(
+    sandbox, reference
+):
+    method = _frozen(sandbox, ["def test_func(arg0):", "    return arg0"], ["(1,)"])
+    # The reference's 0.5 s is wall time, so this scores 0 there; the sandbox's clock is virtual (the same result on
+    # every machine), a sleep costs no CPU, and the limit counts CPU: docs/protocol.md lists the difference.
+    sleepy = "import time\n    time.sleep(2)\n    return arg0"
+    assert _score(sandbox, method, sleepy, reference) == 1.0
+
+
 @pytest.mark.parametrize(
     ("reply", "rating"),
     [

@@ -509,3 +509,41 @@ def test_a_predictions_file_in_the_references_own_layout_is_matched_by_gold_desc
     assert ours.returncode == 0, ours.stderr
     calls = [b["messages"][-1]["content"] for b in fake.requests[len(prompts) :]]
     assert any("test_func((3, -1, 2)) -> '(-1, 2, 3)'" in p and "test_func((1, -1)) -> (-1, 1)" in p for p in calls)
+
+
+def test_a_reference_layout_file_gives_its_examples_by_default_and_its_predicted_code_scores_as_direct_code(
+    fake, tmp_path
+):
+    from fakereference import write_checkout
+
+    from pau_mcp.prompts import import_reference
+
+    import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
+    predictions = tmp_path / "reference-code.jsonl"
+    _reference_rows(predictions)
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    # Its code-prediction files carry the code it extracted: a list, as the reference's rule wants for b013.
+    rows[0]["predicted_code"] = "def test_func(arg0):\n    return sorted(arg0, key=lambda v: (abs(v), v))"
+    predictions.write_text("".join(json.dumps(row) + "\n" for row in rows[:1]))
+    fake.responder = lambda body: "```python\ndef test_func(arg0):\n    return arg0\n```"
+    args = ("--suite", "builtin", "--coder-model", "openai/coder", "--scores", "codematch", "--scores", "direct")
+    done = pau(fake, tmp_path, str(predictions), *args, "--protocol", "reference", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["direct"]["mean"] == 1.0
+    (prompt,) = [b["messages"][0]["content"] for b in fake.requests]
+    assert "examples=[\n  Input: '((3, -1, 2),)' => Output: '(-1, 2, 3)', Error: None\n" in prompt  # no flag needed
+    store = RunStore(tmp_path / "runs.db")
+    assert store.run_config(store.run_id(json.loads(done.stdout)["run"]))["with_examples"] is True
+
+
+def test_gold_with_examples_gives_the_code_writer_each_methods_initial_examples(fake, tmp_path):
+    args = ("--gold", "--suite", "builtin", "--coder-model", "openai/coder", "--with-examples", "--run", "gold-ex")
+    done = pau(fake, tmp_path, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    b001 = next(b["messages"][-1]["content"] for b in fake.requests if BUILTIN["builtin/b001"].description in str(b))
+    assert "test_func(234) -> 24" in b001 and "test_func(57) -> 35" in b001
+    before = len(fake.requests)
+    without = pau(fake, tmp_path, "--gold", "--suite", "builtin", "--coder-model", "openai/coder", "--no-cache")
+    assert without.returncode == 0, without.stderr
+    later = [str(b) for b in fake.requests[before:]]
+    assert len(later) == len(BUILTIN) and not any("test_func(234)" in p for p in later)  # this project's default
