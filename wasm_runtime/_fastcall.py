@@ -13,6 +13,7 @@ it on every call.
 from __future__ import annotations
 
 import ctypes
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,17 @@ from wasmtime import _ffi as ffi
 from wasmtime.component import Func, LinkerInstance
 from wasmtime.component._enter import maybe_raise_last_exn
 
-__all__ = ["OversizedResult", "add_string_func", "arm", "call_export", "context_of", "fuel_left"]
+__all__ = [
+    "PIECE_BYTES",
+    "OversizedResult",
+    "add_string_func",
+    "arm",
+    "call_export",
+    "call_u32",
+    "context_of",
+    "fuel_left",
+    "take_held",
+]
 
 
 class OversizedResult(Exception):
@@ -148,6 +159,16 @@ def fuel_left(context: Any) -> int | None:
 _VEC_NEW = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)(("wasm_byte_vec_new", ffi.dll))
 _ONE_VALUE = ffi.wasmtime_component_val_t * 1
 _STRING = ffi.WASMTIME_COMPONENT_STRING
+_U32 = ffi.WASMTIME_COMPONENT_U32
+_U64 = ffi.WASMTIME_COMPONENT_U64
+_TUPLE = ffi.WASMTIME_COMPONENT_TUPLE
+#: Bytes of one piece the guest's ``take`` export hands over: a tuple of 32 u64 words.
+PIECE_BYTES = 256
+_PIECE_WORDS = PIECE_BYTES // 8
+_VAL_SIZE = ctypes.sizeof(ffi.wasmtime_component_val_t)
+_VAL_WORD = ffi.wasmtime_component_val_t.of.offset // 8  # where a value's u64 sits, in words from its start
+_PIECE_KINDS = bytes([_U64.value]) * _PIECE_WORDS
+_PIECE_PACK = struct.Struct(f"<{_PIECE_WORDS}Q").pack
 
 
 def call_export(
@@ -205,3 +226,68 @@ def call_export(
         return ctypes.string_at(vec.data, size).decode("utf-8") if size else ""
     finally:
         ffi.wasmtime_component_val_delete(ctypes.byref(result))
+
+
+def call_u32(func: Func, context: Any, argument: str) -> int:
+    """Call a component export taking one string and returning one u32 (a size: nothing of variable length).
+
+    Raises:
+        WasmtimeError: The guest trapped (or a host function it called failed).
+    """
+    param = ffi.wasmtime_component_val_t()
+    param.kind = _STRING
+    data = argument.encode("utf-8")
+    _VEC_NEW(ctypes.addressof(param.of.string), len(data), data)
+    result = ffi.wasmtime_component_val_t()
+    try:
+        error = ffi.wasmtime_component_func_call(
+            ctypes.byref(func._func), context, ctypes.byref(param), 1, ctypes.byref(result), 1
+        )
+    finally:
+        ffi.wasmtime_component_val_delete(ctypes.byref(param))
+    if error:
+        failure = WasmtimeError._from_ptr(error)
+        maybe_raise_last_exn()
+        raise failure
+    try:
+        if result.kind != _U32.value:
+            raise WasmtimeError("pau-sandbox: an export returned something other than a size")
+        return int(result.of.u32)
+    finally:
+        ffi.wasmtime_component_val_delete(ctypes.byref(result))
+
+
+def take_held(func: Func, context: Any, size: int) -> bytes:
+    """The ``size`` bytes the guest holds, through its ``take`` export, one fixed-size piece at a time.
+
+    Every piece is a tuple of 32 u64 words, so the guest can never make the
+    host copy more than ``size`` bytes (rounded up to a piece): the caller
+    decides from ``size`` alone whether to take anything at all.
+
+    Raises:
+        WasmtimeError: The guest trapped, or its ``take`` returned something other than a piece.
+    """
+    pieces = []
+    index = ffi.wasmtime_component_val_t()
+    index.kind = _U32
+    result = ffi.wasmtime_component_val_t()
+    for number in range(-(-size // PIECE_BYTES)):
+        index.of.u32 = number
+        error = ffi.wasmtime_component_func_call(
+            ctypes.byref(func._func), context, ctypes.byref(index), 1, ctypes.byref(result), 1
+        )
+        if error:
+            failure = WasmtimeError._from_ptr(error)
+            maybe_raise_last_exn()
+            raise failure
+        try:
+            words = result.of.tuple
+            if result.kind != _TUPLE.value or words.size != _PIECE_WORDS:
+                raise WasmtimeError("pau-sandbox: take returned something other than a piece")
+            raw = ctypes.string_at(words.data, _PIECE_WORDS * _VAL_SIZE)
+            if raw[::_VAL_SIZE] != _PIECE_KINDS:
+                raise WasmtimeError("pau-sandbox: take returned something other than a piece")
+            pieces.append(_PIECE_PACK(*memoryview(raw).cast("Q")[_VAL_WORD :: _VAL_SIZE // 8]))
+        finally:
+            ffi.wasmtime_component_val_delete(ctypes.byref(result))
+    return b"".join(pieces)[:size]

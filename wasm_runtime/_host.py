@@ -1,7 +1,7 @@
 """The host functions the component guest imports, and the per-instance state they answer from.
 
 Every instance a call uses gets a ``Batch``: the virtual clock, the seeded
-random generator, the fuel budget and the once-only answers of the source
+random generator, the fuel budget and the once-only answer of the source
 handover. The host functions find it in a thread-local (``CURRENT``), set by
 the thread that runs the instance, so concurrent calls never share state.
 Clocks are virtual (each read advances them), randomness is seeded, and timers
@@ -110,7 +110,7 @@ class Batch:
     code_cache: CodeCache = field(default_factory=lambda: CodeCache(0))
     loading: bool = False  # the guest's `load` export is running: no hidden code has run yet
     source_given: bool = False
-    code_offered: bool = False
+    code_wanted: bool = False  # the source went out tagged "cache:": `load` holds the compiled code for the host
     raw: list[tuple[str | None, int, float, int]] = field(default_factory=list)  # (outcome text, fuel, ms, size)
     clock_ns: int = 0
     rng: random.Random = field(default_factory=lambda: random.Random(SEED))
@@ -163,16 +163,8 @@ def _host_source(context: Any) -> str:
     blob = batch.code_cache.get(batch.source)
     if blob is not None:
         return f"marshal:{blob}"
-    return ("cache:" if batch.code_cache.seen_before(batch.source) else "source:") + batch.source
-
-
-def _host_cache_code(context: Any, blob: str) -> None:
-    batch = current_batch()
-    if not batch.loading or batch.code_offered or not batch.source_given:
-        # Hidden code is running (or ran): it must not plant code for later calls.
-        raise Violation("pau-sandbox: code offered after the function started")
-    batch.code_offered = True
-    batch.code_cache.put(batch.source, blob)
+    batch.code_wanted = batch.code_cache.seen_before(batch.source)
+    return ("cache:" if batch.code_wanted else "source:") + batch.source
 
 
 def _host_sleep(context: Any, nanoseconds: int) -> None:
@@ -238,7 +230,6 @@ def define_host_functions(linker: Linker) -> None:
     with linker.root() as root:
         with root.add_instance("pau:sandbox/host") as host:
             add_string_func(host, "source", _host_source, takes=False)
-            add_string_func(host, "cache-code", _host_cache_code, returns=False)
             host.add_func("sleep", _host_sleep)
         with root.add_instance(f"wasi:clocks/monotonic-clock@{_WASI}") as clock:
             clock.add_func("now", _monotonic_now)

@@ -281,6 +281,7 @@ class WorkerSandbox(SandboxInterface):
         )
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._started = 0
+        self._processes: dict[int, subprocess.Popen[bytes]] = {}
         self._growing = threading.Lock()
         self._reserve()
         self._release(self._grow())
@@ -290,6 +291,11 @@ class WorkerSandbox(SandboxInterface):
     def workers(self) -> int:
         """The most worker processes this sandbox runs at once."""
         return self._count
+
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the worker processes running now (for watching their memory and CPU)."""
+        return [pid for pid, process in list(self._processes.items()) if process.poll() is None]
 
     @property
     def started(self) -> int:
@@ -306,7 +312,7 @@ class WorkerSandbox(SandboxInterface):
 
     def _grow(self) -> _Worker:
         """Start the worker whose place ``_reserve`` claimed; a worker that cannot start gives its place back."""
-        worker = _Worker(self.limits, self._cache_dir, self._pool_size)
+        worker = self._new_worker()
         try:
             worker.ready()
         except WorkerError:
@@ -353,8 +359,14 @@ class WorkerSandbox(SandboxInterface):
     def _replace(self, dead: _Worker) -> _Worker:
         """A new worker for one that died or broke the protocol (a host fault, never a guest's doing)."""
         dead.kill()
-        worker = _Worker(self.limits, self._cache_dir, self._pool_size)
+        self._processes.pop(dead.process.pid, None)
+        worker = self._new_worker()
         worker.ready()
+        return worker
+
+    def _new_worker(self) -> _Worker:
+        worker = _Worker(self.limits, self._cache_dir, self._pool_size)
+        self._processes[worker.process.pid] = worker.process
         return worker
 
     async def arun(
