@@ -36,6 +36,11 @@ log = logging.getLogger("pau_mcp.server")
 #: one big call never holds up the other sessions' requests. A hop to a thread costs about 0.1 ms: two per call
 #: would add a tenth to the server's CPU per small call.
 _INLINE_BYTES = 8 * 1024
+#: Large arguments are parsed one call at a time. Parsing 64 KiB of literal holds the interpreter lock for one
+#: C call of 15-50 ms (``ast.parse``): sixteen such calls in sixteen threads kept the event loop from the lock for
+#: 1.0-1.7 s, and every other session's requests waited. One at a time, the loop waits for one parse at most;
+#: the large calls wait for each other instead.
+_LARGE_PARSES = 1
 #: How much of a refused call's arguments the run store keeps (with their full size).
 _KEPT_CHARS = 1024
 
@@ -96,6 +101,7 @@ class MethodService:
         self.feedback_limit = feedback_limit
         self.max_argument_bytes = max_argument_bytes
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._large_parses = anyio.CapacityLimiter(_LARGE_PARSES)
 
     def arguments(self, exposed: Exposed, given: dict[str, Any] | None) -> tuple[tuple[Any, ...], str]:
         """Turn tool arguments into an argument tuple and its literal.
@@ -182,7 +188,9 @@ class MethodService:
             return await self._refuse(state, exposed, _recorded(given), size, "invalid_input", message)
         try:
             if size > _INLINE_BYTES:
-                args, literal = await anyio.to_thread.run_sync(self.arguments, exposed, given)
+                args, literal = await anyio.to_thread.run_sync(
+                    self.arguments, exposed, given, limiter=self._large_parses
+                )
             else:
                 args, literal = self.arguments(exposed, given)
         except InvalidInput as exc:
