@@ -31,6 +31,7 @@ __all__ = [
     "charge",
     "arm",
     "call_export",
+    "call_sized",
     "call_u32",
     "context_of",
     "fuel_left",
@@ -334,6 +335,39 @@ def call_export(
         ffi.wasmtime_component_val_delete(ctypes.byref(result))
 
 
+def call_sized(func: Func, context: Any, argument: str) -> tuple[int, bytes]:
+    """Call an export taking one string and returning ``tuple<u32, piece>``: a size and the first piece.
+
+    Returns:
+        The size, and the first piece's bytes (256, zero past the size).
+
+    Raises:
+        WasmtimeError: The guest trapped, or the export returned something of another shape.
+    """
+    param = ffi.wasmtime_component_val_t()
+    param.kind = _STRING
+    data = argument.encode("utf-8")
+    _VEC_NEW(ctypes.addressof(param.of.string), len(data), data)
+    result = ffi.wasmtime_component_val_t()
+    try:
+        error = ffi.wasmtime_component_func_call(
+            ctypes.byref(func._func), context, ctypes.byref(param), 1, ctypes.byref(result), 1
+        )
+    finally:
+        ffi.wasmtime_component_val_delete(ctypes.byref(param))
+    if error:
+        failure = WasmtimeError._from_ptr(error)
+        maybe_raise_last_exn()
+        raise failure
+    try:
+        pair = result.of.tuple
+        if result.kind != _TUPLE.value or pair.size != 2 or pair.data[0].kind != _U32.value:
+            raise WasmtimeError("pau-sandbox: an export returned something other than a size and a piece")
+        return int(pair.data[0].of.u32), _piece(pair.data[1])
+    finally:
+        ffi.wasmtime_component_val_delete(ctypes.byref(result))
+
+
 def call_u32(func: Func, context: Any, argument: str) -> int:
     """Call a component export taking one string and returning one u32 (a size: nothing of variable length).
 
@@ -363,8 +397,19 @@ def call_u32(func: Func, context: Any, argument: str) -> int:
         ffi.wasmtime_component_val_delete(ctypes.byref(result))
 
 
-def take_held(func: Func, context: Any, size: int) -> bytes:
-    """The ``size`` bytes the guest holds, through its ``take`` export, one fixed-size piece at a time.
+def _piece(value: Any) -> bytes:
+    """The 256 bytes of a ``piece`` value (a tuple of 32 u64 words)."""
+    words = value.of.tuple
+    if value.kind != _TUPLE.value or words.size != _PIECE_WORDS:
+        raise WasmtimeError("pau-sandbox: the guest handed over something other than a piece")
+    raw = ctypes.string_at(words.data, _PIECE_WORDS * _VAL_SIZE)
+    if raw[::_VAL_SIZE] != _PIECE_KINDS:
+        raise WasmtimeError("pau-sandbox: the guest handed over something other than a piece")
+    return _PIECE_PACK(*memoryview(raw).cast("Q")[_VAL_WORD :: _VAL_SIZE // 8])
+
+
+def take_held(func: Func, context: Any, size: int, first: int = 0) -> bytes:
+    """The bytes the guest holds from piece ``first`` to ``size``, through its ``take`` export, a piece at a time.
 
     Every piece is a tuple of 32 u64 words, so the guest can never make the
     host copy more than ``size`` bytes (rounded up to a piece): the caller
@@ -377,7 +422,7 @@ def take_held(func: Func, context: Any, size: int) -> bytes:
     index = ffi.wasmtime_component_val_t()
     index.kind = _U32
     result = ffi.wasmtime_component_val_t()
-    for number in range(-(-size // PIECE_BYTES)):
+    for number in range(first, -(-size // PIECE_BYTES)):
         index.of.u32 = number
         error = ffi.wasmtime_component_func_call(
             ctypes.byref(func._func), context, ctypes.byref(index), 1, ctypes.byref(result), 1
@@ -387,13 +432,7 @@ def take_held(func: Func, context: Any, size: int) -> bytes:
             maybe_raise_last_exn()
             raise failure
         try:
-            words = result.of.tuple
-            if result.kind != _TUPLE.value or words.size != _PIECE_WORDS:
-                raise WasmtimeError("pau-sandbox: take returned something other than a piece")
-            raw = ctypes.string_at(words.data, _PIECE_WORDS * _VAL_SIZE)
-            if raw[::_VAL_SIZE] != _PIECE_KINDS:
-                raise WasmtimeError("pau-sandbox: take returned something other than a piece")
-            pieces.append(_PIECE_PACK(*memoryview(raw).cast("Q")[_VAL_WORD :: _VAL_SIZE // 8]))
+            pieces.append(_piece(result))
         finally:
             ffi.wasmtime_component_val_delete(ctypes.byref(result))
-    return b"".join(pieces)[:size]
+    return b"".join(pieces)

@@ -33,7 +33,7 @@ from wasmtime import Store, WasiConfig, WasmtimeError
 from wasmtime.component import Func, Linker
 
 from ._arguments import encode_inputs, guest_settings, source_problem
-from ._fastcall import arm, call_export, call_u32, context_of, take_held
+from ._fastcall import PIECE_BYTES, arm, call_export, call_sized, call_u32, context_of, take_held
 from ._guest_outcome import trap_outcome
 from ._host import CURRENT, TICK_S, VIRTUAL_EPOCH_S, Batch, CodeCache, define_host_functions
 from ._pool import InstancePool, Ticker
@@ -252,7 +252,8 @@ class Sandbox(SandboxInterface):
         context = context_of(store)
         # The same crossings a real call makes, with a built-in function: see `_InstancePool`.
         call_export(exports["prime"], context, _PRIME_SETTINGS)
-        take_held(exports["take"], context, call_u32(exports["call"], context, _PRIME_ARGUMENTS))
+        size, _ = call_sized(exports["call"], context, _PRIME_ARGUMENTS)
+        take_held(exports["take"], context, size, first=1)
         return _Ready(store=store, context=context, load=exports["load"], call=exports["call"],
                       take=exports["take"], info=exports["info"], memory_bytes=memory_bytes)  # fmt: skip
 
@@ -286,7 +287,8 @@ class Sandbox(SandboxInterface):
                     offered = call_u32(ready.load, context, settings)
                     if batch.code_wanted and 0 < offered <= _code_cap(source):
                         # No hidden code has run yet in this instance: what `load` holds is the guest's own work.
-                        batch.code_cache.put(source, take_held(ready.take, context, offered).decode("ascii", "replace"))
+                        code = take_held(ready.take, context, offered)[:offered]
+                        batch.code_cache.put(source, code.decode("ascii", "replace"))
                 except WasmtimeError as exc:
                     # A trap while loading (compiling the source) belongs to the first input.
                     ended = True
@@ -297,9 +299,15 @@ class Sandbox(SandboxInterface):
                     batch.begin_input(context)
                     started = time.perf_counter()
                     try:
-                        size = call_u32(ready.call, context, encoded)
-                        # Refused on its size alone: none of an outcome over the cap leaves the guest.
-                        text = _decoded(take_held(ready.take, context, size)) if size <= cap else None
+                        size, head = call_sized(ready.call, context, encoded)
+                        # Refused on its size alone: none of an outcome over the cap leaves the guest (but the
+                        # first piece, which came with its size).
+                        if size > cap:
+                            text = None
+                        elif size <= PIECE_BYTES:
+                            text = _decoded(head[:size])
+                        else:
+                            text = _decoded((head + take_held(ready.take, context, size, first=1))[:size])
                     except WasmtimeError as exc:
                         ended = True
                         outcomes = batch.outcomes()

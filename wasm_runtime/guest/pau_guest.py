@@ -329,10 +329,10 @@ class WitWorld(wit_world.WitWorld):
             return 0
         return _hold(offer)
 
-    def call(self, arguments: str) -> int:
+    def call(self, arguments: str) -> tuple:
         loaded = _LOADED
         outcome = _call(loaded["code"], loaded["error"], loaded["entry"], arguments, loaded["options"])
-        return _hold(_dumps(outcome))
+        return _hold(_dumps(outcome)), self.take(0)
 
     def take(self, index: int) -> tuple:
         held = _HELD[0]
