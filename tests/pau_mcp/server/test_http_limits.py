@@ -380,8 +380,8 @@ anyio.run(main)
 def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_sessions_ping(tmp_path):
     # Each such call's arguments take one C call of 15-50 ms to parse, holding the interpreter lock: sixteen at once
     # in sixteen threads kept the event loop from it, and another session's ping waited 1.0-1.7 s (0.7 s at p90 on a
-    # loaded machine). They are now parsed one at a time. A bound on starvation, not a speed test:
-    # docs/benchmarks.md has the measured numbers.
+    # loaded machine). They are now parsed in a process of the sandbox's own. A bound on starvation, not a speed
+    # test: docs/benchmarks.md has the measured numbers.
     assert len(json.dumps({"args": "(" + repr(list(range(10_900))) + ",)"}, separators=(",", ":"))) < 64 * 1024
     latencies: list[float] = []
 
@@ -407,7 +407,7 @@ def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_s
     with http_server("--db", str(tmp_path / "runs.db"), "--budget", "0") as url:
         anyio.run(main, url)
     latencies.sort()
-    # Half the pings within 0.15 s and nine in ten within 0.75 s, even on a 2-core machine at load 10 (measured
-    # there: medians of 22-53 ms, nine in ten within 0.32-0.43 s; before, a median of 0.24 s and 0.69 s).
-    assert latencies[len(latencies) // 2] < 0.15, latencies
-    assert latencies[len(latencies) * 9 // 10] < 0.75, latencies
+    # Half the pings within 0.1 s and nine in ten within 0.5 s, even on a 2-core machine at load 6-8 (measured
+    # there: a median of 9 ms, nine in ten within 19 ms; before, 186 ms and 0.47-0.69 s).
+    assert latencies[len(latencies) // 2] < 0.1, latencies
+    assert latencies[len(latencies) * 9 // 10] < 0.5, latencies
