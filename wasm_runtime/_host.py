@@ -1,7 +1,7 @@
 """The host functions the component guest imports, and the per-instance state they answer from.
 
 Every instance a call uses gets a ``Batch``: the virtual clock, the seeded
-random generator, the fuel budget and the once-only answers of the source
+random generator, the fuel budget and the once-only answer of the source
 handover. The host functions find it in a thread-local (``CURRENT``), set by
 the thread that runs the instance, so concurrent calls never share state.
 Clocks are virtual (each read advances them), randomness is seeded, and timers
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wasmtime import WasmtimeError
-from wasmtime.component import Linker, Record
+from wasmtime.component import Linker
 
-from ._fastcall import add_string_func, arm, fuel_left
+from ._fastcall import add_string_func, add_u64_func, arm, charge, fuel_left
 from ._guest_outcome import parse_outcome
 from .limits import Limits
 from .outcome import Outcome
@@ -27,6 +27,9 @@ from .outcome import Outcome
 __all__ = [
     "CLOCK_STEP_NS",
     "CURRENT",
+    "HOST_BYTE_FUEL",
+    "HOST_CALL_FUEL",
+    "MAX_RANDOM_BYTES",
     "SEED",
     "TICK_S",
     "VIRTUAL_EPOCH_S",
@@ -46,6 +49,15 @@ TICK_S = 0.01
 _WASI = "0.2.9"
 #: The seed of every input's random generator.
 SEED = 0
+#: Fuel every call of a host function costs the guest (a clock, randomness, a sleep, a file's metadata): about what
+#: the host's own work for it takes (5-10 us), at the fastest rate guest code burns fuel (1.6e10 a CPU second).
+#: Without it, a loop asking for the time spent its whole wall-clock deadline (5 x the limit) in the host while
+#: its fuel hardly moved.
+HOST_CALL_FUEL = 150_000
+#: Fuel every byte a host function hands the guest costs (randomness, a directory listing), on top of the call.
+HOST_BYTE_FUEL = 100
+#: Most randomness one call may ask for; more traps (``crash``). The C library asks for at most 256 bytes at once.
+MAX_RANDOM_BYTES = 1 << 20
 
 
 class Violation(WasmtimeError):
@@ -110,7 +122,7 @@ class Batch:
     code_cache: CodeCache = field(default_factory=lambda: CodeCache(0))
     loading: bool = False  # the guest's `load` export is running: no hidden code has run yet
     source_given: bool = False
-    code_offered: bool = False
+    code_wanted: bool = False  # the source went out tagged "cache:": `load` holds the compiled code for the host
     raw: list[tuple[str | None, int, float, int]] = field(default_factory=list)  # (outcome text, fuel, ms, size)
     clock_ns: int = 0
     rng: random.Random = field(default_factory=lambda: random.Random(SEED))
@@ -163,52 +175,29 @@ def _host_source(context: Any) -> str:
     blob = batch.code_cache.get(batch.source)
     if blob is not None:
         return f"marshal:{blob}"
-    return ("cache:" if batch.code_cache.seen_before(batch.source) else "source:") + batch.source
-
-
-def _host_cache_code(context: Any, blob: str) -> None:
-    batch = current_batch()
-    if not batch.loading or batch.code_offered or not batch.source_given:
-        # Hidden code is running (or ran): it must not plant code for later calls.
-        raise Violation("pau-sandbox: code offered after the function started")
-    batch.code_offered = True
-    batch.code_cache.put(batch.source, blob)
+    batch.code_wanted = batch.code_cache.seen_before(batch.source)
+    return ("cache:" if batch.code_wanted else "source:") + batch.source
 
 
 def _host_sleep(context: Any, nanoseconds: int) -> None:
+    charge(context, HOST_CALL_FUEL)
     current_batch().clock_ns += nanoseconds
 
 
 def _monotonic_now(context: Any) -> int:
+    charge(context, HOST_CALL_FUEL)
     batch = current_batch()
     batch.clock_ns += CLOCK_STEP_NS
     return batch.clock_ns
 
 
-class _Datetime(Record):
-    """WASI's ``wall-clock.datetime`` record: wasmtime reads its fields by name."""
-
-    seconds: int
-    nanoseconds: int
-
-
-def _wall_now(context: Any) -> _Datetime:
-    now = _Datetime()
-    total = _monotonic_now(context)
-    now.seconds = VIRTUAL_EPOCH_S + total // 1_000_000_000
-    now.nanoseconds = total % 1_000_000_000
-    return now
+def _wall_now(context: Any) -> int:
+    return VIRTUAL_EPOCH_S * 1_000_000_000 + _monotonic_now(context)
 
 
 def _resolution(context: Any) -> int:
+    charge(context, HOST_CALL_FUEL)
     return CLOCK_STEP_NS
-
-
-def _wall_resolution(context: Any) -> _Datetime:
-    res = _Datetime()
-    res.seconds = 0
-    res.nanoseconds = CLOCK_STEP_NS
-    return res
 
 
 def _forbidden_timer(context: Any, _when: int) -> None:
@@ -216,14 +205,16 @@ def _forbidden_timer(context: Any, _when: int) -> None:
 
 
 def _random_bytes(context: Any, length: int) -> bytes:
-    if length > 1 << 20:
+    if length > MAX_RANDOM_BYTES:
         raise Violation("pau-sandbox: more than 1 MiB of randomness requested at once")
+    charge(context, HOST_CALL_FUEL + HOST_BYTE_FUEL * length)
     batch = current_batch()
     batch.rng_used = True
     return batch.rng.randbytes(length)
 
 
 def _random_u64(context: Any) -> int:
+    charge(context, HOST_CALL_FUEL)
     batch = current_batch()
     batch.rng_used = True
     return batch.rng.getrandbits(64)
@@ -238,16 +229,16 @@ def define_host_functions(linker: Linker) -> None:
     with linker.root() as root:
         with root.add_instance("pau:sandbox/host") as host:
             add_string_func(host, "source", _host_source, takes=False)
-            add_string_func(host, "cache-code", _host_cache_code, returns=False)
-            host.add_func("sleep", _host_sleep)
+            add_u64_func(host, "sleep", _host_sleep, takes=True)
         with root.add_instance(f"wasi:clocks/monotonic-clock@{_WASI}") as clock:
-            clock.add_func("now", _monotonic_now)
-            clock.add_func("resolution", _resolution)
-            clock.add_func("subscribe-instant", _forbidden_timer)
-            clock.add_func("subscribe-duration", _forbidden_timer)
+            add_u64_func(clock, "now", _monotonic_now, returns="u64")
+            add_u64_func(clock, "resolution", _resolution, returns="u64")
+            # They return a resource; both trap before there is anything to return.
+            add_u64_func(clock, "subscribe-instant", _forbidden_timer, takes=True, returns="u64")
+            add_u64_func(clock, "subscribe-duration", _forbidden_timer, takes=True, returns="u64")
         with root.add_instance(f"wasi:clocks/wall-clock@{_WASI}") as wall:
-            wall.add_func("now", _wall_now)
-            wall.add_func("resolution", _wall_resolution)
+            add_u64_func(wall, "now", _wall_now, returns="datetime")
+            add_u64_func(wall, "resolution", _resolution, returns="datetime")
         with root.add_instance(f"wasi:random/random@{_WASI}") as rng:
-            rng.add_func("get-random-bytes", _random_bytes)
-            rng.add_func("get-random-u64", _random_u64)
+            add_u64_func(rng, "get-random-bytes", _random_bytes, takes=True, returns="bytes")
+            add_u64_func(rng, "get-random-u64", _random_u64, returns="u64")

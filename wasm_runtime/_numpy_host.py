@@ -6,7 +6,10 @@ directory (holding only the interpreter's standard-library zip), no
 environment, no stdin, discarded stdout and stderr, no sockets; clocks,
 randomness and waiting are shadowed by deterministic versions (the virtual
 clock and seeded generator of ``_host.Batch``; waiting on a clock or a file
-traps). The one custom import, ``host.call`` (the "door"), answers three
+traps), and a file's metadata is shown without the host's (no inode, device
+or link count, every time stamp the virtual epoch). Every host function the
+guest calls costs it fuel (``_host.HOST_CALL_FUEL``, and per byte handed
+over or read from a file). The one custom import, ``host.call`` (the "door"), answers three
 requests and nothing else:
 
 * ``source``: the hidden source, once per instance, before any hidden code runs;
@@ -29,12 +32,14 @@ from typing import Any
 import wasmtime
 from wasmtime import Engine, FuncType, Linker, Module, Store, ValType, WasiConfig
 
-from ._host import CLOCK_STEP_NS, SEED, VIRTUAL_EPOCH_S, Violation
+from ._fastcall import charge
+from ._host import CLOCK_STEP_NS, HOST_BYTE_FUEL, HOST_CALL_FUEL, MAX_RANDOM_BYTES, SEED, VIRTUAL_EPOCH_S, Violation
 from .limits import Limits
 
 __all__ = [
     "ARGV0",
     "CURRENT",
+    "FILE_BYTE_FUEL",
     "STDLIB_GUEST",
     "InstanceState",
     "exported_func",
@@ -72,6 +77,7 @@ class InstanceState:
     fuel: int = 0  # what the input used, read when its turn ends
     waits_allowed: bool = False  # while priming, a wait on a clock moves the virtual clock instead of trapping
     rng: random.Random = field(default_factory=lambda: random.Random(SEED))
+    metadata: Any = None  # the exports of this instance's metadata trampoline (``_Metadata``), made on first use
 
 
 def new_numpy_engine() -> Engine:
@@ -129,6 +135,7 @@ def _door(caller: Any, pointer: int, length: int, out_ptr: int, out_len: int) ->
         digits = head[6:]
         if not digits.isdigit() or length > 32:
             raise Violation("pau-sandbox: a malformed sleep request")
+        charge(caller._context(), HOST_CALL_FUEL)
         state.clock_ns += int(digits)
         _answer(caller, b"", out_ptr, out_len)
         return 0
@@ -152,6 +159,7 @@ def _door(caller: Any, pointer: int, length: int, out_ptr: int, out_len: int) ->
 
 def _clock_time_get(caller: Any, clock: int, _precision: int, out: int) -> int:
     state = _state()
+    charge(caller._context(), HOST_CALL_FUEL)
     state.clock_ns += CLOCK_STEP_NS
     now = state.clock_ns + (VIRTUAL_EPOCH_S * 1_000_000_000 if clock == _CLOCK_REALTIME else 0)
     _memory(caller).write(caller, struct.pack("<Q", now), out & _MASK32)
@@ -159,14 +167,16 @@ def _clock_time_get(caller: Any, clock: int, _precision: int, out: int) -> int:
 
 
 def _clock_res_get(caller: Any, _clock: int, out: int) -> int:
+    charge(caller._context(), HOST_CALL_FUEL)
     _memory(caller).write(caller, struct.pack("<Q", CLOCK_STEP_NS), out & _MASK32)
     return 0
 
 
 def _random_get(caller: Any, buffer: int, length: int) -> int:
     length &= _MASK32
-    if length > 1 << 20:
+    if length > MAX_RANDOM_BYTES:
         raise Violation("pau-sandbox: more than 1 MiB of randomness requested at once")
+    charge(caller._context(), HOST_CALL_FUEL + HOST_BYTE_FUEL * length)
     _memory(caller).write(caller, _state().rng.randbytes(length), buffer & _MASK32)
     return 0
 
@@ -206,17 +216,147 @@ def _poll_oneoff(caller: Any, subscriptions: int, events: int, count: int, writt
     return 0
 
 
+# wasmtime's own calls the host wraps, reached through a module that imports them and the guest's memory and
+# exports that memory: they answer on the guest's memory, and the host then rewrites what they wrote (a file's
+# metadata) or charges for it (what was read).
+_METADATA_CALLS = {
+    "fd_filestat_get": "(param i32 i32)",
+    "path_filestat_get": "(param i32 i32 i32 i32 i32)",
+    "fd_readdir": "(param i32 i32 i32 i64 i32)",
+    "fd_read": "(param i32 i32 i32 i32)",
+    "fd_pread": "(param i32 i32 i32 i64 i32)",
+}
+_METADATA_WAT = (
+    "(module\n"
+    + "".join(
+        f'  (import "wasi_snapshot_preview1" "{name}" (func ${name} {params} (result i32)))\n'
+        for name, params in _METADATA_CALLS.items()
+    )
+    + '  (import "guest" "memory" (memory 0))\n  (export "memory" (memory 0))\n'
+    + "".join(
+        f'  (func (export "{name}") {params} (result i32)\n'
+        f"    (call ${name} {' '.join(f'(local.get {i})' for i in range(params.count(' i')))}))\n"
+        for name, params in _METADATA_CALLS.items()
+    )
+    + ")\n"
+)
+_FILESTAT = struct.Struct("<QQB7xQQQQQ")  # device, inode, file type, links, size, accessed, modified, changed
+_DIRENT = struct.Struct("<QQIB3x")  # next cookie, inode, name length, file type
+_REGULAR_FILE = 4
+#: Fuel a byte read from a file costs (a copy from the page cache, about 1 ns a byte, at the fastest rate guest
+#: code burns fuel): a loop of 64 KiB reads ran to the wall-clock deadline on 2e9 fuel before reads were paid.
+FILE_BYTE_FUEL = 16
+_EPOCH_NS = VIRTUAL_EPOCH_S * 1_000_000_000
+
+
+class _Metadata:
+    """wasmtime's metadata calls for one engine: a linker with WASI alone, and the trampoline module."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.plain = Linker(engine)
+        self.plain.define_wasi()
+        self.module = Module(engine, _METADATA_WAT)
+
+    def call(self, caller: Any, name: str, *args: int) -> int:
+        """wasmtime's own answer to ``name`` for the calling instance, written into its memory."""
+        state = _state()
+        if state.metadata is None:
+            imports: list[Any] = [self.plain.get(caller, "wasi_snapshot_preview1", n) for n in _METADATA_CALLS]
+            imports.append(_memory(caller))
+            state.metadata = wasmtime.Instance(caller, self.module, imports).exports(caller)
+        func = state.metadata[name]
+        answer: int = func(caller, *args)
+        return answer
+
+
+def _blank_filestat(caller: Any, at: int) -> None:
+    """Rewrite the filestat at ``at`` without the host's metadata: what is left is the file's type and size."""
+    memory = _memory(caller)
+    at &= _MASK32
+    _, _, kind, _, size, _, _, _ = _FILESTAT.unpack(bytes(memory.read(caller, at, at + _FILESTAT.size)))
+    shown = size if kind == _REGULAR_FILE else 0  # a directory's size is the host file system's
+    memory.write(caller, _FILESTAT.pack(0, 0, kind, 1, shown, _EPOCH_NS, _EPOCH_NS, _EPOCH_NS), at)
+
+
+def _blank_dirents(caller: Any, at: int, used: int) -> None:
+    """Zero the inode of every directory entry in the ``used`` bytes at ``at`` (the last one may be cut short)."""
+    memory = _memory(caller)
+    at &= _MASK32
+    data = bytearray(memory.read(caller, at, at + used))
+    offset = 0
+    while offset < used:
+        end = min(offset + 16, used)
+        if end > offset + 8:
+            data[offset + 8 : end] = bytes(end - offset - 8)
+        if offset + _DIRENT.size > used:
+            break
+        _, _, name_length, _ = _DIRENT.unpack_from(data, offset)
+        offset += _DIRENT.size + name_length
+    memory.write(caller, bytes(data), at)
+
+
+def _metadata_shadows(engine: Engine) -> dict[str, Any]:
+    calls = _Metadata(engine)
+
+    def fd_filestat_get(caller: Any, fd: int, out: int) -> int:
+        charge(caller._context(), HOST_CALL_FUEL)
+        errno = calls.call(caller, "fd_filestat_get", fd, out)
+        if errno == 0:
+            _blank_filestat(caller, out)
+        return errno
+
+    def path_filestat_get(caller: Any, fd: int, flags: int, path: int, length: int, out: int) -> int:
+        charge(caller._context(), HOST_CALL_FUEL)
+        errno = calls.call(caller, "path_filestat_get", fd, flags, path, length, out)
+        if errno == 0:
+            _blank_filestat(caller, out)
+        return errno
+
+    def fd_readdir(caller: Any, fd: int, buffer: int, length: int, cookie: int, used_at: int) -> int:
+        charge(caller._context(), HOST_CALL_FUEL + HOST_BYTE_FUEL * (length & _MASK32))
+        errno = calls.call(caller, "fd_readdir", fd, buffer, length, cookie, used_at)
+        if errno == 0:
+            memory = _memory(caller)
+            (used,) = struct.unpack("<I", bytes(memory.read(caller, used_at & _MASK32, (used_at & _MASK32) + 4)))
+            _blank_dirents(caller, buffer, min(used, length & _MASK32))
+        return errno
+
+    def read(name: str) -> Any:
+        def shadow(caller: Any, *args: int) -> int:
+            context = caller._context()
+            charge(context, HOST_CALL_FUEL)
+            errno = calls.call(caller, name, *args)
+            if errno == 0:  # the bytes read, copied by the host into the guest's memory: paid by the byte
+                at = args[-1] & _MASK32
+                (count,) = struct.unpack("<I", bytes(_memory(caller).read(caller, at, at + 4)))
+                charge(context, FILE_BYTE_FUEL * count)
+            return errno
+
+        return shadow
+
+    return {
+        "fd_filestat_get": fd_filestat_get,
+        "path_filestat_get": path_filestat_get,
+        "fd_readdir": fd_readdir,
+        "fd_read": read("fd_read"),
+        "fd_pread": read("fd_pread"),
+    }
+
+
 def _sock(*_args: Any) -> int:
     return _EINVAL
 
 
 def make_linker(engine: Engine) -> Linker:
-    """WASI preview 1 with clocks, randomness and waiting shadowed, and the door."""
+    """WASI preview 1 with clocks, randomness, waiting and file metadata shadowed, and the door."""
     linker = Linker(engine)
     linker.define_wasi()
     linker.allow_shadowing = True
     i32, i64 = ValType.i32(), ValType.i64()
     wasi = "wasi_snapshot_preview1"
+    for name, shadow in _metadata_shadows(engine).items():
+        params = [i64 if kind == "i64" else i32 for kind in _METADATA_CALLS[name].strip("()").split()[1:]]
+        linker.define_func(wasi, name, FuncType(params, [i32]), shadow, access_caller=True)
     linker.define_func(wasi, "clock_time_get", FuncType([i32, i64, i32], [i32]), _clock_time_get, access_caller=True)
     linker.define_func(wasi, "clock_res_get", FuncType([i32, i32], [i32]), _clock_res_get, access_caller=True)
     linker.define_func(wasi, "random_get", FuncType([i32, i32], [i32]), _random_get, access_caller=True)

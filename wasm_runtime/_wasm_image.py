@@ -16,11 +16,18 @@ with more mutable globals than the stack pointer.
 
 from __future__ import annotations
 
-__all__ = ["ImageError", "check_primable", "with_memory"]
+__all__ = ["ImageError", "check_primable", "data_address", "function_index", "with_function_body", "with_memory"]
 
 _PAGE = 65536
 _CHUNK = 4096
-_SECTION_MEMORY, _SECTION_GLOBAL, _SECTION_DATA, _SECTION_DATACOUNT = 5, 6, 11, 12
+_SECTION_IMPORT, _SECTION_MEMORY, _SECTION_GLOBAL, _SECTION_CODE, _SECTION_DATA, _SECTION_DATACOUNT = (
+    2,
+    5,
+    6,
+    10,
+    11,
+    12,
+)
 
 
 class ImageError(ValueError):
@@ -175,3 +182,141 @@ def with_memory(module: bytes, memory: bytes) -> bytes:
         out += _uleb(len(content))
         out += content
     return bytes(out)
+
+
+def _imported_functions(module: bytes) -> int:
+    for kind, body, _ in _sections(module):
+        if kind == _SECTION_IMPORT:
+            count, at = _leb(module, body)
+            functions = 0
+            for _ in range(count):
+                for _name in range(2):
+                    length, at = _leb(module, at)
+                    at += length
+                what = module[at]
+                at += 1
+                if what == 0:  # a function: its type index
+                    functions += 1
+                    _, at = _leb(module, at)
+                elif what == 2:  # a memory: flags, minimum, maximum if flagged
+                    flags = module[at]
+                    _, at = _leb(module, at + 1)
+                    if flags & 1:
+                        _, at = _leb(module, at)
+                else:
+                    raise ImageError("the module imports a table, a global or a tag")
+            return functions
+    return 0
+
+
+def function_index(module: bytes, name: str) -> int:
+    """The index of the function the module's name section calls ``name``.
+
+    Raises:
+        ImageError: No function has that name (or the module has no name section).
+    """
+    wanted = name.encode("utf-8")
+    for kind, body, size in _sections(module):
+        if kind != 0 or _custom_name(module, body) != "name":
+            continue
+        length, at = _leb(module, body)
+        at += length
+        end = body + size
+        while at < end:
+            subsection = module[at]
+            length, at = _leb(module, at + 1)
+            if subsection == 1:
+                count, entry = _leb(module, at)
+                for _ in range(count):
+                    index, entry = _leb(module, entry)
+                    name_length, entry = _leb(module, entry)
+                    if module[entry : entry + name_length] == wanted:
+                        return index
+                    entry += name_length
+            at += length
+    raise ImageError(f"the module has no function named {name!r}")
+
+
+def _code_bodies(module: bytes) -> list[tuple[int, int]]:
+    """(start, size) of each function body in the code section, size prefix excluded."""
+    for kind, body, _ in _sections(module):
+        if kind == _SECTION_CODE:
+            count, at = _leb(module, body)
+            bodies = []
+            for _ in range(count):
+                size, at = _leb(module, at)
+                bodies.append((at, size))
+                at += size
+            return bodies
+    raise ImageError("the module has no code section")
+
+
+def with_function_body(module: bytes, index: int, donor: bytes, donor_index: int) -> bytes:
+    """``module`` with function ``index``'s body replaced by ``donor``'s function ``donor_index`` (no imports).
+
+    The donor's body may use its parameters, locals, constants and memory 0, nothing else: no calls, globals or
+    tables, whose indices mean other things in ``module``. Every other section is kept byte for byte.
+    """
+    first = _imported_functions(module)
+    bodies = _code_bodies(module)
+    if not first <= index < first + len(bodies):
+        raise ImageError(f"function {index} is not defined in the module")
+    start, size = _code_bodies(donor)[donor_index - _imported_functions(donor)]
+    replacement = donor[start : start + size]
+    out = bytearray(module[:8])
+    for kind, body, length in _sections(module):
+        if kind == _SECTION_CODE:
+            parts = [_uleb(len(bodies))]
+            for number, (at, body_size) in enumerate(bodies):
+                code = replacement if number == index - first else module[at : at + body_size]
+                parts.append(_uleb(len(code)) + bytes(code))
+            content = b"".join(parts)
+        else:
+            content = bytes(module[body : body + length])
+        out.append(kind)
+        out += _uleb(len(content))
+        out += content
+    return bytes(out)
+
+
+def data_address(module: bytes, position: int) -> int:
+    """The memory address the byte at ``position`` of the module's file is loaded to (an active data segment's).
+
+    Raises:
+        ImageError: The position is in no active data segment with a constant address.
+    """
+    for kind, body, _ in _sections(module):
+        if kind != _SECTION_DATA:
+            continue
+        count, at = _leb(module, body)
+        for _ in range(count):
+            flags, at = _leb(module, at)
+            if flags == 1:
+                length, at = _leb(module, at)
+                at += length
+                continue
+            if flags == 2:
+                _, at = _leb(module, at)
+            if module[at] != 0x41:  # i32.const
+                raise ImageError("a data segment's address is not a constant")
+            address, at = _sleb_read(module, at + 1)
+            if module[at] != 0x0B:
+                raise ImageError("a data segment's address is not a constant")
+            length, at = _leb(module, at + 1)
+            if at <= position < at + length:
+                return address + position - at
+            at += length
+    raise ImageError("the position is in no data segment")
+
+
+def _sleb_read(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            if byte & 0x40:
+                value -= 1 << shift
+            return value, at

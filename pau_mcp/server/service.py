@@ -36,6 +36,12 @@ log = logging.getLogger("pau_mcp.server")
 #: one big call never holds up the other sessions' requests. A hop to a thread costs about 0.1 ms: two per call
 #: would add a tenth to the server's CPU per small call.
 _INLINE_BYTES = 8 * 1024
+#: Large arguments are checked one call at a time. Parsing 64 KiB of literal holds the interpreter lock for one
+#: C call of 15-50 ms (``ast.parse``) and as much again of Python: sixteen such calls in sixteen threads kept the
+#: event loop from the lock for 1.0-1.7 s, and every other session's requests waited. A literal is parsed by the
+#: sandbox (``aparse_arguments``: a process of its own behind worker processes, else a thread) and the rest is
+#: checked in a thread, each one call at a time: the large calls wait for each other, not everyone for them.
+_LARGE_PARSES = 1
 #: How much of a refused call's arguments the run store keeps (with their full size).
 _KEPT_CHARS = 1024
 
@@ -99,8 +105,11 @@ class MethodService:
         self.max_argument_bytes = max_argument_bytes
         self.run_wrong_arity = run_wrong_arity
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._large_parses = anyio.CapacityLimiter(_LARGE_PARSES)
 
-    def arguments(self, exposed: Exposed, given: dict[str, Any] | None) -> tuple[tuple[Any, ...], str]:
+    def arguments(
+        self, exposed: Exposed, given: dict[str, Any] | None, parsed: tuple[Any, ...] | None = None
+    ) -> tuple[tuple[Any, ...], str]:
         """Turn tool arguments into an argument tuple and its literal.
 
         ``args``, when it is a non-blank string, is the call and the parameter properties are ignored
@@ -125,7 +134,7 @@ class MethodService:
                 f"{self._how(exposed)}"
             )
         if literal_form is not None and literal_form.strip():
-            args = parse_arguments(literal_form)
+            args = parsed if parsed is not None else parse_arguments(literal_form)
         else:
             missing = [n for n in names if n not in given]
             if missing:
@@ -185,7 +194,17 @@ class MethodService:
             return await self._refuse(state, exposed, _recorded(given), size, "invalid_input", message)
         try:
             if size > _INLINE_BYTES:
-                args, literal = await anyio.to_thread.run_sync(self.arguments, exposed, given)
+                literal_form = given.get("args")
+                parsed = None
+                if (
+                    isinstance(literal_form, str)
+                    and literal_form.strip()
+                    and not set(given) - {"args", *exposed.method.params}
+                ):
+                    parsed = await self.sandbox.aparse_arguments(literal_form, limiter=self._large_parses)
+                args, literal = await anyio.to_thread.run_sync(
+                    self.arguments, exposed, given, parsed, limiter=self._large_parses
+                )
             else:
                 args, literal = self.arguments(exposed, given)
         except InvalidInput as exc:

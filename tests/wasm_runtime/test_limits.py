@@ -123,3 +123,38 @@ def test_a_function_spending_its_whole_fuel_is_stopped_by_fuel_not_the_clock(san
     else:
         pytest.skip(f"the machine gave the calls {max(shares):.0%} of a core at most: the clock may rightly come first")
     assert outcome.error_message == "the function used up its CPU budget", outcome
+
+
+#: Work a function can make the host do for it, in a loop: each host call costs the guest next to no fuel of its
+#: own, so before host work was charged a loop of them ran to the wall-clock deadline (os.urandom of 2 MiB a time
+#: held the python engine 5 times the time limit) on a machine that gave it a whole core.
+HOST_WORK = {
+    "randomness": "import os\ndef test_func(n):\n    while n:\n        os.urandom(1 << 21)",
+    "the wall clock": "import time\ndef test_func(n):\n    while n:\n        time.time()",
+    "the monotonic clock": "import time\ndef test_func(n):\n    while n:\n        time.perf_counter_ns()",
+    "sleeping": "import time\ndef test_func(n):\n    while n:\n        time.sleep(0)",
+    "file metadata": "import os\ndef test_func(n):\n    while n:\n        os.stat('/usr/local/lib')",
+    "reading a file": (
+        "import os\ndef test_func(n):\n    f = os.open('/usr/local/lib/python315.zip', os.O_RDONLY)\n"
+        "    while n:\n        os.pread(f, 65536, 0)"
+    ),
+}
+
+
+@pytest.mark.parametrize("engine", _engines())
+@pytest.mark.parametrize("work", sorted(HOST_WORK))
+def test_host_work_a_function_asks_for_is_paid_from_its_fuel(sandbox: Sandbox, work, engine):
+    if work in ("file metadata", "reading a file") and engine == "python":
+        pytest.skip("the python engine has no files: the C library answers without asking the host")
+    # A small budget next to a long deadline: the budget, charged for the host's work, must end the loop first.
+    limits = Limits(timeout_s=2, fuel=2_000_000_000)
+    outcome = sandbox.call(HOST_WORK[work], "(1,)", limits=limits, engine=engine)
+    assert (outcome.status, outcome.error_message) == (Status.TIMEOUT, "the function used up its CPU budget"), outcome
+    assert outcome.fuel == limits.fuel_budget
+
+
+def test_randomness_a_function_asks_for_costs_it_fuel_by_the_byte(sandbox: Sandbox):
+    source = "import os\ndef test_func(n):\n    return len(os.urandom(n))"
+    small, large = sandbox.run(source, ["(16,)", "(1048576,)"])
+    assert (small.value, large.value) == ("16", str(1 << 20))
+    assert large.fuel - small.fuel > 100 * (1 << 20)

@@ -116,6 +116,48 @@ def test_the_door_answers_nothing_but_its_three_requests_in_order(numpy_box, cal
     assert "pau-own-source-marker" not in str(outcome.to_dict())
 
 
+SHOW_FILES = """
+import os
+def test_func():
+    zip_path = '/usr/local/lib/python315.zip'
+    stats = [os.stat('/usr/local/lib'), os.stat(zip_path), os.lstat(zip_path)]
+    with open(zip_path, 'rb') as f:
+        stats.append(os.fstat(f.fileno()))
+    fields = [(s.st_ino, s.st_dev, s.st_nlink, s.st_atime_ns, s.st_mtime_ns, s.st_ctime_ns) for s in stats]
+    entries = [(e.name, e.inode(), e.stat().st_ino, e.stat().st_mtime_ns) for e in os.scandir('/usr/local/lib')]
+    return fields, entries, stats[1].st_size > 0, stats[0].st_size
+"""
+
+
+def test_files_show_none_of_the_hosts_metadata(numpy_box):
+    # The standard library's zip is a real file of the host, read through wasmtime's WASI: its inode, device, link
+    # count and time stamps were the host's (they differ between machines and change when the cache is rebuilt).
+    outcome = numpy_box.call(SHOW_FILES, "()")
+    assert outcome.status is Status.OK, outcome
+    fields, entries, has_size, directory_size = outcome.decoded()
+    epoch_ns = 1_704_067_200 * 10**9
+    assert fields == [(0, 0, 1, epoch_ns, epoch_ns, epoch_ns)] * 4
+    assert entries == [("python315.zip", 0, 0, epoch_ns)]
+    assert has_size and directory_size == 0  # a file keeps its size; a directory's is the host file system's
+
+
+def test_no_clock_the_function_can_read_is_the_hosts(numpy_box):
+    # Every clock reads the virtual one, which starts at 2024-01-01 for every input and moves 1 us a reading.
+    source = (
+        "import os, time, datetime\ndef test_func():\n"
+        "    clocks = [time.CLOCK_REALTIME, time.CLOCK_MONOTONIC]\n"
+        "    return ([time.clock_gettime_ns(c) for c in clocks], time.time_ns(), time.monotonic_ns(),\n"
+        "            time.perf_counter_ns(), time.process_time_ns(), str(datetime.datetime.now()), os.times()[4])"
+    )
+    first, second = numpy_box.run(source, ["()", "()"])
+    assert first.value == second.value, (first, second)
+    readings = first.decoded()
+    epoch_ns = 1_704_067_200 * 10**9
+    assert readings[0][0] - epoch_ns < 10**6 and readings[1] - epoch_ns < 10**6
+    assert all(value < 10**6 for value in readings[0][1:] + list(readings[2:5]))
+    assert readings[5].startswith("2024-01-01 00:00:00")
+
+
 def test_the_memory_limit_leaves_a_function_the_same_room_as_the_first_engine(numpy_box):
     source = "def test_func(mb):\n    return len(bytearray(mb * 1024 * 1024))"
     assert numpy_box.call(source, "(100,)", limits=Limits(memory_bytes=256 * 1024 * 1024)).ok

@@ -95,7 +95,11 @@ CASES: dict[str, tuple[str, set[Status], str | None]] = {
     "huge return value": ("def test_func():\n    return 'a' * 10**7", {OUTPUT}, None),
     "huge integer": ("def test_func():\n    return 7 ** 10**6", {OUTPUT, ERROR, TIMEOUT}, None),
     "sys.exit": ("import sys\ndef test_func():\n    sys.exit(3)", {ERROR}, None),
-    "os._exit": ("import os\ndef test_func():\n    os._exit(3)", {CRASH}, "exit code"),
+    "os._exit": (
+        "import os\ndef test_func():\n    os._exit(3)",
+        {CRASH},
+        "ended the process (os._exit) with a failure status",
+    ),
     "raise KeyboardInterrupt": ("def test_func():\n    raise KeyboardInterrupt", {ERROR}, None),
     "walk __subclasses__ for file access": (
         "def test_func():\n"

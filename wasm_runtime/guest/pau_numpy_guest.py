@@ -81,6 +81,11 @@ def _virtual_sleep(seconds) -> None:
     _host.call(b"sleep:%d" % min(int(seconds * 1e9), 2**63 - 1))
 
 
+def _seed(a=None, version=2) -> None:
+    """random.seed with the fixed seed 0 in place of fresh entropy, as in the first engine."""
+    _RANDOM_SEED(0 if a is None else a, version)
+
+
 def _no_default(value):
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
@@ -97,24 +102,39 @@ def _dumps(value) -> str:
 _CONTAINERS = (list, tuple, set, frozenset, dict)
 
 
-def _plain(value, depth: int = 0):
-    """``value`` with every numpy array and scalar replaced by its Python equivalent, containers kept."""
+def _plain(value, depth: int = 0, made=None):
+    """``value`` with every numpy array and scalar replaced by its Python equivalent, containers kept.
+
+    A list or dict met again (a cycle, or one object in two places) becomes the same new object again, so the
+    value keeps its shape: a list that contains itself is encoded as the first engine encodes it (``[...]``),
+    instead of being followed until the depth limit.
+    """
     if depth > 200:
         raise _pau_values.EncodingError("too_deep", "the value is nested deeper than 200 levels")
+    if made is None:
+        made = {}
     if isinstance(value, numpy.ndarray):
-        return _plain(value.tolist(), depth + 1)
+        return _plain(value.tolist(), depth + 1, made)
     if isinstance(value, numpy.generic):
         item = value.item()
-        return item if not isinstance(item, _CONTAINERS) else _plain(item, depth + 1)
+        return item if not isinstance(item, _CONTAINERS) else _plain(item, depth + 1, made)
     kind = type(value)
-    if kind is list:
-        return [_plain(item, depth + 1) for item in value]
+    if kind is list or kind is dict:
+        seen = made.get(id(value))
+        if seen is not None:
+            return seen[1]
+        new = [] if kind is list else {}
+        made[id(value)] = (value, new)  # the original is kept alive, so its id is not reused meanwhile
+        if kind is list:
+            new.extend(_plain(item, depth + 1, made) for item in value)
+        else:
+            for key, item in value.items():
+                new[_plain(key, depth + 1, made)] = _plain(item, depth + 1, made)
+        return new
     if kind is tuple:
-        return tuple(_plain(item, depth + 1) for item in value)
-    if kind is dict:
-        return {_plain(key, depth + 1): _plain(item, depth + 1) for key, item in value.items()}
+        return tuple(_plain(item, depth + 1, made) for item in value)
     if kind is set or kind is frozenset:
-        return kind(_plain(item, depth + 1) for item in value)
+        return kind(_plain(item, depth + 1, made) for item in value)
     return value
 
 
@@ -199,8 +219,10 @@ def info() -> None:
     _host.call(b"outcome:" + json.dumps(facts).encode("ascii"))
 
 
+_RANDOM_SEED = random._inst.seed
+random.seed = _seed
 time.sleep = _virtual_sleep
 sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = _SINK
 # Every instance starts from the state every input starts from: the shared generators seeded.
-random.seed(0)
+_RANDOM_SEED(0)
 numpy.random.seed(0)
