@@ -239,12 +239,14 @@ def test_a_postgresql_store_nobody_closed_leaves_no_connection_behind_once_colle
     import gc
     import warnings
 
+    gc.collect()  # what earlier tests of this process left (an event loop's transports) is not this test's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for n in range(3):  # as commands and tests leave their stores
             RunStore(postgres_url).ensure_run(f"r{n}", kind="serve")
         gc.collect()
-    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []  # closed, not dropped
+    dropped = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert [m for m in dropped if "psycopg" in m or "onnection" in m] == []  # closed, not dropped
     with psycopg.connect(postgres_url) as admin:
         left = admin.execute(
             "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pau-mcp'"
