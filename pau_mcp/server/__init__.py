@@ -11,7 +11,7 @@ from ..manifests import ManifestStore
 from ..runstore import RunStore
 from ..sandboxing import SandboxMaker, make_sandbox
 from .app import PAGE_SIZE, build_server
-from .catalog import FACTS_KEY, OUTPUT_SCHEMA, Catalog, Exposed, KnownExample, MethodFacts
+from .catalog import FACTS_KEY, OUTPUT_SCHEMA, Catalog, Exposed, KnownExample, MethodFacts, ToolDocs
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import Budget, Identity, SessionRefused, Sessions, SessionState, label_problem
@@ -50,6 +50,7 @@ __all__ = [
     "SessionToken",
     "Sessions",
     "TokenSigner",
+    "ToolDocs",
     "TransportError",
     "bind_http",
     "check_exposure",
@@ -68,21 +69,25 @@ __all__ = [
 def create_service(
     settings: Settings, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
     feedback: Feedback | None = None, progress: Any = None, processes: bool = False,
-    sandboxes: SandboxMaker = make_sandbox,
+    sandboxes: SandboxMaker = make_sandbox, docs: ToolDocs | None = None,
 ) -> tuple[MethodService, Sessions]:  # fmt: skip
     """A method service and its session registry from settings (shared by ``serve`` and ``call``).
 
     ``processes`` runs calls in sandbox worker processes (a server under load); ``call`` runs one in-process.
     ``sandboxes`` builds the sandbox from the settings (``make_sandbox``, unless a caller has an equivalent one).
+    ``docs`` is documentation to serve in place of the initial examples (``serve --docs``), built by the caller.
 
     Raises:
         ManifestError: an unknown suite or method.
         SettingsError: the deployment key cannot be read or created.
     """
-    catalog = Catalog(ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key())
+    catalog = Catalog(ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key(), docs=docs)
     store = RunStore(settings.db_path)
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
-    run_id = store.ensure_run(run_name, kind="serve", config={"suites": list(suites), "budget": settings.budget})
+    config: dict[str, Any] = {"suites": list(suites), "budget": settings.budget}
+    if docs is not None:
+        config["docs"] = docs.source
+    run_id = store.ensure_run(run_name, kind="serve", config=config)
     service = MethodService(
         catalog, sandboxes(settings, progress=progress, processes=processes), store, settings.budget, feedback,
         feedback_limit=settings.feedback_limit,
