@@ -61,6 +61,7 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "coder_system": (),
             "coder": ("header", "tag", "description"),
             "coder_with_calls": ("header", "tag", "description", "calls"),
+            "coder_knowledge": ("entry", "tag", "known", "shape"),
             # The failure-mode classifier (pau_mcp.harness.failures).
             "classifier_system": (),
             "classifier": ("tag", "episode", "gold", "description", "tests", "trajectory"),

@@ -20,8 +20,9 @@ import anyio
 from wasm_runtime import Limits, Sandbox
 
 from ..config import Settings
+from ..knowledge import COMPONENTS
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
-from ..manifests import ManifestError, ManifestStore, Method
+from ..manifests import ManifestError, ManifestStore, Method, call_arguments, call_text
 from ..protocol import Protocol, load_protocol
 from ..runstore import RunStore
 from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox, sandbox_limits
@@ -29,12 +30,21 @@ from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, m
 from .judge import JudgeResult, judge_description
 from .records import record_scores
 
-__all__ = ["KINDS", "NothingToScore", "ScoreResult", "Scorer", "UnknownMethod", "feedback_for"]
+__all__ = ["KINDS", "NothingToScore", "ScoreResult", "Scorer", "UnknownMethod", "feedback_for", "initial_examples"]
 
 log = logging.getLogger("pau_mcp.scoring")
 
 #: The scores a submission can get: the judge's rating, the code writer's match, the submitted code's match.
 KINDS = ("judge", "codematch", "direct")
+
+
+def initial_examples(method: Method) -> list[tuple[str, str]]:
+    """A method's initial examples as an episode observes them: ``(argument literal, shown outcome)`` pairs."""
+    return [
+        (call_arguments(call_text(method.entry, case.input)) or case.input, case.outcome.shown())
+        for case in method.examples
+        if case.outcome is not None
+    ]
 
 
 class UnknownMethod(LookupError):
@@ -59,6 +69,7 @@ class ScoreResult:
         cost_usd: Dollars spent on it.
         unpriced: Models used that have no price (their cost counts as 0).
         protocol: The protocol the scores followed (``pau-mcp`` or ``reference``).
+        knowledge: The components the code writer was handed (``pau_mcp.knowledge``); None: all it is given.
     """
 
     method_id: str
@@ -70,6 +81,7 @@ class ScoreResult:
     cost_usd: float = 0.0
     unpriced: tuple[str, ...] = ()
     protocol: str = "pau-mcp"
+    knowledge: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, JSON-ready (for evaluators: the judge's reply may quote the gold description)."""
@@ -212,11 +224,13 @@ class Scorer:
             raise
 
     def kinds_for(
-        self, description: str | None, code: str | None, requested: Collection[str] | None = None, gold: bool = False
-    ) -> tuple[str, ...]:
+        self, description: str | None, code: str | None, requested: Collection[str] | None = None, gold: bool = False,
+        knowledge: Collection[str] | None = None,
+    ) -> tuple[str, ...]:  # fmt: skip
         """The scores to compute: those requested that the submission allows, or every one it allows.
 
-        The judge needs a description; code match a description (or ``gold``); direct code needs code.
+        The judge needs a description; code match a description (or ``gold``), unless ``knowledge`` leaves the
+        description out; direct code needs code.
         A requested score the submission cannot have is left out. Under the reference protocol a missing
         description is scored as the text ``None``, as the reference does.
 
@@ -227,7 +241,8 @@ class Scorer:
         has_text = bool(description and description.strip()) or self.protocol.reference
         has_code = bool(code and code.strip())
         needs = {"judge": "a description", "codematch": "a description", "direct": "code"}
-        possible = {"judge": has_text, "codematch": has_text or gold, "direct": has_code}
+        described = knowledge is None or "description" in knowledge
+        possible = {"judge": has_text, "codematch": has_text or gold or not described, "direct": has_code}
         if requested:
             unknown = sorted(set(requested) - set(KINDS))
             if unknown:
@@ -280,6 +295,7 @@ class Scorer:
         kinds: Collection[str] | None = None,
         gold: bool = False,
         counterexample: bool = False,
+        knowledge: Collection[str] | None = None,
     ) -> ScoreResult:
         """Score one submission.
 
@@ -292,6 +308,9 @@ class Scorer:
             kinds: Scores to compute (``judge``, ``codematch``, ``direct``); default: all the submission allows.
             gold: The code writer gets the gold description instead (the method's upper bound).
             counterexample: Report the first test input the submitted code gets wrong.
+            knowledge: Hand the code writer only these components (``pau_mcp.knowledge.COMPONENTS``); the
+                examples are ``examples``, or the method's initial examples when none are given. None: the
+                header, the description and ``examples``, as always.
 
         Raises:
             UnknownMethod: no such method.
@@ -300,8 +319,11 @@ class Scorer:
             LLMError: a fatal model failure (bad key, unknown model, unreachable server).
         """
         method = self.method(method_id)
-        chosen = self.kinds_for(description, code, kinds, gold)
+        chosen = self.kinds_for(description, code, kinds, gold, knowledge)
         self.check(chosen)
+        components = None if knowledge is None else tuple(c for c in COMPONENTS if c in set(knowledge))
+        if components is not None and "examples" in components and not examples:
+            examples = initial_examples(method)
         results: dict[str, Any] = {}
 
         async def judge() -> None:
@@ -317,6 +339,7 @@ class Scorer:
             results["codematch"] = await write_code(
                 self._client(), self.coder_model, self.sandbox, method, text,
                 examples=examples, limits=self.limits, temperature=self.temperature, protocol=self.protocol,
+                knowledge=components,
             )  # fmt: skip
 
         async def direct() -> None:
@@ -358,6 +381,7 @@ class Scorer:
             cost_usd=cost,
             unpriced=unpriced,
             protocol=self.protocol.name,
+            knowledge=components,
         )
 
     async def evidence(self, method_id: str, code: str | None, limit: int = 5) -> tuple[str, list[Counterexample]]:
