@@ -70,10 +70,12 @@ def connect_cluster(address: str | None, workers: int | None):  # type: ignore[n
 @click.option("--suite", default="builtin", show_default=True, help="Suite to evaluate.")
 @click.option(
     "--agent",
-    type=click.Choice(["paper", "tools", "probe"]),
+    type=click.Choice(["paper", "tools", "probe", "observer"]),
     default="paper",
     show_default=True,
-    help="paper: reason/act/reflect loop; tools: native function calling; probe: no LLM (the floor).",
+    help="paper: reason/act/reflect loop; tools: native function calling; probe: no LLM (the floor); observer: "
+    "checks its own description by running code written from it (--coder-model, else --model) beside the hidden "
+    "function on fresh inputs, and revises until they agree.",
 )
 @click.option(
     "--mode",
@@ -212,6 +214,8 @@ def check_models(settings, configs) -> None:  # type: ignore[no-untyped-def]
     for config in configs:
         if config.agent != "probe" and config.model:
             models.append(config.model)
+        if config.agent == "observer" and settings.coder_model:
+            models.append(settings.coder_model)
         if config.score:
             models += [m for m in (settings.judge_model, settings.coder_model) if m]
     models = list(dict.fromkeys(models))

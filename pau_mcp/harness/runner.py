@@ -36,7 +36,7 @@ from ..runstore import EpisodeResult, RunStore, SessionRecord
 from ..scoring.records import record_scores
 from ..server.launch import LaunchError, http_server
 from ..server.sessions import label_problem
-from .agents import AGENTS, Agent, AgentResult
+from .agents import AGENTS, Agent, AgentResult, ObserverAgent
 from .environment import Environment
 from .reference_agent import ReferenceAgent
 
@@ -58,7 +58,7 @@ class EvalConfig:
         run: The run's name in the store (re-using it resumes the run).
         model: The agent's model (``provider/model``); empty for the probe agent.
         suite: The suite evaluated.
-        agent: ``paper``, ``tools`` or ``probe``.
+        agent: ``paper``, ``tools``, ``probe`` or ``observer``.
         mode: ``interactive`` (queries) or ``incontext`` (the initial examples only).
         budget: Queries per method.
         concurrency: Episodes at once.
@@ -370,12 +370,20 @@ def agent_llm(settings: Any, config: EvalConfig, env: Any = None) -> LLMClient:
     )
 
 
-def _make_agent(config: EvalConfig, llm: LLMClient, protocol: Protocol) -> Agent:
+def _make_agent(config: EvalConfig, llm: LLMClient, protocol: Protocol, settings: Any = None) -> Agent:
+    """The run's agent; an observer gets a sandbox of this process for its own code (closed with the host)."""
     check_config(config)
     if config.agent == "probe":
         return AGENTS["probe"]()
     if protocol.reference and config.agent == "paper":
         return ReferenceAgent(llm=llm, model=config.model, prompts=protocol.prompts, overrides=config.overrides)
+    if config.agent == "observer":
+        from ..sandboxing import make_sandbox, sandbox_limits
+
+        return ObserverAgent(
+            llm=llm, model=config.model, sandbox=make_sandbox(settings), limits=sandbox_limits(settings),
+            coder_model=getattr(settings, "coder_model", None), overrides=config.overrides,
+        )  # fmt: skip
     # The tools agent has no counterpart in the reference: it keeps this project's wording under either protocol.
     return AGENTS[config.agent](llm=llm, model=config.model, overrides=config.overrides)
 
@@ -555,8 +563,10 @@ class EpisodeHost:
             protocol = load_protocol(config.protocol, settings.data_dir)
         except PromptsError as exc:
             raise EvalError(str(exc)) from None
-        self._agent = _make_agent(config, self._llm, protocol)
+        self._agent = _make_agent(config, self._llm, protocol, settings)
         self._stack = contextlib.AsyncExitStack()
+        if isinstance(self._agent, ObserverAgent):
+            self._stack.callback(self._agent.sandbox.close)
         self._client: httpx2.AsyncClient | None = None
 
     async def start(self, tools: Iterable[str] = ()) -> str:

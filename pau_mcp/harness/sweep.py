@@ -98,7 +98,9 @@ class Sweep(BaseModel):
 
     suites: list[str] = Field(min_length=1)
     modes: list[Literal["interactive", "incontext"]] = Field(default_factory=lambda: ["interactive"], min_length=1)
-    agents: list[Literal["paper", "tools", "probe"]] = Field(default_factory=lambda: ["paper"], min_length=1)
+    agents: list[Literal["paper", "tools", "probe", "observer"]] = Field(
+        default_factory=lambda: ["paper"], min_length=1
+    )
     models: list[SweepModel] = Field(default_factory=list)
     methods: list[str] = Field(default_factory=list)
     limit: int = Field(0, ge=0)

@@ -55,6 +55,10 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "tools_task_interactive": ("header", "examples", "tool", "budget"),
             "tools_task_incontext": ("header", "examples", "tool"),
             "tools_nudge": (),
+            "observer_context": ("header", "observations", "description"),
+            "observer_hypothesis": ("context",),
+            "observer_inputs": ("context", "count", "arity", "example"),
+            "observer_refine": ("context", "disagreements"),
             # The scorer (pau_mcp.scoring.judge, pau_mcp.scoring.codematch).
             "judge_system": (),
             "judge": ("tag", "reference", "candidate"),
