@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .manifests import ManifestError, ManifestStore, Method
+from .manifests.checks import quotes_gold
 from .runstore import RunStore, StoreError
 
 __all__ = [
@@ -57,8 +58,6 @@ FORMAT = "pau-mcp/tool-docs"
 MAX_DOC_CHARS = 32 * 1024
 #: The largest exported file read.
 _MAX_FILE_BYTES = 64 * 1024 * 1024
-#: A gold description shorter than this is only caught when a text is exactly it (short phrases recur innocently).
-_MIN_QUOTED_CHARS = 24
 #: Placeholders the harness submits when an agent gave no description: documentation of nothing.
 _PLACEHOLDERS = frozenset({"(no description)", "(the agent did not submit a description)"})
 
@@ -88,23 +87,6 @@ class LearnedDoc:
 
     method_id: str
     description: str
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def quotes_gold(text: str, gold: str) -> bool:
-    """True when ``text`` holds ``gold`` (whitespace and case aside); a short gold only when ``text`` is exactly it.
-
-    Linear: both texts are normalised once and searched with ``str.find``'s two-way algorithm.
-    """
-    wanted, found = _normal(gold), _normal(text)
-    if not wanted:
-        return False
-    if len(wanted) < _MIN_QUOTED_CHARS:
-        return found == wanted
-    return wanted in found
 
 
 def learned_docs(store: RunStore, run: str) -> tuple[list[LearnedDoc], dict[str, str]]:

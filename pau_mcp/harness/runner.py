@@ -58,8 +58,9 @@ class EvalConfig:
         run: The run's name in the store (re-using it resumes the run).
         model: The agent's model (``provider/model``); empty for the probe agent.
         suite: The suite evaluated.
-        agent: ``paper``, ``tools``, ``probe`` or ``observer``.
-        mode: ``interactive`` (queries) or ``incontext`` (the initial examples only).
+        agent: ``paper``, ``tools``, ``probe`` or ``observer`` (``tools`` answers tasks).
+        mode: ``interactive`` (queries), ``incontext`` (the initial examples only) or ``tasks`` (the suite's tasks,
+            answered with its tools: ``harness.tasks``).
         budget: Queries per method.
         concurrency: Episodes at once.
         limit: Only the first ``limit`` methods (0: all).
@@ -74,6 +75,8 @@ class EvalConfig:
         cache: Read and write the LLM response cache for the agent's model (``--no-cache``: False).
         share_samples: Replay the agent's sampled replies (temperature above 0) from other runs too
             (``--share-samples``); by default they are replayed only within this run.
+        docs: What the tools are documented with, in task mode (``pau_mcp.documentation``: ``examples``, ``none``,
+            ``gold``, a run or an exported file); the run's own server is started with it.
     """
 
     run: str
@@ -93,18 +96,21 @@ class EvalConfig:
     protocol: str = DEFAULT_PROTOCOL
     cache: bool = True
     share_samples: bool = False
+    docs: str = "examples"
 
     def identity(self) -> dict[str, Any]:
-        """What must match for a run to be resumed rather than refused (overrides only when some are set)."""
+        """What must match for a run to be resumed rather than refused (overrides and docs only when set)."""
         identity = {
             k: v for k, v in asdict(self).items() if k in ("model", "suite", "agent", "mode", "budget", "protocol")
         }
         if self.overrides.any():
             identity["overrides"] = {k: v for k, v in asdict(self.overrides).items() if v is not None}
+        if self.docs != "examples":
+            identity["docs"] = self.docs
         return identity
 
 
-_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides")
+_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "docs")
 
 
 def stored_identity(config: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +132,7 @@ class RunTotals:
         cost_usd: What they cost.
         score_errors: Scores of finished episodes that could not be made (the judge's or code writer's model
             failed), as ``(method_id, kind, reason)``.
+        answers: In task mode, 1.0 for each correct task and 0.0 for each wrong one.
     """
 
     episodes: int = 0
@@ -136,6 +143,7 @@ class RunTotals:
     tokens: int = 0
     cost_usd: float = 0.0
     score_errors: list[tuple[str, str, str]] = field(default_factory=list)
+    answers: list[float] = field(default_factory=list)
 
     @property
     def unfinished(self) -> int:
@@ -165,6 +173,7 @@ class RunProgress:
     workers: int = 0
     rerun: int = 0
     whole: RunTotals | None = None
+    answers: list[float] = field(default_factory=list)
 
 
 def _server_args(db: Path | str, config: EvalConfig, token: str, settings: Any) -> list[str]:
@@ -181,6 +190,9 @@ def _server_args(db: Path | str, config: EvalConfig, token: str, settings: Any) 
     ]
     if not isinstance(db, str):
         args += ["--db", str(db)]
+    if config.docs != "examples":
+        path = Path(config.docs).expanduser()
+        args += ["--docs", str(path.resolve()) if path.is_file() else config.docs]
     for directory in settings.manifests:
         args += ["--manifests", str(directory)]
     if settings.cache_dir:
@@ -327,6 +339,8 @@ def _count(progress: RunProgress, record: EpisodeRecord) -> None:
         progress.errors.append(f"{record.method_id}: {(result.error or '').partition(': ')[2] or result.error}")
         return
     progress.done += 1
+    if values.get("task") is not None:
+        progress.answers.append(values["task"])  # type: ignore[arg-type]
     if values.get("judge") is not None:
         progress.judge.append(values["judge"])  # type: ignore[arg-type]
     if values.get("codematch") is not None or values.get("direct") is not None:
@@ -352,6 +366,12 @@ def check_config(config: EvalConfig) -> None:
         raise EvalError(problem)
     if config.agent not in AGENTS:
         raise EvalError(f"unknown agent {config.agent!r}; choose from {', '.join(AGENTS)}")
+    if config.mode == "tasks" and config.agent != "tools":
+        raise EvalError(
+            f"task mode is answered by native tool calling (the tools agent), not {config.agent}: leave --agent out"
+        )
+    if config.docs != "examples" and config.mode != "tasks":
+        raise EvalError("--docs chooses how the tools are documented for task mode: add --mode tasks")
     if config.agent == "probe":
         return
     if not config.model:
@@ -408,6 +428,8 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
             if score.get("status") == "error":
                 reason = str(score["detail"].get("reason") or "no reason was recorded")
                 totals.score_errors.append((episode["method_id"], kind, reason))
+        if scores.get("task", {}).get("value") is not None:
+            totals.answers.append(scores["task"]["value"])
         if scores.get("judge", {}).get("value") is not None:
             totals.judge.append(scores["judge"]["value"])
         for kind in ("codematch", "direct"):
@@ -452,6 +474,12 @@ async def run_eval(
             fails, or the cluster has no worker left.
     """
     check_config(config)
+    if config.mode == "tasks":
+        if cluster is not None:
+            raise EvalError("task mode runs its episodes here: leave out --ray")
+        from .tasks import run_tasks
+
+        return await run_tasks(settings, config, scorer, on_progress)
     if cluster is not None and config.server:
         raise EvalError("--server and --ray do not mix: each Ray worker starts its own server; drop one of them")
     try:
@@ -593,6 +621,18 @@ class EpisodeHost:
         except LaunchError as exc:
             raise EvalError(str(exc)) from None
         return self.url
+
+    @property
+    def client(self) -> httpx2.AsyncClient:
+        """The HTTP client every episode's MCP session goes through (once started)."""
+        if self._client is None:
+            raise EvalError("the episode host was not started; call start() first")
+        return self._client
+
+    @property
+    def llm(self) -> LLMClient:
+        """The agent's LLM client (closed with the host)."""
+        return self._llm
 
     async def play(self, method: Method, tool: str, attempt: int) -> EpisodeRecord:
         """Run one attempt of an episode (``play_episode``) against this host's server."""

@@ -59,6 +59,10 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "observer_hypothesis": ("context",),
             "observer_inputs": ("context", "count", "arity", "example"),
             "observer_refine": ("context", "disagreements"),
+            # The task agent (pau_mcp.harness.tasks).
+            "task_system": (),
+            "task_question": ("question", "budget", "calls"),
+            "task_nudge": (),
             # The scorer (pau_mcp.scoring.judge, pau_mcp.scoring.codematch).
             "judge_system": (),
             "judge": ("tag", "reference", "candidate"),

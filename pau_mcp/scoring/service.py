@@ -11,7 +11,7 @@ server's ``submit`` tool (``pau-mcp serve --feedback score``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,13 +22,14 @@ from wasm_runtime import Limits, Sandbox
 from ..config import Settings
 from ..knowledge import COMPONENTS
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
-from ..manifests import ManifestError, ManifestStore, Method, call_arguments, call_text
+from ..manifests import ManifestError, ManifestStore, Method, Task, call_arguments, call_text
 from ..protocol import Protocol, load_protocol
 from ..runstore import RunStore
 from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox, sandbox_limits
 from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, match_code, write_code
 from .judge import JudgeResult, judge_description
 from .records import record_scores
+from .tasks import TaskCall, TaskCheck, check_answer
 
 __all__ = ["KINDS", "NothingToScore", "ScoreResult", "Scorer", "UnknownMethod", "feedback_for", "initial_examples"]
 
@@ -382,6 +383,43 @@ class Scorer:
             unpriced=unpriced,
             protocol=self.protocol.name,
             knowledge=components,
+        )
+
+    def task(self, task_id: str) -> Task:
+        """A task by id (``suite/name``).
+
+        Raises:
+            UnknownMethod: no such suite or task (the message says how to list them).
+        """
+        suite_name = task_id.split("/", 1)[0]
+        try:
+            suite = self.manifests.suite(suite_name)
+        except ManifestError as exc:
+            raise UnknownMethod(str(exc)) from None
+        if task_id not in suite.tasks:
+            raise UnknownMethod(f"suite {suite_name!r} has no task {task_id!r}; see `pau-mcp manifests list`")
+        return suite.tasks[task_id]
+
+    async def check_task(
+        self, task_id: str, answer: str, calls: Sequence[TaskCall], tools: Mapping[str, str]
+    ) -> TaskCheck:
+        """Check an answer to a task: exact match with its frozen answer and, where it asks for them, its calls
+        re-executed with the gold functions in this scorer's sandbox (``scoring.tasks``).
+
+        Args:
+            task_id: The task.
+            answer: The agent's answer, a Python literal.
+            calls: The calls it says compute the answer.
+            tools: Each tool name of the deployment the agent used -> its method id.
+
+        Raises:
+            UnknownMethod: no such task.
+            ValueError: the task has no frozen answer.
+        """
+        task = self.task(task_id)
+        methods = self.manifests.suite(task.suite).methods
+        return await check_answer(
+            task, answer, calls, methods=methods, tools=tools, sandbox=self.sandbox, limits=self.limits
         )
 
     async def evidence(self, method_id: str, code: str | None, limit: int = 5) -> tuple[str, list[Counterexample]]:
