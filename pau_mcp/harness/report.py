@@ -788,7 +788,7 @@ def _notes(report: Report) -> list[str]:
                 f"Run {s.name} has no scores yet: score it with `pau-mcp score {s.name}` and --judge-model and "
                 f"--coder-model, or, with no model, score the code it submitted: `pau-mcp score {s.name} --scores direct`."
             )
-    if not report.kinds:
+    if not report.kinds and not report.tasks and not report.knowledge:
         notes.append("No score of any kind is recorded in these runs, so there are no score tables.")
     suites = {s.suite for s in report.summaries}
     if len(suites) > 1:

@@ -12,6 +12,7 @@ from fakellm import FakeLLM, Reply
 from pau_command import run_pau
 from tasksuite import make_task_suite
 
+from pau_mcp.harness.tasks import _plain_answer
 from pau_mcp.manifests import ManifestStore, tool_name
 from pau_mcp.runstore import RunStore
 
@@ -115,3 +116,11 @@ def test_task_mode_refuses_another_agent_and_docs_without_tasks(tmp_path):
         "eval", "--mode", "tasks", "--model", MODEL, "--db", str(tmp_path / "r.db"), "--data-dir", str(tmp_path)
     )
     assert none.returncode == 1 and "suite 'builtin' has no tasks" in none.stderr
+
+
+def test_an_answer_written_as_text_is_read_after_its_last_marker_within_a_capped_tail():
+    assert _plain_answer("I think so.\nANSWER: '220'\nThat is all.") == "'220'"
+    assert _plain_answer("answer: 1\nAnswer:  [2, 3]") == "[2, 3]"
+    assert _plain_answer("42") == "42"
+    flood = "answer:" * (300 * 1024)  # a megabyte of markers: only the last 64 KiB are searched, once
+    assert _plain_answer(flood) == ""
