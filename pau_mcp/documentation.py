@@ -245,8 +245,9 @@ def load_documentation(
     if source == DOCS_GOLD:
         return Documentation(DOCS_GOLD, {method_id: m.description for method_id, m in methods.items()}, {})
     path = Path(source).expanduser()
+    skipped: dict[str, str] = {}
     if path.is_file():
-        texts, skipped = _read_file(path), {}
+        texts = _read_file(path)
     else:
         store = RunStore(store_path)
         try:
