@@ -2,11 +2,8 @@
 
 From the socket inward:
 
-* ``connection_guard``: at most ``max_connections`` open connections (kept below the open-file limit);
-  at the cap, the connection that has waited longest without sending a whole request is closed to make
-  room. Every request, head and body, must arrive within ``read_timeout_s`` of the moment the server
-  starts waiting for it, and its head within 64 KiB, so idle or trickling clients cannot hold
-  connections (uvicorn alone waits forever for a first request and reads headers of any size).
+* the connection guard (``pau_mcp.guard``, shared with the scorer endpoint): a cap on open connections, a
+  read timeout and a head size limit, so idle or trickling clients cannot hold connections.
 * ``HostGate``: DNS-rebinding protection on every address (421 for a foreign ``Host``, 403 for a foreign
   ``Origin``), before authentication.
 * ``BodyGate``: bodies over the message limit get 413, malformed messages a one-line JSON-RPC error with
@@ -18,12 +15,10 @@ From the socket inward:
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import ipaddress
 import logging
 import math
-import os
 import socket
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -48,14 +43,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..listening import is_loopback
 from .wire import oversized, refusal
 
-__all__ = ["BodyGate", "BoundedSessions", "HostGate", "connection_cap", "connection_guard", "http_app"]
+__all__ = ["BUSY_BODY", "BodyGate", "BoundedSessions", "HostGate", "http_app"]
 
 log = logging.getLogger("pau_mcp.server")
 
-#: Largest request head (request line and headers).
-MAX_HEAD_BYTES = 64 * 1024
-#: Open files kept free beside the connections (the run store, worker pipes, logs, one connection being refused).
-_SPARE_FILES = 64
 #: A session is reclaimed at the cap only after this long idle, at most.
 _RECLAIM_AFTER_S = 60.0
 
@@ -63,6 +54,12 @@ _RECLAIM_AFTER_S = 60.0
 def _json_error(status: int, code: int, message: str, request_id: str | int | None = None) -> tuple[int, bytes]:
     body = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
     return status, body.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+#: The 503 body of a newcomer when every connection is busy (``pau_mcp.guard``): a JSON-RPC error, as every refusal.
+BUSY_BODY = _json_error(
+    503, types.INTERNAL_ERROR, "Too many open connections, all busy with requests; retry in a moment."
+)[1]
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
@@ -346,136 +343,3 @@ def http_app(
     app = Starlette(routes=[Route("/mcp", endpoint=endpoint)], middleware=middleware, lifespan=lambda _: manager.run())
     # Outermost, so that a rebound request is refused before authentication.
     return HostGate(app, bound, allowed_hosts)
-
-
-# -- connections ---------------------------------------------------------------------------------------------------
-
-
-def connection_cap(wanted: int) -> int:
-    """``wanted`` connections, or fewer if the open-file limit (raised to its hard limit if need be) is lower."""
-    try:
-        import resource
-    except ImportError:  # not POSIX: no limit to read
-        return wanted
-    try:
-        in_use = len(os.listdir("/proc/self/fd"))
-    except OSError:
-        in_use = 64
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = wanted + in_use + _SPARE_FILES
-    if soft != resource.RLIM_INFINITY and soft < need:
-        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
-            soft = raised
-        except (ValueError, OSError):
-            pass
-    if soft == resource.RLIM_INFINITY or soft >= need:
-        return wanted
-    cap = max(1, soft - in_use - _SPARE_FILES)
-    log.warning(
-        "serving at most %d connections, not %d: the open-file limit is %d (raise it with ulimit -n)", cap, wanted, soft
-    )
-    return cap
-
-
-class _Connections:
-    """The open connections, and which of them wait for a request (oldest first)."""
-
-    def __init__(self, cap: int, read_timeout_s: float) -> None:
-        self.cap = cap
-        self.read_timeout_s = read_timeout_s
-        self.count = 0
-        self.waiting: dict[Any, None] = {}
-
-    def make_room(self, newcomer: Any) -> bool:
-        """Close the connection that has waited longest for a request; False if every other one is busy."""
-        for protocol in self.waiting:
-            if protocol is not newcomer:
-                protocol._pau_drop()
-                return True
-        return False
-
-
-_BUSY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\n"
-
-
-def connection_guard(base: type[asyncio.Protocol], cap: int, read_timeout_s: float) -> type[asyncio.Protocol]:
-    """A subclass of uvicorn's HTTP protocol ``base`` enforcing the connection cap, read timeout and head size."""
-    connections = _Connections(cap, read_timeout_s)
-    busy_body = _json_error(
-        503, types.INTERNAL_ERROR, "Too many open connections, all busy with requests; retry in a moment."
-    )[1]
-    busy = _BUSY + b"content-length: " + str(len(busy_body)).encode() + b"\r\n\r\n" + busy_body
-    too_large = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-
-    class Guarded(base):  # type: ignore[valid-type, misc]
-        _pau_timer: asyncio.TimerHandle | None = None
-        _pau_counted = False
-        _pau_head = 0
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)
-            connections.count += 1
-            self._pau_counted = True
-            if connections.count > connections.cap and not connections.make_room(self):
-                self.transport.write(busy)
-                self._pau_drop()
-                return
-            self._pau_wait()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._pau_forget()
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            in_head = self.cycle is None or self.cycle.response_complete
-            super().data_received(data)
-            if self._pau_timer is None or self.transport.is_closing():
-                return
-            if in_head:
-                self._pau_head += len(data)
-            if self.cycle is None or self.cycle.response_complete:  # still reading a request head
-                if self._pau_head > MAX_HEAD_BYTES:
-                    self.transport.write(too_large)
-                    self._pau_drop()
-            elif not self.cycle.more_body:  # the whole request is in: it has the time it needs now
-                self._pau_stop_waiting()
-
-        def on_response_complete(self) -> None:
-            unread = self.cycle is not None and self.cycle.more_body
-            super().on_response_complete()
-            if unread:
-                # Answered before its body was read (a 413): the rest of the body would be taken for the next
-                # request's head, so the connection ends here, as HTTP servers do.
-                self._pau_drop()
-                return
-            pipelined = self.cycle is not None and not self.cycle.response_complete
-            if not self.transport.is_closing() and not pipelined:
-                self._pau_wait()
-
-        def _pau_wait(self) -> None:
-            self._pau_stop_waiting()
-            self._pau_head = 0
-            self._pau_timer = self.loop.call_later(connections.read_timeout_s, self._pau_drop)
-            connections.waiting[self] = None
-
-        def _pau_stop_waiting(self) -> None:
-            if self._pau_timer is not None:
-                self._pau_timer.cancel()
-                self._pau_timer = None
-            connections.waiting.pop(self, None)
-
-        def _pau_forget(self) -> None:
-            self._pau_stop_waiting()
-            if self._pau_counted:
-                self._pau_counted = False
-                connections.count -= 1
-
-        def _pau_drop(self) -> None:
-            self._pau_forget()
-            if not self.transport.is_closing():
-                self.transport.close()
-
-    Guarded.__name__ = f"Guarded{base.__name__}"
-    return Guarded
