@@ -163,6 +163,14 @@ SETTINGS: dict[str, SettingSpec] = {
             int,
         ),
         SettingSpec(
+            "max_sessions_per_credential",
+            "PAU_MCP_MAX_SESSIONS_PER_CREDENTIAL",
+            "--max-sessions-per-credential",
+            "HTTP sessions one session token (or label of the main token) may hold open at once; at the limit its own "
+            "idle sessions are closed to make room, else it is refused (429).",
+            int,
+        ),
+        SettingSpec(
             "session_idle_s",
             "PAU_MCP_SESSION_IDLE",
             "--session-idle",
@@ -301,6 +309,7 @@ class Settings(BaseModel):
     max_output_kb: int = Field(64, ge=1, le=16 * 1024)
     max_argument_kb: int = Field(64, ge=1, le=16 * 1024)
     max_sessions: int = Field(500, ge=1, le=100_000)
+    max_sessions_per_credential: int = Field(8, ge=1, le=100_000)
     session_idle_s: float = Field(1800.0, gt=0, le=7 * 24 * 3600)
     max_connections: int = Field(1000, ge=8, le=100_000)
     read_timeout_s: float = Field(10.0, gt=0, le=3600)

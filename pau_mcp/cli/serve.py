@@ -34,7 +34,9 @@ _SERVE_SETTINGS = (
     "cache_dir", "workers", "max_argument_kb", "examples",
 )  # fmt: skip
 # Limits of the HTTP transport only.
-_HTTP_SETTINGS = ("max_sessions", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts")
+_HTTP_SETTINGS = (
+    "max_sessions", "max_sessions_per_credential", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts",
+)  # fmt: skip
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
     "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries",
@@ -188,6 +190,7 @@ def http_limits(settings: Settings) -> HTTPLimits:
     return HTTPLimits(
         message_bytes=message_limit(settings.max_argument_kb * 1024),
         max_sessions=settings.max_sessions,
+        sessions_per_credential=settings.max_sessions_per_credential,
         session_idle_s=settings.session_idle_s,
         max_connections=settings.max_connections,
         read_timeout_s=settings.read_timeout_s,

@@ -10,12 +10,15 @@ import hmac
 import json
 import logging
 import uuid
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers, QueryParams
+from starlette.types import Scope
 
 from .. import __version__
 from .catalog import OPEN_TOOL, OUTPUT_SCHEMA, SUBMIT_TOOL, Exposed
@@ -23,7 +26,7 @@ from .service import MethodService, Reply, refused
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState, label_problem
 from .tokens import SessionToken, TokenSigner, looks_like_session_token
 
-__all__ = ["PAGE_SIZE", "build_server", "verify_bearer"]
+__all__ = ["PAGE_SIZE", "build_server", "session_owner", "verify_bearer"]
 
 log = logging.getLogger("pau_mcp.server")
 
@@ -166,6 +169,43 @@ def _named(request: Any, meta: Any) -> tuple[str | None, str | None]:
             raise MCPError(types.INVALID_REQUEST, problem)
         chosen.append(value)
     return chosen[0], chosen[1]
+
+
+def session_owner(tokens: TokenSigner | None) -> Callable[[Scope], Hashable]:
+    """Who a request that opens a handshake-era MCP session speaks for, as the cap on sessions per credential counts.
+
+    The credential ``caller`` resolves for the request's budget: a session token (verified by the SDK's auth, or
+    here on a server without ``--token``) is its label in its run; any other request is the label and run it
+    names on the URL or in headers (the main token's default label without one). An opening request is not
+    refused here for naming them badly: its later requests are, by ``caller``.
+
+    Args:
+        tokens: Verifies session tokens on a server without ``--token``; None accepts none.
+    """
+
+    def owner(scope: Scope) -> Hashable:
+        access = getattr(scope.get("user"), "access_token", None)
+        token: SessionToken | None = None
+        if access is not None and access.claims:
+            token = SessionToken.from_claims(access.claims)
+        elif access is None and tokens is not None:
+            header = Headers(scope=scope).get("authorization", "")
+            credential = header[7:].strip() if header[:7].lower() == "bearer " else ""
+            token = tokens.verify(credential) if looks_like_session_token(credential) else None
+        if token is not None:
+            return ("token", token.run, token.label)
+        query = QueryParams(scope.get("query_string", b""))
+        headers = Headers(scope=scope)
+        label = query.get("session") or headers.get("x-pau-session") or DEFAULT_LABEL
+        run = query.get("run") or headers.get("x-pau-run")
+        # Kept while the session is open: no longer than a valid label (longer ones are refused at first use).
+        return ("label", run[:_LABEL_CHARS] if run else None, label[:_LABEL_CHARS])
+
+    return owner
+
+
+#: The longest label or run name (``sessions.label_problem``), and so the longest kept to count sessions by.
+_LABEL_CHARS = 128
 
 
 def verify_bearer(expected: str | None, tokens: TokenSigner | None = None):  # type: ignore[no-untyped-def]

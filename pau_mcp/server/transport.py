@@ -19,7 +19,7 @@ from mcp.server import Server
 
 from ..guard import guarded_protocol, keep_alive_s
 from ..listening import is_loopback, listen, serve_app, shown_host, uvicorn_server
-from .app import initialization_options, verify_bearer
+from .app import initialization_options, session_owner, verify_bearer
 from .http import BUSY_BODY, http_app
 from .stdio import stdio_streams
 
@@ -52,6 +52,7 @@ class HTTPLimits:
 
     message_bytes: int = 1 << 20
     max_sessions: int = 500
+    sessions_per_credential: int = 8
     session_idle_s: float = 1800.0
     max_connections: int = 1000
     read_timeout_s: float = 10.0
@@ -149,6 +150,8 @@ def bind_http(
         allowed_hosts=limits.allowed_hosts,
         token_verifier=verify_bearer(token, tokens) if token else None,
         on_session_end=on_session_end,
+        sessions_per_credential=limits.sessions_per_credential,
+        session_owner=session_owner(tokens),
     )
     protocol = guarded_protocol(limits.max_connections, limits.read_timeout_s, BUSY_BODY)
     return HTTPService(
