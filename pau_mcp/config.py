@@ -156,6 +156,14 @@ SETTINGS: dict[str, SettingSpec] = {
             int,
         ),
         SettingSpec(
+            "max_concurrent_calls",
+            "PAU_MCP_MAX_CONCURRENT_CALLS",
+            "--max-concurrent-calls",
+            "Tool calls of one credential (session token, label or stdio process) run at once; up to 7 times as many "
+            "more wait for them, further ones are refused (0: no limit).",
+            int,
+        ),
+        SettingSpec(
             "max_sessions",
             "PAU_MCP_MAX_SESSIONS",
             "--max-sessions",
@@ -308,6 +316,7 @@ class Settings(BaseModel):
     memory_mb: int = Field(256, ge=96, le=4096)
     max_output_kb: int = Field(64, ge=1, le=16 * 1024)
     max_argument_kb: int = Field(64, ge=1, le=16 * 1024)
+    max_concurrent_calls: int = Field(4, ge=0, le=1024)
     max_sessions: int = Field(500, ge=1, le=100_000)
     max_sessions_per_credential: int = Field(8, ge=1, le=100_000)
     session_idle_s: float = Field(1800.0, gt=0, le=7 * 24 * 3600)

@@ -33,6 +33,8 @@ _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
     "cache_dir", "workers", "max_argument_kb", "examples",
 )  # fmt: skip
+# Limits of what one credential takes of a server, on either transport.
+_CREDENTIAL_SETTINGS = ("max_concurrent_calls",)
 # Limits of the HTTP transport only.
 _HTTP_SETTINGS = (
     "max_sessions", "max_sessions_per_credential", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts",
@@ -119,7 +121,7 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
     "--exit-with-stdin", is_flag=True, hidden=True, help="Over HTTP, stop when stdin closes (a parent's pipe)."
 )
 @_selection
-@options(*_SERVE_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
+@options(*_SERVE_SETTINGS, *_CREDENTIAL_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
           exit_with_stdin: bool, suites: tuple[str, ...], methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default)."""
@@ -249,7 +251,7 @@ def _build(
     sandboxes: SandboxMaker | None = None,
 ) -> Served:  # fmt: skip
     """The service, sessions and MCP server of ``serve``'s options (``build_served`` and the command share it)."""
-    from ..server import TokenSigner, build_server, create_service
+    from ..server import CallSlots, TokenSigner, build_server, create_service
 
     sandboxes = sandboxes or make_sandbox
     feedback_fn = None
@@ -270,7 +272,8 @@ def _build(
         )
     except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
-    server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless)
+    slots = CallSlots(running=settings.max_concurrent_calls, waiting=7 * settings.max_concurrent_calls)
+    server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless, slots=slots)
     return Served(transport, settings, server, service, sessions, tokens, host, port, stateless)
 
 

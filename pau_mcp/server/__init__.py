@@ -16,6 +16,7 @@ from .examples import EXAMPLE_SOURCES, ServedExamples, cache_path, deployment_ex
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState, label_problem
+from .slots import CallSlots, TooManyCalls
 from .tokens import SessionToken, TokenSigner
 from .transport import (
     HTTPLimits,
@@ -35,6 +36,7 @@ __all__ = [
     "FACTS_KEY",
     "OUTPUT_SCHEMA",
     "PAGE_SIZE",
+    "CallSlots",
     "Catalog",
     "Credential",
     "EXAMPLE_SOURCES",
@@ -53,6 +55,7 @@ __all__ = [
     "SessionToken",
     "Sessions",
     "TokenSigner",
+    "TooManyCalls",
     "TransportError",
     "bind_http",
     "check_exposure",

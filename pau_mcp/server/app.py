@@ -24,6 +24,7 @@ from .. import __version__
 from .catalog import OPEN_TOOL, OUTPUT_SCHEMA, SUBMIT_TOOL, Exposed
 from .service import MethodService, Reply, refused
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState, label_problem
+from .slots import CallSlots, TooManyCalls
 from .tokens import SessionToken, TokenSigner, looks_like_session_token
 
 __all__ = ["PAGE_SIZE", "build_server", "session_owner", "verify_bearer"]
@@ -242,6 +243,7 @@ def build_server(
     page_size: int = PAGE_SIZE,
     tokens: TokenSigner | None = None,
     stateless: bool = False,
+    slots: CallSlots | None = None,
 ) -> Server[Any]:
     """The low-level MCP server for one catalog, in both protocol eras.
 
@@ -255,8 +257,11 @@ def build_server(
         page_size: Items per page of the tools, resources and prompts lists.
         tokens: Verifies session tokens (the deployment's signer); None accepts none.
         stateless: HTTP without MCP sessions (``--stateless``): no request has a connection to narrow with ``open``.
+        slots: How many calls and submits of one credential run at once (``--max-concurrent-calls``); None for no
+            limit.
     """
     catalog = service.catalog
+    slots = slots or CallSlots(running=0, waiting=0)
     process_key = stdio_key or f"stdio-{uuid.uuid4().hex[:12]}"
     schemas = {SUBMIT_TOOL: _SUBMIT.input_schema, OPEN_TOOL: _OPEN.input_schema}
 
@@ -348,6 +353,15 @@ def build_server(
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         state, connection = caller(ctx)
+        try:
+            async with slots.slot(state.store_id):
+                return await _call_tool(ctx, params, state, connection)
+        except TooManyCalls as exc:
+            raise MCPError(types.INVALID_REQUEST, str(exc)) from None
+
+    async def _call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, state: SessionState, connection: str | None
+    ) -> types.CallToolResult:
         arguments = params.arguments or {}
         if params.name == SUBMIT_TOOL:
             method, description, code = arguments.get("method"), arguments.get("description"), arguments.get("code")
