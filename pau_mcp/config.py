@@ -164,6 +164,13 @@ SETTINGS: dict[str, SettingSpec] = {
             int,
         ),
         SettingSpec(
+            "max_submissions",
+            "PAU_MCP_MAX_SUBMISSIONS",
+            "--max-submissions",
+            "Submissions recorded per method per credential; later ones are refused (0: no limit).",
+            int,
+        ),
+        SettingSpec(
             "max_sessions",
             "PAU_MCP_MAX_SESSIONS",
             "--max-sessions",
@@ -317,6 +324,7 @@ class Settings(BaseModel):
     max_output_kb: int = Field(64, ge=1, le=16 * 1024)
     max_argument_kb: int = Field(64, ge=1, le=16 * 1024)
     max_concurrent_calls: int = Field(4, ge=0, le=1024)
+    max_submissions: int = Field(10, ge=0, le=1_000_000)
     max_sessions: int = Field(500, ge=1, le=100_000)
     max_sessions_per_credential: int = Field(8, ge=1, le=100_000)
     session_idle_s: float = Field(1800.0, gt=0, le=7 * 24 * 3600)

@@ -34,7 +34,7 @@ _SERVE_SETTINGS = (
     "cache_dir", "workers", "max_argument_kb", "examples",
 )  # fmt: skip
 # Limits of what one credential takes of a server, on either transport.
-_CREDENTIAL_SETTINGS = ("max_concurrent_calls",)
+_CREDENTIAL_SETTINGS = ("max_concurrent_calls", "max_submissions")
 # Limits of the HTTP transport only.
 _HTTP_SETTINGS = (
     "max_sessions", "max_sessions_per_credential", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts",

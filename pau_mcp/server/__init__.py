@@ -131,6 +131,6 @@ def create_service(
     service = MethodService(
         catalog, sandbox, store, settings.budget, feedback,
         feedback_limit=settings.feedback_limit,
-        max_argument_bytes=settings.max_argument_kb * 1024,
+        max_argument_bytes=settings.max_argument_kb * 1024, max_submissions=settings.max_submissions,
     )  # fmt: skip
     return service, Sessions(store, run_id, transport)

@@ -65,9 +65,9 @@ _SUBMIT = types.Tool(
         "properties": {
             "status": {
                 "type": "string",
-                "enum": ["recorded", "scored", "feedback_used", "unknown_tool", "invalid_input"],
+                "enum": ["recorded", "scored", "feedback_used", "submissions_used", "unknown_tool", "invalid_input"],
                 "description": "recorded: a receipt; scored: with feedback; feedback_used: recorded, no feedback left; "
-                "unknown_tool, invalid_input: not recorded",
+                "submissions_used, unknown_tool, invalid_input: not recorded",
             },
             "recorded": {"type": "boolean"},
             "submission": {"type": "integer"},
