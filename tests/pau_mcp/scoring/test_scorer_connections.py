@@ -101,9 +101,7 @@ class _Attack:
         self.stop = threading.Event()
         self.closed_by_server = 0
         self._lock = threading.Lock()
-        self.threads = [
-            threading.Thread(target=self._run, args=(i % 2 == 0,), daemon=True) for i in range(count)
-        ]
+        self.threads = [threading.Thread(target=self._run, args=(i % 2 == 0,), daemon=True) for i in range(count)]
 
     def __enter__(self) -> _Attack:
         for thread in self.threads:

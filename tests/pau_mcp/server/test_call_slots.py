@@ -28,7 +28,12 @@ FAST = (tool_of("builtin/b001"), {"arg0": 7})
 
 async def _call(client: httpx2.AsyncClient, url: str, token: str, tool: str, arguments: dict) -> dict:
     """One 2026-07-28 `tools/call` with a bearer token; returns the JSON-RPC reply."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": META}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments, "_meta": META},
+    }
     headers = {
         "authorization": f"Bearer {token}", "accept": "application/json, text/event-stream",
         "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": tool,
@@ -76,7 +81,12 @@ def test_a_flood_of_slow_calls_from_one_token_does_not_queue_ahead_of_another_ag
     assert "--max-concurrent-calls" in message and "did not run or count" in message and "\n" not in message
     assert mine[0]["result"]["structuredContent"]["status"] == "ok"
     with sqlite3.connect(db) as store:
-        order = [key for (key,) in store.execute("SELECT s.key FROM calls c JOIN sessions s ON s.id = c.session_id ORDER BY c.id")]
+        order = [
+            key
+            for (key,) in store.execute(
+                "SELECT s.key FROM calls c JOIN sessions s ON s.id = c.session_id ORDER BY c.id"
+            )
+        ]
     assert order.count("hog") == 16  # the refused ones were neither run nor recorded
     # The other agent's call waited behind the hog's calls already running, not behind its whole flood.
     assert order.index("other") <= 4, order

@@ -28,7 +28,12 @@ META = {
 
 
 def _post(client: httpx2.Client, url: str, token: str, tool: str, arguments: dict) -> dict:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": META}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments, "_meta": META},
+    }
     headers = {
         "authorization": f"Bearer {token}", "accept": "application/json, text/event-stream",
         "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": tool,
@@ -88,7 +93,10 @@ def test_submissions_past_the_limit_are_refused_and_not_recorded(tmp_path):
     refusal = replies[3]
     assert refusal.is_error and "--max-submissions" in refusal.content[0].text
     assert _rows(db, "SELECT description FROM submissions ORDER BY id") == [
-        ("try 0",), ("try 1",), ("try 2",), ("another function",)
+        ("try 0",),
+        ("try 1",),
+        ("try 2",),
+        ("another function",),
     ]
     assert Settings().max_submissions == 10
 
@@ -98,7 +106,10 @@ def test_concurrent_submissions_never_record_more_than_the_limit(tmp_path):
     token = TokenSigner(TEST_KEY).issue("eager")
     submission = {"method": B001, "description": "d" * 20_000, "code": "c" * 100_000}
     args = ("--db", str(db), "--token", MAIN, "--max-submissions", "5", "--max-concurrent-calls", "0")
-    with memory_http_server(*args) as url, httpx2.Client(timeout=60, limits=httpx2.Limits(max_connections=30)) as client:
+    with (
+        memory_http_server(*args) as url,
+        httpx2.Client(timeout=60, limits=httpx2.Limits(max_connections=30)) as client,
+    ):
         with ThreadPoolExecutor(24) as pool:
             results = list(pool.map(lambda _: _post(client, url, token, "submit", submission), range(24)))
     statuses = sorted(r["structuredContent"]["status"] for r in results)
