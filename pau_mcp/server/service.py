@@ -439,7 +439,7 @@ class MethodService:
         message = (
             f"Not recorded: this credential has submitted {self.max_submissions} descriptions of {tool}, the most "
             "this server keeps per function (--max-submissions / PAU_MCP_MAX_SUBMISSIONS on the server); the latest "
-            "of them is the one scored."
+            "of them stands (it is the one reports count)."
         )
         return Reply(text=message, structured={"status": "submissions_used", "error_message": message}, is_error=True)
 
