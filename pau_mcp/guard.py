@@ -110,6 +110,7 @@ def connection_guard(
         _pau_timer: asyncio.TimerHandle | None = None
         _pau_counted = False
         _pau_head = 0
+        _pau_lingering = False
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
@@ -126,6 +127,8 @@ def connection_guard(
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
+            if self._pau_lingering:
+                return  # the rest of a request already answered: read and dropped
             in_head = self.cycle is None or self.cycle.response_complete
             super().data_received(data)
             if self._pau_timer is None or self.transport.is_closing():
@@ -143,13 +146,26 @@ def connection_guard(
             unread = self.cycle is not None and self.cycle.more_body
             super().on_response_complete()
             if unread:
-                # Answered before its body was read (a 413): the rest of the body would be taken for the next
-                # request's head, so the connection ends here, as HTTP servers do.
-                self._pau_drop()
+                self._pau_linger()
                 return
             pipelined = self.cycle is not None and not self.cycle.response_complete
             if not self.transport.is_closing() and not pipelined:
                 self._pau_wait()
+
+        def _pau_linger(self) -> None:
+            """End a connection whose request was answered before its body was read (a 413, a 415).
+
+            Its answer is followed by the end of the stream, and what the client still sends is read and dropped
+            until it closes its side or the read timeout ends it: closed at once, with the rest of the body unread,
+            the connection would be reset, and a reset can reach the client before the answer it was sent.
+            Lingering, it stays among the connections to close first when others need room.
+            """
+            if self.transport.is_closing():
+                return
+            self._pau_lingering = True
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            self._pau_wait()
 
         def _pau_wait(self) -> None:
             self._pau_stop_waiting()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import select
 import socket
 import threading
 from collections.abc import Iterator
@@ -35,6 +36,10 @@ def _guarded(cap: int, release: threading.Event, entered: threading.Semaphore) -
                 await send({"type": f"{kind}.complete"})
                 if kind == "lifespan.shutdown":
                     return
+        if scope["path"] == "/early":  # refused before its body is read, as a 413 or a 415 is
+            await send({"type": "http.response.start", "status": 413, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
         if scope["path"] == "/slow":
             entered.release()
             while not release.is_set():
@@ -116,3 +121,23 @@ def test_the_mcp_server_and_the_scorer_use_the_one_guard():
     assert users == ["pau_mcp/scoring/http.py", "pau_mcp/server/transport.py"]
     copies = [str(p.relative_to(ROOT)) for p in (ROOT / "pau_mcp").rglob("*.py") if "def _pau_drop" in p.read_text()]
     assert copies == ["pau_mcp/guard.py"]
+
+
+def test_an_answer_sent_before_the_body_was_read_reaches_a_client_that_goes_on_sending():
+    release, entered = threading.Event(), threading.Semaphore(0)
+    with _guarded(8, release, entered) as address:
+        for _ in range(3):
+            sock = socket.create_connection(address, timeout=10)
+            try:
+                sock.sendall(
+                    b"POST /early HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: 4000000\r\n\r\n" + b"x" * 1024
+                )
+                assert select.select([sock], [], [], 10)[0], "no answer"
+                # Answered already; the client, as most do, sends the rest of its body before it reads.
+                sock.sendall(b"x" * (4_000_000 - 1024))
+                answer = b""
+                while chunk := sock.recv(65536):  # a reset here would lose the answer
+                    answer += chunk
+                assert answer.startswith(b"HTTP/1.1 413")
+            finally:
+                sock.close()
