@@ -9,7 +9,9 @@ subclass of uvicorn's HTTP protocol (``connection_guard``) that keeps:
   with a request does a newcomer get a 503;
 * a read timeout: every request, head and body, must arrive within ``read_timeout_s`` of the moment the server
   starts waiting for it (the connection is opened, or the previous response is sent);
-* a request head of at most 64 KiB (431 beyond).
+* a request head of at most 64 KiB (431 beyond);
+* a lingering close for a request answered before its body was read (a 413): the rest is read and dropped until
+  the client stops sending, so that the answer is not lost to a reset.
 
 It knows nothing of what the service serves: each service gives it the body of its 503.
 """
