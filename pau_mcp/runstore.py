@@ -512,15 +512,63 @@ class RunStore:
             StoreError: the store cannot take it (a full or read-only disk); nothing was written.
         """
         with self._transaction(exclusive=False) as conn:  # an insert: nothing to race
+            return self._insert_call(conn, session_id, call)
+
+    @staticmethod
+    def _insert_call(conn: Connection, session_id: int, call: CallRecord) -> int:
+        cursor = conn.execute(
+            "INSERT INTO calls (session_id, method_id, tool, arguments, counted, status, value, error_type,"
+            " error_message, outcome, duration_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                session_id, call.method_id, call.tool, _text(call.arguments), int(call.counted), call.status,
+                _text(call.value), _text(call.error_type), _text(call.error_message),
+                json.dumps(call.outcome) if call.outcome is not None else None, call.duration_ms, utc_now(),
+            ),
+        )  # fmt: skip
+        return int(cursor.fetchone()["id"])
+
+    def record_refusal(self, session_id: int, call: CallRecord, keep: int) -> int | None:
+        """Store a call that did not count while the session has fewer than ``keep`` such calls of its method;
+        returns its id, or None (nothing written) once it has ``keep``.
+
+        Atomic: any number of concurrent refusals, from any process sharing the store, keep exactly ``keep``.
+
+        Raises:
+            StoreError: the store cannot take it; nothing was written.
+        """
+        with self._transaction() as conn:  # exclusive: the count and the insert see the same calls
+            row = conn.execute(
+                "SELECT COUNT(*) AS kept FROM calls WHERE session_id = ? AND method_id = ? AND counted = 0",
+                (session_id, call.method_id),
+            ).fetchone()
+            if int(row["kept"]) >= keep:
+                return None
+            return self._insert_call(conn, session_id, call)
+
+    def submissions_made(self, session_id: int, method_id: str) -> int:
+        """Submissions a session has recorded for a method."""
+        rows = self._query(
+            "SELECT COUNT(*) AS made FROM submissions WHERE session_id = ? AND method_id = ?", (session_id, method_id)
+        )
+        return int(rows[0]["made"])
+
+    def record_submission_within(
+        self, session_id: int, method_id: str, description: str, code: str | None, limit: int, feedback: bool = False
+    ) -> int | None:
+        """``record_submission`` while the session has fewer than ``limit`` submissions for the method; returns its
+        id, or None (nothing written) once it has ``limit``. Atomic, as ``record_refusal`` is."""
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) AS made FROM submissions WHERE session_id = ? AND method_id = ?",
+                (session_id, method_id),
+            ).fetchone()
+            if int(row["made"]) >= limit:
+                return None
             cursor = conn.execute(
-                "INSERT INTO calls (session_id, method_id, tool, arguments, counted, status, value, error_type,"
-                " error_message, outcome, duration_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    session_id, call.method_id, call.tool, _text(call.arguments), int(call.counted), call.status,
-                    _text(call.value), _text(call.error_type), _text(call.error_message),
-                    json.dumps(call.outcome) if call.outcome is not None else None, call.duration_ms, utc_now(),
-                ),
-            )  # fmt: skip
+                "INSERT INTO submissions (session_id, method_id, description, code, feedback, at)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (session_id, method_id, description, code, int(feedback), utc_now()),
+            )
             return int(cursor.fetchone()["id"])
 
     def record_submission(

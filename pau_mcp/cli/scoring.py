@@ -644,7 +644,9 @@ def _knowledge(texts: tuple[str, ...], kinds: tuple[str, ...]) -> list[tuple[str
     help="Largest request body, in KiB (413 beyond).",
 )
 @no_cache_option
-@options("manifests", "data_dir", "scorer_token", *_LLM_SETTINGS, *_SANDBOX_SETTINGS)
+@options(
+    "manifests", "data_dir", "scorer_token", "max_connections", "read_timeout_s", *_LLM_SETTINGS, *_SANDBOX_SETTINGS
+)
 def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: object) -> None:
     """Serve the scorer as an HTTP JSON endpoint: POST /v1/score, GET /v1/health, GET /openapi.json."""
     from ..scoring import Scorer
@@ -661,7 +663,10 @@ def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: 
         except LLMNotConfigured as exc:
             log.warning("the %s score is unavailable: %s", kind, exc)
     try:
-        serve(scorer_, host, port, token=settings.scorer_token, max_request_bytes=max_request_kb * 1024)
+        serve(
+            scorer_, host, port, token=settings.scorer_token, max_request_bytes=max_request_kb * 1024,
+            max_connections=settings.max_connections, read_timeout_s=settings.read_timeout_s,
+        )  # fmt: skip
     except EndpointError as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:
