@@ -341,19 +341,22 @@ def demo(method_id: str, **values: object) -> None:
 async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-def]
     from mcp.client.client import Client
     from mcp.client.stdio import StdioServerParameters
+    from mcp.shared.exceptions import MCPError
 
     from ..config import SettingsError
     from ..eras import client_mode
     from ..harness.agents import ProbeAgent
     from ..harness.environment import Environment
     from ..manifests import ManifestError, tool_name
+    from ..runstore import RunStore, StoreError
     from ..scoring import Scorer
 
     console = Console()
     try:
         method = manifest_store(settings).method(method_id)
         key = settings.deployment_key()
-    except (ManifestError, SettingsError) as exc:
+        RunStore(settings.db_path).close()  # a store the server could not open ends the demo here, in one line
+    except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     say = step_printer()
     say("preparing the sandbox (built once, 1 to 2 minutes on first use, then cached)")
@@ -377,20 +380,31 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
         # The store by environment, like the key: a PostgreSQL URL may hold a password, and argv is public.
         env={**os.environ, "PAU_MCP_TOOL_KEY": key, "PAU_MCP_DB": str(settings.db_path)},
     )  # fmt: skip
-    async with Client(params, mode=client_mode(settings.mcp_era), cache=None) as client:
-        env = await Environment.open(client.session, tool_name(key, method.id))
-        server = client.server_info.name if client.server_info else "pau-mcp"
-        console.print(
-            f"\n[bold]{server}[/bold] ({client.protocol_version}) offers [bold]{env.tool.name}[/bold]: {env.header}"
-        )
-        for line in env.examples:
-            console.print(f"  known: {line}")
-        result = await ProbeAgent().run(env, "interactive", settings.budget)
-        console.print(f"\n[bold]Probe explorer[/bold] ({env.queries} queries):")
-        for observation in env.observations:
-            console.print(f"  {observation.text.splitlines()[0]}")
-        submitted = await env.submit(result.description, result.code)
-        console.print(f"\n[bold]submit[/bold] (memorising baseline code): {submitted.text}")
+    try:
+        async with Client(params, mode=client_mode(settings.mcp_era), cache=None) as client:
+            env = await Environment.open(client.session, tool_name(key, method.id))
+            server = client.server_info.name if client.server_info else "pau-mcp"
+            console.print(
+                f"\n[bold]{server}[/bold] ({client.protocol_version}) offers [bold]{env.tool.name}[/bold]: {env.header}"
+            )
+            for line in env.examples:
+                console.print(f"  known: {line}")
+            result = await ProbeAgent().run(env, "interactive", settings.budget)
+            console.print(f"\n[bold]Probe explorer[/bold] ({env.queries} queries):")
+            for observation in env.observations:
+                console.print(f"  {observation.text.splitlines()[0]}")
+            submitted = await env.submit(result.description, result.code)
+            console.print(f"\n[bold]submit[/bold] (memorising baseline code): {submitted.text}")
+    except Exception as caught:  # noqa: BLE001 - sorted just below
+        exc = caught
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the MCP client's task groups
+            exc = exc.exceptions[0]
+        if not isinstance(exc, (MCPError, OSError)):
+            raise
+        await scorer.aclose()
+        raise click.ClickException(
+            f"the demo's server stopped before the demo ended ({exc}); its own error is printed above"
+        ) from None
     scored = await scorer.score(method.id, code=result.code, kinds=("direct",))
     await scorer.aclose()
     direct = scored.direct
