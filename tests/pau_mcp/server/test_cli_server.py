@@ -125,6 +125,26 @@ def test_runs_show_prints_agents_text_literally_without_markup_or_terminal_escap
     assert as_json["submissions"][0]["description"] == hostile  # the JSON keeps the text exactly
 
 
+def test_runs_list_and_show_print_long_run_and_session_names_whole_in_a_100_column_terminal(tmp_path):
+    from pau_mcp.runstore import CallRecord, RunStore
+
+    run = "builtin-paper-interactive-openai-gpt-4o-mini-2024-07-18-temperature-0.7"
+    key = f"{run}/builtin/b001/1"
+    store = RunStore(tmp_path / "runs.db")
+    session = store.ensure_session(store.ensure_run(run, kind="eval"), key, "http")
+    store.record_call(session, CallRecord("builtin/b001", "fn_x", "(1,)", True, "ok", value="1"))
+    store.close()
+    env = {**os.environ, "COLUMNS": "100"}
+
+    listed = run_pau("runs", "list", "--db", tmp_path / "runs.db", env=env, cwd=ROOT)
+    shown = run_pau("runs", "show", run, "--db", tmp_path / "runs.db", env=env, cwd=ROOT)
+
+    assert listed.returncode == 0 and shown.returncode == 0, listed.stderr + shown.stderr
+    assert "…" not in listed.stdout and "…" not in shown.stdout
+    assert any(run in line.split() for line in listed.stdout.splitlines())
+    assert any(key in line.split() for line in shown.stdout.splitlines())
+
+
 def test_the_production_server_has_no_benchmark_only_tool(tmp_path):
     result = pau("serve", "--benchmark-noop", db=tmp_path / "runs.db")
     assert result.returncode == 2 and "--benchmark-noop" in result.stderr
