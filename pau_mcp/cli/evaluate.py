@@ -11,11 +11,10 @@ import anyio
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import eventloop
 from ..config import options
-from .common import err, make_sandbox, manifest_store, settings_from, show_llm_notices, step_printer
+from .common import err, make_sandbox, manifest_store, run_bar, settings_from, show_llm_notices, step_printer
 
 __all__ = [
     "check_configs", "check_models", "connect_cluster", "demo", "evaluate", "execute", "overrides_of", "ray_options",
@@ -256,15 +255,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
     if note and config.score and len(config.kinds) < 3:
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err) as bar:
-        task = bar.add_task(f"{config.run}", total=None)
-
-        def show(p) -> None:  # type: ignore[no-untyped-def]
-            tokens = p.input_tokens + p.output_tokens
-            where = f" · {p.workers} Ray workers, {p.rerun} re-run" if cluster is not None else ""
-            bar.update(task, total=p.total, completed=p.done + p.failed + p.skipped,
-                       description=f"{config.run} · failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}{where}")  # fmt: skip
+    with run_bar(config.run, on_ray=cluster is not None) as show:
 
         async def main():  # type: ignore[no-untyped-def]
             try:

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import eventloop
 from ..config import options
-from .common import err, make_sandbox, manifest_store, run_store, settings_from, show_llm_notices, step_printer
+from .common import err, make_sandbox, manifest_store, run_bar, run_store, settings_from, show_llm_notices, step_printer
 from .evaluate import connect_cluster, ray_options
 
 __all__ = ["rl"]
@@ -246,15 +245,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
             llm, critic_model, critic_mode, coder_model=critic_identity["coder_model"], sandbox=runtime.sandbox
         )
     store = run_store(settings)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err) as bar:
-        task = bar.add_task(run, total=len(methods))
-
-        def show(p) -> None:  # type: ignore[no-untyped-def]
-            tokens = p.input_tokens + p.output_tokens
-            where = f" · {p.workers} Ray workers, {p.rerun} re-run" if cluster is not None else ""
-            bar.update(task, total=p.total, completed=p.done + p.failed + p.skipped,
-                       description=f"{run} · failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}{where}")  # fmt: skip
+    with run_bar(run, on_ray=cluster is not None) as show:
 
         async def main():  # type: ignore[no-untyped-def]
             try:

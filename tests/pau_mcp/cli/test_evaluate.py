@@ -49,6 +49,20 @@ def test_rerunning_a_run_plays_its_failed_episodes_again_and_sums_up_the_whole_r
     assert attempts == {"builtin/b001": 1, "builtin/b002": 2}
 
 
+def test_the_progress_bar_keeps_its_count_when_the_run_name_is_longer_than_the_terminal_has_room_for(tmp_path):
+    from pau_command import run_pau_process
+
+    run = "builtin-paper-interactive-openai-gpt-4o-mini-2024-07-18-temperature-0.7-seed-1"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAU_")} | {"COLUMNS": "100"}
+    ran = run_pau_process(
+        "eval", "--agent", "probe", "--run", run, "--no-score", "--methods", "builtin/b001", "--data-dir", tmp_path,
+        env=env,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    (shown,) = [line for line in ran.stderr.splitlines() if "tokens" in line]
+    assert "1/1" in shown and "failed 0" in shown and len(shown) <= 100
+
+
 def test_a_missing_or_unknown_model_is_refused_in_one_line_before_a_run_exists(tmp_path):
     missing = _eval(tmp_path, "--agent", "paper", *METHODS)
     assert missing.exit_code == 1
