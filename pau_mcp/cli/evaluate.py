@@ -18,7 +18,7 @@ from .common import err, make_sandbox, manifest_store, run_bar, settings_from, s
 
 __all__ = [
     "check_configs", "check_models", "connect_cluster", "demo", "evaluate", "execute", "overrides_of", "ray_options",
-    "score_errors", "score_kinds", "summary",
+    "score_errors", "score_kinds", "summary", "unpriced_note",
 ]  # fmt: skip
 
 _EVAL_SETTINGS = (
@@ -143,7 +143,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     finally:
         if cluster is not None:
             cluster.close()
-    for line in summary(config.run, progress, on_ray=cluster is not None):
+    for line in summary(settings, config, progress, on_ray=cluster is not None):
         click.echo(line)
     for line in progress.errors[:10]:
         err.print(f"[red]failed[/red] {escape(line)}", highlight=False, soft_wrap=True)
@@ -281,29 +281,87 @@ def score_errors(progress) -> list[str]:  # type: ignore[no-untyped-def]
     return [f"{method_id} {kind}: {' '.join(reason.split())}" for method_id, kind, reason in whole.score_errors]
 
 
-def summary(run: str, progress, on_ray: bool = False) -> list[str]:  # type: ignore[no-untyped-def]
-    """The lines that end a run's output: what this invocation did, then the whole run as stored."""
+def summary(settings, config, progress, on_ray: bool = False) -> list[str]:  # type: ignore[no-untyped-def]
+    """The lines that end a run's output: what this invocation did, then the whole run as stored.
+
+    The means and the agent's tokens and cost are the ones `pau-mcp report RUN` gives (the report's own
+    summary of the run); what scoring spent is counted apart, and models without a price are named.
+    """
     whole = progress.whole
-    if whole is None:  # the run ended before its totals were read
-        judges, matches = progress.judge, progress.codematch
-        tokens, cost = progress.input_tokens + progress.output_tokens, progress.cost_usd
-    else:
-        judges, matches, tokens, cost = whole.judge, whole.codematch, whole.tokens, whole.cost_usd
-    judge = f"{sum(judges) / len(judges):.2f}" if judges else "n/a"
-    match = f"{sum(matches) / len(matches):.3f}" if matches else "n/a"
     now = f"{progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed now"
     if whole is not None:
         unfinished = f", {whole.unfinished} unfinished" if whole.unfinished else ""
         errors = len(whole.score_errors)
         unscored = f", {errors} score{'s' * (errors != 1)} could not be made" if errors else ""
         now += f"; whole run: {whole.episodes} episodes, {whole.done} done, {whole.failed} failed{unfinished}{unscored}"
-    lines = [f"run {run}: {now}; mean judge {judge}, mean code match {match}; {tokens:,} tokens, ${cost:.4f}"]
+    reported = _reported(settings, config.run)
+    if reported is None:  # the run ended before its totals were read: this invocation's live totals
+        means = "mean scores n/a"
+        spent = (
+            f"{progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f} (scoring included)"
+        )
+    else:
+        means = ", ".join(
+            f"mean {title} {_mean(kind, reported.scores[kind])}"
+            for kind, title in (("judge", "judge"), ("codematch", "code match"), ("direct", "direct code"))
+        )
+        tokens = reported.input_tokens + reported.output_tokens
+        spent = f"agent {tokens:,} tokens, ${reported.cost_usd:.4f}"
+        if whole is not None and (whole.scoring_tokens or whole.scoring_cost_usd):
+            spent += f"; scoring {whole.scoring_tokens:,} tokens, ${whole.scoring_cost_usd:.4f}"
+    lines = [f"run {config.run}: {now}; {means}; {spent}"]
     if on_ray:
         lines.append(
             f"on Ray: episodes played by {progress.workers} worker{'' if progress.workers == 1 else 's'}; "
             f"{progress.rerun} re-run after a lost worker"
         )
+    used = [config.model] if config.agent != "probe" else []
+    if config.score:
+        used += [settings.judge_model if "judge" in config.kinds else None]
+        used += [settings.coder_model if "codematch" in config.kinds else None]
+    lines += unpriced_note(settings, used)
     return lines
+
+
+def _mean(kind: str, stats) -> str:  # type: ignore[no-untyped-def]
+    """A mean as the report prints it (two decimals for the judge's 1-5 scale, three for fractions), n/a for none."""
+    if not stats.n:
+        return "n/a"
+    return f"{stats.mean:.2f}" if kind == "judge" else f"{stats.mean:.3f}"
+
+
+def _reported(settings, run: str):  # type: ignore[no-untyped-def]
+    """The report's summary of one run (``RunSummary``), or None when the store cannot give it."""
+    from ..harness.report import ReportError, build_report, load_runs
+    from ..runstore import RunStore, StoreError
+
+    try:
+        store = RunStore(settings.db_path)
+    except StoreError:
+        return None
+    try:
+        return build_report(load_runs(store, [run])).summaries[0]
+    except (ReportError, StoreError):
+        return None
+    finally:
+        store.close()
+
+
+def unpriced_note(settings, models) -> list[str]:  # type: ignore[no-untyped-def]
+    """A line naming the models used that ``pricing.json`` (or ``--pricing``) has no price for, if any."""
+    from ..llm import LLMNotConfigured, Pricing
+
+    try:
+        pricing = Pricing.load(settings.pricing)
+    except LLMNotConfigured:
+        return []
+    missing = sorted({m for m in models if m and pricing.price(m) is None})
+    if not missing:
+        return []
+    return [
+        f"no price for {', '.join(missing)}: counted as $0 above (add a price to a copy of pricing.json and pass "
+        "--pricing / PAU_MCP_PRICING; a local model may be priced at 0)"
+    ]
 
 
 async def _preflight(llm, models: list[str]) -> list[str]:  # type: ignore[no-untyped-def]

@@ -130,9 +130,12 @@ class RunTotals:
         done: Episodes that finished.
         failed: Episodes whose latest attempt failed.
         judge: The judge ratings recorded.
-        codematch: Code-match fractions (the direct score where no code-match score was recorded).
-        tokens: Tokens the agents and the scorer's models spent, as recorded.
+        codematch: Code-match fractions (code written from the description).
+        direct: Direct-code fractions (code the agent submitted).
+        tokens: Tokens the agents spent, as recorded (what `pau-mcp report` counts).
         cost_usd: What they cost.
+        scoring_tokens: Tokens the scorer's models spent on the run's submissions.
+        scoring_cost_usd: What they cost.
         score_errors: Scores of finished episodes that could not be made (the judge's or code writer's model
             failed), as ``(method_id, kind, reason)``.
     """
@@ -142,8 +145,11 @@ class RunTotals:
     failed: int = 0
     judge: list[float] = field(default_factory=list)
     codematch: list[float] = field(default_factory=list)
+    direct: list[float] = field(default_factory=list)
     tokens: int = 0
     cost_usd: float = 0.0
+    scoring_tokens: int = 0
+    scoring_cost_usd: float = 0.0
     score_errors: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
@@ -170,6 +176,7 @@ class RunProgress:
     cost_usd: float = 0.0
     judge: list[float] = field(default_factory=list)
     codematch: list[float] = field(default_factory=list)
+    direct: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     workers: int = 0
     rerun: int = 0
@@ -384,8 +391,10 @@ def _count(progress: RunProgress, record: EpisodeRecord) -> None:
     progress.done += 1
     if values.get("judge") is not None:
         progress.judge.append(values["judge"])  # type: ignore[arg-type]
-    if values.get("codematch") is not None or values.get("direct") is not None:
-        progress.codematch.append(values.get("codematch") if values.get("codematch") is not None else values["direct"])  # type: ignore[arg-type]
+    if values.get("codematch") is not None:
+        progress.codematch.append(values["codematch"])  # type: ignore[arg-type]
+    if values.get("direct") is not None:
+        progress.direct.append(values["direct"])  # type: ignore[arg-type]
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -454,8 +463,8 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
         scores = episode["scores"]
         for score in scores.values():
             usage = score["detail"].get("usage") or {}
-            totals.tokens += int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
-            totals.cost_usd += float(score["detail"].get("cost_usd") or 0.0)
+            totals.scoring_tokens += int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+            totals.scoring_cost_usd += float(score["detail"].get("cost_usd") or 0.0)
         if episode["state"] != "done":
             continue
         for kind, score in scores.items():
@@ -464,10 +473,9 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
                 totals.score_errors.append((episode["method_id"], kind, reason))
         if scores.get("judge", {}).get("value") is not None:
             totals.judge.append(scores["judge"]["value"])
-        for kind in ("codematch", "direct"):
+        for kind, values in (("codematch", totals.codematch), ("direct", totals.direct)):
             if scores.get(kind, {}).get("value") is not None:
-                totals.codematch.append(scores[kind]["value"])
-                break
+                values.append(scores[kind]["value"])
     return totals
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import sqlite3
 from pathlib import Path
@@ -170,6 +171,40 @@ def test_no_cache_is_honoured_by_the_agents_model_too(tmp_path):
         result = _served(fake, tmp_path, "--model", "openai/m", "--run", "c", "--no-score", "--no-cache", *ONE)
         assert result.exit_code == 0, result.output
         assert len(fake.requests) == 2 * asked
+
+
+def _paper_scored(body: dict) -> str:
+    """The paper agent's model, the judge and the code writer."""
+    text = str(body["messages"][-1].get("content") or "")
+    if "Rating:" in text and "<reference-" in text:
+        return "Close enough.\nRating: 4"
+    if "Write the Python function described below" in text:
+        return "```python\ndef test_func(arg0):\n    return arg0\n```"
+    return _paper(body)
+
+
+def test_the_summary_gives_the_reports_means_and_agent_tokens_counts_scoring_apart_and_names_unpriced_models(
+    tmp_path,
+):
+    scored = ("--judge-model", "openai/m", "--coder-model", "openai/m")
+    with FakeLLM(responder=_paper_scored) as fake:
+        result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", *scored, *METHODS, "--budget", "1")
+    assert result.exit_code == 0, result.output
+    table = tmp_path / "report.csv"
+    reported = CliRunner().invoke(
+        main, ["report", "r", "--csv", str(table), "--db", str(tmp_path / "runs.db")], catch_exceptions=False
+    )
+    assert reported.exit_code == 0, reported.output
+    with table.open(newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    (line,) = [line for line in result.output.splitlines() if line.startswith("run r:")]
+
+    assert int(row["judge_n"]) == 2 and int(row["codematch_n"]) == 2 and int(row["direct_n"]) == 0
+    assert f"mean judge {float(row['judge_mean']):.2f}, mean code match {float(row['codematch_mean']):.3f}" in line
+    assert "mean direct code n/a" in line
+    tokens = int(row["input_tokens"]) + int(row["output_tokens"])
+    assert f"; agent {tokens:,} tokens, ${float(row['cost_usd']):.4f}; scoring " in line
+    assert "no price for openai/m" in result.output and "--pricing" in result.output
 
 
 def test_a_second_run_sampling_at_a_temperature_above_zero_samples_afresh_unless_asked_to_share(tmp_path):
