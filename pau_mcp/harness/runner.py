@@ -35,7 +35,7 @@ from ..prompts import PromptsError
 from ..protocol import DEFAULT_PROTOCOL, Protocol, load_protocol
 from ..runstore import EpisodeResult, RunStore, SessionRecord
 from ..scoring.records import record_scores
-from ..server.launch import LaunchError, http_server
+from ..server.launch import Launched, LaunchError, launched
 from ..server.sessions import label_problem
 from ..server.tokens import TokenSigner
 from .agents import AGENTS, Agent, AgentResult
@@ -631,6 +631,7 @@ class EpisodeHost:
         self._agent = _make_agent(config, self._llm, protocol)
         self._stack = contextlib.AsyncExitStack()
         self._connect: Connect | None = None
+        self._server: Launched | None = None
 
     async def start(self, tools: Iterable[str] = ()) -> str:
         """Start this run's own server (or check ``--server`` offers ``tools``); returns its URL.
@@ -657,7 +658,8 @@ class EpisodeHost:
                 if isinstance(self.store.path, str):  # a PostgreSQL URL may hold a password too
                     child_env["PAU_MCP_DB"] = self.store.path
                 args = _server_args(self.store.path, self.config, secrets.token_urlsafe(24), self.settings)
-                self.url = self._stack.enter_context(http_server(args, env=child_env))
+                self._server = self._stack.enter_context(launched(args, env=child_env))
+                self.url = self._server.url
             except LaunchError as exc:
                 raise EvalError(str(exc)) from None
         self._connect = _episode_sessions(self.url, pool, TokenSigner(self._key), self.config.run, era)
@@ -671,9 +673,42 @@ class EpisodeHost:
             method, tool, attempt, self._connect, self.config, self._agent, self.scorer, self.store
         )
 
+    async def server_stopped(self) -> str | None:
+        """How this host's own server stopped (its exit code or signal, its last error lines), or None while it
+        runs or when the host uses ``--server``.
+
+        A server on its way out closes its sockets before it has exited: a connection refused on its port means it
+        is going, and its exit is waited for (a few seconds at most) to say how it ended.
+        """
+        server = self._server
+        if server is None:
+            return None
+        stopped = server.stopped()
+        if stopped is None and not await _listening(server.url):
+            stopped = await anyio.to_thread.run_sync(server.stopped, 5.0)
+            if stopped is None:
+                return "it stopped accepting connections"
+        return stopped
+
     async def close(self) -> None:
         """Stop the server (if started here) and close the clients."""
         await self._stack.aclose()
+
+
+async def _listening(url: str) -> bool:
+    """Whether something accepts TCP connections at ``url``'s host and port (a refused connection: nothing)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        with anyio.fail_after(5):
+            stream = await anyio.connect_tcp(parts.hostname or "127.0.0.1", parts.port or 80)
+    except OSError:
+        return False
+    except TimeoutError:
+        return True  # busy, not gone
+    await stream.aclose()
+    return True
 
 
 @contextlib.asynccontextmanager
@@ -682,9 +717,22 @@ async def _local_episodes(
 ) -> AsyncIterator[Play]:
     """Episodes played in this process."""
     host = EpisodeHost(settings, config, scorer, store, deployment_key)
+
+    async def play(method: Method, tool: str, attempt: int) -> EpisodeRecord:
+        record = await host.play(method, tool, attempt)
+        if record.result.state == "failed":
+            stopped = await host.server_stopped()
+            if stopped is not None:  # the ending says nothing about the episode: it stays open, as do the rest
+                raise EvalError(
+                    f"the MCP server this run started has stopped ({stopped}), so the run stops here: the episodes "
+                    "it cut short and those not yet played are left open, none recorded as failed. Run the same "
+                    "command again to resume the run (finished episodes are kept)"
+                )
+        return record
+
     try:
         await host.start(tools)
-        yield host.play
+        yield play
     finally:
         await host.close()
 

@@ -162,6 +162,18 @@ def test_a_score_that_could_not_be_made_is_counted_named_and_sets_the_exit_code(
     assert "pau-mcp score r" in result.output
 
 
+def test_more_than_ten_failed_episodes_are_shown_as_ten_and_how_many_more(tmp_path):
+    def refuses(body: dict) -> Failure:
+        return Failure(400, "the model refused: content policy")
+
+    with FakeLLM(responder=refuses) as fake:
+        result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", "--limit", "12", "--no-score")
+    assert result.exit_code == 1
+    shown = [line for line in result.output.splitlines() if line.startswith("failed builtin/")]
+    assert len(shown) == 10
+    assert "failed ... and 2 more (`pau-mcp report r`)" in result.output
+
+
 def test_no_cache_is_honoured_by_the_agents_model_too(tmp_path):
     with FakeLLM(responder=_paper) as fake:
         assert _served(fake, tmp_path, "--model", "openai/m", "--run", "a", "--no-score", *ONE).exit_code == 0
