@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.markup import escape
 
@@ -69,17 +70,29 @@ def connect_cluster(address: str | None, workers: int | None):  # type: ignore[n
 @click.option("--suite", default="builtin", show_default=True, help="Suite to evaluate.")
 @click.option(
     "--agent",
-    type=click.Choice(["paper", "tools", "probe"]),
+    type=click.Choice(["paper", "tools", "probe", "observer"]),
     default="paper",
     show_default=True,
-    help="paper: reason/act/reflect loop; tools: native function calling; probe: no LLM (the floor).",
+    help="paper: reason/act/reflect loop; tools: native function calling; probe: no LLM (the floor); observer: "
+    "checks its own description by running code written from it (--coder-model, else --model) beside the hidden "
+    "function on fresh inputs, and revises until they agree.",
 )
 @click.option(
     "--mode",
-    type=click.Choice(["interactive", "incontext"]),
+    type=click.Choice(["interactive", "incontext", "tasks"]),
     default="interactive",
     show_default=True,
-    help="interactive: the agent queries the function; incontext: the initial examples only.",
+    help="interactive: the agent queries the function; incontext: the initial examples only; tasks: the agent "
+    "answers the suite's tasks with its tools (native tool calling), documented as --docs says.",
+)
+@click.option(
+    "--docs",
+    default="examples",
+    show_default=True,
+    metavar="SOURCE",
+    help="With --mode tasks, what the tools are documented with: examples (header and initial examples), none "
+    "(header only), a run name or a file from `pau-mcp export docs` (an explorer's final descriptions), or gold "
+    "(the gold descriptions; only when you ask).",
 )
 @click.option(
     "--concurrency",
@@ -112,9 +125,10 @@ def connect_cluster(address: str | None, workers: int | None):  # type: ignore[n
 )
 @ray_options
 @options(*_EVAL_SETTINGS)
-def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, limit: int, method_ids: tuple[str, ...],
-             run_name: str | None, server: str | None, no_score: bool, no_cache: bool, share_samples: bool,
-             retry_failed: bool, ray_address: str | None, ray_workers: int | None, **values: object) -> None:  # fmt: skip
+def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurrency: int, limit: int,
+             method_ids: tuple[str, ...], run_name: str | None, server: str | None, no_score: bool, no_cache: bool,
+             share_samples: bool, retry_failed: bool, ray_address: str | None, ray_workers: int | None,
+             **values: object) -> None:  # fmt: skip
     """Run an agent over a suite through the MCP server, submit, score, and store every trajectory.
 
     Killing it (even with kill -9) and running the same command again finishes the run: no episode is lost or done twice.
@@ -128,11 +142,23 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     show_llm_notices()
     if ray_address is not None and server:
         raise click.UsageError("--server and --ray do not mix: each Ray worker starts its own server; drop one")
+    if mode == "tasks":
+        if (
+            click.get_current_context().get_parameter_source("agent") is ParameterSource.COMMANDLINE
+            and agent != "tools"
+        ):
+            raise click.UsageError(
+                "--mode tasks is answered by native tool calling (the tools agent): leave --agent out"
+            )
+        agent = "tools"
+    elif docs != "examples":
+        raise click.UsageError("--docs documents the tools for --mode tasks; add --mode tasks")
+    name = run_name or default_name(suite, agent, mode if mode != "tasks" else f"tasks-{docs}", model)
     config = EvalConfig(
-        run=run_name or default_name(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
+        run=name, model=model, suite=suite, agent=agent, mode=mode,
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
         score=not no_score, kinds=score_kinds(settings), retry_failed=retry_failed, overrides=overrides_of(settings),
-        protocol=settings.protocol, cache=not no_cache, share_samples=share_samples, examples=settings.examples,
+        protocol=settings.protocol, cache=not no_cache, share_samples=share_samples, examples=settings.examples, docs=docs,
     )  # fmt: skip
     check_configs([config])
     _check_suite(settings, config)
@@ -165,13 +191,18 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
 
 
 def _check_suite(settings, config) -> None:  # type: ignore[no-untyped-def]
-    """An unknown or broken suite ends the command in one line, before the sandbox starts."""
-    from ..harness.runner import planned_methods
+    """An unknown or broken suite (in task mode, one without frozen tasks) ends the command in one line, before the
+    models are asked and the sandbox starts."""
+    from ..harness.runner import EvalError, planned_methods
     from ..manifests import ManifestError
 
     try:
         planned_methods(settings, config)
-    except ManifestError as exc:
+        if config.mode == "tasks":
+            from ..harness.tasks import planned_tasks
+
+            planned_tasks(settings, config)
+    except (ManifestError, EvalError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -211,7 +242,9 @@ def check_models(settings, configs) -> None:  # type: ignore[no-untyped-def]
     for config in configs:
         if config.agent != "probe" and config.model:
             models.append(config.model)
-        if config.score:
+        if config.agent == "observer" and settings.coder_model:
+            models.append(settings.coder_model)
+        if config.score and config.mode != "tasks":  # a task's answer is checked with no model
             models += [m for m in (settings.judge_model, settings.coder_model) if m]
     models = list(dict.fromkeys(models))
     if not models:
@@ -252,7 +285,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
         if scorer.llm is not None:  # a judge sampling (the reference protocol's) replays only within this run
             scorer.llm.sample_scope = config.run
             scorer.llm.share_samples = config.share_samples
-    if note and config.score and len(config.kinds) < 3:
+    if note and config.score and len(config.kinds) < 3 and config.mode != "tasks":
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
     with run_bar(config.run, on_ray=cluster is not None) as show:
@@ -295,16 +328,22 @@ def summary(settings, config, progress, on_ray: bool = False) -> list[str]:  # t
         unscored = f", {errors} score{'s' * (errors != 1)} could not be made" if errors else ""
         now += f"; whole run: {whole.episodes} episodes, {whole.done} done, {whole.failed} failed{unfinished}{unscored}"
     reported = _reported(settings, config.run)
-    if reported is None:  # the run ended before its totals were read: this invocation's live totals
+    answers = whole.answers if whole is not None else progress.answers
+    if answers:
+        correct = sum(1 for a in answers if a >= 1)
+        means = f"task accuracy {correct / len(answers):.3f} ({correct} of {len(answers)} correct)"
+    elif reported is None:
         means = "mean scores n/a"
-        spent = (
-            f"{progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f} (scoring included)"
-        )
     else:
         means = ", ".join(
             f"mean {title} {_mean(kind, reported.scores[kind])}"
             for kind, title in (("judge", "judge"), ("codematch", "code match"), ("direct", "direct code"))
         )
+    if reported is None:  # the run ended before its totals were read: this invocation's live totals
+        spent = (
+            f"{progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f} (scoring included)"
+        )
+    else:
         tokens = reported.input_tokens + reported.output_tokens
         spent = f"agent {tokens:,} tokens, ${reported.cost_usd:.4f}"
         if whole is not None and (whole.scoring_tokens or whole.scoring_cost_usd):

@@ -12,6 +12,7 @@ from typing import Any
 _EXPORTS = {
     "AGENTS": "agents",
     "AgentResult": "agents",
+    "ObserverAgent": "observer",
     "PaperAgent": "agents",
     "ProbeAgent": "agents",
     "ToolsAgent": "agents",

@@ -1,4 +1,5 @@
-"""The agents the harness runs: the paper's loop, native tool calling, and a non-LLM probe baseline.
+"""The agents the harness runs: the paper's loop, native tool calling, a non-LLM probe baseline, and the
+self-checking observer (``observer``).
 
 Every agent works only through its ``Environment`` (MCP tool calls), and
 returns what it concluded; the runner submits and scores it.
@@ -22,8 +23,8 @@ from ..server.catalog import KnownExample
 from .environment import Environment, Observation
 
 __all__ = [
-    "AGENTS", "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code", "sample_key",
-    "written_tool_calls",
+    "AGENTS", "Agent", "AgentResult", "ObserverAgent", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code",
+    "sample_key", "written_tool_calls",
 ]  # fmt: skip
 
 
@@ -571,4 +572,7 @@ def memorising_code(pairs: list[tuple[str, str]], params: list[str], entry: str 
     )
 
 
-AGENTS = {"paper": PaperAgent, "tools": ToolsAgent, "probe": ProbeAgent}
+# The observer builds on the pieces above (its module imports this one), so it joins the list last.
+from .observer import ObserverAgent  # noqa: E402
+
+AGENTS = {"paper": PaperAgent, "tools": ToolsAgent, "probe": ProbeAgent, "observer": ObserverAgent}

@@ -38,12 +38,12 @@ from ..scoring.records import record_scores
 from ..server.launch import Launched, LaunchError, launched
 from ..server.sessions import label_problem
 from ..server.tokens import TokenSigner
-from .agents import AGENTS, Agent, AgentResult
+from .agents import AGENTS, Agent, AgentResult, ObserverAgent
 from .environment import Environment
 from .reference_agent import ReferenceAgent
 
 __all__ = [
-    "Connect", "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "RunTotals",
+    "Connect", "ConnectTools", "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "RunTotals",
     "agent_llm", "check_config", "mcp_session", "planned_methods", "play_episode", "run_eval", "run_name",
     "run_totals", "session_key",
 ]  # fmt: skip
@@ -61,8 +61,9 @@ class EvalConfig:
         run: The run's name in the store (re-using it resumes the run).
         model: The agent's model (``provider/model``); empty for the probe agent.
         suite: The suite evaluated.
-        agent: ``paper``, ``tools`` or ``probe``.
-        mode: ``interactive`` (queries) or ``incontext`` (the initial examples only).
+        agent: ``paper``, ``tools``, ``probe`` or ``observer`` (``tools`` answers tasks).
+        mode: ``interactive`` (queries), ``incontext`` (the initial examples only) or ``tasks`` (the suite's tasks,
+            answered with its tools: ``harness.tasks``).
         budget: Queries per method.
         concurrency: Episodes at once.
         limit: Only the first ``limit`` methods (0: all).
@@ -79,6 +80,8 @@ class EvalConfig:
             (``--share-samples``); by default they are replayed only within this run.
         examples: The initial examples the run's server shows (``published``, or ``deployment``: drawn for the
             deployment key; the reference protocol takes only the published ones).
+        docs: What the tools are documented with, in task mode (``pau_mcp.documentation``: ``examples``, ``none``,
+            ``gold``, a run or an exported file); the run's own server is started with it.
     """
 
     run: str
@@ -99,10 +102,11 @@ class EvalConfig:
     cache: bool = True
     share_samples: bool = False
     examples: str = "published"
+    docs: str = "examples"
 
     def identity(self) -> dict[str, Any]:
-        """What must match for a run to be resumed rather than refused (overrides and examples only when they are
-        not the defaults, so that runs recorded before them resume)."""
+        """What must match for a run to be resumed rather than refused (overrides, examples and docs only when they
+        are not the defaults, so that runs recorded before them resume)."""
         identity = {
             k: v for k, v in asdict(self).items() if k in ("model", "suite", "agent", "mode", "budget", "protocol")
         }
@@ -110,10 +114,12 @@ class EvalConfig:
             identity["examples"] = self.examples
         if self.overrides.any():
             identity["overrides"] = {k: v for k, v in asdict(self.overrides).items() if v is not None}
+        if self.docs != "examples":
+            identity["docs"] = self.docs
         return identity
 
 
-_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples")
+_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples", "docs")
 
 
 def stored_identity(config: dict[str, Any]) -> dict[str, Any]:
@@ -138,6 +144,7 @@ class RunTotals:
         scoring_cost_usd: What they cost.
         score_errors: Scores of finished episodes that could not be made (the judge's or code writer's model
             failed), as ``(method_id, kind, reason)``.
+        answers: In task mode, 1.0 for each correct task and 0.0 for each wrong one.
     """
 
     episodes: int = 0
@@ -151,6 +158,7 @@ class RunTotals:
     scoring_tokens: int = 0
     scoring_cost_usd: float = 0.0
     score_errors: list[tuple[str, str, str]] = field(default_factory=list)
+    answers: list[float] = field(default_factory=list)
 
     @property
     def unfinished(self) -> int:
@@ -181,6 +189,7 @@ class RunProgress:
     workers: int = 0
     rerun: int = 0
     whole: RunTotals | None = None
+    answers: list[float] = field(default_factory=list)
 
 
 def _server_args(db: Path | str, config: EvalConfig, token: str, settings: Any) -> list[str]:
@@ -203,6 +212,9 @@ def _server_args(db: Path | str, config: EvalConfig, token: str, settings: Any) 
     ]
     if not isinstance(db, str):
         args += ["--db", str(db)]
+    if config.docs != "examples":
+        path = Path(config.docs).expanduser()
+        args += ["--docs", str(path.resolve()) if path.is_file() else config.docs]
     for directory in settings.manifests:
         args += ["--manifests", str(directory)]
     if settings.cache_dir:
@@ -258,18 +270,22 @@ async def mcp_session(client: httpx2.AsyncClient, url: str, era: str = "modern")
 
 #: Opens the MCP session of one episode: ``connect(tool, session_key)``.
 Connect = Callable[[str, str], contextlib.AbstractAsyncContextManager[ClientSession]]
+#: Opens an MCP session scoped to several tools (a task's): ``connect_tools(tools, session_key)``.
+ConnectTools = Callable[[Iterable[str], str], contextlib.AbstractAsyncContextManager[ClientSession]]
 
 
-def _episode_sessions(url: str, pool: httpx2.AsyncBaseTransport, signer: TokenSigner, run: str, era: str) -> Connect:
-    """Each episode's MCP session, under a session token of its own (its label is the episode's session key).
+def _scoped_sessions(
+    url: str, pool: httpx2.AsyncBaseTransport, signer: TokenSigner, run: str, era: str
+) -> ConnectTools:
+    """MCP sessions each under a session token of its own (its label is the episode's session key).
 
-    The token scopes the episode to its method and names its budget, so no request depends on a connection:
+    The token scopes the session to its tools and names its budget, so no request depends on a connection:
     any era, any server process sharing the run store, and a new connection per request all count alike.
     """
 
     @contextlib.asynccontextmanager
-    async def connect(tool: str, key: str) -> AsyncIterator[ClientSession]:
-        token = signer.issue(key, run=run, methods=[tool], expires_in=_EPISODE_TOKEN_S)
+    async def connect(tools: Iterable[str], key: str) -> AsyncIterator[ClientSession]:
+        token = signer.issue(key, run=run, methods=tools, expires_in=_EPISODE_TOKEN_S)
         async with _http_client(token, pool) as client, mcp_session(client, url, era) as session:
             yield session
 
@@ -389,6 +405,8 @@ def _count(progress: RunProgress, record: EpisodeRecord) -> None:
         progress.errors.append(f"{record.method_id}: {(result.error or '').partition(': ')[2] or result.error}")
         return
     progress.done += 1
+    if values.get("task") is not None:
+        progress.answers.append(values["task"])  # type: ignore[arg-type]
     if values.get("judge") is not None:
         progress.judge.append(values["judge"])  # type: ignore[arg-type]
     if values.get("codematch") is not None:
@@ -423,6 +441,12 @@ def check_config(config: EvalConfig) -> None:
         )
     if config.agent not in AGENTS:
         raise EvalError(f"unknown agent {config.agent!r}; choose from {', '.join(AGENTS)}")
+    if config.mode == "tasks" and config.agent != "tools":
+        raise EvalError(
+            f"task mode is answered by native tool calling (the tools agent), not {config.agent}: leave --agent out"
+        )
+    if config.docs != "examples" and config.mode != "tasks":
+        raise EvalError("--docs chooses how the tools are documented for task mode: add --mode tasks")
     if config.agent == "probe":
         return
     if not config.model:
@@ -441,12 +465,20 @@ def agent_llm(settings: Any, config: EvalConfig, env: Any = None) -> LLMClient:
     )
 
 
-def _make_agent(config: EvalConfig, llm: LLMClient, protocol: Protocol) -> Agent:
+def _make_agent(config: EvalConfig, llm: LLMClient, protocol: Protocol, settings: Any = None) -> Agent:
+    """The run's agent; an observer gets a sandbox of this process for its own code (closed with the host)."""
     check_config(config)
     if config.agent == "probe":
         return AGENTS["probe"]()
     if protocol.reference and config.agent == "paper":
         return ReferenceAgent(llm=llm, model=config.model, prompts=protocol.prompts, overrides=config.overrides)
+    if config.agent == "observer":
+        from ..sandboxing import make_sandbox, sandbox_limits
+
+        return ObserverAgent(
+            llm=llm, model=config.model, sandbox=make_sandbox(settings), limits=sandbox_limits(settings),
+            coder_model=getattr(settings, "coder_model", None), overrides=config.overrides,
+        )  # fmt: skip
     # The tools agent has no counterpart in the reference: it keeps this project's wording under either protocol.
     return AGENTS[config.agent](llm=llm, model=config.model, overrides=config.overrides)
 
@@ -471,6 +503,8 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
             if score.get("status") == "error":
                 reason = str(score["detail"].get("reason") or "no reason was recorded")
                 totals.score_errors.append((episode["method_id"], kind, reason))
+        if scores.get("task", {}).get("value") is not None:
+            totals.answers.append(scores["task"]["value"])
         if scores.get("judge", {}).get("value") is not None:
             totals.judge.append(scores["judge"]["value"])
         for kind, values in (("codematch", totals.codematch), ("direct", totals.direct)):
@@ -515,6 +549,12 @@ async def run_eval(
             fails, or the cluster has no worker left.
     """
     check_config(config)
+    if config.mode == "tasks":
+        if cluster is not None:
+            raise EvalError("task mode runs its episodes here: leave out --ray")
+        from .tasks import run_tasks
+
+        return await run_tasks(settings, config, scorer, on_progress)
     if cluster is not None and config.server:
         raise EvalError("--server and --ray do not mix: each Ray worker starts its own server; drop one of them")
     try:
@@ -628,9 +668,11 @@ class EpisodeHost:
             protocol = load_protocol(config.protocol, settings.data_dir)
         except PromptsError as exc:
             raise EvalError(str(exc)) from None
-        self._agent = _make_agent(config, self._llm, protocol)
+        self._agent = _make_agent(config, self._llm, protocol, settings)
         self._stack = contextlib.AsyncExitStack()
-        self._connect: Connect | None = None
+        if isinstance(self._agent, ObserverAgent):
+            self._stack.callback(self._agent.sandbox.close)
+        self._connect: ConnectTools | None = None
         self._server: Launched | None = None
 
     async def start(self, tools: Iterable[str] = ()) -> str:
@@ -662,16 +704,33 @@ class EpisodeHost:
                 self.url = self._server.url
             except LaunchError as exc:
                 raise EvalError(str(exc)) from None
-        self._connect = _episode_sessions(self.url, pool, TokenSigner(self._key), self.config.run, era)
+        self._connect = _scoped_sessions(self.url, pool, TokenSigner(self._key), self.config.run, era)
         return self.url
+
+    def session(self, tools: Iterable[str], key: str) -> contextlib.AbstractAsyncContextManager[ClientSession]:
+        """An MCP session labelled ``key``, under a session token scoped to ``tools`` (once started).
+
+        Raises:
+            EvalError: the host was not started.
+        """
+        if self._connect is None:
+            raise EvalError("the episode host was not started; call start() first")
+        return self._connect(tools, key)
+
+    @property
+    def llm(self) -> LLMClient:
+        """The agent's LLM client (closed with the host)."""
+        return self._llm
 
     async def play(self, method: Method, tool: str, attempt: int) -> EpisodeRecord:
         """Run one attempt of an episode (``play_episode``) against this host's server."""
         if self._connect is None:
             raise EvalError("the episode host was not started; call start() first")
+        connect = self._connect
         return await play_episode(
-            method, tool, attempt, self._connect, self.config, self._agent, self.scorer, self.store
-        )
+            method, tool, attempt, lambda tool, key: connect([tool], key), self.config, self._agent, self.scorer,
+            self.store,
+        )  # fmt: skip
 
     async def server_stopped(self) -> str | None:
         """How this host's own server stopped (its exit code or signal, its last error lines), or None while it
