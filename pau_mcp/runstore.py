@@ -798,17 +798,21 @@ class RunStore:
         examples its code writer was given, the initial examples included;
         otherwise ``[input, output]`` pairs of its counted calls), plus
         ``code`` and ``session``.
+
+        A run with episodes gives each episode's own submission only: an attempt that a killed process left
+        behind (its session was recorded, its ending never was) is no prediction of the run.
         """
         calls = self.calls(run_id)
+        episodes = self._query("SELECT submission_id, examples FROM episodes WHERE run_id = ?", (run_id,))
+        answered = {int(row["submission_id"]) for row in episodes if row["submission_id"] is not None}
         given = {
             int(row["submission_id"]): json.loads(row["examples"])
-            for row in self._query(
-                "SELECT submission_id, examples FROM episodes"
-                " WHERE run_id = ? AND examples IS NOT NULL AND submission_id IS NOT NULL",
-                (run_id,),
-            )
+            for row in episodes
+            if row["submission_id"] is not None and row["examples"] is not None
         }
         for submission in self.submissions(run_id):
+            if episodes and int(submission["id"]) not in answered:
+                continue
             seen = [
                 c for c in calls
                 if c["session_id"] == submission["session_id"] and c["method_id"] == submission["method_id"] and c["counted"]

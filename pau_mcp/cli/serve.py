@@ -362,7 +362,7 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
     try:
         exposed = service.catalog.find(tool)
         if exposed is None:
-            raise click.UsageError(f"no method {tool!r} in the served suites; see `pau-mcp methods`")
+            raise click.UsageError(_not_served(settings, tool, list(suites) or ["builtin"]))
         state = sessions.get(Credential("process", f"cli-{uuid.uuid4().hex[:12]}"))
         reply = anyio.run(service.call, state, exposed, {"args": literal})
     finally:
@@ -371,6 +371,25 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
         service.store.close()
     click.echo(reply.text)
     sys.exit(1 if reply.is_error or (reply.structured or {}).get("status") in REFUSED else 0)
+
+
+def _not_served(settings: Settings, tool: str, served: list[str]) -> str:
+    """Why ``call`` found no ``tool``: a method of a suite it does not serve names the ``--suite`` to add."""
+    suite = tool.split("/", 1)[0] if "/" in tool else ""
+    if suite and suite not in served:
+        try:
+            manifest_store(settings).method(tool)
+        except ManifestError:
+            pass
+        else:
+            return (
+                f"{tool!r} is a method of suite {suite!r}, which this command does not serve (it serves "
+                f"{', '.join(served)}): add --suite {suite}"
+            )
+    return (
+        f"no method {tool!r} in the served suites ({', '.join(served)}); see `pau-mcp methods` (add --suite SUITE for "
+        "another suite's)"
+    )
 
 
 @click.command()

@@ -18,6 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from ..llm import LLMClient
 from ..manifests import Method
 from ..rl.rollout import PlayRollout, RolloutConfig, RolloutError, RolloutProgress, RolloutRecord, play_rollout
@@ -66,8 +68,14 @@ class RolloutWorker:
         )
         self._runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
         critic = setup.config.critic
+        # The critic runs on the runtime's event loop: a client of its own, closed there (an SDK client belongs to
+        # the loop that made it).
+        critic_llm = LLMClient.from_settings(
+            settings, use_cache=setup.shipment.use_cache, env=setup.shipment.env, sample_scope=setup.config.run,
+            share_samples=setup.config.share_samples,
+        )  # fmt: skip
         self._critic = critic_for(
-            self._llm, critic["model"], critic["mode"], coder_model=critic.get("coder_model"),
+            critic_llm, critic["model"], critic["mode"], coder_model=critic.get("coder_model"),
             sandbox=self._runtime.sandbox,
         )  # fmt: skip
         return {"host": socket.gethostname(), "pid": os.getpid()}
@@ -87,6 +95,8 @@ class RolloutWorker:
         if self._llm is not None:
             await self._llm.aclose()
         if self._runtime is not None:
+            if self._critic is not None:  # on the runtime's loop, from a thread: this loop must not wait on it
+                await anyio.to_thread.run_sync(self._runtime.run, self._critic.aclose())
             self._runtime.close()
         if self._directory is not None:
             shutil.rmtree(self._directory, ignore_errors=True)

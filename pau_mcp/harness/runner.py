@@ -35,7 +35,7 @@ from ..prompts import PromptsError
 from ..protocol import DEFAULT_PROTOCOL, Protocol, load_protocol
 from ..runstore import EpisodeResult, RunStore, SessionRecord
 from ..scoring.records import record_scores
-from ..server.launch import LaunchError, http_server
+from ..server.launch import Launched, LaunchError, launched
 from ..server.sessions import label_problem
 from ..server.tokens import TokenSigner
 from .agents import AGENTS, Agent, AgentResult, ObserverAgent
@@ -136,9 +136,12 @@ class RunTotals:
         done: Episodes that finished.
         failed: Episodes whose latest attempt failed.
         judge: The judge ratings recorded.
-        codematch: Code-match fractions (the direct score where no code-match score was recorded).
-        tokens: Tokens the agents and the scorer's models spent, as recorded.
+        codematch: Code-match fractions (code written from the description).
+        direct: Direct-code fractions (code the agent submitted).
+        tokens: Tokens the agents spent, as recorded (what `pau-mcp report` counts).
         cost_usd: What they cost.
+        scoring_tokens: Tokens the scorer's models spent on the run's submissions.
+        scoring_cost_usd: What they cost.
         score_errors: Scores of finished episodes that could not be made (the judge's or code writer's model
             failed), as ``(method_id, kind, reason)``.
         answers: In task mode, 1.0 for each correct task and 0.0 for each wrong one.
@@ -149,8 +152,11 @@ class RunTotals:
     failed: int = 0
     judge: list[float] = field(default_factory=list)
     codematch: list[float] = field(default_factory=list)
+    direct: list[float] = field(default_factory=list)
     tokens: int = 0
     cost_usd: float = 0.0
+    scoring_tokens: int = 0
+    scoring_cost_usd: float = 0.0
     score_errors: list[tuple[str, str, str]] = field(default_factory=list)
     answers: list[float] = field(default_factory=list)
 
@@ -178,6 +184,7 @@ class RunProgress:
     cost_usd: float = 0.0
     judge: list[float] = field(default_factory=list)
     codematch: list[float] = field(default_factory=list)
+    direct: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     workers: int = 0
     rerun: int = 0
@@ -402,8 +409,10 @@ def _count(progress: RunProgress, record: EpisodeRecord) -> None:
         progress.answers.append(values["task"])  # type: ignore[arg-type]
     if values.get("judge") is not None:
         progress.judge.append(values["judge"])  # type: ignore[arg-type]
-    if values.get("codematch") is not None or values.get("direct") is not None:
-        progress.codematch.append(values.get("codematch") if values.get("codematch") is not None else values["direct"])  # type: ignore[arg-type]
+    if values.get("codematch") is not None:
+        progress.codematch.append(values["codematch"])  # type: ignore[arg-type]
+    if values.get("direct") is not None:
+        progress.direct.append(values["direct"])  # type: ignore[arg-type]
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -486,8 +495,8 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
         scores = episode["scores"]
         for score in scores.values():
             usage = score["detail"].get("usage") or {}
-            totals.tokens += int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
-            totals.cost_usd += float(score["detail"].get("cost_usd") or 0.0)
+            totals.scoring_tokens += int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+            totals.scoring_cost_usd += float(score["detail"].get("cost_usd") or 0.0)
         if episode["state"] != "done":
             continue
         for kind, score in scores.items():
@@ -498,10 +507,9 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
             totals.answers.append(scores["task"]["value"])
         if scores.get("judge", {}).get("value") is not None:
             totals.judge.append(scores["judge"]["value"])
-        for kind in ("codematch", "direct"):
+        for kind, values in (("codematch", totals.codematch), ("direct", totals.direct)):
             if scores.get(kind, {}).get("value") is not None:
-                totals.codematch.append(scores[kind]["value"])
-                break
+                values.append(scores[kind]["value"])
     return totals
 
 
@@ -665,6 +673,7 @@ class EpisodeHost:
         if isinstance(self._agent, ObserverAgent):
             self._stack.callback(self._agent.sandbox.close)
         self._connect: ConnectTools | None = None
+        self._server: Launched | None = None
 
     async def start(self, tools: Iterable[str] = ()) -> str:
         """Start this run's own server (or check ``--server`` offers ``tools``); returns its URL.
@@ -691,7 +700,8 @@ class EpisodeHost:
                 if isinstance(self.store.path, str):  # a PostgreSQL URL may hold a password too
                     child_env["PAU_MCP_DB"] = self.store.path
                 args = _server_args(self.store.path, self.config, secrets.token_urlsafe(24), self.settings)
-                self.url = self._stack.enter_context(http_server(args, env=child_env))
+                self._server = self._stack.enter_context(launched(args, env=child_env))
+                self.url = self._server.url
             except LaunchError as exc:
                 raise EvalError(str(exc)) from None
         self._connect = _scoped_sessions(self.url, pool, TokenSigner(self._key), self.config.run, era)
@@ -722,9 +732,42 @@ class EpisodeHost:
             self.store,
         )  # fmt: skip
 
+    async def server_stopped(self) -> str | None:
+        """How this host's own server stopped (its exit code or signal, its last error lines), or None while it
+        runs or when the host uses ``--server``.
+
+        A server on its way out closes its sockets before it has exited: a connection refused on its port means it
+        is going, and its exit is waited for (a few seconds at most) to say how it ended.
+        """
+        server = self._server
+        if server is None:
+            return None
+        stopped = server.stopped()
+        if stopped is None and not await _listening(server.url):
+            stopped = await anyio.to_thread.run_sync(server.stopped, 5.0)
+            if stopped is None:
+                return "it stopped accepting connections"
+        return stopped
+
     async def close(self) -> None:
         """Stop the server (if started here) and close the clients."""
         await self._stack.aclose()
+
+
+async def _listening(url: str) -> bool:
+    """Whether something accepts TCP connections at ``url``'s host and port (a refused connection: nothing)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        with anyio.fail_after(5):
+            stream = await anyio.connect_tcp(parts.hostname or "127.0.0.1", parts.port or 80)
+    except OSError:
+        return False
+    except TimeoutError:
+        return True  # busy, not gone
+    await stream.aclose()
+    return True
 
 
 @contextlib.asynccontextmanager
@@ -733,9 +776,22 @@ async def _local_episodes(
 ) -> AsyncIterator[Play]:
     """Episodes played in this process."""
     host = EpisodeHost(settings, config, scorer, store, deployment_key)
+
+    async def play(method: Method, tool: str, attempt: int) -> EpisodeRecord:
+        record = await host.play(method, tool, attempt)
+        if record.result.state == "failed":
+            stopped = await host.server_stopped()
+            if stopped is not None:  # the ending says nothing about the episode: it stays open, as do the rest
+                raise EvalError(
+                    f"the MCP server this run started has stopped ({stopped}), so the run stops here: the episodes "
+                    "it cut short and those not yet played are left open, none recorded as failed. Run the same "
+                    "command again to resume the run (finished episodes are kept)"
+                )
+        return record
+
     try:
         await host.start(tools)
-        yield host.play
+        yield play
     finally:
         await host.close()
 

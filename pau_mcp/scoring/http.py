@@ -363,7 +363,8 @@ def create_app(
         if not _is_json(request.headers.get("content-type")):
             return _error(
                 415,
-                "send the body as JSON with Content-Type: application/json",
+                "send the body as JSON with Content-Type: application/json (curl: -H 'Content-Type: "
+                "application/json', or --json)",
                 headers={"Accept-Post": "application/json"},
             )
         try:

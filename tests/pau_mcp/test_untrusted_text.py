@@ -26,6 +26,7 @@ from pau_mcp.creation.sources import _python_blocks
 from pau_mcp.grammar import read_input, read_reflection, visible_text
 from pau_mcp.harness.failures import parse_label
 from pau_mcp.harness.plots import _wrap
+from pau_mcp.harness.render import _NUMBER
 from pau_mcp.llm.replies import split_thinking
 from pau_mcp.manifests import placeholders
 from pau_mcp.manifests.importers.codearc import _printed
@@ -213,6 +214,10 @@ CASES = [
     # Report labels (run and model names).
     Case("wrap: one long word", _wrap, lambda n: _times("a", n)),
     Case("wrap: separators only", _wrap, lambda n: _times("-", n)),
+    # A report's cells (run names a client chose, model names) read as numbers or not, for the HTML page's alignment.
+    Case("html_number: digits that end in a letter", _NUMBER.fullmatch, lambda n: _times("1", n, "", "x")),
+    Case("html_number: digit groups that never end", _NUMBER.fullmatch, lambda n: _times("1,", n, "", ".x")),
+    Case("html_number: a fraction that ends in a letter", _NUMBER.fullmatch, lambda n: _times("1", n, "0.", "%x")),
 ]
 
 
@@ -310,6 +315,7 @@ PATTERNS: dict[tuple[str, str], tuple[str, ...] | str] = {
     ("pau_mcp/server/wire.py", r'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,256}")'): ("oversized",),
     ("wasm_runtime/_guest_outcome.py", r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]'): ("nests_deeper_than",),
     ("pau_mcp/harness/plots.py", r"[^-_./ ]*[-_./ ]*"): ("wrap",),
+    ("pau_mcp/harness/render.py", r"[-+]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:%|/\d+)?(?: \*)?|n/a|"): ("html_number",),
     ("pau_mcp/harness/runner.py", r"[^A-Za-z0-9_.-]+"): _OPERATOR + ": a run's default name",
     ("pau_mcp/cli/rl.py", r"[^A-Za-z0-9_.-]+"): _OPERATOR + ": a run's default name",
     ("pau_mcp/inspect_task.py", r"\s+"): "one repeat of one class: linear by construction",
