@@ -775,14 +775,28 @@ class RunStore:
         )
         return [dict(row) for row in rows]
 
-    def submissions(self, run_id: int) -> list[dict[str, Any]]:
-        """Every submission of a run, in order, with its session key."""
+    def submissions(self, run_id: int, answers_only: bool = False) -> list[dict[str, Any]]:
+        """Every submission of a run, in order, with its session key.
+
+        Args:
+            run_id: The run.
+            answers_only: Only the run's answers: for a run with episodes, each episode's own submission (an
+                attempt a killed process left behind recorded its session, never its ending, and answers nothing);
+                a run without episodes (a server's) answers with all of them.
+        """
         rows = self._query(
             "SELECT u.*, s.key AS session_key FROM submissions u JOIN sessions s ON u.session_id = s.id"
             " WHERE s.run_id = ? ORDER BY u.id",
             (run_id,),
         )
-        return [dict(row) for row in rows]
+        found = [dict(row) for row in rows]
+        if not answers_only:
+            return found
+        episodes = self._query("SELECT submission_id FROM episodes WHERE run_id = ?", (run_id,))
+        if not episodes:
+            return found
+        answered = {int(row["submission_id"]) for row in episodes if row["submission_id"] is not None}
+        return [s for s in found if int(s["id"]) in answered]
 
     def scores(self, submission_id: int) -> list[dict[str, Any]]:
         """Every score of a submission, latest last."""
@@ -804,15 +818,12 @@ class RunStore:
         """
         calls = self.calls(run_id)
         episodes = self._query("SELECT submission_id, examples FROM episodes WHERE run_id = ?", (run_id,))
-        answered = {int(row["submission_id"]) for row in episodes if row["submission_id"] is not None}
         given = {
             int(row["submission_id"]): json.loads(row["examples"])
             for row in episodes
             if row["submission_id"] is not None and row["examples"] is not None
         }
-        for submission in self.submissions(run_id):
-            if episodes and int(submission["id"]) not in answered:
-                continue
+        for submission in self.submissions(run_id, answers_only=True):
             seen = [
                 c for c in calls
                 if c["session_id"] == submission["session_id"] and c["method_id"] == submission["method_id"] and c["counted"]

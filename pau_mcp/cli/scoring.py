@@ -269,7 +269,7 @@ def _items(store: RunStore, run_id: int, kind: str, manifests: Any, reference: b
         if call["counted"]:
             calls.setdefault((call["session_id"], call["method_id"]), []).append(call)
     items = []
-    for submission in store.submissions(run_id):
+    for submission in store.submissions(run_id, answers_only=True):  # not an attempt a kill cut short
         episode = episodes.get(int(submission["id"]))
         if episode is not None and episode.get("examples") is not None:
             examples = [tuple(str(part) for part in e) for e in episode["examples"]]

@@ -177,3 +177,22 @@ def test_a_session_moves_between_stores_on_different_databases(store_at, tmp_pat
     assert without_ids(again.submissions) == without_ids(record.submissions)
     assert without_ids(again.scores) == without_ids(record.scores)
     assert list(store.predictions(run_id)) == list(worker.predictions(worker.run_id("r")))
+
+
+def test_rescoring_a_resumed_run_scores_its_answers_not_an_attempt_a_kill_cut_short(store_at):
+    from pau_command import run_pau
+
+    store, run_id = _driver(store_at)
+    store.start_episode(run_id, "builtin/b001")
+    cut_short = _worker_episode(store, "r", "r/builtin/b001/1", "builtin/b001")  # submitted, then kill -9
+    store.start_episode(run_id, "builtin/b001")
+    again = _worker_episode(store, "r", "r/builtin/b001/2", "builtin/b001")
+    store.finish_episode(run_id, "builtin/b001", _result(again, "r/builtin/b001/2"))
+    before = {s["id"]: len(store.scores(s["id"])) for s in store.submissions(run_id)}
+
+    scored = run_pau("score", "r", "--scores", "direct", "--db", str(store_at("driver")))
+
+    assert scored.returncode == 0, scored.stdout + scored.stderr
+    after = {s["id"]: len(store.scores(s["id"])) for s in store.submissions(run_id)}
+    assert after[again] == before[again] + 1  # the resumed attempt's answer is scored again
+    assert after[cut_short] == before[cut_short]  # the killed attempt's submission is no answer of the run
