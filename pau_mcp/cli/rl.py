@@ -174,10 +174,11 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     with kill -9) and running the same command again finishes the run: no episode is lost or done twice. With --ray,
     Ray workers run the episodes (each with its own sandbox and critic) and this process alone writes the store.
     """
-    from ..llm import LLMClient, LLMError
+    from ..assembly import rollout_parts
+    from ..llm import LLMError
     from ..manifests import ManifestError
-    from ..rl import EnvConfig, RewardConfig, Runtime, critic_for
-    from ..rl.rollout import RolloutConfig, RolloutError, run_rollout, write_trajectories
+    from ..rl import EnvConfig, RewardConfig
+    from ..rl.rollout import LocalRollouts, RolloutConfig, RolloutError, run_rollout, write_trajectories
 
     settings = settings_from(values)
     show_llm_notices()
@@ -230,21 +231,22 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         env=env_config, answer_aware=answer_aware, temperature=temperature, max_tokens=max_tokens,
         concurrency=concurrency, retry_failed=retry_failed, share_samples=share_samples, examples=settings.examples,
     )  # fmt: skip
-    llm = LLMClient.from_settings(settings, use_cache=not no_cache, sample_scope=run, share_samples=share_samples)
+    # The parts of a local rollout; their sandbox is made on first use, so a rollout on Ray makes none.
+    parts = rollout_parts(settings, config, use_cache=not no_cache)
     try:
-        llm.check(model)
-        llm.check(critic_model)
+        parts.llm.check(model)
+        parts.llm.check(critic_model)
         if critic_identity["coder_model"]:
-            llm.check(critic_identity["coder_model"])
+            parts.llm.check(critic_identity["coder_model"])
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None
     cluster = connect_cluster(ray_address, ray_workers)
-    runtime = critic = None
     if cluster is None:
-        runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
-        critic = critic_for(
-            llm, critic_model, critic_mode, coder_model=critic_identity["coder_model"], sandbox=runtime.sandbox
-        )
+        source: Any = LocalRollouts(config, parts.llm, parts.critic, parts.runtime)
+    else:
+        from ..distributed.rollouts import RayRollouts
+
+        source = RayRollouts(cluster, settings, config, use_cache=not no_cache)
     store = run_store(settings)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err) as bar:
@@ -258,19 +260,15 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
 
         async def main():  # type: ignore[no-untyped-def]
             try:
-                return await run_rollout(
-                    store, methods, config, llm, critic, runtime, show, cluster=cluster, settings=settings
-                )
+                return await run_rollout(store, methods, config, source, show)
             finally:
-                await llm.aclose()
+                await parts.aclose()
 
         try:
             progress = eventloop.run(main)
         except (RolloutError, LLMError) as exc:
             raise click.ClickException(str(exc)) from None
         finally:
-            if runtime is not None:
-                runtime.close()
             if cluster is not None:
                 cluster.close()
     target = out_dir or settings.data_dir / "rl" / run

@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from wasm_runtime import Limits, Sandbox
+from wasm_runtime import Limits
 
 from ..config import Settings
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
@@ -146,7 +146,7 @@ class Scorer:
     def __init__(
         self,
         manifests: ManifestStore,
-        sandbox: Sandbox,
+        sandbox: AnySandbox,
         llm: LLMClient | None = None,
         *,
         judge_model: str | None = None,

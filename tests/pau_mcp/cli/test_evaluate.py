@@ -168,3 +168,39 @@ def test_a_second_run_sampling_at_a_temperature_above_zero_samples_afresh_unless
         assert all(body["temperature"] == 0.8 for body in fake.requests)
         assert _served(fake, tmp_path, "--run", "c", "--share-samples", *hot).exit_code == 0
         assert len(fake.requests) == 2 * asked  # asked for: run c replays the first samples drawn (run a's)
+
+
+# -- the run's own server gets the run's settings ----------------------------------------------------------------
+
+
+def _hungry_suite(sandbox, root: Path) -> Path:
+    """A suite of two methods only generous limits let run: one takes 300 MiB, one returns 100 KiB."""
+    from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
+    from pau_mcp.manifests.checks import freeze_method
+
+    suite = Suite.create(root, SuiteInfo(name="hungry"))
+    for name, body in (("memory", "len(bytearray(300 * 1024 * 1024))"), ("output", "'a' * (100 * 1024)")):
+        method = Method(
+            id=f"hungry/{name}", header="def test_func(arg0):", params=["arg0"],
+            source=f"def test_func(arg0):\n    return {body}\n", description=f"Needs {name}.",
+            examples=[Case(input="(0,)")], tests=[Case(input="(1,)")], provenance=Provenance(dataset="test"),
+            tags=Tags(arity=1),
+        )  # fmt: skip
+        suite.save(freeze_method(method, sandbox))
+    return root
+
+
+def test_the_limits_given_to_eval_are_the_limits_of_the_runs_own_server(tmp_path, sandbox):
+    manifests = _hungry_suite(sandbox, tmp_path / "suites")
+    args = ("--agent", "probe", "--suite", "hungry", "--manifests", str(manifests), "--budget", "1", "--no-score")
+    generous = ("--timeout", "7", "--memory-mb", "512", "--max-output-kb", "128")
+    # (The probe's submission quotes the long output, which submit refuses: only the calls matter here.)
+    _eval(tmp_path, *args, *generous, "--run", "generous")
+    _eval(tmp_path, *args, "--run", "default")
+
+    store = RunStore(tmp_path / "runs.db")
+    ran = {
+        run: {c["method_id"]: c["status"] for c in store.calls(store.run_id(run))} for run in ("generous", "default")
+    }
+    assert ran["generous"] == {"hungry/memory": "ok", "hungry/output": "ok"}
+    assert ran["default"] == {"hungry/memory": "memory", "hungry/output": "output_limit"}
