@@ -29,7 +29,9 @@ import ast
 import re
 from dataclasses import dataclass
 
-__all__ = ["MAX_LITERAL_CHARS", "MAX_READ_CHARS", "Reflection", "read_input", "read_reflection", "visible_text"]
+__all__ = [
+    "MAX_LITERAL_CHARS", "MAX_READ_CHARS", "Reflection", "read_input", "read_inputs", "read_reflection", "visible_text",
+]  # fmt: skip
 
 #: The longest tail of a reply that is read (a step's reply is a few hundred tokens; a flood is cut here first).
 MAX_READ_CHARS = 64 * 1024
@@ -131,6 +133,40 @@ def read_input(reply: str, arity: int | None = None) -> str | None:
         if found:
             return found
     return None
+
+
+def read_inputs(reply: str, arity: int | None = None, limit: int = 10) -> list[str]:
+    """Every argument literal a reply gives on its ``INPUT:`` lines, in order, at most ``limit`` (the observer asks
+    for a round of inputs at once); each is read as ``read_input`` reads its last one. Without any ``INPUT:`` line,
+    the lines that read as the function's arguments.
+
+    Linear in the reply: each marker looks only at its own lines (``_following`` stops at the next marker), only the
+    capped tail is read, and reading stops at ``limit``.
+    """
+    lines = _lines(reply)
+    found: list[str] = []
+    for index, line in enumerate(lines):
+        if len(found) >= limit:
+            return found
+        marked = _marker(line)
+        if marked is None or marked[0] != "input":
+            continue
+        written = _unquoted(marked[1])
+        if not written or _is_fence(marked[1]):
+            written = _following(lines, index + 1)
+        if written:
+            found.append(_leading_arguments(written, arity) or written)
+    if found:
+        return found
+    for line in lines:
+        if len(found) >= limit:
+            break
+        if _is_fence(line):
+            continue
+        literal = _as_arguments(_unquoted(line.strip().strip("*->").strip()), arity)
+        if literal:
+            found.append(literal)
+    return found
 
 
 def _following(lines: list[str], start: int) -> str:

@@ -33,6 +33,8 @@ _LONG_UNITS = [
     "tests/wasm_runtime/test_sandbox_contract.py",
     "tests/wasm_runtime/test_build.py",
     "tests/pau_mcp/harness/test_agents.py",
+    "tests/pau_mcp/harness/test_task_mode.py",
+    "tests/pau_mcp/harness/test_observer.py",
     "tests/pau_mcp/harness/test_report_every_score.py",
     "tests/pau_mcp/manifests/test_packaged_suites.py",
     "tests/pau_mcp/server/test_tokens.py",

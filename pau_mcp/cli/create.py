@@ -1,4 +1,5 @@
-"""``pau-mcp create SOURCE`` and ``pau-mcp create --variants-of SUITE``: new suites, and variants of a suite's methods.
+"""``pau-mcp create SOURCE``, ``pau-mcp create --variants-of SUITE`` and ``pau-mcp create --tasks-for SUITE``: new
+suites, variants of a suite's methods, and tasks over a suite's methods.
 
 Exit 0 when a suite was written (refused functions are listed with their reasons), 1 when nothing was kept, the
 source could not be read or a model could not be used at all (what was decided is kept: the same command goes on
@@ -35,6 +36,26 @@ _DATASETS = ("cruxeval", "mbpp", "humaneval", "code-alpaca", "magicoder")
     "without it the dataset is loaded from the Hugging Face hub.",
 )
 @click.option("--variants-of", "variants_of", metavar="SUITE", help="Make variants of this suite's methods instead.")
+@click.option(
+    "--tasks-for",
+    "tasks_for",
+    metavar="SUITE",
+    help="Make tasks for this suite instead: questions whose answers chain calls of its methods, drawn from their "
+    "hidden tests (the suite must be in a --manifests directory).",
+)
+@click.option(
+    "--hops",
+    default="1,2,3",
+    show_default=True,
+    help="With --tasks-for: the chain lengths wanted, comma-separated (1 to 5).",
+)
+@click.option(
+    "--tasks-per-hop",
+    type=click.IntRange(1, 1000),
+    default=5,
+    show_default=True,
+    help="With --tasks-for: tasks wanted of each length.",
+)
 @click.option(
     "--model", required=True, help="The model that writes validators, inputs and descriptions (provider/model)."
 )
@@ -109,7 +130,8 @@ _DATASETS = ("cruxeval", "mbpp", "humaneval", "code-alpaca", "magicoder")
     "model_capabilities", "llm_timeout_s", "llm_concurrency", "llm_retries",
 )  # fmt: skip
 def create(
-    source: str | None, from_path: Path | None, variants_of: str | None, model: str, suite: str | None,
+    source: str | None, from_path: Path | None, variants_of: str | None, tasks_for: str | None, hops: str,
+    tasks_per_hop: int, model: str, suite: str | None,
     split: str | None, gold: str, gold_min_match: float, examples: int, min_tests: int, max_tests: int, asked: int,
     no_validator: bool, changes: tuple[str, ...], per_method: int, tries: int, limit: int | None, seed: int,
     state_path: Path | None, restart: bool, replace: bool, no_cache: bool, as_json: bool, **values: Any,
@@ -128,6 +150,11 @@ def create(
     from ..manifests import ManifestError
     from ..manifests.importers import DatasetUnavailable, ImportTargetError
 
+    if tasks_for is not None:
+        if source is not None or variants_of is not None:
+            raise click.UsageError("--tasks-for makes tasks for an existing suite: give no SOURCE and no --variants-of")
+        _create_tasks(tasks_for, hops, tasks_per_hop, model, seed, replace, no_cache, as_json, values)
+        return
     if (source is None) == (variants_of is None):
         raise click.UsageError("give a SOURCE (a dataset or a .py file or folder) or --variants-of SUITE, not both")
     if from_path is not None and source not in _DATASETS:
@@ -203,6 +230,72 @@ def create(
         err.print(
             f"[yellow]no price for {', '.join(report.unpriced)}: add it to a copy of pricing.json (--pricing)[/yellow]"
         )
+    sys.exit(0 if report.wrote else 1)
+
+
+def _create_tasks(
+    suite: str, hops: str, per_hop: int, model: str, seed: int, replace: bool, no_cache: bool, as_json: bool,
+    values: dict[str, Any],
+) -> None:  # fmt: skip
+    """``create --tasks-for SUITE``: tasks drawn from the suite's tests, questions by ``model``, answers frozen."""
+    from ..creation.tasks import TaskOptions, create_tasks
+    from ..llm import LLMClient, LLMError
+    from ..manifests import MAX_TASK_STEPS, ManifestError
+
+    try:
+        lengths = tuple(sorted({int(part) for part in hops.split(",") if part.strip()}))
+    except ValueError:
+        raise click.UsageError(f"--hops {hops}: give chain lengths as numbers, e.g. 1,2,3") from None
+    if not lengths or not all(1 <= n <= MAX_TASK_STEPS for n in lengths):
+        raise click.UsageError(f"--hops {hops}: each chain length is from 1 to {MAX_TASK_STEPS}")
+    settings = settings_from(values)
+    store = manifest_store(settings)
+    try:
+        where = store.suite(suite).path.parent.resolve()
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not any(Path(root).expanduser().resolve() == where for root in store.extra_dirs):
+        raise click.UsageError(
+            f"suite {suite!r} is part of the pau-mcp installation ({where}) and is not rewritten in place: copy it "
+            f"(cp -r {where / suite} DIR/) and pass --manifests DIR"
+        )
+    try:
+        llm = LLMClient.from_settings(settings, use_cache=not no_cache)
+        llm.check(model)
+    except LLMError as exc:
+        raise click.UsageError(str(exc)) from None
+    options = TaskOptions(model=model, hops=lengths, per_hop=per_hop, seed=seed, limits=sandbox_limits(settings))
+    sandbox = make_sandbox(settings, progress=step_printer())
+
+    async def main() -> Any:
+        try:
+            return await create_tasks(
+                suite,
+                llm=llm,
+                sandbox=sandbox,
+                store=store,
+                options=options,
+                replace=replace,
+                progress=step_printer(),  # type: ignore[arg-type]
+            )
+        finally:
+            await llm.aclose()
+
+    try:
+        report = eventloop.run(main)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    except LLMError as exc:
+        raise click.ClickException(
+            f"{exc}\nRun the same command again: the questions asked so far are cached."
+        ) from None
+    finally:
+        sandbox.close()
+    if as_json:
+        click.echo(json.dumps({"suite": report.suite, "made": report.made, "refused": report.refused,
+                               "short": report.short}, indent=2))  # fmt: skip
+    else:
+        click.echo("\n".join(report.lines()))
     sys.exit(0 if report.wrote else 1)
 
 

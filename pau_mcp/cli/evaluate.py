@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -69,17 +70,29 @@ def connect_cluster(address: str | None, workers: int | None):  # type: ignore[n
 @click.option("--suite", default="builtin", show_default=True, help="Suite to evaluate.")
 @click.option(
     "--agent",
-    type=click.Choice(["paper", "tools", "probe"]),
+    type=click.Choice(["paper", "tools", "probe", "observer"]),
     default="paper",
     show_default=True,
-    help="paper: reason/act/reflect loop; tools: native function calling; probe: no LLM (the floor).",
+    help="paper: reason/act/reflect loop; tools: native function calling; probe: no LLM (the floor); observer: "
+    "checks its own description by running code written from it (--coder-model, else --model) beside the hidden "
+    "function on fresh inputs, and revises until they agree.",
 )
 @click.option(
     "--mode",
-    type=click.Choice(["interactive", "incontext"]),
+    type=click.Choice(["interactive", "incontext", "tasks"]),
     default="interactive",
     show_default=True,
-    help="interactive: the agent queries the function; incontext: the initial examples only.",
+    help="interactive: the agent queries the function; incontext: the initial examples only; tasks: the agent "
+    "answers the suite's tasks with its tools (native tool calling), documented as --docs says.",
+)
+@click.option(
+    "--docs",
+    default="examples",
+    show_default=True,
+    metavar="SOURCE",
+    help="With --mode tasks, what the tools are documented with: examples (header and initial examples), none "
+    "(header only), a run name or a file from `pau-mcp export docs` (an explorer's final descriptions), or gold "
+    "(the gold descriptions; only when you ask).",
 )
 @click.option(
     "--concurrency",
@@ -112,9 +125,10 @@ def connect_cluster(address: str | None, workers: int | None):  # type: ignore[n
 )
 @ray_options
 @options(*_EVAL_SETTINGS)
-def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, limit: int, method_ids: tuple[str, ...],
-             run_name: str | None, server: str | None, no_score: bool, no_cache: bool, share_samples: bool,
-             retry_failed: bool, ray_address: str | None, ray_workers: int | None, **values: object) -> None:  # fmt: skip
+def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurrency: int, limit: int,
+             method_ids: tuple[str, ...], run_name: str | None, server: str | None, no_score: bool, no_cache: bool,
+             share_samples: bool, retry_failed: bool, ray_address: str | None, ray_workers: int | None,
+             **values: object) -> None:  # fmt: skip
     """Run an agent over a suite through the MCP server, submit, score, and store every trajectory.
 
     Killing it (even with kill -9) and running the same command again finishes the run: no episode is lost or done twice.
@@ -128,11 +142,23 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
     show_llm_notices()
     if ray_address is not None and server:
         raise click.UsageError("--server and --ray do not mix: each Ray worker starts its own server; drop one")
+    if mode == "tasks":
+        if (
+            click.get_current_context().get_parameter_source("agent") is ParameterSource.COMMANDLINE
+            and agent != "tools"
+        ):
+            raise click.UsageError(
+                "--mode tasks is answered by native tool calling (the tools agent): leave --agent out"
+            )
+        agent = "tools"
+    elif docs != "examples":
+        raise click.UsageError("--docs documents the tools for --mode tasks; add --mode tasks")
+    name = run_name or default_name(suite, agent, mode if mode != "tasks" else f"tasks-{docs}", model)
     config = EvalConfig(
-        run=run_name or default_name(suite, agent, mode, model), model=model, suite=suite, agent=agent, mode=mode,
+        run=name, model=model, suite=suite, agent=agent, mode=mode,
         budget=settings.budget, concurrency=concurrency, limit=limit, methods=tuple(method_ids), server=server,
         score=not no_score, kinds=score_kinds(settings), retry_failed=retry_failed, overrides=overrides_of(settings),
-        protocol=settings.protocol, cache=not no_cache, share_samples=share_samples, examples=settings.examples,
+        protocol=settings.protocol, cache=not no_cache, share_samples=share_samples, examples=settings.examples, docs=docs,
     )  # fmt: skip
     check_configs([config])
     _check_suite(settings, config)
@@ -165,13 +191,18 @@ def evaluate(model: str, suite: str, agent: str, mode: str, concurrency: int, li
 
 
 def _check_suite(settings, config) -> None:  # type: ignore[no-untyped-def]
-    """An unknown or broken suite ends the command in one line, before the sandbox starts."""
-    from ..harness.runner import planned_methods
+    """An unknown or broken suite (in task mode, one without frozen tasks) ends the command in one line, before the
+    models are asked and the sandbox starts."""
+    from ..harness.runner import EvalError, planned_methods
     from ..manifests import ManifestError
 
     try:
         planned_methods(settings, config)
-    except ManifestError as exc:
+        if config.mode == "tasks":
+            from ..harness.tasks import planned_tasks
+
+            planned_tasks(settings, config)
+    except (ManifestError, EvalError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
@@ -211,7 +242,9 @@ def check_models(settings, configs) -> None:  # type: ignore[no-untyped-def]
     for config in configs:
         if config.agent != "probe" and config.model:
             models.append(config.model)
-        if config.score:
+        if config.agent == "observer" and settings.coder_model:
+            models.append(settings.coder_model)
+        if config.score and config.mode != "tasks":  # a task's answer is checked with no model
             models += [m for m in (settings.judge_model, settings.coder_model) if m]
     models = list(dict.fromkeys(models))
     if not models:
@@ -233,6 +266,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
     """
     from ..assembly import run_scorer
     from ..harness.runner import run_eval
+    from ..harness.tasks import run_tasks
     from ..llm import LLMNotConfigured
     from ..prompts import PromptsError
     from ..protocol import load_protocol
@@ -245,6 +279,8 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
     if no_cache:
         config = replace(config, cache=False)  # the agent's model too, not only the scorer's
     scorer = sandbox = source = None
+    if cluster is not None and config.mode == "tasks":
+        raise click.ClickException("task mode runs its episodes here: leave out --ray")
     if cluster is not None:
         from ..distributed.evaluation import RayEpisodes
 
@@ -260,7 +296,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
             settings, sandbox, run=config.run, share_samples=config.share_samples, use_cache=not no_cache,
             protocol=protocol,
         )  # fmt: skip
-    if note and config.score and len(config.kinds) < 3:
+    if note and config.score and len(config.kinds) < 3 and config.mode != "tasks":
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -275,6 +311,8 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
 
         async def main():  # type: ignore[no-untyped-def]
             try:
+                if config.mode == "tasks":
+                    return await run_tasks(settings, config, scorer, show)
                 return await run_eval(settings, config, scorer, show, source=source)
             finally:
                 if scorer is not None:
@@ -305,6 +343,7 @@ def summary(run: str, progress, on_ray: bool = False) -> list[str]:  # type: ign
         tokens, cost = progress.input_tokens + progress.output_tokens, progress.cost_usd
     else:
         judges, matches, tokens, cost = whole.judge, whole.codematch, whole.tokens, whole.cost_usd
+    answers = whole.answers if whole is not None else progress.answers
     judge = f"{sum(judges) / len(judges):.2f}" if judges else "n/a"
     match = f"{sum(matches) / len(matches):.3f}" if matches else "n/a"
     now = f"{progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed now"
@@ -313,7 +352,12 @@ def summary(run: str, progress, on_ray: bool = False) -> list[str]:  # type: ign
         errors = len(whole.score_errors)
         unscored = f", {errors} score{'s' * (errors != 1)} could not be made" if errors else ""
         now += f"; whole run: {whole.episodes} episodes, {whole.done} done, {whole.failed} failed{unfinished}{unscored}"
-    lines = [f"run {run}: {now}; mean judge {judge}, mean code match {match}; {tokens:,} tokens, ${cost:.4f}"]
+    if answers:
+        correct = sum(1 for a in answers if a >= 1)
+        scores = f"task accuracy {correct / len(answers):.3f} ({correct} of {len(answers)} correct)"
+    else:
+        scores = f"mean judge {judge}, mean code match {match}"
+    lines = [f"run {run}: {now}; {scores}; {tokens:,} tokens, ${cost:.4f}"]
     if on_ray:
         lines.append(
             f"on Ray: episodes played by {progress.workers} worker{'' if progress.workers == 1 else 's'}; "

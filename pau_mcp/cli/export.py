@@ -1,7 +1,9 @@
-"""``pau-mcp export sft``: the paper's SFT baselines as chat datasets from recorded runs."""
+"""``pau-mcp export sft`` (the paper's SFT baselines as chat datasets) and ``pau-mcp export docs`` (an explorer's
+final descriptions as tool documentation), from recorded runs."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -14,7 +16,7 @@ __all__ = ["export"]
 
 @click.group()
 def export() -> None:
-    """Datasets from recorded runs."""
+    """Datasets and tool documentation from recorded runs."""
 
 
 @export.command("sft")
@@ -56,4 +58,45 @@ def sft(runs: tuple[str, ...], kind: str, out_dir: Path, min_score: float, step_
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(report.skipped.items())) or "none"
     click.echo(
         f"wrote {report.examples} examples from {report.episodes} episodes to {report.path} (skipped: {skipped})"
+    )
+
+
+@export.command("docs")
+@click.argument("run")
+@click.option(
+    "-o", "--out", "output", type=click.Path(dir_okay=False, path_type=Path), help="Write here instead of stdout."
+)
+@click.option(
+    "--format",
+    "form",
+    type=click.Choice(["json", "markdown"]),
+    default="json",
+    show_default=True,
+    help="json: the file `pau-mcp serve --docs FILE` and `eval --docs FILE` read; markdown: for people.",
+)
+@options("manifests", "db", "data_dir")
+def docs(run: str, output: Path | None, form: str, **values: object) -> None:
+    """Write each method's final description in RUN as tool documentation.
+
+    The same documentation is served, with no file, by `pau-mcp serve --docs RUN`; the file carries it to another
+    machine. Methods whose episode failed or whose agent gave no description are listed under "skipped".
+    """
+    from ..documentation import DocsError, docs_document, docs_json, docs_markdown
+
+    settings = settings_from(values)
+    try:
+        document = docs_document(run_store(settings), manifest_store(settings), run)
+    except DocsError as exc:
+        raise click.ClickException(str(exc)) from None
+    text = docs_json(document) if form == "json" else docs_markdown(document)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+    skipped = len(document["skipped"])
+    note = f", {skipped} without documentation" + (' (listed under "skipped")' if form == "json" else "")
+    where = f"; written to {output}" if output else ""
+    count = len(document["methods"])
+    click.echo(
+        f"{count} method{'s' * (count != 1)} documented from run {run}{note if skipped else ''}{where}", err=True
     )

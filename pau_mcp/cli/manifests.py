@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..config import SettingsError, options
 from ..manifests import ManifestError, ManifestStore, Method, call_text, dump_method, tool_name
-from ..manifests.checks import check_methods, freeze_methods
+from ..manifests.checks import check_methods, check_task, freeze_methods, freeze_task
 from ..manifests.store import load_method, packaged_manifests
 from .common import bar, err, make_sandbox, manifest_store, settings_from, step_printer
 
@@ -55,7 +55,7 @@ def list_(suites: tuple[str, ...], as_json: bool, **values: object) -> None:
     settings, store = _store(values)
     try:
         if not suites and not as_json:
-            table = Table("suite", "methods", "frozen", "arity 1/2/3/4+", "path")
+            table = Table("suite", "methods", "frozen", "arity 1/2/3/4+", "tasks", "path")
             for name in store.names():
                 suite = store.suite(name)
                 arity = Counter(min(m.tags.arity, 4) for m in suite.methods.values())
@@ -65,6 +65,7 @@ def list_(suites: tuple[str, ...], as_json: bool, **values: object) -> None:
                     str(len(suite.methods)),
                     str(frozen),
                     "/".join(str(arity[k]) for k in (1, 2, 3, 4)),
+                    str(len(suite.tasks)),
                     str(suite.path),
                 )
             Console().print(table)
@@ -143,7 +144,8 @@ def show(target: str, hidden: bool, as_json: bool, **values: object) -> None:
 @click.option("--method", "method_ids", multiple=True, help="Only this method id (repeatable).")
 @options("manifests", "timeout_s", "memory_mb", "cache_dir")
 def freeze(suites: tuple[str, ...], method_ids: tuple[str, ...], **values: object) -> None:
-    """Run every example and test input in the sandbox and store the outcomes."""
+    """Run every example and test input in the sandbox and store the outcomes, and each task's chain of gold
+    functions to store its answer. Exit 1 when a task's chain cannot answer it (each is named with why)."""
     settings, store = _store(values)
     try:
         names = list(suites) or [n for n in store.names() if not _installed(store, n)]
@@ -173,6 +175,30 @@ def freeze(suites: tuple[str, ...], method_ids: tuple[str, ...], **values: objec
         f"froze {len(frozen)} methods ({changed} changed); outcomes: "
         + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
     )
+    touched = {m.id for m in methods}
+    tasks = [
+        task for name in sorted({m.suite for m in methods}) for task in store.suite(name).tasks.values()
+        if any(step.method in touched for step in task.steps)
+    ]  # fmt: skip
+    if not tasks:
+        return
+    changed = failed = 0
+    for task in tasks:
+        suite = store.suite(task.suite)
+        new, problem = freeze_task(task, suite.methods, sandbox)
+        if problem is not None:
+            failed += 1
+            err.print(f"[red]FAIL[/red] {escape(task.id)}: {escape(problem)}")
+            continue
+        if new != task:
+            suite.save_task(new)
+            changed += 1
+    click.echo(
+        f"froze {len(tasks) - failed} tasks ({changed} changed)"
+        + (f"; {failed} could not be answered" if failed else "")
+    )
+    if failed:
+        sys.exit(1)
 
 
 def _installed(store: ManifestStore, name: str) -> bool:
@@ -190,21 +216,28 @@ def _installed(store: ManifestStore, name: str) -> bool:
 @click.option("--suite", "suites", multiple=True, help="Only this suite (repeatable; default: all).")
 @options("manifests", "timeout_s", "memory_mb", "cache_dir")
 def validate(suites: tuple[str, ...], **values: object) -> None:
-    """Check every method: compiles, arity, every input runs, outcomes reproduce, anonymous. Exit 1 on any failure."""
+    """Check every method: compiles, arity, every input runs, outcomes reproduce, anonymous; and every task: its answer
+    reproduces, its question gives no method away. Exit 1 on any failure."""
     settings, store = _store(values)
     try:
-        methods: list[Method] = list(store.methods(_selected(store, suites)))
+        names = _selected(store, suites)
+        methods: list[Method] = list(store.methods(names))
+        tasks = [task for name in names for task in store.suite(name).tasks.values()]
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     sandbox = make_sandbox(settings, progress=step_printer())
     with bar("validating", len(methods)) as advance:
         results = check_methods(methods, sandbox, progress=advance)
+    for task in tasks:
+        results[task.id] = check_task(task, store.suite(task.suite).methods, sandbox)
     failed = {mid: problems for mid, problems in results.items() if problems}
     for problems in failed.values():
         for problem in problems:
             err.print(f"[red]FAIL[/red] {escape(str(problem))}")
     by_check = Counter(p.check for problems in failed.values() for p in problems)
     summary = f"{len(methods)} methods checked, {len(methods) - len(failed)} passed, {len(failed)} failed"
+    if tasks:
+        summary = f"{len(methods)} methods and {len(tasks)} tasks checked, {len(results) - len(failed)} passed, {len(failed)} failed"
     if by_check:
         summary += " (" + ", ".join(f"{check}: {n}" for check, n in by_check.most_common()) + ")"
     click.echo(summary)

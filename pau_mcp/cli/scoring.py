@@ -325,14 +325,15 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _summary(results: list[Any], skipped: list[str], spend: Any, run_name: str) -> dict[str, Any]:
+def _summary(results: list[Any], skipped: list[str], spend: Any, run_name: str, submissions: int) -> dict[str, Any]:
+    from ..knowledge import knowledge_label
     from ..scoring import summarise_ratings
 
     judged = [r.judge for r in results if r.judge is not None]
     ratings = summarise_ratings(judged, unscored_as=1)
     summary: dict[str, Any] = {
         "run": run_name,
-        "submissions": len(results),
+        "submissions": submissions,
         "skipped": len(skipped),
         "judge": {
             "count": len(judged),
@@ -345,12 +346,13 @@ def _summary(results: list[Any], skipped: list[str], spend: Any, run_name: str) 
         },
     }
     for kind in ("codematch", "direct"):
-        parts = [getattr(r, kind) for r in results if getattr(r, kind) is not None]
-        fractions = [p.fraction for p in parts if p.status == "scored" and p.fraction is not None]
-        summary[kind] = {
-            "count": len(parts),
-            "mean": _mean(fractions),
-            "errors": sum(p.status == "error" for p in parts),
+        parts = [getattr(r, kind) for r in results if getattr(r, kind) is not None and not r.knowledge]
+        summary[kind] = _fractions(parts)
+    combinations = dict.fromkeys(knowledge_label(r.knowledge) for r in results if r.knowledge)
+    if combinations:
+        summary["knowledge"] = {
+            label: _fractions([r.codematch for r in results if r.knowledge and knowledge_label(r.knowledge) == label])
+            for label in combinations
         }
     summary["llm"] = {
         "calls": spend.calls,
@@ -361,6 +363,11 @@ def _summary(results: list[Any], skipped: list[str], spend: Any, run_name: str) 
         "unpriced_models": sorted(spend.unpriced),
     }
     return summary
+
+
+def _fractions(parts: list[Any]) -> dict[str, Any]:
+    fractions = [p.fraction for p in parts if p is not None and p.status == "scored" and p.fraction is not None]
+    return {"count": len(parts), "mean": _mean(fractions), "errors": sum(p.status == "error" for p in parts)}
 
 
 def _dollars(amount: float) -> str:
@@ -389,6 +396,12 @@ def _print_summary(summary: dict[str, Any], gold: bool) -> None:
             click.echo(
                 f"{name:<12} mean {fmt(part['mean'])} over {part['count'] - part['errors']} scored; {part['errors']} errors"
             )
+    for combination, part in summary.get("knowledge", {}).items():
+        source = "gold description" if gold else "the run's descriptions"
+        click.echo(
+            f"code match from {combination} ({source}): mean {fmt(part['mean'])} over "
+            f"{part['count'] - part['errors']} scored; {part['errors']} errors"
+        )
     llm = summary["llm"]
     unpriced = f" (unpriced, counted as $0: {', '.join(llm['unpriced_models'])})" if llm["unpriced_models"] else ""
     click.echo(
@@ -422,6 +435,16 @@ def _print_summary(summary: dict[str, Any], gold: bool) -> None:
     "initial examples), or not. Default: what the run did (an evaluation run gave them); for a new file or gold run, "
     "with them under --protocol reference, else without.",
 )
+@click.option(
+    "--knowledge",
+    "knowledge_texts",
+    multiple=True,
+    metavar="COMPONENTS",
+    help="Hand the code writer only these components: signature, description and examples, comma-separated, in any "
+    "combination, or `all` for every combination (repeatable). Each is a code-match score of its own "
+    "(codematch:COMPONENTS; with --gold, from the gold description). Examples are the agent's, else the method's "
+    "initial ones.",
+)
 @click.option("--jobs", type=click.IntRange(1, 1024), help="Submissions scored at once (default: --llm-concurrency).")
 @click.option(
     "--run", "run_name", help="Name of the run a predictions file is recorded as (default: file-<stem>-<hash>)."
@@ -431,7 +454,7 @@ def _print_summary(summary: dict[str, Any], gold: bool) -> None:
 @options("db", "data_dir", "manifests", "protocol", *_LLM_SETTINGS, *_SANDBOX_SETTINGS)
 def score(
     source: str | None, kinds: tuple[str, ...], gold: bool, suites: tuple[str, ...], with_examples: bool | None,
-    jobs: int | None,
+    knowledge_texts: tuple[str, ...], jobs: int | None,
     run_name: str | None, as_json: bool, no_cache: bool, **values: object,
 ) -> None:  # fmt: skip
     """Score or re-score saved submissions: a run of the run store by name, or a predictions JSONL file.
@@ -445,6 +468,7 @@ def score(
     from ..scoring import NothingToScore, Scorer, UnknownMethod
 
     settings = settings_from(values)
+    combinations = _knowledge(knowledge_texts, kinds)
     show_llm_notices()
     try:
         store = run_store(settings)
@@ -462,7 +486,13 @@ def score(
     else:
         raise click.UsageError("give FILE_OR_RUN (a predictions file or a run name), or --gold --suite NAME")
     kind = next((str(r["kind"]) for r in store.runs() if r["id"] == run_id), "")
+    if store.run_config(run_id).get("mode") == "tasks":
+        raise click.UsageError(
+            f"run {name} is a task run: its answers were checked when it ran; see `pau-mcp report {name}`"
+        )
     protocol_name, with_examples = _run_settings(store, run_id, name, kind, settings, with_examples)
+    if combinations and protocol_name == "reference":
+        raise click.UsageError("--knowledge needs this project's prompts; the reference protocol has one code prompt")
     try:
         protocol = load_protocol(protocol_name, settings.data_dir)
     except PromptsError as exc:
@@ -476,20 +506,23 @@ def score(
     scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox, protocol=protocol)
     if scorer_.llm is not None:  # a judge that samples (the reference protocol's) is replayed only for this run
         scorer_.llm.sample_scope = name
-    plan: list[tuple[_Item, tuple[str, ...]]] = []
+    plan: list[tuple[_Item, tuple[str, ...], tuple[str, ...] | None]] = []
     skipped: list[str] = []
     for item in items:
         try:
             scorer_.method(item.method_id)
         except UnknownMethod as exc:
             raise click.ClickException(f"submission {item.submission_id}: {exc}") from None
-        try:
-            chosen = scorer_.kinds_for(item.description, item.code, kinds or (("codematch",) if gold else None), gold)
-        except NothingToScore as exc:
-            skipped.append(f"submission {item.submission_id} ({item.method_id}): {exc}")
-            continue
-        plan.append((item, chosen))
-    chosen_kinds = {kind for _, chosen in plan for kind in chosen}
+        for combination in combinations or [None]:
+            requested = kinds or (("codematch",) if gold or combination else None)
+            try:
+                chosen = scorer_.kinds_for(item.description, item.code, requested, gold, combination)
+            except NothingToScore as exc:
+                what = f" with {'+'.join(combination)}" if combination else ""
+                skipped.append(f"submission {item.submission_id} ({item.method_id}){what}: {exc}")
+                continue
+            plan.append((item, chosen, combination))
+    chosen_kinds = {kind for _, chosen, _ in plan for kind in chosen}
     try:
         scorer_.check(chosen_kinds)
     except LLMNotConfigured as exc:
@@ -509,6 +542,7 @@ def score(
         err.print(f"[yellow]skipped[/yellow] {line}")
 
     results: list[Any] = []
+    scored_ids: set[int] = set()
     failure: list[LLMError] = []
 
     async def run_all() -> None:
@@ -516,7 +550,7 @@ def score(
         with bar(f"scoring {name}", len(plan)) as advance:
             async with anyio.create_task_group() as group:
 
-                async def one(item: _Item, chosen: tuple[str, ...]) -> None:
+                async def one(item: _Item, chosen: tuple[str, ...], combination: tuple[str, ...] | None) -> None:
                     async with limiter:
                         try:
                             # The reference's gold code writer gets the method's initial examples, never a run's.
@@ -524,6 +558,7 @@ def score(
                             result = await scorer_.score(
                                 item.method_id, item.description, item.code, kinds=chosen, gold=gold,
                                 examples=given if with_examples else None, counterexample=True,
+                                knowledge=combination,
                             )  # fmt: skip
                         except LLMError as exc:  # fatal: every other submission would fail the same way
                             failure.append(exc)
@@ -531,17 +566,18 @@ def score(
                             return
                     record_scores(store, item.submission_id, result, with_examples=with_examples)
                     results.append(result)
+                    scored_ids.add(item.submission_id)
                     advance()
 
-                for item, chosen in plan:
-                    group.start_soon(one, item, chosen)
+                for item, chosen, combination in plan:
+                    group.start_soon(one, item, chosen, combination)
         await scorer_.aclose()
 
     eventloop.run(run_all)
     if failure:
         raise click.ClickException(f"scoring stopped after {len(results)} of {len(plan)} submissions: {failure[0]}")
     assert scorer_.llm is not None
-    summary = _summary(results, skipped, scorer_.llm.spend, name)
+    summary = _summary(results, skipped, scorer_.llm.spend, name, len(scored_ids))
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -565,7 +601,29 @@ def score(
 
 
 def _codematch_kind(result: Any) -> str:
+    from ..knowledge import knowledge_kind
+
+    if getattr(result, "knowledge", None):
+        return knowledge_kind(result.knowledge, getattr(result, "gold", False))
     return "codematch_gold" if getattr(result, "gold", False) else "codematch"
+
+
+def _knowledge(texts: tuple[str, ...], kinds: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The knowledge combinations ``--knowledge`` asks for, each once, in the order given (``all``: every one)."""
+    from ..knowledge import all_combinations, parse_knowledge
+
+    if not texts:
+        return []
+    if set(kinds) - {"codematch"}:
+        raise click.UsageError("--knowledge chooses what the code writer gets: it goes with --scores codematch only")
+    found: list[tuple[str, ...]] = []
+    for text in texts:
+        try:
+            chosen = all_combinations() if text.strip().lower() == "all" else [parse_knowledge(text)]
+        except ValueError as exc:
+            raise click.UsageError(f"--knowledge {text}: {exc}") from None
+        found += [combination for combination in chosen if combination not in found]
+    return found
 
 
 # -- pau-mcp scorer -----------------------------------------------------------------------------

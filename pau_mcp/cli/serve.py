@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from ..sandboxing import SandboxMaker
     from ..server import HTTPLimits, HTTPService, MethodService, Sessions, TokenSigner
 
-__all__ = ["Served", "build_served", "call", "http_limits", "http_service", "methods", "serve"]
+__all__ = [
+    "Served", "build_served", "call", "docs_option", "http_limits", "http_service", "methods", "serve", "tool_docs",
+]  # fmt: skip
 
 _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
@@ -52,6 +54,20 @@ def _selection(function):  # type: ignore[no-untyped-def]
     return click.option("--suite", "suites", multiple=True, help="Suite to serve (repeatable; default: builtin).")(
         function
     )
+
+
+def docs_option(function):  # type: ignore[no-untyped-def]
+    """The ``--docs`` option: what each tool is documented with."""
+    return click.option(
+        "--docs",
+        "docs",
+        default="examples",
+        show_default=True,
+        metavar="SOURCE",
+        help="What each tool is documented with: examples (its header and initial examples), none (its header only), "
+        "a run name or a file from `pau-mcp export docs` (each method's final description in that run, in place of "
+        "the examples), or gold (the gold descriptions: the upper bound, only when you ask for it).",
+    )(function)
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -131,12 +147,17 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
     help="Take every setting from this JSON file (Settings.to_json, written by a parent process) instead of flags and "
     "PAU_* variables.",
 )
+@docs_option
 @_selection
 @options(*_SERVE_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
-          exit_with_stdin: bool, launched: bool, settings_file: Path | None, suites: tuple[str, ...],
+          exit_with_stdin: bool, launched: bool, settings_file: Path | None, docs: str, suites: tuple[str, ...],
           methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
-    """Serve every hidden method as an MCP tool (stdio by default)."""
+    """Serve every hidden method as an MCP tool (stdio by default).
+
+    With --docs RUN the tools are documented by the descriptions an explorer wrote in that run (`pau-mcp eval`), so
+    any MCP client can use them; --docs gold serves the gold descriptions, and only when asked.
+    """
     from ..server import TransportError, check_exposure, message_limit, run_stdio, serve_http
 
     settings = _settings(values, settings_file)
@@ -148,7 +169,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
     _logging(settings)
     built = _build(
         settings, transport, host, port, stateless, run_name, feedback, page_size, suites, methods,
-        progress=step_printer(),
+        progress=step_printer(), docs=docs,
     )  # fmt: skip
     logging.getLogger("pau_mcp.server").info(
         "serving %d methods over %s, budget %s", len(built.service.catalog), transport, settings.budget
@@ -257,7 +278,7 @@ def build_served(args: Sequence[str] = (), sandboxes: SandboxMaker | None = None
     return _build(
         _settings(params, params["settings_file"]), params["transport"], params["host"], params["port"], params["stateless"],
         params["run_name"], params["feedback"], params["page_size"], params["suites"], params["methods"],
-        sandboxes=sandboxes,
+        sandboxes=sandboxes, docs=params["docs"],
     )  # fmt: skip
 
 
@@ -276,7 +297,7 @@ def _settings(values: dict[str, Any], settings_file: Path | None) -> Settings:
 def _build(
     settings: Settings, transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str,
     page_size: int, suites: tuple[str, ...], methods: tuple[str, ...], progress: Callable[[str], None] | None = None,
-    sandboxes: SandboxMaker | None = None,
+    sandboxes: SandboxMaker | None = None, docs: str = "examples",
 ) -> Served:  # fmt: skip
     """The service, sessions and MCP server of ``serve``'s options (``build_served`` and the command share it)."""
     from ..server import TokenSigner, build_server, create_service
@@ -286,6 +307,7 @@ def _build(
     if feedback == "score":
         feedback_fn = _feedback(settings, sandboxes)
     try:
+        served_docs = tool_docs(settings, docs, list(suites) or ["builtin"])
         tokens = TokenSigner(settings.deployment_key())
         service, sessions = create_service(
             settings,
@@ -297,11 +319,36 @@ def _build(
             progress=progress,
             processes=True,
             sandboxes=sandboxes,
+            docs=served_docs,
         )
     except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless)
     return Served(transport, settings, server, service, sessions, tokens, host, port, stateless)
+
+
+def tool_docs(settings: Settings, source: str, suites: list[str]) -> Any:
+    """The ``ToolDocs`` ``--docs SOURCE`` serves for ``suites`` (None: the initial examples, as always).
+
+    Raises:
+        click.ClickException: the source cannot be read, or would serve gold text under another name.
+        ManifestError: a suite does not exist or is broken.
+    """
+    from ..documentation import DocsError, load_documentation
+    from ..server import ToolDocs
+
+    try:
+        found = load_documentation(source, settings.db_path, manifest_store(settings), suites)
+    except DocsError as exc:
+        raise click.ClickException(str(exc)) from None
+    if found is None:
+        return None
+    if found.skipped and found.source not in ("none", "gold"):
+        logging.getLogger("pau_mcp.server").warning(
+            "--docs %s documents %d of %d methods; the others are served with their header only (e.g. %s: %s)",
+            source, len(found.texts), len(found.texts) + len(found.skipped), *next(iter(found.skipped.items())),
+        )  # fmt: skip
+    return ToolDocs(found.source, found.texts)
 
 
 def _feedback(settings: Settings, sandboxes: SandboxMaker) -> Any:

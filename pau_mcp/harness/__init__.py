@@ -10,8 +10,9 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "AGENTS": "agents",
+    "AGENTS": "runner",
     "AgentResult": "agents",
+    "ObserverAgent": "observer",
     "PaperAgent": "agents",
     "ProbeAgent": "agents",
     "ToolsAgent": "agents",

@@ -1,4 +1,5 @@
-"""The agents the harness runs: the paper's loop, native tool calling, and a non-LLM probe baseline.
+"""The agents the harness runs: the paper's loop, native tool calling, a non-LLM probe baseline, and the
+self-checking observer (``observer``, which builds on these; ``runner.AGENTS`` lists them all).
 
 Every agent works only through its ``Environment`` (MCP tool calls), and
 returns what it concluded; the runner submits and scores it.
@@ -22,7 +23,7 @@ from ..server.catalog import KnownExample
 from .environment import Environment, Observation
 
 __all__ = [
-    "AGENTS", "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code", "sample_key",
+    "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code", "sample_key",
     "written_tool_calls",
 ]  # fmt: skip
 
@@ -569,6 +570,3 @@ def memorising_code(pairs: list[tuple[str, str]], params: list[str], entry: str 
         "        raise _ERRORS.get(value, Exception)('memorised')\n"
         "    return value\n"
     )
-
-
-AGENTS = {"paper": PaperAgent, "tools": ToolsAgent, "probe": ProbeAgent}

@@ -110,6 +110,12 @@ def report_tables(report: Report) -> list[TableData]:
         tables.append(_correlations_table(report))
     if report.contradictions:
         tables.append(_contradictions_table(report))
+    if report.explorers:
+        tables.append(_explorers_table(report))
+    if report.knowledge:
+        tables.append(_knowledge_table(report))
+    if report.tasks:
+        tables += [_tasks_table(report), _task_hops_table(report)]
     if report.coverage:
         tables.append(_coverage_table(report))
     if report.variants:
@@ -289,6 +295,83 @@ def _contradictions_table(report: Report) -> TableData:
         "observed (checked: episodes scored with the agent's examples)."
     )
     return TableData("contradictions", "Self-contradiction", columns, rows, caption)
+
+
+def _maybe_num(value: float | None, digits: int) -> str:
+    return "n/a" if value is None else _num(value, digits)
+
+
+def _explorers_table(report: Report) -> TableData:
+    columns = [
+        "run", "agent", "model", "done", "judge", "code match", "queries", "tokens / episode", "concluded",
+        "concluded, check disagreeing",
+    ]  # fmt: skip
+    rows = [
+        [
+            e.run, e.agent, e.model, str(e.done), _maybe_num(e.judge, 2), _maybe_num(e.codematch, 3),
+            _maybe_num(e.queries, 1), "n/a" if e.tokens is None else f"{e.tokens:,.0f}", str(e.concluded),
+            "n/a" if e.disagreeing_share is None else f"{e.disagreeing} of {e.checked} ({_pct(e.disagreeing_share)})",
+        ]
+        for e in report.explorers
+    ]  # fmt: skip
+    caption = (
+        "Explorers side by side. The last column counts the episodes an agent ended by itself while code written "
+        "from its description still disagreed with something it had observed (the scorer's check, the same for every "
+        "agent; checked: concluded episodes scored with the agent's examples). Tokens include an observer's own code "
+        "writer."
+    )
+    return TableData("explorers", "Explorers compared", columns, rows, caption)
+
+
+def _knowledge_table(report: Report) -> TableData:
+    columns = ["run", "model", "knowledge", "n", "explored description", "n (gold)", "gold description"]
+    rows = [
+        [
+            k.run, k.model, k.knowledge, str(k.explored[0]), _maybe(("codematch"), k.explored[1]), str(k.gold[0]),
+            _maybe("codematch", k.gold[1]),
+        ]
+        for k in report.knowledge
+    ]  # fmt: skip
+    caption = (
+        "Code match when the code writer is handed only some knowledge (pau-mcp score --knowledge): the function's "
+        "header (signature), a description (the run's, or with --gold the gold one) and calls with their results "
+        "(examples: the agent's, else the initial examples). Combinations without a description do not depend on it."
+    )
+    return TableData("knowledge", "Which knowledge matters", columns, rows, caption)
+
+
+def _tasks_table(report: Report) -> TableData:
+    columns = ["run", "model", "docs", "answered", "accuracy", "answer matched", "calls verified", "failed", "calls"]
+    rows = []
+    for t in report.tasks:
+        answered, matched = t.answers
+        asked, verified = t.verified
+        rows.append([
+            t.run, t.model, t.docs, str(answered), "n/a" if t.accuracy is None else _pct(t.accuracy),
+            f"{matched} ({_pct(matched / answered if answered else 0)})",
+            f"{verified} of {asked}" if asked else "n/a", str(t.failed), _maybe_num(t.calls, 1),
+        ])  # fmt: skip
+    caption = (
+        "Tasks over the hidden tools (pau-mcp eval --mode tasks), with the tools documented by docs: examples (header "
+        "and initial examples), none (header only), gold, or a run's learned descriptions. A task is correct when its "
+        "answer equals the one frozen from the gold functions and, where it asks for the calls, re-executing them "
+        "gives that answer; calls: mean counted tool calls per task."
+    )
+    return TableData("tasks", "Tasks by documentation", columns, rows, caption)
+
+
+def _task_hops_table(report: Report) -> TableData:
+    hops = sorted({h for t in report.tasks for h in t.by_hops})
+    columns = ["run", "docs", *(f"{h} hop{'s' * (h != 1)}" for h in hops), "all"]
+    rows = []
+    for t in report.tasks:
+        cells = []
+        for h in hops:
+            n, correct = t.by_hops.get(h, (0, 0))
+            cells.append(f"{_pct(correct / n)} ({correct}/{n})" if n else "n/a")
+        rows.append([t.run, t.docs, *cells, "n/a" if t.accuracy is None else _pct(t.accuracy)])
+    caption = "Accuracy by the number of hidden methods a task chains (correct of answered in brackets)."
+    return TableData("task_hops", "Task accuracy by hops", columns, rows, caption)
 
 
 def _coverage_table(report: Report) -> TableData:

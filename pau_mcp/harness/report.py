@@ -41,6 +41,15 @@ from pau_mcp.harness.stats import (
     mean_and_std,
     paired_bootstrap,
 )
+from pau_mcp.harness.use_analyses import (
+    TASK_KIND,
+    Explorer,
+    KnowledgeRow,
+    TaskAccuracy,
+    explorers,
+    knowledge_rows,
+    task_accuracies,
+)
 from pau_mcp.protocol import RULES, protocol_of
 from pau_mcp.runstore import RunStore, StoreError
 
@@ -95,11 +104,14 @@ class Score:
         value: The rating or fraction when scored.
         observed: For code match: the code writer's code on the agent's observed inputs, ``{"checked",
             "disagree"}`` (the self-contradiction check), when it was made.
+        detail: For a task's answer (``use_analyses.TASK_KIND``): how it was checked (hops, answer matched, calls
+            verified); None for other kinds, whose details can be large.
     """
 
     status: str
     value: float | None = None
     observed: dict[str, int] | None = None
+    detail: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -414,6 +426,10 @@ class Report:
         coverage: Per run with measured episodes, its exploration coverage and how it relates to the scores.
         variants: Per model and kind, its score on original methods against their variants (memorisation).
         significance: The p-value below which a difference is marked significant (0.05).
+        explorers: Exploring runs side by side (an observer's among them), with how often each concluded while its
+            own description's code disagreed with what it saw.
+        knowledge: Code match per combination of knowledge handed to the code writer (``score --knowledge``).
+        tasks: Per task run, accuracy by hop count, with the documentation its tools were served with.
     """
 
     runs: list[RunData]
@@ -435,6 +451,9 @@ class Report:
     coverage: list[CoverageSummary] = field(default_factory=list)
     variants: list[VariantGap] = field(default_factory=list)
     significance: float = 0.05
+    explorers: list[Explorer] = field(default_factory=list)
+    knowledge: list[KnowledgeRow] = field(default_factory=list)
+    tasks: list[TaskAccuracy] = field(default_factory=list)
 
     @property
     def unscored_rule(self) -> str:
@@ -485,7 +504,13 @@ def load_trajectories(store: RunStore, run: RunData) -> dict[str, list[Any]]:
 def _latest_scores(rows: Iterable[dict[str, Any]]) -> dict[str, Score]:
     """The latest score of each kind (rows come oldest first)."""
     return {
-        row["kind"]: Score(row["status"], row.get("value"), (row.get("detail") or {}).get("observed")) for row in rows
+        row["kind"]: Score(
+            row["status"],
+            row.get("value"),
+            (row.get("detail") or {}).get("observed"),
+            row.get("detail") if row["kind"] == TASK_KIND else None,
+        )  # fmt: skip
+        for row in rows
     }
 
 
@@ -583,6 +608,9 @@ def build_report(
         upper_bounds=upper_bounds(runs, unscored_as_one),
         coverage=coverage_summaries(runs, kinds, unscored_as_one),
         variants=variant_gaps(runs, variant_origins or {}, kinds, unscored_as_one, resamples, seed),
+        explorers=explorers(runs),
+        knowledge=knowledge_rows(runs),
+        tasks=task_accuracies(runs),
     )
     report.notes.extend(_notes(report))
     return report
@@ -764,7 +792,7 @@ def _notes(report: Report) -> list[str]:
                 f"Run {s.name} has no scores yet: score it with `pau-mcp score {s.name}` and --judge-model and "
                 f"--coder-model, or, with no model, score the code it submitted: `pau-mcp score {s.name} --scores direct`."
             )
-    if not report.kinds:
+    if not report.kinds and not report.tasks and not report.knowledge:
         notes.append("No score of any kind is recorded in these runs, so there are no score tables.")
     suites = {s.suite for s in report.summaries}
     if len(suites) > 1:

@@ -14,6 +14,7 @@ import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -36,19 +37,26 @@ from ..scoring.records import record_scores
 from ..server.launch import LaunchError, http_server
 from ..server.sessions import label_problem
 from ..server.tokens import TokenSigner
-from .agents import AGENTS, Agent, AgentResult
+from .agents import Agent, AgentResult, PaperAgent, ProbeAgent, ToolsAgent
 from .environment import Environment
+from .observer import ObserverAgent
 from .reference_agent import ReferenceAgent
 
 __all__ = [
-    "Connect", "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "LocalEpisodes", "Play", "RunProgress",
-    "RunTotals", "agent_llm", "check_config", "mcp_session", "planned_methods", "play_episode", "run_eval",
-    "run_name", "run_totals", "server_settings", "session_key", "stored_identity",
+    "AGENTS", "Connect", "ConnectTools", "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "LocalEpisodes", "Play",
+    "RunProgress", "RunTotals", "agent_llm", "check_config", "mcp_session", "planned_methods", "play_episode",
+    "run_eval", "run_name", "run_totals", "server_settings", "session_key", "stored_identity",
 ]  # fmt: skip
 
 
 class EvalError(RunError):
     """An evaluation cannot start or continue; the message says what to do."""
+
+
+#: The agents a run may use (``--agent``), by name.
+AGENTS: dict[str, Any] = {
+    "paper": PaperAgent, "tools": ToolsAgent, "probe": ProbeAgent, "observer": ObserverAgent,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -59,8 +67,9 @@ class EvalConfig:
         run: The run's name in the store (re-using it resumes the run).
         model: The agent's model (``provider/model``); empty for the probe agent.
         suite: The suite evaluated.
-        agent: ``paper``, ``tools`` or ``probe``.
-        mode: ``interactive`` (queries) or ``incontext`` (the initial examples only).
+        agent: ``paper``, ``tools``, ``probe`` or ``observer`` (``tools`` answers tasks).
+        mode: ``interactive`` (queries), ``incontext`` (the initial examples only) or ``tasks`` (the suite's tasks,
+            answered with its tools: ``harness.tasks``).
         budget: Queries per method.
         concurrency: Episodes at once.
         limit: Only the first ``limit`` methods (0: all).
@@ -77,6 +86,8 @@ class EvalConfig:
             (``--share-samples``); by default they are replayed only within this run.
         examples: The initial examples the run's server shows (``published``, or ``deployment``: drawn for the
             deployment key; the reference protocol takes only the published ones).
+        docs: What the tools are documented with, in task mode (``pau_mcp.documentation``: ``examples``, ``none``,
+            ``gold``, a run or an exported file); the run's own server is started with it.
     """
 
     run: str
@@ -97,10 +108,11 @@ class EvalConfig:
     cache: bool = True
     share_samples: bool = False
     examples: str = "published"
+    docs: str = "examples"
 
     def identity(self) -> dict[str, Any]:
-        """What must match for a run to be resumed rather than refused (overrides and examples only when they are
-        not the defaults, so that runs recorded before them resume)."""
+        """What must match for a run to be resumed rather than refused (overrides, examples and docs only when they
+        are not the defaults, so that runs recorded before them resume)."""
         identity = {
             k: v for k, v in asdict(self).items() if k in ("model", "suite", "agent", "mode", "budget", "protocol")
         }
@@ -108,12 +120,14 @@ class EvalConfig:
             identity["examples"] = self.examples
         if self.overrides.any():
             identity["overrides"] = {k: v for k, v in asdict(self.overrides).items() if v is not None}
+        if self.docs != "examples":
+            identity["docs"] = self.docs
         return identity
 
-    def spec(self, prompts_digest: str | None = None) -> RunSpec:
+    def spec(self, prompts_digest: str | None = None, with_examples: bool = True) -> RunSpec:
         """The run as the driver opens it: its identity, and what a new run records beside it (the digest of the
         prompts it follows; that its scores were given the examples the agent saw)."""
-        recorded: dict[str, Any] = {"with_examples": True}
+        recorded: dict[str, Any] = {"with_examples": True} if with_examples else {}
         if prompts_digest is not None:
             recorded["prompts"] = prompts_digest
         return RunSpec(
@@ -122,7 +136,7 @@ class EvalConfig:
         )  # fmt: skip
 
 
-_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples")
+_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples", "docs")
 #: A run made before protocols were recorded followed ours.
 _IDENTITY_DEFAULTS = {"protocol": DEFAULT_PROTOCOL}
 
@@ -146,6 +160,7 @@ class RunTotals:
         cost_usd: What they cost.
         score_errors: Scores of finished episodes that could not be made (the judge's or code writer's model
             failed), as ``(method_id, kind, reason)``.
+        answers: In task mode, 1.0 for each correct task and 0.0 for each wrong one.
     """
 
     episodes: int = 0
@@ -156,6 +171,7 @@ class RunTotals:
     tokens: int = 0
     cost_usd: float = 0.0
     score_errors: list[tuple[str, str, str]] = field(default_factory=list)
+    answers: list[float] = field(default_factory=list)
 
     @property
     def unfinished(self) -> int:
@@ -171,11 +187,13 @@ class RunProgress(Progress["EpisodeRecord"]):
         judge: The judge's ratings recorded by this invocation.
         codematch: Its code-match fractions (the direct score where no code-match score was made).
         whole: The whole run as stored once this invocation ends (earlier invocations included).
+        answers: In task mode, 1.0 for each correct task and 0.0 for each wrong one.
     """
 
     judge: list[float] = field(default_factory=list)
     codematch: list[float] = field(default_factory=list)
     whole: RunTotals | None = None
+    answers: list[float] = field(default_factory=list)
 
     def count(self, ending: EpisodeRecord) -> None:
         """Add a recorded episode to the live totals, its scoring's tokens and its scores included."""
@@ -186,6 +204,8 @@ class RunProgress(Progress["EpisodeRecord"]):
         if ending.result.state != "done":
             return
         values = ending.values
+        if (answer := values.get("task")) is not None:
+            self.answers.append(answer)
         if (judge := values.get("judge")) is not None:
             self.judge.append(judge)
         match = values.get("codematch")
@@ -207,8 +227,12 @@ def server_settings(settings: Settings, config: EvalConfig, store: RunStore, tok
 
 
 def _server_args(config: EvalConfig) -> list[str]:
-    """The `pau-mcp serve` options of a run's own server beside its settings."""
-    return ["--suite", config.suite, "--run", config.run]
+    """The `pau-mcp serve` options of a run's own server beside its settings (the run, and the docs of task mode)."""
+    args = ["--suite", config.suite, "--run", config.run]
+    if config.docs != "examples":
+        path = Path(config.docs).expanduser()
+        args += ["--docs", str(path.resolve()) if path.is_file() else config.docs]
+    return args
 
 
 #: How long an episode's session token stays valid (an episode that outlives it fails and is run again).
@@ -257,18 +281,22 @@ async def mcp_session(client: httpx2.AsyncClient, url: str, era: str = "modern")
 
 #: Opens the MCP session of one episode: ``connect(tool, session_key)``.
 Connect = Callable[[str, str], contextlib.AbstractAsyncContextManager[ClientSession]]
+#: Opens an MCP session scoped to several tools (a task's): ``connect_tools(tools, session_key)``.
+ConnectTools = Callable[[Iterable[str], str], contextlib.AbstractAsyncContextManager[ClientSession]]
 
 
-def _episode_sessions(url: str, pool: httpx2.AsyncBaseTransport, signer: TokenSigner, run: str, era: str) -> Connect:
-    """Each episode's MCP session, under a session token of its own (its label is the episode's session key).
+def _scoped_sessions(
+    url: str, pool: httpx2.AsyncBaseTransport, signer: TokenSigner, run: str, era: str
+) -> ConnectTools:
+    """MCP sessions each under a session token of its own (its label is the episode's session key).
 
-    The token scopes the episode to its method and names its budget, so no request depends on a connection:
+    The token scopes the session to its tools and names its budget, so no request depends on a connection:
     any era, any server process sharing the run store, and a new connection per request all count alike.
     """
 
     @contextlib.asynccontextmanager
-    async def connect(tool: str, key: str) -> AsyncIterator[ClientSession]:
-        token = signer.issue(key, run=run, methods=[tool], expires_in=_EPISODE_TOKEN_S)
+    async def connect(tools: Iterable[str], key: str) -> AsyncIterator[ClientSession]:
+        token = signer.issue(key, run=run, methods=tools, expires_in=_EPISODE_TOKEN_S)
         async with _http_client(token, pool) as client, mcp_session(client, url, era) as session:
             yield session
 
@@ -395,6 +423,12 @@ def check_config(config: EvalConfig) -> None:
         )
     if config.agent not in AGENTS:
         raise EvalError(f"unknown agent {config.agent!r}; choose from {', '.join(AGENTS)}")
+    if config.mode == "tasks" and config.agent != "tools":
+        raise EvalError(
+            f"task mode is answered by native tool calling (the tools agent), not {config.agent}: leave --agent out"
+        )
+    if config.docs != "examples" and config.mode != "tasks":
+        raise EvalError("--docs chooses how the tools are documented for task mode: add --mode tasks")
     if config.agent == "probe":
         return
     if not config.model:
@@ -413,12 +447,20 @@ def agent_llm(settings: Any, config: EvalConfig, env: Any = None) -> LLMClient:
     )
 
 
-def _make_agent(config: EvalConfig, llm: LLMClient, protocol: Protocol) -> Agent:
+def _make_agent(config: EvalConfig, llm: LLMClient, protocol: Protocol, settings: Any = None) -> Agent:
+    """The run's agent; an observer gets a sandbox of this process for its own code (closed with the host)."""
     check_config(config)
     if config.agent == "probe":
         return AGENTS["probe"]()
     if protocol.reference and config.agent == "paper":
         return ReferenceAgent(llm=llm, model=config.model, prompts=protocol.prompts, overrides=config.overrides)
+    if config.agent == "observer":
+        from ..sandboxing import make_sandbox, sandbox_limits
+
+        return ObserverAgent(
+            llm=llm, model=config.model, sandbox=make_sandbox(settings), limits=sandbox_limits(settings),
+            coder_model=getattr(settings, "coder_model", None), overrides=config.overrides,
+        )  # fmt: skip
     # The tools agent has no counterpart in the reference: it keeps this project's wording under either protocol.
     return AGENTS[config.agent](llm=llm, model=config.model, overrides=config.overrides)
 
@@ -443,6 +485,8 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
             if score.get("status") == "error":
                 reason = str(score["detail"].get("reason") or "no reason was recorded")
                 totals.score_errors.append((episode["method_id"], kind, reason))
+        if scores.get("task", {}).get("value") is not None:
+            totals.answers.append(scores["task"]["value"])
         if scores.get("judge", {}).get("value") is not None:
             totals.judge.append(scores["judge"]["value"])
         for kind in ("codematch", "direct"):
@@ -470,7 +514,7 @@ def planned_methods(settings: Settings, config: EvalConfig) -> list[Method]:
 
 async def run_eval(
     settings: Settings, config: EvalConfig, scorer: Any, on_progress: Callable[[RunProgress], None] | None = None,
-    source: EpisodeSource[EpisodeRecord] | None = None,
+    source: EpisodeSource[Method, EpisodeRecord] | None = None,
 ) -> RunProgress:  # fmt: skip
     """Run (or resume) an evaluation: its episodes played by ``source``, here by default.
 
@@ -490,6 +534,8 @@ async def run_eval(
             fails, or the source can play no more episodes (no Ray worker left).
     """
     check_config(config)
+    if config.mode == "tasks":  # tasks are not methods: their runs go through ``tasks.run_tasks``
+        raise EvalError("a task run is played by pau_mcp.harness.tasks.run_tasks (`pau-mcp eval --mode tasks`)")
     try:
         deployment_key = settings.deployment_key()
     except SettingsError as exc:
@@ -561,9 +607,11 @@ class EpisodeHost:
             protocol = load_protocol(config.protocol, settings.data_dir)
         except PromptsError as exc:
             raise EvalError(str(exc)) from None
-        self._agent = _make_agent(config, self._llm, protocol)
+        self._agent = _make_agent(config, self._llm, protocol, settings)
         self._stack = contextlib.AsyncExitStack()
-        self._connect: Connect | None = None
+        if isinstance(self._agent, ObserverAgent):
+            self._stack.callback(self._agent.sandbox.close)
+        self._connect: ConnectTools | None = None
 
     async def start(self, tools: Iterable[str] = ()) -> str:
         """Start this run's own server (or check ``--server`` offers ``tools``); returns its URL.
@@ -590,16 +638,33 @@ class EpisodeHost:
                 self.url = self._stack.enter_context(http_server(_server_args(self.config), settings=served))
             except LaunchError as exc:
                 raise EvalError(str(exc)) from None
-        self._connect = _episode_sessions(self.url, pool, TokenSigner(self._key), self.config.run, era)
+        self._connect = _scoped_sessions(self.url, pool, TokenSigner(self._key), self.config.run, era)
         return self.url
+
+    def session(self, tools: Iterable[str], key: str) -> contextlib.AbstractAsyncContextManager[ClientSession]:
+        """An MCP session labelled ``key``, under a session token scoped to ``tools`` (once started).
+
+        Raises:
+            EvalError: the host was not started.
+        """
+        if self._connect is None:
+            raise EvalError("the episode host was not started; call start() first")
+        return self._connect(tools, key)
+
+    @property
+    def llm(self) -> LLMClient:
+        """The agent's LLM client (closed with the host)."""
+        return self._llm
 
     async def play(self, method: Method, tool: str, attempt: int) -> EpisodeRecord:
         """Run one attempt of an episode (``play_episode``) against this host's server."""
         if self._connect is None:
             raise EvalError("the episode host was not started; call start() first")
+        connect = self._connect
         return await play_episode(
-            method, tool, attempt, self._connect, self.config, self._agent, self.scorer, self.store
-        )
+            method, tool, attempt, lambda tool, key: connect([tool], key), self.config, self._agent, self.scorer,
+            self.store,
+        )  # fmt: skip
 
     async def close(self) -> None:
         """Stop the server (if started here) and close the clients."""

@@ -117,7 +117,9 @@ class Sweep(BaseModel):
 
     suites: list[str] = Field(min_length=1, max_length=MAX_SUITES)
     modes: list[Literal["interactive", "incontext"]] = Field(default_factory=lambda: ["interactive"], min_length=1)
-    agents: list[Literal["paper", "tools", "probe"]] = Field(default_factory=lambda: ["paper"], min_length=1)
+    agents: list[Literal["paper", "tools", "probe", "observer"]] = Field(
+        default_factory=lambda: ["paper"], min_length=1
+    )
     models: list[SweepModel] = Field(default_factory=list, max_length=MAX_MODELS)
     methods: list[str] = Field(default_factory=list, max_length=MAX_METHODS)
     limit: int = Field(0, ge=0)

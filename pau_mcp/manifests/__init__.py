@@ -1,6 +1,7 @@
 """Hidden-method suites: the manifest model, suites on disk, and importers."""
 
 from .model import (
+    MAX_TASK_STEPS,
     Case,
     FrozenOutcome,
     GoldCheck,
@@ -9,13 +10,19 @@ from .model import (
     Provenance,
     SuiteInfo,
     Tags,
+    Task,
+    TaskProvenance,
+    TaskStep,
     call_arguments,
     call_text,
+    placeholders,
+    substitute,
     tool_name,
 )
-from .store import ManifestError, ManifestStore, Suite, dump_method, packaged_manifests
+from .store import ManifestError, ManifestStore, Suite, dump_method, dump_task, packaged_manifests
 
 __all__ = [
+    "MAX_TASK_STEPS",
     "Case",
     "FrozenOutcome",
     "GoldCheck",
@@ -27,9 +34,15 @@ __all__ = [
     "Suite",
     "SuiteInfo",
     "Tags",
+    "Task",
+    "TaskProvenance",
+    "TaskStep",
     "call_arguments",
     "call_text",
     "dump_method",
+    "dump_task",
     "packaged_manifests",
+    "placeholders",
+    "substitute",
     "tool_name",
 ]

@@ -7,11 +7,29 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from wasm_runtime import Limits, Outcome, Sandbox, Status, outcomes_match, parse_python
+from wasm_runtime import (
+    InvalidInput,
+    Limits,
+    Outcome,
+    Sandbox,
+    Status,
+    decode,
+    outcomes_match,
+    parse_arguments,
+    parse_python,
+)
 
-from .model import Case, FrozenOutcome, Method
+from .model import Case, FrozenOutcome, Method, Task, substitute
 
-__all__ = ["Problem", "check_method", "check_methods", "freeze_method", "freeze_methods", "source_arity"]
+__all__ = [
+    "Problem", "check_method", "check_methods", "check_task", "freeze_method", "freeze_methods", "freeze_task",
+    "quotes_gold", "run_chain", "source_arity",
+]  # fmt: skip
+
+#: A gold description shorter than this is only caught when a text is exactly it (short phrases recur innocently).
+_MIN_QUOTED_CHARS = 24
+#: The longest intermediate result a task hands on (as its repr): a chain is a question a person could ask.
+_MAX_RESULT_CHARS = 2000
 
 _RUNS = {Status.OK, Status.ERROR}
 
@@ -181,3 +199,120 @@ def check_methods(
 ) -> dict[str, list[Problem]]:  # fmt: skip
     """Validate many methods in parallel worker threads; problems by method id."""
     return {m.id: p for m, p in _parallel(list(methods), lambda m: check_method(m, sandbox, limits), progress, workers)}
+
+
+# -- tasks ----------------------------------------------------------------------------------------
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def quotes_gold(text: str, gold: str) -> bool:
+    """True when ``text`` holds ``gold`` (whitespace and case aside); a short gold only when ``text`` is exactly it.
+
+    Linear: both texts are normalised once and searched with ``str.find``'s two-way algorithm.
+    """
+    wanted, found = _normal(gold), _normal(text)
+    if not wanted:
+        return False
+    if len(wanted) < _MIN_QUOTED_CHARS:
+        return found == wanted
+    return wanted in found
+
+
+def _literal_of(outcome: Outcome) -> str | None:
+    """The result as a literal a later step's input can hold (its ``repr``, read back by the argument rules)."""
+    try:
+        text = repr(decode(outcome.encoded))
+    except Exception:  # a value with no decodable encoding, or an int too long to show
+        return None
+    if len(text) > _MAX_RESULT_CHARS:
+        return None
+    try:
+        parse_arguments(f"({text},)")
+    except (InvalidInput, ValueError, RecursionError, MemoryError):
+        return None
+    return text
+
+
+def run_chain(
+    task: Task, methods: dict[str, Method], sandbox: Sandbox, limits: Limits | None = None, fresh: bool = False
+) -> tuple[list[Outcome], str | None]:
+    """Run a task's steps with the gold functions, each with the earlier results in its input.
+
+    Returns:
+        The outcomes of the steps run, and why the chain cannot be a task (None when every step returned a value
+        a later step can take, and so the last one is the answer).
+    """
+    results: list[str] = []
+    outcomes: list[Outcome] = []
+    for number, step in enumerate(task.steps, start=1):
+        method = methods[step.method]
+        literal = substitute(step.input, results)
+        (outcome,) = sandbox.run(
+            method.source, [literal], entry=method.entry, limits=limits, fresh=fresh, engine=method.engine
+        )
+        outcomes.append(outcome)
+        if outcome.status is not Status.OK:
+            shown = FrozenOutcome.of(outcome).shown()
+            return (
+                outcomes,
+                f"step {number} ({step.method} on {literal[:200]}) ended with {shown}: every step must return a value",
+            )
+        text = _literal_of(outcome)
+        if text is None:
+            return outcomes, (
+                f"step {number} ({step.method}) returned a value with no literal form of at most "
+                f"{_MAX_RESULT_CHARS:,} characters: a task's answer and what it hands on must be writable"
+            )
+        results.append(text)
+    return outcomes, None
+
+
+def freeze_task(
+    task: Task, methods: dict[str, Method], sandbox: Sandbox, limits: Limits | None = None
+) -> tuple[Task, str | None]:
+    """Record a task's answer by running its chain with the gold functions; the task unchanged and why when the
+    chain cannot answer it."""
+    outcomes, problem = run_chain(task, methods, sandbox, limits)
+    if problem is not None:
+        return task, problem
+    return task.model_copy(update={"answer": FrozenOutcome.of(outcomes[-1])}), None
+
+
+def check_task(task: Task, methods: dict[str, Method], sandbox: Sandbox, limits: Limits | None = None) -> list[Problem]:
+    """Validate one task; an empty list means it passes.
+
+    Checks: its answer is frozen and reproduces when the chain runs again in fresh instances; the question gives
+    none of its methods away (their gold descriptions, ids, entry names or original names).
+    """
+    problems: list[Problem] = []
+
+    def problem(check: str, message: str) -> None:
+        problems.append(Problem(task.id, check, message))
+
+    outcomes, failed = run_chain(task, methods, sandbox, limits, fresh=True)
+    if failed is not None:
+        problem("chain", failed)
+    if task.answer is None:
+        problem("frozen", "the task has no frozen answer; run `pau-mcp manifests freeze`")
+    elif failed is None and not _reproduces(task.answer, outcomes[-1]):
+        problem(
+            "reproduces",
+            f"the answer was frozen as {task.answer.shown()!r} but the chain gives {FrozenOutcome.of(outcomes[-1]).shown()!r}",
+        )
+    for step in task.steps:
+        method = methods[step.method]
+        names = [method.id]
+        if method.entry != "test_func":
+            names.append(method.entry)
+        original = method.provenance.original_name
+        if original and len(original) >= 3:
+            names.append(original)
+        if quotes_gold(task.question, method.description):
+            problem("question", f"the question quotes the gold description of {method.id}")
+        revealed = [name for name in names if len(name) >= 3 and _mentions(task.question, name)]
+        if revealed:
+            problem("question", f"the question names {revealed[0]!r}, which gives {method.id} away")
+    return _dedupe(problems)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from wasm_runtime import Outcome, Status, parse_python
 
 __all__ = [
+    "MAX_TASK_STEPS",
     "Case",
     "FrozenOutcome",
     "GoldCheck",
@@ -27,8 +28,13 @@ __all__ = [
     "Provenance",
     "SuiteInfo",
     "Tags",
+    "Task",
+    "TaskProvenance",
+    "TaskStep",
     "call_arguments",
     "call_text",
+    "placeholders",
+    "substitute",
     "tool_name",
 ]
 
@@ -330,3 +336,112 @@ class SuiteInfo(BaseModel):
         if not _NAME.match(value):
             raise ValueError("suite names use lower-case letters, digits, '_', '.' or '-'")
         return value
+
+
+#: The most methods a task chains.
+MAX_TASK_STEPS = 5
+# An earlier step's result in a step's input: $1 for the first step's, up to $9. Each match is two characters with
+# no backtracking, so finding them is linear.
+_PLACEHOLDER = re.compile(r"\$([1-9])")
+
+
+def placeholders(text: str) -> list[int]:
+    """The earlier steps a step's input refers to (``$1`` is the first step's result), in order of appearance."""
+    return [int(match.group(1)) for match in _PLACEHOLDER.finditer(text)]
+
+
+def substitute(text: str, results: list[str]) -> str:
+    """A step's input with each ``$k`` replaced by ``results[k - 1]``, a literal (the ``repr`` of that result).
+
+    Raises:
+        IndexError: ``$k`` refers to a result not given.
+    """
+    return _PLACEHOLDER.sub(lambda match: results[int(match.group(1)) - 1], text)
+
+
+class TaskStep(BaseModel):
+    """One call of a task's chain: a method of the suite and its arguments."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: str = Field(description="The method's id (suite/name): a method of the task's own suite.")
+    input: str = Field(
+        min_length=1,
+        max_length=64 * 1024,
+        description="The arguments as a Python literal tuple; $1, $2, ... anywhere in it stand for the results of "
+        "the first, second, ... step (as their repr).",
+    )
+
+
+class TaskProvenance(BaseModel):
+    """How a task was made (operator-only, like everything of a task but its question)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    made_by: Literal["create", "hand"] = "hand"
+    model: str | None = None  # the model that wrote the question (pau-mcp create --tasks-for)
+
+
+class Task(BaseModel):
+    """A question over a suite's hidden methods whose answer needs calls to one or more of them.
+
+    Agents see the question only: its steps (the calls that answer it) and its answer stay with the operator. The
+    answer is frozen by running the steps' gold functions in the sandbox (``pau-mcp manifests freeze``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    question: str = Field(min_length=1, max_length=8000)
+    steps: list[TaskStep] = Field(min_length=1, max_length=MAX_TASK_STEPS)
+    asks_calls: bool = Field(
+        default=False,
+        description="The answer must come with the calls that compute it; they are re-executed to check it.",
+    )
+    answer: FrozenOutcome | None = None
+    provenance: TaskProvenance = Field(default_factory=TaskProvenance)
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        if not _ID.match(value):
+            raise ValueError("must be 'suite/name' in lower-case letters, digits, '_', '.' or '-'")
+        return value
+
+    @model_validator(mode="after")
+    def _check_steps(self) -> Task:
+        used: set[int] = set()
+        for number, step in enumerate(self.steps, start=1):
+            if step.method.split("/", 1)[0] != self.suite:
+                raise ValueError(f"step {number} calls {step.method!r}, which is not a method of suite {self.suite!r}")
+            refs = placeholders(step.input)
+            later = sorted({ref for ref in refs if ref >= number})
+            if later:
+                raise ValueError(f"step {number} uses ${later[0]}, which is not the result of an earlier step")
+            if number > 1 and not refs:
+                raise ValueError(f"step {number} uses no earlier result ($1 ...): a task is one chain of calls")
+            used.update(refs)
+        unused = [n for n in range(1, len(self.steps)) if n not in used]
+        if unused:
+            raise ValueError(f"the result of step {unused[0]} is never used: a task is one chain of calls")
+        return self
+
+    @property
+    def suite(self) -> str:
+        """The suite this task belongs to."""
+        return self.id.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The task's name inside its suite."""
+        return self.id.split("/", 1)[1]
+
+    @property
+    def hops(self) -> int:
+        """How many methods the task chains."""
+        return len(self.steps)
+
+    @property
+    def frozen(self) -> bool:
+        """True when the answer is recorded."""
+        return self.answer is not None

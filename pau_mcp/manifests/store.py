@@ -1,4 +1,5 @@
-"""Suites on disk: ``<dir>/<suite>/suite.json`` and one ``<name>.json`` per method.
+"""Suites on disk: ``<dir>/<suite>/suite.json``, one ``<name>.json`` per method, and optionally one
+``tasks/<name>.json`` per task (a question over the suite's methods, ``model.Task``).
 
 One file per method keeps reviews and diffs small; the source is stored as a
 list of lines. Suites are found in the suites that ship with pau-mcp (the
@@ -21,9 +22,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .model import Method, SuiteInfo
+from .model import Method, SuiteInfo, Task
 
-__all__ = ["ManifestError", "ManifestStore", "Suite", "dump_method", "load_method", "packaged_manifests"]
+__all__ = ["ManifestError", "ManifestStore", "Suite", "dump_method", "dump_task", "load_method", "packaged_manifests"]
+
+#: The folder of a suite that holds its tasks.
+TASKS_DIR = "tasks"
 
 # The package the top-level manifests/ directory is installed as (pyproject.toml maps it).
 _PACKAGED = "pau_mcp._suites"
@@ -87,6 +91,11 @@ def dump_method(method: Method) -> str:
     return _compact(method.model_dump(mode="json", exclude_none=True)) + "\n"
 
 
+def dump_task(task: Task) -> str:
+    """The file text of a task."""
+    return _compact(task.model_dump(mode="json", exclude_none=True)) + "\n"
+
+
 @dataclass
 class Suite:
     """A loaded suite: its info and its methods by id, in file-name order."""
@@ -94,6 +103,7 @@ class Suite:
     info: SuiteInfo
     path: Path
     methods: dict[str, Method] = field(default_factory=dict)
+    tasks: dict[str, Task] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -109,10 +119,27 @@ class Suite:
         if method.suite != self.name:
             raise ManifestError(f"method {method.id} does not belong to suite {self.name}")
         target = self.method_path(method.id)
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(dump_method(method), encoding="utf-8")
-        os.replace(tmp, target)
+        _write(target, dump_method(method))
         self.methods[method.id] = method
+        return target
+
+    def task_path(self, task_id: str) -> Path:
+        """The file a task lives in."""
+        return self.path / TASKS_DIR / f"{task_id.split('/', 1)[1]}.json"
+
+    def save_task(self, task: Task) -> Path:
+        """Write one task (atomically) and keep it in this suite.
+
+        Raises:
+            ManifestError: the task belongs to another suite or calls a method this suite lacks.
+        """
+        if task.suite != self.name:
+            raise ManifestError(f"task {task.id} does not belong to suite {self.name}")
+        _check_task_methods(self, task, self.task_path(task.id))
+        target = self.task_path(task.id)
+        target.parent.mkdir(exist_ok=True)
+        _write(target, dump_task(task))
+        self.tasks[task.id] = task
         return target
 
     @classmethod
@@ -163,7 +190,30 @@ class Suite:
         finally:
             if collecting:
                 gc.enable()
+        for file in sorted((path / TASKS_DIR).glob("*.json")):
+            try:
+                task = Task.model_validate_json(file.read_bytes())
+            except ValidationError as exc:
+                raise _explain(file, exc) from None
+            if task.id != f"{info.name}/{file.stem}":
+                raise ManifestError(f"{file}: id is {task.id!r} but the file says {info.name}/{file.stem}")
+            _check_task_methods(suite, task, file)
+            suite.tasks[task.id] = task
         return suite
+
+
+def _write(target: Path, text: str) -> None:
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def _check_task_methods(suite: Suite, task: Task, file: Path) -> None:
+    for number, step in enumerate(task.steps, start=1):
+        if step.method not in suite.methods:
+            raise ManifestError(
+                f"{file}: steps.{number - 1}.method: suite {suite.name!r} has no method {step.method!r}"
+            )
 
 
 def load_method(path: Path) -> Method:

@@ -55,12 +55,21 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "tools_task_interactive": ("header", "examples", "tool", "budget"),
             "tools_task_incontext": ("header", "examples", "tool"),
             "tools_nudge": (),
+            "observer_context": ("header", "observations", "description"),
+            "observer_hypothesis": ("context",),
+            "observer_inputs": ("context", "count", "arity", "example"),
+            "observer_refine": ("context", "disagreements"),
+            # The task agent (pau_mcp.harness.tasks).
+            "task_system": (),
+            "task_question": ("question", "budget", "calls"),
+            "task_nudge": (),
             # The scorer (pau_mcp.scoring.judge, pau_mcp.scoring.codematch).
             "judge_system": (),
             "judge": ("tag", "reference", "candidate"),
             "coder_system": (),
             "coder": ("header", "tag", "description"),
             "coder_with_calls": ("header", "tag", "description", "calls"),
+            "coder_knowledge": ("entry", "tag", "known", "shape"),
             # The failure-mode classifier (pau_mcp.harness.failures).
             "classifier_system": (),
             "classifier": ("tag", "episode", "gold", "description", "tests", "trajectory"),

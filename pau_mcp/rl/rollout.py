@@ -225,7 +225,7 @@ async def run_rollout(
     store: RunStore,
     methods: list[Method],
     config: RolloutConfig,
-    source: EpisodeSource[RolloutRecord],
+    source: EpisodeSource[Method, RolloutRecord],
     on_progress: Callable[[RolloutProgress], None] | None = None,
 ) -> RolloutProgress:
     """Run (or resume) a rollout over ``methods``, its episodes played by ``source`` (``LocalRollouts``, or

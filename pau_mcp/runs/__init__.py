@@ -3,6 +3,6 @@ episodes are played."""
 
 from __future__ import annotations
 
-from .driver import Ending, EpisodeSource, Play, Progress, RunError, RunSpec, drive, open_run
+from .driver import Ending, EpisodeSource, Planned, Play, Progress, RunError, RunSpec, drive, open_run
 
-__all__ = ["Ending", "EpisodeSource", "Play", "Progress", "RunError", "RunSpec", "drive", "open_run"]
+__all__ = ["Ending", "EpisodeSource", "Planned", "Play", "Progress", "RunError", "RunSpec", "drive", "open_run"]

@@ -19,10 +19,9 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 import anyio.abc
 
-from ..manifests import Method
 from ..runstore import EpisodeResult, RunStore, SessionRecord
 
-__all__ = ["Ending", "EpisodeSource", "Play", "Progress", "RunError", "RunSpec", "drive", "open_run"]
+__all__ = ["Ending", "EpisodeSource", "Planned", "Play", "Progress", "RunError", "RunSpec", "drive", "open_run"]
 
 
 class RunError(RuntimeError):
@@ -49,14 +48,25 @@ class Ending:
     fatal: BaseException | None = None
 
 
+class Planned(Protocol):
+    """What an episode is planned for: a method (``pau_mcp.manifests.Method``) or a task, known by its id."""
+
+    @property
+    def id(self) -> str:
+        """Its id: the episode's key in the run (``episodes.method_id``)."""
+        ...
+
+
 E = TypeVar("E", bound=Ending)
 E_co = TypeVar("E_co", bound=Ending, covariant=True)
+T = TypeVar("T", bound=Planned)
+T_contra = TypeVar("T_contra", bound=Planned, contravariant=True)
 
 #: Plays one attempt of an episode: ``await play(method, attempt)``.
-Play = Callable[[Method, int], Awaitable[E]]
+Play = Callable[[T, int], Awaitable[E]]
 
 
-class EpisodeSource(Protocol[E_co]):
+class EpisodeSource(Protocol[T_contra, E_co]):
     """Where a run's episodes are played: in this process, or on the workers of a Ray cluster.
 
     ``episodes(todo)`` readies the source for the episodes left to play (starts a server, workers, ...) and yields
@@ -74,7 +84,7 @@ class EpisodeSource(Protocol[E_co]):
         """Episodes played again elsewhere after their worker was lost."""
         ...
 
-    def episodes(self, todo: Sequence[Method]) -> AbstractAsyncContextManager[Play[E_co]]:
+    def episodes(self, todo: Sequence[T_contra]) -> AbstractAsyncContextManager[Play[T_contra, E_co]]:
         """Ready the source for ``todo``; yields the play function."""
         ...
 
@@ -184,8 +194,8 @@ def open_run(store: RunStore, run: RunSpec) -> int:
 async def drive(
     store: RunStore,
     run: RunSpec,
-    methods: Sequence[Method],
-    source: EpisodeSource[E],
+    methods: Sequence[T],
+    source: EpisodeSource[T, E],
     concurrency: int,
     progress: P,
     on_progress: Callable[[P], None] | None = None,
@@ -195,7 +205,7 @@ async def drive(
     Args:
         store: The run store (written by this process alone).
         run: The run's name, kind and identity.
-        methods: One episode each, in plan order.
+        methods: One episode each (methods, or tasks), in plan order.
         source: Plays the episodes (here, or on Ray workers).
         concurrency: Episodes at once.
         progress: The totals to keep; returned.
@@ -219,7 +229,7 @@ async def drive(
     limiter = anyio.Semaphore(max(1, concurrency))
     stop: list[BaseException] = []  # what ends the whole run: raised once the episodes in flight are cancelled
 
-    async def one(method: Method, play: Play[E], group: anyio.abc.TaskGroup) -> None:
+    async def one(method: T, play: Play[T, E], group: anyio.abc.TaskGroup) -> None:
         async with limiter:
             attempt = store.start_episode(run_id, method.id)
             try:

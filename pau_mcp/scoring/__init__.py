@@ -29,6 +29,7 @@ from .judge import (
 )
 from .records import record_scores
 from .service import KINDS, NothingToScore, Scorer, ScoreResult, UnknownMethod, feedback_for
+from .tasks import TaskCall, TaskCheck, check_answer
 
 __all__ = [
     "FAILURE_KINDS",
@@ -41,7 +42,10 @@ __all__ = [
     "RatingSummary",
     "ScoreResult",
     "Scorer",
+    "TaskCall",
+    "TaskCheck",
     "UnknownMethod",
+    "check_answer",
     "check_observed",
     "coder_messages",
     "extract_code",

@@ -28,9 +28,10 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from typing import Protocol as _Protocol
 
 from wasm_runtime import Limits, Outcome, Sandbox, Status, decode, outcomes_match, parse_python
 
@@ -48,6 +49,7 @@ __all__ = [
     "ObservedCheck",
     "check_observed",
     "Counterexample",
+    "Signature",
     "coder_messages",
     "extract_code",
     "extract_code_reference",
@@ -89,11 +91,23 @@ _PYTHON_FENCES = ("python", "py", "python3")
 _FENCE_LANGUAGE = re.compile(r"[\w+#.-]*+")
 
 
+class Signature(_Protocol):
+    """What the code writer may know of a function besides its description: a ``Method``, or the facts its tool
+    publishes (``MethodFacts``, for an agent that writes code from its own description)."""
+
+    @property
+    def header(self) -> str: ...
+
+    @property
+    def entry(self) -> str: ...
+
+
 def coder_messages(
-    method: Method,
+    method: Signature,
     description: str,
     examples: Sequence[Sequence[Any]] | None = None,
     protocol: Protocol | None = None,
+    knowledge: Collection[str] | None = None,
 ) -> list[dict[str, str]]:
     """The code writer's chat messages: the header, then the agent's description and observed calls.
 
@@ -102,12 +116,21 @@ def coder_messages(
     sends its own prompt, one user message, with the examples as its results list.
 
     Args:
-        method: Gives the header and entry name (its source and gold description are not used).
+        method: Gives the header and entry name (a ``Method``'s source and gold description are not used).
         description: What the function does (the agent's, or the gold one for the upper bound).
         examples: What the agent observed: ``(input literal, shown output)`` pairs, or
             ``(input, output, error)`` triples in the reference's stored form.
         protocol: Whose prompt (default: this project's).
+        knowledge: Only these components (``pau_mcp.knowledge.COMPONENTS``: ``signature``, ``description``,
+            ``examples``); None: the header, the description and any examples given. Header and description
+            together get the ordinary prompt, so the full combination asks exactly what code match asks.
     """
+    if knowledge is not None and not (protocol is not None and protocol.reference):
+        wanted = set(knowledge)
+        shown = examples if "examples" in wanted else None
+        if not {"signature", "description"} <= wanted:
+            return _knowledge_messages(method, description, shown, wanted, protocol)
+        examples = shown
     if protocol is not None and protocol.reference:
         prompt = protocol.prompts.render(
             "coder",
@@ -118,13 +141,7 @@ def coder_messages(
         return [{"role": "user", "content": prompt}]
     prompts = protocol.prompts if protocol is not None else load_prompts()
     text = description.strip()
-    calls = ""
-    if examples:
-        lines = []
-        for example in list(examples)[:_MAX_EXAMPLES]:
-            call = call_text(method.entry, observed_arguments(example) or str(example[0]))
-            lines.append(f"{_clip(call, _MAX_EXAMPLE_CHARS)} -> {_clip(_shown_example(example), _MAX_EXAMPLE_CHARS)}")
-        calls = "\n".join(lines)
+    calls = _calls_text(method, examples) if examples else ""
     tag = fence_tag("coder", text, calls)
     if calls:
         prompt = prompts.render(
@@ -133,6 +150,44 @@ def coder_messages(
         )  # fmt: skip
     else:
         prompt = prompts.render("coder", header=method.header, tag=tag, description=fence("description", text, tag))
+    return [{"role": "system", "content": prompts.text("coder_system")}, {"role": "user", "content": prompt}]
+
+
+def _calls_text(method: Signature, examples: Sequence[Sequence[Any]]) -> str:
+    lines = []
+    for example in list(examples)[:_MAX_EXAMPLES]:
+        call = call_text(method.entry, observed_arguments(example) or str(example[0]))
+        lines.append(f"{_clip(call, _MAX_EXAMPLE_CHARS)} -> {_clip(_shown_example(example), _MAX_EXAMPLE_CHARS)}")
+    return "\n".join(lines)
+
+
+def _knowledge_messages(
+    method: Signature,
+    description: str,
+    examples: Sequence[Sequence[Any]] | None,
+    wanted: set[str],
+    protocol: Protocol | None,
+) -> list[dict[str, str]]:
+    """The code writer's messages for a combination without the header or without the description."""
+    prompts = protocol.prompts if protocol is not None else load_prompts()
+    text = description.strip() if "description" in wanted else ""
+    calls = _calls_text(method, examples) if "examples" in wanted and examples else ""
+    tag = fence_tag("coder-knowledge", text, calls)
+    known = []
+    if "signature" in wanted:
+        known.append(f"Header: {method.header}")
+    if "description" in wanted:
+        known.append("What it does:\n" + fence("description", text, tag))
+    if "examples" in wanted:
+        known.append("Calls and their results:\n" + (fence("calls", calls, tag) if calls else "(none were observed)"))
+    if "signature" in wanted:
+        shape = "with exactly this header"
+    else:
+        implied = {"description": "the description implies", "examples": "the calls imply"}
+        shape = "taking its arguments positionally, as many as " + (
+            "the description and the calls imply" if len(wanted) == 2 else implied[next(iter(wanted))]
+        )
+    prompt = prompts.render("coder_knowledge", entry=method.entry, tag=tag, known="\n\n".join(known), shape=shape)
     return [{"role": "system", "content": prompts.text("coder_system")}, {"role": "user", "content": prompt}]
 
 
@@ -606,11 +661,14 @@ async def write_code(
     limits: Limits | None = None,
     temperature: float | None = 0.0,
     protocol: Protocol | None = None,
+    knowledge: Collection[str] | None = None,
 ) -> CodeMatch:
     """The paper's code match: a model writes the function from the description, then ``match_code`` scores it.
 
     With ``examples``, the code is also run on the inputs the agent itself observed and compared with what
-    the hidden function did there (``CodeMatch.observed``, the paper's self-contradiction check).
+    the hidden function did there (``CodeMatch.observed``, the paper's self-contradiction check). With
+    ``knowledge``, the code writer gets only those components (``coder_messages``); the check is made for the
+    full knowledge only.
 
     Raises:
         LLMError: only when fatal (bad key, unknown model, unreachable server); other model
@@ -620,7 +678,7 @@ async def write_code(
     try:
         completion = await llm.complete(
             model,
-            coder_messages(method, description, examples, protocol),
+            coder_messages(method, description, examples, protocol, knowledge),
             temperature=temperature,
             max_tokens=protocol.rules.coder_max_tokens if protocol is not None else None,
         )
@@ -639,7 +697,8 @@ async def write_code(
             f" (finish reason: {completion.finish_reason})" if completion.finish_reason not in (None, "stop") else ""
         )
     observed = None
-    if examples and code and scored.status == "scored":
+    full = knowledge is None or set(knowledge) >= {"signature", "description", "examples"}
+    if examples and full and code and scored.status == "scored":
         try:
             observed = await check_observed(sandbox, method, code, examples, limits=limits)
         except Exception as exc:  # the sandbox's infrastructure: the check is left out, the score stands

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from ..knowledge import knowledge_kind
 from ..runstore import RunStore
 
 __all__ = ["record_scores"]
@@ -16,7 +17,8 @@ def record_scores(
     """Store every score of a ``ScoreResult``; returns ``{kind: value}`` (None where unscored).
 
     Kinds: ``judge`` (1 to 5), ``codematch`` (or ``codematch_gold`` when the code writer had the gold
-    description), ``direct``. Each detail records the protocol the score followed; code match also whether
+    description; ``codematch:<components>`` or ``codematch_gold:<components>`` when it was handed only some
+    knowledge, ``pau_mcp.knowledge``), ``direct``. Each detail records the protocol the score followed; code match also whether
     the code writer got the agent's examples and, when it did, how its code fared on them (``observed``).
     """
     values: dict[str, float | None] = {}
@@ -30,7 +32,8 @@ def record_scores(
         )  # fmt: skip
         values["judge"] = value
     if codematch is not None:
-        kind = "codematch_gold" if result.gold else "codematch"
+        knowledge = getattr(result, "knowledge", None)
+        kind = knowledge_kind(knowledge, result.gold) if knowledge else "codematch_gold" if result.gold else "codematch"
         store.record_score(
             submission_id, kind, codematch.status, codematch.fraction, codematch.model,
             {
@@ -38,6 +41,7 @@ def record_scores(
                 "matches": list(codematch.matches),
                 "usage": asdict(codematch.usage), "cost_usd": codematch.cost_usd, "cached": codematch.cached,
                 "gold": result.gold, "with_examples": with_examples, "protocol": protocol,
+                "knowledge": list(knowledge) if knowledge else None,
                 "observed": asdict(codematch.observed) if codematch.observed is not None else None,
             },
         )  # fmt: skip

@@ -11,7 +11,7 @@ server's ``submit`` tool (``pau-mcp serve --feedback score``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -20,8 +20,9 @@ import anyio
 from wasm_runtime import Limits
 
 from ..config import Settings
+from ..knowledge import COMPONENTS
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
-from ..manifests import ManifestError, ManifestStore, Method
+from ..manifests import ManifestError, ManifestStore, Method, Task, call_arguments, call_text
 from ..protocol import Protocol, load_protocol
 from ..runstore import RunStore
 from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox, sandbox_limits
@@ -29,13 +30,23 @@ from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, m
 from .cpu import off_loop
 from .judge import JudgeResult, judge_description
 from .records import record_scores
+from .tasks import TaskCall, TaskCheck, check_answer
 
-__all__ = ["KINDS", "NothingToScore", "ScoreResult", "Scorer", "UnknownMethod", "feedback_for"]
+__all__ = ["KINDS", "NothingToScore", "ScoreResult", "Scorer", "UnknownMethod", "feedback_for", "initial_examples"]
 
 log = logging.getLogger("pau_mcp.scoring")
 
 #: The scores a submission can get: the judge's rating, the code writer's match, the submitted code's match.
 KINDS = ("judge", "codematch", "direct")
+
+
+def initial_examples(method: Method) -> list[tuple[str, str]]:
+    """A method's initial examples as an episode observes them: ``(argument literal, shown outcome)`` pairs."""
+    return [
+        (call_arguments(call_text(method.entry, case.input)) or case.input, case.outcome.shown())
+        for case in method.examples
+        if case.outcome is not None
+    ]
 
 
 class UnknownMethod(LookupError):
@@ -60,6 +71,7 @@ class ScoreResult:
         cost_usd: Dollars spent on it.
         unpriced: Models used that have no price (their cost counts as 0).
         protocol: The protocol the scores followed (``pau-mcp`` or ``reference``).
+        knowledge: The components the code writer was handed (``pau_mcp.knowledge``); None: all it is given.
     """
 
     method_id: str
@@ -71,6 +83,7 @@ class ScoreResult:
     cost_usd: float = 0.0
     unpriced: tuple[str, ...] = ()
     protocol: str = "pau-mcp"
+    knowledge: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, JSON-ready (for evaluators: the judge's reply may quote the gold description)."""
@@ -213,11 +226,13 @@ class Scorer:
             raise
 
     def kinds_for(
-        self, description: str | None, code: str | None, requested: Collection[str] | None = None, gold: bool = False
-    ) -> tuple[str, ...]:
+        self, description: str | None, code: str | None, requested: Collection[str] | None = None, gold: bool = False,
+        knowledge: Collection[str] | None = None,
+    ) -> tuple[str, ...]:  # fmt: skip
         """The scores to compute: those requested that the submission allows, or every one it allows.
 
-        The judge needs a description; code match a description (or ``gold``); direct code needs code.
+        The judge needs a description; code match a description (or ``gold``), unless ``knowledge`` leaves the
+        description out; direct code needs code.
         A requested score the submission cannot have is left out. Under the reference protocol a missing
         description is scored as the text ``None``, as the reference does.
 
@@ -228,7 +243,8 @@ class Scorer:
         has_text = bool(description and description.strip()) or self.protocol.reference
         has_code = bool(code and code.strip())
         needs = {"judge": "a description", "codematch": "a description", "direct": "code"}
-        possible = {"judge": has_text, "codematch": has_text or gold, "direct": has_code}
+        described = knowledge is None or "description" in knowledge
+        possible = {"judge": has_text, "codematch": has_text or gold or not described, "direct": has_code}
         if requested:
             unknown = sorted(set(requested) - set(KINDS))
             if unknown:
@@ -281,6 +297,7 @@ class Scorer:
         kinds: Collection[str] | None = None,
         gold: bool = False,
         counterexample: bool = False,
+        knowledge: Collection[str] | None = None,
     ) -> ScoreResult:
         """Score one submission.
 
@@ -293,6 +310,9 @@ class Scorer:
             kinds: Scores to compute (``judge``, ``codematch``, ``direct``); default: all the submission allows.
             gold: The code writer gets the gold description instead (the method's upper bound).
             counterexample: Report the first test input the submitted code gets wrong.
+            knowledge: Hand the code writer only these components (``pau_mcp.knowledge.COMPONENTS``); the
+                examples are ``examples``, or the method's initial examples when none are given. None: the
+                header, the description and ``examples``, as always.
 
         Raises:
             UnknownMethod: no such method.
@@ -301,8 +321,11 @@ class Scorer:
             LLMError: a fatal model failure (bad key, unknown model, unreachable server).
         """
         method = self.method(method_id)
-        chosen = self.kinds_for(description, code, kinds, gold)
+        chosen = self.kinds_for(description, code, kinds, gold, knowledge)
         self.check(chosen)
+        components = None if knowledge is None else tuple(c for c in COMPONENTS if c in set(knowledge))
+        if components is not None and "examples" in components and not examples:
+            examples = initial_examples(method)
         results: dict[str, Any] = {}
 
         async def judge() -> None:
@@ -318,6 +341,7 @@ class Scorer:
             results["codematch"] = await write_code(
                 self._client(), self.coder_model, self.sandbox, method, text,
                 examples=examples, limits=self.limits, temperature=self.temperature, protocol=self.protocol,
+                knowledge=components,
             )  # fmt: skip
 
         async def direct() -> None:
@@ -360,6 +384,44 @@ class Scorer:
             cost_usd=cost,
             unpriced=unpriced,
             protocol=self.protocol.name,
+            knowledge=components,
+        )
+
+    def task(self, task_id: str) -> Task:
+        """A task by id (``suite/name``).
+
+        Raises:
+            UnknownMethod: no such suite or task (the message says how to list them).
+        """
+        suite_name = task_id.split("/", 1)[0]
+        try:
+            suite = self.manifests.suite(suite_name)
+        except ManifestError as exc:
+            raise UnknownMethod(str(exc)) from None
+        if task_id not in suite.tasks:
+            raise UnknownMethod(f"suite {suite_name!r} has no task {task_id!r}; see `pau-mcp manifests list`")
+        return suite.tasks[task_id]
+
+    async def check_task(
+        self, task_id: str, answer: str, calls: Sequence[TaskCall], tools: Mapping[str, str]
+    ) -> TaskCheck:
+        """Check an answer to a task: exact match with its frozen answer and, where it asks for them, its calls
+        re-executed with the gold functions in this scorer's sandbox (``scoring.tasks``).
+
+        Args:
+            task_id: The task.
+            answer: The agent's answer, a Python literal.
+            calls: The calls it says compute the answer.
+            tools: Each tool name of the deployment the agent used -> its method id.
+
+        Raises:
+            UnknownMethod: no such task.
+            ValueError: the task has no frozen answer.
+        """
+        task = self.task(task_id)
+        methods = self.manifests.suite(task.suite).methods
+        return await check_answer(
+            task, answer, calls, methods=methods, tools=tools, sandbox=self.sandbox, limits=self.limits
         )
 
     async def evidence(self, method_id: str, code: str | None, limit: int = 5) -> tuple[str, list[Counterexample]]:

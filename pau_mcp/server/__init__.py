@@ -12,7 +12,7 @@ from ..protocol import DEFAULT_PROTOCOL, RULES
 from ..runstore import RunStore
 from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox
 from .app import PAGE_SIZE, build_server
-from .catalog import FACTS_KEY, OUTPUT_SCHEMA, Catalog, Exposed, KnownExample, MethodFacts
+from .catalog import FACTS_KEY, OUTPUT_SCHEMA, Catalog, Exposed, KnownExample, MethodFacts, ToolDocs
 from .examples import EXAMPLE_SOURCES, ServedExamples, cache_path, deployment_examples
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
@@ -54,6 +54,7 @@ __all__ = [
     "SessionToken",
     "Sessions",
     "TokenSigner",
+    "ToolDocs",
     "TransportError",
     "bind_http",
     "check_exposure",
@@ -118,24 +119,27 @@ def exploration_settings(settings: Settings) -> Settings:
 def create_service(
     settings: Settings, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
     feedback: Feedback | None = None, progress: Any = None, processes: bool = False,
-    sandboxes: SandboxMaker = make_sandbox,
+    sandboxes: SandboxMaker = make_sandbox, docs: ToolDocs | None = None,
 ) -> tuple[MethodService, Sessions]:  # fmt: skip
     """A method service and its session registry from settings (shared by ``serve`` and ``call``).
 
     ``processes`` runs calls in sandbox worker processes (a server under load); ``call`` runs one in-process.
     ``sandboxes`` builds the sandbox from the settings (``make_sandbox``, unless a caller has an equivalent one).
     The initial examples are those of ``settings.examples`` (``serve_examples``), drawn in that sandbox.
+    ``docs`` is documentation to serve in place of the initial examples (``serve --docs``), built by the caller.
 
     Raises:
         ManifestError: an unknown suite or method.
         SettingsError: the deployment key cannot be read or created.
     """
-    catalog = Catalog(ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key())
+    catalog = Catalog(ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key(), docs=docs)
     store = RunStore(settings.db_path)
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
     config: dict[str, Any] = {"suites": list(suites), "budget": settings.budget, "examples": settings.examples}
     if settings.protocol != DEFAULT_PROTOCOL:
         config["protocol"] = settings.protocol
+    if docs is not None:
+        config["docs"] = docs.source
     run_id = store.ensure_run(run_name, kind="serve", config=config)
     rules = RULES[settings.protocol]
     sandbox = sandboxes(exploration_settings(settings), progress=progress, processes=processes)

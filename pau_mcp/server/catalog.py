@@ -41,6 +41,7 @@ __all__ = [
     "RAN",
     "REFUSED",
     "SUBMIT_TOOL",
+    "ToolDocs",
     "ToolResult",
 ]
 
@@ -128,6 +129,31 @@ class MethodFacts(BaseModel):
     budget: int | None = Field(description="calls of this function allowed per session; null when unlimited")
 
 
+#: How a documented tool says to pass arguments (``{params}``: the parameter names).
+_CALLING = (
+    "Pass the arguments either as JSON values, one property per parameter ({params}), or as one `args` string holding "
+    "a Python literal tuple, for values JSON cannot carry (tuples, sets, bytes, complex numbers, dicts with non-string "
+    'keys): e.g. {{"args": "((1, 2), {{3: \'x\'}})"}}. When `args` is a string it is the call (the other properties '
+    "are then ignored)."
+)
+
+
+@dataclass(frozen=True)
+class ToolDocs:
+    """Documentation a deployment serves in place of the header-and-examples text (``pau-mcp serve --docs``).
+
+    Built by the composition root (the command), never by the server, which reads no run and chooses no gold text:
+    what is served is exactly these texts.
+
+    Attributes:
+        source: Where the texts come from, as the operator named it (``none``, ``gold``, a run, a file).
+        texts: Each method's documentation by method id; a method without one is served with none.
+    """
+
+    source: str
+    texts: Mapping[str, str]
+
+
 @dataclass(frozen=True)
 class Exposed:
     """One method as a server exposes it.
@@ -136,11 +162,14 @@ class Exposed:
         method: The method (its hidden parts never leave the server).
         tool: Its opaque tool name in this deployment (``manifests.tool_name``).
         served: The initial examples this deployment serves; None: the published ones.
+        documentation: What the deployment documents it with (``ToolDocs``), in place of the initial examples;
+            None: the header and the initial examples, as always ("" documents it with nothing but its header).
     """
 
     method: Method
     tool: str
     served: ServedExamples | None = None
+    documentation: str | None = None
 
     @property
     def cases(self) -> tuple[Case, ...]:
@@ -151,6 +180,11 @@ class Exposed:
     def origin(self) -> str:
         """Where the served examples come from: ``published`` or ``deployment`` (for the operator)."""
         return self.served.origin if self.served is not None else "published"
+
+    @property
+    def documented(self) -> bool:
+        """True when the deployment serves documentation instead of the initial examples."""
+        return self.documentation is not None
 
     @property
     def arity(self) -> int:
@@ -174,11 +208,11 @@ class Exposed:
         return [example.line for example in self.examples]
 
     def facts(self, budget: int) -> MethodFacts:
-        """What the description says, as data (``budget`` 0: unlimited)."""
+        """What the description says, as data (``budget`` 0: unlimited); a documented tool publishes no examples."""
         method = self.method
         return MethodFacts(
-            header=method.header, entry=method.entry, params=list(method.params), examples=self.examples,
-            budget=budget or None,
+            header=method.header, entry=method.entry, params=list(method.params),
+            examples=[] if self.documented else self.examples, budget=budget or None,
         )  # fmt: skip
 
     def meta(self, budget: int) -> dict[str, Any]:
@@ -194,6 +228,17 @@ class Exposed:
             else "There is no limit on calls."
         )
         examples = "\n".join(f"  {line}" for line in self.example_lines()) or "  (none)"
+        if self.documented:
+            return (
+                f"A Python function `{self.method.header}` whose code you cannot read. "
+                + (
+                    f"Its documentation:\n{self.documentation}\n"
+                    if self.documentation
+                    else "It has no documentation.\n"
+                )
+                + _CALLING.format(params=params)
+                + f"\n{budget_text}"
+            )
         return (
             f"A hidden Python function `{self.method.header}`. You cannot read its code; call it to find out what it does.\n"
             f"Pass the arguments either as JSON values, one property per parameter ({params}; typed as the examples "
@@ -228,18 +273,25 @@ class Exposed:
 
     def resource_text(self, budget: int) -> str:
         """The resource body: what an agent may know before calling."""
-        lines = [f"tool: {self.tool}", f"header: {self.method.header}", "examples:"]
-        lines += [f"  {line}" for line in self.example_lines()]
+        lines = [f"tool: {self.tool}", f"header: {self.method.header}"]
+        if self.documented:
+            lines += ["documentation:", *(f"  {line}" for line in (self.documentation or "(none)").splitlines())]
+        else:
+            lines += ["examples:", *(f"  {line}" for line in self.example_lines())]
         lines.append(f"budget: {budget or 'unlimited'} calls per session")
         return "\n".join(lines) + "\n"
 
     def prompt_text(self, budget: int) -> str:
         """The interactive-mode starting prompt, in this project's words."""
         budget_text = f"at most {budget} calls" if budget else "as many calls as you need"
+        known = (
+            (self.documentation or "(no documentation)") if self.documented
+            else "\n".join(f"  {line}" for line in self.example_lines())
+        )  # fmt: skip
         return (
             f"You are investigating a Python function you cannot read: `{self.method.header}`. It is available as the "
             f"tool `{self.tool}`.\n\nWhat is already known:\n"
-            + "\n".join(f"  {line}" for line in self.example_lines())
+            + known
             + f"\n\nWork like a scientist: form a hypothesis about what the function does, choose an input that could "
             "prove it wrong, call the tool, and revise. Probe the corners where behaviour often changes: zero, negative "
             "numbers, empty and single-element containers, duplicates, boundaries, unusual types. "
@@ -261,13 +313,21 @@ class Catalog:
         suites: Suites to serve.
         methods: Optional subset (the operator's choice): method ids or tool names.
         key: The deployment's secret, which names the tools (``Settings.deployment_key()``).
+        docs: Documentation to serve in place of the initial examples (``serve --docs``); None: the examples.
 
     Raises:
         ManifestError: an unknown suite or method, or no method at all.
     """
 
-    def __init__(self, store: ManifestStore, suites: Iterable[str], methods: Iterable[str] = (), *, key: str) -> None:
-        exposed = [Exposed(m, tool_name(key, m.id)) for m in store.methods(suites)]
+    def __init__(
+        self, store: ManifestStore, suites: Iterable[str], methods: Iterable[str] = (), *, key: str,
+        docs: ToolDocs | None = None,
+    ) -> None:  # fmt: skip
+        exposed = [
+            Exposed(m, tool_name(key, m.id), documentation=None if docs is None else docs.texts.get(m.id, ""))
+            for m in store.methods(suites)
+        ]
+        self.docs = docs
         wanted = set(methods)
         if wanted:
             known = {e.tool for e in exposed} | {e.method.id for e in exposed}

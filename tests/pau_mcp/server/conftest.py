@@ -328,3 +328,20 @@ def served(reply: dict) -> bool:
 def ran(result) -> bool:
     """True when an official client's tool result ran the function (over budget and refusals did not)."""
     return not result.is_error and (result.structured_content or {}).get("status") in RAN
+
+
+@contextlib.asynccontextmanager
+async def memory_client(*args: str, mode: str = "auto") -> AsyncIterator[Any]:
+    """`pau-mcp serve ARGS` built in this process (as ``memory_session``), spoken to by the official high-level
+    ``mcp.client.client.Client`` in either protocol era (``mode``: ``legacy``, ``2026-07-28`` or ``auto``)."""
+    from mcp.client.client import Client
+
+    owned: list[AnySandbox] = []
+    built = build_served(args, sandboxes=_shared_sandboxes(owned))
+    try:
+        async with Client(built.server, mode=mode) as client:  # type: ignore[arg-type]
+            yield client
+    finally:
+        built.service.store.close()
+        for box in owned:
+            box.close()
