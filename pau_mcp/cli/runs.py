@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import sys
 import unicodedata
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -13,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..config import options
-from ..runstore import StoreError
+from ..runstore import CallRow, EpisodeRow, StoreError, SubmissionRow
 from .common import run_store, settings_from
 
 __all__ = ["runs"]
@@ -59,17 +61,17 @@ def list_(as_json: bool, **values: object) -> None:
     rows = store.runs()
     if as_json:
         for row in rows:
-            click.echo(json.dumps(row))
+            click.echo(json.dumps({k: v for k, v in asdict(row).items() if k != "config"}))
         return
     table = Table("run", "kind", "created", "sessions", "calls", "submissions")
     for row in rows:
         table.add_row(
-            escape(_literal(row["name"])),  # a client may name a run (?run=)
-            row["kind"],
-            row["created_at"],
-            str(row["sessions"]),
-            str(row["calls"]),
-            str(row["submissions"]),
+            escape(_literal(row.name)),  # a client may name a run (?run=)
+            row.kind,
+            row.created_at,
+            str(row.sessions),
+            str(row.calls),
+            str(row.submissions),
         )
     Console().print(table)
 
@@ -87,20 +89,21 @@ def show(name: str, as_json: bool, **values: object) -> None:
         raise click.ClickException(str(exc)) from None
     calls, submissions = store.calls(run_id), store.submissions(run_id)
     if as_json:
-        click.echo(json.dumps({"calls": calls, "submissions": submissions}, default=str, indent=2))
+        shown = {"calls": [_stored(c) for c in calls], "submissions": [_stored(s) for s in submissions]}
+        click.echo(json.dumps(shown, default=str, indent=2))
         return
     table = Table("session", "method", "arguments", "status", "result", "counted")
     for c in calls:
-        ok = c["status"] in ("ok", "counterexample")
-        result = c["value"] if ok else f"{c['error_type'] or ''}: {c['error_message'] or ''}"
-        cells = [c["session_key"], c["method_id"], c["arguments"], c["status"], (result or "")[:60]]
-        table.add_row(*(escape(_literal(cell)) for cell in cells), "yes" if c["counted"] else "no")
+        ok = c.status in ("ok", "counterexample")
+        result = c.value if ok else f"{c.error_type or ''}: {c.error_message or ''}"
+        cells = [c.session_key, c.method_id, c.arguments, c.status, (result or "")[:60]]
+        table.add_row(*(escape(_literal(cell)) for cell in cells), "yes" if c.counted else "no")
     Console().print(table)
     for s in submissions:
         # click.echo interprets no markup: only control characters need showing as escapes.
         click.echo(
-            f"\nsubmission {s['id']} for {s['method_id']} (session {_literal(s['session_key'])}):\n"
-            f"  {_literal(s['description'], keep_lines=True)}"
+            f"\nsubmission {s.id} for {s.method_id} (session {_literal(s.session_key)}):\n"
+            f"  {_literal(s.description, keep_lines=True)}"
         )
 
 
@@ -118,7 +121,9 @@ def export(name: str, output: Path | None, episodes: bool, **values: object) -> 
         run_id = store.run_id(name)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
-    records = store.episodes(run_id, with_trajectories=True) if episodes else store.predictions(run_id)
+    records = (
+        (_stored(e) for e in store.episodes(run_id, with_trajectories=True)) if episodes else store.predictions(run_id)
+    )
     handle = output.open("w", encoding="utf-8") if output else sys.stdout
     count = 0
     for record in records:
@@ -127,3 +132,14 @@ def export(name: str, output: Path | None, episodes: bool, **values: object) -> 
     if output:
         handle.close()
         click.echo(f"wrote {count} {'episodes' if episodes else 'predictions'} to {output}", err=True)
+
+
+def _stored(row: CallRow | SubmissionRow | EpisodeRow) -> dict[str, Any]:
+    """A row as the store holds it, for JSON: flags as 0 and 1, a call's outcome as its JSON text."""
+    stored = asdict(row)
+    for flag in ("counted", "feedback", "concluded"):
+        if isinstance(stored.get(flag), bool):
+            stored[flag] = int(stored[flag])
+    if isinstance(row, CallRow) and row.outcome is not None:
+        stored["outcome"] = json.dumps(row.outcome)
+    return stored

@@ -26,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from ..config import Settings, SettingsError
+from ..contract import TASK_KIND
 from ..eras import client_mode
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import ManifestError, ManifestStore, Method, tool_name
@@ -204,7 +205,7 @@ class RunProgress(Progress["EpisodeRecord"]):
         if ending.result.state != "done":
             return
         values = ending.values
-        if (answer := values.get("task")) is not None:
+        if (answer := values.get(TASK_KIND)) is not None:
             self.answers.append(answer)
         if (judge := values.get("judge")) is not None:
             self.judge.append(judge)
@@ -470,29 +471,29 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
     totals = RunTotals()
     for episode in store.episodes(run_id):
         totals.episodes += 1
-        totals.done += episode["state"] == "done"
-        totals.failed += episode["state"] == "failed"
-        totals.tokens += episode["input_tokens"] + episode["output_tokens"]
-        totals.cost_usd += episode["cost_usd"]
-        scores = episode["scores"]
+        totals.done += episode.state == "done"
+        totals.failed += episode.state == "failed"
+        totals.tokens += episode.input_tokens + episode.output_tokens
+        totals.cost_usd += episode.cost_usd
+        scores = episode.scores
         for score in scores.values():
-            usage = score["detail"].get("usage") or {}
+            usage = score.detail.get("usage") or {}
             totals.tokens += int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
-            totals.cost_usd += float(score["detail"].get("cost_usd") or 0.0)
-        if episode["state"] != "done":
+            totals.cost_usd += float(score.detail.get("cost_usd") or 0.0)
+        if episode.state != "done":
             continue
         for kind, score in scores.items():
-            if score.get("status") == "error":
-                reason = str(score["detail"].get("reason") or "no reason was recorded")
-                totals.score_errors.append((episode["method_id"], kind, reason))
-        if scores.get("task", {}).get("value") is not None:
-            totals.answers.append(scores["task"]["value"])
-        if scores.get("judge", {}).get("value") is not None:
-            totals.judge.append(scores["judge"]["value"])
-        for kind in ("codematch", "direct"):
-            if scores.get(kind, {}).get("value") is not None:
-                totals.codematch.append(scores[kind]["value"])
-                break
+            if score.status == "error":
+                reason = str(score.detail.get("reason") or "no reason was recorded")
+                totals.score_errors.append((episode.method_id, kind, reason))
+        values = {kind: score.value for kind, score in scores.items() if score.value is not None}
+        if TASK_KIND in values:
+            totals.answers.append(values[TASK_KIND])
+        if "judge" in values:
+            totals.judge.append(values["judge"])
+        match = values.get("codematch", values.get("direct"))
+        if match is not None:
+            totals.codematch.append(match)
     return totals
 
 

@@ -23,6 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from ..config import Settings, SettingsError
+from ..contract import TASK_KIND
 from ..llm import LLMClient, LLMError, Overrides
 from ..manifests import ManifestError, ManifestStore, Task, tool_name
 from ..prompts import PromptsError, PromptSet, load_prompts
@@ -43,7 +44,6 @@ from .runner import (
     run_totals,
     session_key,
 )
-from .use_analyses import TASK_KIND
 
 __all__ = ["ANSWER_TOOL", "TaskAgent", "TaskAnswer", "TaskEnvironment", "planned_tasks", "play_task", "run_tasks"]
 

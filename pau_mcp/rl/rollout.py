@@ -27,7 +27,7 @@ from ..llm import LLMClient, LLMError
 from ..manifests import Method
 from ..prompts import load_prompts
 from ..runs import Ending, EpisodeSource, Progress, RunError, RunSpec, drive
-from ..runstore import EpisodeResult, RunStore
+from ..runstore import EpisodeResult, EpisodeRow, RunStore
 from . import prompts
 from .critic import Critic
 from .environment import EnvConfig, ExplorationEnv
@@ -259,9 +259,9 @@ async def run_rollout(
 # -- trajectory files ---------------------------------------------------------------------------
 
 
-def _episodes(store: RunStore, run: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _episodes(store: RunStore, run: str) -> tuple[dict[str, Any], list[EpisodeRow]]:
     run_id = store.run_id(run)
-    return store.run_config(run_id), [e for e in store.episodes(run_id, with_trajectories=True) if e["state"] == "done"]
+    return store.run_config(run_id), [e for e in store.episodes(run_id, with_trajectories=True) if e.state == "done"]
 
 
 def write_trajectories(store: RunStore, run: str, directory: Path, parquet: bool = True) -> dict[str, Path]:
@@ -280,19 +280,19 @@ def write_trajectories(store: RunStore, run: str, directory: Path, parquet: bool
     records = []
     rows = []
     for episode in episodes:
-        summary, *steps = episode["trajectory"] or [{}]
+        summary, *steps = episode.trajectory or [{}]
         record = {
             "run": run,
-            "method_id": episode["method_id"],
-            "attempts": episode["attempts"],
+            "method_id": episode.method_id,
+            "attempts": episode.attempts,
             "return": summary.get("return"),
-            "concluded": bool(episode["concluded"]),
+            "concluded": bool(episode.concluded),
             "hypothesis": summary.get("hypothesis"),
-            "queries": episode["queries"],
+            "queries": episode.queries,
             "turns": summary.get("turns"),
-            "input_tokens": episode["input_tokens"],
-            "output_tokens": episode["output_tokens"],
-            "cost_usd": episode["cost_usd"],
+            "input_tokens": episode.input_tokens,
+            "output_tokens": episode.output_tokens,
+            "cost_usd": episode.cost_usd,
             "answer_aware": bool(config.get("answer_aware")),
             "steps": steps,
         }
@@ -301,7 +301,7 @@ def write_trajectories(store: RunStore, run: str, directory: Path, parquet: bool
             call = step.get("call") or {}
             critic = step.get("critic") or {}
             rows.append({
-                "run": run, "method_id": episode["method_id"], "turn": step["turn"], "phase": step["phase"],
+                "run": run, "method_id": episode.method_id, "turn": step["turn"], "phase": step["phase"],
                 "observation": step["observation"], "action": step["action"], "reward": float(step["reward"]),
                 "components": json.dumps(step.get("components", {}), sort_keys=True), "done": bool(step["done"]),
                 "call_input": call.get("input"), "call_status": call.get("status"), "call_shown": call.get("shown"),

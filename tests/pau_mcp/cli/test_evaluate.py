@@ -27,7 +27,7 @@ def _eval(tmp_path: Path, *args: str) -> object:
 
 def _runs(tmp_path: Path) -> list[str]:
     db = tmp_path / "runs.db"
-    return [r["name"] for r in RunStore(db).runs()] if db.exists() else []
+    return [r.name for r in RunStore(db).runs()] if db.exists() else []
 
 
 def test_rerunning_a_run_plays_its_failed_episodes_again_and_sums_up_the_whole_run(tmp_path):
@@ -45,7 +45,7 @@ def test_rerunning_a_run_plays_its_failed_episodes_again_and_sums_up_the_whole_r
     assert again.exit_code == 0, again.output
     assert "1 episodes finished now, 1 earlier, 0 failed now; whole run: 2 episodes, 2 done, 0 failed" in again.output
     store = RunStore(tmp_path / "runs.db")
-    attempts = {e["method_id"]: e["attempts"] for e in store.episodes(store.run_id("r"))}
+    attempts = {e.method_id: e.attempts for e in store.episodes(store.run_id("r"))}
     assert attempts == {"builtin/b001": 1, "builtin/b002": 2}
 
 
@@ -114,7 +114,7 @@ def _served(fake: FakeLLM, tmp_path: Path, *args: str) -> object:
 
 def _states(tmp_path: Path, run: str) -> list[str]:
     store = RunStore(tmp_path / "runs.db")
-    return [e["state"] for e in store.episodes(store.run_id(run))]
+    return [e.state for e in store.episodes(store.run_id(run))]
 
 
 def test_a_model_server_answering_pages_fails_the_episode_in_one_line_after_announced_retries(tmp_path):
@@ -199,8 +199,6 @@ def test_the_limits_given_to_eval_are_the_limits_of_the_runs_own_server(tmp_path
     _eval(tmp_path, *args, "--run", "default")
 
     store = RunStore(tmp_path / "runs.db")
-    ran = {
-        run: {c["method_id"]: c["status"] for c in store.calls(store.run_id(run))} for run in ("generous", "default")
-    }
+    ran = {run: {c.method_id: c.status for c in store.calls(store.run_id(run))} for run in ("generous", "default")}
     assert ran["generous"] == {"hungry/memory": "ok", "hungry/output": "ok"}
     assert ran["default"] == {"hungry/memory": "memory", "hungry/output": "output_limit"}

@@ -88,8 +88,8 @@ def _observe(tmp_path: Path, budget: int = 10) -> tuple[Settings, dict]:
 
 def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh_round_agrees(tmp_path, fake):
     settings, episode = _observe(tmp_path)
-    assert episode["state"] == "done" and episode["concluded"] == 1 and episode["queries"] == 8
-    checks = [step for step in episode["trajectory"] if step["kind"] == "check"]
+    assert episode.state == "done" and episode.concluded == 1 and episode.queries == 8
+    checks = [step for step in episode.trajectory if step["kind"] == "check"]
     assert [c["agreed"] for c in checks] == [False, True]
     first, second = checks
     assert first["description"] == FIRST and first["code"].strip() == PLAIN.strip()
@@ -106,18 +106,18 @@ def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh
     assert db.execute("SELECT COUNT(*), SUM(counted) FROM calls").fetchone() == (8, 8)
     assert db.execute("SELECT description FROM submissions").fetchall() == [(REVISED,)]
     # Costed: every request of the episode, the code writer's included, is in its tokens.
-    steps = [s for s in episode["trajectory"] if s["kind"] == "model"]
+    steps = [s for s in episode.trajectory if s["kind"] == "model"]
     assert sum(1 for s in steps if s.get("step") == "coder") == 2
-    assert episode["input_tokens"] == 11 * len(steps) and episode["output_tokens"] == 7 * len(steps)
-    assert episode["scores"]["codematch"]["value"] == 1.0 and episode["scores"]["judge"]["value"] == 4.0
+    assert episode.input_tokens == 11 * len(steps) and episode.output_tokens == 7 * len(steps)
+    assert episode.scores["codematch"].value == 1.0 and episode.scores["judge"].value == 4.0
 
 
 def test_an_observer_whose_budget_ends_in_disagreement_does_not_conclude(tmp_path, fake):
     _, episode = _observe(tmp_path, budget=3)
-    assert episode["queries"] == 3 and episode["concluded"] == 0
-    (check,) = [step for step in episode["trajectory"] if step["kind"] == "check"]
+    assert episode.queries == 3 and episode.concluded == 0
+    (check,) = [step for step in episode.trajectory if step["kind"] == "check"]
     assert not check["agreed"] and check["fresh"] == ["(105,)", "(7,)", "(-23,)"]
-    ending = [s for s in episode["trajectory"] if s["kind"] == "note" and s.get("event") == "self_check"]
+    ending = [s for s in episode.trajectory if s["kind"] == "note" and s.get("event") == "self_check"]
     assert ending == [{"kind": "note", "event": "self_check", "agreed": False, "rounds": 1, "queries": 3}]
 
 
