@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from .prompts import DEFAULT_PROTOCOL, PROTOCOLS, PromptSet, load_prompts
 
-if TYPE_CHECKING:  # the manifests load the sandbox's value encoding: reports need neither
+if TYPE_CHECKING:  # the manifests load the sandbox's value encoding, the LLM layer its SDKs: reports need neither
+    from .llm import Completion
     from .manifests import Original
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "load_protocol",
     "protocol_of",
     "reference_example",
+    "reference_reply",
     "reference_triples",
     "results_list",
 ]
@@ -66,6 +68,11 @@ class Rules:
             difference is a win), instead of counting a sum of differences within 1e-9 per draw as a tie.
         contradictions_of_unsolved: The self-contradiction share (Fig. 13) is over the checked episodes that
             failed (``failures.is_failure``), instead of over every checked episode.
+        thinking_room: A model that thinks gets its thinking room on top of each token limit (the agent's 300,
+            the judge's, the code writer's); False: each limit is the whole reply's, thinking included.
+        reads_thinking: A reply is read as the reference's client returns it (``reference_reply``): the
+            provider's ``reasoning`` field first, as ``Reasoning: ...`` and ``Response:``, and ``<think>`` text
+            left in; False: the answer alone, the thinking kept apart and never read.
     """
 
     name: str
@@ -83,6 +90,8 @@ class Rules:
     runs_wrong_arity: bool = False
     exact_bootstrap: bool = False
     contradictions_of_unsolved: bool = False
+    thinking_room: bool = True
+    reads_thinking: bool = False
 
 
 #: Each protocol's rules.
@@ -96,12 +105,14 @@ RULES: dict[str, Rules] = {
     # tokens for the judge and 600 for the code writer, the provider's default temperature; its interactive runs
     # give each call 30 s and any size of result (bounded here at 1 MiB, 16 times this project's), and run a call
     # of the wrong arity (Python's TypeError is the result, and it counts); its statistics compare resampled means
-    # with > and <; the paper counts self-contradiction among the functions it did not solve.
+    # with > and <; the paper counts self-contradiction among the functions it did not solve. Its client sends each
+    # limit as the whole reply's (max_tokens, or max_completion_tokens for gpt-5.4-mini) and reads a reply as
+    # "Reasoning: <the reasoning field>\nResponse: <the content>", <think> text and all (utils/lm_inference.py).
     "reference": Rules(
         name="reference", codematch="reference", codematch_timeout_s=0.5, failed_as_worst=True, sample_std=True,
         final_description_call=False, judge_rating="anywhere", temperature=None, judge_max_tokens=300,
         coder_max_tokens=600, exploration_timeout_s=30.0, exploration_output_kb=1024, runs_wrong_arity=True,
-        exact_bootstrap=True, contradictions_of_unsolved=True,
+        exact_bootstrap=True, contradictions_of_unsolved=True, thinking_room=False, reads_thinking=True,
     ),
 }  # fmt: skip
 
@@ -132,6 +143,11 @@ class Protocol:
         """What runs and scores record: the protocol and the digest of its templates."""
         return {"protocol": self.name, "prompts": self.prompts.digest}
 
+    def read(self, completion: Completion) -> str:
+        """The text of a reply this protocol reads: the answer alone, or the reference's whole reply
+        (``reference_reply``) when its rules read the thinking too."""
+        return reference_reply(completion) if self.rules.reads_thinking else completion.text
+
 
 def load_protocol(name: str = DEFAULT_PROTOCOL, data_dir: Path | None = None) -> Protocol:
     """A protocol by name, with its templates (the reference's are read from ``data_dir``).
@@ -151,6 +167,26 @@ def protocol_of(config: dict[str, Any] | None) -> str:
 
 
 # -- the reference's texts ------------------------------------------------------------------------
+
+
+def reference_reply(completion: Completion) -> str:
+    """A reply as the reference's client returns it: ``Reasoning: <its reasoning field>`` when the provider sent
+    one, then ``\nResponse: `` and the answer as written (``<think>`` text included), stripped.
+
+    Only a ``reasoning`` field counts (OpenRouter's, recent vLLM's; the thinking of Claude, which the reference
+    asks through OpenRouter): a ``reasoning_content`` field (DeepSeek's, older vLLM's) is not read there, so not
+    here. An empty answer reads as none (the reference writes an empty ``Response:`` after the reasoning when a
+    provider sends an empty string rather than null).
+    """
+    text = ""
+    if completion.reasoning_field is not None:
+        text = "Reasoning: " + completion.reasoning_field
+    written = completion.written
+    if written:
+        if text:
+            text += "\nResponse: "
+        text = text + " " + written
+    return text.strip()
 
 
 def cut_at_stop(text: str) -> str:

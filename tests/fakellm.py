@@ -76,6 +76,7 @@ class Reply:
     finish: str | None = None
     chunks: int = 1
     chunk_s: float = 0.0
+    reasoning_as: str = "reasoning_content"
 
 
 @dataclass
@@ -163,11 +164,14 @@ class FakeLLM:
         finish: str | None = None,
         chunks: int = 1,
         chunk_s: float = 0.0,
+        reasoning_as: str = "reasoning_content",
     ) -> FakeLLM:
         """Queue a text reply (``reasoning``: thinking text, sent as the API carries it; ``finish``: e.g. ``length``).
 
         ``chunks`` and ``chunk_s`` make a slow model: a streamed request gets the text in ``chunks`` parts, one
         every ``chunk_s`` seconds; any other request gets it whole after ``chunks * chunk_s`` seconds.
+        ``reasoning_as`` names the chat completion field that carries the thinking: ``reasoning_content``
+        (DeepSeek's, older vLLM's) or ``reasoning`` (OpenRouter's, recent vLLM's).
         """
         with self._lock:
             self._queue.append(
@@ -180,6 +184,7 @@ class FakeLLM:
                     finish=finish,
                     chunks=max(1, chunks),
                     chunk_s=chunk_s,
+                    reasoning_as=reasoning_as,
                 )
             )
         return self
@@ -498,7 +503,7 @@ def openai_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     """A chat completion carrying ``reply``, for ``request`` (the benchmark's instant model serves these too)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
     if reply.reasoning:
-        message["reasoning_content"] = reply.reasoning
+        message[reply.reasoning_as] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
             {
@@ -616,7 +621,7 @@ def _chat_events(request: dict[str, Any], reply: Reply, parts: list[str]) -> lis
 
     events: list[tuple[dict[str, Any], bool]] = [(chunk({"role": "assistant", "content": ""}), False)]
     if reply.reasoning:
-        events.append((chunk({"reasoning_content": reply.reasoning}), False))
+        events.append((chunk({reply.reasoning_as: reply.reasoning}), False))
     events += [(chunk({"content": part}), True) for part in parts if part] or [(chunk({}), True)]
     for index, call in enumerate(whole["choices"][0]["message"].get("tool_calls") or ()):
         arguments = call["function"]["arguments"]

@@ -125,8 +125,8 @@ def _with_deployment_examples(settings: Any, methods: list[Any]) -> list[Any]:
     "--rewards",
     "rewards_file",
     metavar="SCHEDULE|FILE",
-    help="The reward schedule: pau-mcp (the default) or paper (the paper's Table 3), or a JSON object of reward "
-    'fields (its "schedule" key names the base).',
+    help="The reward schedule: pau-mcp (the default), paper (the paper's Table 3) or reference (the reference "
+    'implementation\'s env.py), or a JSON object of reward fields (its "schedule" key names the base).',
 )
 @click.option(
     "--answer-aware",

@@ -4,9 +4,13 @@ What it does, step for step, is what the reference benchmark's code does (its
 prompts are the user's imported templates; see ``pau_mcp.prompts``):
 
 - each iteration asks for reasoning, then for an input, then for a reflection, three
-  single user messages with no system message, 300 new tokens each, every reply cut
-  at ``[STOP]``; the results list shows the last 10 results, and the reflection sees
-  the list from before the iteration's own call and only the input just tried;
+  single user messages with no system message, 300 new tokens each (a thinking model's
+  thinking included, as its client sends the limit), every reply cut at ``[STOP]``; the
+  results list shows the last 10 results, and the reflection sees the list from before
+  the iteration's own call and only the input just tried;
+- a reply is read whole, as the reference's client returns it: the provider's ``reasoning``
+  field first (``Reasoning: ...`` then ``Response:``) and ``<think>`` text left in
+  (``pau_mcp.protocol.reference_reply``), so an input or a summary written while thinking counts;
 - the input is read from the first line holding exactly one ``input:`` (or ``Input:``)
   with text after it, else from the first line with a ``(`` followed by a ``)``,
   from the first ``(`` to the last ``)``; a tuple or a list is the argument list,
@@ -32,8 +36,8 @@ from typing import Any
 
 from ..llm import LLMClient, Overrides
 from ..prompts import PromptSet
-from ..protocol import cut_at_stop, reference_example, results_list
-from .agents import AgentResult, _note_reply, sample_key
+from ..protocol import cut_at_stop, reference_example, reference_reply, results_list
+from .agents import AgentResult, sample_key
 from .environment import Environment
 
 __all__ = ["ReferenceAgent", "reference_input"]
@@ -86,7 +90,7 @@ class ReferenceAgent:
         llm: The client.
         model: ``provider/model``.
         prompts: The reference protocol's templates.
-        max_tokens: New tokens per request (the reference's 300).
+        max_tokens: New tokens per request (the reference's 300), thinking included.
         window: Results shown in each prompt (the reference's 10).
         name: ``paper``: it stands in for the paper agent under ``--protocol reference``.
         overrides: The user's request settings (a temperature set there is sent; otherwise none is).
@@ -108,11 +112,22 @@ class ReferenceAgent:
             max_tokens=self.overrides.max_tokens or self.max_tokens,
             reasoning_effort=self.overrides.reasoning_effort,
             sample=sample_key(env, result),
+            thinking_room=False,  # the reference's limit is the whole reply's, thinking included
         )
         result.count(completion)
-        # The step's kind (reason, act, reflect, incontext) lets an export apply the reference's per-step rules.
-        _note_reply(env, completion, prompt=prompt, step=step)
-        return cut_at_stop(completion.text)
+        whole = reference_reply(completion)
+        read = cut_at_stop(whole)
+        # Recorded as the reference's client returns it (cut at [STOP]: an export keeps what the reference keeps);
+        # what came after the stop, and the thinking the provider showed, are kept beside it. The step's kind
+        # (reason, act, reflect, incontext) lets an export apply the reference's per-step rules.
+        data: dict[str, Any] = {"prompt": prompt, "step": step}
+        if completion.reasoning:
+            data["reasoning"] = completion.reasoning
+        stop = whole.find("[STOP]")
+        if stop >= 0:
+            data["after_stop"] = whole[stop:]
+        env.note("model", reply=read, **data)
+        return read
 
     async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
         result = AgentResult(description="")

@@ -150,6 +150,8 @@ class AnthropicProvider(Provider):
         params: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": visible}
         thinking = request.thinks
         if caps.thinking == "enabled":
+            # A budget of thinking tokens must fit inside max_tokens (the API refuses one that does not), so an
+            # effort asked of these models keeps its room even where the caller's limit is the whole reply's.
             if thinking and effort is not None:
                 budget = max(_MIN_BUDGET, int(caps.thinking_tokens * _BUDGET_SCALE.get(effort, 1.0)))
                 params["thinking"] = {"type": "enabled", "budget_tokens": budget}
@@ -162,7 +164,7 @@ class AnthropicProvider(Provider):
             elif effort is not None:
                 params["thinking"] = {"type": "adaptive"}
                 params["output_config"] = {"effort": _EFFORT.get(effort, effort)}
-            if thinking:
+            if thinking and request.thinking_room:
                 params["max_tokens"] = visible + caps.thinking_tokens
         if system:
             params["system"] = system
@@ -222,6 +224,8 @@ class AnthropicProvider(Provider):
             finish_reason=_FINISH.get(response.stop_reason or "", response.stop_reason),
             reasoning="\n\n".join(thoughts),
             thinking_blocks=tuple(keep),
+            # What OpenRouter's reasoning field carries for Claude (the reference benchmark asks Claude there).
+            reasoning_field="\n\n".join(thoughts) if thoughts else None,
         )
 
     async def probe(self, model: str, timeout_s: float) -> str | None:

@@ -208,11 +208,13 @@ class LLMClient:
         extra: Mapping[str, Any] | None = None,
         cache: bool = True,
         sample: str | None = None,
+        thinking_room: bool = True,
     ) -> Completion:
         """One chat completion.
 
         What is sent follows the model's capabilities: a temperature only where the model accepts one, the token
-        limit in the field its API wants, with room to think on top for a model that thinks.
+        limit in the field its API wants, with room to think on top for a model that thinks (unless
+        ``thinking_room`` is False).
 
         Args:
             model: ``provider/model``.
@@ -229,6 +231,9 @@ class LLMClient:
                 temperature above 0, or none asked of a model that takes one): part of its cache key with the
                 client's ``sample_scope``, so a repeated prompt in another step, another episode or another run
                 gets a sample of its own.
+            thinking_room: False: ``max_tokens`` bounds the whole reply, thinking included, as the reference
+                benchmark sends its limits (a thinking model may spend them all on thinking). True: a model that
+                thinks gets its ``thinking_tokens`` on top.
 
         Returns:
             The reply (its thinking in ``reasoning``, never in ``text``), with tokens, cost and whether it came
@@ -249,6 +254,7 @@ class LLMClient:
             reasoning_effort=check_effort(reasoning_effort),
             extra=extra,
             capabilities=self.capabilities.lookup(model),
+            thinking_room=thinking_room,
         )
         provider.ready()
         body = provider.body(name, request)
@@ -307,6 +313,8 @@ class LLMClient:
             finish_reason=reply.finish_reason,
             reasoning=reply.reasoning,
             thinking_blocks=reply.thinking_blocks,
+            verbatim=reply.verbatim,
+            reasoning_field=reply.reasoning_field,
         )
         self.spend.add(completion)
         return completion

@@ -248,6 +248,7 @@ class OpenAIProvider(Provider):
         )  # fmt: skip
         texts: list[str] = []
         thoughts: list[str] = []
+        own_parts: list[str] | None = None  # the reasoning field's parts, when the server sends that field
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
         usage: Any = None
@@ -262,6 +263,10 @@ class OpenAIProvider(Provider):
                 texts.append(delta.content or "")
                 said = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
                 thoughts.append(said if isinstance(said, str) else "")
+                own = getattr(delta, "reasoning", None)
+                if isinstance(own, str):
+                    own_parts = own_parts if own_parts is not None else []
+                    own_parts.append(own)
                 for part in delta.tool_calls or ():
                     call = calls.setdefault(part.index, {"id": None, "name": None, "arguments": []})
                     call["id"] = part.id or call["id"]
@@ -277,13 +282,16 @@ class OpenAIProvider(Provider):
         ]
         if any(not isinstance(call.name, str) for call in made):
             raise self._not_a_reply(model, "a chat completion (a streamed tool call without a name)")
-        text, thought = split_thinking("".join(texts))
+        written = "".join(texts)
+        text, thought = split_thinking(written)
         return Reply(
             text=text,
             tool_calls=tuple(made),
             usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)),
             finish_reason=finish,
             reasoning="\n\n".join(part for part in ("".join(thoughts), thought) if part),
+            verbatim=written if written != text else None,
+            reasoning_field="".join(own_parts) if own_parts is not None else None,
         )
 
     async def _responses_stream(self, client: Any, model: str, body: dict[str, Any]) -> Reply:
@@ -320,9 +328,12 @@ class OpenAIProvider(Provider):
             )
             if any(not isinstance(call.name, str) for call in calls):
                 raise TypeError("a tool call without a name")
-            text, thought = split_thinking(message.content or "")
-            # DeepSeek and vLLM's reasoning parsers say reasoning_content; OpenRouter and Ollama say reasoning.
+            written = message.content or ""
+            text, thought = split_thinking(written)
+            # DeepSeek and vLLM's reasoning parsers say reasoning_content; OpenRouter, Ollama and recent vLLM say
+            # reasoning (the only one the reference benchmark's client reads).
             said = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+            own = getattr(message, "reasoning", None)
             usage = response.usage
             return Reply(
                 text=text,
@@ -332,6 +343,8 @@ class OpenAIProvider(Provider):
                 ),
                 finish_reason=choice.finish_reason,
                 reasoning="\n\n".join(part for part in (said if isinstance(said, str) else "", thought) if part),
+                verbatim=written if written != text else None,
+                reasoning_field=own if isinstance(own, str) else None,
             )
         except (AttributeError, IndexError, TypeError, KeyError, ValueError):
             raise self._not_a_reply(model, "a chat completion (no choices with a message)") from None
@@ -356,13 +369,15 @@ class OpenAIProvider(Provider):
                 finish = "length"
             else:
                 finish = "tool_calls" if calls else "stop"
-            text, thought = split_thinking("".join(texts))
+            written = "".join(texts)
+            text, thought = split_thinking(written)
             return Reply(
                 text=text,
                 tool_calls=tuple(calls),
                 usage=Usage(int(getattr(usage, "input_tokens", 0) or 0), int(getattr(usage, "output_tokens", 0) or 0)),
                 finish_reason=finish,
                 reasoning="\n\n".join(t for t in [*thoughts, thought] if t),
+                verbatim=written if written != text else None,
             )
         except (AttributeError, TypeError, ValueError):
             raise self._not_a_reply(model, "a Responses API response") from None

@@ -37,6 +37,8 @@ class Request:
         reasoning_effort: One of the efforts, or None for the model's default.
         extra: More body fields, sent as given.
         capabilities: What the model accepts.
+        thinking_room: Add the model's thinking room to ``max_tokens`` when it thinks (False: the limit is the
+            whole reply's, thinking included).
     """
 
     messages: Sequence[Mapping[str, Any]]
@@ -47,6 +49,7 @@ class Request:
     reasoning_effort: str | None
     extra: Mapping[str, Any] | None
     capabilities: Capabilities
+    thinking_room: bool = True
 
     @property
     def effort(self) -> str | None:
@@ -64,11 +67,12 @@ class Request:
         return self.temperature if self.capabilities.temperature else None
 
     def token_limit(self, default: int | None = None) -> int | None:
-        """The limit to send: the visible reply's (or ``default``), plus the thinking room when the model thinks."""
+        """The limit to send: the visible reply's (or ``default``), plus the thinking room when the model thinks
+        (and ``thinking_room`` asks for it)."""
         visible = self.max_tokens if self.max_tokens is not None else default
         if visible is None:
             return None
-        return visible + self.capabilities.thinking_tokens if self.thinks else visible
+        return visible + self.capabilities.thinking_tokens if self.thinks and self.thinking_room else visible
 
 
 @dataclass(frozen=True)

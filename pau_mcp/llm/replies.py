@@ -61,6 +61,10 @@ class Reply:
         finish_reason: ``stop``, ``tool_calls``, ``length``, ...
         reasoning: The thinking text the provider returned (reasoning fields, ``<think>`` blocks, thinking blocks).
         thinking_blocks: Opaque thinking blocks a provider wants back with the next turn (Claude's, signed).
+        verbatim: The answer as the provider wrote it, ``<think>`` text included, when that is not ``text``
+            (None: ``text`` is as written).
+        reasoning_field: The reply's own ``reasoning`` field as the provider sent it (OpenRouter's, recent vLLM's;
+            for Claude, its thinking), None when it sent none: what the reference benchmark's client reads.
     """
 
     text: str
@@ -69,6 +73,8 @@ class Reply:
     finish_reason: str | None
     reasoning: str = ""
     thinking_blocks: tuple[dict[str, Any], ...] = ()
+    verbatim: str | None = None
+    reasoning_field: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The reply as JSON data."""
@@ -84,6 +90,8 @@ class Reply:
             finish_reason=data.get("finish_reason"),
             reasoning=data.get("reasoning") or "",
             thinking_blocks=tuple(data.get("thinking_blocks") or ()),
+            verbatim=data.get("verbatim"),
+            reasoning_field=data.get("reasoning_field"),
         )
 
 
@@ -103,6 +111,8 @@ class Completion:
         reasoning: What the model thought before answering, when the provider shows it (kept for the record; not
             an answer).
         thinking_blocks: Provider data that must go back with the next turn (see :meth:`message`).
+        verbatim: The answer as the provider wrote it, ``<think>`` text included, when that is not ``text``.
+        reasoning_field: The reply's own ``reasoning`` field, when the provider sent one (see ``Reply``).
     """
 
     model: str
@@ -115,6 +125,8 @@ class Completion:
     finish_reason: str | None = None
     reasoning: str = ""
     thinking_blocks: tuple[dict[str, Any], ...] = ()
+    verbatim: str | None = None
+    reasoning_field: str | None = None
 
     @property
     def spent(self) -> Usage:
@@ -136,6 +148,11 @@ class Completion:
         if self.thinking_blocks:
             message["thinking_blocks"] = [dict(block) for block in self.thinking_blocks]
         return message
+
+    @property
+    def written(self) -> str:
+        """The answer as the provider wrote it: ``<think>`` text included, nothing taken out."""
+        return self.text if self.verbatim is None else self.verbatim
 
 
 _TAG = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)

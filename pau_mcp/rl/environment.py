@@ -84,7 +84,8 @@ class StepResult:
         done: True when the episode is over.
         info: ``phase``, ``turn``, ``components`` (reward parts by name), and as applicable ``call``
             (input, status, what the policy was shown, whether it counted), ``critic`` (status and score),
-            ``concluded`` and ``hypothesis``.
+            ``concluded`` and ``hypothesis``; ``unread`` when the step reached the turn limit and the schedule
+            does not read such a step (``RewardConfig.read_last_turn``).
     """
 
     observation: str
@@ -197,16 +198,22 @@ class ExplorationEnv:
         self.turn += 1
         prompt = self._prompt
         phase = self.phase
-        if phase == "reason":
-            result = self._reason(text)
-        elif phase == "propose":
-            result = self._propose(text)
+        rewards = self.config.rewards
+        if not rewards.read_last_turn and self.turn >= self.config.max_turns:
+            # The reference implementation's turn limit: the step that reaches it is not read, only timed out.
+            timeout = {"timeout": rewards.timeout_penalty}
+            result = self._finish(self._result("", timeout, unread=True), timeout, concluded=False)
         else:
-            result = self._reflect(text)
-        if not result.done and self.turn >= self.config.max_turns:
-            components = dict(result.info["components"])
-            components["timeout"] = self.config.rewards.timeout_penalty
-            result = self._finish(result, components, concluded=False)
+            if phase == "reason":
+                result = self._reason(text)
+            elif phase == "propose":
+                result = self._propose(text)
+            else:
+                result = self._reflect(text)
+            if not result.done and self.turn >= self.config.max_turns:
+                components = dict(result.info["components"])
+                components["timeout"] = rewards.timeout_penalty
+                result = self._finish(result, components, concluded=False)
         result = StepResult(
             result.observation, result.reward, result.done, {"phase": phase, "turn": self.turn, **result.info}
         )
@@ -316,9 +323,10 @@ class ExplorationEnv:
                     repeated = canonical in self.seen_inputs
                     self.seen_inputs.add(canonical)
                     if outcome.status is Status.OK:
+                        unpaid = repeated and rewards.repeated_input_reward is not None
                         components["execution"] = (
-                            rewards.repeated_input_reward
-                            if repeated or self._learned()
+                            rewards.repeated_input_reward or 0.0
+                            if unpaid or self._learned()
                             else rewards.clean_execution(self.config.max_turns)
                         )
                     else:
@@ -329,7 +337,9 @@ class ExplorationEnv:
                     self.observed.append((canonical, shown))
                     call.update(input=canonical, status=outcome.status.value, shown=shown, counted=True,
                                 repeated=repeated)  # fmt: skip
-        components["length"] = rewards.penalty(text, rewards.input_tau, rewards.input_alpha)
+        # The reference implementation counts the input it read (nothing when it read none), this project the reply.
+        measured = text if rewards.input_length_of == "reply" else (literal or "")
+        components["length"] = rewards.penalty(measured, rewards.input_tau, rewards.input_alpha)
         self.phase = "reflect"
         if call["counted"]:
             result_line = f"{call_text(self.method.entry, call['input'])} {call['shown']}"
@@ -357,8 +367,13 @@ class ExplorationEnv:
             else:
                 rating = Rating(status="empty", reason="no hypothesis was given")
             if paid:
-                components["hypothesis"] = rewards.hypothesis_scale * (
-                    rating.fraction + termination_term(rewards, rating.fraction, done)
+                # A critic reply without a rating, or one that could not be asked, says nothing about whether
+                # stopping was right: it pays nothing, as the reference implementation's does.
+                rated = rating.status not in ("unscored", "error")
+                components["hypothesis"] = (
+                    rewards.hypothesis_scale * (rating.fraction + termination_term(rewards, rating.fraction, done))
+                    if rated
+                    else 0.0
                 )
             # Once concludable, always: restating a worse hypothesis later does not make exploring pay again.
             self.concludable = self.concludable or rating.fraction > rewards.conclude_threshold

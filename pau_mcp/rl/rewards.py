@@ -1,8 +1,9 @@
 """The reward schedule: the PAU paper's Table 3, every constant a field, and named schedules.
 
-Two named schedules (``SCHEDULES``, ``RewardConfig.named``): ``pau-mcp``, the
-default, and ``paper``, Table 3 exactly as this project reads it. They differ
-in two rules, both fields:
+Three named schedules (``SCHEDULES``, ``RewardConfig.named``): ``pau-mcp``, the
+default; ``paper``, Table 3 exactly as this project reads it; and
+``reference``, the reference implementation's ``env.py`` step by step (below).
+``pau-mcp`` and ``paper`` differ in two rules, both fields:
 
 * ``exploration_pays_until_concludable``: in ``pau-mcp`` the hypothesis is
   rated at every reflection, and once a rating is above
@@ -35,6 +36,19 @@ per word beyond ``tau``, never worse than ``-cap``. The reference
 implementation divides by the penalty at three times ``tau`` and then caps with
 ``max(x, 1)`` where a cap needs ``min``: every over-long reply there gets at
 least the full penalty, and ``alpha`` cancels out. docs/training.md explains.
+
+``reference`` sets every rule where ``env.py`` differs: the length penalty's
+shape (``length_shape="floored"``: ``-max(cap, (words - tau) / (2 * tau))``,
+-1 from ``tau + 1`` words, -2 at five times ``tau``), the input step's length
+counted on the input read from the reply (``input_length_of="input"``), every
+reflection's hypothesis paid (``judge_every_reflection``), every reasoning
+step and every clean call paid, repeats too (``repeated_input_reward=None``),
+words counted as runs of non-space characters, and the step that reaches the
+turn limit not read: it pays the timeout penalty alone (``read_last_turn``).
+
+Under every schedule a critic reply without a rating (or one that could not be
+asked) pays nothing for the hypothesis, its termination term included, as in
+the reference implementation: only a rating says whether stopping was right.
 """
 
 from __future__ import annotations
@@ -44,7 +58,9 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_SCHEDULE",
+    "INPUT_LENGTHS",
     "LENGTH_MEASURES",
+    "LENGTH_SHAPES",
     "SCHEDULES",
     "RewardConfig",
     "length_penalty",
@@ -56,6 +72,19 @@ __all__ = [
 #: How a reply's length is counted: ``words`` (runs of non-space characters, the paper's) or ``characters`` (the
 #: larger of the words and the characters divided by ``chars_per_word``: padding without spaces still counts).
 LENGTH_MEASURES = ("words", "characters")
+
+#: The length penalty's shape: ``capped`` (``alpha`` per word beyond ``tau``, never worse than the cap) or
+#: ``floored`` (the reference implementation's: at least the cap from ``tau + 1`` words, then one cap more for each
+#: ``2 * tau`` words, without bound; ``alpha`` plays no part).
+LENGTH_SHAPES = ("capped", "floored")
+
+#: What the input step's length penalty counts: the whole ``reply``, or only the ``input`` read from it (the
+#: reference implementation's; no input read counts nothing).
+INPUT_LENGTHS = ("reply", "input")
+
+#: The reference implementation's worst case is a reply this many times ``tau`` long; its penalty is divided by the
+#: penalty there (``alpha`` cancels).
+_REFERENCE_WORST_MULTIPLE = 3
 
 
 @dataclass(frozen=True)
@@ -71,7 +100,8 @@ class RewardConfig:
         execution_lambda: ``lambda`` in the clean-execution reward ``lambda * H / (2 * T_max)``.
         runtime_error_penalty: A call that raised, timed out, ran out of memory or flooded its output.
         repeated_input_reward: Replaces the clean-execution reward for an input the explorer already
-            called (an addition of this project: repeating one input must not farm reward).
+            called (an addition of this project: repeating one input must not farm reward); None pays a repeat
+            as any clean call (the reference implementation).
         input_tau: Words of the input step before the length penalty starts.
         input_alpha: Penalty per word of the input step beyond ``input_tau``.
         hypothesis_scale: ``H``: scales the hypothesis reward (rating / 9 plus the termination term).
@@ -93,9 +123,15 @@ class RewardConfig:
             either way.
         chars_per_word: Characters that count as one word under ``characters``.
         timeout_penalty: Added when the turn limit ends an episode that never concluded.
-        length_penalty_cap: The worst a length penalty can be (its magnitude).
+        length_penalty_cap: The worst a length penalty can be (its magnitude) under ``capped``; the least an
+            over-long reply pays under ``floored``.
         code_match_weight: Weight of the optional terminal code-match reward (the fraction of hidden tests
             that code written from the final hypothesis passes); 0 turns it off. Needs a critic with a coder model.
+        length_shape: ``capped`` or ``floored`` (``LENGTH_SHAPES``).
+        input_length_of: ``reply`` or ``input`` (``INPUT_LENGTHS``): what the input step's length penalty counts.
+        read_last_turn: The step that reaches ``max_turns`` is read and paid as any other, and the timeout penalty
+            added unless it ends the episode. False (the reference implementation): that step is not read (no
+            call, no critic) and pays the timeout penalty alone.
     """
 
     reasoning_scale: float = 1.0
@@ -104,7 +140,7 @@ class RewardConfig:
     parse_penalty: float = -0.5
     execution_lambda: float = 1.0
     runtime_error_penalty: float = -0.5
-    repeated_input_reward: float = 0.0
+    repeated_input_reward: float | None = 0.0
     input_tau: int = 30
     input_alpha: float = 0.5
     hypothesis_scale: float = 2.0
@@ -120,12 +156,24 @@ class RewardConfig:
     timeout_penalty: float = -1.0
     length_penalty_cap: float = 1.0
     code_match_weight: float = 0.0
+    length_shape: str = "capped"
+    input_length_of: str = "reply"
+    read_last_turn: bool = True
 
     def __post_init__(self) -> None:
-        if self.length_measure not in LENGTH_MEASURES:
-            raise ValueError(f"unknown length_measure {self.length_measure!r}; choose {' or '.join(LENGTH_MEASURES)}")
+        for name, allowed in (
+            ("length_measure", LENGTH_MEASURES), ("length_shape", LENGTH_SHAPES), ("input_length_of", INPUT_LENGTHS)
+        ):  # fmt: skip
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose {' or '.join(allowed)}")
         if self.chars_per_word < 1:
             raise ValueError(f"chars_per_word must be at least 1, got {self.chars_per_word}")
+        taus = {"reasoning_tau": self.reasoning_tau, "input_tau": self.input_tau, "reflection_tau": self.reflection_tau}
+        if self.length_shape == "floored" and min(taus.values()) < 1:
+            raise ValueError(
+                f"the floored length penalty divides by tau: {', '.join(k for k, v in taus.items() if v < 1)} must "
+                "be at least 1"
+            )
 
     @classmethod
     def named(cls, name: str, **overrides: Any) -> RewardConfig:
@@ -151,8 +199,10 @@ class RewardConfig:
         return replace(self, **overrides)
 
     def penalty(self, text: str, tau: int, alpha: float) -> float:
-        """The length penalty of ``text`` under this schedule's measure and cap."""
-        return length_penalty(text, tau, alpha, self.length_penalty_cap, self.length_measure, self.chars_per_word)
+        """The length penalty of ``text`` under this schedule's measure, shape and cap."""
+        return length_penalty(
+            text, tau, alpha, self.length_penalty_cap, self.length_measure, self.chars_per_word, self.length_shape
+        )
 
     def clean_execution(self, max_turns: int) -> float:
         """The reward for a call that returned: ``lambda * H / (2 * T_max)``."""
@@ -191,13 +241,26 @@ def length_units(text: str, measure: str = "words", chars_per_word: int = 6) -> 
 
 
 def length_penalty(
-    text: str, tau: int, alpha: float, cap: float, measure: str = "words", chars_per_word: int = 6
+    text: str,
+    tau: int,
+    alpha: float,
+    cap: float,
+    measure: str = "words",
+    chars_per_word: int = 6,
+    shape: str = "capped",
 ) -> float:
-    """``-min(cap, alpha * max(0, length - tau))``: zero up to ``tau`` words, then ``alpha`` per word, at worst
-    ``-cap``; the length in words as ``measure`` counts them (``length_units``)."""
+    """Zero up to ``tau`` words, then by ``shape`` (``LENGTH_SHAPES``); the length in words as ``measure`` counts
+    them (``length_units``).
+
+    ``capped``: ``-min(cap, alpha * (length - tau))``, ``alpha`` per word, at worst ``-cap``. ``floored`` (the
+    reference implementation's): ``-max(cap, (length - tau) / (2 * tau))``, its penalty divided by the penalty at
+    three times ``tau``, then ``max`` with the cap: ``-cap`` from ``tau + 1`` words, ``-2`` at five times ``tau``.
+    """
     over = length_units(text, measure, chars_per_word) - tau
     if over <= 0:
         return 0.0
+    if shape == "floored":
+        return -max(over / (tau * (_REFERENCE_WORST_MULTIPLE - 1)), cap)
     return -min(cap, alpha * over)
 
 
@@ -215,8 +278,13 @@ def termination_term(config: RewardConfig, fraction: float, done: bool) -> float
 #: The schedule a config gets unless it names another.
 DEFAULT_SCHEDULE = "pau-mcp"
 
-#: The named schedules: this project's (the default) and the paper's Table 3 as this project reads it.
+#: The named schedules: this project's (the default), the paper's Table 3 as this project reads it, and the
+#: reference implementation's (its scripts/skyrl/env.py, step by step; docs/training.md lists what still differs).
 SCHEDULES: dict[str, RewardConfig] = {
     "pau-mcp": RewardConfig(),
     "paper": RewardConfig(exploration_pays_until_concludable=False, length_measure="words"),
-}
+    "reference": RewardConfig(
+        exploration_pays_until_concludable=False, length_measure="words", judge_every_reflection=True,
+        repeated_input_reward=None, length_shape="floored", input_length_of="input", read_last_turn=False,
+    ),
+}  # fmt: skip

@@ -137,20 +137,21 @@ def reference_step_kept(step: str, reply: str, failed_call: bool) -> tuple[bool,
     Its rule (``baselines.py``, the ``create`` command): a reasoning reply, cut at ``[STOP]``, shorter than 250
     words; a reflection shorter than 250 words with exactly one ``summary:``; an action whose call gave an error
     (its code marks an action good when the error is set: a call that failed, or an input that was not a
-    literal). Each reply is recorded with a line ``[STOP]`` after it (the reasoning cut, the others whole).
+    literal). Each reply is recorded cut at ``[STOP]`` (the reference's client cuts every reply there; runs
+    recorded before replies were stored cut still hold the rest) with a line ``[STOP]`` after it.
 
     Args:
         step: ``reason``, ``act`` or ``reflect``.
         reply: The model's reply.
         failed_call: For an action: its call did not return a value.
     """
+    text = cut_at_stop(reply)
     if step == "reason":
-        text = cut_at_stop(reply)
         return word_count(text) < _REFERENCE_MAX_WORDS, text + "\n[STOP]"
     if step == "act":
-        return failed_call, reply + "\n[STOP]"
-    kept = word_count(reply) < _REFERENCE_MAX_WORDS and reply.lower().count("summary:") == 1
-    return kept, reply + "\n[STOP]"
+        return failed_call, text + "\n[STOP]"
+    kept = word_count(text) < _REFERENCE_MAX_WORDS and text.lower().count("summary:") == 1
+    return kept, text + "\n[STOP]"
 
 
 def _reference_steps(episode: EpisodeRow) -> Iterator[list[dict[str, str]]]:

@@ -681,15 +681,17 @@ async def write_code(
             coder_messages(method, description, examples, protocol, knowledge),
             temperature=temperature,
             max_tokens=protocol.rules.coder_max_tokens if protocol is not None else None,
+            thinking_room=protocol is None or protocol.rules.thinking_room,
         )
     except LLMError as exc:
         if exc.fatal:
             raise
         return CodeMatch(status="error", reason=str(exc), model=model)
+    text = protocol.read(completion) if protocol is not None else completion.text
     if reference:
-        code = extract_code_reference(completion.text)
+        code = extract_code_reference(text)
     else:
-        code = await off_loop(extract_code, completion.text, method.entry)
+        code = await off_loop(extract_code, text, method.entry)
     scored = await match_code(sandbox, method, code, limits=limits, protocol=protocol)
     reason = scored.reason
     if code is None:
@@ -713,7 +715,7 @@ async def write_code(
         failures=scored.failures,
         code=code,
         model=model,
-        reply=completion.text,
+        reply=text,
         usage=completion.spent,
         cost_usd=completion.cost_usd,
         cached=completion.cached,

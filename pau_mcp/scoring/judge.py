@@ -144,19 +144,22 @@ async def judge_description(
     max_tokens = protocol.rules.judge_max_tokens if protocol is not None else None
     try:
         completion = await llm.complete(
-            model, judge_messages(gold, candidate, protocol), temperature=temperature, max_tokens=max_tokens
-        )
+            model, judge_messages(gold, candidate, protocol), temperature=temperature, max_tokens=max_tokens,
+            thinking_room=protocol is None or protocol.rules.thinking_room,
+        )  # fmt: skip
     except LLMError as exc:
         if exc.fatal:
             raise
         return JudgeResult(status="error", reason=str(exc), model=model)
-    return _result(model, completion, reference)
+    return _result(model, completion, reference, protocol.read(completion) if protocol is not None else None)
 
 
-def _result(model: str, completion: Completion, reference: bool = False) -> JudgeResult:
-    rating = parse_rating_anywhere(completion.text) if reference else parse_rating(completion.text)
+def _result(model: str, completion: Completion, reference: bool = False, text: str | None = None) -> JudgeResult:
+    """The judgement a reply gives; ``text`` is the reply as the protocol reads it (default: its answer alone)."""
+    text = completion.text if text is None else text
+    rating = parse_rating_anywhere(text) if reference else parse_rating(text)
     common: dict[str, Any] = {
-        "reply": completion.text,
+        "reply": text,
         "model": model,
         "usage": completion.spent,
         "cost_usd": completion.cost_usd,
@@ -164,18 +167,18 @@ def _result(model: str, completion: Completion, reference: bool = False) -> Judg
     }
     if rating is not None:
         return JudgeResult(status="scored", rating=rating, **common)
-    if reference and completion.text.strip():
+    if reference and text.strip():
         return JudgeResult(status="unscored", reason="the judge's reply has no 'rating: X' before any [STOP]", **common)
-    if not completion.text.strip():
+    if not text.strip():
         reason = "the judge's reply was empty" + (
             f" (finish reason: {completion.finish_reason})" if completion.finish_reason else ""
         )
-    elif _RATING_ANYWHERE.search(completion.text):
+    elif _RATING_ANYWHERE.search(text):
         reason = (
             "the judge's reply has a 'Rating: X' line, but not as its last line (a rating on any other line is not read: "
             "it could quote the candidate)"
         )
-    elif re.search(r"rating", completion.text, re.IGNORECASE):
+    elif re.search(r"rating", text, re.IGNORECASE):
         reason = "the judge's reply mentions a rating but none of the form 'Rating: X' with X from 1 to 5"
     else:
         reason = "the judge's reply has no 'Rating: X' line"

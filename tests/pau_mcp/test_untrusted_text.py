@@ -25,6 +25,7 @@ from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
 from pau_mcp.grammar import read_input, read_reflection, visible_text
 from pau_mcp.llm.replies import split_thinking
+from pau_mcp.manifests import placeholders
 from pau_mcp.manifests.importers.codearc import _printed
 from pau_mcp.manifests.importers.common import description_from_docstring
 from pau_mcp.protocol import cut_at_stop, reference_triples
@@ -206,6 +207,9 @@ CASES = [
     Case("read_description: a label and blanks", read_description, lambda n: _times(" ", n, "**Description**:", "x")),
     Case("python_blocks: opening fences, never closed", _python_blocks, lambda n: _times("```python\n", n)),
     Case("python_blocks: opening fences without a line end", _python_blocks, lambda n: _times("```python", n)),
+    # A task's step inputs (a suite's tasks, possibly written by a model through `create --tasks-for`).
+    Case("placeholders: dollar signs", placeholders, lambda n: _times("$", n)),
+    Case("placeholders: placeholders only", placeholders, lambda n: _times("$1", n)),
     # Report labels (run and model names).
     Case("wrap: one long word", _wrap, lambda n: _times("a", n)),
     Case("wrap: separators only", _wrap, lambda n: _times("-", n)),
@@ -259,6 +263,7 @@ PATTERNS: dict[tuple[str, str], tuple[str, ...] | str] = {
     ("pau_mcp/grammar.py", GRAMMAR_MARKER): ("read_input", "read_reflection"),
     ("pau_mcp/grammar.py", r"(yes|no)\b"): ("read_reflection",),
     ("pau_mcp/grammar.py", r"[ \t]*(```|~~~)"): ("read_input",),
+    ("pau_mcp/manifests/model.py", r"\$([1-9])"): ("placeholders",),
     ("pau_mcp/harness/agents.py", "re.escape(marker)"): "a literal (the protocol's own marker word), searched once",
     ("pau_mcp/creation/messages.py", r"\btest_func\s*\("): ("read_calls",),
     ("pau_mcp/creation/messages.py", r"^\s*(\*\*)?(description|answer|summary)(\*\*)?\s*:\s*"): ("read_description",),

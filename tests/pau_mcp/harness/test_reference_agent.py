@@ -207,3 +207,68 @@ def test_a_budget_the_server_says_is_spent_ends_the_loop_and_the_refused_call_is
     assert asked == ["\nREASON", "\nACT", "\nREFLECT"] * 3 + ["\nREASON", "\nACT"]  # no reflection on a refusal
     assert len(result.examples) == 3 + 3  # the initial examples and the calls that ran
     assert result.description == "counts vowels" and not result.concluded
+
+
+THINKING = "openai/Qwen3-8B"  # thinks by default: this project gives it 8,192 tokens of room on top of each limit
+
+
+def thinking_brain(body: dict) -> Reply | str:
+    """A thinking model: its thinking comes back as the reasoning field (OpenRouter's, recent vLLM's) or as
+    ``<think>`` text, and says other things than its answer."""
+    text = str(body["messages"][-1]["content"])
+    calls = text.count("=> Output:") - 2
+    if text.startswith("\nREASON"):
+        return Reply(text="Try two.", reasoning="small numbers first", reasoning_as="reasoning")
+    if text.startswith("\nACT") and calls == 0:
+        return Reply(text="Suggested Input: (2,)", reasoning="I could try\nInput: (7,)", reasoning_as="reasoning")
+    if text.startswith("\nACT"):
+        return "<think>\nwhat about\nInput: (5,)\n</think>\nSuggested Input: (3,)"
+    if text.startswith("\nREFLECT") and calls == 0:
+        return Reply(text="NO\nSummary: It Might Double", reasoning="not sure", reasoning_as="reasoning")
+    if text.startswith("\nREFLECT"):
+        return Reply(text="YES\nSummary: Multiplies Digits", reasoning="sure", reasoning_as="reasoning")
+    if text.startswith("\nJUDGE"):
+        return Reply(text="Close. Rating: 4", reasoning="at first glance rating: 2", reasoning_as="reasoning")
+    return "Code:\n```python\ndef test_func(arg0):\n    return arg0\n```"
+
+
+def test_a_thinking_models_reasoning_and_think_text_are_read_whole_within_the_references_token_limits(
+    tmp_path, monkeypatch
+):
+    import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
+    with FakeLLM(responder=thinking_brain) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        settings = Settings.from_options(
+            data_dir=tmp_path, db=tmp_path / "runs.db", judge_model=THINKING, coder_model=THINKING,
+            protocol="reference",
+        )  # fmt: skip
+        config = EvalConfig(
+            run="think", model=THINKING, suite="builtin", mode="interactive", methods=(METHOD,), concurrency=1,
+            protocol="reference",
+        )  # fmt: skip
+
+        async def go() -> object:
+            scorer = Scorer.from_settings(settings)
+            try:
+                with anyio.fail_after(120):
+                    return await run_eval(settings, config, scorer, None)
+            finally:
+                await scorer.aclose()
+
+        assert anyio.run(go).failed == 0
+        limits = {str(b["messages"][0]["content"]).split(" ", 1)[0]: b["max_tokens"] for b in fake.requests}
+        acts = [p for p in fake.prompts() if p.startswith("\nACT")]
+    # The reference's limits, thinking included: 300 for each step and the judge, 600 for the code writer.
+    assert limits == {"\nREASON": 300, "\nACT": 300, "\nREFLECT": 300, "\nJUDGE": 300, "\nCODER": 600}
+    store = RunStore(tmp_path / "runs.db")
+    (episode,) = store.episodes(store.run_id("think"), with_trajectories=True)
+    # The first line with one "Input:" of the whole reply: in the reasoning field, then inside <think>.
+    assert [s["arguments"]["args"] for s in episode["trajectory"] if s["kind"] == "tool_call"] == ["(7,)", "(5,)"]
+    assert "why=Reasoning: small numbers first\nResponse:  Try two.\n" in acts[0]
+    replies = [s["reply"] for s in episode["trajectory"] if s["kind"] == "model"]
+    assert replies[1] == "Reasoning: I could try\nInput: (7,)\nResponse:  Suggested Input: (2,)"
+    assert replies[4] == "<think>\nwhat about\nInput: (5,)\n</think>\nSuggested Input: (3,)"
+    assert store.submissions(store.run_id("think"))[0]["description"] == "multiplies digits"
+    judge = episode["scores"]["judge"]
+    assert judge["value"] == 2.0  # the first rating of the whole reply is the one in its reasoning

@@ -7,7 +7,9 @@ written out independently in this file (its results list, its calling and parsin
 extraction and code-match rule, its ``fillna(1)`` and sample deviation), with the same scripted model, and
 compared with what pau-mcp sent and recorded: every agent, judge and code-writer prompt byte for byte, every
 score, the number of queries, and the aggregates. The reference's wording comes from the fake checkout
-(tests/fakereference.py).
+(tests/fakereference.py). A thinking model runs the split too: its client's way of reading a reply (the
+reasoning field prepended, ``<think>`` text left in) and its token limits (thinking included) are written out
+here as well.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 import anyio
 import pytest
-from fakellm import FakeLLM
+from fakellm import FakeLLM, Reply
 from fakereference import write_checkout
 from pau_command import run_pau
 
@@ -37,6 +39,7 @@ from pau_mcp.scoring import Scorer
 from pau_mcp.server.catalog import Exposed
 
 MODEL = "openai/fake-model"
+THINKING = "openai/Qwen3-8B"  # a model that thinks: this project's own protocol gives it room to think on top
 SUITE = "parity"
 
 
@@ -106,12 +109,46 @@ def brain(body: dict[str, Any]) -> str:
     return "unexpected"
 
 
+def thinker(body: dict[str, Any]) -> Reply:
+    """The same model, thinking: its thinking comes back in the reasoning field, or as ``<think>`` text, and says
+    other things than its answer (another input, another rating, other code)."""
+    text = str(body["messages"][-1]["content"])
+    said = brain(body)
+    if text.startswith("\nACT") and text.count("=> Output:") == 2:
+        return Reply(text="<think>\nInput: [1, 2]\n</think>\n" + said)
+    if text.startswith("\nCODER") and "[1, 2, 3]" in text:
+        thought = "```python\ndef test_func(arg0):\n    return sorted(arg0)\n```"
+    else:
+        thought = {"\nREASON": "small ones", "\nACT": "or maybe\ninput: (4)", "\nREFLECT": "weighing it",
+                   "\nJUDGE": "a first guess, rating: 3", "\nCODER": "short"}[text.split(" ", 1)[0]]  # fmt: skip
+    return Reply(text=said, reasoning=thought, reasoning_as="reasoning")
+
+
+def model_of(body: dict[str, Any]) -> Reply | str:
+    return thinker(body) if body.get("model") == THINKING.split("/", 1)[1] else brain(body)
+
+
 # -- the reference's rules, written out -------------------------------------------------------------
 
 
-def infer(prompt: str) -> str:
-    """The reference's ``model.infer``: the reply cut at its first [STOP], stripped."""
-    return brain({"messages": [{"content": prompt}]}).split("[STOP]")[0].strip()
+def output_text(reasoning: str | None, content: str | None) -> str:
+    """Its client's ``get_output_texts`` and ``get_output_final``: the reasoning field first, then the content."""
+    text = ""
+    if reasoning is not None:
+        text = "Reasoning: " + reasoning
+    if content is not None:
+        if text != "":
+            text += "\nResponse: "
+        text = text + " " + content
+    return text.strip().split("[STOP]")[0].strip()
+
+
+def infer(prompt: str, model: str = MODEL) -> str:
+    """The reference's ``model.infer``: the reply as its client reads it, cut at its first [STOP], stripped."""
+    said = model_of({"model": model.split("/", 1)[1], "messages": [{"content": prompt}]})
+    if isinstance(said, str):
+        return output_text(None, said)
+    return output_text(said.reasoning if said.reasoning_as == "reasoning" else None, said.text)
 
 
 def listing(results: list[tuple[Any, Any, Any]], window: int | None = None) -> str:
@@ -148,7 +185,7 @@ def suggested(reply: str) -> str | None:
     return None
 
 
-def interactive(data: dict[str, str]) -> tuple[list[str], str, int, list[tuple[str, str, str]]]:
+def interactive(data: dict[str, str], model: str = MODEL) -> tuple[list[str], str, int, list[tuple[str, str, str]]]:
     """Its ``interactive`` loop: the prompts it sends, its description, its query count and its stored examples."""
     header, source = data["header"], data["test_func_validated"]
     prev: list[tuple[Any, Any, Any]] = [(i, o, None) for i, o in json.loads(data["train_examples"])]
@@ -156,12 +193,12 @@ def interactive(data: dict[str, str]) -> tuple[list[str], str, int, list[tuple[s
     for _ in range(20):
         listed = listing(prev, 10)
         prompts.append(f"\nREASON header={header} \nprev={listed}\nhyp={hypothesis}\nReasoning:")
-        reasoning = infer(prompts[-1])
+        reasoning = infer(prompts[-1], model)
         prompts.append(
             f"\nACT header={header}\nprev={listed}\nhyp={hypothesis}\nwhy={reasoning}\n"
             "a literal {brace} and a [STOP] marker stay text\nSuggested Input:"
         )
-        text = suggested(infer(prompts[-1]))
+        text = suggested(infer(prompts[-1], model))
         assert text is not None  # the script always gives one; the reference's message for none differs
         ret, err = call(source, text)
         queries += 1
@@ -170,7 +207,7 @@ def interactive(data: dict[str, str]) -> tuple[list[str], str, int, list[tuple[s
             f"\nREFLECT header={header}\nprev={listed}\nhyp={hypothesis}\nwhy={reasoning}\nlast=Input: {text}\n"
             "Hypothesis Conclusion: "
         )
-        reflection = infer(prompts[-1]).lower()
+        reflection = infer(prompts[-1], model).lower()
         decision, hypothesis = (
             (part.strip() for part in reflection.split("summary:"))
             if reflection.count("summary:") == 1
@@ -194,16 +231,16 @@ def judge_prompt(data: dict[str, str], description: str) -> str:
     return f"\nJUDGE true={data['description']}\nhyp={description}\nExplanation (very short):"
 
 
-def judge_score(prompt: str) -> float | None:
+def judge_score(prompt: str, model: str = MODEL) -> float | None:
     """Its ``parse_score``: the first ``rating: [1-5]`` of the lower-cased reply."""
-    found = re.search(r"rating:\s*([1-5])", infer(prompt).strip().lower())
+    found = re.search(r"rating:\s*([1-5])", infer(prompt, model).strip().lower())
     return float(found.group(1)) if found else None
 
 
-def code_score(data: dict[str, str], prompt: str) -> float:
+def code_score(data: dict[str, str], prompt: str, model: str = MODEL) -> float:
     """Its ``extract_code`` and ``evaluate_code_predictions``: the dataset's outputs (as JSON loaded them) ``==``
     what the code returns, None for any error."""
-    part = infer(prompt).split("[STOP]")[0]
+    part = infer(prompt, model).split("[STOP]")[0]
     code = part.split("```python")[1].split("```")[0].strip()
     tests = json.loads(data["test_examples"])
     return sum(out == call(code, inp)[0] for inp, out in tests) / len(tests)
@@ -226,27 +263,38 @@ def parity(tmp_path_factory: pytest.TempPathFactory, sandbox: Any) -> dict[str, 
         data_dir=root, db=root / "runs.db", manifests=[suites], judge_model=MODEL, coder_model=MODEL,
         protocol="reference",
     )  # fmt: skip
+    thinking = Settings.from_options(
+        data_dir=root, db=root / "runs.db", manifests=[suites], judge_model=THINKING, coder_model=THINKING,
+        protocol="reference",
+    )  # fmt: skip
     requests: dict[str, list[str]] = {}
-    with FakeLLM(responder=brain) as fake, pytest.MonkeyPatch.context() as patch:
+    with FakeLLM(responder=model_of) as fake, pytest.MonkeyPatch.context() as patch:
         patch.setenv("OPENAI_BASE_URL", fake.base_url)
         patch.setenv("OPENAI_API_KEY", "test")
-        for mode in ("interactive", "incontext"):
+        for run, mode, model, scoring in [
+            ("ref-interactive", "interactive", MODEL, settings),
+            ("ref-incontext", "incontext", MODEL, settings),
+            ("ref-thinking", "interactive", THINKING, thinking),
+        ]:
             before = len(fake.requests)
-            config = EvalConfig(
-                run=f"ref-{mode}", model=MODEL, suite=SUITE, mode=mode, concurrency=2, protocol="reference"
-            )
+            config = EvalConfig(run=run, model=model, suite=SUITE, mode=mode, concurrency=2, protocol="reference")
 
-            async def go(config: EvalConfig = config) -> Any:
-                scorer = Scorer.from_settings(settings)
+            async def go(config: EvalConfig = config, scoring: Settings = scoring) -> Any:
+                scorer = Scorer.from_settings(scoring)
                 try:
                     with anyio.fail_after(180):
-                        return await run_eval(settings, config, scorer, None)
+                        return await run_eval(scoring, config, scorer, None)
                 finally:
                     await scorer.aclose()
 
             progress = anyio.run(go)
             assert progress.failed == 0, progress.errors
-            requests[mode] = fake.prompts()[before:]
+            requests[run.removeprefix("ref-")] = fake.prompts()[before:]
+            if model == THINKING:
+                requests["thinking limits"] = [
+                    f"{b['messages'][0]['content'].split(' ', 1)[0].strip()} {b.get('max_tokens')}"
+                    for b in fake.requests[before:]
+                ]
         before = len(fake.requests)
         env = {**os.environ, "PAU_MCP_DATA_DIR": str(root), "PAU_MCP_DB": str(root / "runs.db")}
         scored = run_pau(
@@ -258,7 +306,7 @@ def parity(tmp_path_factory: pytest.TempPathFactory, sandbox: Any) -> dict[str, 
     store = RunStore(root / "runs.db")
     episodes = {
         mode: {e.method_id: e for e in store.episodes(store.run_id(f"ref-{mode}"), with_trajectories=True)}
-        for mode in ("interactive", "incontext")
+        for mode in ("interactive", "incontext", "thinking")
     }
     return {"store": store, "requests": requests, "episodes": episodes, "suites": suites}
 
@@ -337,3 +385,30 @@ def test_this_projects_protocol_shows_the_sandboxs_examples_whatever_the_dataset
     exposed = Exposed(method, "fn_x")
     assert exposed.example_lines() == ["test_func(7) -> (8, -20)", "test_func(1) -> (2, -20)"]
     assert "[8, -20]" not in exposed.description(20) and "[8, -20]" not in exposed.prompt_text(20)
+
+
+def test_a_thinking_models_replies_are_read_whole_within_the_references_token_limits(parity):
+    store: RunStore = parity["store"]
+    for index, data in enumerate(SPLIT):
+        expected, hypothesis, queries, stored = interactive(data, THINKING)
+        episode = parity["episodes"]["thinking"][_method(index)]
+        sent = [step["prompt"] for step in episode.trajectory if step["kind"] == "model"]
+        assert sent == expected, _method(index)
+        assert episode.queries == queries == 2
+        # The first input of the whole reply ran: inside <think>, then in the reasoning field.
+        assert [s["arguments"]["args"] for s in episode.trajectory if s["kind"] == "tool_call"] == [
+            "(1, 2)",
+            "(4,)",
+        ]
+        judge = judge_score(judge_prompt(data, hypothesis), THINKING)
+        assert judge == 3.0 and episode.scores["judge"].value == judge  # the rating in its reasoning
+        code = code_score(data, coder_prompt(data, hypothesis, stored), THINKING)
+        assert episode.scores["codematch"].value == pytest.approx(code), _method(index)
+    sorting = parity["episodes"]["thinking"][_method(3)].scores["codematch"].value
+    assert sorting == 1.0  # the code in its reasoning, where its answer's sorts the wrong way round
+    assert store.run_config(store.run_id("ref-thinking"))["protocol"] == "reference"
+    # Each request's limit is the whole reply's, thinking included: 300 for each step and the judge, 600 for the
+    # code writer (this project's protocol adds 8,192 tokens of room to each for this model).
+    assert Counter(parity["requests"]["thinking limits"]) == Counter(
+        {"REASON 300": 8, "ACT 300": 8, "REFLECT 300": 8, "JUDGE 300": 4, "CODER 600": 4}
+    )

@@ -110,3 +110,49 @@ def test_a_broken_capability_table_names_the_file_and_field(tmp_path):
     with pytest.raises(LLMNotConfigured, match="caps.json.*token_limit"):
         CapabilityTable.load(broken)
     assert CapabilityTable.load(DEFAULT_CAPABILITIES).lookup("anthropic/claude-haiku-4-5").temperature is False
+
+
+@pytest.mark.parametrize(
+    ("model", "field", "with_room"),
+    [("openai/gpt-5.4-mini", "max_completion_tokens", 16_300), ("openai/Qwen/Qwen3-8B", "max_tokens", 8_492)],
+)
+def test_a_limit_without_thinking_room_is_the_whole_replys_as_the_reference_sends_it(
+    fake, llm, run, model, field, with_room
+):
+    fake.responder = lambda body: "ok"
+    run(lambda: llm.complete(model, USER, max_tokens=300))
+    run(lambda: llm.complete(model, USER, max_tokens=300, thinking_room=False))
+    room, whole = fake.requests
+    assert room[field] == with_room  # this project's: the 300 visible tokens, and room to think on top
+    assert whole[field] == 300
+
+
+def test_claude_thinking_adaptively_gets_the_whole_replys_limit_without_room(fake, make_client, run):
+    claude = make_client({"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "k"})
+    fake.responder = lambda body: "ok"
+    run(lambda: claude.complete("anthropic/claude-opus-5", USER, max_tokens=300))
+    run(lambda: claude.complete("anthropic/claude-opus-5", USER, max_tokens=300, thinking_room=False))
+    assert [body["max_tokens"] for body in fake.requests] == [300 + 8192, 300]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_the_answer_as_written_and_the_reasoning_field_are_kept_beside_the_text(fake, llm, run, streamed):
+    llm.provider("openai/qwen3-8b").streaming = streamed
+    fake.say("<think>try INPUT: (9,)</think>\nINPUT: (1,)")
+    fake.say("INPUT: (2,)", reasoning="maybe INPUT: (7,)", reasoning_as="reasoning")
+    fake.say("INPUT: (3,)", reasoning="maybe INPUT: (6,)")  # reasoning_content: not the reasoning field
+    thought, field, content = (run(lambda: llm.complete("openai/qwen3-8b", USER)) for _ in range(3))
+    assert (thought.text, thought.written) == ("INPUT: (1,)", "<think>try INPUT: (9,)</think>\nINPUT: (1,)")
+    assert thought.reasoning_field is None
+    assert (field.text, field.written, field.reasoning_field) == ("INPUT: (2,)", "INPUT: (2,)", "maybe INPUT: (7,)")
+    assert content.reasoning_field is None and "6" in content.reasoning and content.written == "INPUT: (3,)"
+
+
+def test_a_cached_reply_keeps_what_was_written_and_its_reasoning_field(fake, make_client, run, tmp_path):
+    llm = make_client({"OPENAI_BASE_URL": fake.base_url}, cache_path=tmp_path / "cache.db")
+    fake.say("<think>hm</think>INPUT: (1,)", reasoning="first", reasoning_as="reasoning")
+    asked = run(lambda: llm.complete("openai/qwen3-8b", USER, temperature=0))
+    again = run(lambda: llm.complete("openai/qwen3-8b", USER, temperature=0))
+    assert again.cached and len(fake.requests) == 1
+    assert (asked.written, asked.reasoning_field) == ("<think>hm</think>INPUT: (1,)", "first")
+    assert (again.written, again.reasoning_field) == (asked.written, asked.reasoning_field)

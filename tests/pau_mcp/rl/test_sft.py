@@ -163,3 +163,13 @@ def test_final_of_a_reference_run_is_its_in_context_prompt_answered_with_the_gol
         "  Input: (57,) => Output: 35, Error: None\n]\nDescription: ",
     }
     assert assistant["content"] == ManifestStore(()).method("builtin/b001").description
+
+
+def test_the_reference_warm_up_records_every_reply_cut_at_its_stop_marker_as_the_references_client_did():
+    from pau_mcp.rl.sft import reference_step_kept
+
+    # Runs recorded before replies were stored cut still hold what followed the marker.
+    kept, act = reference_step_kept("act", "INPUT: (1,)\n[STOP]\nINPUT: (2,)", failed_call=True)
+    assert kept and act == "INPUT: (1,)\n[STOP]"
+    kept, reflection = reference_step_kept("reflect", "summary: adds one\n[STOP]\nsummary: again", failed_call=False)
+    assert kept and reflection == "summary: adds one\n[STOP]"  # one summary before the marker: kept
