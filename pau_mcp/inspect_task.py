@@ -41,11 +41,11 @@ from wasm_runtime import InvalidInput, parse_arguments
 
 from .assembly import run_scorer
 from .config import Settings
+from .contract import SUBMIT_TOOL
 from .eras import client_mode
 from .manifests import ManifestStore, call_text
 from .sandboxing import make_sandbox
-from .server import serve_examples
-from .server.catalog import SUBMIT_TOOL, Catalog, Exposed
+from .server import Catalog, Exposed, serve_examples
 from .server.launch import stdio_server
 
 __all__ = ["explore", "observed_examples", "pau", "pau_scorer", "scored_mean", "served_tools"]

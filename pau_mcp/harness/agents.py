@@ -15,11 +15,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..contract import KnownExample, ToolStatus
 from ..grammar import read_input, read_reflection
 from ..llm import Completion, LLMClient, Overrides, ToolCall, Usage
 from ..manifests import call_text
 from ..prompts import PromptSet, load_prompts
-from ..server.catalog import KnownExample
 from .environment import Environment, Observation
 
 __all__ = [
@@ -80,14 +80,14 @@ def _arity_example(params: list[str]) -> str:
 
 
 def _shown(observation: Observation) -> str:
-    s = observation.structured
-    if not observation.counted or not s:
+    result = observation.result
+    if not observation.counted or result is None:
         return f"(not run: {observation.text})"
-    if s["status"] == "ok":
-        return f"returned {s['value']}"
-    if s["status"] == "error":
-        return f"raised {s['error_type']}: {s['error_message']}"
-    return f"stopped ({s['status']}): {s['error_message']}"
+    if result.status == ToolStatus.OK:
+        return f"returned {result.value}"
+    if result.status == ToolStatus.ERROR:
+        return f"raised {result.error_type}: {result.error_message}"
+    return f"stopped ({result.status}): {result.error_message}"
 
 
 # -- the paper's loop -------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from ..config import Settings, SettingsError
-from ..contract import TASK_KIND
+from ..contract import TASK_KIND, label_problem
 from ..eras import client_mode
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import ManifestError, ManifestStore, Method, tool_name
@@ -36,7 +36,6 @@ from ..runs import Ending, EpisodeSource, Progress, RunError, RunSpec, drive
 from ..runstore import EpisodeResult, RunStore
 from ..scoring.records import record_scores
 from ..server.launch import LaunchError, http_server
-from ..server.sessions import label_problem
 from ..server.tokens import TokenSigner
 from .agents import Agent, AgentResult, PaperAgent, ProbeAgent, ToolsAgent
 from .environment import Environment

@@ -23,7 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from ..config import Settings, SettingsError
-from ..contract import TASK_KIND
+from ..contract import REFUSED, TASK_KIND
 from ..llm import LLMClient, LLMError, Overrides
 from ..manifests import ManifestError, ManifestStore, Task, tool_name
 from ..prompts import PromptsError, PromptSet, load_prompts
@@ -92,13 +92,8 @@ class TaskEnvironment:
         params = types.CallToolRequestParams(name=name, arguments=arguments)
         result = await self.session.send_request(types.CallToolRequest(params=params), types.CallToolResult)
         text = "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
-        structured = result.structured_content or {}
-        if not result.is_error and structured.get("status") not in (
-            None,
-            "invalid_input",
-            "over_budget",
-            "unknown_tool",
-        ):
+        status = (result.structured_content or {}).get("status")
+        if not result.is_error and status is not None and status not in REFUSED:
             self.queries += 1
         self.note("tool_result", text=text, structured=result.structured_content, is_error=bool(result.is_error))
         return text

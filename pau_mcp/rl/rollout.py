@@ -172,7 +172,7 @@ async def play_rollout(
             observation = result.observation
     except LLMError as exc:
         failed = EpisodeResult(
-            state="failed", error=f"{type(exc).__name__}: {exc}", queries=env.budget.used,
+            state="failed", error=f"{type(exc).__name__}: {exc}", queries=env.budget.used(),
             input_tokens=input_tokens + env.critic_usage.input_tokens,
             output_tokens=output_tokens + env.critic_usage.output_tokens,
             cost_usd=cost + env.critic_cost_usd, trajectory=[{"kind": "rl_summary", **env.summary()}, *steps],
@@ -180,7 +180,7 @@ async def play_rollout(
         return RolloutRecord(method.id, attempt, failed, fatal=exc if exc.fatal else None)
     summary = env.summary()
     done = EpisodeResult(
-        state="done", session_key=f"{config.run}/{method.id}", concluded=env.concluded, queries=env.budget.used,
+        state="done", session_key=f"{config.run}/{method.id}", concluded=env.concluded, queries=env.budget.used(),
         input_tokens=input_tokens + summary["critic_input_tokens"],
         output_tokens=output_tokens + summary["critic_output_tokens"], cost_usd=cost + summary["critic_cost_usd"],
         trajectory=[{"kind": "rl_summary", **summary, "policy_cost_usd": cost}, *steps],

@@ -16,20 +16,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pau_mcp"
 #: The rooms (pau_mcp's packages and top-level modules) on each floor, lowest first. A room imports rooms on its own
 #: floor or below; a new room must be given a floor here (and in docs/architecture.md).
 FLOORS: dict[int, tuple[str, ...]] = {
-    # Values, storage and settings: no MCP, no scoring, no models.
-    1: (
-        "_databases",
-        "runstore",
-        "config",
-        "eventloop",
-        "userfiles",
-        "listening",
-        "eras",
-        "sandboxing",
-        "contract",
-        "grammar",
-        "rules",
-    ),  # fmt: skip
+    # Values, storage, settings and the tool contract: no MCP, no scoring, no models.
+    1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "eras", "sandboxing", "grammar",
+        "rules", "contract"),
     # Suites on disk, the one LLM client layer, prompts and the protocols built on them.
     2: ("manifests", "llm", "prompts", "protocol", "knowledge"),
     # The server and the scorer (siblings: neither imports the other), suite creation, served documentation.
@@ -44,7 +33,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
     7: ("distributed", "inspect_task"),
     # The commands.
     8: ("cli", "__main__"),
-}
+}  # fmt: skip
 FLOOR = {room: floor for floor, rooms in FLOORS.items() for room in rooms}
 
 

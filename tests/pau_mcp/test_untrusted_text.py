@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from pau_mcp.contract import label_problem
 from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
 from pau_mcp.grammar import read_input, read_reflection, visible_text
@@ -34,7 +35,6 @@ from pau_mcp.reports.plots import _wrap
 from pau_mcp.rl.critic import parse_critic_rating
 from pau_mcp.scoring import judge
 from pau_mcp.scoring.codematch import extract_code, extract_code_reference
-from pau_mcp.server.sessions import label_problem
 from pau_mcp.server.wire import oversized
 from wasm_runtime._guest_outcome import _nests_deeper_than
 
@@ -306,7 +306,7 @@ PATTERNS: dict[tuple[str, str], tuple[str, ...] | str] = {
     ("pau_mcp/prompts/reference.py", "f'\\\\[({names})\\\\]'"): (
         "literal alternatives between brackets (the prompt's own field names): no repeat"
     ),
-    ("pau_mcp/server/sessions.py", r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}"): ("label_problem",),
+    ("pau_mcp/contract.py", r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}"): ("label_problem",),
     ("pau_mcp/server/wire.py", r'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,256}")'): ("oversized",),
     ("wasm_runtime/_guest_outcome.py", r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]'): ("nests_deeper_than",),
     ("pau_mcp/reports/plots.py", r"[^-_./ ]*[-_./ ]*"): ("wrap",),
@@ -314,7 +314,6 @@ PATTERNS: dict[tuple[str, str], tuple[str, ...] | str] = {
     ("pau_mcp/cli/rl.py", r"[^A-Za-z0-9_.-]+"): _OPERATOR + ": a run's default name",
     ("pau_mcp/inspect_task.py", r"\s+"): "one repeat of one class: linear by construction",
     ("pau_mcp/llm/pricing.py", r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$"): _OPERATOR + ": a model name",
-    ("pau_mcp/server/launch.py", r"serving at (http://\S+)"): _OPERATOR + ": a server's announcement",
     ("pau_mcp/server/schemas.py", r", | or "): _OPERATOR + ": this program's own type words",
 }
 

@@ -16,13 +16,13 @@ from pau_command import run_pau
 
 from pau_mcp.cli.serve import build_served
 from pau_mcp.config import Settings
+from pau_mcp.contract import FACTS_KEY, ToolResult
 from pau_mcp.grammar import MAX_READ_CHARS, read_inputs
 from pau_mcp.harness import EvalConfig, run_eval
 from pau_mcp.harness.selfcheck import agrees, seen_from_example, seen_from_result
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
-from pau_mcp.server.catalog import FACTS_KEY
 from wasm_runtime import Outcome, Status, encode
 
 MODEL = "openai/fake-observer"
@@ -162,14 +162,18 @@ def test_a_megabyte_of_input_lines_is_read_in_linear_time_and_capped():
     assert len(written) <= MAX_READ_CHARS
 
 
+def _ok(value: str) -> ToolResult:
+    return ToolResult(status="ok", value=value, queries_used=1, queries_left=None)
+
+
 def test_its_check_compares_values_by_the_one_equality_rule_and_reads_a_megabyte_without_parsing_it():
     def returned(value: object) -> Outcome:
         return Outcome(Status.OK, value=repr(value), value_type=type(value).__name__, encoded=encode(value))
 
-    assert agrees(seen_from_result("(1,)", {"status": "ok", "value": "2"}), returned(2.0))  # 2 == 2.0
-    assert not agrees(seen_from_result("(1,)", {"status": "ok", "value": "(1, 2)"}), returned([1, 2]))
+    assert agrees(seen_from_result("(1,)", _ok("2")), returned(2.0))  # 2 == 2.0
+    assert not agrees(seen_from_result("(1,)", _ok("(1, 2)")), returned([1, 2]))
     assert agrees(seen_from_example("(0,)", "raises ValueError: no"), Outcome(Status.ERROR, error_type="ValueError"))
     assert not agrees(seen_from_example("(0,)", "raises ValueError: no"), Outcome(Status.ERROR, error_type="KeyError"))
     assert agrees(seen_from_example("(0,)", "timeout: too slow"), Outcome(Status.TIMEOUT))
     huge = "[" * (1024 * 1024)  # not a literal the argument rules read (over 64 KiB): compared as text
-    assert not agrees(seen_from_result("(1,)", {"status": "ok", "value": huge}), returned([]))
+    assert not agrees(seen_from_result("(1,)", _ok(huge)), returned([]))

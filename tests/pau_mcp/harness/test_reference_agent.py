@@ -264,11 +264,11 @@ def test_a_thinking_models_reasoning_and_think_text_are_read_whole_within_the_re
     store = RunStore(tmp_path / "runs.db")
     (episode,) = store.episodes(store.run_id("think"), with_trajectories=True)
     # The first line with one "Input:" of the whole reply: in the reasoning field, then inside <think>.
-    assert [s["arguments"]["args"] for s in episode["trajectory"] if s["kind"] == "tool_call"] == ["(7,)", "(5,)"]
+    assert [s["arguments"]["args"] for s in episode.trajectory if s["kind"] == "tool_call"] == ["(7,)", "(5,)"]
     assert "why=Reasoning: small numbers first\nResponse:  Try two.\n" in acts[0]
-    replies = [s["reply"] for s in episode["trajectory"] if s["kind"] == "model"]
+    replies = [s["reply"] for s in episode.trajectory if s["kind"] == "model"]
     assert replies[1] == "Reasoning: I could try\nInput: (7,)\nResponse:  Suggested Input: (2,)"
     assert replies[4] == "<think>\nwhat about\nInput: (5,)\n</think>\nSuggested Input: (3,)"
-    assert store.submissions(store.run_id("think"))[0]["description"] == "multiplies digits"
-    judge = episode["scores"]["judge"]
-    assert judge["value"] == 2.0  # the first rating of the whole reply is the one in its reasoning
+    assert store.submissions(store.run_id("think"))[0].description == "multiplies digits"
+    judge = episode.scores["judge"]
+    assert judge.value == 2.0  # the first rating of the whole reply is the one in its reasoning
