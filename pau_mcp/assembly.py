@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import anyio
+
 from .config import Settings
 from .llm import LLMClient
 from .manifests import ManifestStore
@@ -62,19 +64,26 @@ def run_scorer(
 
 @dataclass(frozen=True)
 class RolloutParts:
-    """What a rollout's episodes are played with in one process: the policy's (and critic's) client, the sandbox
-    runtime the environments share, and the critic."""
+    """What a rollout's episodes are played with in one process: the policy's client, the sandbox runtime the
+    environments share, and the critic (with a client of its own: it runs on the runtime's event loop, and an SDK
+    client belongs to the loop that made it)."""
 
     llm: LLMClient
     runtime: Runtime
     critic: Critic
 
     async def aclose(self) -> None:
-        """Close the client and the runtime."""
+        """Close the policy's client, the critic's (on the runtime's loop, from a thread: this loop must not wait on
+        it), and the runtime."""
         try:
             await self.llm.aclose()
         finally:
-            self.runtime.close()
+            try:
+                closing = getattr(self.critic, "aclose", None)
+                if closing is not None:
+                    await anyio.to_thread.run_sync(self.runtime.run, closing())
+            finally:
+                self.runtime.close()
 
 
 def rollout_parts(
@@ -88,12 +97,14 @@ def rollout_parts(
     """
     from .rl import Runtime, critic_for
 
-    llm = LLMClient.from_settings(
-        settings, use_cache=use_cache, env=env, sample_scope=config.run, share_samples=config.share_samples
-    )
+    def client() -> LLMClient:
+        return LLMClient.from_settings(
+            settings, use_cache=use_cache, env=env, sample_scope=config.run, share_samples=config.share_samples
+        )
+
     runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
     critic = config.critic
-    return RolloutParts(
-        llm, runtime,
-        critic_for(llm, critic["model"], critic["mode"], coder_model=critic.get("coder_model"), sandbox=runtime.sandbox),
-    )  # fmt: skip
+    judge = critic_for(
+        client(), critic["model"], critic["mode"], coder_model=critic.get("coder_model"), sandbox=runtime.sandbox
+    )
+    return RolloutParts(client(), runtime, judge)

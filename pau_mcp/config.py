@@ -157,10 +157,33 @@ SETTINGS: dict[str, SettingSpec] = {
             int,
         ),
         SettingSpec(
+            "max_concurrent_calls",
+            "PAU_MCP_MAX_CONCURRENT_CALLS",
+            "--max-concurrent-calls",
+            "Tool calls of one credential (session token, label or stdio process) run at once; up to 7 times as many "
+            "more wait for them, further ones are refused (0: no limit).",
+            int,
+        ),
+        SettingSpec(
+            "max_submissions",
+            "PAU_MCP_MAX_SUBMISSIONS",
+            "--max-submissions",
+            "Submissions recorded per method per credential; later ones are refused (0: no limit).",
+            int,
+        ),
+        SettingSpec(
             "max_sessions",
             "PAU_MCP_MAX_SESSIONS",
             "--max-sessions",
             "HTTP sessions open at once; at the limit the longest-idle session is closed to make room.",
+            int,
+        ),
+        SettingSpec(
+            "max_sessions_per_credential",
+            "PAU_MCP_MAX_SESSIONS_PER_CREDENTIAL",
+            "--max-sessions-per-credential",
+            "HTTP sessions one session token (or label of the main token) may hold open at once; at the limit its own "
+            "idle sessions are closed to make room, else it is refused (429).",
             int,
         ),
         SettingSpec(
@@ -301,7 +324,10 @@ class Settings(BaseModel):
     memory_mb: int = Field(256, ge=96, le=4096)
     max_output_kb: int = Field(64, ge=1, le=16 * 1024)
     max_argument_kb: int = Field(64, ge=1, le=16 * 1024)
+    max_concurrent_calls: int = Field(4, ge=0, le=1024)
+    max_submissions: int = Field(10, ge=0, le=1_000_000)
     max_sessions: int = Field(500, ge=1, le=100_000)
+    max_sessions_per_credential: int = Field(8, ge=1, le=100_000)
     session_idle_s: float = Field(1800.0, gt=0, le=7 * 24 * 3600)
     max_connections: int = Field(1000, ge=8, le=100_000)
     read_timeout_s: float = Field(10.0, gt=0, le=3600)

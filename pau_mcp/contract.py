@@ -108,6 +108,7 @@ class SubmitStatus(StrEnum):
     RECORDED = "recorded"  # a receipt
     SCORED = "scored"  # recorded, with feedback
     FEEDBACK_USED = "feedback_used"  # recorded; no feedback left
+    SUBMISSIONS_USED = "submissions_used"  # not recorded: the credential made the most submissions kept per method
     UNKNOWN_TOOL = ToolStatus.UNKNOWN_TOOL.value  # not recorded: no such method visible
     INVALID_INPUT = ToolStatus.INVALID_INPUT.value  # not recorded: the arguments were wrong
 
@@ -356,7 +357,7 @@ class SubmitResult(BaseModel):
     status: str = Field(
         json_schema_extra={"enum": [s.value for s in SubmitStatus]},
         description="recorded: a receipt; scored: with feedback; feedback_used: recorded, no feedback left; "
-        "unknown_tool, invalid_input: not recorded",
+        "submissions_used, unknown_tool, invalid_input: not recorded",
     )
     recorded: _SentBool = None
     submission: _SentInt = None

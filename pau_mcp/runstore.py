@@ -636,15 +636,63 @@ class RunStore:
             StoreError: the store cannot take it (a full or read-only disk); nothing was written.
         """
         with self._transaction(exclusive=False) as conn:  # an insert: nothing to race
+            return self._insert_call(conn, session_id, call)
+
+    @staticmethod
+    def _insert_call(conn: Connection, session_id: int, call: CallRecord) -> int:
+        cursor = conn.execute(
+            "INSERT INTO calls (session_id, method_id, tool, arguments, counted, status, value, error_type,"
+            " error_message, outcome, duration_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                session_id, call.method_id, call.tool, _text(call.arguments), int(call.counted), call.status,
+                _text(call.value), _text(call.error_type), _text(call.error_message),
+                json.dumps(call.outcome) if call.outcome is not None else None, call.duration_ms, utc_now(),
+            ),
+        )  # fmt: skip
+        return int(cursor.fetchone()["id"])
+
+    def record_refusal(self, session_id: int, call: CallRecord, keep: int) -> int | None:
+        """Store a call that did not count while the session has fewer than ``keep`` such calls of its method;
+        returns its id, or None (nothing written) once it has ``keep``.
+
+        Atomic: any number of concurrent refusals, from any process sharing the store, keep exactly ``keep``.
+
+        Raises:
+            StoreError: the store cannot take it; nothing was written.
+        """
+        with self._transaction() as conn:  # exclusive: the count and the insert see the same calls
+            row = conn.execute(
+                "SELECT COUNT(*) AS kept FROM calls WHERE session_id = ? AND method_id = ? AND counted = 0",
+                (session_id, call.method_id),
+            ).fetchone()
+            if int(row["kept"]) >= keep:
+                return None
+            return self._insert_call(conn, session_id, call)
+
+    def submissions_made(self, session_id: int, method_id: str) -> int:
+        """Submissions a session has recorded for a method."""
+        rows = self._query(
+            "SELECT COUNT(*) AS made FROM submissions WHERE session_id = ? AND method_id = ?", (session_id, method_id)
+        )
+        return int(rows[0]["made"])
+
+    def record_submission_within(
+        self, session_id: int, method_id: str, description: str, code: str | None, limit: int, feedback: bool = False
+    ) -> int | None:
+        """``record_submission`` while the session has fewer than ``limit`` submissions for the method; returns its
+        id, or None (nothing written) once it has ``limit``. Atomic, as ``record_refusal`` is."""
+        with self._transaction() as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) AS made FROM submissions WHERE session_id = ? AND method_id = ?",
+                (session_id, method_id),
+            ).fetchone()
+            if int(row["made"]) >= limit:
+                return None
             cursor = conn.execute(
-                "INSERT INTO calls (session_id, method_id, tool, arguments, counted, status, value, error_type,"
-                " error_message, outcome, duration_ms, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    session_id, call.method_id, call.tool, _text(call.arguments), int(call.counted), call.status,
-                    _text(call.value), _text(call.error_type), _text(call.error_message),
-                    json.dumps(call.outcome) if call.outcome is not None else None, call.duration_ms, utc_now(),
-                ),
-            )  # fmt: skip
+                "INSERT INTO submissions (session_id, method_id, description, code, feedback, at)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (session_id, method_id, description, code, int(feedback), utc_now()),
+            )
             return int(cursor.fetchone()["id"])
 
     def record_submission(
@@ -887,14 +935,21 @@ class RunStore:
             for row in rows
         ]
 
-    def submissions(self, run_id: int) -> list[SubmissionRow]:
-        """Every submission of a run, in order, with its session key."""
+    def submissions(self, run_id: int, answers_only: bool = False) -> list[SubmissionRow]:
+        """Every submission of a run, in order, with its session key.
+
+        Args:
+            run_id: The run.
+            answers_only: Only the run's answers: for a run with episodes, each episode's own submission (an
+                attempt a killed process left behind recorded its session, never its ending, and answers nothing);
+                a run without episodes (a server's) answers with all of them.
+        """
         rows = self._query(
             "SELECT u.*, s.key AS session_key FROM submissions u JOIN sessions s ON u.session_id = s.id"
             " WHERE s.run_id = ? ORDER BY u.id",
             (run_id,),
         )
-        return [
+        found = [
             SubmissionRow(
                 id=int(row["id"]),
                 session_id=int(row["session_id"]),
@@ -907,6 +962,13 @@ class RunStore:
             )  # fmt: skip
             for row in rows
         ]
+        if not answers_only:
+            return found
+        episodes = self._query("SELECT submission_id FROM episodes WHERE run_id = ?", (run_id,))
+        if not episodes:
+            return found
+        answered = {int(row["submission_id"]) for row in episodes if row["submission_id"] is not None}
+        return [s for s in found if s.id in answered]
 
     def scores(self, submission_id: int) -> list[ScoreRow]:
         """Every score of a submission, latest last."""
@@ -922,17 +984,18 @@ class RunStore:
         examples its code writer was given, the initial examples included;
         otherwise ``[input, output]`` pairs of its counted calls), plus
         ``code`` and ``session``.
+
+        A run with episodes gives each episode's own submission only: an attempt that a killed process left
+        behind (its session was recorded, its ending never was) is no prediction of the run.
         """
         calls = self.calls(run_id)
+        episodes = self._query("SELECT submission_id, examples FROM episodes WHERE run_id = ?", (run_id,))
         given = {
             int(row["submission_id"]): json.loads(row["examples"])
-            for row in self._query(
-                "SELECT submission_id, examples FROM episodes"
-                " WHERE run_id = ? AND examples IS NOT NULL AND submission_id IS NOT NULL",
-                (run_id,),
-            )
+            for row in episodes
+            if row["submission_id"] is not None and row["examples"] is not None
         }
-        for submission in self.submissions(run_id):
+        for submission in self.submissions(run_id, answers_only=True):
             seen = [
                 c for c in calls
                 if c.session_id == submission.session_id and c.method_id == submission.method_id and c.counted

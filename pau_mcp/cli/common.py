@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Column
 
 from ..config import Settings, SettingsError
 
@@ -23,8 +32,8 @@ if TYPE_CHECKING:
     from ..sandboxing import AnySandbox
 
 __all__ = [
-    "bar", "err", "make_sandbox", "manifest_store", "run_store", "sandbox_limits", "settings_from", "show_llm_notices",
-    "step_printer",
+    "bar", "err", "make_sandbox", "manifest_store", "run_bar", "run_store", "sandbox_limits", "settings_from",
+    "show_llm_notices", "step_printer",
 ]  # fmt: skip
 
 err = Console(stderr=True)
@@ -114,16 +123,40 @@ def step_printer() -> Callable[[str], None]:
     return say
 
 
+def _columns(*more: ProgressColumn) -> tuple[ProgressColumn, ...]:
+    """The bar and its count first, the description last and cut to what the terminal has left: a long run name
+    (or a narrow terminal) shortens the description, never the count."""
+    return (
+        BarColumn(bar_width=20),
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
+        TimeElapsedColumn(table_column=Column(no_wrap=True)),
+        *more,
+        TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+    )
+
+
 @contextmanager
 def bar(description: str, total: int) -> Iterator[Callable[..., None]]:
     """A progress bar on stderr; yields ``advance(n=1)``."""
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=err, transient=False) as progress:
+    columns = _columns(TimeRemainingColumn(table_column=Column(no_wrap=True)))
+    with Progress(*columns, console=err, transient=False, expand=True) as progress:
         task = progress.add_task(description, total=total)
         yield lambda *_args, n=1: progress.advance(task, n)
+
+
+@contextmanager
+def run_bar(run: str, on_ray: bool) -> Iterator[Callable[[Any], None]]:
+    """A run's progress on stderr (``eval``, ``rl rollout``); yields ``show(progress)`` for the run's live totals:
+    episodes counted, then failures, tokens and cost, then the run's name (what a narrow terminal cuts first)."""
+    with Progress(*_columns(), console=err, expand=True) as progress:
+        task = progress.add_task(run, total=None)
+
+        def show(p: Any) -> None:
+            tokens = p.input_tokens + p.output_tokens
+            where = f" · {p.workers} Ray workers, {p.rerun} re-run" if on_ray else ""
+            progress.update(
+                task, total=p.total, completed=p.done + p.failed + p.skipped,
+                description=f"failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}{where} · {run}",
+            )  # fmt: skip
+
+        yield show

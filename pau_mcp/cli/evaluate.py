@@ -11,15 +11,14 @@ import click
 from click.core import ParameterSource
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import eventloop
 from ..config import options
-from .common import err, make_sandbox, manifest_store, settings_from, show_llm_notices, step_printer
+from .common import err, make_sandbox, manifest_store, run_bar, settings_from, show_llm_notices, step_printer
 
 __all__ = [
     "check_configs", "check_models", "connect_cluster", "demo", "evaluate", "execute", "overrides_of", "ray_options",
-    "score_errors", "score_kinds", "summary",
+    "score_errors", "score_kinds", "summary", "unpriced_note",
 ]  # fmt: skip
 
 _EVAL_SETTINGS = (
@@ -169,7 +168,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurren
     finally:
         if cluster is not None:
             cluster.close()
-    for line in summary(config.run, progress, on_ray=cluster is not None):
+    for line in summary(settings, config, progress, on_ray=cluster is not None):
         click.echo(line)
     for line in progress.errors[:10]:
         err.print(f"[red]failed[/red] {escape(line)}", highlight=False, soft_wrap=True)
@@ -299,15 +298,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
     if note and config.score and len(config.kinds) < 3 and config.mode != "tasks":
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err) as bar:
-        task = bar.add_task(f"{config.run}", total=None)
-
-        def show(p) -> None:  # type: ignore[no-untyped-def]
-            tokens = p.input_tokens + p.output_tokens
-            where = f" · {p.workers} Ray workers, {p.rerun} re-run" if cluster is not None else ""
-            bar.update(task, total=p.total, completed=p.done + p.failed + p.skipped,
-                       description=f"{config.run} · failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}{where}")  # fmt: skip
+    with run_bar(config.run, on_ray=cluster is not None) as show:
 
         async def main():  # type: ignore[no-untyped-def]
             try:
@@ -335,35 +326,93 @@ def score_errors(progress) -> list[str]:  # type: ignore[no-untyped-def]
     return [f"{method_id} {kind}: {' '.join(reason.split())}" for method_id, kind, reason in whole.score_errors]
 
 
-def summary(run: str, progress, on_ray: bool = False) -> list[str]:  # type: ignore[no-untyped-def]
-    """The lines that end a run's output: what this invocation did, then the whole run as stored."""
+def summary(settings, config, progress, on_ray: bool = False) -> list[str]:  # type: ignore[no-untyped-def]
+    """The lines that end a run's output: what this invocation did, then the whole run as stored.
+
+    The means and the agent's tokens and cost are the ones `pau-mcp report RUN` gives (the report's own
+    summary of the run); what scoring spent is counted apart, and models without a price are named.
+    """
     whole = progress.whole
-    if whole is None:  # the run ended before its totals were read
-        judges, matches = progress.judge, progress.codematch
-        tokens, cost = progress.input_tokens + progress.output_tokens, progress.cost_usd
-    else:
-        judges, matches, tokens, cost = whole.judge, whole.codematch, whole.tokens, whole.cost_usd
-    answers = whole.answers if whole is not None else progress.answers
-    judge = f"{sum(judges) / len(judges):.2f}" if judges else "n/a"
-    match = f"{sum(matches) / len(matches):.3f}" if matches else "n/a"
     now = f"{progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed now"
     if whole is not None:
         unfinished = f", {whole.unfinished} unfinished" if whole.unfinished else ""
         errors = len(whole.score_errors)
         unscored = f", {errors} score{'s' * (errors != 1)} could not be made" if errors else ""
         now += f"; whole run: {whole.episodes} episodes, {whole.done} done, {whole.failed} failed{unfinished}{unscored}"
+    reported = _reported(settings, config.run)
+    answers = whole.answers if whole is not None else progress.answers
     if answers:
         correct = sum(1 for a in answers if a >= 1)
-        scores = f"task accuracy {correct / len(answers):.3f} ({correct} of {len(answers)} correct)"
+        means = f"task accuracy {correct / len(answers):.3f} ({correct} of {len(answers)} correct)"
+    elif reported is None:
+        means = "mean scores n/a"
     else:
-        scores = f"mean judge {judge}, mean code match {match}"
-    lines = [f"run {run}: {now}; {scores}; {tokens:,} tokens, ${cost:.4f}"]
+        means = ", ".join(
+            f"mean {title} {_mean(kind, reported.scores[kind])}"
+            for kind, title in (("judge", "judge"), ("codematch", "code match"), ("direct", "direct code"))
+        )
+    if reported is None:  # the run ended before its totals were read: this invocation's live totals
+        spent = (
+            f"{progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f} (scoring included)"
+        )
+    else:
+        tokens = reported.input_tokens + reported.output_tokens
+        spent = f"agent {tokens:,} tokens, ${reported.cost_usd:.4f}"
+        if whole is not None and (whole.scoring_tokens or whole.scoring_cost_usd):
+            spent += f"; scoring {whole.scoring_tokens:,} tokens, ${whole.scoring_cost_usd:.4f}"
+    lines = [f"run {config.run}: {now}; {means}; {spent}"]
     if on_ray:
         lines.append(
             f"on Ray: episodes played by {progress.workers} worker{'' if progress.workers == 1 else 's'}; "
             f"{progress.rerun} re-run after a lost worker"
         )
+    used = [config.model] if config.agent != "probe" else []
+    if config.score:
+        used += [settings.judge_model if "judge" in config.kinds else None]
+        used += [settings.coder_model if "codematch" in config.kinds else None]
+    lines += unpriced_note(settings, used)
     return lines
+
+
+def _mean(kind: str, stats) -> str:  # type: ignore[no-untyped-def]
+    """A mean as the report prints it (two decimals for the judge's 1-5 scale, three for fractions), n/a for none."""
+    if not stats.n:
+        return "n/a"
+    return f"{stats.mean:.2f}" if kind == "judge" else f"{stats.mean:.3f}"
+
+
+def _reported(settings, run: str):  # type: ignore[no-untyped-def]
+    """The report's summary of one run (``RunSummary``), or None when the store cannot give it."""
+    from ..reports import ReportError, build_report, load_runs
+    from ..runstore import RunStore, StoreError
+
+    try:
+        store = RunStore(settings.db_path)
+    except StoreError:
+        return None
+    try:
+        return build_report(load_runs(store, [run])).summaries[0]
+    except (ReportError, StoreError):
+        return None
+    finally:
+        store.close()
+
+
+def unpriced_note(settings, models) -> list[str]:  # type: ignore[no-untyped-def]
+    """A line naming the models used that ``pricing.json`` (or ``--pricing``) has no price for, if any."""
+    from ..llm import LLMNotConfigured, Pricing
+
+    try:
+        pricing = Pricing.load(settings.pricing)
+    except LLMNotConfigured:
+        return []
+    missing = sorted({m for m in models if m and pricing.price(m) is None})
+    if not missing:
+        return []
+    return [
+        f"no price for {', '.join(missing)}: counted as $0 above (add a price to a copy of pricing.json and pass "
+        "--pricing / PAU_MCP_PRICING; a local model may be priced at 0)"
+    ]
 
 
 async def _preflight(llm, models: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
@@ -391,12 +440,14 @@ def demo(method_id: str, **values: object) -> None:
 
 async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-def]
     from mcp.client.client import Client
+    from mcp.shared.exceptions import MCPError
 
     from ..config import SettingsError
     from ..eras import client_mode
     from ..harness.agents import ProbeAgent
     from ..harness.environment import Environment
     from ..manifests import ManifestError, tool_name
+    from ..runstore import RunStore, StoreError
     from ..scoring import Scorer
     from ..server.launch import stdio_server
 
@@ -404,7 +455,8 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
     try:
         method = manifest_store(settings).method(method_id)
         key = settings.deployment_key()
-    except (ManifestError, SettingsError) as exc:
+        RunStore(settings.db_path).close()  # a store the server could not open ends the demo here, in one line
+    except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     say = step_printer()
     say("preparing the sandbox (built once, 1 to 2 minutes on first use, then cached)")
@@ -413,20 +465,32 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
     # The server gets this command's whole settings (its store, key, budget, limits and caches) in a private file.
     served = settings.model_copy(update={"tool_key": key, "db": settings.db_path})
     with stdio_server(served, ["--methods", method.id, "--run", "demo"]) as params:
-        async with Client(params, mode=client_mode(settings.mcp_era), cache=None) as client:
-            env = await Environment.open(client.session, tool_name(key, method.id))
-            server = client.server_info.name if client.server_info else "pau-mcp"
-            console.print(
-                f"\n[bold]{server}[/bold] ({client.protocol_version}) offers [bold]{env.tool.name}[/bold]: {env.header}"
-            )
-            for line in env.examples:
-                console.print(f"  known: {line}")
-            result = await ProbeAgent().run(env, "interactive", settings.budget)
-            console.print(f"\n[bold]Probe explorer[/bold] ({env.queries} queries):")
-            for observation in env.observations:
-                console.print(f"  {observation.text.splitlines()[0]}")
-            submitted = await env.submit(result.description, result.code)
-            console.print(f"\n[bold]submit[/bold] (memorising baseline code): {submitted.text}")
+        try:
+            async with Client(params, mode=client_mode(settings.mcp_era), cache=None) as client:
+                env = await Environment.open(client.session, tool_name(key, method.id))
+                server = client.server_info.name if client.server_info else "pau-mcp"
+                console.print(
+                    f"\n[bold]{server}[/bold] ({client.protocol_version}) offers [bold]{env.tool.name}[/bold]: "
+                    f"{env.header}"
+                )
+                for line in env.examples:
+                    console.print(f"  known: {line}")
+                result = await ProbeAgent().run(env, "interactive", settings.budget)
+                console.print(f"\n[bold]Probe explorer[/bold] ({env.queries} queries):")
+                for observation in env.observations:
+                    console.print(f"  {observation.text.splitlines()[0]}")
+                submitted = await env.submit(result.description, result.code)
+                console.print(f"\n[bold]submit[/bold] (memorising baseline code): {submitted.text}")
+        except Exception as caught:  # noqa: BLE001 - sorted just below
+            exc = caught
+            while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the MCP client's task groups
+                exc = exc.exceptions[0]
+            if not isinstance(exc, (MCPError, OSError)):
+                raise
+            await scorer.aclose()
+            raise click.ClickException(
+                f"the demo's server stopped before the demo ended ({exc}); its own error is printed above"
+            ) from None
     scored = await scorer.score(method.id, code=result.code, kinds=("direct",))
     await scorer.aclose()
     direct = scored.direct

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import eventloop
 from ..config import options
-from .common import err, make_sandbox, manifest_store, run_store, settings_from, show_llm_notices, step_printer
-from .evaluate import connect_cluster, ray_options
+from .common import err, make_sandbox, manifest_store, run_bar, run_store, settings_from, show_llm_notices, step_printer
+from .evaluate import connect_cluster, ray_options, unpriced_note
 
 __all__ = ["rl"]
 
@@ -178,7 +177,14 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     from ..llm import LLMError
     from ..manifests import ManifestError
     from ..rl import EnvConfig, RewardConfig
-    from ..rl.rollout import LocalRollouts, RolloutConfig, RolloutError, run_rollout, write_trajectories
+    from ..rl.rollout import (
+        LocalRollouts,
+        RolloutConfig,
+        RolloutError,
+        finished_returns,
+        run_rollout,
+        write_trajectories,
+    )
 
     settings = settings_from(values)
     show_llm_notices()
@@ -248,15 +254,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
 
         source = RayRollouts(cluster, settings, config, use_cache=not no_cache)
     store = run_store(settings)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err) as bar:
-        task = bar.add_task(run, total=len(methods))
-
-        def show(p) -> None:  # type: ignore[no-untyped-def]
-            tokens = p.input_tokens + p.output_tokens
-            where = f" · {p.workers} Ray workers, {p.rerun} re-run" if cluster is not None else ""
-            bar.update(task, total=p.total, completed=p.done + p.failed + p.skipped,
-                       description=f"{run} · failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}{where}")  # fmt: skip
+    with run_bar(run, on_ray=cluster is not None) as show:
 
         async def main():  # type: ignore[no-untyped-def]
             try:
@@ -276,11 +274,14 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         written = write_trajectories(store, run, target, parquet=not no_parquet)
     except RolloutError as exc:
         raise click.ClickException(str(exc)) from None
-    mean = f"{sum(progress.returns) / len(progress.returns):.3f}" if progress.returns else "n/a"
+    returns = finished_returns(store, run)  # the whole run's, so that a resumed run reports its earlier episodes too
+    mean = f"{sum(returns) / len(returns):.3f} over {len(returns)} finished episodes" if returns else "n/a"
     click.echo(
         f"run {run}: {progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed; "
         f"mean return {mean}; {progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f}"
     )
+    for line in unpriced_note(settings, [model, critic_model, critic_identity["coder_model"]]):
+        click.echo(line)
     if cluster is not None:
         click.echo(
             f"on Ray: episodes played by {progress.workers} worker{'' if progress.workers == 1 else 's'}; "

@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from ..config import options
 from ..runstore import CallRow, EpisodeRow, StoreError, SubmissionRow
@@ -47,6 +50,25 @@ def _literal(text: object, keep_lines: bool = False) -> str:
     return "".join(out)
 
 
+def _print_uncut(table: Table, whole: str) -> None:
+    """Print a table with the cells of column ``whole`` never cut (a name is what a user copies into the next
+    command): as a boxed table where that fits the terminal, else without borders and as wide as it must be, so that
+    the terminal wraps the long lines instead of Rich cutting names with an ellipsis. Other columns wrap."""
+    console = Console()
+    for column in table.columns:
+        if column.header == whole:
+            column.no_wrap = True
+            column.min_width = max((cell_len(Text.from_markup(str(cell)).plain) for cell in column.cells), default=1)
+
+    def needed() -> int:
+        return Measurement.get(console, console.options.update_width(1_000_000), table).minimum
+
+    if needed() > console.width:
+        table.box = None
+        console = Console(width=needed())
+    console.print(table, crop=False)
+
+
 @click.group()
 def runs() -> None:
     """Inspect and export recorded runs."""
@@ -73,7 +95,7 @@ def list_(as_json: bool, **values: object) -> None:
             str(row.calls),
             str(row.submissions),
         )
-    Console().print(table)
+    _print_uncut(table, "run")
 
 
 @runs.command("show")
@@ -92,13 +114,21 @@ def show(name: str, as_json: bool, **values: object) -> None:
         shown = {"calls": [_stored(c) for c in calls], "submissions": [_stored(s) for s in submissions]}
         click.echo(json.dumps(shown, default=str, indent=2))
         return
-    table = Table("session", "method", "arguments", "status", "result", "counted")
+    console = Console()
+    # One table per session under its key in full (a key is what a user copies, and an evaluation's keys are
+    # longer than a terminal's share of a column), in the order the sessions first called.
+    by_session: dict[str, list[CallRow]] = {}
     for c in calls:
-        ok = c.status in ("ok", "counterexample")
-        result = c.value if ok else f"{c.error_type or ''}: {c.error_message or ''}"
-        cells = [c.session_key, c.method_id, c.arguments, c.status, (result or "")[:60]]
-        table.add_row(*(escape(_literal(cell)) for cell in cells), "yes" if c.counted else "no")
-    Console().print(table)
+        by_session.setdefault(c.session_key, []).append(c)
+    for key, session_calls in by_session.items():
+        console.print(f"session {escape(_literal(key))} ({len(session_calls)} calls)", soft_wrap=True, highlight=False)
+        table = Table("method", "arguments", "status", "result", "counted")
+        for c in session_calls:
+            ok = c.status in ("ok", "counterexample")
+            result = c.value if ok else f"{c.error_type or ''}: {c.error_message or ''}"
+            cells = [c.method_id, c.arguments, c.status, (result or "")[:60]]
+            table.add_row(*(escape(_literal(cell)) for cell in cells), "yes" if c.counted else "no")
+        _print_uncut(table, "method")
     for s in submissions:
         # click.echo interprets no markup: only control characters need showing as escapes.
         click.echo(

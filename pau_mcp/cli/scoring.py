@@ -276,7 +276,7 @@ def _items(store: RunStore, run_id: int, kind: str, manifests: Any, reference: b
         if call.counted:
             calls.setdefault((call.session_id, call.method_id), []).append(call)
     items = []
-    for submission in store.submissions(run_id):
+    for submission in store.submissions(run_id, answers_only=True):  # not an attempt a kill cut short
         episode = episodes.get(submission.id)
         if episode is not None and episode.examples is not None:
             examples = [tuple(str(part) for part in e) for e in episode.examples]
@@ -652,7 +652,9 @@ def _knowledge(texts: tuple[str, ...], kinds: tuple[str, ...]) -> list[tuple[str
     help="Largest request body, in KiB (413 beyond).",
 )
 @no_cache_option
-@options("manifests", "data_dir", "scorer_token", *_LLM_SETTINGS, *_SANDBOX_SETTINGS)
+@options(
+    "manifests", "data_dir", "scorer_token", "max_connections", "read_timeout_s", *_LLM_SETTINGS, *_SANDBOX_SETTINGS
+)
 def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: object) -> None:
     """Serve the scorer as an HTTP JSON endpoint: POST /v1/score, GET /v1/health, GET /openapi.json."""
     from ..scoring import Scorer
@@ -669,7 +671,10 @@ def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: 
         except LLMNotConfigured as exc:
             log.warning("the %s score is unavailable: %s", kind, exc)
     try:
-        serve(scorer_, host, port, token=settings.scorer_token, max_request_bytes=max_request_kb * 1024)
+        serve(
+            scorer_, host, port, token=settings.scorer_token, max_request_bytes=max_request_kb * 1024,
+            max_connections=settings.max_connections, read_timeout_s=settings.read_timeout_s,
+        )  # fmt: skip
     except EndpointError as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:

@@ -36,8 +36,12 @@ _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
     "cache_dir", "workers", "max_argument_kb", "examples", "protocol",
 )  # fmt: skip
+# Limits of what one credential takes of a server, on either transport.
+_CREDENTIAL_SETTINGS = ("max_concurrent_calls", "max_submissions")
 # Limits of the HTTP transport only.
-_HTTP_SETTINGS = ("max_sessions", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts")
+_HTTP_SETTINGS = (
+    "max_sessions", "max_sessions_per_credential", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts",
+)  # fmt: skip
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
     "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries",
@@ -149,7 +153,7 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 )
 @docs_option
 @_selection
-@options(*_SERVE_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
+@options(*_SERVE_SETTINGS, *_CREDENTIAL_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
           exit_with_stdin: bool, launched: bool, settings_file: Path | None, docs: str, suites: tuple[str, ...],
           methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
@@ -230,6 +234,7 @@ def http_limits(settings: Settings) -> HTTPLimits:
     return HTTPLimits(
         message_bytes=message_limit(settings.max_argument_kb * 1024),
         max_sessions=settings.max_sessions,
+        sessions_per_credential=settings.max_sessions_per_credential,
         session_idle_s=settings.session_idle_s,
         max_connections=settings.max_connections,
         read_timeout_s=settings.read_timeout_s,
@@ -300,7 +305,7 @@ def _build(
     sandboxes: SandboxMaker | None = None, docs: str = "examples",
 ) -> Served:  # fmt: skip
     """The service, sessions and MCP server of ``serve``'s options (``build_served`` and the command share it)."""
-    from ..server import TokenSigner, build_server, create_service
+    from ..server import CallSlots, TokenSigner, build_server, create_service
 
     sandboxes = sandboxes or make_sandbox
     feedback_fn = None
@@ -323,7 +328,8 @@ def _build(
         )
     except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
-    server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless)
+    slots = CallSlots(running=settings.max_concurrent_calls, waiting=7 * settings.max_concurrent_calls)
+    server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless, slots=slots)
     return Served(transport, settings, server, service, sessions, tokens, host, port, stateless)
 
 
@@ -388,7 +394,7 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
     try:
         exposed = service.catalog.find(tool)
         if exposed is None:
-            raise click.UsageError(f"no method {tool!r} in the served suites; see `pau-mcp methods`")
+            raise click.UsageError(_not_served(settings, tool, list(suites) or ["builtin"]))
         state = sessions.get(Credential("process", f"cli-{uuid.uuid4().hex[:12]}"))
         reply = anyio.run(service.call, state, exposed, {"args": literal})
     finally:
@@ -397,6 +403,25 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
         service.store.close()
     click.echo(reply.text)
     sys.exit(1 if reply.is_error or (reply.structured or {}).get("status") in REFUSED else 0)
+
+
+def _not_served(settings: Settings, tool: str, served: list[str]) -> str:
+    """Why ``call`` found no ``tool``: a method of a suite it does not serve names the ``--suite`` to add."""
+    suite = tool.split("/", 1)[0] if "/" in tool else ""
+    if suite and suite not in served:
+        try:
+            manifest_store(settings).method(tool)
+        except ManifestError:
+            pass
+        else:
+            return (
+                f"{tool!r} is a method of suite {suite!r}, which this command does not serve (it serves "
+                f"{', '.join(served)}): add --suite {suite}"
+            )
+    return (
+        f"no method {tool!r} in the served suites ({', '.join(served)}); see `pau-mcp methods` (add --suite SUITE for "
+        "another suite's)"
+    )
 
 
 @click.command()

@@ -101,7 +101,7 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
         for planned in todo:
             progress = execute(run_settings, planned.config, no_cache=no_cache, cluster=cluster, note=False)
             failed += progress.failed
-            for line in summary(planned.config.run, progress, on_ray=cluster is not None):
+            for line in summary(run_settings, planned.config, progress, on_ray=cluster is not None):
                 click.echo(line)
             for line in progress.errors[:5]:
                 err.print(f"[red]failed[/red] {escape(line)}", highlight=False, soft_wrap=True)

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 from httpx_aiohttp.httpx2 import AiohttpTransport
@@ -35,7 +36,7 @@ from ..protocol import DEFAULT_PROTOCOL, Protocol, load_protocol
 from ..runs import Ending, EpisodeSource, Progress, RunError, RunSpec, drive
 from ..runstore import EpisodeResult, RunStore
 from ..scoring.records import record_scores
-from ..server.launch import LaunchError, http_server
+from ..server.launch import Launched, LaunchError, launched
 from ..server.tokens import TokenSigner
 from .agents import Agent, AgentResult, PaperAgent, ProbeAgent, ToolsAgent
 from .environment import Environment
@@ -155,9 +156,12 @@ class RunTotals:
         done: Episodes that finished.
         failed: Episodes whose latest attempt failed.
         judge: The judge ratings recorded.
-        codematch: Code-match fractions (the direct score where no code-match score was recorded).
-        tokens: Tokens the agents and the scorer's models spent, as recorded.
+        codematch: Code-match fractions (code written from the description).
+        direct: Direct-code fractions (code the agent submitted).
+        tokens: Tokens the agents spent, as recorded (what `pau-mcp report` counts).
         cost_usd: What they cost.
+        scoring_tokens: Tokens the scorer's models spent on the run's submissions.
+        scoring_cost_usd: What they cost.
         score_errors: Scores of finished episodes that could not be made (the judge's or code writer's model
             failed), as ``(method_id, kind, reason)``.
         answers: In task mode, 1.0 for each correct task and 0.0 for each wrong one.
@@ -168,8 +172,11 @@ class RunTotals:
     failed: int = 0
     judge: list[float] = field(default_factory=list)
     codematch: list[float] = field(default_factory=list)
+    direct: list[float] = field(default_factory=list)
     tokens: int = 0
     cost_usd: float = 0.0
+    scoring_tokens: int = 0
+    scoring_cost_usd: float = 0.0
     score_errors: list[tuple[str, str, str]] = field(default_factory=list)
     answers: list[float] = field(default_factory=list)
 
@@ -185,13 +192,15 @@ class RunProgress(Progress["EpisodeRecord"]):
 
     Attributes:
         judge: The judge's ratings recorded by this invocation.
-        codematch: Its code-match fractions (the direct score where no code-match score was made).
+        codematch: Its code-match fractions (code written from the description).
+        direct: Its direct-code fractions (code the agent submitted).
         whole: The whole run as stored once this invocation ends (earlier invocations included).
         answers: In task mode, 1.0 for each correct task and 0.0 for each wrong one.
     """
 
     judge: list[float] = field(default_factory=list)
     codematch: list[float] = field(default_factory=list)
+    direct: list[float] = field(default_factory=list)
     whole: RunTotals | None = None
     answers: list[float] = field(default_factory=list)
 
@@ -208,11 +217,10 @@ class RunProgress(Progress["EpisodeRecord"]):
             self.answers.append(answer)
         if (judge := values.get("judge")) is not None:
             self.judge.append(judge)
-        match = values.get("codematch")
-        if match is None:
-            match = values.get("direct")
-        if match is not None:
+        if (match := values.get("codematch")) is not None:
             self.codematch.append(match)
+        if (direct := values.get("direct")) is not None:
+            self.direct.append(direct)
 
 
 def server_settings(settings: Settings, config: EvalConfig, store: RunStore, token: str, key: str) -> Settings:
@@ -477,8 +485,8 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
         scores = episode.scores
         for score in scores.values():
             usage = score.detail.get("usage") or {}
-            totals.tokens += int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
-            totals.cost_usd += float(score.detail.get("cost_usd") or 0.0)
+            totals.scoring_tokens += int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
+            totals.scoring_cost_usd += float(score.detail.get("cost_usd") or 0.0)
         if episode.state != "done":
             continue
         for kind, score in scores.items():
@@ -490,9 +498,10 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
             totals.answers.append(values[TASK_KIND])
         if "judge" in values:
             totals.judge.append(values["judge"])
-        match = values.get("codematch", values.get("direct"))
-        if match is not None:
-            totals.codematch.append(match)
+        if "codematch" in values:
+            totals.codematch.append(values["codematch"])
+        if "direct" in values:
+            totals.direct.append(values["direct"])
     return totals
 
 
@@ -612,6 +621,7 @@ class EpisodeHost:
         if isinstance(self._agent, ObserverAgent):
             self._stack.callback(self._agent.sandbox.close)
         self._connect: ConnectTools | None = None
+        self._server: Launched | None = None
 
     async def start(self, tools: Iterable[str] = ()) -> str:
         """Start this run's own server (or check ``--server`` offers ``tools``); returns its URL.
@@ -635,7 +645,8 @@ class EpisodeHost:
                 # The whole settings object, secrets included, goes in a private file, never on the command line.
                 # The main token is this process's alone: episodes use session tokens.
                 served = server_settings(self.settings, self.config, self.store, secrets.token_urlsafe(24), self._key)
-                self.url = self._stack.enter_context(http_server(_server_args(self.config), settings=served))
+                self._server = self._stack.enter_context(launched(_server_args(self.config), settings=served))
+                self.url = self._server.url
             except LaunchError as exc:
                 raise EvalError(str(exc)) from None
         self._connect = _scoped_sessions(self.url, pool, TokenSigner(self._key), self.config.run, era)
@@ -666,6 +677,23 @@ class EpisodeHost:
             self.store,
         )  # fmt: skip
 
+    async def server_stopped(self) -> str | None:
+        """How this host's own server stopped (its exit code or signal, its last error lines), or None while it
+        runs or when the host uses ``--server``.
+
+        A server on its way out closes its sockets before it has exited: a connection refused on its port means it
+        is going, and its exit is waited for (a few seconds at most) to say how it ended.
+        """
+        server = self._server
+        if server is None:
+            return None
+        stopped = server.stopped()
+        if stopped is None and not await _listening(server.url):
+            stopped = await anyio.to_thread.run_sync(server.stopped, 5.0)
+            if stopped is None:
+                return "it stopped accepting connections"
+        return stopped
+
     async def close(self) -> None:
         """Stop the server (if started here) and close the clients."""
         await self._stack.aclose()
@@ -673,6 +701,9 @@ class EpisodeHost:
 
 class LocalEpisodes:
     """Episodes played in this process against one MCP server: ``--server``, or the run's own, started here.
+
+    When the run's own server stops, the run stops (``EvalError``): the ending of an episode it cut short says
+    nothing about the episode, which stays open with the rest, for the same command to resume.
 
     Args:
         settings: The ``Settings`` (manifests, sandbox cache and limits, token for ``--server``).
@@ -698,15 +729,40 @@ class LocalEpisodes:
     async def episodes(self, todo: Sequence[Method]) -> AsyncIterator[Play]:
         """Start the run's server (or check ``--server``) for ``todo``; yields the play function."""
         host = EpisodeHost(self._settings, self._config, self._scorer, self._store, self._key)
+
+        async def play(method: Method, attempt: int) -> EpisodeRecord:
+            record = await host.play(method, tool_name(self._key, method.id), attempt)
+            if record.result.state == "failed":
+                stopped = await host.server_stopped()
+                if stopped is not None:  # the ending says nothing about the episode: it stays open, as do the rest
+                    raise EvalError(
+                        f"the MCP server this run started has stopped ({stopped}), so the run stops here: the "
+                        "episodes it cut short and those not yet played are left open, none recorded as failed. Run "
+                        "the same command again to resume the run (finished episodes are kept)"
+                    )
+            return record
+
         try:
             await host.start({tool_name(self._key, m.id) for m in todo})
-
-            async def play(method: Method, attempt: int) -> EpisodeRecord:
-                return await host.play(method, tool_name(self._key, method.id), attempt)
-
             yield play
         finally:
             await host.close()
+
+
+async def _listening(url: str) -> bool:
+    """Whether something accepts TCP connections at ``url``'s host and port (a refused connection: nothing)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        with anyio.fail_after(5):
+            stream = await anyio.connect_tcp(parts.hostname or "127.0.0.1", parts.port or 80)
+    except OSError:
+        return False
+    except TimeoutError:
+        return True  # busy, not gone
+    await stream.aclose()
+    return True
 
 
 async def _unreachable(client: httpx2.AsyncClient, url: str, exc: BaseException) -> str:

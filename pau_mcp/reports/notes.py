@@ -56,7 +56,7 @@ def notes(report: Report) -> list[str]:
                     "session left out."
                 )
         elif s.done == 0:
-            notes.append(f"Run {s.name} has no finished episodes: its numbers are zeros.")
+            notes.append(f"Run {s.name} has no finished episodes: it has no scores yet (n/a).")
         if s.unfinished:
             notes.append(
                 f"Run {s.name}: {s.unfinished} of {_episodes(s.planned)} not finished (pending or running) and left out."

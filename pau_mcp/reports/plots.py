@@ -83,11 +83,13 @@ def draw_plots(report: Report) -> list[tuple[str, str, Figure]]:
     bars = _bars(report)
     figures = []
     for kind in report.kinds:
+        if not bars[kind]:  # no run has a score of this kind (only errors were recorded): nothing to draw
+            continue
         keys = [str(s) for s in JUDGE_SCORES] if kind == "judge" else list(CODEMATCH_BUCKETS)
         colours = _JUDGE_COLOURS if kind == "judge" else _BUCKET_COLOURS
         figure = _stacked(bars[kind], keys, colours, _LEGENDS[kind], _TITLES[kind])
         figures.append((f"{kind}_distribution.png", _TITLES[kind], figure))
-    if report.modes and report.kinds:
+    if report.modes and _mode_kinds(report):
         figures.append(("modes.png", _MODES_TITLE, _modes(report)))
     if report.upper_bounds:
         figures.append(("upper_bound.png", _UPPER_TITLE, _upper_bound(report)))
@@ -128,8 +130,9 @@ def _bars(report: Report) -> dict[str, list[_Bar]]:
     by_model = sorted(report.summaries, key=lambda s: order.index(s.model or "(no model)"))
     bars = {}
     for kind in KINDS:
-        bars[kind] = [_Bar(s.name, s.model or "(no model)", s.scores[kind]) for s in by_model]
-        if report.max_stats is not None and kind in report.max_stats:
+        # A run with no score of a kind (a probe run is never judged) gets no empty bar.
+        bars[kind] = [_Bar(s.name, s.model or "(no model)", s.scores[kind]) for s in by_model if s.scores[kind].n]
+        if bars[kind] and report.max_stats is not None and kind in report.max_stats:
             bars[kind].append(_Bar("Max", "all runs", report.max_stats[kind]))
     return bars
 
@@ -200,9 +203,15 @@ def _stacked(rows: Sequence[_Bar], keys: list[str], colours: Sequence[str], lege
     return figure
 
 
+def _mode_kinds(report: Report) -> list[str]:
+    """The kinds some run of a mode comparison was scored on: a panel for any other would be empty."""
+    scored = {kind: {s.name for s in report.summaries if s.scores[kind].n} for kind in report.kinds}
+    return [k for k in report.kinds if any({m.interactive, m.incontext} & scored[k] for m in report.modes)]
+
+
 def _modes(report: Report) -> Figure:
     labels = [_wrap(m.model, 18) + (f"\n{m.agent}" if m.agent else "") for m in report.modes]
-    kinds = report.kinds
+    kinds = _mode_kinds(report)
     width = max(4.0, 1.5 * len(report.modes) + 1.5)
     figure = Figure(figsize=(width * len(kinds), 4.6), layout="constrained")
     xs = list(range(len(report.modes)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import csv
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,6 +173,8 @@ def _judge_table(report: Report) -> TableData:
 
 
 def _judge_cells(name: str, stats: ScoreStats) -> list[str]:
+    if not stats.n:  # never judged: no mean of 0.00, no shares of nothing
+        return [name, "0", *(["n/a"] * (3 + len(JUDGE_SCORES)))]
     return [
         name,
         str(stats.n),
@@ -192,6 +195,8 @@ def _fraction_table(report: Report, kind: str) -> TableData:
 
 
 def _fraction_cells(kind: str, name: str, stats: ScoreStats) -> list[str]:
+    if not stats.n:  # never scored this way: no mean of 0.000
+        return [name, "0", *(["n/a"] * (4 + len(CODEMATCH_BUCKETS)))]
     return [
         name, str(stats.n), _mean(kind, stats.mean), _mean(kind, stats.std), _pct(stats.share_good),
         _pct(stats.share_bad), *(_pct(stats.share(b)) for b in CODEMATCH_BUCKETS),
@@ -212,14 +217,20 @@ def _modes_table(report: Report) -> TableData:
         f"p < {report.significance:g}",
     ]
     rows = []
+    scored = _scored_runs(report)
     for m in report.modes:
         for kind in report.kinds:
+            has = (m.interactive in scored[kind], m.incontext in scored[kind])
+            if not any(has):  # neither run has this score (a paper agent's direct code): no row of zeros
+                continue
             inter, incon = m.means[kind]
             test = m.tests[kind]
             digits = 2 if kind == "judge" else 3
             rows.append([
-                m.model, m.agent, _KIND_NAMES[kind], f"{_mean(kind, inter)} ({m.interactive})",
-                f"{_mean(kind, incon)} ({m.incontext})", f"{inter - incon:+.{digits}f}", str(test.n),
+                m.model, m.agent, _KIND_NAMES[kind],
+                f"{_mean(kind, inter) if has[0] else 'n/a'} ({m.interactive})",
+                f"{_mean(kind, incon) if has[1] else 'n/a'} ({m.incontext})",
+                f"{inter - incon:+.{digits}f}" if all(has) else "n/a", str(test.n),
                 _p(test.p_a_better), _p(test.p_b_better), _significant(test, report.significance),
             ])  # fmt: skip
     caption = (
@@ -227,6 +238,11 @@ def _modes_table(report: Report) -> TableData:
         f"both; the last column names the better setting when its p is below {report.significance:g}."
     )
     return TableData("modes", "Interactive against in-context", columns, rows, caption)
+
+
+def _scored_runs(report: Report) -> dict[str, set[str]]:
+    """Per score kind, the runs with at least one score of it."""
+    return {kind: {s.name for s in report.summaries if s.scores[kind].n} for kind in report.kinds}
 
 
 def _significant(test: BootstrapResult, level: float) -> str:
@@ -448,11 +464,12 @@ def _sizes_table(report: Report) -> TableData:
 def _pairs_table(report: Report) -> TableData:
     columns = ["run A", "run B", "score", "n", "mean A", "mean B", "p(A>B)", "p(B>A)"]
     # Pairs with no common method are named in the notes instead of filling the table with n/a.
+    scored = _scored_runs(report)
     rows = [
         _pair_cells(p.a, p.b, kind, p.tests[kind])
         for p in report.pairs
         for kind in report.kinds
-        if any(t.n for t in p.tests.values())
+        if any(t.n for t in p.tests.values()) and (p.a in scored[kind] or p.b in scored[kind])
     ]
     caption = f"Paired bootstrap over methods scored in both runs (n), {report.resamples} resamples, seed {report.seed}; small p(A>B): A is reliably better."
     return TableData("pairs", "Paired bootstrap", columns, rows, caption)
@@ -464,8 +481,8 @@ def _pair_cells(a: str, b: str, kind: str, test: BootstrapResult) -> list[str]:
         b,
         _KIND_NAMES[kind],
         str(test.n),
-        _mean(kind, test.mean_a),
-        _mean(kind, test.mean_b),
+        _mean(kind, test.mean_a) if test.n else "n/a",
+        _mean(kind, test.mean_b) if test.n else "n/a",
         _p(test.p_a_better),
         _p(test.p_b_better),
     ]
@@ -575,32 +592,62 @@ def to_markdown(report: Report) -> str:
 
 
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 80em; }
+div.table { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: 0.5em 0 0.3em; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th.num { text-align: right; }
 th { background: #f3f3f3; }
 p.caption { color: #555; font-size: 0.85em; margin-top: 0; }
-img { max-width: 100%; display: block; margin: 0.5em 0 1.5em; }
+figure { margin: 0.5em 0 1.5em; }
+img { max-width: 100%; display: block; }
 """
+
+#: A cell that reads as a number: counts, means, shares, differences, p-values, ``done/planned``, n/a.
+_NUMBER = re.compile(r"[-+]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:%|/\d+)?(?: \*)?|n/a|")  # one way to match: linear
+
+
+def _numeric_columns(data: TableData) -> list[bool]:
+    """Which columns hold numbers only (right-aligned, as numbers are read); text stays left-aligned."""
+    return [
+        bool(data.rows)
+        and all(_NUMBER.fullmatch(row[index].strip()) for row in data.rows)
+        and any(row[index].strip() not in ("", "n/a") for row in data.rows)
+        for index in range(len(data.columns))
+    ]
 
 
 def to_html(report: Report, plots: Sequence[Plot] = ()) -> str:
-    """One self-contained page: tables, notes and plots embedded as base64 PNG (no external files or scripts)."""
+    """One self-contained page: tables, notes and plots embedded as base64 PNG (no external files or scripts).
+
+    Text columns are left-aligned and numbers right-aligned; a table wider than the window scrolls inside its own
+    box, so the page never does; a figure is its picture alone (its title is drawn in it, not repeated above).
+    """
     e = html.escape
     body = [f"<h1>PAU evaluation report</h1><p>Runs: {e(', '.join(s.name for s in report.summaries))}</p>"]
     for data in report_tables(report):
-        head = "".join(f"<th>{e(c)}</th>" for c in data.columns)
-        rows = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in data.rows)
-        body.append(f"<h2>{e(data.title)}</h2><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        align = [' class="num"' if numeric else "" for numeric in _numeric_columns(data)]
+        head = "".join(f"<th{a}>{e(c)}</th>" for a, c in zip(align, data.columns, strict=True))
+        rows = "".join(
+            "<tr>" + "".join(f"<td{a}>{e(c)}</td>" for a, c in zip(align, row, strict=True)) + "</tr>"
+            for row in data.rows
+        )
+        body.append(
+            f'<h2>{e(data.title)}</h2><div class="table"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{rows}</tbody></table></div>"
+        )
         if data.caption:
             body.append(f'<p class="caption">{e(data.caption)}</p>')
     body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(note)}</li>" for note in report.notes) + "</ul>")
+    if plots:
+        body.append("<h2>Figures</h2>")
     for plot in plots:
         data_uri = "data:image/png;base64," + base64.b64encode(plot.png).decode("ascii")
-        body.append(f'<h2>{e(plot.title)}</h2><img alt="{e(plot.title)}" src="{data_uri}">')
+        body.append(f'<figure><img alt="{e(plot.title)}" src="{data_uri}"></figure>')
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>PAU evaluation report</title>'
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1"><title>PAU evaluation report</title>'
         f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
     )
 

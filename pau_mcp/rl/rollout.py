@@ -264,6 +264,12 @@ def _episodes(store: RunStore, run: str) -> tuple[dict[str, Any], list[EpisodeRo
     return store.run_config(run_id), [e for e in store.episodes(run_id, with_trajectories=True) if e.state == "done"]
 
 
+def finished_returns(store: RunStore, run: str) -> list[float]:
+    """The return of every finished episode of a run as stored, whichever invocation played it."""
+    _, episodes = _episodes(store, run)
+    return [float((episode.trajectory or [{}])[0].get("return") or 0.0) for episode in episodes]
+
+
 def write_trajectories(store: RunStore, run: str, directory: Path, parquet: bool = True) -> dict[str, Path]:
     """Write a rollout run's finished episodes: ``trajectories.jsonl`` and (with pyarrow) ``steps.parquet``.
 

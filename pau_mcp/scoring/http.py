@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
 from ..contract import Feedback, portable_schema
+from ..guard import guarded_protocol, keep_alive_s
 from ..listening import is_loopback, listen, serve_app, shown_host
 from ..llm import LLMError, LLMNotConfigured
 from .codematch import MAX_CODE_CHARS
@@ -346,7 +347,8 @@ def create_app(
         if not _is_json(request.headers.get("content-type")):
             return _error(
                 415,
-                "send the body as JSON with Content-Type: application/json",
+                "send the body as JSON with Content-Type: application/json (curl: -H 'Content-Type: "
+                "application/json', or --json)",
                 headers={"Accept-Post": "application/json"},
             )
         try:
@@ -419,8 +421,13 @@ def serve(
     token: str | None = None,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     announce: bool = True,
+    max_connections: int = 1000,
+    read_timeout_s: float = 10.0,
 ) -> None:
     """Serve the endpoint until interrupted; prints ``pau-mcp scorer: serving at URL`` to stderr.
+
+    Behind the connection guard the MCP server has (``pau_mcp.guard``): at most ``max_connections`` open
+    connections, the longest-waiting idle one closed to make room, and ``read_timeout_s`` to send each request.
 
     Raises:
         EndpointError: a non-loopback address without a token, or the port cannot be bound.
@@ -433,4 +440,5 @@ def serve(
     )  # fmt: skip
     app = create_app(scorer, token=token, max_request_bytes=max_request_bytes, host=host)
     shown = f"pau-mcp scorer: serving at http://{shown_host(host)}:{sock.getsockname()[1]}"
-    serve_app(app, sock, shown if announce else None)
+    protocol = guarded_protocol(max_connections, read_timeout_s)
+    serve_app(app, sock, shown if announce else None, http=protocol, keep_alive_s=keep_alive_s(read_timeout_s))

@@ -17,6 +17,7 @@ from .examples import EXAMPLE_SOURCES, ServedExamples, cache_path, deployment_ex
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState
+from .slots import CallSlots, TooManyCalls
 from .tokens import SessionToken, TokenSigner
 from .transport import (
     HTTPLimits,
@@ -34,6 +35,7 @@ from .wire import message_limit
 __all__ = [
     "DEFAULT_LABEL",
     "PAGE_SIZE",
+    "CallSlots",
     "Catalog",
     "Credential",
     "EXAMPLE_SOURCES",
@@ -51,6 +53,7 @@ __all__ = [
     "Sessions",
     "TokenSigner",
     "ToolDocs",
+    "TooManyCalls",
     "TransportError",
     "bind_http",
     "check_exposure",
@@ -142,5 +145,6 @@ def create_service(
     service = MethodService(
         catalog, sandbox, store, settings.budget, feedback, feedback_limit=settings.feedback_limit,
         max_argument_bytes=settings.max_argument_kb * 1024, run_wrong_arity=rules.runs_wrong_arity,
+        max_submissions=settings.max_submissions,
     )  # fmt: skip
     return service, Sessions(store, run_id, transport)

@@ -10,12 +10,15 @@ import hmac
 import json
 import logging
 import uuid
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers, QueryParams
+from starlette.types import Scope
 
 from .. import __version__
 from ..contract import (
@@ -35,9 +38,10 @@ from ..contract import (
 from .catalog import Exposed
 from .service import MethodService, Reply, refused
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState
+from .slots import CallSlots, TooManyCalls
 from .tokens import SessionToken, TokenSigner, looks_like_session_token
 
-__all__ = ["PAGE_SIZE", "build_server", "verify_bearer"]
+__all__ = ["PAGE_SIZE", "build_server", "session_owner", "verify_bearer"]
 
 log = logging.getLogger("pau_mcp.server")
 
@@ -137,6 +141,43 @@ def _named(request: Any, meta: Any) -> tuple[str | None, str | None]:
     return chosen[0], chosen[1]
 
 
+def session_owner(tokens: TokenSigner | None) -> Callable[[Scope], Hashable]:
+    """Who a request that opens a handshake-era MCP session speaks for, as the cap on sessions per credential counts.
+
+    The credential ``caller`` resolves for the request's budget: a session token (verified by the SDK's auth, or
+    here on a server without ``--token``) is its label in its run; any other request is the label and run it
+    names on the URL or in headers (the main token's default label without one). An opening request is not
+    refused here for naming them badly: its later requests are, by ``caller``.
+
+    Args:
+        tokens: Verifies session tokens on a server without ``--token``; None accepts none.
+    """
+
+    def owner(scope: Scope) -> Hashable:
+        access = getattr(scope.get("user"), "access_token", None)
+        token: SessionToken | None = None
+        if access is not None and access.claims:
+            token = SessionToken.from_claims(access.claims)
+        elif access is None and tokens is not None:
+            header = Headers(scope=scope).get("authorization", "")
+            credential = header[7:].strip() if header[:7].lower() == "bearer " else ""
+            token = tokens.verify(credential) if looks_like_session_token(credential) else None
+        if token is not None:
+            return ("token", token.run, token.label)
+        query = QueryParams(scope.get("query_string", b""))
+        headers = Headers(scope=scope)
+        label = query.get("session") or headers.get("x-pau-session") or DEFAULT_LABEL
+        run = query.get("run") or headers.get("x-pau-run")
+        # Kept while the session is open: no longer than a valid label (longer ones are refused at first use).
+        return ("label", run[:_LABEL_CHARS] if run else None, label[:_LABEL_CHARS])
+
+    return owner
+
+
+#: The longest label or run name (``sessions.label_problem``), and so the longest kept to count sessions by.
+_LABEL_CHARS = 128
+
+
 def verify_bearer(expected: str | None, tokens: TokenSigner | None = None):  # type: ignore[no-untyped-def]
     """A token verifier for the SDK's bearer auth: the main token, or any valid session token of ``tokens``.
 
@@ -171,6 +212,7 @@ def build_server(
     page_size: int = PAGE_SIZE,
     tokens: TokenSigner | None = None,
     stateless: bool = False,
+    slots: CallSlots | None = None,
 ) -> Server[Any]:
     """The low-level MCP server for one catalog, in both protocol eras.
 
@@ -184,8 +226,11 @@ def build_server(
         page_size: Items per page of the tools, resources and prompts lists.
         tokens: Verifies session tokens (the deployment's signer); None accepts none.
         stateless: HTTP without MCP sessions (``--stateless``): no request has a connection to narrow with ``open``.
+        slots: How many calls and submits of one credential run at once (``--max-concurrent-calls``); None for no
+            limit.
     """
     catalog = service.catalog
+    slots = slots or CallSlots(running=0, waiting=0)
     process_key = stdio_key or f"stdio-{uuid.uuid4().hex[:12]}"
     schemas = {SUBMIT_TOOL: _SUBMIT.input_schema, OPEN_TOOL: _OPEN.input_schema}
 
@@ -277,6 +322,15 @@ def build_server(
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         state, connection = caller(ctx)
+        try:
+            async with slots.slot(state.store_id):
+                return await _call_tool(ctx, params, state, connection)
+        except TooManyCalls as exc:
+            raise MCPError(types.INVALID_REQUEST, str(exc)) from None
+
+    async def _call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, state: SessionState, connection: str | None
+    ) -> types.CallToolResult:
         arguments = params.arguments or {}
         if params.name == SUBMIT_TOOL:
             method, description, code = arguments.get("method"), arguments.get("description"), arguments.get("code")

@@ -2,30 +2,27 @@
 
 From the socket inward:
 
-* ``connection_guard``: at most ``max_connections`` open connections (kept below the open-file limit);
-  at the cap, the connection that has waited longest without sending a whole request is closed to make
-  room. Every request, head and body, must arrive within ``read_timeout_s`` of the moment the server
-  starts waiting for it, and its head within 64 KiB, so idle or trickling clients cannot hold
-  connections (uvicorn alone waits forever for a first request and reads headers of any size).
+* the connection guard (``pau_mcp.guard``, shared with the scorer endpoint): a cap on open connections, a
+  read timeout and a head size limit, so idle or trickling clients cannot hold connections.
 * ``HostGate``: DNS-rebinding protection on every address (421 for a foreign ``Host``, 403 for a foreign
   ``Origin``), before authentication.
 * ``BodyGate``: bodies over the message limit get 413, malformed messages a one-line JSON-RPC error with
   their id; only then does the SDK parse them.
-* ``BoundedSessions``: at most ``max_sessions`` open sessions, each closed after ``session_idle_s``
-  without a request; at the cap, the longest-idle session is reclaimed once idle for half that time
-  (or a minute, if shorter), otherwise the new session gets a 503 that says why and when to retry.
+* ``BoundedSessions``: at most ``max_sessions`` open sessions, and ``sessions_per_credential`` per credential,
+  each closed after ``session_idle_s`` without a request; at a cap, the credential's own idle sessions are
+  reclaimed first, then (at the overall cap) the longest-idle session once idle for half that time (or a minute,
+  if shorter); otherwise the new session gets a 429 or 503 that says why and what to do.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextvars
 import functools
 import ipaddress
 import logging
 import math
-import os
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,14 +45,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..listening import is_loopback
 from .wire import oversized, refusal
 
-__all__ = ["BodyGate", "BoundedSessions", "HostGate", "connection_cap", "connection_guard", "http_app"]
+__all__ = ["BUSY_BODY", "BodyGate", "BoundedSessions", "HostGate", "SessionOwner", "http_app"]
 
 log = logging.getLogger("pau_mcp.server")
 
-#: Largest request head (request line and headers).
-MAX_HEAD_BYTES = 64 * 1024
-#: Open files kept free beside the connections (the run store, worker pipes, logs, one connection being refused).
-_SPARE_FILES = 64
 #: A session is reclaimed at the cap only after this long idle, at most.
 _RECLAIM_AFTER_S = 60.0
 
@@ -63,6 +56,12 @@ _RECLAIM_AFTER_S = 60.0
 def _json_error(status: int, code: int, message: str, request_id: str | int | None = None) -> tuple[int, bytes]:
     body = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
     return status, body.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+#: The 503 body of a newcomer when every connection is busy (``pau_mcp.guard``): a JSON-RPC error, as every refusal.
+BUSY_BODY = _json_error(
+    503, types.INTERNAL_ERROR, "Too many open connections, all busy with requests; retry in a moment."
+)[1]
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
@@ -232,74 +231,155 @@ def _problem(body: bytes) -> tuple[int, bytes] | None:
 # -- sessions ------------------------------------------------------------------------------------------------------
 
 
-class BoundedSessions(StreamableHTTPSessionManager):
-    """The SDK's session manager with the cap reclaiming idle sessions and a 503 that says what to do.
+#: Who an opening request speaks for, as the per-credential cap counts sessions (``app.session_owner``).
+SessionOwner = Callable[[Scope], Hashable]
 
-    Relies on the SDK 2.3 manager's session table (``_server_instances``) and each transport's idle
-    countdown (``idle_scope`` and ``_requests_in_flight``), and its ``_discard_session``, which every ended
-    session goes through; ``mcp`` is pinned to that version.
+#: The owner of the request being admitted, for ``_admit_session`` (which the SDK calls with the requestor alone).
+_opening: contextvars.ContextVar[Hashable] = contextvars.ContextVar("pau_mcp_opening_owner", default=None)
+
+
+class BoundedSessions(StreamableHTTPSessionManager):
+    """The SDK's session manager with a cap per credential as well as overall, reclaiming idle sessions, and
+    refusals that say what to do.
+
+    A new session is admitted only while its credential (``owner``) holds fewer than ``per_owner`` sessions and
+    the server fewer than ``max_sessions``. To make room, the credential's own session idle longest is closed
+    first, however briefly it has been idle (only the credential itself loses by it); at the overall cap, failing
+    that, the session idle longest of all, once idle for half of ``session_idle_timeout`` (or a minute, if
+    shorter). Otherwise the opening request gets a 429 (its credential's cap) or a 503 (the server's).
+
+    Relies on the SDK 2.3 manager's session table (``_server_instances``), each transport's idle countdown
+    (``idle_scope`` and ``_requests_in_flight``), its ``_admit_session``, under the creation lock, and its
+    ``_discard_session``, which every ended session goes through; ``mcp`` is pinned to that version.
 
     Args:
         on_session_end: Called with the id of every session that ends (closed, idle, reclaimed).
+        owner: The credential an opening request speaks for; None: no cap per credential.
+        per_owner: Sessions one credential may hold open at once; None for no limit but ``max_sessions``.
         **kwargs: The SDK manager's.
     """
 
-    def __init__(self, *, on_session_end: Callable[[str], None] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, on_session_end: Callable[[str], None] | None = None, owner: SessionOwner | None = None,
+        per_owner: int | None = None, **kwargs: Any,
+    ) -> None:  # fmt: skip
         super().__init__(**kwargs)
         self._on_session_end = on_session_end
+        self._owner = owner
+        self.per_owner = per_owner
+        self._owner_of: dict[str, Hashable] = {}
+        #: Each credential's open sessions, oldest first.
+        self._owned: dict[Hashable, dict[str, None]] = {}
+
+    def owned(self, owner: Hashable) -> int:
+        """Sessions a credential holds open."""
+        return len(self._owned.get(owner, ()))
+
+    def _forget(self, session_id: str) -> None:
+        owner = self._owner_of.pop(session_id, None)
+        sessions = self._owned.get(owner)
+        if sessions is not None:
+            sessions.pop(session_id, None)
+            if not sessions:
+                del self._owned[owner]
 
     async def _discard_session(self, session_id: str, transport: Any) -> None:
+        self._forget(session_id)
         await super()._discard_session(session_id, transport)
         if self._on_session_end is not None:
             self._on_session_end(session_id)
 
-    def _reclaim(self) -> bool:
-        """Close the session idle longest if it has been idle long enough; True if one was closed."""
+    def _reclaim(self, among: Iterable[str] | None = None, after_s: float | None = None) -> bool:
+        """Close the session idle longest (of ``among``, or of all) if idle for ``after_s`` (default: half of
+        ``session_idle_timeout``, at most a minute); True if one was closed."""
         assert self.session_idle_timeout is not None
         now = anyio.current_time()
         least_recent: tuple[float, str] | None = None
-        for session_id, transport in self._server_instances.items():
+        for session_id in list(self._server_instances if among is None else among):
+            transport = self._server_instances.get(session_id)
+            if transport is None:
+                continue
             scope = transport.idle_scope
             if scope is None or transport._requests_in_flight or math.isinf(scope.deadline):
                 continue
             idle_since = scope.deadline - self.session_idle_timeout
             if least_recent is None or idle_since < least_recent[0]:
                 least_recent = (idle_since, session_id)
-        reclaim_after = min(_RECLAIM_AFTER_S, self.session_idle_timeout / 2)
-        if least_recent is None or now - least_recent[0] < reclaim_after:
+        if after_s is None:
+            after_s = min(_RECLAIM_AFTER_S, self.session_idle_timeout / 2)
+        if least_recent is None or now - least_recent[0] < after_s:
             return False
         session_id = least_recent[1]
         transport = self._server_instances.pop(session_id)
         self._session_owners.pop(session_id, None)
+        self._forget(session_id)
         assert transport.idle_scope is not None
         transport.idle_scope.cancel()  # its server task ends and terminates the transport
-        log.info("session %s reclaimed after %.0f s idle to make room for a new one", session_id, now - least_recent[0])
+        log.info("session %s reclaimed after %.1f s idle to make room for a new one", session_id, now - least_recent[0])
         return True
 
+    def _make_room(self, owner: Hashable) -> str | None:
+        """Reclaim what a new session of ``owner`` needs; None if it may open one, else which cap holds it back
+        (``credential`` or ``server``). Called under the creation lock."""
+        own = self._owned.get(owner, {})
+        per_owner = self.per_owner if self._owner is not None else None
+        if per_owner is not None and len(own) >= per_owner and not self._reclaim(own, after_s=0):
+            return "credential"
+        full = self.max_sessions is not None and len(self._server_instances) >= self.max_sessions
+        if full and not self._reclaim(self._owned.get(owner, {}), after_s=0) and not self._reclaim():
+            return "server"
+        return None
+
     def _admit_session(self, requestor: Any) -> Any:
-        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
-            self._reclaim()
-        return super()._admit_session(requestor)
+        owner = _opening.get()
+        if self._make_room(owner) is not None:
+            return None  # another opening of the same credential took the room first: the SDK's own 503
+        transport = super()._admit_session(requestor)
+        if transport is not None and transport.mcp_session_id is not None:
+            self._owner_of[transport.mcp_session_id] = owner
+            self._owned.setdefault(owner, {})[transport.mcp_session_id] = None
+        return transport
 
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if Headers(scope=scope).get(MCP_SESSION_ID_HEADER) is None and self.max_sessions is not None:
-            async with self._session_creation_lock:
-                full = len(self._server_instances) >= self.max_sessions and not self._reclaim()
-            if full:
-                assert self.session_idle_timeout is not None
-                retry = max(1, round(min(_RECLAIM_AFTER_S, self.session_idle_timeout / 2)))
-                await _respond(
-                    send,
-                    *_json_error(
-                        503, types.INTERNAL_ERROR,
-                        f"Too many open sessions: this server keeps at most {self.max_sessions} (--max-sessions / "
-                        "PAU_MCP_MAX_SESSIONS) and none has been idle long enough to close; retry in "
-                        f"{retry} s, and end sessions you no longer need (HTTP DELETE).",
-                    ),
-                    headers=[(b"retry-after", str(retry).encode())],
-                )  # fmt: skip
-                return
-        await super()._handle_stateful_request(scope, receive, send)
+        if Headers(scope=scope).get(MCP_SESSION_ID_HEADER) is not None:
+            await super()._handle_stateful_request(scope, receive, send)
+            return
+        owner = self._owner(scope) if self._owner is not None else None
+        async with self._session_creation_lock:
+            held_back = self._make_room(owner)
+        if held_back == "credential":
+            await _respond(
+                send,
+                *_json_error(
+                    429, types.INVALID_REQUEST,
+                    f"Too many open MCP sessions for this credential: it holds {self.owned(owner)}, the most one "
+                    "session token or label may (--max-sessions-per-credential / PAU_MCP_MAX_SESSIONS_PER_CREDENTIAL "
+                    "on the server), and each is busy with a request or an open stream. Reuse one, or end one you no "
+                    "longer need (HTTP DELETE with its Mcp-Session-Id, or close its client), then retry; a new "
+                    "session gives no new budget.",
+                ),
+                headers=[(b"retry-after", b"1")],
+            )  # fmt: skip
+            return
+        if held_back == "server":
+            assert self.session_idle_timeout is not None
+            retry = max(1, round(min(_RECLAIM_AFTER_S, self.session_idle_timeout / 2)))
+            await _respond(
+                send,
+                *_json_error(
+                    503, types.INTERNAL_ERROR,
+                    f"Too many open sessions: this server keeps at most {self.max_sessions} (--max-sessions / "
+                    "PAU_MCP_MAX_SESSIONS) and none has been idle long enough to close; retry in "
+                    f"{retry} s, and end sessions you no longer need (HTTP DELETE).",
+                ),
+                headers=[(b"retry-after", str(retry).encode())],
+            )  # fmt: skip
+            return
+        token = _opening.set(owner)
+        try:
+            await super()._handle_stateful_request(scope, receive, send)
+        finally:
+            _opening.reset(token)
 
 
 # -- the app -------------------------------------------------------------------------------------------------------
@@ -308,7 +388,8 @@ class BoundedSessions(StreamableHTTPSessionManager):
 def http_app(
     server: Server[Any], *, bound: str, stateless: bool, message_bytes: int, max_sessions: int,
     session_idle_s: float, allowed_hosts: Iterable[str] = (), token_verifier: Any = None,
-    on_session_end: Callable[[str], None] | None = None,
+    on_session_end: Callable[[str], None] | None = None, sessions_per_credential: int | None = None,
+    session_owner: SessionOwner | None = None,
 ) -> ASGIApp:  # fmt: skip
     """The Streamable HTTP app at ``/mcp`` (JSON responses), with every limit above but the connection guard.
 
@@ -322,9 +403,13 @@ def http_app(
         allowed_hosts: More host names to answer to (a reverse proxy's).
         token_verifier: Bearer-token check; None serves without authentication.
         on_session_end: Called with the id of every MCP session that ends.
+        sessions_per_credential: Sessions one credential may hold open at once; None for no limit of its own.
+        session_owner: The credential a request that opens a session speaks for (``app.session_owner``).
     """
     manager = BoundedSessions(
         on_session_end=on_session_end,
+        owner=session_owner,
+        per_owner=sessions_per_credential,
         app=server,
         json_response=True,
         stateless=stateless,
@@ -346,136 +431,3 @@ def http_app(
     app = Starlette(routes=[Route("/mcp", endpoint=endpoint)], middleware=middleware, lifespan=lambda _: manager.run())
     # Outermost, so that a rebound request is refused before authentication.
     return HostGate(app, bound, allowed_hosts)
-
-
-# -- connections ---------------------------------------------------------------------------------------------------
-
-
-def connection_cap(wanted: int) -> int:
-    """``wanted`` connections, or fewer if the open-file limit (raised to its hard limit if need be) is lower."""
-    try:
-        import resource
-    except ImportError:  # not POSIX: no limit to read
-        return wanted
-    try:
-        in_use = len(os.listdir("/proc/self/fd"))
-    except OSError:
-        in_use = 64
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = wanted + in_use + _SPARE_FILES
-    if soft != resource.RLIM_INFINITY and soft < need:
-        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
-            soft = raised
-        except (ValueError, OSError):
-            pass
-    if soft == resource.RLIM_INFINITY or soft >= need:
-        return wanted
-    cap = max(1, soft - in_use - _SPARE_FILES)
-    log.warning(
-        "serving at most %d connections, not %d: the open-file limit is %d (raise it with ulimit -n)", cap, wanted, soft
-    )
-    return cap
-
-
-class _Connections:
-    """The open connections, and which of them wait for a request (oldest first)."""
-
-    def __init__(self, cap: int, read_timeout_s: float) -> None:
-        self.cap = cap
-        self.read_timeout_s = read_timeout_s
-        self.count = 0
-        self.waiting: dict[Any, None] = {}
-
-    def make_room(self, newcomer: Any) -> bool:
-        """Close the connection that has waited longest for a request; False if every other one is busy."""
-        for protocol in self.waiting:
-            if protocol is not newcomer:
-                protocol._pau_drop()
-                return True
-        return False
-
-
-_BUSY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\n"
-
-
-def connection_guard(base: type[asyncio.Protocol], cap: int, read_timeout_s: float) -> type[asyncio.Protocol]:
-    """A subclass of uvicorn's HTTP protocol ``base`` enforcing the connection cap, read timeout and head size."""
-    connections = _Connections(cap, read_timeout_s)
-    busy_body = _json_error(
-        503, types.INTERNAL_ERROR, "Too many open connections, all busy with requests; retry in a moment."
-    )[1]
-    busy = _BUSY + b"content-length: " + str(len(busy_body)).encode() + b"\r\n\r\n" + busy_body
-    too_large = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-
-    class Guarded(base):  # type: ignore[valid-type, misc]
-        _pau_timer: asyncio.TimerHandle | None = None
-        _pau_counted = False
-        _pau_head = 0
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)
-            connections.count += 1
-            self._pau_counted = True
-            if connections.count > connections.cap and not connections.make_room(self):
-                self.transport.write(busy)
-                self._pau_drop()
-                return
-            self._pau_wait()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._pau_forget()
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            in_head = self.cycle is None or self.cycle.response_complete
-            super().data_received(data)
-            if self._pau_timer is None or self.transport.is_closing():
-                return
-            if in_head:
-                self._pau_head += len(data)
-            if self.cycle is None or self.cycle.response_complete:  # still reading a request head
-                if self._pau_head > MAX_HEAD_BYTES:
-                    self.transport.write(too_large)
-                    self._pau_drop()
-            elif not self.cycle.more_body:  # the whole request is in: it has the time it needs now
-                self._pau_stop_waiting()
-
-        def on_response_complete(self) -> None:
-            unread = self.cycle is not None and self.cycle.more_body
-            super().on_response_complete()
-            if unread:
-                # Answered before its body was read (a 413): the rest of the body would be taken for the next
-                # request's head, so the connection ends here, as HTTP servers do.
-                self._pau_drop()
-                return
-            pipelined = self.cycle is not None and not self.cycle.response_complete
-            if not self.transport.is_closing() and not pipelined:
-                self._pau_wait()
-
-        def _pau_wait(self) -> None:
-            self._pau_stop_waiting()
-            self._pau_head = 0
-            self._pau_timer = self.loop.call_later(connections.read_timeout_s, self._pau_drop)
-            connections.waiting[self] = None
-
-        def _pau_stop_waiting(self) -> None:
-            if self._pau_timer is not None:
-                self._pau_timer.cancel()
-                self._pau_timer = None
-            connections.waiting.pop(self, None)
-
-        def _pau_forget(self) -> None:
-            self._pau_stop_waiting()
-            if self._pau_counted:
-                self._pau_counted = False
-                connections.count -= 1
-
-        def _pau_drop(self) -> None:
-            self._pau_forget()
-            if not self.transport.is_closing():
-                self.transport.close()
-
-    Guarded.__name__ = f"Guarded{base.__name__}"
-    return Guarded

@@ -17,17 +17,19 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..config import Settings
 
-__all__ = ["LaunchError", "http_server", "ready_line", "settings_file", "stdio_server"]
+__all__ = ["LaunchError", "Launched", "http_server", "launched", "ready_line", "settings_file", "stdio_server"]
 
 _ROOT = Path(__file__).resolve().parents[2]
 #: Lines of the child's error output kept for the message when it does not start.
@@ -38,6 +40,32 @@ _LINE_LIMIT = 64 * 1024
 
 class LaunchError(RuntimeError):
     """The server process did not start; the message carries the end of its error output."""
+
+
+class Launched:
+    """A running ``pau-mcp serve --transport http`` child: its URL, and whether (and how) it has stopped."""
+
+    def __init__(self, url: str, process: subprocess.Popen[bytes], tail: deque[str]) -> None:
+        self.url = url
+        self._process = process
+        self._tail = tail
+
+    def stopped(self, wait_s: float = 0.0) -> str | None:
+        """None while the server runs; once it has exited, how (its exit code or signal, and the last lines of its
+        error output). Waits up to ``wait_s`` seconds for a server that is on its way out."""
+        try:
+            code = self._process.wait(timeout=wait_s) if wait_s > 0 else self._process.poll()
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is None:
+            return None
+        how = (
+            f"killed by {signal.Signals(-code).name}"
+            if code < 0 and -code in signal.valid_signals()
+            else f"exit code {code}"
+        )
+        said = "".join(self._tail).strip()
+        return how + (f"; its last words: {said}" if said else "")
 
 
 @contextlib.contextmanager
@@ -80,6 +108,18 @@ def http_server(
     Raises:
         LaunchError: the server exited or did not report that it listens within ``timeout_s``.
     """
+    with launched(args, env, timeout_s, settings) as server:
+        yield server.url
+
+
+@contextlib.contextmanager
+def launched(
+    args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    timeout_s: float = 180,
+    settings: Settings | None = None,
+) -> Iterator[Launched]:
+    """``http_server``, yielding the running server (``Launched``): its URL, and whether it has stopped since."""
     with contextlib.ExitStack() as stack:
         chosen = ["--settings-file", str(stack.enter_context(settings_file(settings)))] if settings else []
         command = [
@@ -92,12 +132,14 @@ def http_server(
             env={**os.environ, **(env or {})},
         )  # fmt: skip
         stack.callback(_stop, process)
-        url = _wait_ready(process, timeout_s)
-        yield url
+        tail: deque[str] = deque(maxlen=5)  # what it said last, cut per line, for a server that stops mid-run
+        url = _wait_ready(process, timeout_s, tail)
+        yield Launched(url, process, tail)
 
 
-def _wait_ready(process: subprocess.Popen[bytes], timeout_s: float) -> str:
-    """The URL a ``--launched`` child reports on stdout; its stderr is read until it exits.
+def _wait_ready(process: subprocess.Popen[bytes], timeout_s: float, tail: deque[str]) -> str:
+    """The URL a ``--launched`` child reports on stdout; its stderr is read until it exits (its last lines into
+    ``tail``).
 
     Raises:
         LaunchError: it exited, or reported nothing within ``timeout_s``.
@@ -108,9 +150,11 @@ def _wait_ready(process: subprocess.Popen[bytes], timeout_s: float) -> str:
 
     def errors() -> None:
         assert process.stderr is not None
-        for line in process.stderr:
+        for raw in process.stderr:
+            line = raw.decode("utf-8", "replace")
             if len(lines) < _KEPT_LINES:
-                lines.append(line.decode("utf-8", "replace"))
+                lines.append(line)
+            tail.append(line[:500])
 
     def answers() -> None:
         assert process.stdout is not None

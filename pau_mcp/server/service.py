@@ -7,6 +7,7 @@ call from the command line behaves exactly like a call from an agent.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -48,6 +49,12 @@ _INLINE_BYTES = 8 * 1024
 _LARGE_PARSES = 1
 #: How much of a refused call's arguments the run store keeps (with their full size).
 _KEPT_CHARS = 1024
+#: Refused calls kept in the run store per method per credential; later ones are answered alike, not kept.
+_KEPT_REFUSALS = 100
+#: The longest refusal message answered and recorded: messages quote at most a short piece of the arguments.
+_MESSAGE_CHARS = 2048
+#: The longest ``args`` form a refusal quotes as its example; longer ones are shown with their values elided.
+_EXAMPLE_CHARS = 200
 
 #: Feedback on a submission: ``await feedback(method_id, description, code, *, submission_id, counterexample)``
 #: returns the scores in the shape of ``contract.Feedback`` (and records them under the submission); with
@@ -91,11 +98,13 @@ class MethodService:
         max_argument_bytes: Largest arguments of one call, in bytes of JSON (``--max-argument-kb``).
         run_wrong_arity: Run a call with another number of arguments than the header has (it counts, and
             Python's ``TypeError`` is its result), as the reference protocol does, instead of refusing it.
+        max_submissions: Submissions recorded per method per credential (``--max-submissions``); 0 for no limit.
     """
 
     def __init__(
         self, catalog: Catalog, sandbox: AnySandbox, store: RunStore, budget: int, feedback: Feedback | None = None,
         feedback_limit: int = 3, max_argument_bytes: int = 64 * 1024, run_wrong_arity: bool = False,
+        max_submissions: int = 0,
     ) -> None:  # fmt: skip
         self.catalog = catalog
         self.sandbox = sandbox
@@ -105,6 +114,7 @@ class MethodService:
         self.feedback_limit = feedback_limit
         self.max_argument_bytes = max_argument_bytes
         self.run_wrong_arity = run_wrong_arity
+        self.max_submissions = max_submissions
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._large_parses = anyio.CapacityLimiter(_LARGE_PARSES)
 
@@ -146,7 +156,7 @@ class MethodService:
                     raise InvalidInput(
                         f"{name} is {_shown(given[name])}, but in the JSON form {name} takes {describe(schema)}, "
                         "as the examples show; for any other value use `args`, e.g. "
-                        + json.dumps({"args": repr(tuple(given[n] for n in names))})
+                        + _args_example(tuple(given.get(n) for n in names))
                     )
                 _json_safe(given[name], name)
             args = tuple(given[n] for n in names)
@@ -299,6 +309,8 @@ class MethodService:
         """A refused call: recorded with a bounded prefix of its arguments, answered with one line and its status."""
         if len(arguments) > _KEPT_CHARS:
             arguments = f"{arguments[:_KEPT_CHARS]}... [{size:,} bytes in all; the store keeps the first {_KEPT_CHARS:,} characters]"
+        if len(message) > _MESSAGE_CHARS:
+            message = f"{message[:_MESSAGE_CHARS]}... [{len(message):,} characters in all]"
         reason = message.removeprefix("Invalid arguments: ")
         await self._record(state, exposed, arguments, counted=False, status=status, message=reason)
         return self._refusal(state, exposed, status, reason, text=" ".join(message.split()), is_error=is_error)
@@ -322,13 +334,20 @@ class MethodService:
             outcome=outcome.to_dict() if outcome else None,
             duration_ms=outcome.duration_ms if outcome else None,
         )
+        # A refusal is kept while its credential has fewer than _KEPT_REFUSALS of the method's: past that, the agent
+        # still gets its answer, and the store does not grow with a flood of refused calls.
+        write: Callable[[], object] = (
+            functools.partial(self.store.record_call, state.store_id, record)
+            if counted
+            else functools.partial(self.store.record_refusal, state.store_id, record, _KEPT_REFUSALS)
+        )
         try:
             # A PostgreSQL commit waits on the network and the database's disk: in a thread, as a large call is,
             # so other sessions' requests go on meanwhile and several commits can share one flush.
             if large or self.store.dialect == "postgres":
-                await anyio.to_thread.run_sync(self.store.record_call, state.store_id, record)
+                await anyio.to_thread.run_sync(write)
             else:
-                self.store.record_call(state.store_id, record)
+                write()
         except StoreError as exc:
             log.error("a %s call of %s could not be recorded: %s", status, exposed.tool, exc)
             return f"run store: {exc.reason}"
@@ -355,6 +374,8 @@ class MethodService:
                 "The submission is too long (at most 20,000 characters of description and 100,000 of code).",
             )
         tool, method_id = exposed.tool, exposed.method.id
+        if self.max_submissions and self.store.submissions_made(state.store_id, method_id) >= self.max_submissions:
+            return self._submissions_used(tool)
         # Two budgets: the submits answered with feedback, and the queries (a counterexample costs one).
         allowance = StoreBudget(self.store, state.store_id, method_id, self.feedback_limit, feedback=True)
         queries = self._queries(state, method_id)
@@ -363,16 +384,25 @@ class MethodService:
         # A query is held for the counterexample while one is left, and given back if none is shown.
         held = queries.reserve() if answered else None
         charged = held is not None
+        recorded: int | None = None
         try:
-            submission_id = self.store.record_submission(
-                state.store_id, method_id, description.strip(), code, feedback=answered
-            )
-        except BaseException:
-            if answered:
-                allowance.refund()
-            if charged:
-                _refund(queries)
-            raise
+            if self.max_submissions:
+                recorded = self.store.record_submission_within(
+                    state.store_id, method_id, description.strip(), code, self.max_submissions, feedback=answered
+                )
+            else:
+                recorded = self.store.record_submission(
+                    state.store_id, method_id, description.strip(), code, feedback=answered
+                )
+        finally:
+            if recorded is None:  # not recorded: what it reserved goes back
+                if answered:
+                    allowance.refund()
+                if charged:
+                    _refund(queries)
+        if recorded is None:  # concurrent submits took the last places first
+            return self._submissions_used(tool)
+        submission_id = recorded
         result = SubmitResult(status=SubmitStatus.RECORDED, recorded=True, submission=submission_id, method=tool)
         text = f"Recorded your description of {tool} (submission {submission_id})."
         if self.feedback is None:
@@ -417,6 +447,14 @@ class MethodService:
                 " (it cost one query)"
             )
         return Reply(text=text + ".", structured=result.sent())
+
+    def _submissions_used(self, tool: str) -> Reply:
+        message = (
+            f"Not recorded: this credential has submitted {self.max_submissions} descriptions of {tool}, the most "
+            "this server keeps per function (--max-submissions / PAU_MCP_MAX_SUBMISSIONS on the server); the latest "
+            "of them stands (it is the one reports count)."
+        )
+        return refused(SubmitStatus.SUBMISSIONS_USED, message)
 
 
 def _refund(budget: StoreBudget) -> None:
@@ -496,6 +534,18 @@ def _printable(outcome: Outcome) -> Outcome:
         if isinstance(value := getattr(outcome, name), str) and not value.isascii()
     }
     return dataclasses.replace(outcome, **changes) if changes else outcome
+
+
+def _args_example(values: tuple[Any, ...]) -> str:
+    """The ``args`` form of a call's values, as a refusal suggests it: in full when short, else with the values
+    elided (a refusal must not quote a megabyte of the agent's arguments back, nor the store keep it)."""
+    try:
+        literal = repr(values)
+    except ValueError:  # an integer too long to print
+        literal = ""
+    if not literal or len(literal) > _EXAMPLE_CHARS:
+        literal = "(" + ", ".join("..." for _ in values) + ("," if len(values) == 1 else "") + ")"
+    return json.dumps({"args": literal})
 
 
 def _shown(value: Any) -> str:

@@ -6,8 +6,9 @@ the holder of the main token names (the main token's default label when it names
 session of the run store, its label in its run, and everything that must outlive a request is in the store: the
 budget counts (``RunStore.reserve_call``) and which kind of credential owns each label (``claim_session``), so
 any server process sharing the store answers any request alike. What is held here is only what can never let a
-credential exceed its budget: a cache of sessions already claimed (a claim never changes), and the tools an open
-connection narrowed itself to (``open``; a connection lives in one process).
+credential exceed its budget: a cache of sessions already claimed (a claim never changes) and of run ids, and the
+tools an open connection narrowed itself to (``open``; a connection lives in one process). Each is bounded, so no
+number of labels, runs or sessions named over a server's life grows its memory past a few megabytes.
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ DEFAULT_LABEL = "(main)"
 #: The budget scope results name, by credential kind.
 _SCOPES: dict[str, BudgetScope] = {"process": "process", "token": "token", "label": "label"}
 
-#: Claimed sessions remembered; an older one is looked up in the store again when it comes back.
-_CACHED = 10_000
-#: Connections whose narrowing (``open``) is remembered at once.
+#: Claimed sessions remembered (about 0.7 KB each); an older one is claimed in the store again when it comes back.
+_CACHED = 4_096
+#: Connections whose narrowing (``open``) is remembered at once: more than the open MCP sessions of any server
+#: (``--max-sessions``), whose narrowings are forgotten as they end.
 _NARROWED = 10_000
+#: Run names whose store ids are remembered; an older one is looked up in the store again.
+_RUNS = 1_024
 
 
 class SessionRefused(PermissionError):
@@ -146,7 +150,7 @@ class Sessions:
         self._transport = transport
         self._claimed: OrderedDict[Credential, SessionState] = OrderedDict()
         self._narrowed: OrderedDict[str, frozenset[str]] = OrderedDict()
-        self._runs: dict[str, int] = {}
+        self._runs: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, credential: Credential, client: str | None = None) -> SessionState:
@@ -207,20 +211,25 @@ class Sessions:
         if forgotten:
             log.info("MCP session %s ended; %d narrowed sessions held", session_id, held)
 
-    def held(self) -> tuple[int, int]:
-        """Sessions remembered as claimed, and connections remembered as narrowed (for tests and diagnostics)."""
+    def held(self) -> tuple[int, int, int]:
+        """Sessions remembered as claimed, connections remembered as narrowed, and run names remembered (for tests
+        and diagnostics): each at most its bound, however many labels and runs requests have named."""
         with self._lock:
-            return len(self._claimed), len(self._narrowed)
+            return len(self._claimed), len(self._narrowed), len(self._runs)
 
     def _run_for(self, run: str | None) -> int:
         if not run:
             return self._run_id
         with self._lock:
             known = self._runs.get(run)
+            if known is not None:
+                self._runs.move_to_end(run)
         if known is None:
             known = self._store.ensure_run(run, kind="eval")
             with self._lock:
                 self._runs[run] = known
+                while len(self._runs) > _RUNS:
+                    self._runs.popitem(last=False)
         return known
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import os
 import socket
 import sys
@@ -17,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from mcp.server import Server
-from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from ..guard import guarded_protocol, keep_alive_s
 from ..listening import is_loopback, listen, serve_app, shown_host, uvicorn_server
-from .app import initialization_options, verify_bearer
-from .http import connection_cap, connection_guard, http_app
+from .app import initialization_options, session_owner, verify_bearer
+from .http import BUSY_BODY, http_app
 from .stdio import stdio_streams
 
 if TYPE_CHECKING:
@@ -53,6 +52,7 @@ class HTTPLimits:
 
     message_bytes: int = 1 << 20
     max_sessions: int = 500
+    sessions_per_credential: int = 8
     session_idle_s: float = 1800.0
     max_connections: int = 1000
     read_timeout_s: float = 10.0
@@ -94,7 +94,7 @@ class HTTPService:
     Attributes:
         sock: The listening socket.
         app: The ASGI app (``http_app``: host gate, authentication, body and session limits).
-        protocol: uvicorn's HTTP protocol, with the connection guard (``connection_guard``).
+        protocol: uvicorn's HTTP protocol, with the connection guard (``pau_mcp.guard``).
         keep_alive_s: Seconds an idle keep-alive connection stays open.
         url: The MCP endpoint, ``http://HOST:PORT/mcp`` with the bound port.
     """
@@ -150,13 +150,15 @@ def bind_http(
         allowed_hosts=limits.allowed_hosts,
         token_verifier=verify_bearer(token, tokens) if token else None,
         on_session_end=on_session_end,
+        sessions_per_credential=limits.sessions_per_credential,
+        session_owner=session_owner(tokens),
     )
-    protocol = connection_guard(AutoHTTPProtocol, connection_cap(limits.max_connections), limits.read_timeout_s)
+    protocol = guarded_protocol(limits.max_connections, limits.read_timeout_s, BUSY_BODY)
     return HTTPService(
         sock=sock,
         app=app,
         protocol=protocol,
-        keep_alive_s=max(1, math.ceil(min(5, limits.read_timeout_s))),
+        keep_alive_s=keep_alive_s(limits.read_timeout_s),
         url=f"http://{shown_host(host)}:{bound_port}/mcp",
     )
 

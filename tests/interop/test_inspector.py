@@ -99,3 +99,21 @@ def test_the_inspector_over_http_calls_runs_into_the_budget_and_submits(data_dir
     assert [c.split("; ")[-1] for c in clients(data_dir)] == [
         "MCP 2025-11-25"
     ]  # the Inspector 2.12 speaks the handshake
+
+
+def test_the_docs_mark_the_inspector_recipes_that_need_inspector_2_and_say_how_to_run_them_on_node_20():
+    """On Node 20 npx picks Inspector 0.15.0, which has no --strict and no --header: a user must be told which
+    recipes need 2.x, and how to get it there."""
+    text = (ROOT / "docs" / "clients.md").read_text(encoding="utf-8")
+    section = text.split("## MCP Inspector (CLI mode)", 1)[1].split("\n## ", 1)[0]
+    marked = []
+    for block in section.split("```bash")[1:]:
+        lines = block.split("```", 1)[0].replace("\\\n", " ").splitlines()
+        for before, line in zip(["", *lines], lines, strict=False):
+            if line.startswith("npx "):
+                needs_2 = "--strict" in line or "--header" in line
+                assert ("Inspector 2.x only" in before) == needs_2, line
+                marked.append(needs_2)
+    assert marked.count(True) == 2 and marked.count(False) == 2
+    assert "0.15.0" in section
+    assert "npx -y -p node@22 -p @modelcontextprotocol/inspector@2.12.0 -- mcp-inspector" in section

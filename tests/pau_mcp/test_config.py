@@ -25,6 +25,18 @@ def test_every_pau_variable_in_the_code_is_a_setting_with_a_flag():
     assert len(set(declared.values())) == len(declared)
 
 
+def test_every_pau_variable_the_docs_and_packaged_files_name_is_one_the_settings_read():
+    """A user copies a variable from the docs or a packaged file's note: it must be one the code reads (the
+    tests' own PAU_TEST_* variables aside, which tests/ reads)."""
+    declared = {spec.env for spec in SETTINGS.values()}
+    named: dict[str, set[str]] = {}
+    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "pau_mcp").rglob("*.json")]:
+        for name in re.findall(r"\b(PAU_[A-Z0-9_]+)\b", path.read_text(encoding="utf-8")):
+            if not name.startswith("PAU_TEST_"):
+                named.setdefault(name, set()).add(path.relative_to(ROOT).as_posix())
+    assert {name: where for name, where in named.items() if name not in declared} == {}
+
+
 def test_variables_fill_in_settings(monkeypatch):
     monkeypatch.setenv("PAU_MCP_TIMEOUT", "0.5")
     monkeypatch.setenv("PAU_MCP_MEMORY_MB", "128")

@@ -6,6 +6,8 @@ stores on different databases too.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pau_mcp.runstore import CallRecord, EpisodeResult, RunStore, StoreError
@@ -58,6 +60,29 @@ def test_an_imported_session_keeps_its_calls_submission_and_scores_under_the_dri
     copied = [(c.arguments, c.status, c.value, c.counted) for c in store.calls(run_id)]
     original = [(c.arguments, c.status, c.value, c.counted) for c in worker.calls(worker.run_id("r"))]
     assert copied == original and len(copied) == 4
+
+
+def test_an_attempt_cut_short_by_a_kill_is_no_prediction_of_the_run_once_it_is_resumed(store_at):
+    from pau_command import run_pau
+
+    store, run_id = _driver(store_at)
+    store.start_episode(run_id, "builtin/b001")
+    _worker_episode(store, "r", "r/builtin/b001/1", "builtin/b001")  # submitted, then kill -9: no ending recorded
+    store.start_episode(run_id, "builtin/b001")  # the resumed run plays it again
+    again = _worker_episode(store, "r", "r/builtin/b001/2", "builtin/b001")
+    store.finish_episode(run_id, "builtin/b001", _result(again, "r/builtin/b001/2"))
+    store.start_episode(run_id, "builtin/b002")
+    other = _worker_episode(store, "r", "r/builtin/b002/1", "builtin/b002")
+    store.finish_episode(run_id, "builtin/b002", _result(other, "r/builtin/b002/1"))
+
+    exported = run_pau("runs", "export", "r", "--db", str(store_at("driver")))
+
+    assert exported.returncode == 0, exported.stderr
+    rows = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [(row["id"], row["session"]) for row in rows] == [
+        ("builtin/b001", "r/builtin/b001/2"),
+        ("builtin/b002", "r/builtin/b002/1"),
+    ]
 
 
 def test_a_second_delivery_of_the_same_attempt_records_nothing(store_at):
@@ -152,3 +177,22 @@ def test_a_session_moves_between_stores_on_different_databases(store_at, tmp_pat
     assert without_ids(again.submissions) == without_ids(record.submissions)
     assert without_ids(again.scores) == without_ids(record.scores)
     assert list(store.predictions(run_id)) == list(worker.predictions(worker.run_id("r")))
+
+
+def test_rescoring_a_resumed_run_scores_its_answers_not_an_attempt_a_kill_cut_short(store_at):
+    from pau_command import run_pau
+
+    store, run_id = _driver(store_at)
+    store.start_episode(run_id, "builtin/b001")
+    cut_short = _worker_episode(store, "r", "r/builtin/b001/1", "builtin/b001")  # submitted, then kill -9
+    store.start_episode(run_id, "builtin/b001")
+    again = _worker_episode(store, "r", "r/builtin/b001/2", "builtin/b001")
+    store.finish_episode(run_id, "builtin/b001", _result(again, "r/builtin/b001/2"))
+    before = {s.id: len(store.scores(s.id)) for s in store.submissions(run_id)}
+
+    scored = run_pau("score", "r", "--scores", "direct", "--db", str(store_at("driver")))
+
+    assert scored.returncode == 0, scored.stdout + scored.stderr
+    after = {s.id: len(store.scores(s.id)) for s in store.submissions(run_id)}
+    assert after[again] == before[again] + 1  # the resumed attempt's answer is scored again
+    assert after[cut_short] == before[cut_short]  # the killed attempt's submission is no answer of the run

@@ -32,6 +32,7 @@ from pau_mcp.manifests.importers.common import description_from_docstring
 from pau_mcp.protocol import cut_at_stop, reference_triples
 from pau_mcp.reports.failures import parse_label
 from pau_mcp.reports.plots import _wrap
+from pau_mcp.reports.render import _NUMBER
 from pau_mcp.rl.critic import parse_critic_rating
 from pau_mcp.scoring import judge
 from pau_mcp.scoring.codematch import extract_code, extract_code_reference
@@ -213,6 +214,10 @@ CASES = [
     # Report labels (run and model names).
     Case("wrap: one long word", _wrap, lambda n: _times("a", n)),
     Case("wrap: separators only", _wrap, lambda n: _times("-", n)),
+    # A report's cells (run names a client chose, model names) read as numbers or not, for the HTML page's alignment.
+    Case("html_number: digits that end in a letter", _NUMBER.fullmatch, lambda n: _times("1", n, "", "x")),
+    Case("html_number: digit groups that never end", _NUMBER.fullmatch, lambda n: _times("1,", n, "", ".x")),
+    Case("html_number: a fraction that ends in a letter", _NUMBER.fullmatch, lambda n: _times("1", n, "0.", "%x")),
 ]
 
 
@@ -310,6 +315,7 @@ PATTERNS: dict[tuple[str, str], tuple[str, ...] | str] = {
     ("pau_mcp/server/wire.py", r'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,256}")'): ("oversized",),
     ("wasm_runtime/_guest_outcome.py", r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]'): ("nests_deeper_than",),
     ("pau_mcp/reports/plots.py", r"[^-_./ ]*[-_./ ]*"): ("wrap",),
+    ("pau_mcp/reports/render.py", r"[-+]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:%|/\d+)?(?: \*)?|n/a|"): ("html_number",),
     ("pau_mcp/harness/runner.py", r"[^A-Za-z0-9_.-]+"): _OPERATOR + ": a run's default name",
     ("pau_mcp/cli/rl.py", r"[^A-Za-z0-9_.-]+"): _OPERATOR + ": a run's default name",
     ("pau_mcp/inspect_task.py", r"\s+"): "one repeat of one class: linear by construction",

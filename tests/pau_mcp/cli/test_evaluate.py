@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import sqlite3
 from pathlib import Path
@@ -47,6 +48,20 @@ def test_rerunning_a_run_plays_its_failed_episodes_again_and_sums_up_the_whole_r
     store = RunStore(tmp_path / "runs.db")
     attempts = {e.method_id: e.attempts for e in store.episodes(store.run_id("r"))}
     assert attempts == {"builtin/b001": 1, "builtin/b002": 2}
+
+
+def test_the_progress_bar_keeps_its_count_when_the_run_name_is_longer_than_the_terminal_has_room_for(tmp_path):
+    from pau_command import run_pau_process
+
+    run = "builtin-paper-interactive-openai-gpt-4o-mini-2024-07-18-temperature-0.7-seed-1"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAU_")} | {"COLUMNS": "100"}
+    ran = run_pau_process(
+        "eval", "--agent", "probe", "--run", run, "--no-score", "--methods", "builtin/b001", "--data-dir", tmp_path,
+        env=env,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    (shown,) = [line for line in ran.stderr.splitlines() if "tokens" in line]
+    assert "1/1" in shown and "failed 0" in shown and len(shown) <= 100
 
 
 def test_a_missing_or_unknown_model_is_refused_in_one_line_before_a_run_exists(tmp_path):
@@ -147,6 +162,18 @@ def test_a_score_that_could_not_be_made_is_counted_named_and_sets_the_exit_code(
     assert "pau-mcp score r" in result.output
 
 
+def test_more_than_ten_failed_episodes_are_shown_as_ten_and_how_many_more(tmp_path):
+    def refuses(body: dict) -> Failure:
+        return Failure(400, "the model refused: content policy")
+
+    with FakeLLM(responder=refuses) as fake:
+        result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", "--limit", "12", "--no-score")
+    assert result.exit_code == 1
+    shown = [line for line in result.output.splitlines() if line.startswith("failed builtin/")]
+    assert len(shown) == 10
+    assert "failed ... and 2 more (`pau-mcp report r`)" in result.output
+
+
 def test_no_cache_is_honoured_by_the_agents_model_too(tmp_path):
     with FakeLLM(responder=_paper) as fake:
         assert _served(fake, tmp_path, "--model", "openai/m", "--run", "a", "--no-score", *ONE).exit_code == 0
@@ -156,6 +183,40 @@ def test_no_cache_is_honoured_by_the_agents_model_too(tmp_path):
         result = _served(fake, tmp_path, "--model", "openai/m", "--run", "c", "--no-score", "--no-cache", *ONE)
         assert result.exit_code == 0, result.output
         assert len(fake.requests) == 2 * asked
+
+
+def _paper_scored(body: dict) -> str:
+    """The paper agent's model, the judge and the code writer."""
+    text = str(body["messages"][-1].get("content") or "")
+    if "Rating:" in text and "<reference-" in text:
+        return "Close enough.\nRating: 4"
+    if "Write the Python function described below" in text:
+        return "```python\ndef test_func(arg0):\n    return arg0\n```"
+    return _paper(body)
+
+
+def test_the_summary_gives_the_reports_means_and_agent_tokens_counts_scoring_apart_and_names_unpriced_models(
+    tmp_path,
+):
+    scored = ("--judge-model", "openai/m", "--coder-model", "openai/m")
+    with FakeLLM(responder=_paper_scored) as fake:
+        result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", *scored, *METHODS, "--budget", "1")
+    assert result.exit_code == 0, result.output
+    table = tmp_path / "report.csv"
+    reported = CliRunner().invoke(
+        main, ["report", "r", "--csv", str(table), "--db", str(tmp_path / "runs.db")], catch_exceptions=False
+    )
+    assert reported.exit_code == 0, reported.output
+    with table.open(newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    (line,) = [line for line in result.output.splitlines() if line.startswith("run r:")]
+
+    assert int(row["judge_n"]) == 2 and int(row["codematch_n"]) == 2 and int(row["direct_n"]) == 0
+    assert f"mean judge {float(row['judge_mean']):.2f}, mean code match {float(row['codematch_mean']):.3f}" in line
+    assert "mean direct code n/a" in line
+    tokens = int(row["input_tokens"]) + int(row["output_tokens"])
+    assert f"; agent {tokens:,} tokens, ${float(row['cost_usd']):.4f}; scoring " in line
+    assert "no price for openai/m" in result.output and "--pricing" in result.output
 
 
 def test_a_second_run_sampling_at_a_temperature_above_zero_samples_afresh_unless_asked_to_share(tmp_path):

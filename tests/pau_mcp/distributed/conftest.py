@@ -4,7 +4,9 @@ Every node is `ray start --block` in a process group of its own, so a test can k
 (SIGKILL to its group: its raylet, its workers) the way a machine dies, and teardown stops exactly the
 processes these tests started. Ray refuses a multi-node cluster on the loopback address and advertises this
 machine's own address instead; nothing leaves the machine. Ray's temporary directories get short paths:
-its Unix sockets live there and a socket path may not exceed 107 bytes.
+its Unix sockets live there and a socket path may not exceed 107 bytes. A watchdog process
+(``cluster_watchdog.py``) kills the whole cluster when the test process ends, however it ends: a test run killed
+at a time limit leaves no node running.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cluster_watchdog import processes_mentioning
 
 # Token authentication with a token of these tests' own, never a file in the home directory (which would change
 # how every other Ray cluster of this user starts). Ray reads the mode once, when it is imported: this process
@@ -33,6 +36,7 @@ os.environ.update(AUTH)
 pytest.importorskip("ray", reason="the distributed tests need Ray: pip install 'pau-mcp[ray]'")
 
 RAY = str(Path(sys.executable).with_name("ray"))
+WATCHDOG = Path(__file__).with_name("cluster_watchdog.py")
 START_TIMEOUT_S = 180
 
 
@@ -64,6 +68,11 @@ class LocalCluster:
             "RAY_health_check_failure_threshold": "3",
         }
         (base / "tmp").mkdir(parents=True, exist_ok=True)
+        # Started before any node, in a session of its own (a kill of the tests' process group spares it): it reads
+        # a pipe only this process writes to, so it wakes when this process ends and kills what is left.
+        self._watchdog = subprocess.Popen(
+            [sys.executable, str(WATCHDOG), str(base)], stdin=subprocess.PIPE, start_new_session=True
+        )
 
     def driver_env(self) -> dict[str, str]:
         """The environment of a command run against this cluster: no PAU_ or RAY_ settings but its token."""
@@ -125,7 +134,7 @@ class LocalCluster:
         node_dir = f"{self.base / name}/"
         # The node's episode workers are its raylet's children, each in a process group of its own, and name
         # neither the node nor its directory: found by parentage, before their parents die and they are re-parented.
-        doomed = {*_descendants(self.nodes[name].pid), *_processes_mentioning(node_dir)}
+        doomed = {*_descendants(self.nodes[name].pid), *processes_mentioning(node_dir)}
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.nodes[name].pid, signal.SIGKILL)
         for pid in doomed:
@@ -138,9 +147,11 @@ class LocalCluster:
             self.kill(name)
         # Episode workers and their servers run in process groups of their own (Ray gives each worker one);
         # any still alive belong to these nodes: they name this cluster's directories in their command line.
-        for pid in _processes_mentioning(str(self.base)):
+        for pid in processes_mentioning(f"{self.base}/"):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        self._watchdog.stdin.close()  # type: ignore[union-attr]
+        self._watchdog.wait(timeout=60)
 
 
 def _descendants(root: int) -> list[int]:
@@ -160,21 +171,6 @@ def _descendants(root: int) -> list[int]:
         for child in children.get(todo.pop(), []):
             found.append(child)
             todo.append(child)
-    return found
-
-
-def _processes_mentioning(text: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            environ = (entry / "environ").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if text in command or text in environ:
-            found.append(int(entry.name))
     return found
 
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from conftest import AUTH
@@ -35,3 +36,33 @@ def test_a_cluster_started_for_a_command_reports_no_usage_statistics_whatever_ra
     assert done.returncode == 0 and "closed" in done.stdout, done.stderr[-3000:]
     # What Ray itself says as it starts: its usage statistics are off for this cluster.
     assert "Usage stats collection is disabled." in done.stdout + done.stderr
+
+
+def test_a_test_process_killed_at_a_time_limit_leaves_no_node_of_its_cluster_running(tmp_path):
+    """A CI run killed at its time limit (SIGKILL: no teardown) took the tests' Ray nodes with it, not the other way."""
+    from cluster_watchdog import cluster_processes
+
+    holder_file = tmp_path / "cluster"
+    env = {**os.environ, "PAU_TEST_HOLDER_FILE": str(holder_file)}
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-s",
+         str(Path(__file__).with_name("cluster_holder.py"))],
+        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 240
+    while not holder_file.exists() and holder.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert holder_file.exists(), "the holder's cluster did not start"
+    base = holder_file.read_text() + "/"
+    spared = {os.getsid(0), os.getsid(holder.pid)}  # this test's session and the holder's are not the cluster's
+    assert len(cluster_processes(base, spared)) >= 3  # a head: ray start, its GCS server, its raylet, ...
+
+    holder.kill()  # SIGKILL to the pytest process alone: no teardown runs
+    holder.wait(timeout=30)
+
+    deadline = time.monotonic() + 60
+    while (cluster_processes(base, spared) or Path(base).exists()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert cluster_processes(base, spared) == []
+    assert not Path(base).exists()

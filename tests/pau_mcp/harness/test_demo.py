@@ -45,6 +45,25 @@ def test_the_demo_refuses_an_unknown_method_clearly(tmp_path):
     assert result.returncode == 1 and "no method" in result.stderr
 
 
+def test_the_demo_with_a_run_store_it_cannot_write_says_so_in_one_line_and_starts_no_server(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    result = pau("demo", "--data-dir", str(tmp_path), "--db", str(tmp_path / "a-file" / "runs.db"), process=True)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "ExceptionGroup" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and "cannot use the run store" in errors[0] and "--db" in errors[0]
+    assert "starting `pau-mcp serve" not in result.stderr
+
+
+def test_a_demo_whose_server_stops_at_once_ends_in_a_line_after_the_servers_own_error(tmp_path):
+    result = pau("demo", "--data-dir", str(tmp_path), env={"PAU_MCP_WORKERS": "lots"}, process=True)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "ExceptionGroup" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 2 and "PAU_MCP_WORKERS" in errors[0]
+    assert errors[1].startswith("Error: the demo's server stopped") and "printed above" in errors[1]
+
+
 def test_episodes_export_with_their_trajectories(tmp_path):
     ran = pau(
         "eval",

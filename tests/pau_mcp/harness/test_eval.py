@@ -279,6 +279,64 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_result_as_an_uninterrupte
     assert submissions == 6 and all(a >= 1 for _, a in attempts)
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_when_the_runs_own_server_dies_the_run_stops_says_so_and_a_rerun_finishes_it(tmp_path):
+    def slow_brain(body: dict) -> Reply | str:
+        reply = brain(body)
+        reply = reply if isinstance(reply, Reply) else Reply(text=reply)
+        reply.delay_s = 0.05
+        return reply
+
+    db = tmp_path / "runs.db"
+    command = [
+        sys.executable, "-m", "pau_mcp", "eval", "--model", MODEL, "--run", "r", "--db", str(db), "--data-dir",
+        str(tmp_path), "--concurrency", "2", "--no-score", "--limit", "8",
+    ]  # fmt: skip
+    with FakeLLM(responder=slow_brain) as fake:
+        env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"}
+        process = subprocess.Popen(
+            command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 300
+        while (
+            time.monotonic() < deadline
+            and process.poll() is None
+            and not (
+                _has_episodes(db)
+                and sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes WHERE state = 'done'").fetchone()[0]
+            )
+        ):
+            time.sleep(0.2)
+        servers = [pid for pid in _children(process.pid) if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert len(servers) == 1
+        os.kill(servers[0], signal.SIGKILL)
+        out, err = process.communicate(timeout=120)
+
+        assert process.returncode == 1
+        (error,) = [line for line in err.splitlines() if line.startswith("Error")]
+        assert "the MCP server this run started has stopped (killed by SIGKILL" in error
+        assert "Run the same command again to resume the run" in error
+        states = [row[0] for row in sqlite3.connect(db).execute("SELECT state FROM episodes")]
+        assert "failed" not in states and 1 <= states.count("done") < 8
+
+        resumed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    states = [row[0] for row in sqlite3.connect(db).execute("SELECT state FROM episodes")]
+    assert states == ["done"] * 8
+
+
 def _has_episodes(db: Path) -> bool:
     try:
         return bool(sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE name = 'episodes'").fetchone())

@@ -158,6 +158,9 @@ max_tokens = 123
     assert "run builtin-paper-interactive-openai-fake-b: 2 episodes finished now" in done.stdout
     judged = sqlite3.connect(tmp_path / "runs.db").execute("SELECT COUNT(*) FROM scores WHERE kind = 'judge'")
     assert judged.fetchone()[0] == 4
+    # The fake models have no price: each run's summary says so, as eval's does.
+    assert done.stdout.count("no price for openai/fake-a, openai/fake-judge") == 1
+    assert done.stdout.count("no price for openai/fake-b, openai/fake-judge") == 1
 
 
 # -- a sweep file that is not what it seems ------------------------------------------------------------------------

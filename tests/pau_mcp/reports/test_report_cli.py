@@ -78,11 +78,11 @@ def test_an_unknown_run_is_an_error_that_lists_the_known_runs(db: Path) -> None:
     assert "no run named 'nope'" in result.stderr and "known runs: alpha-ctx, alpha-int, empty" in result.stderr
 
 
-def test_a_run_with_no_finished_episodes_reports_zeros(db: Path) -> None:
+def test_a_run_with_no_finished_episodes_reports_no_scores_rather_than_zeros(db: Path) -> None:
     result = _report("empty", "alpha-int", "--db", str(db))
     assert result.returncode == 0, result.stderr
-    assert re.search(r"empty\s+│ 0 │ 0\.00 │ 0\.00", result.stdout)
-    assert "Run empty has no finished episodes: its numbers are zeros." in result.stdout
+    assert re.search(r"empty\s+│ 0 │ n/a\s+│ n/a", result.stdout)
+    assert "Run empty has no finished episodes: it has no scores yet (n/a)." in result.stdout
     assert "Runs empty and alpha-int have no method scored in both" in result.stdout
 
 

@@ -83,3 +83,16 @@ def add_pending_run(store: RunStore, name: str = "empty") -> None:
         name, "eval", {"model": "openai/beta", "agent": "tools", "mode": "interactive", "suite": "other"}
     )
     store.plan_episodes(run_id, ["o/x1", "o/x2"])
+
+
+def add_probe_run(store: RunStore, name: str = "builtin-probe-interactive-none") -> None:
+    """A probe run over the same methods: the code it submitted scored directly, never judged."""
+    run_id = store.ensure_run(name, "eval", {"model": "", "agent": "probe", "suite": "builtin", "mode": "interactive"})
+    store.plan_episodes(run_id, METHODS)
+    for method, value in zip(METHODS, (0.2, 0.4, 0.0, 1.0, 0.6), strict=True):
+        store.start_episode(run_id, method)
+        session_id = store.ensure_session(run_id, f"{name}/{method}/1", "internal")
+        submission = store.record_submission(session_id, method, "", "def test_func(arg0):\n    return arg0\n")
+        store.record_score(submission, "direct", "scored", value, None, {})
+        result = EpisodeResult(state="done", session_key=f"{name}/{method}/1", submission_id=submission, queries=12)
+        store.finish_episode(run_id, method, result)

@@ -105,6 +105,20 @@ def test_a_rollout_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted
     assert sum(a for (a,) in attempts) <= 6 + 2  # episodes finished before the kill never ran again
 
 
+def test_running_a_finished_rollout_again_gives_its_mean_return_and_names_the_models_without_a_price(tmp_path):
+    with FakeLLM(responder=brain) as fake:
+        first = run_pau(*_args(tmp_path, methods=METHODS[:2]), env=_env(fake), cwd=ROOT)
+        again = run_pau(*_args(tmp_path, methods=METHODS[:2]), env=_env(fake), cwd=ROOT)
+    assert first.returncode == 0 and again.returncode == 0, first.stderr[-3000:] + again.stderr[-3000:]
+    returns = [
+        json.loads(line)["return"] for line in (tmp_path / "out" / "trajectories.jsonl").read_text().splitlines()
+    ]
+    mean = f"mean return {sum(returns) / len(returns):.3f} over 2 finished episodes"
+    assert "2 episodes finished now, 0 earlier" in first.stdout and mean in first.stdout
+    assert "0 episodes finished now, 2 earlier" in again.stdout and mean in again.stdout
+    assert "no price for openai/fake-critic, openai/fake-policy" in again.stdout
+
+
 def test_resuming_with_other_options_is_refused(tmp_path):
     with FakeLLM(responder=brain) as fake:
         first = run_pau(*_args(tmp_path, "r", "--limit", "1"), env=_env(fake), cwd=ROOT)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from scorer_process import TOKEN, clean_env, start, stop
 
 from pau_mcp.manifests import ManifestStore
 
+ROOT = Path(__file__).resolve().parents[3]
 STORE = ManifestStore()
 RUNS = STORE.method("builtin/b002")
 WRONG = "def test_func(arg0):\n    return [(c, 1) for c in arg0]\n"
@@ -269,6 +272,27 @@ def test_a_body_not_sent_as_json_is_415(endpoint, content_type):
     headers = {"Authorization": f"Bearer {TOKEN}"} | ({"Content-Type": content_type} if content_type else {})
     reply = endpoint.client.post("/v1/score", content=body, headers=headers)
     assert reply.status_code == 415 and "application/json" in reply.json()["error"]
+
+
+def test_the_docs_curl_commands_run_as_written_against_the_endpoint(endpoint):
+    """docs/scoring.md's examples, each run by curl as a user pastes it (the scorer's port in place of 8100)."""
+    if shutil.which("curl") is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the docs' curl examples, and curl is not installed")
+        pytest.skip("curl is not installed")
+    text = (ROOT / "docs" / "scoring.md").read_text(encoding="utf-8")
+    block = text.split("## The endpoint (`pau-mcp scorer`)", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.replace("\\\n", " ").splitlines() if line.startswith("curl ")]
+    assert len(commands) == 4
+    port = endpoint.url.split(":")[2].split("/")[0]
+    for command in commands:
+        done = subprocess.run(
+            ["bash", "-c", command.replace("localhost:8100", f"localhost:{port}")],
+            env={**os.environ, "PAU_SCORER_TOKEN": TOKEN}, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        answer = json.loads(done.stdout)
+        assert answer and "error" not in answer, (command, answer)
 
 
 def test_json_with_a_charset_is_accepted(endpoint):

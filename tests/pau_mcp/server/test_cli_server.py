@@ -34,6 +34,29 @@ def test_call_runs_the_same_path_as_a_tool_and_is_recorded(tmp_path):
     assert [c["arguments"] for c in calls if c["counted"]] == ["(-23,)", "(105,)"]
 
 
+def test_call_on_a_method_of_a_suite_it_does_not_serve_names_the_suite_option(tmp_path, sandbox):
+    from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
+    from pau_mcp.manifests.checks import freeze_method
+
+    suite = Suite.create(tmp_path / "suites", SuiteInfo(name="mine"))
+    method = Method(
+        id="mine/twice", header="def test_func(arg0):", params=["arg0"], source="def test_func(arg0):\n    return 2 * arg0\n",
+        description="Doubles arg0.", provenance=Provenance(dataset="test"), tags=Tags(arity=1),
+        examples=[Case(input="(2,)")], tests=[Case(input="(3,)")],
+    )  # fmt: skip
+    suite.save(freeze_method(method, sandbox))
+    suites = ("--manifests", str(tmp_path / "suites"))
+
+    unserved = pau("call", "mine/twice", "(4,)", *suites, db=tmp_path / "runs.db")
+
+    assert unserved.returncode == 2
+    assert "suite 'mine'" in unserved.stderr and "add --suite mine" in unserved.stderr
+    served = pau("call", "mine/twice", "(4,)", *suites, "--suite", "mine", db=tmp_path / "runs.db")
+    assert served.returncode == 0 and "returned 8" in served.stdout
+    unknown = pau("call", "mine/thrice", "(4,)", *suites, db=tmp_path / "runs.db")
+    assert unknown.returncode == 2 and "pau-mcp methods" in unknown.stderr and "--suite" in unknown.stderr
+
+
 def test_call_stops_its_sandbox_when_it_returns(tmp_path):
     """`call` also runs inside other programs (a notebook, a script, these tests): what it opened ends with it."""
     before = {thread.ident for thread in threading.enumerate()}
@@ -100,6 +123,26 @@ def test_runs_show_prints_agents_text_literally_without_markup_or_terminal_escap
     assert "second line" in out
     as_json = json.loads(pau("runs", "show", "hostile", "--json", db=db).stdout)
     assert as_json["submissions"][0]["description"] == hostile  # the JSON keeps the text exactly
+
+
+def test_runs_list_and_show_print_long_run_and_session_names_whole_in_a_100_column_terminal(tmp_path):
+    from pau_mcp.runstore import CallRecord, RunStore
+
+    run = "builtin-paper-interactive-openai-gpt-4o-mini-2024-07-18-temperature-0.7"
+    key = f"{run}/builtin/b001/1"
+    store = RunStore(tmp_path / "runs.db")
+    session = store.ensure_session(store.ensure_run(run, kind="eval"), key, "http")
+    store.record_call(session, CallRecord("builtin/b001", "fn_x", "(1,)", True, "ok", value="1"))
+    store.close()
+    env = {**os.environ, "COLUMNS": "100"}
+
+    listed = run_pau("runs", "list", "--db", tmp_path / "runs.db", env=env, cwd=ROOT)
+    shown = run_pau("runs", "show", run, "--db", tmp_path / "runs.db", env=env, cwd=ROOT)
+
+    assert listed.returncode == 0 and shown.returncode == 0, listed.stderr + shown.stderr
+    assert "…" not in listed.stdout and "…" not in shown.stdout
+    assert any(run in line.split() for line in listed.stdout.splitlines())
+    assert any(key in line.split() for line in shown.stdout.splitlines())
 
 
 def test_the_production_server_has_no_benchmark_only_tool(tmp_path):

@@ -91,7 +91,9 @@ def test_twenty_two_feedback_submits_reveal_no_more_counterexamples_than_the_lim
     async def main() -> list:
         table: dict[str, str] = {}
         replies = []
-        async with _feedback_server(db, "--budget", "20") as session:
+        # Submissions past --max-submissions (10 by default) would not be recorded: allowed here, so that only the
+        # feedback limit stands between this agent and more counterexamples.
+        async with _feedback_server(db, "--budget", "20", "--max-submissions", "30") as session:
             for _ in range(22):
                 reply = await session.call_tool(
                     "submit", {"method": tool, "description": "runs of characters", "code": _table_code(table)}

@@ -168,18 +168,20 @@ def test_malformed_bodies_get_one_line_errors_with_their_ids(tmp_path):
 
 
 def test_sessions_over_the_cap_are_refused_clearly_until_the_longest_idle_one_is_reclaimed(tmp_path):
+    # Three credentials (labels): a credential at the cap would reclaim its own idle session at once
+    # (tests/pau_mcp/server/test_session_caps.py); another's only once idle long enough.
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--max-sessions", "2", "--session-idle", "6") as url:
-        first = _initialize(url)
+        first = _initialize(f"{url}?session=first")
         time.sleep(0.5)
-        second = _initialize(url)
-        refused = _post(url, INITIALIZE)
+        second = _initialize(f"{url}?session=second")
+        refused = _post(f"{url}?session=third", INITIALIZE)
         assert refused.status_code == 503 and int(refused.headers["retry-after"]) >= 1
         message = _one_line_error(refused)["error"]["message"]
         assert "--max-sessions" in message
         assert _ping(url, first).status_code == 200 and _ping(url, second).status_code == 200
         time.sleep(3.5)  # both idle for half of --session-idle: the longest idle one may be reclaimed
         assert _ping(url, second).status_code == 200
-        third = _initialize(url)
+        third = _initialize(f"{url}?session=third")
         assert _ping(url, first).status_code == 404
         assert _ping(url, second).status_code == 200 and _ping(url, third).status_code == 200
 

@@ -49,6 +49,24 @@ def test_claimed_sessions_are_cached_up_to_a_bound_and_a_forgotten_one_keeps_its
     store.close()
 
 
+def test_thousands_of_new_labels_and_runs_leave_the_servers_state_bounded(tmp_path):
+    store, sessions = _sessions(tmp_path)
+    first = sessions.get(Credential("label", "agent", "run-0"))
+    assert store.reserve_call(first.store_id, "builtin/b001", 3) == 1
+    for i in range(sessions_module._CACHED + 1_000):
+        sessions.get(Credential("label", f"label-{i}"))
+    for i in range(1, sessions_module._RUNS + 1_000):
+        sessions.get(Credential("label", "agent", f"run-{i}"))
+    claimed, narrowed, runs = sessions.held()
+    assert claimed == sessions_module._CACHED and runs == sessions_module._RUNS and narrowed == 0
+    # Forgotten here, kept in the store: the run and its label come back with their budget spent so far.
+    again = sessions.get(Credential("label", "agent", "run-0"))
+    assert again.store_id == first.store_id
+    assert store.reserve_call(again.store_id, "builtin/b001", 3) == 2
+    assert len([r for r in store.runs() if r["name"] == "run-0"]) == 1
+    store.close()
+
+
 def test_a_label_a_session_token_owns_stays_refused_to_the_main_token_after_a_restart(tmp_path):
     store, sessions = _sessions(tmp_path)
     sessions.get(Credential("token", "alice", "contest"))

@@ -1,0 +1,211 @@
+"""The connection guard every HTTP service of the project runs behind (the MCP server and the scorer endpoint).
+
+uvicorn alone waits forever for a first request, reads headers of any size and accepts connections until the
+process runs out of files, so a few hundred idle or trickling clients lock everyone else out. The guard is a
+subclass of uvicorn's HTTP protocol (``connection_guard``) that keeps:
+
+* at most ``cap`` open connections, below the open-file limit (``connection_cap``); at the cap, the connection
+  that has waited longest without sending a whole request is closed to make room, and only when every one is busy
+  with a request does a newcomer get a 503;
+* a read timeout: every request, head and body, must arrive within ``read_timeout_s`` of the moment the server
+  starts waiting for it (the connection is opened, or the previous response is sent);
+* a request head of at most 64 KiB (431 beyond);
+* a lingering close for a request answered before its body was read (a 413): the rest is read and dropped until
+  the client stops sending, so that the answer is not lost to a reset.
+
+It knows nothing of what the service serves: each service gives it the body of its 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+from typing import Any
+
+__all__ = ["MAX_HEAD_BYTES", "connection_cap", "connection_guard", "guarded_protocol", "keep_alive_s"]
+
+log = logging.getLogger(__name__)
+
+#: Largest request head (request line and headers).
+MAX_HEAD_BYTES = 64 * 1024
+#: Open files kept free beside the connections (a store, worker pipes, logs, one connection being refused).
+_SPARE_FILES = 64
+
+_BUSY_BODY = json.dumps({"error": "Too many open connections, all busy with requests; retry in a moment."}).encode()
+
+
+def connection_cap(wanted: int) -> int:
+    """``wanted`` connections, or fewer if the open-file limit (raised to its hard limit if need be) is lower."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: no limit to read
+        return wanted
+    try:
+        in_use = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        in_use = 64
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = wanted + in_use + _SPARE_FILES
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return wanted
+    cap = max(1, soft - in_use - _SPARE_FILES)
+    log.warning(
+        "serving at most %d connections, not %d: the open-file limit is %d (raise it with ulimit -n)", cap, wanted, soft
+    )
+    return cap
+
+
+def keep_alive_s(read_timeout_s: float) -> int:
+    """Seconds an idle keep-alive connection stays open: 5, or less with a shorter read timeout."""
+    return max(1, math.ceil(min(5, read_timeout_s)))
+
+
+class _Connections:
+    """The open connections, and which of them wait for a request (oldest first)."""
+
+    def __init__(self, cap: int, read_timeout_s: float) -> None:
+        self.cap = cap
+        self.read_timeout_s = read_timeout_s
+        self.count = 0
+        self.waiting: dict[Any, None] = {}
+
+    def make_room(self, newcomer: Any) -> bool:
+        """Close the connection that has waited longest for a request; False if every other one is busy."""
+        for protocol in self.waiting:
+            if protocol is not newcomer:
+                protocol._pau_drop()
+                return True
+        return False
+
+
+_BUSY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\n"
+_TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+
+def connection_guard(
+    base: type[asyncio.Protocol], cap: int, read_timeout_s: float, busy_body: bytes = _BUSY_BODY
+) -> type[asyncio.Protocol]:
+    """A subclass of uvicorn's HTTP protocol ``base`` enforcing the connection cap, read timeout and head size.
+
+    Each call makes a guard of its own (one count of connections): one per listening service.
+
+    Args:
+        base: uvicorn's HTTP protocol class (``AutoHTTPProtocol``, or one of the classes it picks).
+        cap: Connections open at once (``connection_cap``).
+        read_timeout_s: Seconds a client has to send a whole request.
+        busy_body: The JSON body of the 503 a newcomer gets when every connection is busy with a request.
+    """
+    connections = _Connections(cap, read_timeout_s)
+    busy = _BUSY + b"content-length: " + str(len(busy_body)).encode() + b"\r\n\r\n" + busy_body
+
+    class Guarded(base):  # type: ignore[valid-type, misc]
+        _pau_timer: asyncio.TimerHandle | None = None
+        _pau_counted = False
+        _pau_head = 0
+        _pau_lingering = False
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            connections.count += 1
+            self._pau_counted = True
+            if connections.count > connections.cap and not connections.make_room(self):
+                self.transport.write(busy)
+                self._pau_drop()
+                return
+            self._pau_wait()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._pau_forget()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._pau_lingering:
+                return  # the rest of a request already answered: read and dropped
+            in_head = self.cycle is None or self.cycle.response_complete
+            super().data_received(data)
+            if self._pau_timer is None or self.transport.is_closing():
+                return
+            if in_head:
+                self._pau_head += len(data)
+            if self.cycle is None or self.cycle.response_complete:  # still reading a request head
+                if self._pau_head > MAX_HEAD_BYTES:
+                    self.transport.write(_TOO_LARGE)
+                    self._pau_drop()
+            elif not self.cycle.more_body:  # the whole request is in: it has the time it needs now
+                self._pau_stop_waiting()
+
+        def on_response_complete(self) -> None:
+            unread = self.cycle is not None and self.cycle.more_body
+            super().on_response_complete()
+            if unread:
+                self._pau_linger()
+                return
+            pipelined = self.cycle is not None and not self.cycle.response_complete
+            if not self.transport.is_closing() and not pipelined:
+                self._pau_wait()
+
+        def _pau_linger(self) -> None:
+            """End a connection whose request was answered before its body was read (a 413, a 415).
+
+            Its answer is followed by the end of the stream, and what the client still sends is read and dropped
+            until it closes its side or the read timeout ends it: closed at once, with the rest of the body unread,
+            the connection would be reset, and a reset can reach the client before the answer it was sent.
+            Lingering, it stays among the connections to close first when others need room.
+            """
+            if self.transport.is_closing():
+                return
+            self._pau_lingering = True
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            self._pau_wait()
+
+        def _pau_wait(self) -> None:
+            self._pau_stop_waiting()
+            self._pau_head = 0
+            self._pau_timer = self.loop.call_later(connections.read_timeout_s, self._pau_drop)
+            connections.waiting[self] = None
+
+        def _pau_stop_waiting(self) -> None:
+            if self._pau_timer is not None:
+                self._pau_timer.cancel()
+                self._pau_timer = None
+            connections.waiting.pop(self, None)
+
+        def _pau_forget(self) -> None:
+            self._pau_stop_waiting()
+            if self._pau_counted:
+                self._pau_counted = False
+                connections.count -= 1
+
+        def _pau_drop(self) -> None:
+            self._pau_forget()
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    Guarded.__name__ = f"Guarded{base.__name__}"
+    return Guarded
+
+
+def guarded_protocol(
+    max_connections: int, read_timeout_s: float, busy_body: bytes = _BUSY_BODY
+) -> type[asyncio.Protocol]:
+    """uvicorn's automatic HTTP protocol behind a guard of its own: what a service passes to ``listening.serve_app``.
+
+    Args:
+        max_connections: Connections wanted open at once (fewer if the open-file limit is lower).
+        read_timeout_s: Seconds a client has to send a whole request.
+        busy_body: The JSON body of the 503 when every connection is busy.
+    """
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    return connection_guard(AutoHTTPProtocol, connection_cap(max_connections), read_timeout_s, busy_body)

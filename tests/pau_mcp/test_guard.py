@@ -1,0 +1,143 @@
+"""The connection guard every HTTP service runs behind (``pau_mcp.guard``), on a real socket with uvicorn.
+
+The MCP server's and the scorer's own tests attack it through each service (tests/pau_mcp/server/test_http_limits.py,
+tests/pau_mcp/scoring/test_scorer_connections.py); here is what neither service can easily show: a newcomer when
+every connection is busy with a request."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import select
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+from pau_mcp.guard import connection_guard
+from pau_mcp.listening import listening_socket, uvicorn_server
+
+ROOT = Path(__file__).resolve().parents[2]
+BUSY = json.dumps({"error": "the service's own words"}).encode()
+
+
+@contextlib.contextmanager
+def _guarded(cap: int, release: threading.Event, entered: threading.Semaphore) -> Iterator[tuple[str, int]]:
+    """A guarded uvicorn on loopback whose ``/slow`` answers only once ``release`` is set (``entered`` is released as
+    each ``/slow`` request reaches the app)."""
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] == "lifespan":
+            while True:
+                kind = (await receive())["type"]
+                await send({"type": f"{kind}.complete"})
+                if kind == "lifespan.shutdown":
+                    return
+        if scope["path"] == "/early":  # refused before its body is read, as a 413 or a 415 is
+            await send({"type": "http.response.start", "status": 413, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if scope["path"] == "/slow":
+            entered.release()
+            while not release.is_set():
+                await asyncio.sleep(0.02)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = listening_socket("127.0.0.1", 0)
+    server = uvicorn_server(app, http=connection_guard(AutoHTTPProtocol, cap, 30, BUSY))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve([sock])), daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            thread.join(0.02)
+            assert thread.is_alive(), "uvicorn did not start"
+        yield sock.getsockname()
+    finally:
+        release.set()
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def _request(address: tuple[str, int], path: str) -> socket.socket:
+    sock = socket.create_connection(address, timeout=10)
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    return sock
+
+
+def _answer(sock: socket.socket) -> bytes:
+    data = b""
+    with contextlib.suppress(OSError):
+        while chunk := sock.recv(65536):
+            data += chunk
+            if data.endswith(b"ok") or data.endswith(b"}"):
+                break
+    return data
+
+
+def test_when_every_connection_is_busy_a_newcomer_gets_503_with_the_services_body():
+    release, entered = threading.Event(), threading.Semaphore(0)
+    with _guarded(4, release, entered) as address:
+        busy = [_request(address, "/slow") for _ in range(4)]
+        assert all(entered.acquire(timeout=10) for _ in busy)  # each one's request is in: busy, not waiting
+        try:
+            refused = _answer(_request(address, "/"))
+            head, _, body = refused.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in head.lower()
+            assert body == BUSY
+            release.set()
+            assert all(_answer(sock).endswith(b"ok") for sock in busy)
+            assert _answer(_request(address, "/")).endswith(b"ok")
+        finally:
+            for sock in busy:
+                sock.close()
+
+
+def test_an_idle_connection_makes_room_for_a_newcomer_before_any_is_refused():
+    release, entered = threading.Event(), threading.Semaphore(0)
+    with _guarded(4, release, entered) as address:
+        busy = [_request(address, "/slow") for _ in range(3)]
+        assert all(entered.acquire(timeout=10) for _ in busy)
+        idle = socket.create_connection(address, timeout=10)
+        try:
+            assert _answer(_request(address, "/")).endswith(b"ok")
+            idle.settimeout(10)
+            assert idle.recv(1) == b""  # closed to make room
+        finally:
+            for sock in [*busy, idle]:
+                sock.close()
+
+
+def test_the_mcp_server_and_the_scorer_use_the_one_guard():
+    users = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "pau_mcp").rglob("*.py")
+        if "guarded_protocol(" in path.read_text() and path.name != "guard.py"
+    )
+    assert users == ["pau_mcp/scoring/http.py", "pau_mcp/server/transport.py"]
+    copies = [str(p.relative_to(ROOT)) for p in (ROOT / "pau_mcp").rglob("*.py") if "def _pau_drop" in p.read_text()]
+    assert copies == ["pau_mcp/guard.py"]
+
+
+def test_an_answer_sent_before_the_body_was_read_reaches_a_client_that_goes_on_sending():
+    release, entered = threading.Event(), threading.Semaphore(0)
+    with _guarded(8, release, entered) as address:
+        for _ in range(3):
+            sock = socket.create_connection(address, timeout=10)
+            try:
+                sock.sendall(
+                    b"POST /early HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: 4000000\r\n\r\n" + b"x" * 1024
+                )
+                assert select.select([sock], [], [], 10)[0], "no answer"
+                # Answered already; the client, as most do, sends the rest of its body before it reads.
+                sock.sendall(b"x" * (4_000_000 - 1024))
+                answer = b""
+                while chunk := sock.recv(65536):  # a reset here would lose the answer
+                    answer += chunk
+                assert answer.startswith(b"HTTP/1.1 413")
+            finally:
+                sock.close()
