@@ -32,6 +32,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from pau_mcp import eventloop  # noqa: E402
 from pau_mcp.config import Settings  # noqa: E402
 from pau_mcp.distributed import RayOptions, connect  # noqa: E402
+from pau_mcp.distributed.evaluation import RayEpisodes  # noqa: E402
 from pau_mcp.harness import EvalConfig, run_eval  # noqa: E402
 from pau_mcp.sandboxing import make_sandbox  # noqa: E402
 from pau_mcp.scoring import Scorer  # noqa: E402
@@ -68,7 +69,8 @@ async def _run(settings: Settings, config: EvalConfig, cluster: object) -> tuple
             first.append(time.perf_counter() - start)
 
     try:
-        progress = await run_eval(settings, config, scorer, seen, cluster=cluster)
+        source = RayEpisodes(cluster, settings, config) if cluster is not None else None  # type: ignore[arg-type]
+        progress = await run_eval(settings, config, scorer, seen, source=source)
     finally:
         if scorer is not None:
             await scorer.aclose()

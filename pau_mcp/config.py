@@ -9,6 +9,7 @@ the variable, the variable beats the default.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -417,6 +418,26 @@ class Settings(BaseModel):
                 message = error["msg"].removeprefix("Value error, ")
                 problems.append(f"{where}: {message} (got {error.get('input')!r})")
             raise SettingsError("; ".join(problems)) from None
+
+    def to_json(self) -> str:
+        """The whole settings object as one line of JSON: how settings travel to a process this one starts (its
+        run's own server, ``pau_mcp.server.launch``), secrets included, so never on a command line."""
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Settings:
+        """Settings from ``to_json``'s text, validated as the flags are.
+
+        Raises:
+            SettingsError: not a JSON object, or a value is refused; the message names the flag and variable.
+        """
+        try:
+            values = json.loads(text)
+        except ValueError as exc:
+            raise SettingsError(f"the settings are not JSON: {exc}") from None
+        if not isinstance(values, dict):
+            raise SettingsError("the settings are not a JSON object")
+        return cls._validated(values)
 
     @classmethod
     def from_env(cls) -> Settings:

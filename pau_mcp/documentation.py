@@ -104,30 +104,31 @@ def learned_docs(store: RunStore, run: str) -> tuple[list[LearnedDoc], dict[str,
         run_id = store.run_id(run)
     except StoreError as exc:
         raise DocsError(str(exc)) from None
-    kind = next((str(row["kind"]) for row in store.runs() if row["id"] == run_id), "")
+    recorded = store.run(run_id)
+    kind = recorded.kind if recorded is not None else ""
     if kind == "gold":
         raise DocsError(
             f"run {run} holds gold descriptions (pau-mcp score --gold): they are served only with --docs gold"
         )
-    config = store.run_config(run_id)
+    config = recorded.config if recorded is not None else {}
     if config.get("mode") == "tasks":
         raise DocsError(f"run {run} is a task run: its answers are not documentation; name an exploring run")
-    submissions = {int(row["id"]): row for row in store.submissions(run_id)}
+    submissions = {row.id: row for row in store.submissions(run_id)}
     found: list[LearnedDoc] = []
     skipped: dict[str, str] = {}
     episodes = store.episodes(run_id)
     if episodes:
         for episode in episodes:
-            method_id = str(episode["method_id"])
-            row = submissions.get(int(episode["submission_id"])) if episode["submission_id"] is not None else None
-            if episode["state"] != "done" or row is None:
-                skipped[method_id] = f"its episode is {episode['state']}" if row is None else "its episode failed"
+            method_id = episode.method_id
+            row = submissions.get(episode.submission_id) if episode.submission_id is not None else None
+            if episode.state != "done" or row is None:
+                skipped[method_id] = f"its episode is {episode.state}" if row is None else "its episode failed"
                 continue
-            _keep(found, skipped, method_id, str(row["description"] or ""))
+            _keep(found, skipped, method_id, row.description or "")
     else:
         latest: dict[str, str] = {}
         for row in submissions.values():  # in id order: a later submission replaces an earlier one
-            latest[str(row["method_id"])] = str(row["description"] or "")
+            latest[row.method_id] = row.description or ""
         for method_id, text in latest.items():
             _keep(found, skipped, method_id, text)
     return found, skipped

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import re
-import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -41,11 +39,14 @@ from mcp_types import Tool as MCPTool
 
 from wasm_runtime import InvalidInput, parse_arguments
 
+from .assembly import run_scorer
 from .config import Settings
+from .contract import SUBMIT_TOOL
 from .eras import client_mode
 from .manifests import ManifestStore, call_text
-from .server import serve_examples
-from .server.catalog import SUBMIT_TOOL, Catalog, Exposed
+from .sandboxing import make_sandbox
+from .server import Catalog, Exposed, serve_examples
+from .server.launch import stdio_server
 
 __all__ = ["explore", "observed_examples", "pau", "pau_scorer", "scored_mean", "served_tools"]
 
@@ -122,22 +123,25 @@ def explore(budget: int = 20, run: str = "inspect", mcp_era: str = "modern") -> 
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         settings = Settings.from_env()
-        server = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "pau_mcp", "serve", "--methods", state.metadata["method"], "--budget", str(budget),
-                  "--run", run],
-            env={**os.environ, "PAU_MCP_TOOL_KEY": settings.deployment_key()},
-        )  # fmt: skip
-        async with served_tools(server, [state.metadata["tool"], SUBMIT_TOOL], mcp_era) as tools:
-            submit = next(t for t in tools if _name(t) == SUBMIT_TOOL)
-            agent = react(
-                prompt=_INSTRUCTIONS,
-                tools=[t for t in tools if _name(t) != SUBMIT_TOOL],
-                submit=AgentSubmit(tool=submit, keep_in_messages=True),
-            )
-            return await as_solver(agent)(state, generate)
+        # The server's whole settings travel in a private file (``stdio_server``): the deployment key, the budget.
+        served = settings.model_copy(update={"tool_key": settings.deployment_key(), "budget": budget})
+        with stdio_server(served, ["--methods", state.metadata["method"], "--run", run]) as server:
+            return await _explore(state, generate, server, mcp_era)
 
     return solve
+
+
+async def _explore(state: TaskState, generate: Generate, server: StdioServerParameters, mcp_era: str) -> TaskState:
+    """Inspect's ``react`` agent over the tools of the sample's server."""
+    async with served_tools(server, [state.metadata["tool"], SUBMIT_TOOL], mcp_era) as tools:
+        submit = next(t for t in tools if _name(t) == SUBMIT_TOOL)
+        agent = react(
+            prompt=_INSTRUCTIONS,
+            tools=[t for t in tools if _name(t) != SUBMIT_TOOL],
+            submit=AgentSubmit(tool=submit, keep_in_messages=True),
+        )
+        state = await as_solver(agent)(state, generate)
+        return state
 
 
 @contextlib.asynccontextmanager
@@ -256,12 +260,10 @@ def pau_scorer(judge_model: str | None = None, coder_model: str | None = None) -
     state_holder: dict[str, Any] = {}
 
     async def score(state: TaskState, target: Target) -> Score:
-        from .scoring import Scorer
-
         settings = _settings(judge_model, coder_model)
         scorer_ = state_holder.get("scorer")
-        if scorer_ is None:
-            scorer_ = state_holder["scorer"] = Scorer.from_settings(settings)
+        if scorer_ is None:  # as a run's scorer is made everywhere (``assembly``)
+            scorer_ = state_holder["scorer"] = run_scorer(settings, make_sandbox(settings))
         catalog = state_holder.get("catalog")
         if catalog is None:
             catalog = state_holder["catalog"] = serve_examples(

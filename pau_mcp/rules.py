@@ -8,20 +8,19 @@ rules live here, below both:
   exactly as many values as the method has parameters. Anything else is
   refused before it reaches the sandbox, and a refused call does not count.
 * Every call that reaches the sandbox counts against the budget, whatever the
-  function does with it (returns, raises, times out, floods its output).
-* A call over the budget is refused and does not count.
+  function does with it (returns, raises, times out, floods its output); a
+  call over the budget is refused and does not count: the budget rule is the
+  tool contract's (``pau_mcp.contract.Budget``).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from wasm_runtime import InvalidInput, parse_arguments
 
-__all__ = ["QueryBudget", "arity_problem", "call_arguments"]
+__all__ = ["arity_problem", "call_arguments"]
 
 
 def arity_problem(header: str, params: Sequence[str], given: int) -> str | None:
@@ -57,35 +56,3 @@ def call_arguments(literal: str, header: str, params: Sequence[str]) -> tuple[tu
     if problem:
         raise InvalidInput(problem)
     return args, repr(args)
-
-
-@dataclass
-class QueryBudget:
-    """Counted calls of one method by one explorer: ``limit`` of them, 0 for no limit. Thread-safe.
-
-    Attributes:
-        limit: Calls allowed; 0 for no limit.
-        used: Calls counted so far.
-    """
-
-    limit: int
-    used: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def charge(self) -> bool:
-        """Count one call if the budget allows it; False (nothing counted) when it is spent."""
-        with self._lock:
-            if self.limit and self.used >= self.limit:
-                return False
-            self.used += 1
-            return True
-
-    @property
-    def left(self) -> int | None:
-        """Calls left; None without a limit."""
-        return None if not self.limit else max(0, self.limit - self.used)
-
-    @property
-    def spent(self) -> bool:
-        """True when no call is left."""
-        return bool(self.limit) and self.used >= self.limit

@@ -45,11 +45,16 @@ from ._databases import Connection, StoreError, is_postgres_url, open_database
 __all__ = [
     "MIGRATIONS",
     "CallRecord",
+    "CallRow",
     "EpisodeResult",
+    "EpisodeRow",
     "Migration",
+    "RunRow",
     "RunStore",
+    "ScoreRow",
     "SessionRecord",
     "StoreError",
+    "SubmissionRow",
     "is_postgres_url",
     "shown_outcome",
     "utc_now",
@@ -292,6 +297,125 @@ class EpisodeResult:
     error: str | None = None
     trajectory: list[dict[str, Any]] | None = None
     examples: list[list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run, as ``RunStore.runs`` and ``RunStore.run`` read it.
+
+    Attributes:
+        id: Its row id.
+        name: Its name (unique).
+        kind: ``eval``, ``rl``, ``serve``, ``score``, ...: what made it.
+        created_at: When it was created.
+        config: The configuration it was created with (``{}`` for a server's run).
+        sessions: Its sessions.
+        calls: Their calls.
+        submissions: Their submissions.
+    """
+
+    id: int
+    name: str
+    kind: str
+    created_at: str
+    config: dict[str, Any]
+    sessions: int = 0
+    calls: int = 0
+    submissions: int = 0
+
+
+@dataclass(frozen=True)
+class CallRow:
+    """One recorded tool call (``CallRecord`` as stored), with its session's key."""
+
+    id: int
+    session_id: int
+    method_id: str
+    tool: str
+    arguments: str
+    counted: bool
+    status: str
+    value: str | None
+    error_type: str | None
+    error_message: str | None
+    outcome: dict[str, Any] | None
+    duration_ms: float | None
+    at: str
+    session_key: str
+
+
+@dataclass(frozen=True)
+class SubmissionRow:
+    """One recorded submission, with its session's key.
+
+    Attributes:
+        feedback: Whether it was answered with scores (``--feedback score``).
+    """
+
+    id: int
+    session_id: int
+    method_id: str
+    description: str
+    code: str | None
+    at: str
+    feedback: bool
+    session_key: str
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One recorded score of a submission.
+
+    Attributes:
+        kind: ``judge``, ``codematch``, ``direct``, ...
+        status: ``scored``, ``unscored``, ``error``, ...
+        value: The rating or fraction, when scored.
+        model: The model that made it, if any.
+        detail: What else the scorer recorded (usage, cost, reason, ...).
+    """
+
+    id: int
+    submission_id: int
+    kind: str
+    status: str
+    value: float | None
+    model: str | None
+    detail: dict[str, Any]
+    at: str
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """One planned episode of a run and how it stands, with its submission's latest score of each kind.
+
+    Attributes:
+        state: ``pending``, ``running``, ``done`` or ``failed``.
+        attempts: How many times it was started.
+        trajectory: Its steps, when read ``with_trajectories``; else None.
+        examples: The examples its code writer was given, if recorded.
+        coverage: What its calls covered of the hidden function (operator only), if measured.
+        scores: Its submission's latest score of each kind.
+    """
+
+    id: int
+    run_id: int
+    method_id: str
+    state: str
+    attempts: int
+    session_key: str | None
+    submission_id: int | None
+    concluded: bool | None
+    queries: int | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    error: str | None
+    trajectory: list[dict[str, Any]] | None
+    started_at: str | None
+    finished_at: str | None
+    examples: list[list[str]] | None
+    coverage: dict[str, Any] | None
+    scores: dict[str, ScoreRow]
 
 
 @dataclass(frozen=True)
@@ -704,18 +828,40 @@ class RunStore:
             started_at=session["started_at"], calls=calls, submissions=submissions, scores=scores,
         )  # fmt: skip
 
-    def episodes(self, run_id: int, with_trajectories: bool = False) -> list[dict[str, Any]]:
+    def episodes(self, run_id: int, with_trajectories: bool = False) -> list[EpisodeRow]:
         """Every episode of a run in plan order, each with its latest scores by kind (``judge``, ``codematch``, ...)."""
-        rows = [dict(row) for row in self._query("SELECT * FROM episodes WHERE run_id = ? ORDER BY id", (run_id,))]
-        for row in rows:
-            row["trajectory"] = json.loads(row["trajectory"]) if with_trajectories else None
-            row["examples"] = json.loads(row["examples"]) if row.get("examples") else None
-            row["coverage"] = json.loads(row["coverage"]) if row.get("coverage") else None
-            row["scores"] = {}
-            if row["submission_id"] is not None:
-                for score in self.scores(row["submission_id"]):
-                    row["scores"][score["kind"]] = score
-        return rows
+        rows = self._query("SELECT * FROM episodes WHERE run_id = ? ORDER BY id", (run_id,))
+        scores: dict[int, dict[str, ScoreRow]] = {}
+        for score in self._query(
+            "SELECT c.* FROM scores c JOIN episodes e ON c.submission_id = e.submission_id WHERE e.run_id = ?"
+            " ORDER BY c.id",
+            (run_id,),
+        ):
+            scores.setdefault(int(score["submission_id"]), {})[score["kind"]] = _score_row(score)  # latest wins
+        return [
+            EpisodeRow(
+                id=int(row["id"]),
+                run_id=int(row["run_id"]),
+                method_id=row["method_id"],
+                state=row["state"],
+                attempts=int(row["attempts"]),
+                session_key=row["session_key"],
+                submission_id=_id(row["submission_id"]),
+                concluded=None if row["concluded"] is None else bool(row["concluded"]),
+                queries=row["queries"],
+                input_tokens=int(row["input_tokens"]),
+                output_tokens=int(row["output_tokens"]),
+                cost_usd=float(row["cost_usd"]),
+                error=row["error"],
+                trajectory=json.loads(row["trajectory"]) if with_trajectories else None,
+                examples=json.loads(row["examples"]) if row["examples"] else None,
+                coverage=json.loads(row["coverage"]) if row["coverage"] else None,
+                started_at=row["started_at"],
+                finished_at=row["finished_at"],
+                scores=scores.get(int(row["submission_id"]), {}) if row["submission_id"] is not None else {},
+            )  # fmt: skip
+            for row in rows
+        ]
 
     def record_coverage(self, run_id: int, method_id: str, coverage: dict[str, Any]) -> None:
         """Store what an episode's calls covered of the hidden function (operator only; see ``pau_mcp.coverage``)."""
@@ -732,18 +878,14 @@ class RunStore:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self) -> list[RunRow]:
         """Every run with its counts of sessions, calls and submissions, newest first."""
-        rows = self._query(
-            """
-            SELECT r.id, r.name, r.kind, r.created_at,
-                   (SELECT COUNT(*) FROM sessions s WHERE s.run_id = r.id) AS sessions,
-                   (SELECT COUNT(*) FROM calls c JOIN sessions s ON c.session_id = s.id WHERE s.run_id = r.id) AS calls,
-                   (SELECT COUNT(*) FROM submissions u JOIN sessions s ON u.session_id = s.id WHERE s.run_id = r.id) AS submissions
-            FROM runs r ORDER BY r.id DESC
-            """
-        )
-        return [dict(row) for row in rows]
+        return [_run_row(row) for row in self._query(f"{_RUNS} ORDER BY r.id DESC")]
+
+    def run(self, run_id: int) -> RunRow | None:
+        """One run by id, with its counts; None if there is none."""
+        rows = self._query(f"{_RUNS} WHERE r.id = ?", (run_id,))
+        return _run_row(rows[0]) if rows else None
 
     def run_id(self, name: str) -> int:
         """The id of a run by name.
@@ -753,7 +895,7 @@ class RunStore:
         """
         rows = self._query("SELECT id FROM runs WHERE name = ?", (name,))
         if not rows:
-            known = ", ".join(r["name"] for r in self.runs()[:10]) or "none yet"
+            known = ", ".join(r.name for r in self.runs()[:10]) or "none yet"
             raise StoreError(f"no run named {name!r} in {self.location} (recent: {known}); see `pau-mcp runs list`")
         return int(rows[0]["id"])
 
@@ -767,15 +909,33 @@ class RunStore:
         rows = self._query("SELECT method_id, state FROM episodes WHERE run_id = ? ORDER BY id", (run_id,))
         return {row["method_id"]: row["state"] for row in rows}
 
-    def calls(self, run_id: int) -> list[dict[str, Any]]:
+    def calls(self, run_id: int) -> list[CallRow]:
         """Every call of a run, in order."""
         rows = self._query(
             "SELECT c.*, s.key AS session_key FROM calls c JOIN sessions s ON c.session_id = s.id WHERE s.run_id = ? ORDER BY c.id",
             (run_id,),
         )
-        return [dict(row) for row in rows]
+        return [
+            CallRow(
+                id=int(row["id"]),
+                session_id=int(row["session_id"]),
+                session_key=row["session_key"],
+                method_id=row["method_id"],
+                tool=row["tool"],
+                arguments=row["arguments"],
+                counted=bool(row["counted"]),
+                status=row["status"],
+                value=row["value"],
+                error_type=row["error_type"],
+                error_message=row["error_message"],
+                outcome=json.loads(row["outcome"]) if row["outcome"] else None,
+                duration_ms=row["duration_ms"],
+                at=row["at"],
+            )  # fmt: skip
+            for row in rows
+        ]
 
-    def submissions(self, run_id: int, answers_only: bool = False) -> list[dict[str, Any]]:
+    def submissions(self, run_id: int, answers_only: bool = False) -> list[SubmissionRow]:
         """Every submission of a run, in order, with its session key.
 
         Args:
@@ -789,19 +949,31 @@ class RunStore:
             " WHERE s.run_id = ? ORDER BY u.id",
             (run_id,),
         )
-        found = [dict(row) for row in rows]
+        found = [
+            SubmissionRow(
+                id=int(row["id"]),
+                session_id=int(row["session_id"]),
+                session_key=row["session_key"],
+                method_id=row["method_id"],
+                description=row["description"],
+                code=row["code"],
+                feedback=bool(row["feedback"]),
+                at=row["at"],
+            )  # fmt: skip
+            for row in rows
+        ]
         if not answers_only:
             return found
         episodes = self._query("SELECT submission_id FROM episodes WHERE run_id = ?", (run_id,))
         if not episodes:
             return found
         answered = {int(row["submission_id"]) for row in episodes if row["submission_id"] is not None}
-        return [s for s in found if int(s["id"]) in answered]
+        return [s for s in found if s.id in answered]
 
-    def scores(self, submission_id: int) -> list[dict[str, Any]]:
+    def scores(self, submission_id: int) -> list[ScoreRow]:
         """Every score of a submission, latest last."""
         rows = self._query("SELECT * FROM scores WHERE submission_id = ? ORDER BY id", (submission_id,))
-        return [dict(row) | {"detail": json.loads(row["detail"])} for row in rows]
+        return [_score_row(row) for row in rows]
 
     def predictions(self, run_id: int) -> Iterator[dict[str, Any]]:
         """One record per submission in the reference benchmark's predictions layout.
@@ -826,15 +998,15 @@ class RunStore:
         for submission in self.submissions(run_id, answers_only=True):
             seen = [
                 c for c in calls
-                if c["session_id"] == submission["session_id"] and c["method_id"] == submission["method_id"] and c["counted"]
+                if c.session_id == submission.session_id and c.method_id == submission.method_id and c.counted
             ]  # fmt: skip
             yield {
-                "id": submission["method_id"],
-                "predicted_description": submission["description"],
+                "id": submission.method_id,
+                "predicted_description": submission.description,
                 "num_queries": len(seen),
-                "all_examples": given.get(int(submission["id"])) or [[c["arguments"], shown_outcome(c)] for c in seen],
-                "code": submission["code"],
-                "session": submission["session_key"],
+                "all_examples": given.get(submission.id) or [[c.arguments, shown_outcome(c)] for c in seen],
+                "code": submission.code,
+                "session": submission.session_key,
             }
 
 
@@ -901,10 +1073,38 @@ def _text(value: str | None) -> str | None:
     return value
 
 
-def shown_outcome(call: dict[str, Any]) -> str:
+def shown_outcome(call: CallRow) -> str:
     """A recorded call's outcome as agents read it: the value's repr, ``raises Type: message``, or the status."""
-    if call["status"] in ("ok", "counterexample"):  # a counterexample's value is the method's own output
-        return str(call["value"])
-    if call["status"] == "error":
-        return f"raises {call['error_type']}: {call['error_message']}"
-    return f"{call['status']}: {call['error_message']}"
+    if call.status in ("ok", "counterexample"):  # a counterexample's value is the method's own output
+        return str(call.value)
+    if call.status == "error":
+        return f"raises {call.error_type}: {call.error_message}"
+    return f"{call.status}: {call.error_message}"
+
+
+#: A run with its counts (``runs``, ``run``).
+_RUNS = """
+    SELECT r.id, r.name, r.kind, r.created_at, r.config,
+           (SELECT COUNT(*) FROM sessions s WHERE s.run_id = r.id) AS sessions,
+           (SELECT COUNT(*) FROM calls c JOIN sessions s ON c.session_id = s.id WHERE s.run_id = r.id) AS calls,
+           (SELECT COUNT(*) FROM submissions u JOIN sessions s ON u.session_id = s.id WHERE s.run_id = r.id) AS submissions
+    FROM runs r"""
+
+
+def _id(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _run_row(row: Any) -> RunRow:
+    return RunRow(
+        id=int(row["id"]), name=row["name"], kind=row["kind"], created_at=row["created_at"],
+        config=json.loads(row["config"]) if row["config"] else {}, sessions=int(row["sessions"]),
+        calls=int(row["calls"]), submissions=int(row["submissions"]),
+    )  # fmt: skip
+
+
+def _score_row(row: Any) -> ScoreRow:
+    return ScoreRow(
+        id=int(row["id"]), submission_id=int(row["submission_id"]), kind=row["kind"], status=row["status"],
+        value=row["value"], model=row["model"], detail=json.loads(row["detail"]), at=row["at"],
+    )  # fmt: skip

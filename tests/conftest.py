@@ -35,7 +35,7 @@ _LONG_UNITS = [
     "tests/pau_mcp/harness/test_agents.py",
     "tests/pau_mcp/harness/test_task_mode.py",
     "tests/pau_mcp/harness/test_observer.py",
-    "tests/pau_mcp/harness/test_report_every_score.py",
+    "tests/pau_mcp/reports/test_report_every_score.py",
     "tests/pau_mcp/manifests/test_packaged_suites.py",
     "tests/pau_mcp/server/test_tokens.py",
     "tests/pau_mcp/creation/test_sources.py",

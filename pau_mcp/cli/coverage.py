@@ -46,16 +46,16 @@ def coverage(names: tuple[str, ...], force: bool, **values: object) -> None:
         calls: dict[tuple[str, str], list[str]] = {}
         for call in store.calls(run_id):
             # The agent's own calls: a counterexample (feedback) was run by the scorer, not by the agent.
-            if call["counted"] and call["status"] != "counterexample":
-                calls.setdefault((call["session_key"], call["method_id"]), []).append(call["arguments"])
+            if call.counted and call.status != "counterexample":
+                calls.setdefault((call.session_key, call.method_id), []).append(call.arguments)
         episodes = store.episodes(run_id)
         if not episodes:
             err.print(f"[yellow]note:[/yellow] run {name} has no episodes (coverage is measured per episode)")
         for episode in episodes:
-            if episode["state"] not in ("done", "failed") or (episode["coverage"] and not force):
+            if episode.state not in ("done", "failed") or (episode.coverage and not force):
                 continue
-            inputs = calls.get((episode["session_key"], episode["method_id"]), [])
-            plan.append((name, run_id, episode["method_id"], inputs))
+            inputs = calls.get((episode.session_key or "", episode.method_id), [])
+            plan.append((name, run_id, episode.method_id, inputs))
     manifests = manifest_store(settings)
     # Tracing is an option of the in-process sandbox, not of worker processes.
     sandbox = make_sandbox(settings, progress=step_printer()) if plan else None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -24,8 +23,8 @@ __all__ = [
 
 _EVAL_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
-    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "model_capabilities",
-    "temperature", "max_tokens", "reasoning_effort", "protocol", "mcp_era", "examples",
+    "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "max_output_kb", "max_argument_kb", "cache_dir",
+    "workers", "model_capabilities", "temperature", "max_tokens", "reasoning_effort", "protocol", "mcp_era", "examples",
 )  # fmt: skip
 
 
@@ -264,11 +263,13 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
     Raises:
         click.ClickException: the run cannot start or continue (the message says why).
     """
-    from ..harness.runner import EvalError, run_eval
+    from ..assembly import run_scorer
+    from ..harness.runner import run_eval
+    from ..harness.tasks import run_tasks
     from ..llm import LLMNotConfigured
     from ..prompts import PromptsError
     from ..protocol import load_protocol
-    from ..scoring import Scorer
+    from ..runs import RunError
 
     try:
         protocol = load_protocol(config.protocol, settings.data_dir)
@@ -276,15 +277,24 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
         raise click.ClickException(str(exc)) from None
     if no_cache:
         config = replace(config, cache=False)  # the agent's model too, not only the scorer's
-    scorer = sandbox = None
-    if cluster is None:
+    scorer = sandbox = source = None
+    if cluster is not None and config.mode == "tasks":
+        raise click.ClickException("task mode runs its episodes here: leave out --ray")
+    if cluster is not None:
+        from ..distributed.evaluation import RayEpisodes
+
+        try:
+            source = RayEpisodes(cluster, settings, config)
+        except RunError as exc:
+            raise click.ClickException(str(exc)) from None
+    else:
         # Scoring runs in sandbox worker processes: the harness's one event loop is what limits a run's
         # throughput, and sandbox work in its own process competed with it (docs/benchmarks.md).
         sandbox = make_sandbox(settings, progress=step_printer(), processes=config.score)
-        scorer = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox, protocol=protocol)
-        if scorer.llm is not None:  # a judge sampling (the reference protocol's) replays only within this run
-            scorer.llm.sample_scope = config.run
-            scorer.llm.share_samples = config.share_samples
+        scorer = run_scorer(
+            settings, sandbox, run=config.run, share_samples=config.share_samples, use_cache=not no_cache,
+            protocol=protocol,
+        )  # fmt: skip
     if note and config.score and len(config.kinds) < 3 and config.mode != "tasks":
         err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
@@ -292,7 +302,9 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
 
         async def main():  # type: ignore[no-untyped-def]
             try:
-                return await run_eval(settings, config, scorer, show, cluster=cluster)
+                if config.mode == "tasks":
+                    return await run_tasks(settings, config, scorer, show)
+                return await run_eval(settings, config, scorer, show, source=source)
             finally:
                 if scorer is not None:
                     await scorer.aclose()
@@ -301,7 +313,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
 
         try:
             progress = eventloop.run(main)
-        except (EvalError, LLMNotConfigured) as exc:
+        except (RunError, LLMNotConfigured) as exc:
             raise click.ClickException(str(exc)) from None
     return progress
 
@@ -371,7 +383,7 @@ def _mean(kind: str, stats) -> str:  # type: ignore[no-untyped-def]
 
 def _reported(settings, run: str):  # type: ignore[no-untyped-def]
     """The report's summary of one run (``RunSummary``), or None when the store cannot give it."""
-    from ..harness.report import ReportError, build_report, load_runs
+    from ..reports import ReportError, build_report, load_runs
     from ..runstore import RunStore, StoreError
 
     try:
@@ -428,7 +440,6 @@ def demo(method_id: str, **values: object) -> None:
 
 async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-def]
     from mcp.client.client import Client
-    from mcp.client.stdio import StdioServerParameters
     from mcp.shared.exceptions import MCPError
 
     from ..config import SettingsError
@@ -438,6 +449,7 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
     from ..manifests import ManifestError, tool_name
     from ..runstore import RunStore, StoreError
     from ..scoring import Scorer
+    from ..server.launch import stdio_server
 
     console = Console()
     try:
@@ -449,50 +461,36 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
     say = step_printer()
     say("preparing the sandbox (built once, 1 to 2 minutes on first use, then cached)")
     scorer = Scorer.from_settings(settings, progress=say)
-    args = [
-        "-m",
-        "pau_mcp",
-        "serve",
-        "--methods",
-        method.id,
-        "--run",
-        "demo",
-        "--budget",
-        str(settings.budget),
-    ]
-    for directory in settings.manifests:
-        args += ["--manifests", str(directory)]
     say(f"starting `pau-mcp serve --methods {method.id}` and connecting with the MCP client over stdio")
-    params = StdioServerParameters(
-        command=sys.executable, args=args, cwd=str(Path(__file__).resolve().parents[2]),
-        # The store by environment, like the key: a PostgreSQL URL may hold a password, and argv is public.
-        env={**os.environ, "PAU_MCP_TOOL_KEY": key, "PAU_MCP_DB": str(settings.db_path)},
-    )  # fmt: skip
-    try:
-        async with Client(params, mode=client_mode(settings.mcp_era), cache=None) as client:
-            env = await Environment.open(client.session, tool_name(key, method.id))
-            server = client.server_info.name if client.server_info else "pau-mcp"
-            console.print(
-                f"\n[bold]{server}[/bold] ({client.protocol_version}) offers [bold]{env.tool.name}[/bold]: {env.header}"
-            )
-            for line in env.examples:
-                console.print(f"  known: {line}")
-            result = await ProbeAgent().run(env, "interactive", settings.budget)
-            console.print(f"\n[bold]Probe explorer[/bold] ({env.queries} queries):")
-            for observation in env.observations:
-                console.print(f"  {observation.text.splitlines()[0]}")
-            submitted = await env.submit(result.description, result.code)
-            console.print(f"\n[bold]submit[/bold] (memorising baseline code): {submitted.text}")
-    except Exception as caught:  # noqa: BLE001 - sorted just below
-        exc = caught
-        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the MCP client's task groups
-            exc = exc.exceptions[0]
-        if not isinstance(exc, (MCPError, OSError)):
-            raise
-        await scorer.aclose()
-        raise click.ClickException(
-            f"the demo's server stopped before the demo ended ({exc}); its own error is printed above"
-        ) from None
+    # The server gets this command's whole settings (its store, key, budget, limits and caches) in a private file.
+    served = settings.model_copy(update={"tool_key": key, "db": settings.db_path})
+    with stdio_server(served, ["--methods", method.id, "--run", "demo"]) as params:
+        try:
+            async with Client(params, mode=client_mode(settings.mcp_era), cache=None) as client:
+                env = await Environment.open(client.session, tool_name(key, method.id))
+                server = client.server_info.name if client.server_info else "pau-mcp"
+                console.print(
+                    f"\n[bold]{server}[/bold] ({client.protocol_version}) offers [bold]{env.tool.name}[/bold]: "
+                    f"{env.header}"
+                )
+                for line in env.examples:
+                    console.print(f"  known: {line}")
+                result = await ProbeAgent().run(env, "interactive", settings.budget)
+                console.print(f"\n[bold]Probe explorer[/bold] ({env.queries} queries):")
+                for observation in env.observations:
+                    console.print(f"  {observation.text.splitlines()[0]}")
+                submitted = await env.submit(result.description, result.code)
+                console.print(f"\n[bold]submit[/bold] (memorising baseline code): {submitted.text}")
+        except Exception as caught:  # noqa: BLE001 - sorted just below
+            exc = caught
+            while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the MCP client's task groups
+                exc = exc.exceptions[0]
+            if not isinstance(exc, (MCPError, OSError)):
+                raise
+            await scorer.aclose()
+            raise click.ClickException(
+                f"the demo's server stopped before the demo ended ({exc}); its own error is printed above"
+            ) from None
     scored = await scorer.score(method.id, code=result.code, kinds=("direct",))
     await scorer.aclose()
     direct = scored.direct

@@ -15,7 +15,7 @@ from ..runstore import RunStore, StoreError
 from .common import bar, err, manifest_store, run_store, settings_from, show_llm_notices, step_printer
 
 if TYPE_CHECKING:
-    from pau_mcp.harness.report import RunData
+    from pau_mcp.reports.data import RunData
 
 __all__ = ["report"]
 
@@ -85,8 +85,9 @@ def report(
     Prints tables to the terminal; --markdown, --csv, --csv-methods, --plots and --html write files too.
     """
     # Imported here: numpy (and matplotlib, below) take a moment to load and no other command needs them.
-    from pau_mcp.harness.render import method_rows, print_report, run_rows, to_html, to_markdown, write_csv
-    from pau_mcp.harness.report import ReportError, build_report, load_runs
+    from pau_mcp.reports.build import build_report
+    from pau_mcp.reports.data import ReportError, load_runs
+    from pau_mcp.reports.render import method_rows, print_report, run_rows, to_html, to_markdown, write_csv
 
     settings = settings_from(values)
     show_llm_notices()
@@ -112,7 +113,7 @@ def report(
     print_report(result, console if console.is_terminal or os.environ.get("COLUMNS") else Console(width=200))
     plots = []
     if plots_dir or html_path:
-        from pau_mcp.harness.plots import render_plots, write_plots
+        from pau_mcp.reports.plots import render_plots, write_plots
 
         plots = render_plots(result)
     if markdown_path:
@@ -132,8 +133,8 @@ def report(
 
 def _profiles(settings: Settings, runs: Sequence[RunData], asked: Sequence[str]) -> list:  # type: ignore[type-arg]
     """The profiles of the suites asked for and of the runs' suites that are installed (in that order)."""
-    from pau_mcp.harness.analyses import suite_profile
     from pau_mcp.manifests import ManifestError
+    from pau_mcp.reports.analyses import suite_profile
 
     manifests = manifest_store(settings)
     known = set(manifests.names())
@@ -178,8 +179,8 @@ def _store(settings: Settings) -> RunStore:
 def _classify(
     settings: Settings, store: RunStore, runs: Sequence[RunData], unscored_as_one: bool, no_cache: bool
 ) -> dict[str, dict[str, str]]:
-    from pau_mcp.harness.failures import classify_cases, failure_cases
     from pau_mcp.llm import LLMClient, LLMError
+    from pau_mcp.reports.failures import classify_cases, failure_cases
     from pau_mcp.scoring import Scorer
 
     if not settings.judge_model:

@@ -173,10 +173,18 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     with kill -9) and running the same command again finishes the run: no episode is lost or done twice. With --ray,
     Ray workers run the episodes (each with its own sandbox and critic) and this process alone writes the store.
     """
-    from ..llm import LLMClient, LLMError
+    from ..assembly import rollout_parts
+    from ..llm import LLMError
     from ..manifests import ManifestError
-    from ..rl import EnvConfig, RewardConfig, Runtime, critic_for
-    from ..rl.rollout import RolloutConfig, RolloutError, finished_returns, run_rollout, write_trajectories
+    from ..rl import EnvConfig, RewardConfig
+    from ..rl.rollout import (
+        LocalRollouts,
+        RolloutConfig,
+        RolloutError,
+        finished_returns,
+        run_rollout,
+        write_trajectories,
+    )
 
     settings = settings_from(values)
     show_llm_notices()
@@ -229,47 +237,36 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         env=env_config, answer_aware=answer_aware, temperature=temperature, max_tokens=max_tokens,
         concurrency=concurrency, retry_failed=retry_failed, share_samples=share_samples, examples=settings.examples,
     )  # fmt: skip
-    llm = LLMClient.from_settings(settings, use_cache=not no_cache, sample_scope=run, share_samples=share_samples)
+    # The parts of a local rollout; their sandbox is made on first use, so a rollout on Ray makes none.
+    parts = rollout_parts(settings, config, use_cache=not no_cache)
     try:
-        llm.check(model)
-        llm.check(critic_model)
+        parts.llm.check(model)
+        parts.llm.check(critic_model)
         if critic_identity["coder_model"]:
-            llm.check(critic_identity["coder_model"])
+            parts.llm.check(critic_identity["coder_model"])
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None
     cluster = connect_cluster(ray_address, ray_workers)
-    runtime = critic = None
     if cluster is None:
-        runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
-        # The critic runs on the runtime's event loop and the policy on this one: an SDK client belongs to the loop
-        # that made it, so each gets a client of its own, closed on its own loop (one shared client was made again
-        # at every switch of loop and left unclosed: aiohttp's "Unclosed client session" warnings).
-        critic_llm = LLMClient.from_settings(
-            settings, use_cache=not no_cache, sample_scope=run, share_samples=share_samples
-        )
-        critic = critic_for(
-            critic_llm, critic_model, critic_mode, coder_model=critic_identity["coder_model"], sandbox=runtime.sandbox
-        )
+        source: Any = LocalRollouts(config, parts.llm, parts.critic, parts.runtime)
+    else:
+        from ..distributed.rollouts import RayRollouts
+
+        source = RayRollouts(cluster, settings, config, use_cache=not no_cache)
     store = run_store(settings)
     with run_bar(run, on_ray=cluster is not None) as show:
 
         async def main():  # type: ignore[no-untyped-def]
             try:
-                return await run_rollout(
-                    store, methods, config, llm, critic, runtime, show, cluster=cluster, settings=settings
-                )
+                return await run_rollout(store, methods, config, source, show)
             finally:
-                await llm.aclose()
+                await parts.aclose()
 
         try:
             progress = eventloop.run(main)
         except (RolloutError, LLMError) as exc:
             raise click.ClickException(str(exc)) from None
         finally:
-            if runtime is not None:
-                if critic is not None:
-                    runtime.run(critic.aclose())
-                runtime.close()
             if cluster is not None:
                 cluster.close()
     target = out_dir or settings.data_dir / "rl" / run

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import sys
 import unicodedata
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.cells import cell_len
@@ -16,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..config import options
-from ..runstore import StoreError
+from ..runstore import CallRow, EpisodeRow, StoreError, SubmissionRow
 from .common import run_store, settings_from
 
 __all__ = ["runs"]
@@ -81,17 +83,17 @@ def list_(as_json: bool, **values: object) -> None:
     rows = store.runs()
     if as_json:
         for row in rows:
-            click.echo(json.dumps(row))
+            click.echo(json.dumps({k: v for k, v in asdict(row).items() if k != "config"}))
         return
     table = Table("run", "kind", "created", "sessions", "calls", "submissions")
     for row in rows:
         table.add_row(
-            escape(_literal(row["name"])),  # a client may name a run (?run=)
-            row["kind"],
-            row["created_at"],
-            str(row["sessions"]),
-            str(row["calls"]),
-            str(row["submissions"]),
+            escape(_literal(row.name)),  # a client may name a run (?run=)
+            row.kind,
+            row.created_at,
+            str(row.sessions),
+            str(row.calls),
+            str(row.submissions),
         )
     _print_uncut(table, "run")
 
@@ -109,28 +111,29 @@ def show(name: str, as_json: bool, **values: object) -> None:
         raise click.ClickException(str(exc)) from None
     calls, submissions = store.calls(run_id), store.submissions(run_id)
     if as_json:
-        click.echo(json.dumps({"calls": calls, "submissions": submissions}, default=str, indent=2))
+        shown = {"calls": [_stored(c) for c in calls], "submissions": [_stored(s) for s in submissions]}
+        click.echo(json.dumps(shown, default=str, indent=2))
         return
     console = Console()
     # One table per session under its key in full (a key is what a user copies, and an evaluation's keys are
     # longer than a terminal's share of a column), in the order the sessions first called.
-    by_session: dict[str, list[dict]] = {}
+    by_session: dict[str, list[CallRow]] = {}
     for c in calls:
-        by_session.setdefault(str(c["session_key"]), []).append(c)
+        by_session.setdefault(c.session_key, []).append(c)
     for key, session_calls in by_session.items():
         console.print(f"session {escape(_literal(key))} ({len(session_calls)} calls)", soft_wrap=True, highlight=False)
         table = Table("method", "arguments", "status", "result", "counted")
         for c in session_calls:
-            ok = c["status"] in ("ok", "counterexample")
-            result = c["value"] if ok else f"{c['error_type'] or ''}: {c['error_message'] or ''}"
-            cells = [c["method_id"], c["arguments"], c["status"], (result or "")[:60]]
-            table.add_row(*(escape(_literal(cell)) for cell in cells), "yes" if c["counted"] else "no")
+            ok = c.status in ("ok", "counterexample")
+            result = c.value if ok else f"{c.error_type or ''}: {c.error_message or ''}"
+            cells = [c.method_id, c.arguments, c.status, (result or "")[:60]]
+            table.add_row(*(escape(_literal(cell)) for cell in cells), "yes" if c.counted else "no")
         _print_uncut(table, "method")
     for s in submissions:
         # click.echo interprets no markup: only control characters need showing as escapes.
         click.echo(
-            f"\nsubmission {s['id']} for {s['method_id']} (session {_literal(s['session_key'])}):\n"
-            f"  {_literal(s['description'], keep_lines=True)}"
+            f"\nsubmission {s.id} for {s.method_id} (session {_literal(s.session_key)}):\n"
+            f"  {_literal(s.description, keep_lines=True)}"
         )
 
 
@@ -148,7 +151,9 @@ def export(name: str, output: Path | None, episodes: bool, **values: object) -> 
         run_id = store.run_id(name)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
-    records = store.episodes(run_id, with_trajectories=True) if episodes else store.predictions(run_id)
+    records = (
+        (_stored(e) for e in store.episodes(run_id, with_trajectories=True)) if episodes else store.predictions(run_id)
+    )
     handle = output.open("w", encoding="utf-8") if output else sys.stdout
     count = 0
     for record in records:
@@ -157,3 +162,14 @@ def export(name: str, output: Path | None, episodes: bool, **values: object) -> 
     if output:
         handle.close()
         click.echo(f"wrote {count} {'episodes' if episodes else 'predictions'} to {output}", err=True)
+
+
+def _stored(row: CallRow | SubmissionRow | EpisodeRow) -> dict[str, Any]:
+    """A row as the store holds it, for JSON: flags as 0 and 1, a call's outcome as its JSON text."""
+    stored = asdict(row)
+    for flag in ("counted", "feedback", "concluded"):
+        if isinstance(stored.get(flag), bool):
+            stored[flag] = int(stored[flag])
+    if isinstance(row, CallRow) and row.outcome is not None:
+        stored["outcome"] = json.dumps(row.outcome)
+    return stored

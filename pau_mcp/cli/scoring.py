@@ -22,7 +22,7 @@ from ..llm import LLMError, LLMNotConfigured
 from ..manifests import ManifestError, call_arguments, call_text
 from ..prompts import PromptsError
 from ..protocol import load_protocol, protocol_of, reference_example
-from ..runstore import CallRecord, RunStore, StoreError, shown_outcome
+from ..runstore import CallRecord, CallRow, RunStore, StoreError, shown_outcome
 from ..scoring.records import record_scores
 from .common import bar, err, make_sandbox, manifest_store, run_store, settings_from, show_llm_notices, step_printer
 
@@ -166,10 +166,10 @@ def _import_file(
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     name = run_name or f"file-{path.stem}-{digest[:8]}"
-    existing = [r for r in store.runs() if r["name"] == name]
-    if existing and existing[0]["submissions"]:
+    existing = _recorded(store, name)
+    if existing is not None:
         err.print(f"[dim]{path} is already recorded as run {name}; scoring its submissions again[/dim]")
-        return name, int(existing[0]["id"])
+        return name, existing
     lines: list[tuple[int, _PredictionLine]] = []
     for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
         if not line.strip():
@@ -220,9 +220,9 @@ def _gold_run(
     """A run with one submission per method of the suites, its description the gold one (its code writer gets the
     initial examples when it records ``with_examples``, as the reference's does)."""
     name = run_name or f"gold-{'-'.join(suites)}"
-    existing = [r for r in store.runs() if r["name"] == name]
-    if existing and existing[0]["submissions"]:
-        return name, int(existing[0]["id"])
+    existing = _recorded(store, name)
+    if existing is not None:
+        return name, existing
     try:
         methods = list(manifest_store(settings).methods(suites))
     except ManifestError as exc:
@@ -258,36 +258,43 @@ def _initial_examples(manifests: Any, method_id: str, reference: bool = False) -
     return found
 
 
+def _recorded(store: RunStore, name: str) -> int | None:
+    """The id of a run recorded before under ``name`` with submissions to score again, or None."""
+    run_id = store.find_run(name)
+    run = store.run(run_id) if run_id is not None else None
+    return run.id if run is not None and run.submissions else None
+
+
 def _items(store: RunStore, run_id: int, kind: str, manifests: Any, reference: bool = False) -> list[_Item]:
     """Every submission of a run with the examples its code writer gets: those the run gave it (stored with the
     episode), else the session's counted calls (after the method's initial examples, for an evaluation run, as
     its episodes saw them), each imported example exactly as its file held it; for a gold run, the method's
     initial examples."""
-    episodes = {int(e["submission_id"]): e for e in store.episodes(run_id) if e["submission_id"] is not None}
-    calls: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    episodes = {e.submission_id: e for e in store.episodes(run_id) if e.submission_id is not None}
+    calls: dict[tuple[int, str], list[CallRow]] = {}
     for call in store.calls(run_id):
-        if call["counted"]:
-            calls.setdefault((call["session_id"], call["method_id"]), []).append(call)
+        if call.counted:
+            calls.setdefault((call.session_id, call.method_id), []).append(call)
     items = []
     for submission in store.submissions(run_id, answers_only=True):  # not an attempt a kill cut short
-        episode = episodes.get(int(submission["id"]))
-        if episode is not None and episode.get("examples") is not None:
-            examples = [tuple(str(part) for part in e) for e in episode["examples"]]
+        episode = episodes.get(submission.id)
+        if episode is not None and episode.examples is not None:
+            examples = [tuple(str(part) for part in e) for e in episode.examples]
         else:
             examples = []
-            for call in calls.get((submission["session_id"], submission["method_id"]), []):
-                imported = (json.loads(call["outcome"]) if call["outcome"] else {}).get("imported")
-                examples.append(tuple(imported) if imported else (call["arguments"], shown_outcome(call)))
+            for call in calls.get((submission.session_id, submission.method_id), []):
+                imported = (call.outcome or {}).get("imported")
+                examples.append(tuple(imported) if imported else (call.arguments, shown_outcome(call)))
             if kind in ("eval", "gold"):
-                examples = _initial_examples(manifests, submission["method_id"], reference) + examples
+                examples = _initial_examples(manifests, submission.method_id, reference) + examples
         items.append(
             _Item(
-                submission_id=int(submission["id"]),
-                method_id=submission["method_id"],
-                description=submission["description"] or "",
-                code=submission["code"],
+                submission_id=submission.id,
+                method_id=submission.method_id,
+                description=submission.description or "",
+                code=submission.code,
                 examples=examples,
-                initial=_initial_examples(manifests, submission["method_id"], reference),
+                initial=_initial_examples(manifests, submission.method_id, reference),
             )
         )
     return items
@@ -485,8 +492,9 @@ def score(
         name, run_id = _gold_run(store, settings, suites, run_name, with_examples)
     else:
         raise click.UsageError("give FILE_OR_RUN (a predictions file or a run name), or --gold --suite NAME")
-    kind = next((str(r["kind"]) for r in store.runs() if r["id"] == run_id), "")
-    if store.run_config(run_id).get("mode") == "tasks":
+    recorded = store.run(run_id)
+    kind = recorded.kind if recorded is not None else ""
+    if recorded is not None and recorded.config.get("mode") == "tasks":
         raise click.UsageError(
             f"run {name} is a task run: its answers were checked when it ran; see `pau-mcp report {name}`"
         )

@@ -8,6 +8,7 @@ import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -136,12 +137,26 @@ def _logging(settings) -> None:  # type: ignore[no-untyped-def]
 @click.option(
     "--exit-with-stdin", is_flag=True, hidden=True, help="Over HTTP, stop when stdin closes (a parent's pipe)."
 )
+@click.option(
+    "--launched",
+    is_flag=True,
+    hidden=True,
+    help='Started by a parent process (pau_mcp.server.launch): over HTTP, write {"ready": URL} on stdout once '
+    "listening, and stop when stdin closes.",
+)
+@click.option(
+    "--settings-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    hidden=True,
+    help="Take every setting from this JSON file (Settings.to_json, written by a parent process) instead of flags and "
+    "PAU_* variables.",
+)
 @docs_option
 @_selection
 @options(*_SERVE_SETTINGS, *_CREDENTIAL_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
-          exit_with_stdin: bool, docs: str, suites: tuple[str, ...], methods: tuple[str, ...],
-          **values: object) -> None:  # fmt: skip
+          exit_with_stdin: bool, launched: bool, settings_file: Path | None, docs: str, suites: tuple[str, ...],
+          methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default).
 
     With --docs RUN the tools are documented by the descriptions an explorer wrote in that run (`pau-mcp eval`), so
@@ -149,7 +164,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
     """
     from ..server import TransportError, check_exposure, message_limit, run_stdio, serve_http
 
-    settings = settings_from(values)
+    settings = _settings(values, settings_file)
     if transport == "http":
         try:  # before the run store, the suites and the sandbox workers: nothing to undo
             check_exposure(host, settings.token)
@@ -173,7 +188,12 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
         if transport == "stdio":
             eventloop.run(run_stdio, built.server, message_limit(settings.max_argument_kb * 1024))
         else:
-            serve_http(http_service(built), exit_with_stdin=exit_with_stdin)
+            service = http_service(built)
+            if launched:  # listening already: connections made from now wait in the backlog
+                from ..server.launch import ready_line
+
+                print(ready_line(service.url), flush=True)
+            serve_http(service, exit_with_stdin=exit_with_stdin or launched)
     except TransportError as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:
@@ -261,10 +281,22 @@ def build_served(args: Sequence[str] = (), sandboxes: SandboxMaker | None = None
     with serve.make_context("serve", list(args)) as ctx:
         params = dict(ctx.params)
     return _build(
-        settings_from(params), params["transport"], params["host"], params["port"], params["stateless"],
+        _settings(params, params["settings_file"]), params["transport"], params["host"], params["port"], params["stateless"],
         params["run_name"], params["feedback"], params["page_size"], params["suites"], params["methods"],
         sandboxes=sandboxes, docs=params["docs"],
     )  # fmt: skip
+
+
+def _settings(values: dict[str, Any], settings_file: Path | None) -> Settings:
+    """The command's settings: from ``--settings-file`` when a parent process wrote one, else from its options."""
+    if settings_file is None:
+        return settings_from(values)
+    from ..userfiles import UnreadableFile, read_text
+
+    try:
+        return Settings.from_json(read_text(settings_file, limit=1024 * 1024))
+    except (UnreadableFile, SettingsError) as exc:
+        raise click.UsageError(f"--settings-file: {exc}") from None
 
 
 def _build(
@@ -343,8 +375,8 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
 
     The call is recorded in the run store under the run "cli". Exits 1 when the call was refused.
     """
+    from ..contract import REFUSED
     from ..server import Credential, create_service
-    from ..server.catalog import REFUSED
 
     settings = settings_from(values)
     try:

@@ -41,7 +41,8 @@ def issue(
     A server with the same key accepts it as `Authorization: Bearer TOKEN`, like its --token; every request
     carrying it spends the label's budget, whatever MCP session or connection carries it.
     """
-    from ..server import TokenSigner, label_problem
+    from ..contract import label_problem
+    from ..server import TokenSigner
 
     settings = settings_from(values)
     for what, value in (("label", label), ("run", run_name)):

@@ -1,10 +1,12 @@
-"""Evaluation episodes on Ray workers: the same episode code as a local run, against each worker's own server.
+"""Evaluation episodes on Ray workers (``RayEpisodes``, an episode source of the run driver): the same episode code
+as a local run, against each worker's own server.
 
 A worker (``EvalWorker``, one Ray actor) unpacks the driver's shipment into a temporary directory, starts
 ``pau-mcp serve --transport http`` there over a run store of its own, and plays episodes with the same
 ``EpisodeHost`` a local run uses. After each episode it reads the session its server recorded (calls,
 submission) and the scores back from its store and returns them with the ending; the driver imports them
-into the run's store in one transaction, exactly once per attempt (``RunStore.import_episode``).
+into the run's store in one transaction, exactly once per attempt (``RunStore.import_episode``). The command
+chooses this source (``--ray``) and hands it to ``pau_mcp.harness.run_eval``; the harness never imports Ray.
 """
 
 from __future__ import annotations
@@ -14,23 +16,24 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import httpx2
 
-from ..harness.runner import EpisodeHost, EpisodeRecord, EvalConfig, EvalError, Play, RunProgress, agent_llm
-from ..llm import LLMClient
+from ..assembly import run_scorer
+from ..config import Settings, SettingsError
+from ..harness.runner import EpisodeHost, EpisodeRecord, EvalConfig, EvalError, Play, agent_llm
 from ..manifests import ManifestStore, Method, tool_name
 from ..runstore import RunStore
-from ..sandboxing import make_sandbox, sandbox_limits
+from ..sandboxing import make_sandbox
 from .cluster import Cluster, ClusterError
 from .pool import WorkerLost, WorkerPool
 from .shipping import Shipment, pack, worker_key
 
-__all__ = ["eval_shipment", "EvalSetup", "EvalWorker", "ray_episodes"]
+__all__ = ["EvalSetup", "EvalWorker", "RayEpisodes", "eval_shipment"]
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,6 @@ class EvalWorker:
         Raises:
             EvalError: the server did not start (its error output says why).
         """
-        from ..scoring import Scorer
-
         setup = self._setup
         # A local run's --server does not apply: each worker serves its own episodes.
         config = replace(setup.config, server=None)
@@ -71,12 +72,9 @@ class EvalWorker:
         env = setup.shipment.env
         self._methods = ManifestStore(settings.manifests)
         self._sandbox = make_sandbox(settings, processes=config.score)
-        scorer = Scorer(
-            self._methods, self._sandbox, LLMClient.from_settings(
-                settings, use_cache=setup.shipment.use_cache, env=env, sample_scope=config.run,
-                share_samples=config.share_samples,
-            ),
-            judge_model=settings.judge_model, coder_model=settings.coder_model, limits=sandbox_limits(settings),
+        scorer = run_scorer(
+            settings, self._sandbox, run=config.run, share_samples=config.share_samples,
+            use_cache=setup.shipment.use_cache, env=env,
         )  # fmt: skip
         store = RunStore(settings.db_path)
         llm = agent_llm(settings, replace(config, cache=config.cache and setup.shipment.use_cache), env=env)
@@ -125,7 +123,7 @@ class EvalWorker:
             shutil.rmtree(self._directory, ignore_errors=True)
 
 
-def eval_shipment(settings: Any, config: EvalConfig, deployment_key: str) -> Shipment:
+def eval_shipment(settings: Settings, config: EvalConfig, deployment_key: str) -> Shipment:
     """What an evaluation worker gets: the run's settings and suite, the variables of the providers it calls (the
     agent's, and the judge's and code writer's when it scores with them), and a key of its own for its server's
     tool names, derived from the deployment key, which it never gets (that key signs the deployment's session
@@ -140,34 +138,64 @@ def eval_shipment(settings: Any, config: EvalConfig, deployment_key: str) -> Shi
         settings.judge_model if "judge" in scores else None,
         settings.coder_model if "codematch" in scores else None,
     )
-    return pack(settings, (config.suite,), key=worker_key(deployment_key, config.run), models=models)
-
-
-@contextlib.asynccontextmanager
-async def ray_episodes(
-    cluster: Cluster, settings: Any, config: EvalConfig, deployment_key: str, progress: RunProgress
-) -> AsyncIterator[Play]:
-    """Episodes played by Ray workers, for ``run_eval``; ``progress`` counts the workers and the re-runs.
-
-    Raises:
-        EvalError: the workers cannot start or are all lost.
-    """
-    try:
-        shipment = eval_shipment(settings, config, deployment_key)
-    except ValueError as exc:
-        raise EvalError(str(exc)) from None
-    pool = WorkerPool(
-        cluster, EvalWorker, EvalSetup(config, shipment), concurrency=config.concurrency, name="evaluation worker"
+    return pack(
+        settings, (config.suite,), key=worker_key(deployment_key, config.run), models=models, use_cache=config.cache
     )
 
-    async def play(method: Method, tool: str, attempt: int) -> EpisodeRecord:
-        try:
-            record: EpisodeRecord = await pool.call(method.id, tool_name(shipment.key, method.id), attempt)
-        except ClusterError as exc:
-            raise EvalError(str(exc)) from None
-        finally:
-            progress.workers, progress.rerun = pool.played, pool.rerun
-        return record
 
-    async with pool:
-        yield play
+class RayEpisodes:
+    """Evaluation episodes played by the workers of a Ray cluster: an episode source for ``run_eval``.
+
+    Args:
+        cluster: The connected cluster.
+        settings: The driver's settings (shipped to the workers: ``eval_shipment``).
+        config: The run.
+
+    Raises:
+        EvalError: the run names a running server (``--server``): each worker starts its own.
+    """
+
+    def __init__(self, cluster: Cluster, settings: Settings, config: EvalConfig) -> None:
+        if config.server:
+            raise EvalError("--server and --ray do not mix: each Ray worker starts its own server; drop one of them")
+        self._cluster = cluster
+        self._settings = settings
+        self._config = config
+        self._pool: WorkerPool | None = None
+
+    @property
+    def workers(self) -> int:
+        """Workers that played at least one episode."""
+        return self._pool.played if self._pool is not None else 0
+
+    @property
+    def rerun(self) -> int:
+        """Episodes played again after their worker was lost."""
+        return self._pool.rerun if self._pool is not None else 0
+
+    @contextlib.asynccontextmanager
+    async def episodes(self, todo: Sequence[Method]) -> AsyncIterator[Play]:
+        """Start the workers; yields the play function. They stop when the context ends.
+
+        Raises:
+            EvalError: the workers cannot start, or are all lost (from the play function).
+        """
+        try:
+            shipment = eval_shipment(self._settings, self._config, self._settings.deployment_key())
+        except (ValueError, SettingsError) as exc:
+            raise EvalError(str(exc)) from None
+        pool = WorkerPool(
+            self._cluster, EvalWorker, EvalSetup(self._config, shipment), concurrency=self._config.concurrency,
+            name="evaluation worker",
+        )  # fmt: skip
+
+        async def play(method: Method, attempt: int) -> EpisodeRecord:
+            try:
+                record: EpisodeRecord = await pool.call(method.id, tool_name(shipment.key, method.id), attempt)
+            except ClusterError as exc:
+                raise EvalError(str(exc)) from None
+            return record
+
+        self._pool = pool
+        async with pool:
+            yield play

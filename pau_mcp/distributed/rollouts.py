@@ -1,4 +1,5 @@
-"""RL rollout episodes on Ray workers: the same episode code as a local rollout, with each worker's own sandbox.
+"""RL rollout episodes on Ray workers (``RayRollouts``, an episode source of the run driver): the same episode code
+as a local rollout, with each worker's own sandbox.
 
 A worker (``RolloutWorker``, one Ray actor) makes its own LLM client (the driver's provider variables), its
 own sandbox runtime and critic, and plays episodes with ``play_rollout``; the driver records each ending
@@ -13,21 +14,20 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from ..llm import LLMClient
+from ..assembly import RolloutParts, rollout_parts
+from ..config import Settings
 from ..manifests import Method
-from ..rl.rollout import PlayRollout, RolloutConfig, RolloutError, RolloutProgress, RolloutRecord, play_rollout
-from ..sandboxing import make_sandbox
+from ..rl.rollout import PlayRollout, RolloutConfig, RolloutError, RolloutRecord, play_rollout
 from .cluster import Cluster, ClusterError
+from .pool import WorkerPool
 from .shipping import Shipment, pack
 
-__all__ = ["RolloutSetup", "RolloutWorker", "ray_rollouts", "rollout_shipment"]
+__all__ = ["RayRollouts", "RolloutSetup", "RolloutWorker", "rollout_shipment"]
 
 
 @dataclass(frozen=True)
@@ -48,43 +48,22 @@ class RolloutWorker:
     def __init__(self, setup: RolloutSetup) -> None:
         self._setup = setup
         self._directory: Path | None = None
-        self._llm: LLMClient | None = None
-        self._runtime: Any = None
-        self._critic: Any = None
+        self._parts: RolloutParts | None = None
 
     async def start(self) -> dict[str, Any]:
         """Make the client, the runtime and the critic; returns where the worker runs."""
-        from ..rl import Runtime, critic_for
-
         setup = self._setup
         self._directory = Path(tempfile.mkdtemp(prefix="pau-mcp-worker-"))
         settings = setup.shipment.settings(self._directory)
-        self._llm = LLMClient.from_settings(
-            settings,
-            use_cache=setup.shipment.use_cache,
-            env=setup.shipment.env,
-            sample_scope=setup.config.run,
-            share_samples=setup.config.share_samples,
-        )
-        self._runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
-        critic = setup.config.critic
-        # The critic runs on the runtime's event loop: a client of its own, closed there (an SDK client belongs to
-        # the loop that made it).
-        critic_llm = LLMClient.from_settings(
-            settings, use_cache=setup.shipment.use_cache, env=setup.shipment.env, sample_scope=setup.config.run,
-            share_samples=setup.config.share_samples,
-        )  # fmt: skip
-        self._critic = critic_for(
-            critic_llm, critic["model"], critic["mode"], coder_model=critic.get("coder_model"),
-            sandbox=self._runtime.sandbox,
-        )  # fmt: skip
+        self._parts = rollout_parts(settings, setup.config, use_cache=setup.shipment.use_cache, env=setup.shipment.env)
         return {"host": socket.gethostname(), "pid": os.getpid()}
 
     async def play(self, method: Method, attempt: int) -> RolloutRecord:
         """Play one attempt of an episode; a fatal model error comes back as a ``RolloutError`` in the record."""
-        if self._llm is None:
+        parts = self._parts
+        if parts is None:
             raise RolloutError("the worker was not started")
-        record = await play_rollout(method, attempt, self._setup.config, self._llm, self._critic, self._runtime)
+        record = await play_rollout(method, attempt, self._setup.config, parts.llm, parts.critic, parts.runtime)
         if record.fatal is not None:
             # The SDK's exception types need not survive pickling; their message is what the user needs.
             record = replace(record, fatal=RolloutError(str(record.fatal)))
@@ -92,49 +71,66 @@ class RolloutWorker:
 
     async def stop(self) -> None:
         """Close the client and the runtime, and delete the worker's directory."""
-        if self._llm is not None:
-            await self._llm.aclose()
-        if self._runtime is not None:
-            if self._critic is not None:  # on the runtime's loop, from a thread: this loop must not wait on it
-                await anyio.to_thread.run_sync(self._runtime.run, self._critic.aclose())
-            self._runtime.close()
+        if self._parts is not None:
+            await self._parts.aclose()
         if self._directory is not None:
             shutil.rmtree(self._directory, ignore_errors=True)
 
 
-def rollout_shipment(settings: Any, config: RolloutConfig) -> Shipment:
+def rollout_shipment(settings: Settings, config: RolloutConfig, use_cache: bool = True) -> Shipment:
     """What a rollout worker gets: the run's settings and the variables of the providers it calls (the policy's,
     the critic's, and its code writer's if it has one); no key, as it serves no tools."""
-    return pack(settings, models=(config.model, config.critic.get("model"), config.critic.get("coder_model")))
+    models = (config.model, config.critic.get("model"), config.critic.get("coder_model"))
+    return pack(settings, models=models, use_cache=use_cache)
 
 
-@contextlib.asynccontextmanager
-async def ray_rollouts(
-    cluster: Cluster, settings: Any, config: RolloutConfig, progress: RolloutProgress
-) -> AsyncIterator[PlayRollout]:
-    """Episodes played by Ray workers, for ``run_rollout``; ``progress`` counts the workers and the re-runs.
+class RayRollouts:
+    """Rollout episodes played by the workers of a Ray cluster: an episode source for ``run_rollout``.
 
-    Raises:
-        RolloutError: the workers cannot start or are all lost.
+    Args:
+        cluster: The connected cluster.
+        settings: The driver's settings (shipped to the workers: ``rollout_shipment``).
+        config: The run.
+        use_cache: Let workers use their node's LLM response cache.
     """
-    from .pool import WorkerPool
 
-    if settings is None:
-        raise RolloutError("a rollout on a Ray cluster needs the driver's settings to ship to its workers")
-    pool = WorkerPool(
-        cluster, RolloutWorker, RolloutSetup(config, rollout_shipment(settings, config)),
-        concurrency=config.concurrency,
-        name="rollout worker",
-    )  # fmt: skip
+    def __init__(self, cluster: Cluster, settings: Settings, config: RolloutConfig, use_cache: bool = True) -> None:
+        self._cluster = cluster
+        self._settings = settings
+        self._config = config
+        self._use_cache = use_cache
+        self._pool: WorkerPool | None = None
 
-    async def play(method: Method, attempt: int) -> RolloutRecord:
-        try:
-            record: RolloutRecord = await pool.call(method, attempt)
-        except ClusterError as exc:
-            raise RolloutError(str(exc)) from None
-        finally:
-            progress.workers, progress.rerun = pool.played, pool.rerun
-        return record
+    @property
+    def workers(self) -> int:
+        """Workers that played at least one episode."""
+        return self._pool.played if self._pool is not None else 0
 
-    async with pool:
-        yield play
+    @property
+    def rerun(self) -> int:
+        """Episodes played again after their worker was lost."""
+        return self._pool.rerun if self._pool is not None else 0
+
+    @contextlib.asynccontextmanager
+    async def episodes(self, todo: Sequence[Method]) -> AsyncIterator[PlayRollout]:
+        """Start the workers; yields the play function. They stop when the context ends.
+
+        Raises:
+            RolloutError: the workers cannot start, or are all lost (from the play function).
+        """
+        pool = WorkerPool(
+            self._cluster, RolloutWorker,
+            RolloutSetup(self._config, rollout_shipment(self._settings, self._config, self._use_cache)),
+            concurrency=self._config.concurrency, name="rollout worker",
+        )  # fmt: skip
+
+        async def play(method: Method, attempt: int) -> RolloutRecord:
+            try:
+                record: RolloutRecord = await pool.call(method, attempt)
+            except ClusterError as exc:
+                raise RolloutError(str(exc)) from None
+            return record
+
+        self._pool = pool
+        async with pool:
+            yield play

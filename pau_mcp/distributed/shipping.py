@@ -30,15 +30,19 @@ from typing import Any
 from ..config import Settings, SettingsError
 from ..manifests import ManifestError, ManifestStore, packaged_manifests
 
-__all__ = ["PROVIDER_VARIABLES", "RUN_SETTINGS", "Shipment", "pack", "provider_variables", "worker_key"]
+__all__ = [
+    "NODE_SETTINGS", "PROVIDER_VARIABLES", "RUN_SETTINGS", "Shipment", "pack", "provider_variables", "worker_key",
+]  # fmt: skip
 
-# The settings that decide what a run does, taken from the driver; the rest (where data and caches live) are
-# the node's own.
-RUN_SETTINGS = (
-    "timeout_s", "memory_mb", "max_output_kb", "workers", "budget", "feedback_limit", "judge_model", "coder_model",
-    "temperature", "max_tokens", "reasoning_effort", "llm_timeout_s", "llm_concurrency", "llm_retries", "protocol",
-    "mcp_era",
+#: The settings that are the node's own (where its data and caches live), files the shipment carries as text, and
+#: secrets no worker gets.
+NODE_SETTINGS = (
+    "data_dir", "cache_dir", "db", "manifests", "pricing", "model_capabilities", "log_file", "tool_key", "token",
+    "scorer_token",
 )  # fmt: skip
+#: The settings that decide what a run does: every other one, taken from the driver's settings object whole (its
+#: limits, models, protocol, ...), so a worker's server and scorer run as the driver's would.
+RUN_SETTINGS = tuple(name for name in Settings.model_fields if name not in NODE_SETTINGS)
 
 #: The variables each LLM provider reads (keys, base URLs, API versions): a name ending in ``_`` is a prefix.
 PROVIDER_VARIABLES: dict[str, tuple[str, ...]] = {

@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "AGENTS": "agents",
+    "AGENTS": "runner",
     "AgentResult": "agents",
     "ObserverAgent": "observer",
     "PaperAgent": "agents",

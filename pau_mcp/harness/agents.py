@@ -1,5 +1,5 @@
 """The agents the harness runs: the paper's loop, native tool calling, a non-LLM probe baseline, and the
-self-checking observer (``observer``).
+self-checking observer (``observer``, which builds on these; ``runner.AGENTS`` lists them all).
 
 Every agent works only through its ``Environment`` (MCP tool calls), and
 returns what it concluded; the runner submits and scores it.
@@ -15,16 +15,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..contract import KnownExample, ToolStatus
 from ..grammar import read_input, read_reflection
 from ..llm import Completion, LLMClient, Overrides, ToolCall, Usage
 from ..manifests import call_text
 from ..prompts import PromptSet, load_prompts
-from ..server.catalog import KnownExample
 from .environment import Environment, Observation
 
 __all__ = [
-    "AGENTS", "Agent", "AgentResult", "ObserverAgent", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code",
-    "sample_key", "written_tool_calls",
+    "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code", "sample_key",
+    "written_tool_calls",
 ]  # fmt: skip
 
 
@@ -80,14 +80,14 @@ def _arity_example(params: list[str]) -> str:
 
 
 def _shown(observation: Observation) -> str:
-    s = observation.structured
-    if not observation.counted or not s:
+    result = observation.result
+    if not observation.counted or result is None:
         return f"(not run: {observation.text})"
-    if s["status"] == "ok":
-        return f"returned {s['value']}"
-    if s["status"] == "error":
-        return f"raised {s['error_type']}: {s['error_message']}"
-    return f"stopped ({s['status']}): {s['error_message']}"
+    if result.status == ToolStatus.OK:
+        return f"returned {result.value}"
+    if result.status == ToolStatus.ERROR:
+        return f"raised {result.error_type}: {result.error_message}"
+    return f"stopped ({result.status}): {result.error_message}"
 
 
 # -- the paper's loop -------------------------------------------------------------------------
@@ -570,9 +570,3 @@ def memorising_code(pairs: list[tuple[str, str]], params: list[str], entry: str 
         "        raise _ERRORS.get(value, Exception)('memorised')\n"
         "    return value\n"
     )
-
-
-# The observer builds on the pieces above (its module imports this one), so it joins the list last.
-from .observer import ObserverAgent  # noqa: E402
-
-AGENTS = {"paper": PaperAgent, "tools": ToolsAgent, "probe": ProbeAgent, "observer": ObserverAgent}

@@ -17,7 +17,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from pydantic import ValidationError
 
-from ..server.catalog import FACTS_KEY, RAN, KnownExample, MethodFacts
+from ..contract import FACTS_KEY, RAN, KnownExample, MethodFacts, ToolResult, ToolStatus
 
 __all__ = ["Environment", "Observation", "Step"]
 
@@ -30,6 +30,16 @@ class Observation:
     text: str
     structured: dict[str, Any] | None
     is_error: bool
+
+    @cached_property
+    def result(self) -> ToolResult | None:
+        """The method tool's result as the contract reads it; None when there is none (or another tool's)."""
+        if not self.structured:
+            return None
+        try:
+            return ToolResult.model_validate(self.structured)
+        except ValidationError:
+            return None
 
     @property
     def status(self) -> str:
@@ -178,9 +188,13 @@ class Environment:
         """``(input literal, shown outcome)`` pairs the agent saw: the initial examples, then its own calls."""
         pairs = [(example.input, example.output) for example in self.initial_examples]
         for observation in self.observations:
-            if observation.counted and observation.structured:
-                s = observation.structured
-                shown = s["value"] if s["status"] == "ok" else f"raises {s['error_type']}: {s['error_message']}"
+            result = observation.result
+            if observation.counted and result is not None:
+                shown = (
+                    result.value
+                    if result.status == ToolStatus.OK
+                    else f"raises {result.error_type}: {result.error_message}"
+                )
                 pairs.append((_literal(observation.arguments, self.params), str(shown)))
         return pairs
 

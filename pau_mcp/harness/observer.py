@@ -95,8 +95,8 @@ class ObserverAgent:
                         if observation.status == "over_budget":
                             spent = True
                             break
-                        if observation.counted and observation.structured:
-                            fresh.append(seen_from_result(literal, observation.structured))
+                        if observation.counted and observation.result is not None:
+                            fresh.append(seen_from_result(literal, observation.result))
                     seen += fresh
                 spent = spent or bool(budget and env.queries >= budget)
             disagreements = await self._check(env, code, seen)

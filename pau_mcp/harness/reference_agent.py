@@ -34,6 +34,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contract import ToolStatus
 from ..llm import LLMClient, Overrides
 from ..prompts import PromptSet
 from ..protocol import cut_at_stop, reference_example, reference_reply, results_list
@@ -198,11 +199,11 @@ class ReferenceAgent:
         if args is None:
             return None, _NOT_A_LITERAL, repr(None)
         observation = await env.call({"args": repr(args)})
-        if observation.status == "over_budget":
+        if observation.status == ToolStatus.OVER_BUDGET:
             return None
-        s = observation.structured
-        if observation.is_error or not s:
+        result = observation.result
+        if observation.is_error or result is None:
             return None, observation.text, repr(None)
-        if s["status"] == "ok":
-            return _as_str(s["value"]), None, str(s["value"])
-        return None, s.get("error_message") or s["status"], repr(None)
+        if result.status == ToolStatus.OK:
+            return _as_str(str(result.value)), None, str(result.value)
+        return None, result.error_message or result.status, repr(None)

@@ -1,10 +1,10 @@
 """Evaluation runs: one agent over a suite, one MCP session per method, resumable after any crash.
 
-A run's state lives in the run store: its episodes are planned once, each is
-marked running when it starts and done (or failed, with the error) when it
-ends, so running the same command again after ``kill -9`` finishes the
-unfinished ones and never repeats a finished one. LLM replies are cached, so
-the repeat costs almost nothing.
+``run_eval`` prepares a run (its methods, protocol and server checks) and hands it to the one run driver
+(``pau_mcp.runs.drive``) with an episode source: ``LocalEpisodes`` (this process, against the run's own server or
+``--server``) unless the caller chose another (``pau_mcp.distributed.RayEpisodes``). The run store keeps the
+run's state, so running the same command again after ``kill -9`` finishes the unfinished episodes and never
+repeats a finished one. LLM replies are cached, so the repeat costs almost nothing.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from __future__ import annotations
 import contextlib
 import re
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.abc
 import httpx2
 import mcp_types as types
 from httpx_aiohttp.httpx2 import AiohttpTransport
@@ -28,29 +27,37 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from ..config import Settings, SettingsError
+from ..contract import TASK_KIND, label_problem
 from ..eras import client_mode
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import ManifestError, ManifestStore, Method, tool_name
 from ..prompts import PromptsError
 from ..protocol import DEFAULT_PROTOCOL, Protocol, load_protocol
-from ..runstore import EpisodeResult, RunStore, SessionRecord
+from ..runs import Ending, EpisodeSource, Progress, RunError, RunSpec, drive
+from ..runstore import EpisodeResult, RunStore
 from ..scoring.records import record_scores
 from ..server.launch import Launched, LaunchError, launched
-from ..server.sessions import label_problem
 from ..server.tokens import TokenSigner
-from .agents import AGENTS, Agent, AgentResult, ObserverAgent
+from .agents import Agent, AgentResult, PaperAgent, ProbeAgent, ToolsAgent
 from .environment import Environment
+from .observer import ObserverAgent
 from .reference_agent import ReferenceAgent
 
 __all__ = [
-    "Connect", "ConnectTools", "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "Play", "RunProgress", "RunTotals",
-    "agent_llm", "check_config", "mcp_session", "planned_methods", "play_episode", "run_eval", "run_name",
-    "run_totals", "session_key",
+    "AGENTS", "Connect", "ConnectTools", "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "LocalEpisodes", "Play",
+    "RunProgress", "RunTotals", "agent_llm", "check_config", "mcp_session", "planned_methods", "play_episode",
+    "run_eval", "run_name", "run_totals", "server_settings", "session_key", "stored_identity",
 ]  # fmt: skip
 
 
-class EvalError(RuntimeError):
+class EvalError(RunError):
     """An evaluation cannot start or continue; the message says what to do."""
+
+
+#: The agents a run may use (``--agent``), by name.
+AGENTS: dict[str, Any] = {
+    "paper": PaperAgent, "tools": ToolsAgent, "probe": ProbeAgent, "observer": ObserverAgent,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -118,13 +125,26 @@ class EvalConfig:
             identity["docs"] = self.docs
         return identity
 
+    def spec(self, prompts_digest: str | None = None, with_examples: bool = True) -> RunSpec:
+        """The run as the driver opens it: its identity, and what a new run records beside it (the digest of the
+        prompts it follows; that its scores were given the examples the agent saw)."""
+        recorded: dict[str, Any] = {"with_examples": True} if with_examples else {}
+        if prompts_digest is not None:
+            recorded["prompts"] = prompts_digest
+        return RunSpec(
+            name=self.run, kind="eval", identity=self.identity(), keys=_IDENTITY_KEYS, defaults=_IDENTITY_DEFAULTS,
+            recorded=recorded, retry_failed=self.retry_failed,
+        )  # fmt: skip
+
 
 _IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples", "docs")
+#: A run made before protocols were recorded followed ours.
+_IDENTITY_DEFAULTS = {"protocol": DEFAULT_PROTOCOL}
 
 
 def stored_identity(config: dict[str, Any]) -> dict[str, Any]:
-    """The identity part of a stored run configuration (a run made before protocols were recorded followed ours)."""
-    return {"protocol": DEFAULT_PROTOCOL} | {k: v for k, v in config.items() if k in _IDENTITY_KEYS}
+    """The identity part of a stored evaluation run's configuration."""
+    return {**_IDENTITY_DEFAULTS, **{k: v for k, v in config.items() if k in _IDENTITY_KEYS}}
 
 
 @dataclass
@@ -167,60 +187,59 @@ class RunTotals:
 
 
 @dataclass
-class RunProgress:
-    """Live totals of one invocation of a run, for the progress display and the summary.
+class RunProgress(Progress["EpisodeRecord"]):
+    """Live totals of one invocation of an evaluation run (``Progress``), with its scores.
 
-    ``workers`` counts the Ray workers that played episodes (0: this process plays them), and ``rerun`` the
-    episodes run again elsewhere after their worker was lost. ``whole`` is the whole run as stored once this
-    invocation ends (earlier invocations included).
+    Attributes:
+        judge: The judge's ratings recorded by this invocation.
+        codematch: Its code-match fractions (code written from the description).
+        direct: Its direct-code fractions (code the agent submitted).
+        whole: The whole run as stored once this invocation ends (earlier invocations included).
+        answers: In task mode, 1.0 for each correct task and 0.0 for each wrong one.
     """
 
-    total: int = 0
-    done: int = 0
-    failed: int = 0
-    skipped: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
     judge: list[float] = field(default_factory=list)
     codematch: list[float] = field(default_factory=list)
     direct: list[float] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    workers: int = 0
-    rerun: int = 0
     whole: RunTotals | None = None
     answers: list[float] = field(default_factory=list)
 
+    def count(self, ending: EpisodeRecord) -> None:
+        """Add a recorded episode to the live totals, its scoring's tokens and its scores included."""
+        super().count(ending)
+        self.input_tokens += ending.scoring_input_tokens
+        self.output_tokens += ending.scoring_output_tokens
+        self.cost_usd += ending.scoring_cost_usd
+        if ending.result.state != "done":
+            return
+        values = ending.values
+        if (answer := values.get(TASK_KIND)) is not None:
+            self.answers.append(answer)
+        if (judge := values.get("judge")) is not None:
+            self.judge.append(judge)
+        if (match := values.get("codematch")) is not None:
+            self.codematch.append(match)
+        if (direct := values.get("direct")) is not None:
+            self.direct.append(direct)
 
-def _server_args(db: Path | str, config: EvalConfig, token: str, settings: Any) -> list[str]:
-    """The `pau-mcp serve` options for a run's own server (a PostgreSQL URL goes by environment)."""
-    args = [
-        "--token",
-        token,
-        "--suite",
-        config.suite,
-        "--budget",
-        str(config.budget),
-        "--run",
-        config.run,
-        # Always given: the server would otherwise follow a PAU_MCP_EXAMPLES of this process's environment.
-        "--examples",
-        config.examples,
-        # Where drawn examples are cached: this run's data directory, not the default one.
-        "--data-dir",
-        str(settings.data_dir),
-    ]
-    if not isinstance(db, str):
-        args += ["--db", str(db)]
+
+def server_settings(settings: Settings, config: EvalConfig, store: RunStore, token: str, key: str) -> Settings:
+    """The whole settings of a run's own server: the run's (its limits, manifests, caches and data directory), with
+    the run's budget, examples and protocol, the run store, the deployment key and a main token of its own."""
+    return settings.model_copy(
+        update={
+            "token": token, "tool_key": key, "db": store.path, "budget": config.budget, "examples": config.examples,
+            "protocol": config.protocol,
+        }
+    )  # fmt: skip
+
+
+def _server_args(config: EvalConfig) -> list[str]:
+    """The `pau-mcp serve` options of a run's own server beside its settings (the run, and the docs of task mode)."""
+    args = ["--suite", config.suite, "--run", config.run]
     if config.docs != "examples":
         path = Path(config.docs).expanduser()
         args += ["--docs", str(path.resolve()) if path.is_file() else config.docs]
-    for directory in settings.manifests:
-        args += ["--manifests", str(directory)]
-    if settings.cache_dir:
-        args += ["--cache-dir", str(settings.cache_dir)]
-    if config.protocol != DEFAULT_PROTOCOL:  # the protocol's rules for calls: limits, arity (docs/protocol.md)
-        args += ["--protocol", config.protocol]
     return args
 
 
@@ -306,28 +325,20 @@ async def _served_tools(client: httpx2.AsyncClient, url: str, era: str) -> set[s
 
 
 @dataclass
-class EpisodeRecord:
-    """How one attempt of an episode ended, wherever it ran: what the driver records and counts.
+class EpisodeRecord(Ending):
+    """How one attempt of an evaluation episode ended, wherever it ran (``Ending``), with its scores.
 
     Attributes:
-        method_id: The episode's method.
-        attempt: The attempt's number (its session key ends with it).
-        result: The ending, as the run store records it.
         values: The submission's scores by kind (None where unscored).
         scoring_input_tokens: Tokens the scorer's models read.
         scoring_output_tokens: Tokens the scorer's models wrote.
         scoring_cost_usd: What scoring cost.
-        session: The session's rows when a worker's own server recorded them (None: they are in the run store).
     """
 
-    method_id: str
-    attempt: int
-    result: EpisodeResult
     values: dict[str, float | None] = field(default_factory=dict)
     scoring_input_tokens: int = 0
     scoring_output_tokens: int = 0
     scoring_cost_usd: float = 0.0
-    session: SessionRecord | None = None
 
 
 def run_name(suite: str, agent: str, mode: str, model: str) -> str:
@@ -392,27 +403,6 @@ async def play_episode(
             trajectory=[s.to_json() for s in env.trajectory] if env else [],
         )  # fmt: skip
         return EpisodeRecord(method.id, attempt, failed)
-
-
-def _count(progress: RunProgress, record: EpisodeRecord) -> None:
-    """Add a recorded episode to the live totals."""
-    result, values = record.result, record.values
-    progress.input_tokens += result.input_tokens + record.scoring_input_tokens
-    progress.output_tokens += result.output_tokens + record.scoring_output_tokens
-    progress.cost_usd += result.cost_usd + record.scoring_cost_usd
-    if result.state != "done":
-        progress.failed += 1
-        progress.errors.append(f"{record.method_id}: {(result.error or '').partition(': ')[2] or result.error}")
-        return
-    progress.done += 1
-    if values.get("task") is not None:
-        progress.answers.append(values["task"])  # type: ignore[arg-type]
-    if values.get("judge") is not None:
-        progress.judge.append(values["judge"])  # type: ignore[arg-type]
-    if values.get("codematch") is not None:
-        progress.codematch.append(values["codematch"])  # type: ignore[arg-type]
-    if values.get("direct") is not None:
-        progress.direct.append(values["direct"])  # type: ignore[arg-type]
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -488,32 +478,35 @@ def run_totals(store: RunStore, run_id: int) -> RunTotals:
     totals = RunTotals()
     for episode in store.episodes(run_id):
         totals.episodes += 1
-        totals.done += episode["state"] == "done"
-        totals.failed += episode["state"] == "failed"
-        totals.tokens += episode["input_tokens"] + episode["output_tokens"]
-        totals.cost_usd += episode["cost_usd"]
-        scores = episode["scores"]
+        totals.done += episode.state == "done"
+        totals.failed += episode.state == "failed"
+        totals.tokens += episode.input_tokens + episode.output_tokens
+        totals.cost_usd += episode.cost_usd
+        scores = episode.scores
         for score in scores.values():
-            usage = score["detail"].get("usage") or {}
+            usage = score.detail.get("usage") or {}
             totals.scoring_tokens += int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
-            totals.scoring_cost_usd += float(score["detail"].get("cost_usd") or 0.0)
-        if episode["state"] != "done":
+            totals.scoring_cost_usd += float(score.detail.get("cost_usd") or 0.0)
+        if episode.state != "done":
             continue
         for kind, score in scores.items():
-            if score.get("status") == "error":
-                reason = str(score["detail"].get("reason") or "no reason was recorded")
-                totals.score_errors.append((episode["method_id"], kind, reason))
-        if scores.get("task", {}).get("value") is not None:
-            totals.answers.append(scores["task"]["value"])
-        if scores.get("judge", {}).get("value") is not None:
-            totals.judge.append(scores["judge"]["value"])
-        for kind, values in (("codematch", totals.codematch), ("direct", totals.direct)):
-            if scores.get(kind, {}).get("value") is not None:
-                values.append(scores[kind]["value"])
+            if score.status == "error":
+                reason = str(score.detail.get("reason") or "no reason was recorded")
+                totals.score_errors.append((episode.method_id, kind, reason))
+        values = {kind: score.value for kind, score in scores.items() if score.value is not None}
+        if TASK_KIND in values:
+            totals.answers.append(values[TASK_KIND])
+        if "judge" in values:
+            totals.judge.append(values["judge"])
+        if "codematch" in values:
+            totals.codematch.append(values["codematch"])
+        if "direct" in values:
+            totals.direct.append(values["direct"])
     return totals
 
 
-Play = Callable[[Method, str, int], Awaitable[EpisodeRecord]]
+#: Plays one attempt of an evaluation episode: ``await play(method, attempt)``.
+Play = Callable[[Method, int], Awaitable[EpisodeRecord]]
 
 
 def planned_methods(settings: Settings, config: EvalConfig) -> list[Method]:
@@ -530,33 +523,28 @@ def planned_methods(settings: Settings, config: EvalConfig) -> list[Method]:
 
 async def run_eval(
     settings: Settings, config: EvalConfig, scorer: Any, on_progress: Callable[[RunProgress], None] | None = None,
-    cluster: Any = None,
+    source: EpisodeSource[Method, EpisodeRecord] | None = None,
 ) -> RunProgress:  # fmt: skip
-    """Run (or resume) an evaluation, here or spread over a Ray cluster.
+    """Run (or resume) an evaluation: its episodes played by ``source``, here by default.
 
-    Whichever way episodes run, this process alone writes the run store, and each episode's ending (with
-    its session, when a Ray worker recorded it) is recorded exactly once.
+    Whichever source plays the episodes, this process alone writes the run store, and each episode's ending (with
+    its session, when a Ray worker recorded it) is recorded exactly once (``pau_mcp.runs.drive``).
 
     Args:
-        settings: The ``Settings`` (run store, manifests, sandbox cache, token for ``--server``).
+        settings: The ``Settings`` (run store, manifests, sandbox cache and limits, token for ``--server``).
         config: What to evaluate.
-        scorer: A ``pau_mcp.scoring.Scorer`` (used only when ``config.score``, and only without ``cluster``).
+        scorer: A ``pau_mcp.scoring.Scorer`` (used only when ``config.score``, and only by ``LocalEpisodes``).
         on_progress: Called after every episode with the live totals.
-        cluster: A ``pau_mcp.distributed.Cluster`` to run the episodes on Ray workers; None to run them here.
+        source: Where episodes are played (``pau_mcp.distributed.RayEpisodes`` on a Ray cluster); None: here
+            (``LocalEpisodes``).
 
     Raises:
         EvalError: the run exists with another configuration, the suite is missing, broken or empty, the server
-            fails, or the cluster has no worker left.
+            fails, or the source can play no more episodes (no Ray worker left).
     """
     check_config(config)
-    if config.mode == "tasks":
-        if cluster is not None:
-            raise EvalError("task mode runs its episodes here: leave out --ray")
-        from .tasks import run_tasks
-
-        return await run_tasks(settings, config, scorer, on_progress)
-    if cluster is not None and config.server:
-        raise EvalError("--server and --ray do not mix: each Ray worker starts its own server; drop one of them")
+    if config.mode == "tasks":  # tasks are not methods: their runs go through ``tasks.run_tasks``
+        raise EvalError("a task run is played by pau_mcp.harness.tasks.run_tasks (`pau-mcp eval --mode tasks`)")
     try:
         deployment_key = settings.deployment_key()
     except SettingsError as exc:
@@ -571,7 +559,7 @@ async def run_eval(
         protocol = load_protocol(config.protocol, settings.data_dir)
     except PromptsError as exc:
         raise EvalError(str(exc)) from None
-    scoring = getattr(scorer, "protocol", None) if config.score else None
+    scoring = getattr(scorer, "protocol", None) if config.score and source is None else None
     if scoring is not None and scoring.name != protocol.name:
         raise EvalError(
             f"the scorer follows the {scoring.name} protocol and the run {protocol.name}: build both from the same "
@@ -582,60 +570,20 @@ async def run_eval(
             await _check_served(
                 client, config.server, config, {tool_name(deployment_key, m.id) for m in methods}, settings.mcp_era
             )
-    store: RunStore = RunStore(settings.db_path)
-    existing = {row["name"] for row in store.runs()}
-    recorded = config.identity() | {"prompts": protocol.prompts.digest, "with_examples": True}
-    run_id = store.ensure_run(config.run, kind="eval", config=recorded)
-    if config.run in existing:
-        stored = store.run_config(run_id)
-        if stored and stored_identity(stored) != config.identity():
-            raise EvalError(
-                f"run {config.run!r} exists with {stored_identity(stored)}; resume it with the same options or "
-                "choose another --run"
-            )
-    store.plan_episodes(run_id, [m.id for m in methods])
-    if config.retry_failed:
-        store.reopen_failed(run_id)
-    open_ids = set(store.open_episodes(run_id))
-    todo = [m for m in methods if m.id in open_ids]
-    progress = RunProgress(total=len(methods), skipped=len(methods) - len(todo))
-    if on_progress:
-        on_progress(progress)
-    if not todo:
-        progress.whole = run_totals(store, run_id)
+    store = RunStore(settings.db_path)
+    try:
+        source = source if source is not None else LocalEpisodes(settings, config, scorer, store, deployment_key)
+        spec = config.spec(protocol.prompts.digest)
+        try:
+            progress = await drive(store, spec, methods, source, config.concurrency, RunProgress(), on_progress)
+        except RunError as exc:
+            if isinstance(exc, EvalError):
+                raise
+            raise EvalError(str(exc)) from None  # the run's identity refused: one kind of error for the caller
+        progress.whole = run_totals(store, store.run_id(config.run))
         return progress
-    tools = {m.id: tool_name(deployment_key, m.id) for m in todo}
-    limiter = anyio.Semaphore(max(1, config.concurrency))
-
-    stop: list[EvalError] = []  # what ends the whole run (no Ray worker left): raised once the rest is cancelled
-
-    async def one(method: Method, play: Play, group: anyio.abc.TaskGroup) -> None:
-        async with limiter:
-            attempt = store.start_episode(run_id, method.id)
-            try:
-                record = await play(method, tools[method.id], attempt)
-            except EvalError as exc:
-                stop.append(exc)
-                group.cancel_scope.cancel()
-                return
-            if store.import_episode(run_id, method.id, attempt, record.result, record.session):
-                _count(progress, record)
-            if on_progress:
-                on_progress(progress)
-
-    if cluster is None:
-        episodes = _local_episodes(settings, config, scorer, store, deployment_key, set(tools.values()))
-    else:
-        from ..distributed.evaluation import ray_episodes
-
-        episodes = ray_episodes(cluster, settings, config, deployment_key, progress)
-    async with episodes as play, anyio.create_task_group() as group:
-        for method in todo:
-            group.start_soon(one, method, play, group)
-    if stop:
-        raise stop[0]
-    progress.whole = run_totals(store, run_id)
-    return progress
+    finally:
+        store.close()
 
 
 class EpisodeHost:
@@ -649,7 +597,7 @@ class EpisodeHost:
         config: The run.
         scorer: A ``pau_mcp.scoring.Scorer`` (used only when ``config.score``).
         store: The run store the server records sessions in.
-        deployment_key: Keys tool names; the started server gets it by environment.
+        deployment_key: Keys tool names; the started server gets it in its settings.
         llm: The agent's LLM client (default: one made from ``settings``); closed with the host.
     """
 
@@ -694,13 +642,10 @@ class EpisodeHost:
             self.url = self.config.server
         else:
             try:
-                # The key goes by environment, not argv, which other local users can read. The main token is
-                # this process's alone: episodes use session tokens.
-                child_env = {"PAU_MCP_TOOL_KEY": self._key}
-                if isinstance(self.store.path, str):  # a PostgreSQL URL may hold a password too
-                    child_env["PAU_MCP_DB"] = self.store.path
-                args = _server_args(self.store.path, self.config, secrets.token_urlsafe(24), self.settings)
-                self._server = self._stack.enter_context(launched(args, env=child_env))
+                # The whole settings object, secrets included, goes in a private file, never on the command line.
+                # The main token is this process's alone: episodes use session tokens.
+                served = server_settings(self.settings, self.config, self.store, secrets.token_urlsafe(24), self._key)
+                self._server = self._stack.enter_context(launched(_server_args(self.config), settings=served))
                 self.url = self._server.url
             except LaunchError as exc:
                 raise EvalError(str(exc)) from None
@@ -754,6 +699,56 @@ class EpisodeHost:
         await self._stack.aclose()
 
 
+class LocalEpisodes:
+    """Episodes played in this process against one MCP server: ``--server``, or the run's own, started here.
+
+    When the run's own server stops, the run stops (``EvalError``): the ending of an episode it cut short says
+    nothing about the episode, which stays open with the rest, for the same command to resume.
+
+    Args:
+        settings: The ``Settings`` (manifests, sandbox cache and limits, token for ``--server``).
+        config: The run.
+        scorer: A ``pau_mcp.scoring.Scorer`` (used only when ``config.score``).
+        store: The run store the server records sessions in.
+        deployment_key: Names the tools and signs each episode's session token.
+    """
+
+    workers = 0
+    rerun = 0
+
+    def __init__(
+        self, settings: Settings, config: EvalConfig, scorer: Any, store: RunStore, deployment_key: str
+    ) -> None:
+        self._settings = settings
+        self._config = config
+        self._scorer = scorer
+        self._store = store
+        self._key = deployment_key
+
+    @contextlib.asynccontextmanager
+    async def episodes(self, todo: Sequence[Method]) -> AsyncIterator[Play]:
+        """Start the run's server (or check ``--server``) for ``todo``; yields the play function."""
+        host = EpisodeHost(self._settings, self._config, self._scorer, self._store, self._key)
+
+        async def play(method: Method, attempt: int) -> EpisodeRecord:
+            record = await host.play(method, tool_name(self._key, method.id), attempt)
+            if record.result.state == "failed":
+                stopped = await host.server_stopped()
+                if stopped is not None:  # the ending says nothing about the episode: it stays open, as do the rest
+                    raise EvalError(
+                        f"the MCP server this run started has stopped ({stopped}), so the run stops here: the "
+                        "episodes it cut short and those not yet played are left open, none recorded as failed. Run "
+                        "the same command again to resume the run (finished episodes are kept)"
+                    )
+            return record
+
+        try:
+            await host.start({tool_name(self._key, m.id) for m in todo})
+            yield play
+        finally:
+            await host.close()
+
+
 async def _listening(url: str) -> bool:
     """Whether something accepts TCP connections at ``url``'s host and port (a refused connection: nothing)."""
     from urllib.parse import urlsplit
@@ -768,32 +763,6 @@ async def _listening(url: str) -> bool:
         return True  # busy, not gone
     await stream.aclose()
     return True
-
-
-@contextlib.asynccontextmanager
-async def _local_episodes(
-    settings: Any, config: EvalConfig, scorer: Any, store: RunStore, deployment_key: str, tools: set[str]
-) -> AsyncIterator[Play]:
-    """Episodes played in this process."""
-    host = EpisodeHost(settings, config, scorer, store, deployment_key)
-
-    async def play(method: Method, tool: str, attempt: int) -> EpisodeRecord:
-        record = await host.play(method, tool, attempt)
-        if record.result.state == "failed":
-            stopped = await host.server_stopped()
-            if stopped is not None:  # the ending says nothing about the episode: it stays open, as do the rest
-                raise EvalError(
-                    f"the MCP server this run started has stopped ({stopped}), so the run stops here: the episodes "
-                    "it cut short and those not yet played are left open, none recorded as failed. Run the same "
-                    "command again to resume the run (finished episodes are kept)"
-                )
-        return record
-
-    try:
-        await host.start(tools)
-        yield play
-    finally:
-        await host.close()
 
 
 async def _unreachable(client: httpx2.AsyncClient, url: str, exc: BaseException) -> str:

@@ -13,6 +13,8 @@ from typing import Any
 
 from wasm_runtime import InvalidInput, Outcome, Status, decode, parse_arguments, values_equal
 
+from ..contract import ToolResult, ToolStatus
+
 __all__ = ["Seen", "agrees", "code_shown", "seen_from_example", "seen_from_result"]
 
 _MAX_SHOWN_CHARS = 300
@@ -37,14 +39,14 @@ class Seen:
     error_type: str | None = None
 
 
-def seen_from_result(literal: str, structured: dict[str, Any]) -> Seen:
-    """A tool result (its structured content) as a ``Seen``."""
-    status = str(structured.get("status"))
-    if status == "ok":
-        value = str(structured.get("value"))
+def seen_from_result(literal: str, result: ToolResult) -> Seen:
+    """A tool result as a ``Seen``."""
+    status = result.status
+    if status == ToolStatus.OK:
+        value = str(result.value)
         return Seen(literal, status, value, value=value)
-    error_type = str(structured.get("error_type") or "")
-    message = str(structured.get("error_message") or "")
+    error_type = result.error_type or ""
+    message = result.error_message or ""
     shown = f"raises {error_type}: {message}" if status == "error" else f"{status}: {message}"
     return Seen(literal, status, shown, error_type=error_type)
 

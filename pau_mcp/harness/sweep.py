@@ -40,7 +40,7 @@ from ..llm import LLMError, Overrides
 from ..llm.models import parse_model
 from ..runstore import RunStore
 from ..userfiles import UnreadableFile, read_text
-from .runner import EvalConfig, run_name, stored_identity
+from .runner import EvalConfig, run_name
 
 __all__ = [
     "MAX_METHODS", "MAX_MODELS", "MAX_PROBLEMS", "MAX_RUNS", "MAX_SUITES", "MAX_SWEEP_BYTES", "PlannedRun", "Sweep",
@@ -267,8 +267,7 @@ def run_state(store: RunStore, config: EvalConfig, method_ids: list[str]) -> str
     run_id = store.find_run(config.run)
     if run_id is None:
         return "new"
-    stored = store.run_config(run_id)
-    if stored and stored_identity(stored) != config.identity():
+    if config.spec().conflict(store.run_config(run_id)) is not None:
         return "conflict"
     ended = ("done",) if config.retry_failed else ("done", "failed")
     states = store.episode_states(run_id)

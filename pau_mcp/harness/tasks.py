@@ -11,22 +11,24 @@ re-executing the calls. Episodes are planned, resumed and recorded as an evaluat
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import httpx2
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from ..config import Settings, SettingsError
+from ..contract import REFUSED, TASK_KIND
 from ..llm import LLMClient, LLMError, Overrides
 from ..manifests import ManifestError, ManifestStore, Task, tool_name
 from ..prompts import PromptsError, PromptSet, load_prompts
 from ..protocol import load_protocol
+from ..runs import RunError, drive
 from ..runstore import EpisodeResult, RunStore
 from ..scoring.tasks import TaskCall
 from .agents import AgentResult, _listed, _note_reply, _temperature, _valid_history, written_tool_calls
@@ -38,13 +40,10 @@ from .runner import (
     EvalConfig,
     EvalError,
     RunProgress,
-    _count,
     _leaf,
     run_totals,
     session_key,
-    stored_identity,
 )
-from .use_analyses import TASK_KIND
 
 __all__ = ["ANSWER_TOOL", "TaskAgent", "TaskAnswer", "TaskEnvironment", "planned_tasks", "play_task", "run_tasks"]
 
@@ -93,13 +92,8 @@ class TaskEnvironment:
         params = types.CallToolRequestParams(name=name, arguments=arguments)
         result = await self.session.send_request(types.CallToolRequest(params=params), types.CallToolResult)
         text = "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
-        structured = result.structured_content or {}
-        if not result.is_error and structured.get("status") not in (
-            None,
-            "invalid_input",
-            "over_budget",
-            "unknown_tool",
-        ):
+        status = (result.structured_content or {}).get("status")
+        if not result.is_error and status is not None and status not in REFUSED:
             self.queries += 1
         self.note("tool_result", text=text, structured=result.structured_content, is_error=bool(result.is_error))
         return text
@@ -332,47 +326,53 @@ async def run_tasks(
     if not tasks:
         raise EvalError(f"no tasks to run in suite {config.suite!r} with these options")
     store = RunStore(settings.db_path)
-    existing = {row["name"] for row in store.runs()}
-    recorded = config.identity() | {"prompts": protocol.prompts.digest}
-    run_id = store.ensure_run(config.run, kind="eval", config=recorded)
-    if config.run in existing:
-        stored = store.run_config(run_id)
-        if stored and stored_identity(stored) != config.identity():
-            raise EvalError(
-                f"run {config.run!r} exists with {stored_identity(stored)}; resume it with the same options or "
-                "choose another --run"
-            )
-    store.plan_episodes(run_id, [t.id for t in tasks])
-    if config.retry_failed:
-        store.reopen_failed(run_id)
-    open_ids = set(store.open_episodes(run_id))
-    todo = [t for t in tasks if t.id in open_ids]
-    progress = RunProgress(total=len(tasks), skipped=len(tasks) - len(todo))
-    if on_progress:
-        on_progress(progress)
-    if not todo:
-        progress.whole = run_totals(store, run_id)
-        return progress
-    tools = {tool_name(deployment_key, method_id): method_id for method_id in methods}
-    host = EpisodeHost(settings, config, scorer, store, deployment_key)
-    limiter = anyio.Semaphore(max(1, config.concurrency))
     try:
-        await host.start(set(tools))
-        agent = TaskAgent(llm=host.llm, model=config.model, overrides=config.overrides)
-
-        async def one(task: Task) -> None:
-            async with limiter:
-                attempt = store.start_episode(run_id, task.id)
-                record = await play_task(task, attempt, host.session, config, agent, scorer, store, tools)
-                if store.import_episode(run_id, task.id, attempt, record.result):
-                    _count(progress, record)
-                if on_progress:
-                    on_progress(progress)
-
-        async with anyio.create_task_group() as group:
-            for task in todo:
-                group.start_soon(one, task)
+        source = _LocalTasks(settings, config, scorer, store, deployment_key, methods)
+        try:
+            progress = await drive(
+                store, config.spec(protocol.prompts.digest, with_examples=False), tasks, source, config.concurrency,
+                RunProgress(), on_progress,
+            )  # fmt: skip
+        except RunError as exc:
+            if isinstance(exc, EvalError):
+                raise
+            raise EvalError(str(exc)) from None  # the run's identity refused: one kind of error for the caller
+        progress.whole = run_totals(store, store.run_id(config.run))
+        return progress
     finally:
-        await host.close()
-    progress.whole = run_totals(store, run_id)
-    return progress
+        store.close()
+
+
+class _LocalTasks:
+    """Tasks answered in this process against the run's own server (or ``--server``): an episode source."""
+
+    workers = 0
+    rerun = 0
+
+    def __init__(
+        self, settings: Settings, config: EvalConfig, scorer: Any, store: RunStore, deployment_key: str,
+        methods: Iterable[str],
+    ) -> None:  # fmt: skip
+        self._settings = settings
+        self._config = config
+        self._scorer = scorer
+        self._store = store
+        self._key = deployment_key
+        self._tools = {tool_name(deployment_key, method_id): method_id for method_id in methods}
+
+    @contextlib.asynccontextmanager
+    async def episodes(self, todo: Sequence[Task]) -> AsyncIterator[Callable[[Task, int], Awaitable[EpisodeRecord]]]:
+        """Start the run's server; yields the play function."""
+        host = EpisodeHost(self._settings, self._config, self._scorer, self._store, self._key)
+        try:
+            await host.start(set(self._tools))
+            agent = TaskAgent(llm=host.llm, model=self._config.model, overrides=self._config.overrides)
+
+            async def play(task: Task, attempt: int) -> EpisodeRecord:
+                return await play_task(
+                    task, attempt, host.session, self._config, agent, self._scorer, self._store, self._tools
+                )
+
+            yield play
+        finally:
+            await host.close()

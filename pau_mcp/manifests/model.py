@@ -10,13 +10,14 @@ from __future__ import annotations
 import ast
 import hashlib
 import hmac
-import json
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from wasm_runtime import Outcome, Status, parse_python
+
+from ..contract import Original
 
 __all__ = [
     "MAX_TASK_STEPS",
@@ -145,38 +146,6 @@ class FrozenOutcome(BaseModel):
                 f"raises {self.error_type}: {self.error_message}" if self.error_message else f"raises {self.error_type}"
             )
         return f"{self.status}: {self.error_message}"
-
-
-class Original(BaseModel):
-    """An initial example as its dataset stores it, for the reference protocol only (docs/protocol.md).
-
-    The reference benchmark shows its initial examples as the dataset's own text: the input as written
-    (``7`` where this project's literal is ``(7,)``) and the stored output (``[8, -20]`` where the sandbox's
-    value reads ``(8, -20)``). This project's own protocol never shows it.
-
-    Attributes:
-        input: The input text, as the dataset writes it.
-        output: The stored output as JSON text (``json.dumps`` of the value the dataset holds: the reference
-            shows ``str`` of that value).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input: str = Field(min_length=1, max_length=64 * 1024)
-    output: str = Field(min_length=1, max_length=64 * 1024)
-
-    @field_validator("output")
-    @classmethod
-    def _check_json(cls, value: str) -> str:
-        try:
-            json.loads(value)
-        except (ValueError, RecursionError):
-            raise ValueError("must be JSON text (json.dumps of the stored output)") from None
-        return value
-
-    def value(self) -> Any:
-        """The stored output, decoded."""
-        return json.loads(self.output)
 
 
 class Case(BaseModel):

@@ -70,7 +70,7 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "coder": ("header", "tag", "description"),
             "coder_with_calls": ("header", "tag", "description", "calls"),
             "coder_knowledge": ("entry", "tag", "known", "shape"),
-            # The failure-mode classifier (pau_mcp.harness.failures).
+            # The failure-mode classifier (pau_mcp.reports.failures).
             "classifier_system": (),
             "classifier": ("tag", "episode", "gold", "description", "tests", "trajectory"),
             # The RL environment (pau_mcp.rl): the explorer, its critic, the SFT exports, the answer-aware teacher.

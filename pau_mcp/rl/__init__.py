@@ -16,9 +16,9 @@ from .critic import (
     LLMCritic,
     Rating,
     ScriptedCritic,
-    critic_for,
     parse_critic_rating,
 )
+from .critics import critic_for
 from .environment import PHASES, EnvConfig, EpisodeError, ExplorationEnv, StepResult
 from .rewards import SCHEDULES, RewardConfig, length_penalty, length_units, termination_term, word_count
 from .runtime import ProcessLocal, Runtime, SandboxLike, default_runtime

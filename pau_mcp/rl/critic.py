@@ -37,13 +37,12 @@ __all__ = [
     "LLMCritic",
     "Rating",
     "ScriptedCritic",
-    "critic_for",
     "parse_critic_rating",
 ]
 
 #: Critic modes: ``asymmetric`` (AAC: sees the source and the gold description) and ``symmetric`` (SYM-INFO).
 MODES = ("asymmetric", "symmetric")
-#: Every mode ``critic_for`` makes: also ``unsupervised``, the reference's UNSUPERVISED reward
+#: Every mode ``critics.critic_for`` makes: also ``unsupervised``, the reference's UNSUPERVISED reward
 #: (``pau_mcp.rl.unsupervised``).
 ALL_MODES = (*MODES, "unsupervised")
 
@@ -368,31 +367,3 @@ def _rating(completion: Completion) -> Rating:
         return Rating(status="scored", score=score, **common)
     reason = "the critic's reply does not end with a 'Rating: X' line (X from 0 to 9)"
     return Rating(status="unscored", reason=reason, **common)
-
-
-def critic_for(
-    llm: LLMClient,
-    model: str,
-    mode: str = "asymmetric",
-    *,
-    coder_model: str | None = None,
-    sandbox: Callable[[], SandboxLike] | None = None,
-) -> Critic:
-    """The critic of a mode: ``LLMCritic`` for ``asymmetric`` and ``symmetric``, ``UnsupervisedCritic`` for
-    ``unsupervised`` (which needs ``coder_model`` and ``sandbox``).
-
-    Raises:
-        ValueError: an unknown mode, or a mode that needs a coder model or a sandbox without one.
-    """
-    if mode == "unsupervised":
-        from .unsupervised import UnsupervisedCritic
-
-        if not coder_model or sandbox is None:
-            raise ValueError(
-                "the unsupervised critic writes code from the gold description: it needs a coder model "
-                "(--coder-model / PAU_CODER_MODEL) and a sandbox"
-            )
-        return UnsupervisedCritic(llm, model, coder_model, sandbox)
-    if mode not in MODES:
-        raise ValueError(f"unknown critic mode {mode!r}; choose {', '.join(ALL_MODES)}")
-    return LLMCritic(llm, model, mode, coder_model=coder_model, sandbox=sandbox)

@@ -26,9 +26,10 @@ import anyio
 
 from wasm_runtime import InvalidInput, Outcome, Status
 
+from ..contract import QueryBudget
 from ..llm import Usage
 from ..manifests import Method, call_text
-from ..rules import QueryBudget, call_arguments
+from ..rules import call_arguments
 from . import prompts
 from .actions import parse_input, parse_reflection, visible_text
 from .critic import Critic, CriticView, Gold, Rating
@@ -237,7 +238,7 @@ class ExplorationEnv:
             "done": self.done,
             "concluded": self.concluded,
             "hypothesis": self.hypothesis,
-            "queries": self.budget.used,
+            "queries": self.budget.used(),
             "turns": self.turn,
             "critic_input_tokens": self.critic_usage.input_tokens,
             "critic_output_tokens": self.critic_usage.output_tokens,
@@ -313,13 +314,17 @@ class ExplorationEnv:
                 components["parse"] = rewards.parse_penalty
                 call.update(status="invalid_input", shown=f"not run: {exc}")
             else:
-                if not self.budget.charge():
+                if self.budget.reserve() is None:
                     components["budget"] = 0.0
                     call.update(status="over_budget", shown="not run: the budget is spent")
                 else:
-                    outcome = self.runtime.sandbox().call(
-                        self.method.source, args, entry=self.method.entry, engine=self.method.engine
-                    )
+                    try:
+                        outcome = self.runtime.sandbox().call(
+                            self.method.source, args, entry=self.method.entry, engine=self.method.engine
+                        )
+                    except BaseException:
+                        self.budget.refund()  # the call never ran: it does not count (contract.Budget)
+                        raise
                     repeated = canonical in self.seen_inputs
                     self.seen_inputs.add(canonical)
                     if outcome.status is Status.OK:

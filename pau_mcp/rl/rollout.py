@@ -1,10 +1,9 @@
 """Rollouts: a policy served by any OpenAI-compatible endpoint, through the environment, over a suite.
 
-A rollout run lives in the run store like an evaluation (``RunStore``'s
-episode table): its episodes are planned once, each is marked running when it
-starts and done (or failed) with its whole trajectory when it ends, so the
-same command after ``kill -9`` finishes the unfinished episodes and repeats no
-finished one. The trajectory files (``trajectories.jsonl``, one episode a
+A rollout run goes through the same run driver as an evaluation (``pau_mcp.runs.drive``): its episodes are
+planned once, each is marked running when it starts and done (or failed) with its whole trajectory when it
+ends, so the same command after ``kill -9`` finishes the unfinished episodes and repeats no finished one. Its
+episodes are played here (``LocalRollouts``) or on a Ray cluster (``pau_mcp.distributed.RayRollouts``). The trajectory files (``trajectories.jsonl``, one episode a
 line; ``steps.parquet``, one step a row) are written from the store when the
 run ends, whole and atomically.
 
@@ -16,32 +15,31 @@ teacher of answer-aware SFT data; the recorded observations never include it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
-import anyio.abc
-
 from ..llm import LLMClient, LLMError
 from ..manifests import Method
 from ..prompts import load_prompts
-from ..runstore import EpisodeResult, RunStore
+from ..runs import Ending, EpisodeSource, Progress, RunError, RunSpec, drive
+from ..runstore import EpisodeResult, EpisodeRow, RunStore
 from . import prompts
 from .critic import Critic
 from .environment import EnvConfig, ExplorationEnv
 from .runtime import Runtime
 
 __all__ = [
-    "RolloutConfig", "RolloutError", "RolloutProgress", "RolloutRecord", "answer_hint", "play_rollout", "run_rollout",
-    "write_trajectories",
+    "LocalRollouts", "PlayRollout", "RolloutConfig", "RolloutError", "RolloutProgress", "RolloutRecord", "answer_hint",
+    "play_rollout", "run_rollout", "write_trajectories",
 ]  # fmt: skip
 
 
-class RolloutError(RuntimeError):
+class RolloutError(RunError):
     """A rollout cannot start or continue; the message says what to do."""
 
 
@@ -100,22 +98,33 @@ class RolloutConfig:
             identity["examples"] = self.examples
         return identity
 
+    def spec(self) -> RunSpec:
+        """The run as the driver opens it."""
+        return RunSpec(
+            name=self.run, kind="rl", identity=self.identity(), keys=_IDENTITY_KEYS, retry_failed=self.retry_failed
+        )
+
+
+_IDENTITY_KEYS = (
+    "kind", "model", "suite", "critic", "env", "answer_aware", "temperature", "max_tokens", "examples",
+)  # fmt: skip
+
 
 @dataclass
-class RolloutProgress:
-    """Live totals of a rollout run."""
+class RolloutProgress(Progress["RolloutRecord"]):
+    """Live totals of one invocation of a rollout run (``Progress``), with its returns.
 
-    total: int = 0
-    done: int = 0
-    failed: int = 0
-    skipped: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
+    Attributes:
+        returns: The return of every episode this invocation finished.
+    """
+
     returns: list[float] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    workers: int = 0
-    rerun: int = 0
+
+    def count(self, ending: RolloutRecord) -> None:
+        """Add a recorded episode to the live totals, its return included."""
+        super().count(ending)
+        if ending.result.state == "done":
+            self.returns.append((ending.result.trajectory or [{}])[0].get("return", 0.0))
 
 
 def answer_hint(method: Method) -> str:
@@ -129,20 +138,9 @@ def _policy_messages(observation: str, hint: str | None) -> list[dict[str, str]]
 
 
 @dataclass
-class RolloutRecord:
-    """How one attempt of a rollout episode ended, wherever it ran.
-
-    Attributes:
-        method_id: The episode's method.
-        attempt: The attempt's number.
-        result: The ending, as the run store records it.
-        fatal: The error that must end the whole run (a bad key, an unknown model), after this ending is recorded.
-    """
-
-    method_id: str
-    attempt: int
-    result: EpisodeResult
-    fatal: Exception | None = None
+class RolloutRecord(Ending):
+    """How one attempt of a rollout episode ended, wherever it ran (``Ending``; its ``fatal`` error, a bad key or an
+    unknown model, ends the whole run once the ending is recorded)."""
 
 
 async def play_rollout(
@@ -174,7 +172,7 @@ async def play_rollout(
             observation = result.observation
     except LLMError as exc:
         failed = EpisodeResult(
-            state="failed", error=f"{type(exc).__name__}: {exc}", queries=env.budget.used,
+            state="failed", error=f"{type(exc).__name__}: {exc}", queries=env.budget.used(),
             input_tokens=input_tokens + env.critic_usage.input_tokens,
             output_tokens=output_tokens + env.critic_usage.output_tokens,
             cost_usd=cost + env.critic_cost_usd, trajectory=[{"kind": "rl_summary", **env.summary()}, *steps],
@@ -182,7 +180,7 @@ async def play_rollout(
         return RolloutRecord(method.id, attempt, failed, fatal=exc if exc.fatal else None)
     summary = env.summary()
     done = EpisodeResult(
-        state="done", session_key=f"{config.run}/{method.id}", concluded=env.concluded, queries=env.budget.used,
+        state="done", session_key=f"{config.run}/{method.id}", concluded=env.concluded, queries=env.budget.used(),
         input_tokens=input_tokens + summary["critic_input_tokens"],
         output_tokens=output_tokens + summary["critic_output_tokens"], cost_usd=cost + summary["critic_cost_usd"],
         trajectory=[{"kind": "rl_summary", **summary, "policy_cost_usd": cost}, *steps],
@@ -190,48 +188,58 @@ async def play_rollout(
     return RolloutRecord(method.id, attempt, done)
 
 
-def _count(progress: RolloutProgress, record: RolloutRecord) -> None:
-    result = record.result
-    progress.input_tokens += result.input_tokens
-    progress.output_tokens += result.output_tokens
-    progress.cost_usd += result.cost_usd
-    if result.state == "done":
-        progress.done += 1
-        progress.returns.append((result.trajectory or [{}])[0].get("return", 0.0))
-    else:
-        progress.failed += 1
-        progress.errors.append(f"{record.method_id}: {(result.error or '').partition(': ')[2] or result.error}")
-
-
+#: Plays one attempt of a rollout episode: ``await play(method, attempt)``.
 PlayRollout = Callable[[Method, int], Awaitable[RolloutRecord]]
+
+
+class LocalRollouts:
+    """Rollout episodes played in this process.
+
+    Args:
+        config: The run.
+        llm: The policy's client.
+        critic: Rates the steps.
+        runtime: The sandbox and loop the environments share.
+    """
+
+    workers = 0
+    rerun = 0
+
+    def __init__(self, config: RolloutConfig, llm: LLMClient, critic: Critic, runtime: Runtime) -> None:
+        self._config = config
+        self._llm = llm
+        self._critic = critic
+        self._runtime = runtime
+
+    @contextlib.asynccontextmanager
+    async def episodes(self, todo: Sequence[Method]) -> AsyncIterator[PlayRollout]:
+        """Yields the play function (the client, critic and runtime are the caller's to close)."""
+
+        async def play(method: Method, attempt: int) -> RolloutRecord:
+            return await play_rollout(method, attempt, self._config, self._llm, self._critic, self._runtime)
+
+        yield play
 
 
 async def run_rollout(
     store: RunStore,
     methods: list[Method],
     config: RolloutConfig,
-    llm: LLMClient | None,
-    critic: Critic | None,
-    runtime: Runtime | None,
+    source: EpisodeSource[Method, RolloutRecord],
     on_progress: Callable[[RolloutProgress], None] | None = None,
-    cluster: Any = None,
-    settings: Any = None,
 ) -> RolloutProgress:
-    """Run (or resume) a rollout over ``methods``, here or spread over a Ray cluster.
+    """Run (or resume) a rollout over ``methods``, its episodes played by ``source`` (``LocalRollouts``, or
+    ``pau_mcp.distributed.RayRollouts`` on a Ray cluster).
 
-    Whichever way episodes run, this process alone writes the run store, and each episode's ending is
-    recorded exactly once.
+    Whichever source plays the episodes, this process alone writes the run store, and each episode's ending is
+    recorded exactly once (``pau_mcp.runs.drive``).
 
     Args:
         store: The run store (the run's episodes and trajectories).
         methods: The methods, one episode each.
         config: The run.
-        llm: The policy's client (unused with ``cluster``: each worker makes its own).
-        critic: Rates the steps (unused with ``cluster``).
-        runtime: The sandbox and loop the environments share (unused with ``cluster``).
+        source: Where the episodes are played.
         on_progress: Called after every episode with the live totals.
-        cluster: A ``pau_mcp.distributed.Cluster`` to run the episodes on Ray workers; None to run them here.
-        settings: The ``Settings`` the workers start from (needed with ``cluster``).
 
     Raises:
         RolloutError: the run exists with another configuration, there is nothing to run, the cluster has
@@ -240,84 +248,26 @@ async def run_rollout(
     """
     if not methods:
         raise RolloutError("no methods to roll out; check --suite, --methods and --limit")
-    known = {row["name"] for row in store.runs()}
-    run_id = store.ensure_run(config.run, kind="rl", config=config.identity())
-    if config.run in known:
-        stored = store.run_config(run_id)
-        if stored != config.identity():
-            raise RolloutError(
-                f"run {config.run!r} exists with another configuration ({_difference(stored, config.identity())}); "
-                "resume it with the same options or choose another --run"
-            )
-    store.plan_episodes(run_id, [m.id for m in methods])
-    if config.retry_failed:
-        store.reopen_failed(run_id)
-    open_ids = set(store.open_episodes(run_id))
-    todo = [m for m in methods if m.id in open_ids]
-    progress = RolloutProgress(total=len(methods), skipped=len(methods) - len(todo))
-    if on_progress:
-        on_progress(progress)
-    if not todo:
-        return progress
-    limiter = anyio.Semaphore(max(1, config.concurrency))
-
-    stop: list[Exception] = []  # what ends the whole run: raised once the episodes in flight are cancelled
-
-    async def one(method: Method, play: PlayRollout, group: anyio.abc.TaskGroup) -> None:
-        async with limiter:
-            attempt = store.start_episode(run_id, method.id)
-            try:
-                record = await play(method, attempt)
-            except RolloutError as exc:
-                stop.append(exc)
-                group.cancel_scope.cancel()
-                return
-            if store.import_episode(run_id, method.id, attempt, record.result):
-                _count(progress, record)
-            if on_progress:
-                on_progress(progress)
-            if record.fatal is not None:
-                stop.append(record.fatal)
-                group.cancel_scope.cancel()
-
-    if cluster is None:
-        if llm is None or critic is None or runtime is None:
-            raise RolloutError("a rollout in this process needs the policy's client, a critic and a runtime")
-
-        async def here(method: Method, attempt: int) -> RolloutRecord:
-            return await play_rollout(method, attempt, config, llm, critic, runtime)
-
-        async with anyio.create_task_group() as group:
-            for method in todo:
-                group.start_soon(one, method, here, group)
-    else:
-        from ..distributed.rollouts import ray_rollouts
-
-        async with ray_rollouts(cluster, settings, config, progress) as play, anyio.create_task_group() as group:
-            for method in todo:
-                group.start_soon(one, method, play, group)
-    if stop:
-        raise stop[0]
-    return progress
-
-
-def _difference(stored: dict[str, Any], wanted: dict[str, Any]) -> str:
-    keys = sorted(k for k in set(stored) | set(wanted) if stored.get(k) != wanted.get(k))
-    return "; ".join(f"{k}: stored {stored.get(k)!r}, asked {wanted.get(k)!r}" for k in keys[:3]) or "unknown"
+    try:
+        return await drive(store, config.spec(), methods, source, config.concurrency, RolloutProgress(), on_progress)
+    except RunError as exc:
+        if isinstance(exc, RolloutError):
+            raise
+        raise RolloutError(str(exc)) from None
 
 
 # -- trajectory files ---------------------------------------------------------------------------
 
 
-def _episodes(store: RunStore, run: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _episodes(store: RunStore, run: str) -> tuple[dict[str, Any], list[EpisodeRow]]:
     run_id = store.run_id(run)
-    return store.run_config(run_id), [e for e in store.episodes(run_id, with_trajectories=True) if e["state"] == "done"]
+    return store.run_config(run_id), [e for e in store.episodes(run_id, with_trajectories=True) if e.state == "done"]
 
 
 def finished_returns(store: RunStore, run: str) -> list[float]:
     """The return of every finished episode of a run as stored, whichever invocation played it."""
     _, episodes = _episodes(store, run)
-    return [float((episode["trajectory"] or [{}])[0].get("return") or 0.0) for episode in episodes]
+    return [float((episode.trajectory or [{}])[0].get("return") or 0.0) for episode in episodes]
 
 
 def write_trajectories(store: RunStore, run: str, directory: Path, parquet: bool = True) -> dict[str, Path]:
@@ -336,19 +286,19 @@ def write_trajectories(store: RunStore, run: str, directory: Path, parquet: bool
     records = []
     rows = []
     for episode in episodes:
-        summary, *steps = episode["trajectory"] or [{}]
+        summary, *steps = episode.trajectory or [{}]
         record = {
             "run": run,
-            "method_id": episode["method_id"],
-            "attempts": episode["attempts"],
+            "method_id": episode.method_id,
+            "attempts": episode.attempts,
             "return": summary.get("return"),
-            "concluded": bool(episode["concluded"]),
+            "concluded": bool(episode.concluded),
             "hypothesis": summary.get("hypothesis"),
-            "queries": episode["queries"],
+            "queries": episode.queries,
             "turns": summary.get("turns"),
-            "input_tokens": episode["input_tokens"],
-            "output_tokens": episode["output_tokens"],
-            "cost_usd": episode["cost_usd"],
+            "input_tokens": episode.input_tokens,
+            "output_tokens": episode.output_tokens,
+            "cost_usd": episode.cost_usd,
             "answer_aware": bool(config.get("answer_aware")),
             "steps": steps,
         }
@@ -357,7 +307,7 @@ def write_trajectories(store: RunStore, run: str, directory: Path, parquet: bool
             call = step.get("call") or {}
             critic = step.get("critic") or {}
             rows.append({
-                "run": run, "method_id": episode["method_id"], "turn": step["turn"], "phase": step["phase"],
+                "run": run, "method_id": episode.method_id, "turn": step["turn"], "phase": step["phase"],
                 "observation": step["observation"], "action": step["action"], "reward": float(step["reward"]),
                 "components": json.dumps(step.get("components", {}), sort_keys=True), "done": bool(step["done"]),
                 "call_input": call.get("input"), "call_status": call.get("status"), "call_shown": call.get("shown"),

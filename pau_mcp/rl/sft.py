@@ -34,7 +34,7 @@ from typing import Any
 from ..manifests import ManifestError, ManifestStore, Method, call_arguments, call_text
 from ..prompts import PromptSet, load_prompts
 from ..protocol import cut_at_stop, load_protocol, protocol_of, reference_example, results_list
-from ..runstore import RunStore
+from ..runstore import EpisodeRow, RunStore
 from . import prompts
 from .rewards import word_count
 
@@ -84,22 +84,22 @@ class ExportReport:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
-def episode_outcome(episode: dict[str, Any]) -> float | None:
+def episode_outcome(episode: EpisodeRow) -> float | None:
     """How good an episode's result was, from 0 to 1, or None when nothing rated it.
 
     An evaluation episode: the judge's rating mapped from 1..5 to 0..1, else its code-match fraction, else its
     direct-code fraction. A rollout episode: its terminal code-match fraction when there is one, else the
     critic's last rating of the hypothesis divided by 9.
     """
-    scores = episode.get("scores") or {}
-    judge = (scores.get("judge") or {}).get("value")
+    scores = episode.scores
+    judge = scores["judge"].value if "judge" in scores else None
     if judge is not None:
         return (float(judge) - 1) / 4
     for kind in ("codematch", "direct"):
-        value = (scores.get(kind) or {}).get("value")
+        value = scores[kind].value if kind in scores else None
         if value is not None:
             return float(value)
-    steps = [s for s in (episode.get("trajectory") or []) if s.get("phase")]
+    steps = [s for s in (episode.trajectory or []) if s.get("phase")]
     for step in reversed(steps):
         if step.get("code_match") is not None:
             return float(step["code_match"])
@@ -154,9 +154,9 @@ def reference_step_kept(step: str, reply: str, failed_call: bool) -> tuple[bool,
     return kept, text + "\n[STOP]"
 
 
-def _reference_steps(episode: dict[str, Any]) -> Iterator[list[dict[str, str]]]:
+def _reference_steps(episode: EpisodeRow) -> Iterator[list[dict[str, str]]]:
     """A reference-protocol episode's steps that the reference's rule keeps, as its prompts alone (no system)."""
-    trajectory = episode.get("trajectory") or []
+    trajectory = episode.trajectory or []
     for index, step in enumerate(trajectory):
         kind = step.get("step")
         if step.get("kind") != "model" or kind not in ("reason", "act", "reflect") or not step.get("prompt"):
@@ -181,8 +181,8 @@ def _reference_steps(episode: dict[str, Any]) -> Iterator[list[dict[str, str]]]:
             yield [{"role": "user", "content": step["prompt"]}, {"role": "assistant", "content": reply}]
 
 
-def _steps(config: dict[str, Any], episode: dict[str, Any]) -> Iterator[list[dict[str, str]]]:
-    trajectory = episode.get("trajectory") or []
+def _steps(config: dict[str, Any], episode: EpisodeRow) -> Iterator[list[dict[str, str]]]:
+    trajectory = episode.trajectory or []
     if config.get("kind") == "rl":
         for step in trajectory:
             if step.get("phase") and step.get("observation"):
@@ -282,15 +282,15 @@ def export_sft(
             if reference and kind == "final" and reference_prompts is None:
                 reference_prompts = load_protocol("reference", data_dir).prompts
             for episode in store.episodes(run_id, with_trajectories=kind != "final"):
-                if episode["state"] != "done":
+                if episode.state != "done":
                     report.skip("not finished")
                     continue
                 if kind == "final":
-                    if episode["method_id"] in seen_methods:
+                    if episode.method_id in seen_methods:
                         report.skip("method already exported")
                         continue
                     try:
-                        method = manifests.method(episode["method_id"])
+                        method = manifests.method(episode.method_id)
                     except ManifestError:
                         report.skip("method not in the manifests")
                         continue

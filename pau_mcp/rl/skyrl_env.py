@@ -38,7 +38,8 @@ from ..config import Settings
 from ..llm import LLMClient
 from ..manifests import ManifestStore
 from ..sandboxing import make_sandbox
-from .critic import Critic, critic_for
+from .critic import Critic
+from .critics import critic_for
 from .environment import EnvConfig, ExplorationEnv
 from .rewards import RewardConfig
 from .runtime import Runtime

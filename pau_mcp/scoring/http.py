@@ -34,6 +34,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
+from ..contract import Feedback, portable_schema
 from ..guard import guarded_protocol, keep_alive_s
 from ..listening import is_loopback, listen, serve_app, shown_host
 from ..llm import LLMError, LLMNotConfigured
@@ -101,26 +102,9 @@ def openapi() -> dict[str, Any]:
         schemas.update(source.pop("$defs", {}))
     schemas["ScoreRequest"] = request_schema
     schemas["ScoreResult"] = result_schema
-    fraction_or_error = {"anyOf": [{"type": "number", "minimum": 0, "maximum": 1}, {"const": "error"}]}
     schemas["AgentFeedback"] = {
-        "type": "object",
+        **portable_schema(Feedback),
         "description": "view=agent: only what an agent may see; never text the submitted code produced.",
-        "properties": {
-            "judge_rating": {
-                "anyOf": [{"type": "integer", "minimum": 1, "maximum": 5}, {"enum": ["unscored", "error"]}]
-            },
-            "code_match": fraction_or_error,
-            "direct_code_match": fraction_or_error,
-            "direct_code_note": {"type": "string"},
-            "direct_code_failures": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
-            "counterexample": {
-                "type": "object",
-                "properties": {"input": {"type": "string"}, "expected": {"type": "string"}},
-                "required": ["input", "expected"],
-                "additionalProperties": False,
-            },
-        },
-        "additionalProperties": False,
     }
     schemas["Error"] = {
         "type": "object",

@@ -17,9 +17,10 @@ from typing import Any
 
 import anyio
 
-from wasm_runtime import Limits, Sandbox
+from wasm_runtime import Limits
 
 from ..config import Settings
+from ..contract import Feedback as ShownFeedback
 from ..knowledge import COMPONENTS
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
 from ..manifests import ManifestError, ManifestStore, Method, Task, call_arguments, call_text
@@ -90,7 +91,8 @@ class ScoreResult:
         return asdict(self)
 
     def feedback(self) -> dict[str, Any]:
-        """What an agent may see: scores, fixed words about its own code, at most one counterexample.
+        """What an agent may see, in the contract's shape (``pau_mcp.contract.Feedback``): scores, fixed words about
+        its own code, at most one counterexample.
 
         Keys, whichever apply: ``judge_rating`` (1 to 5, or ``unscored``/``error``), ``code_match``
         and ``direct_code_match`` (fractions, or ``error``), ``direct_code_note`` (counts and fixed
@@ -99,28 +101,35 @@ class ScoreResult:
         Never the gold description, the source, another test input, or any text the submitted code
         produced (its values, exception names and messages, printed text).
         """
-        out: dict[str, Any] = {}
-        if self.judge is not None:
-            out["judge_rating"] = self.judge.rating if self.judge.status == "scored" else self.judge.status
+        judge = self.judge
+        rating: int | str | None = None
+        if judge is not None:
+            rating = judge.rating if judge.status == "scored" else judge.status
+        code_match: float | str | None = None
         if self.codematch is not None:
-            scored = self.codematch.status == "scored" and self.codematch.fraction is not None
-            out["code_match"] = round(self.codematch.fraction, 3) if scored else "error"  # type: ignore[arg-type]
+            fraction = self.codematch.fraction
+            code_match = round(fraction, 3) if self.codematch.status == "scored" and fraction is not None else "error"
         direct = self.direct
-        if direct is not None:
-            if direct.status == "scored" and direct.fraction is not None:
-                out["direct_code_match"] = round(direct.fraction, 3)
-                if direct.reason:
-                    out["direct_code_note"] = direct.reason
-                if direct.failures:
-                    out["direct_code_failures"] = dict(direct.failures)
-            else:
-                out["direct_code_match"] = "error"
-            if direct.counterexample is not None:
-                out["counterexample"] = {
-                    "input": direct.counterexample.input,
-                    "expected": direct.counterexample.expected,
-                }
-        return out
+        shown = ShownFeedback.model_validate({
+            "judge_rating": rating,
+            "code_match": code_match,
+            **(_direct_feedback(direct) if direct is not None else {}),
+        })  # fmt: skip
+        return shown.shown(counterexample=True)
+
+
+def _direct_feedback(direct: CodeMatch) -> dict[str, Any]:
+    """The submitted code's part of the feedback."""
+    out: dict[str, Any] = {}
+    if direct.status == "scored" and direct.fraction is not None:
+        out["direct_code_match"] = round(direct.fraction, 3)
+        out["direct_code_note"] = direct.reason or None
+        out["direct_code_failures"] = dict(direct.failures) if direct.failures else None
+    else:
+        out["direct_code_match"] = "error"
+    if direct.counterexample is not None:
+        out["counterexample"] = {"input": direct.counterexample.input, "expected": direct.counterexample.expected}
+    return out
 
 
 def _first_llm_error(group: BaseExceptionGroup) -> LLMError | None:
@@ -159,7 +168,7 @@ class Scorer:
     def __init__(
         self,
         manifests: ManifestStore,
-        sandbox: Sandbox,
+        sandbox: AnySandbox,
         llm: LLMClient | None = None,
         *,
         judge_model: str | None = None,

@@ -12,11 +12,11 @@ from ..protocol import DEFAULT_PROTOCOL, RULES
 from ..runstore import RunStore
 from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox
 from .app import PAGE_SIZE, build_server
-from .catalog import FACTS_KEY, OUTPUT_SCHEMA, Catalog, Exposed, KnownExample, MethodFacts, ToolDocs
+from .catalog import Catalog, Exposed, ToolDocs
 from .examples import EXAMPLE_SOURCES, ServedExamples, cache_path, deployment_examples
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
-from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState, label_problem
+from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState
 from .slots import CallSlots, TooManyCalls
 from .tokens import SessionToken, TokenSigner
 from .transport import (
@@ -34,8 +34,6 @@ from .wire import message_limit
 
 __all__ = [
     "DEFAULT_LABEL",
-    "FACTS_KEY",
-    "OUTPUT_SCHEMA",
     "PAGE_SIZE",
     "CallSlots",
     "Catalog",
@@ -45,9 +43,7 @@ __all__ = [
     "Feedback",
     "HTTPLimits",
     "HTTPService",
-    "KnownExample",
     "LaunchError",
-    "MethodFacts",
     "MethodService",
     "Reply",
     "ServedExamples",
@@ -65,7 +61,6 @@ __all__ = [
     "create_service",
     "exploration_settings",
     "http_server",
-    "label_problem",
     "message_limit",
     "run_http",
     "run_stdio",

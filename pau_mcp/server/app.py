@@ -21,9 +21,23 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.types import Scope
 
 from .. import __version__
-from .catalog import OPEN_TOOL, OUTPUT_SCHEMA, SUBMIT_TOOL, Exposed
+from ..contract import (
+    OPEN_INPUT_SCHEMA,
+    OPEN_OUTPUT_SCHEMA,
+    OPEN_TOOL,
+    OUTPUT_SCHEMA,
+    SUBMIT_INPUT_SCHEMA,
+    SUBMIT_OUTPUT_SCHEMA,
+    SUBMIT_TOOL,
+    OpenResult,
+    OpenStatus,
+    SubmitStatus,
+    ToolStatus,
+    label_problem,
+)
+from .catalog import Exposed
 from .service import MethodService, Reply, refused
-from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState, label_problem
+from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState
 from .slots import CallSlots, TooManyCalls
 from .tokens import SessionToken, TokenSigner, looks_like_session_token
 
@@ -46,40 +60,8 @@ _SUBMIT = types.Tool(
         "your own Python implementation of it: a function with the name and parameters its header gives (e.g. "
         "def test_func(arg0):). Submissions are recorded for scoring."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "method": {"type": "string", "description": "the tool name of the function, as listed, e.g. fn_2c9d41e07a"},
-            "description": {"type": "string", "description": "what the function does"},
-            "code": {
-                "anyOf": [{"type": "string"}, {"type": "null"}],
-                "description": "optional (null or absent for none): your implementation, a function named as in "
-                "the method's header",
-            },
-        },
-        "required": ["method", "description"],
-        "additionalProperties": False,
-    },
-    output_schema={
-        "type": "object",
-        "properties": {
-            "status": {
-                "type": "string",
-                "enum": ["recorded", "scored", "feedback_used", "submissions_used", "unknown_tool", "invalid_input"],
-                "description": "recorded: a receipt; scored: with feedback; feedback_used: recorded, no feedback left; "
-                "submissions_used, unknown_tool, invalid_input: not recorded",
-            },
-            "recorded": {"type": "boolean"},
-            "submission": {"type": "integer"},
-            "method": {"type": "string"},
-            "feedback_left": {"type": "integer"},
-            "scores": {"type": "object", "description": "the feedback given (--feedback score)"},
-            "queries_used": {"type": "integer"},
-            "queries_left": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
-            "error_message": {"type": "string"},
-        },
-        "required": ["status"],
-    },
+    input_schema=SUBMIT_INPUT_SCHEMA,
+    output_schema=SUBMIT_OUTPUT_SCHEMA,
     annotations=types.ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
     ),
@@ -92,21 +74,8 @@ _OPEN = types.Tool(
         "Narrow this session to the given function tools (a list of tool names); the tool list then shows only "
         "those (a tools/list_changed notification follows). Useful when a server offers many functions."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {"methods": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
-        "required": ["methods"],
-        "additionalProperties": False,
-    },
-    output_schema={
-        "type": "object",
-        "properties": {
-            "status": {"type": "string", "enum": ["ok", "unknown_tool", "invalid_input"]},
-            "methods": {"type": "array", "items": {"type": "string"}},
-            "error_message": {"type": "string"},
-        },
-        "required": ["status"],
-    },
+    input_schema=OPEN_INPUT_SCHEMA,
+    output_schema=OPEN_OUTPUT_SCHEMA,
     annotations=types.ToolAnnotations(
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     ),
@@ -372,7 +341,7 @@ def build_server(
             ):
                 return _result(
                     refused(
-                        "invalid_input",
+                        SubmitStatus.INVALID_INPUT,
                         "submit needs `method` (a tool name) and `description` (text); `code` is optional text.",
                     )
                 )
@@ -381,7 +350,7 @@ def build_server(
             if connection is None:
                 return _result(
                     refused(
-                        "unknown_tool",
+                        OpenStatus.UNKNOWN_TOOL,
                         "There is no `open` tool in this protocol era (the tool list depends on your credential "
                         "only); add ?methods=fn_...,fn_... to the server's URL to list fewer functions.",
                     )
@@ -390,7 +359,10 @@ def build_server(
         exposed = catalog.by_tool(params.name)
         if exposed is None or not state.sees(exposed.tool):
             return _result(
-                refused("unknown_tool", f"Unknown tool {params.name!r}; list the tools to see the functions available.")
+                refused(
+                    ToolStatus.UNKNOWN_TOOL,
+                    f"Unknown tool {params.name!r}; list the tools to see the functions available.",
+                )
             )
         return _result(await service.call(state, exposed, arguments))
 
@@ -399,12 +371,12 @@ def build_server(
     ) -> Reply:
         names = arguments.get("methods")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-            return refused("invalid_input", "open needs `methods`: a non-empty list of tool names.")
+            return refused(OpenStatus.INVALID_INPUT, "open needs `methods`: a non-empty list of tool names.")
         found = {n: catalog.by_tool(n) for n in names}
         chosen = {e.tool for e in found.values() if e is not None and state.sees(e.tool)}
         unknown = [n for n, e in found.items() if e is None or not state.sees(e.tool)]
         if unknown:
-            return refused("unknown_tool", f"Unknown tools: {', '.join(unknown)}.")
+            return refused(OpenStatus.UNKNOWN_TOOL, f"Unknown tools: {', '.join(unknown)}.")
         sessions.narrow(connection, chosen)
         try:
             await ctx.session.send_tool_list_changed()
@@ -412,7 +384,7 @@ def build_server(
             log.debug("tools/list_changed not delivered: %s", exc)
         return Reply(
             text=f"This session now shows {len(chosen)} function(s): {', '.join(sorted(chosen))}.",
-            structured={"status": "ok", "methods": sorted(chosen)},
+            structured=OpenResult(status=OpenStatus.OK, methods=sorted(chosen)).sent(),
         )
 
     async def list_resources(

@@ -20,114 +20,14 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from wasm_runtime import Status
-
-from ..manifests import Case, ManifestError, ManifestStore, Method, Original, call_arguments, call_text, tool_name
+from ..contract import FACTS_KEY, KnownExample, MethodFacts
+from ..manifests import Case, ManifestError, ManifestStore, Method, call_arguments, call_text, tool_name
 from .examples import ServedExamples
 from .schemas import nullable, parameter_schemas
 
-__all__ = [
-    "FACTS_KEY",
-    "Catalog",
-    "Exposed",
-    "KnownExample",
-    "MethodFacts",
-    "OUTPUT_SCHEMA",
-    "OPEN_TOOL",
-    "RAN",
-    "REFUSED",
-    "SUBMIT_TOOL",
-    "ToolDocs",
-    "ToolResult",
-]
-
-SUBMIT_TOOL = "submit"
-OPEN_TOOL = "open"
-
-#: Statuses of a call that ran the function (and counted): the sandbox's own, but for invalid_input.
-RAN: tuple[str, ...] = tuple(status.value for status in Status if status is not Status.INVALID_INPUT)
-#: Statuses of a call that did not run it and did not count: the arguments were wrong, the budget is spent, or no
-#: such tool is visible.
-REFUSED: tuple[str, ...] = (Status.INVALID_INPUT.value, "over_budget", "unknown_tool")
-
-
-class ToolResult(BaseModel):
-    """The structured result of every method tool, whether it ran or was refused (``OUTPUT_SCHEMA`` is its schema)."""
-
-    status: str = Field(
-        json_schema_extra={"enum": [*RAN, *REFUSED]},
-        description="ok: returned a value; error: raised an exception; timeout, memory, output_limit, crash: "
-        "a limit ended the call; invalid_input, over_budget, unknown_tool: not run and not counted",
-    )
-    value: str | None = Field(None, description="repr() of the returned value")
-    value_type: str | None = Field(None, description="type of the returned value")
-    error_type: str | None = Field(None, description="exception (or limit) name")
-    error_message: str | None = Field(None, description="the exception's message, or why the call was refused")
-    printed: str = Field("", description="text the function printed, if any")
-    queries_used: int = Field(description="calls of this function counted for your budget")
-    queries_left: int | None = Field(description="null when there is no budget")
-    budget_scope: Literal["process", "token", "label"] = Field(
-        "process",
-        description="whose budget this is: this server process (stdio), your session token's, or the label your "
-        "requests name (the server's default label when they name none)",
-    )
-
-
-def _portable(schema: dict[str, Any]) -> dict[str, Any]:
-    """A pydantic schema as clients read it best: no titles or defaults, nullables as two ``anyOf`` branches."""
-    properties = {}
-    for name, field in schema["properties"].items():
-        field = {k: v for k, v in field.items() if k not in ("title", "default")}
-        properties[name] = field
-    return {"type": "object", "properties": properties, "required": schema["required"]}
-
-
-#: The structured result of every method tool, generated from ``ToolResult``.
-OUTPUT_SCHEMA: dict[str, Any] = _portable(ToolResult.model_json_schema())
-
-#: The ``_meta`` key of a method tool's ``MethodFacts``. MCP's rule for ``_meta`` keys: a prefix of dot-separated
-#: labels (reverse DNS), a slash, a name; prefixes whose second label is ``mcp`` or ``modelcontextprotocol`` are
-#: the protocol's own, which ``pau-mcp`` is not.
-FACTS_KEY = "dev.pau-mcp/method"
-
-
-class KnownExample(BaseModel):
-    """One initial example, as the tool description shows it and as data."""
-
-    model_config = ConfigDict(frozen=True)
-
-    line: str = Field(description="the example as the description shows it, e.g. test_func(1, 'a') -> 3")
-    input: str = Field(description="the arguments as a Python literal tuple, e.g. (1, 'a'): what `args` takes")
-    output: str = Field(description="the outcome as shown: the value's repr, or 'raises Type: message'")
-    original: Original | None = Field(
-        None,
-        exclude_if=lambda value: value is None,
-        description="the example as its dataset writes it (input text, stored output as JSON text), when the suite "
-        "keeps it: what the reference benchmark's protocol shows instead (docs/protocol.md)",
-    )
-
-
-class MethodFacts(BaseModel):
-    """What an agent may know of a method before calling it, as data: each method tool's ``_meta[FACTS_KEY]``.
-
-    The same facts as the tool description, from the same agent view (``Exposed``): never the source, the gold
-    description or the tests. Clients (the harness among them) read these instead of parsing the description.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    header: str = Field(description="the function's header, e.g. def test_func(arg0, arg1):")
-    entry: str = Field(
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="the function's name in the header and in the example lines"
-    )
-    params: list[str] = Field(description="the parameter names, in order (the tool's JSON form has one property each)")
-    examples: list[KnownExample] = Field(description="the initial examples, in the description's order")
-    budget: int | None = Field(description="calls of this function allowed per session; null when unlimited")
-
+__all__ = ["Catalog", "Exposed", "ToolDocs"]
 
 #: How a documented tool says to pass arguments (``{params}``: the parameter names).
 _CALLING = (

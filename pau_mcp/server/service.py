@@ -14,22 +14,26 @@ import math
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import anyio
 import jsonschema
+from pydantic import ValidationError
 
 from wasm_runtime import EngineUnavailable, InvalidInput, Outcome, Status, parse_arguments
 
+from ..contract import Feedback as ShownFeedback
+from ..contract import SubmitResult, SubmitStatus, ToolResult, ToolStatus, queries_left
 from ..manifests import call_text
 from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore, StoreError
 from ..sandboxing import AnySandbox
 from .catalog import Catalog, Exposed
 from .schemas import describe, example_json
-from .sessions import DEFAULT_LABEL, SessionState
+from .sessions import DEFAULT_LABEL, SessionState, StoreBudget
 
-__all__ = ["FEEDBACK_KEYS", "Feedback", "MethodService", "Reply", "refused"]
+__all__ = ["Feedback", "MethodService", "Reply", "refused"]
 
 log = logging.getLogger("pau_mcp.server")
 
@@ -53,12 +57,9 @@ _MESSAGE_CHARS = 2048
 _EXAMPLE_CHARS = 200
 
 #: Feedback on a submission: ``await feedback(method_id, description, code, *, submission_id, counterexample)``
-#: returns what the agent may see (and records the scores under the submission); with ``counterexample`` it may
-#: add one ``{"input", "expected"}`` pair, which costs the session one query.
+#: returns the scores in the shape of ``contract.Feedback`` (and records them under the submission); with
+#: ``counterexample`` it may add one ``{"input", "expected"}`` pair, which costs the session one query.
 Feedback = Callable[..., Awaitable[dict[str, Any]]]
-
-#: The feedback an agent may see; anything else the scorer returns is dropped.
-FEEDBACK_KEYS = ("judge_rating", "code_match", "direct_code_match", "direct_code_note", "counterexample", "scores")
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,11 @@ class MethodService:
 
     def left(self, used: int) -> int | None:
         """Queries left of a budget with ``used`` taken; None without a budget."""
-        return None if not self.budget else max(0, self.budget - used)
+        return queries_left(self.budget, used)
+
+    def _queries(self, state: SessionState, method_id: str) -> StoreBudget:
+        """The session's budget of queries on a method."""
+        return StoreBudget(self.store, state.store_id, method_id, self.budget)
 
     async def call(self, state: SessionState, exposed: Exposed, given: dict[str, Any] | None) -> Reply:
         """One call of a method tool.
@@ -201,7 +206,7 @@ class MethodService:
                 f"{_kib(self.max_argument_bytes)} per call (--max-argument-kb / PAU_MCP_MAX_ARGUMENT_KB on the "
                 "server); try smaller inputs."
             )
-            return await self._refuse(state, exposed, _recorded(given), size, "invalid_input", message)
+            return await self._refuse(state, exposed, _recorded(given), size, ToolStatus.INVALID_INPUT, message)
         try:
             if size > _INLINE_BYTES:
                 literal_form = given.get("args")
@@ -219,11 +224,12 @@ class MethodService:
                 args, literal = self.arguments(exposed, given)
         except InvalidInput as exc:
             return await self._refuse(
-                state, exposed, _recorded(given), size, "invalid_input", f"Invalid arguments: {exc}"
+                state, exposed, _recorded(given), size, ToolStatus.INVALID_INPUT, f"Invalid arguments: {exc}"
             )
         method_id = exposed.method.id
+        budget = self._queries(state, method_id)
         try:
-            used = self.store.reserve_call(state.store_id, method_id, self.budget)
+            used = budget.reserve()
         except StoreError as exc:
             log.error("a call of %s could not be counted: %s", exposed.tool, exc)
             return _unrecorded(f"run store: {exc.reason}")
@@ -235,7 +241,7 @@ class MethodService:
             size = len(literal.encode("utf-8", "surrogatepass"))
             # Not a tool error: nothing is wrong with the call, and clients that retry tool errors (pydantic-ai) or
             # stop on them would end the agent's run before it submits. The status says what happened.
-            return await self._refuse(state, exposed, literal, size, "over_budget", message, is_error=False)
+            return await self._refuse(state, exposed, literal, size, ToolStatus.OVER_BUDGET, message, is_error=False)
         # Shielded: a counted call runs to its end and is recorded even if the client cancels it or goes away
         # (the sandbox's limits bound the wait). Abandoned halfway, a worker's reply would be left in its pipe
         # for whichever call used that worker next, and the call would count without a record.
@@ -249,7 +255,7 @@ class MethodService:
             except EngineUnavailable as exc:
                 # Not a passing failure: this method needs the numpy engine and this server lacks it, so retrying
                 # cannot help. The call does not count; the operator is told what to install.
-                self._release(state, method_id)
+                _refund(budget)
                 log.error("%s needs an engine this server lacks: %s", exposed.tool, exc)
                 return Reply(
                     text="This function cannot run on this server (its sandbox engine is not installed), so the call "
@@ -257,7 +263,7 @@ class MethodService:
                     is_error=True,
                 )
             except Exception:
-                self._release(state, method_id)
+                _refund(budget)
                 log.exception("the sandbox failed on a call of %s", exposed.tool)
                 return Reply(text="The sandbox could not run this call, so it did not count; try again.", is_error=True)
             large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
@@ -265,19 +271,13 @@ class MethodService:
                 state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large
             )
         if problem is not None:
-            self._release(state, method_id)
+            _refund(budget)
             return _unrecorded(problem)
-        structured = {
-            "status": outcome.status.value,
-            "value": outcome.value,
-            "value_type": outcome.value_type,
-            "error_type": outcome.error_type,
-            "error_message": outcome.error_message,
-            "printed": outcome.stdout,
-            "queries_used": used,
-            "queries_left": self.left(used),
-            "budget_scope": state.scope,
-        }
+        structured = ToolResult(
+            status=outcome.status.value, value=outcome.value, value_type=outcome.value_type,
+            error_type=outcome.error_type, error_message=outcome.error_message, printed=outcome.stdout,
+            queries_used=used, queries_left=self.left(used), budget_scope=state.scope,
+        ).model_dump()  # fmt: skip
         text = _describe(exposed, args, outcome, used, self.budget, _scope_words(state))
         if state.stdio and "budget" not in state.notes:
             state.notes.add("budget")
@@ -287,33 +287,19 @@ class MethodService:
             )
         return Reply(text=text, structured=structured)
 
-    def _release(self, state: SessionState, method_id: str) -> None:
-        """Give back a query taken for a call that did not run or was not recorded (logged if the store refuses)."""
-        try:
-            self.store.release_call(state.store_id, method_id)
-        except StoreError as exc:
-            log.error("a query taken for %s could not be given back: %s", method_id, exc)
-
     def _refusal(
         self, state: SessionState, exposed: Exposed, status: str, message: str, text: str | None = None,
         is_error: bool = True,
     ) -> Reply:  # fmt: skip
         """A call that did not run: its status and the budget as it stands, in the method tool's output schema."""
         try:
-            used = self.store.budget_spent(state.store_id, exposed.method.id)[0]
+            used = self._queries(state, exposed.method.id).used()
         except StoreError:
             used = 0
-        structured = {
-            "status": status,
-            "value": None,
-            "value_type": None,
-            "error_type": None,
-            "error_message": message,
-            "printed": "",
-            "queries_used": used,
-            "queries_left": self.left(used),
-            "budget_scope": state.scope,
-        }
+        structured = ToolResult(
+            status=status, error_message=message, queries_used=used, queries_left=self.left(used),
+            budget_scope=state.scope,
+        ).model_dump()  # fmt: skip
         return Reply(text=text or message, structured=structured, is_error=is_error)
 
     async def _refuse(
@@ -341,7 +327,9 @@ class MethodService:
             counted=counted,
             status=status,
             value=outcome.value if outcome else None,
-            error_type=outcome.error_type if outcome else ("InvalidInput" if status == "invalid_input" else None),
+            error_type=outcome.error_type
+            if outcome
+            else ("InvalidInput" if status == ToolStatus.INVALID_INPUT else None),
             error_message=outcome.error_message if outcome else message,
             outcome=outcome.to_dict() if outcome else None,
             duration_ms=outcome.duration_ms if outcome else None,
@@ -375,22 +363,26 @@ class MethodService:
         exposed = self.catalog.by_tool(method)
         if exposed is None or not state.sees(exposed.tool):
             return refused(
-                "unknown_tool", f"Unknown method {method!r}: give the tool name of a method you explored (e.g. fn_...)."
+                SubmitStatus.UNKNOWN_TOOL,
+                f"Unknown method {method!r}: give the tool name of a method you explored (e.g. fn_...).",
             )
         if not description or not description.strip():
-            return refused("invalid_input", "The description is empty: say what the function does.")
+            return refused(SubmitStatus.INVALID_INPUT, "The description is empty: say what the function does.")
         if len(description) > 20_000 or (code is not None and len(code) > 100_000):
             return refused(
-                "invalid_input",
+                SubmitStatus.INVALID_INPUT,
                 "The submission is too long (at most 20,000 characters of description and 100,000 of code).",
             )
         tool, method_id = exposed.tool, exposed.method.id
         if self.max_submissions and self.store.submissions_made(state.store_id, method_id) >= self.max_submissions:
             return self._submissions_used(tool)
-        given = self.store.reserve_feedback(state.store_id, method_id, self.feedback_limit) if self.feedback else None
+        # Two budgets: the submits answered with feedback, and the queries (a counterexample costs one).
+        allowance = StoreBudget(self.store, state.store_id, method_id, self.feedback_limit, feedback=True)
+        queries = self._queries(state, method_id)
+        given = allowance.reserve() if self.feedback else None
         answered = given is not None
         # A query is held for the counterexample while one is left, and given back if none is shown.
-        held = self.store.reserve_call(state.store_id, method_id, self.budget) if answered else None
+        held = queries.reserve() if answered else None
         charged = held is not None
         recorded: int | None = None
         try:
@@ -405,58 +397,56 @@ class MethodService:
         finally:
             if recorded is None:  # not recorded: what it reserved goes back
                 if answered:
-                    self.store.release_feedback(state.store_id, method_id)
-                self._refund(state, method_id, charged)
+                    allowance.refund()
+                if charged:
+                    _refund(queries)
         if recorded is None:  # concurrent submits took the last places first
             return self._submissions_used(tool)
         submission_id = recorded
-        structured: dict[str, Any] = {
-            "status": "recorded", "recorded": True, "submission": submission_id, "method": tool,
-        }  # fmt: skip
+        result = SubmitResult(status=SubmitStatus.RECORDED, recorded=True, submission=submission_id, method=tool)
         text = f"Recorded your description of {tool} (submission {submission_id})."
         if self.feedback is None:
-            return Reply(text=text, structured=structured)
+            return Reply(text=text, structured=result.sent())
         if given is None:
-            structured["feedback_left"] = 0
-            structured["status"] = "feedback_used"
+            result.feedback_left, result.status = 0, SubmitStatus.FEEDBACK_USED
             return Reply(
                 text=text + f" No feedback: the {self.feedback_limit} submission(s) with feedback for {tool} in this "
                 "session are used up.",
-                structured=structured,
+                structured=result.sent(),
             )
-        structured["feedback_left"] = max(0, self.feedback_limit - given)
+        result.feedback_left = max(0, self.feedback_limit - given)
         try:
             scores = await self.feedback(
                 method_id, description.strip(), code, submission_id=submission_id, counterexample=charged
             )
         except BaseException:
-            self._refund(state, method_id, charged)
+            if charged:
+                _refund(queries)
             raise
-        shown = _visible_feedback(scores, charged)
-        example = shown.get("counterexample")
-        if charged and example:
+        feedback = _visible_feedback(scores)
+        example = feedback.counterexample if charged else None
+        if example is not None:
             self.store.record_call(
                 state.store_id,
                 CallRecord(
-                    method_id=method_id, tool=tool, arguments=example["input"], counted=True,
-                    status="counterexample", value=example["expected"],
+                    method_id=method_id, tool=tool, arguments=example.input, counted=True,
+                    status="counterexample", value=example.expected,
                 ),
             )  # fmt: skip
-        else:
-            self._refund(state, method_id, charged)
-        used = self.store.budget_spent(state.store_id, method_id)[0]
-        structured["status"] = "scored"
-        structured["scores"] = shown
-        structured["queries_used"] = used
-        structured["queries_left"] = self.left(used)
+        elif charged:
+            _refund(queries)
+        shown = feedback.shown(counterexample=example is not None)
+        used = queries.used()
+        result.status, result.scores = SubmitStatus.SCORED, ShownFeedback.model_validate(shown)
+        result.queries_used, result.queries_left = used, self.left(used)
         parts = [f"{k} {v}" for k, v in shown.items() if k != "counterexample"]
         text += " Scores: " + (", ".join(parts) or "none")
-        if example:
+        if example is not None:
             text += (
-                f". Counterexample: {call_text(exposed.method.entry, example['input'])} returns {example['expected']}"
+                f". Counterexample: {call_text(exposed.method.entry, example.input)} returns {example.expected}"
                 " (it cost one query)"
             )
-        return Reply(text=text + ".", structured=structured)
+        return Reply(text=text + ".", structured=result.sent())
 
     def _submissions_used(self, tool: str) -> Reply:
         message = (
@@ -464,11 +454,15 @@ class MethodService:
             "this server keeps per function (--max-submissions / PAU_MCP_MAX_SUBMISSIONS on the server); the latest "
             "of them stands (it is the one reports count)."
         )
-        return Reply(text=message, structured={"status": "submissions_used", "error_message": message}, is_error=True)
+        return refused(SubmitStatus.SUBMISSIONS_USED, message)
 
-    def _refund(self, state: SessionState, method_id: str, charged: bool) -> None:
-        if charged:
-            self._release(state, method_id)
+
+def _refund(budget: StoreBudget) -> None:
+    """Give back a query taken for a call that did not run or was not recorded (logged if the store refuses)."""
+    try:
+        budget.refund()
+    except StoreError as exc:
+        log.error("a query taken for %s could not be given back: %s", budget.method_id, exc)
 
 
 def _unrecorded(problem: str) -> Reply:
@@ -479,21 +473,21 @@ def _unrecorded(problem: str) -> Reply:
     )
 
 
-def refused(status: str, message: str) -> Reply:
-    """A refused request to ``submit`` or ``open``: a tool error with a machine-readable status."""
-    return Reply(text=message, structured={"status": status, "error_message": message}, is_error=True)
+def refused(status: StrEnum, message: str) -> Reply:
+    """A refused request to ``submit``, ``open`` or an unknown tool: a tool error with a machine-readable status
+    (``contract.SubmitStatus``, ``OpenStatus`` or ``ToolStatus``)."""
+    return Reply(text=message, structured={"status": status.value, "error_message": message}, is_error=True)
 
 
-def _visible_feedback(scores: dict[str, Any], counterexample: bool) -> dict[str, Any]:
-    """The part of the scorer's answer an agent may see: known keys only; a counterexample only when it was paid
-    for, and only its input and the method's output (never what the submitted code produced)."""
-    shown = {key: scores[key] for key in FEEDBACK_KEYS if key in scores and key != "counterexample"}
-    example = scores.get("counterexample")
-    if counterexample and isinstance(example, dict):
-        given, expected = example.get("input"), example.get("expected")
-        if isinstance(given, str) and isinstance(expected, str):
-            shown["counterexample"] = {"input": given, "expected": expected}
-    return shown
+def _visible_feedback(scores: dict[str, Any]) -> ShownFeedback:
+    """The part of the scorer's answer an agent may see (``contract.Feedback``: known keys only, a counterexample
+    only its input and the method's output, never what the submitted code produced); an answer not in that shape
+    shows nothing but that the scores are unavailable."""
+    try:
+        return ShownFeedback.model_validate(scores)
+    except ValidationError as exc:
+        log.error("the scorer's feedback is not in the contract's shape: %s", exc)
+        return ShownFeedback(scores="unavailable: the scorer's answer could not be read")
 
 
 _HUGE_INT = (

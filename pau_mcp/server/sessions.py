@@ -14,15 +14,15 @@ number of labels, runs or sessions named over a server's life grows its memory p
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from ..contract import BudgetScope, label_problem
 from ..runstore import RunStore
 
-__all__ = ["DEFAULT_LABEL", "Credential", "SessionRefused", "SessionState", "Sessions", "label_problem"]
+__all__ = ["DEFAULT_LABEL", "Credential", "SessionRefused", "SessionState", "Sessions", "StoreBudget", "label_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 DEFAULT_LABEL = "(main)"
 
 #: The budget scope results name, by credential kind.
-_SCOPES = {"process": "process", "token": "token", "label": "label"}
+_SCOPES: dict[str, BudgetScope] = {"process": "process", "token": "token", "label": "label"}
 
 #: Claimed sessions remembered (about 0.7 KB each); an older one is claimed in the store again when it comes back.
 _CACHED = 4_096
@@ -40,19 +40,6 @@ _CACHED = 4_096
 _NARROWED = 10_000
 #: Run names whose store ids are remembered; an older one is looked up in the store again.
 _RUNS = 1_024
-
-_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}")
-
-
-def label_problem(value: str, what: str = "session label") -> str | None:
-    """Why ``value`` cannot be a session or run label, or None when it can."""
-    if _LABEL.fullmatch(value):
-        return None
-    shown = repr(value[:40] + ("..." if len(value) > 40 else ""))
-    return (
-        f"the {what} {shown} is not allowed: use 1 to 128 letters, digits and _ . : / @ + - "
-        "(starting with a letter or digit)"
-    )
 
 
 class SessionRefused(PermissionError):
@@ -90,7 +77,7 @@ class SessionState:
 
     key: str
     store_id: int
-    scope: str = "process"
+    scope: BudgetScope = "process"
     stdio: bool = False
     visible: frozenset[str] | None = None
     notes: set[str] = field(default_factory=set, compare=False, repr=False)
@@ -105,6 +92,47 @@ class SessionState:
             return self
         chosen = frozenset(tools)
         return replace(self, visible=chosen if self.visible is None else self.visible & chosen)
+
+
+@dataclass(frozen=True)
+class StoreBudget:
+    """A session's budget on one method (``contract.Budget``), kept in the run store: every server process sharing the
+    store sees one count, and of any number of concurrent reservations on a limit of N exactly N succeed.
+
+    Attributes:
+        store: The run store.
+        session_id: The session's row (``SessionState.store_id``).
+        method_id: The method.
+        limit: Queries allowed (0: no limit); with ``feedback``, submits answered with feedback (0: none).
+        feedback: Count submits answered with feedback (``--feedback-limit``) instead of queries.
+
+    ``reserve`` and ``refund`` raise ``pau_mcp.runstore.StoreError`` when the store cannot be written (nothing was
+    taken, or given back).
+    """
+
+    store: RunStore
+    session_id: int
+    method_id: str
+    limit: int
+    feedback: bool = False
+
+    def reserve(self) -> int | None:
+        """Take one; the number taken with it, or None (nothing taken) when none is left."""
+        if self.feedback:
+            return self.store.reserve_feedback(self.session_id, self.method_id, self.limit)
+        return self.store.reserve_call(self.session_id, self.method_id, self.limit)
+
+    def refund(self) -> None:
+        """Give back one that ``reserve`` took for a call (or submit) that did not run or was not recorded."""
+        if self.feedback:
+            self.store.release_feedback(self.session_id, self.method_id)
+        else:
+            self.store.release_call(self.session_id, self.method_id)
+
+    def used(self) -> int:
+        """How many are taken, as the store holds it now."""
+        queries, answered = self.store.budget_spent(self.session_id, self.method_id)
+        return answered if self.feedback else queries
 
 
 class Sessions:

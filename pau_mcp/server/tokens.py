@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .sessions import label_problem
+from ..contract import label_problem
 
 __all__ = ["TOKEN_PREFIX", "SessionToken", "TokenSigner", "looks_like_session_token"]
 

@@ -107,12 +107,10 @@ def test_many_threads_writing_through_two_stores_on_one_postgresql_database_lose
     ids = [i for _, _, mine in done for i in mine]
     assert len(set(ids)) == threads * calls_each
     [run] = stores[0].runs()
-    assert (run["sessions"], run["calls"], run["submissions"]) == (4, threads * calls_each, threads)
-    arguments = {c["arguments"] for c in stores[1].calls(run["id"])}
+    assert (run.sessions, run.calls, run.submissions) == (4, threads * calls_each, threads)
+    arguments = {c.arguments for c in stores[1].calls(run.id)}
     assert arguments == {f"({n}, {i})" for n in range(threads) for i in range(calls_each)}
-    assert [c["method_id"] for c in stores[1].calls(run["id"]) if c["counted"]] == ["builtin/b001"] * (
-        threads * calls_each
-    )
+    assert [c.method_id for c in stores[1].calls(run.id) if c.counted] == ["builtin/b001"] * (threads * calls_each)
     for store in stores:
         store.close()
 
@@ -166,8 +164,8 @@ def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url):
     store.record_submission(session, "m/x", "nul \x00 and \ud800", "def f():\x00")
     run = store.run_id("r")
     [call], [submission] = store.calls(run), store.submissions(run)
-    assert (call["arguments"], call["error_message"]) == ("('\\x00',)", "bad \\x00\\udcff")
-    assert (submission["description"], submission["code"]) == ("nul \\x00 and \\ud800", "def f():\\x00")
+    assert (call.arguments, call.error_message) == ("('\\x00',)", "bad \\x00\\udcff")
+    assert (submission.description, submission.code) == ("nul \\x00 and \\ud800", "def f():\\x00")
     assert store.export_session("r", "k").client == "agent\\x00 1"
 
 
@@ -182,7 +180,7 @@ def test_a_connection_the_server_dropped_is_replaced_and_no_write_is_lost(postgr
         ).fetchall()
     assert dropped
     store.record_call(session, CallRecord("m/x", "fn_x", "(2,)", True, "ok", value="2"))
-    assert [c["arguments"] for c in store.calls(store.run_id("r"))] == ["(1,)", "(2,)"]
+    assert [c.arguments for c in store.calls(store.run_id("r"))] == ["(1,)", "(2,)"]
 
 
 def test_a_failed_statement_inside_a_postgresql_write_commits_nothing_even_if_caught(postgres_url):

@@ -52,13 +52,13 @@ def test_an_imported_session_keeps_its_calls_submission_and_scores_under_the_dri
 
     assert store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
 
-    episode = next(e for e in store.episodes(run_id) if e["method_id"] == "builtin/b001")
-    assert episode["state"] == "done" and episode["session_key"] == "r/builtin/b001/1"
-    assert {k: v["value"] for k, v in episode["scores"].items()} == {"direct": 1.0, "judge": 4.0}
+    episode = next(e for e in store.episodes(run_id) if e.method_id == "builtin/b001")
+    assert episode.state == "done" and episode.session_key == "r/builtin/b001/1"
+    assert {k: v.value for k, v in episode.scores.items()} == {"direct": 1.0, "judge": 4.0}
     [prediction] = list(store.predictions(run_id))
     assert prediction == next(iter(worker.predictions(worker.run_id("r"))))
-    copied = [(c["arguments"], c["status"], c["value"], c["counted"]) for c in store.calls(run_id)]
-    original = [(c["arguments"], c["status"], c["value"], c["counted"]) for c in worker.calls(worker.run_id("r"))]
+    copied = [(c.arguments, c.status, c.value, c.counted) for c in store.calls(run_id)]
+    original = [(c.arguments, c.status, c.value, c.counted) for c in worker.calls(worker.run_id("r"))]
     assert copied == original and len(copied) == 4
 
 
@@ -95,10 +95,10 @@ def test_a_second_delivery_of_the_same_attempt_records_nothing(store_at):
     assert store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
     assert not store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
 
-    [run] = [row for row in store.runs() if row["id"] == run_id]
-    assert (run["sessions"], run["calls"], run["submissions"]) == (1, 4, 1)
+    [run] = [row for row in store.runs() if row.id == run_id]
+    assert (run.sessions, run.calls, run.submissions) == (1, 4, 1)
     [imported] = store.submissions(run_id)
-    assert len(store.scores(imported["id"])) == 2
+    assert len(store.scores(imported.id)) == 2
 
 
 def test_a_stale_attempt_is_not_recorded_once_the_episode_started_again(store_at):
@@ -188,11 +188,11 @@ def test_rescoring_a_resumed_run_scores_its_answers_not_an_attempt_a_kill_cut_sh
     store.start_episode(run_id, "builtin/b001")
     again = _worker_episode(store, "r", "r/builtin/b001/2", "builtin/b001")
     store.finish_episode(run_id, "builtin/b001", _result(again, "r/builtin/b001/2"))
-    before = {s["id"]: len(store.scores(s["id"])) for s in store.submissions(run_id)}
+    before = {s.id: len(store.scores(s.id)) for s in store.submissions(run_id)}
 
     scored = run_pau("score", "r", "--scores", "direct", "--db", str(store_at("driver")))
 
     assert scored.returncode == 0, scored.stdout + scored.stderr
-    after = {s["id"]: len(store.scores(s["id"])) for s in store.submissions(run_id)}
+    after = {s.id: len(store.scores(s.id)) for s in store.submissions(run_id)}
     assert after[again] == before[again] + 1  # the resumed attempt's answer is scored again
     assert after[cut_short] == before[cut_short]  # the killed attempt's submission is no answer of the run

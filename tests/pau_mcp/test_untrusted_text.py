@@ -22,21 +22,21 @@ from pathlib import Path
 
 import pytest
 
+from pau_mcp.contract import label_problem
 from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
 from pau_mcp.grammar import read_input, read_reflection, visible_text
-from pau_mcp.harness.failures import parse_label
-from pau_mcp.harness.plots import _wrap
-from pau_mcp.harness.render import _NUMBER
 from pau_mcp.llm.replies import split_thinking
 from pau_mcp.manifests import placeholders
 from pau_mcp.manifests.importers.codearc import _printed
 from pau_mcp.manifests.importers.common import description_from_docstring
 from pau_mcp.protocol import cut_at_stop, reference_triples
+from pau_mcp.reports.failures import parse_label
+from pau_mcp.reports.plots import _wrap
+from pau_mcp.reports.render import _NUMBER
 from pau_mcp.rl.critic import parse_critic_rating
 from pau_mcp.scoring import judge
 from pau_mcp.scoring.codematch import extract_code, extract_code_reference
-from pau_mcp.server.sessions import label_problem
 from pau_mcp.server.wire import oversized
 from wasm_runtime._guest_outcome import _nests_deeper_than
 
@@ -270,7 +270,7 @@ PATTERNS: dict[tuple[str, str], tuple[str, ...] | str] = {
         "pau_mcp/rl/critic.py",
         r"[*_\s]*+(?:final\s++)?rating[*_\s]*+[:=][*_\s]*+\[?\s*+([0-9])\s*+\]?(?:\s*+/\s*+9)?[*_\s]*+\.?[*_\s]*+",
     ): ("parse_critic_rating",),
-    ("pau_mcp/harness/failures.py", r"^label:[ \t]*([a-z_]+)[ \t]*$"): ("parse_label",),
+    ("pau_mcp/reports/failures.py", r"^label:[ \t]*([a-z_]+)[ \t]*$"): ("parse_label",),
     ("pau_mcp/llm/replies.py", r"<(/?)think(?:ing)?>"): ("split_thinking",),
     ("pau_mcp/grammar.py", r"<(/?)think(?:ing)?>"): ("visible_text",),
     ("pau_mcp/grammar.py", GRAMMAR_MARKER): ("read_input", "read_reflection"),
@@ -319,16 +319,15 @@ PATTERNS: dict[tuple[str, str], tuple[str, ...] | str] = {
     ("pau_mcp/prompts/reference.py", "f'\\\\[({names})\\\\]'"): (
         "literal alternatives between brackets (the prompt's own field names): no repeat"
     ),
-    ("pau_mcp/server/sessions.py", r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}"): ("label_problem",),
+    ("pau_mcp/contract.py", r"[A-Za-z0-9][A-Za-z0-9_.:/@+-]{0,127}"): ("label_problem",),
     ("pau_mcp/server/wire.py", r'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,256}")'): ("oversized",),
     ("wasm_runtime/_guest_outcome.py", r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]'): ("nests_deeper_than",),
-    ("pau_mcp/harness/plots.py", r"[^-_./ ]*[-_./ ]*"): ("wrap",),
-    ("pau_mcp/harness/render.py", r"[-+]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:%|/\d+)?(?: \*)?|n/a|"): ("html_number",),
+    ("pau_mcp/reports/plots.py", r"[^-_./ ]*[-_./ ]*"): ("wrap",),
+    ("pau_mcp/reports/render.py", r"[-+]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:%|/\d+)?(?: \*)?|n/a|"): ("html_number",),
     ("pau_mcp/harness/runner.py", r"[^A-Za-z0-9_.-]+"): _OPERATOR + ": a run's default name",
     ("pau_mcp/cli/rl.py", r"[^A-Za-z0-9_.-]+"): _OPERATOR + ": a run's default name",
     ("pau_mcp/inspect_task.py", r"\s+"): "one repeat of one class: linear by construction",
     ("pau_mcp/llm/pricing.py", r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$"): _OPERATOR + ": a model name",
-    ("pau_mcp/server/launch.py", r"serving at (http://\S+)"): _OPERATOR + ": a server's announcement",
     ("pau_mcp/server/schemas.py", r", | or "): _OPERATOR + ": this program's own type words",
 }
 

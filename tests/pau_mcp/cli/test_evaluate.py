@@ -28,7 +28,7 @@ def _eval(tmp_path: Path, *args: str) -> object:
 
 def _runs(tmp_path: Path) -> list[str]:
     db = tmp_path / "runs.db"
-    return [r["name"] for r in RunStore(db).runs()] if db.exists() else []
+    return [r.name for r in RunStore(db).runs()] if db.exists() else []
 
 
 def test_rerunning_a_run_plays_its_failed_episodes_again_and_sums_up_the_whole_run(tmp_path):
@@ -46,7 +46,7 @@ def test_rerunning_a_run_plays_its_failed_episodes_again_and_sums_up_the_whole_r
     assert again.exit_code == 0, again.output
     assert "1 episodes finished now, 1 earlier, 0 failed now; whole run: 2 episodes, 2 done, 0 failed" in again.output
     store = RunStore(tmp_path / "runs.db")
-    attempts = {e["method_id"]: e["attempts"] for e in store.episodes(store.run_id("r"))}
+    attempts = {e.method_id: e.attempts for e in store.episodes(store.run_id("r"))}
     assert attempts == {"builtin/b001": 1, "builtin/b002": 2}
 
 
@@ -129,7 +129,7 @@ def _served(fake: FakeLLM, tmp_path: Path, *args: str) -> object:
 
 def _states(tmp_path: Path, run: str) -> list[str]:
     store = RunStore(tmp_path / "runs.db")
-    return [e["state"] for e in store.episodes(store.run_id(run))]
+    return [e.state for e in store.episodes(store.run_id(run))]
 
 
 def test_a_model_server_answering_pages_fails_the_episode_in_one_line_after_announced_retries(tmp_path):
@@ -229,3 +229,37 @@ def test_a_second_run_sampling_at_a_temperature_above_zero_samples_afresh_unless
         assert all(body["temperature"] == 0.8 for body in fake.requests)
         assert _served(fake, tmp_path, "--run", "c", "--share-samples", *hot).exit_code == 0
         assert len(fake.requests) == 2 * asked  # asked for: run c replays the first samples drawn (run a's)
+
+
+# -- the run's own server gets the run's settings ----------------------------------------------------------------
+
+
+def _hungry_suite(sandbox, root: Path) -> Path:
+    """A suite of two methods only generous limits let run: one takes 300 MiB, one returns 100 KiB."""
+    from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
+    from pau_mcp.manifests.checks import freeze_method
+
+    suite = Suite.create(root, SuiteInfo(name="hungry"))
+    for name, body in (("memory", "len(bytearray(300 * 1024 * 1024))"), ("output", "'a' * (100 * 1024)")):
+        method = Method(
+            id=f"hungry/{name}", header="def test_func(arg0):", params=["arg0"],
+            source=f"def test_func(arg0):\n    return {body}\n", description=f"Needs {name}.",
+            examples=[Case(input="(0,)")], tests=[Case(input="(1,)")], provenance=Provenance(dataset="test"),
+            tags=Tags(arity=1),
+        )  # fmt: skip
+        suite.save(freeze_method(method, sandbox))
+    return root
+
+
+def test_the_limits_given_to_eval_are_the_limits_of_the_runs_own_server(tmp_path, sandbox):
+    manifests = _hungry_suite(sandbox, tmp_path / "suites")
+    args = ("--agent", "probe", "--suite", "hungry", "--manifests", str(manifests), "--budget", "1", "--no-score")
+    generous = ("--timeout", "7", "--memory-mb", "512", "--max-output-kb", "128")
+    # (The probe's submission quotes the long output, which submit refuses: only the calls matter here.)
+    _eval(tmp_path, *args, *generous, "--run", "generous")
+    _eval(tmp_path, *args, "--run", "default")
+
+    store = RunStore(tmp_path / "runs.db")
+    ran = {run: {c.method_id: c.status for c in store.calls(store.run_id(run))} for run in ("generous", "default")}
+    assert ran["generous"] == {"hungry/memory": "ok", "hungry/output": "ok"}
+    assert ran["default"] == {"hungry/memory": "memory", "hungry/output": "output_limit"}

@@ -35,15 +35,15 @@ def _results(db: Path) -> list[tuple]:
     run_id = store.run_id("probe")
     calls: dict[str, list[tuple]] = {}
     for call in store.calls(run_id):
-        calls.setdefault(call["session_key"], []).append(
-            (call["method_id"], call["arguments"], call["counted"], call["status"], call["value"], call["error_type"])
+        calls.setdefault(call.session_key, []).append(
+            (call.method_id, call.arguments, call.counted, call.status, call.value, call.error_type)
         )
-    submissions = {s["id"]: (s["description"], s["code"]) for s in store.submissions(run_id)}
+    submissions = {s.id: (s.description, s.code) for s in store.submissions(run_id)}
     return sorted(
         (
-            e["method_id"], e["state"], e["queries"], e["concluded"], e["session_key"],
-            {kind: (score["status"], score["value"]) for kind, score in e["scores"].items()},
-            submissions.get(e["submission_id"]), tuple(calls.get(e["session_key"], [])),
+            e.method_id, e.state, e.queries, e.concluded, e.session_key,
+            {kind: (score.status, score.value) for kind, score in e.scores.items()},
+            submissions.get(e.submission_id), tuple(calls.get(e.session_key, [])),
         )
         for e in store.episodes(run_id)
     )  # fmt: skip

@@ -59,7 +59,7 @@ def _run(tmp_path: Path, model: str, agent: str = "paper", budget: int = 3, **co
 
 
 def _calls(episode: dict) -> list[str]:
-    return [step["arguments"]["args"] for step in episode["trajectory"] if step["kind"] == "tool_call"]
+    return [step["arguments"]["args"] for step in episode.trajectory if step["kind"] == "tool_call"]
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_an_input_inside_the_models_thinking_is_never_run(tmp_path, served):
     )
     episode = _run(tmp_path, "openai/deepseek-r1")
     assert _calls(episode) == ["(1,)", "(2,)", "(3,)"]
-    thoughts = [step.get("reasoning", "") for step in episode["trajectory"] if step["kind"] == "model"]
+    thoughts = [step.get("reasoning", "") for step in episode.trajectory if step["kind"] == "model"]
     assert any("666" in t for t in thoughts) and any("777" in t for t in thoughts)  # kept for the record
 
 
@@ -118,7 +118,7 @@ def test_a_reply_with_no_usable_input_is_asked_again_once_then_recorded_as_malfo
     assert _calls(episode) == ["(7,)", "(8,)"]
     reminders = [p for p in fake.prompts() if "only one line" in p]
     assert len(reminders) == 2
-    malformed = [s for s in episode["trajectory"] if s["kind"] == "note" and s.get("event") == "malformed_action"]
+    malformed = [s for s in episode.trajectory if s["kind"] == "note" and s.get("event") == "malformed_action"]
     assert len(malformed) == 1 and malformed[0]["reply"] == "No idea at all."
 
 

@@ -64,7 +64,7 @@ def test_a_one_tuple_argument_reaches_the_code_writer_as_one_argument(tmp_path, 
 
 def test_the_memorising_baseline_answers_a_one_tuple_argument_it_saw(tmp_path, sandbox):
     episode = _probe_run(tmp_path, ("direct",))
-    code = episode["scores"]["direct"]["detail"]["code"]
+    code = episode.scores["direct"].detail["code"]
     method = ManifestStore().method(TUPLE_METHOD)
     inputs = [case.input for case in method.examples]
     outcomes = sandbox.run(code, inputs)
@@ -83,7 +83,7 @@ def test_with_deployment_examples_the_code_writer_gets_the_examples_the_agent_sa
     key = Settings.from_options(data_dir=tmp_path).deployment_key()
     served = deployment_examples([method], sandbox, key)[method.id]
     assert served.origin == "deployment"
-    assert episode["examples"][: len(served.cases)] == _pairs(served.cases)
+    assert episode.examples[: len(served.cases)] == _pairs(served.cases)
     (prompt,) = coder.prompts()
     for case in served.cases:
         assert f"{call_text('test_func', case.input)} -> {case.outcome.shown()}" in prompt
@@ -95,7 +95,7 @@ def test_a_runs_own_server_shows_the_runs_examples_whatever_the_environment_says
     monkeypatch.setenv("PAU_MCP_EXAMPLES", "deployment")  # reaches the server's process, where the flag beats it
     episode = _probe_run(tmp_path, ("codematch",))
     method = ManifestStore().method(TUPLE_METHOD)
-    assert episode["examples"][: len(method.examples)] == _pairs(method.examples)
+    assert episode.examples[: len(method.examples)] == _pairs(method.examples)
 
 
 def test_the_reference_protocol_refuses_a_run_with_deployment_examples(tmp_path):

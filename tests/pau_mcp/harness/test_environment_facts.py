@@ -6,8 +6,8 @@ from __future__ import annotations
 import anyio
 import mcp_types as types
 
+from pau_mcp.contract import FACTS_KEY
 from pau_mcp.harness import Environment
-from pau_mcp.server.catalog import FACTS_KEY
 
 
 def test_a_method_whose_function_is_not_test_func_gets_its_header_and_initial_examples(vowels_environment):

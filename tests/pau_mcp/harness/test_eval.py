@@ -119,11 +119,11 @@ def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(
     assert (progress.done, progress.failed) == (3, 0)
     episodes = _episodes(settings, "paper")
     for episode in episodes:
-        assert episode["state"] == "done" and episode["concluded"] == 1
-        assert episode["queries"] == 3
-        assert episode["scores"]["judge"]["value"] == 4.0
-        assert 0.0 <= episode["scores"]["codematch"]["value"] < 1.0
-        kinds = [step["kind"] for step in episode["trajectory"]]
+        assert episode.state == "done" and episode.concluded == 1
+        assert episode.queries == 3
+        assert episode.scores["judge"].value == 4.0
+        assert 0.0 <= episode.scores["codematch"].value < 1.0
+        kinds = [step["kind"] for step in episode.trajectory]
         assert kinds.count("tool_call") == 3 and "submit" in kinds
     reflections = [p for p in fake.prompts() if "Update your hypothesis" in p]
     assert reflections
@@ -144,10 +144,10 @@ def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path, f
     progress = _run(settings, agent="tools", run="tools", budget=5)
     assert progress.done == 3
     for episode in _episodes(settings, "tools"):
-        assert episode["queries"] == 5
-        results = [s for s in episode["trajectory"] if s["kind"] == "tool_result"]
+        assert episode.queries == 5
+        results = [s for s in episode.trajectory if s["kind"] == "tool_result"]
         assert sum(1 for r in results if (r["structured"] or {}).get("status") == "over_budget") >= 1
-        assert episode["concluded"] == 1
+        assert episode.concluded == 1
     calls = sqlite3.connect(settings.db_path).execute("SELECT SUM(counted), COUNT(*) FROM calls").fetchone()
     assert calls[0] == 15 and calls[1] > 15
 
@@ -159,8 +159,8 @@ def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(tmp_path, fa
     assert (progress.done, progress.failed) == (3, 0)
     store = RunStore(postgres_url)
     run_id = store.run_id("on-postgres")
-    assert all(e["queries"] == 5 and e["scores"]["judge"]["value"] == 4.0 for e in store.episodes(run_id))
-    assert sum(c["counted"] for c in store.calls(run_id)) == 15
+    assert all(e.queries == 5 and e.scores["judge"].value == 4.0 for e in store.episodes(run_id))
+    assert sum(c.counted for c in store.calls(run_id)) == 15
     assert not (tmp_path / "runs.db").exists()
 
 
@@ -169,7 +169,7 @@ def test_in_context_mode_never_queries_the_function(tmp_path, fake, agent):
     settings = _settings(tmp_path)
     progress = _run(settings, agent=agent, mode="incontext", run=f"ic-{agent}")
     assert progress.done == 3
-    assert all(e["queries"] == 0 for e in _episodes(settings, f"ic-{agent}"))
+    assert all(e.queries == 0 for e in _episodes(settings, f"ic-{agent}"))
     assert sqlite3.connect(settings.db_path).execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 0
 
 
@@ -178,8 +178,8 @@ def test_a_permanent_provider_error_fails_only_that_episode_and_is_recorded(tmp_
     settings = _settings(tmp_path)
     progress = _run(settings, agent="paper", run="broken", concurrency=1)
     assert progress.failed == 1 and progress.done == 2
-    failed = [e for e in _episodes(settings, "broken") if e["state"] == "failed"]
-    assert len(failed) == 1 and "invalid api key" in failed[0]["error"]
+    failed = [e for e in _episodes(settings, "broken") if e.state == "failed"]
+    assert len(failed) == 1 and "invalid api key" in failed[0].error
 
 
 def test_the_probe_agent_needs_no_model_and_its_code_is_scored_directly(tmp_path):
@@ -188,8 +188,8 @@ def test_the_probe_agent_needs_no_model_and_its_code_is_scored_directly(tmp_path
     progress = anyio.run(_with_scorer, settings, config)
     assert progress.done == 3
     for episode in _episodes(settings, "probe"):
-        assert 0 < episode["queries"] <= 20
-        assert episode["scores"]["direct"]["status"] == "scored"
+        assert 0 < episode.queries <= 20
+        assert episode.scores["direct"].status == "scored"
 
 
 def _eval_command(db: Path, run: str, data: Path) -> list[str]:
@@ -205,12 +205,12 @@ def _summary(db: Path, run: str) -> list[tuple]:
     rows = store.episodes(store.run_id(run))
     return sorted(
         (
-            e["method_id"],
-            e["state"],
-            e["queries"],
-            e["concluded"],
-            e["scores"]["judge"]["value"],
-            e["scores"]["codematch"]["value"],
+            e.method_id,
+            e.state,
+            e.queries,
+            e.concluded,
+            e.scores["judge"].value,
+            e.scores["codematch"].value,
         )
         for e in rows
     )

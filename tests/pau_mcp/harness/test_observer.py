@@ -16,13 +16,13 @@ from pau_command import run_pau
 
 from pau_mcp.cli.serve import build_served
 from pau_mcp.config import Settings
+from pau_mcp.contract import FACTS_KEY, ToolResult
 from pau_mcp.grammar import MAX_READ_CHARS, read_inputs
 from pau_mcp.harness import EvalConfig, run_eval
 from pau_mcp.harness.selfcheck import agrees, seen_from_example, seen_from_result
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
-from pau_mcp.server.catalog import FACTS_KEY
 from wasm_runtime import Outcome, Status, encode
 
 MODEL = "openai/fake-observer"
@@ -88,8 +88,8 @@ def _observe(tmp_path: Path, budget: int = 10) -> tuple[Settings, dict]:
 
 def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh_round_agrees(tmp_path, fake):
     settings, episode = _observe(tmp_path)
-    assert episode["state"] == "done" and episode["concluded"] == 1 and episode["queries"] == 8
-    checks = [step for step in episode["trajectory"] if step["kind"] == "check"]
+    assert episode.state == "done" and episode.concluded == 1 and episode.queries == 8
+    checks = [step for step in episode.trajectory if step["kind"] == "check"]
     assert [c["agreed"] for c in checks] == [False, True]
     first, second = checks
     assert first["description"] == FIRST and first["code"].strip() == PLAIN.strip()
@@ -106,18 +106,18 @@ def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh
     assert db.execute("SELECT COUNT(*), SUM(counted) FROM calls").fetchone() == (8, 8)
     assert db.execute("SELECT description FROM submissions").fetchall() == [(REVISED,)]
     # Costed: every request of the episode, the code writer's included, is in its tokens.
-    steps = [s for s in episode["trajectory"] if s["kind"] == "model"]
+    steps = [s for s in episode.trajectory if s["kind"] == "model"]
     assert sum(1 for s in steps if s.get("step") == "coder") == 2
-    assert episode["input_tokens"] == 11 * len(steps) and episode["output_tokens"] == 7 * len(steps)
-    assert episode["scores"]["codematch"]["value"] == 1.0 and episode["scores"]["judge"]["value"] == 4.0
+    assert episode.input_tokens == 11 * len(steps) and episode.output_tokens == 7 * len(steps)
+    assert episode.scores["codematch"].value == 1.0 and episode.scores["judge"].value == 4.0
 
 
 def test_an_observer_whose_budget_ends_in_disagreement_does_not_conclude(tmp_path, fake):
     _, episode = _observe(tmp_path, budget=3)
-    assert episode["queries"] == 3 and episode["concluded"] == 0
-    (check,) = [step for step in episode["trajectory"] if step["kind"] == "check"]
+    assert episode.queries == 3 and episode.concluded == 0
+    (check,) = [step for step in episode.trajectory if step["kind"] == "check"]
     assert not check["agreed"] and check["fresh"] == ["(105,)", "(7,)", "(-23,)"]
-    ending = [s for s in episode["trajectory"] if s["kind"] == "note" and s.get("event") == "self_check"]
+    ending = [s for s in episode.trajectory if s["kind"] == "note" and s.get("event") == "self_check"]
     assert ending == [{"kind": "note", "event": "self_check", "agreed": False, "rounds": 1, "queries": 3}]
 
 
@@ -162,14 +162,18 @@ def test_a_megabyte_of_input_lines_is_read_in_linear_time_and_capped():
     assert len(written) <= MAX_READ_CHARS
 
 
+def _ok(value: str) -> ToolResult:
+    return ToolResult(status="ok", value=value, queries_used=1, queries_left=None)
+
+
 def test_its_check_compares_values_by_the_one_equality_rule_and_reads_a_megabyte_without_parsing_it():
     def returned(value: object) -> Outcome:
         return Outcome(Status.OK, value=repr(value), value_type=type(value).__name__, encoded=encode(value))
 
-    assert agrees(seen_from_result("(1,)", {"status": "ok", "value": "2"}), returned(2.0))  # 2 == 2.0
-    assert not agrees(seen_from_result("(1,)", {"status": "ok", "value": "(1, 2)"}), returned([1, 2]))
+    assert agrees(seen_from_result("(1,)", _ok("2")), returned(2.0))  # 2 == 2.0
+    assert not agrees(seen_from_result("(1,)", _ok("(1, 2)")), returned([1, 2]))
     assert agrees(seen_from_example("(0,)", "raises ValueError: no"), Outcome(Status.ERROR, error_type="ValueError"))
     assert not agrees(seen_from_example("(0,)", "raises ValueError: no"), Outcome(Status.ERROR, error_type="KeyError"))
     assert agrees(seen_from_example("(0,)", "timeout: too slow"), Outcome(Status.TIMEOUT))
     huge = "[" * (1024 * 1024)  # not a literal the argument rules read (over 64 KiB): compared as text
-    assert not agrees(seen_from_result("(1,)", {"status": "ok", "value": huge}), returned([]))
+    assert not agrees(seen_from_result("(1,)", _ok(huge)), returned([]))

@@ -101,9 +101,9 @@ def test_the_agent_sends_the_imported_prompts_alone_with_the_references_token_li
 
 def test_inputs_are_read_by_the_references_rules_and_the_reflection_sees_only_the_input_it_tried(tmp_path, reference):
     episode, _ = _run(tmp_path)
-    calls = [s["arguments"]["args"] for s in episode["trajectory"] if s["kind"] == "tool_call"]
+    calls = [s["arguments"]["args"] for s in episode.trajectory if s["kind"] == "tool_call"]
     assert calls == ["(2,)", "(5,)"]  # an "input:" line, then the first "(...)" of a line; the third gave none
-    assert any(s.get("event") == "malformed_action" for s in episode["trajectory"] if s["kind"] == "note")
+    assert any(s.get("event") == "malformed_action" for s in episode.trajectory if s["kind"] == "note")
     reflections = [
         b["messages"][0]["content"] for b in reference.requests if b["messages"][0]["content"].startswith("\nREFLECT")
     ]
@@ -115,11 +115,11 @@ def test_inputs_are_read_by_the_references_rules_and_the_reflection_sees_only_th
 
 def test_the_last_hypothesis_lower_cased_is_the_description_and_scores_follow_the_reference(tmp_path, reference):
     episode, config = _run(tmp_path)
-    assert episode["concluded"] == 1
+    assert episode.concluded == 1
     submitted = RunStore(tmp_path / "runs.db").submissions(RunStore(tmp_path / "runs.db").run_id("ref"))
-    assert submitted[0]["description"] == "returns the product of its digits"
-    judge = episode["scores"]["judge"]
-    assert judge["value"] == 4.0 and judge["detail"]["protocol"] == "reference"  # the first rating before [STOP]
+    assert submitted[0].description == "returns the product of its digits"
+    judge = episode.scores["judge"]
+    assert judge.value == 4.0 and judge.detail["protocol"] == "reference"  # the first rating before [STOP]
     (judge_request,) = [b for b in reference.requests if b["messages"][0]["content"].startswith("\nJUDGE")]
     gold = ManifestStore().method(METHOD).description
     assert judge_request["messages"] == [
@@ -134,7 +134,7 @@ def test_the_last_hypothesis_lower_cased_is_the_description_and_scores_follow_th
     assert examples.startswith("[\n  Input: '(234,)' => Output: '24', Error: None\n")
     assert "  Input: '(2,)' => Output: 2, Error: None\n" in examples
     assert "  Input: None => Output: None, Error: 'the input is not a valid Python literal'\n" in examples
-    assert episode["scores"]["codematch"]["detail"]["protocol"] == "reference"
+    assert episode.scores["codematch"].detail["protocol"] == "reference"
     assert config["protocol"] == "reference"
     assert config["prompts"] == load_protocol("reference", tmp_path).prompts.digest
 
@@ -148,8 +148,8 @@ def test_in_context_the_agent_asks_once_and_its_reply_is_the_description(tmp_pat
         "  Input: (57,) => Output: 35, Error: None\n]\nDescription: "
     )
     store = RunStore(tmp_path / "runs.db")
-    assert store.submissions(store.run_id("ref"))[0]["description"] == "It Multiplies Digits."
-    assert episode["queries"] == 0
+    assert store.submissions(store.run_id("ref"))[0].description == "It Multiplies Digits."
+    assert episode.queries == 0
 
 
 def test_a_run_and_its_scorer_on_different_protocols_is_refused(tmp_path, reference):
@@ -264,11 +264,11 @@ def test_a_thinking_models_reasoning_and_think_text_are_read_whole_within_the_re
     store = RunStore(tmp_path / "runs.db")
     (episode,) = store.episodes(store.run_id("think"), with_trajectories=True)
     # The first line with one "Input:" of the whole reply: in the reasoning field, then inside <think>.
-    assert [s["arguments"]["args"] for s in episode["trajectory"] if s["kind"] == "tool_call"] == ["(7,)", "(5,)"]
+    assert [s["arguments"]["args"] for s in episode.trajectory if s["kind"] == "tool_call"] == ["(7,)", "(5,)"]
     assert "why=Reasoning: small numbers first\nResponse:  Try two.\n" in acts[0]
-    replies = [s["reply"] for s in episode["trajectory"] if s["kind"] == "model"]
+    replies = [s["reply"] for s in episode.trajectory if s["kind"] == "model"]
     assert replies[1] == "Reasoning: I could try\nInput: (7,)\nResponse:  Suggested Input: (2,)"
     assert replies[4] == "<think>\nwhat about\nInput: (5,)\n</think>\nSuggested Input: (3,)"
-    assert store.submissions(store.run_id("think"))[0]["description"] == "multiplies digits"
-    judge = episode["scores"]["judge"]
-    assert judge["value"] == 2.0  # the first rating of the whole reply is the one in its reasoning
+    assert store.submissions(store.run_id("think"))[0].description == "multiplies digits"
+    judge = episode.scores["judge"]
+    assert judge.value == 2.0  # the first rating of the whole reply is the one in its reasoning

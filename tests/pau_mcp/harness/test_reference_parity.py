@@ -30,10 +30,10 @@ from pau_command import run_pau
 
 from pau_mcp.config import Settings
 from pau_mcp.harness import EvalConfig, run_eval
-from pau_mcp.harness.report import build_report, load_runs
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.manifests.importers import import_pau
 from pau_mcp.prompts import import_reference
+from pau_mcp.reports import build_report, load_runs
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
 from pau_mcp.server.catalog import Exposed
@@ -305,7 +305,7 @@ def parity(tmp_path_factory: pytest.TempPathFactory, sandbox: Any) -> dict[str, 
         requests["gold"] = fake.prompts()[before:]
     store = RunStore(root / "runs.db")
     episodes = {
-        mode: {e["method_id"]: e for e in store.episodes(store.run_id(f"ref-{mode}"), with_trajectories=True)}
+        mode: {e.method_id: e for e in store.episodes(store.run_id(f"ref-{mode}"), with_trajectories=True)}
         for mode in ("interactive", "incontext", "thinking")
     }
     return {"store": store, "requests": requests, "episodes": episodes, "suites": suites}
@@ -319,13 +319,13 @@ def test_every_agent_prompt_of_an_interactive_run_is_the_references_byte_for_byt
     for index, data in enumerate(SPLIT):
         expected, _, queries, _ = interactive(data)
         episode = parity["episodes"]["interactive"][_method(index)]
-        sent = [step["prompt"] for step in episode["trajectory"] if step["kind"] == "model"]
+        sent = [step["prompt"] for step in episode.trajectory if step["kind"] == "model"]
         assert sent == expected, _method(index)
-        steps = [step["step"] for step in episode["trajectory"] if step["kind"] == "model"]
+        steps = [step["step"] for step in episode.trajectory if step["kind"] == "model"]
         assert steps == ["reason", "act", "reflect"] * 2  # tagged for the reference's warm-up export
         # Every call the loop made ran and counted: a call of the wrong arity too, with Python's TypeError shown.
-        assert episode["queries"] == queries == 2
-    first = parity["episodes"]["interactive"][_method(0)]["trajectory"][0]["prompt"]
+        assert episode.queries == queries == 2
+    first = parity["episodes"]["interactive"][_method(0)].trajectory[0]["prompt"]
     assert "Input: (7) => Output: [8, -20], Error: None\n  Input: (1) => Output: (2, -20), Error: None" in first
 
 
@@ -333,8 +333,8 @@ def test_an_in_context_prompt_is_the_datasets_direct_prompt(parity):
     for index, data in enumerate(SPLIT):
         direct = f"\nINCONTEXT header={data['header']}\nprev={listing(dataset_examples(data))}\nDescription: "
         episode = parity["episodes"]["incontext"][_method(index)]
-        assert [step["prompt"] for step in episode["trajectory"] if step["kind"] == "model"] == [direct]
-        assert episode["queries"] == 0
+        assert [step["prompt"] for step in episode.trajectory if step["kind"] == "model"] == [direct]
+        assert episode.queries == 0
 
 
 def test_the_judge_and_the_code_writer_get_the_references_prompts_in_every_kind_of_run(parity):
@@ -360,9 +360,9 @@ def test_every_score_and_every_aggregate_is_the_references(parity):
         _, hypothesis, _, stored = interactive(data)
         episode = parity["episodes"]["interactive"][_method(index)]
         judge = judge_score(judge_prompt(data, hypothesis))
-        assert episode["scores"]["judge"]["value"] == judge, _method(index)
+        assert episode.scores["judge"].value == judge, _method(index)
         code = code_score(data, coder_prompt(data, hypothesis, stored))
-        assert episode["scores"]["codematch"]["value"] == pytest.approx(code), _method(index)
+        assert episode.scores["codematch"].value == pytest.approx(code), _method(index)
         judged.append(1.0 if judge is None else judge)  # its fillna(1)
         matched.append(code)
     assert judged == [4.0, 1.0, 5.0, 2.0] and matched == [0.0, 1.0, 0.75, 0.25]
@@ -371,12 +371,12 @@ def test_every_score_and_every_aggregate_is_the_references(parity):
     assert summary.judge.std == pytest.approx(statistics.stdev(judged))  # pandas' std: the sample's
     assert summary.codematch.mean == pytest.approx(statistics.mean(matched))
     assert summary.codematch.std == pytest.approx(statistics.stdev(matched))
-    gold = {s["method_id"]: s for s in store.submissions(store.run_id("gold"))}
+    gold = {s.method_id: s for s in store.submissions(store.run_id("gold"))}
     for index, data in enumerate(SPLIT):
-        scores = {row["kind"]: row for row in store.scores(gold[_method(index)]["id"])}
+        scores = {row.kind: row for row in store.scores(gold[_method(index)].id)}
         expected = code_score(data, coder_prompt(data, data["description"], dataset_examples(data)))
-        assert scores["codematch_gold"]["value"] == pytest.approx(expected)
-        assert scores["codematch_gold"]["detail"]["with_examples"] is True  # the reference's default
+        assert scores["codematch_gold"].value == pytest.approx(expected)
+        assert scores["codematch_gold"].detail["with_examples"] is True  # the reference's default
 
 
 def test_this_projects_protocol_shows_the_sandboxs_examples_whatever_the_dataset_wrote(parity):
@@ -392,19 +392,19 @@ def test_a_thinking_models_replies_are_read_whole_within_the_references_token_li
     for index, data in enumerate(SPLIT):
         expected, hypothesis, queries, stored = interactive(data, THINKING)
         episode = parity["episodes"]["thinking"][_method(index)]
-        sent = [step["prompt"] for step in episode["trajectory"] if step["kind"] == "model"]
+        sent = [step["prompt"] for step in episode.trajectory if step["kind"] == "model"]
         assert sent == expected, _method(index)
-        assert episode["queries"] == queries == 2
+        assert episode.queries == queries == 2
         # The first input of the whole reply ran: inside <think>, then in the reasoning field.
-        assert [s["arguments"]["args"] for s in episode["trajectory"] if s["kind"] == "tool_call"] == [
+        assert [s["arguments"]["args"] for s in episode.trajectory if s["kind"] == "tool_call"] == [
             "(1, 2)",
             "(4,)",
         ]
         judge = judge_score(judge_prompt(data, hypothesis), THINKING)
-        assert judge == 3.0 and episode["scores"]["judge"]["value"] == judge  # the rating in its reasoning
+        assert judge == 3.0 and episode.scores["judge"].value == judge  # the rating in its reasoning
         code = code_score(data, coder_prompt(data, hypothesis, stored), THINKING)
-        assert episode["scores"]["codematch"]["value"] == pytest.approx(code), _method(index)
-    sorting = parity["episodes"]["thinking"][_method(3)]["scores"]["codematch"]["value"]
+        assert episode.scores["codematch"].value == pytest.approx(code), _method(index)
+    sorting = parity["episodes"]["thinking"][_method(3)].scores["codematch"].value
     assert sorting == 1.0  # the code in its reasoning, where its answer's sorts the wrong way round
     assert store.run_config(store.run_id("ref-thinking"))["protocol"] == "reference"
     # Each request's limit is the whole reply's, thinking included: 300 for each step and the judge, 600 for the

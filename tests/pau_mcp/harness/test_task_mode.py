@@ -68,16 +68,16 @@ def test_a_two_hop_task_is_answered_through_the_tools_and_verified_by_re_executi
     assert run_pau("manifests", "freeze", "--manifests", str(tmp_path / "manifests"), "--suite", "mini").returncode == 0
     _tasks_run(tmp_path, "none")
     store = RunStore(tmp_path / "runs.db")
-    episodes = {e["method_id"]: e for e in store.episodes(store.run_id("tasks-none"), with_trajectories=True)}
+    episodes = {e.method_id: e for e in store.episodes(store.run_id("tasks-none"), with_trajectories=True)}
     t2 = episodes["mini/t2"]
-    assert t2["state"] == "done" and t2["queries"] == 2 and t2["concluded"] == 1
-    score = t2["scores"]["task"]
-    assert score["value"] == 1.0
-    assert (score["detail"]["verified"], score["detail"]["same_methods"], score["detail"]["hops"]) == (True, True, 2)
-    assert [c["args"] for c in score["detail"]["calls"]] == ["(234,)", "(24,)"]
-    t3 = episodes["mini/t3"]["scores"]["task"]
-    assert t3["value"] == 0.0 and t3["detail"]["answer_matched"] and t3["detail"]["verified"] is False
-    assert episodes["mini/t1"]["scores"]["task"]["value"] == 1.0
+    assert t2.state == "done" and t2.queries == 2 and t2.concluded == 1
+    score = t2.scores["task"]
+    assert score.value == 1.0
+    assert (score.detail["verified"], score.detail["same_methods"], score.detail["hops"]) == (True, True, 2)
+    assert [c["args"] for c in score.detail["calls"]] == ["(234,)", "(24,)"]
+    t3 = episodes["mini/t3"].scores["task"]
+    assert t3.value == 0.0 and t3.detail["answer_matched"] and t3.detail["verified"] is False
+    assert episodes["mini/t1"].scores["task"].value == 1.0
     # The agent sees the question, never the task's steps or answer; the tools are documented with nothing.
     first = next(body for body in fake.requests if "234" in str(body["messages"][1]["content"]))
     assert "($1,)" not in json.dumps(first) and "220" not in json.dumps(first)

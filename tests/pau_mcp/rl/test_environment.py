@@ -54,7 +54,7 @@ def test_malformed_inputs_cost_the_parse_penalty_never_run_and_never_count(manif
     result = env.step(reply)
     assert result.info["call"]["status"] == status and not result.info["call"]["counted"]
     assert result.info["components"]["parse"] == -0.5
-    assert env.budget.used == 0 and env.experiments == []
+    assert env.budget.used() == 0 and env.experiments == []
 
 
 def test_the_wrong_arity_is_refused_with_the_servers_words(manifests, runtime):
@@ -73,7 +73,7 @@ def test_a_repeated_input_counts_but_earns_no_execution_reward(manifests, runtim
         result = env.step("INPUT: (5,)")
         env.step("CONCLUDED: NO\nHYPOTHESIS: something")
     assert result.info["call"]["repeated"] and result.info["components"]["execution"] == 0.0
-    assert env.budget.used == 2
+    assert env.budget.used() == 2
 
 
 def test_the_episode_ends_at_the_reflection_after_the_last_counted_call(manifests, runtime):
@@ -84,7 +84,7 @@ def test_the_episode_ends_at_the_reflection_after_the_last_counted_call(manifest
         propose = env.step(f"INPUT: ({value},)")
         result = env.step("CONCLUDED: NO\nHYPOTHESIS: still unsure")
     assert "no calls left" in propose.observation
-    assert result.done and not result.info["concluded"] and env.budget.used == 2
+    assert result.done and not result.info["concluded"] and env.budget.used() == 2
 
 
 def test_the_turn_limit_ends_an_unconcluded_episode_with_the_timeout_penalty(manifests, runtime):
@@ -186,3 +186,18 @@ def test_astep_steps_without_blocking_the_event_loop(manifests, runtime):
 
     first, second = anyio.run(main)
     assert first.info["phase"] == "reason" and second.info["call"]["shown"] == "returned 2"
+
+
+def test_a_call_the_sandbox_could_not_run_does_not_count_against_the_budget(manifests):
+    from pau_mcp.rl import Runtime
+
+    class Broken:
+        def call(self, *args, **kwargs):
+            raise OSError("the sandbox's worker died")
+
+    env = _env(manifests, Runtime(lambda: Broken()), budget=2)
+    env.reset()
+    env.step("try five")
+    with pytest.raises(OSError):
+        env.step("INPUT: (5,)")
+    assert env.budget.used() == 0  # the server's rule too: a query is given back when the call never ran

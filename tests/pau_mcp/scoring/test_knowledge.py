@@ -91,13 +91,13 @@ def test_every_combination_is_scored_for_explored_and_gold_descriptions_and_repo
 
     store = RunStore(tmp_path / "runs.db")
     (submission,) = store.submissions(store.run_id("explored"))
-    kinds = {row["kind"]: row for row in store.scores(submission["id"])}
+    kinds = {row.kind: row for row in store.scores(submission.id)}
     assert {k for k in kinds if k.startswith("codematch:")} == {knowledge_kind(c, False) for c in all_combinations()}
-    assert kinds["codematch:description"]["value"] == pytest.approx(10 / 22)  # the zero and sign tests fail
-    assert kinds["codematch_gold:description"]["value"] == 1.0
-    assert kinds["codematch:examples"]["detail"]["knowledge"] == ["examples"]
+    assert kinds["codematch:description"].value == pytest.approx(10 / 22)  # the zero and sign tests fail
+    assert kinds["codematch_gold:description"].value == 1.0
+    assert kinds["codematch:examples"].detail["knowledge"] == ["examples"]
     # Examples-only code never saw a description: the explored and gold scores agree.
-    assert kinds["codematch:examples"]["value"] == kinds["codematch_gold:examples"]["value"]
+    assert kinds["codematch:examples"].value == kinds["codematch_gold:examples"].value
     asked = [str(body["messages"][-1]["content"]) for body in fake.requests]
     assert any("test_func(-23) -> -6" in text and EXPLORED not in text for text in asked)
 

@@ -16,7 +16,7 @@ from fakellm import Body, FakeLLM
 from pau_command import Ran, run_pau, run_pau_process
 
 from pau_mcp.manifests import ManifestStore
-from pau_mcp.runstore import CallRecord, RunStore
+from pau_mcp.runstore import CallRecord, RunStore, ScoreRow
 
 STORE = ManifestStore()
 BUILTIN = STORE.suite("builtin").methods
@@ -57,25 +57,25 @@ def pau(fake: FakeLLM, tmp_path: Path, *args: str, process: bool = False, worker
     return run_pau(*words, env=env)
 
 
-def scores_by_submission(db: Path) -> dict[int, dict[str, dict[str, Any]]]:
+def scores_by_submission(db: Path) -> dict[int, dict[str, ScoreRow]]:
     store = RunStore(db)
-    out: dict[int, dict[str, dict[str, Any]]] = {}
+    out: dict[int, dict[str, ScoreRow]] = {}
     for run in store.runs():
-        for submission in store.submissions(run["id"]):
-            if scores := store.scores(submission["id"]):
-                out[submission["id"]] = {s["kind"]: s for s in scores}
+        for submission in store.submissions(run.id):
+            if scores := store.scores(submission.id):
+                out[submission.id] = {s.kind: s for s in scores}
     store.close()
     return out
 
 
-def all_scores(store: RunStore, kind: str) -> list[tuple[str, dict[str, Any]]]:
+def all_scores(store: RunStore, kind: str) -> list[tuple[str, ScoreRow]]:
     """Every score of this kind, with its submission's method: run by run (newest first), each in submission order."""
     return [
-        (submission["method_id"], score)
+        (submission.method_id, score)
         for run in store.runs()
-        for submission in store.submissions(run["id"])
-        for score in store.scores(submission["id"])
-        if score["kind"] == kind
+        for submission in store.submissions(run.id)
+        for score in store.scores(submission.id)
+        if score.kind == kind
     ]
 
 
@@ -118,12 +118,12 @@ def test_a_predictions_file_is_recorded_as_a_run_and_every_score_lands_in_the_st
     scores = scores_by_submission(tmp_path / "runs.db")
     assert len(scores) == 3
     assert all(
-        s["judge"]["status"] == "scored" and s["judge"]["value"] == 3.0 and s["judge"]["model"] == "openai/judge"
+        s["judge"].status == "scored" and s["judge"].value == 3.0 and s["judge"].model == "openai/judge"
         for s in scores.values()
     )
-    assert all(s["codematch"]["status"] == "scored" and s["codematch"]["value"] == 0.0 for s in scores.values())
+    assert all(s["codematch"].status == "scored" and s["codematch"].value == 0.0 for s in scores.values())
     (direct,) = [s["direct"] for s in scores.values() if "direct" in s]
-    assert direct["value"] == 1.0 and direct["detail"]["matches"] == [True] * len(BUILTIN["builtin/b003"].tests)
+    assert direct.value == 1.0 and direct.detail["matches"] == [True] * len(BUILTIN["builtin/b003"].tests)
 
     store = RunStore(tmp_path / "runs.db")
     exported = list(store.predictions(store.run_id(summary["run"])))
@@ -143,7 +143,7 @@ def test_scoring_the_same_file_again_reuses_its_run_and_answers_from_the_cache(f
     assert summary["llm"]["cached_calls"] == summary["llm"]["calls"] == 6 and summary["llm"]["cost_usd"] == 0
     assert len(fake.requests) == asked
     store = RunStore(tmp_path / "runs.db")
-    assert len(store.runs()) == 1 and store.runs()[0]["submissions"] == 3
+    assert len(store.runs()) == 1 and store.runs()[0].submissions == 3
     assert len(all_scores(store, "judge")) == 6  # re-scores add rows, latest last
     store.close()
     bypass = pau(fake, tmp_path, str(predictions), *MODELS, "--no-cache", "--json")
@@ -181,9 +181,9 @@ def test_an_unscored_judge_reply_is_stored_without_a_value_and_the_summary_says_
     assert "judge:       mean 3.00 over 2 scored (1 unscored, 0 errors)" in done.stdout
     assert "mean 2.33 with 1 unscored judge reply counted as 1, as the reference implementation does" in done.stdout
     judged = [kinds["judge"] for kinds in scores_by_submission(tmp_path / "runs.db").values()]
-    (unscored,) = [j for j in judged if j["status"] == "unscored"]
-    assert unscored["value"] is None and "no 'Rating: X' line" in unscored["detail"]["reason"]
-    assert unscored["detail"]["reply"] == "I cannot decide."
+    (unscored,) = [j for j in judged if j.status == "unscored"]
+    assert unscored.value is None and "no 'Rating: X' line" in unscored.detail["reason"]
+    assert unscored.detail["reply"] == "I cannot decide."
 
 
 def test_only_the_asked_scores_are_computed(fake, tmp_path):
@@ -262,7 +262,7 @@ def test_models_answering_pages_give_score_errors_each_printed_once_with_its_sco
             (line,) = [e for e in errors if e.startswith(f"error builtin/{method} {kind}: ")]
             assert f"{model}: the server's reply is not JSON" in line and "504 Gateway Time-out" in line
     statuses = [
-        s[k]["status"] for s in scores_by_submission(tmp_path / "runs.db").values() for k in ("judge", "codematch")
+        s[k].status for s in scores_by_submission(tmp_path / "runs.db").values() for k in ("judge", "codematch")
     ]
     assert statuses == ["error"] * 6
 
@@ -311,7 +311,7 @@ def test_hostile_submissions_in_the_middle_of_a_file_leave_every_other_score_int
     summary = json.loads(done.stdout)
     assert summary["submissions"] == 7 and summary["direct"]["count"] == 7 and summary["direct"]["errors"] == 0
     store = RunStore(tmp_path / "runs.db")
-    rows = [(method, score["value"], score["detail"]) for method, score in all_scores(store, "direct")]
+    rows = [(method, score.value, score.detail) for method, score in all_scores(store, "direct")]
     store.close()
     assert [(method, value) for method, value, _ in rows] == [
         ("builtin/b001", 1.0), ("builtin/b002", 0.0), ("builtin/b003", 1.0), ("builtin/b002", 0.0),
@@ -385,14 +385,14 @@ def test_rescoring_an_evaluation_run_gives_the_code_writer_the_examples_it_had_a
     coder = [p for p in fake.prompts() if "Write the Python function" in p]
     first = scores_by_submission(tmp_path / "runs.db")
     ((submission, kinds),) = first.items()
-    assert kinds["codematch"]["value"] == 1.0 and kinds["codematch"]["detail"]["with_examples"] is True
+    assert kinds["codematch"].value == 1.0 and kinds["codematch"].detail["with_examples"] is True
 
     again = pau(fake, tmp_path, "evaluated", *MODELS, "--no-cache")
     assert again.returncode == 0, again.stderr
     rescored = [p for p in fake.prompts() if "Write the Python function" in p][len(coder) :]
     assert rescored == coder  # the very same prompt: the initial examples and the agent's call, as in the run
     latest = scores_by_submission(tmp_path / "runs.db")[submission]
-    assert latest["codematch"]["value"] == 1.0 and latest["codematch"]["detail"]["with_examples"] is True
+    assert latest["codematch"].value == 1.0 and latest["codematch"].detail["with_examples"] is True
 
 
 def test_a_run_recorded_before_examples_were_stored_is_rescored_with_the_examples_its_run_gave(
@@ -416,7 +416,7 @@ def test_without_examples_can_still_be_asked_for_and_is_recorded(fake, tmp_path,
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["codematch"]["mean"] < 1.0  # the code it writes without them is wrong
     (kinds,) = scores_by_submission(tmp_path / "runs.db").values()
-    assert kinds["codematch"]["detail"]["with_examples"] is False
+    assert kinds["codematch"].detail["with_examples"] is False
 
 
 def test_a_reference_run_is_rescored_under_the_reference_protocol_and_another_protocol_is_refused(
@@ -448,7 +448,7 @@ def test_a_reference_run_is_rescored_under_the_reference_protocol_and_another_pr
     rescored = [b["messages"][0]["content"] for b in fake.requests[asked:]]
     assert sorted(text.split()[0] for text in rescored) == ["CODER", "JUDGE"]
     (kinds,) = scores_by_submission(tmp_path / "runs.db").values()
-    assert {kinds[k]["detail"]["protocol"] for k in ("judge", "codematch")} == {"reference"}
+    assert {kinds[k].detail["protocol"] for k in ("judge", "codematch")} == {"reference"}
 
     refused = pau(fake, tmp_path, "evaluated", *MODELS, "--protocol", "pau-mcp")
     assert refused.returncode == 2
@@ -494,7 +494,7 @@ def test_a_predictions_file_in_the_references_own_layout_is_matched_by_gold_desc
     assert done.returncode == 0, done.stderr
     store = RunStore(tmp_path / "runs.db")
     run = json.loads(done.stdout)["run"]
-    assert [s["method_id"] for s in store.submissions(store.run_id(run))] == ["builtin/b013", "builtin/b001"]
+    assert [s.method_id for s in store.submissions(store.run_id(run))] == ["builtin/b013", "builtin/b001"]
     assert store.run_config(store.run_id(run))["protocol"] == "reference"
     prompts = [b["messages"][0]["content"] for b in fake.requests]
     # The code writer gets the file's examples exactly as the reference stored them.

@@ -27,11 +27,11 @@ from mcp.shared.memory import create_client_server_memory_streams
 from pau_mcp import eventloop
 from pau_mcp.cli.serve import build_served, http_service
 from pau_mcp.config import Settings
+from pau_mcp.contract import RAN
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, tool_name
 from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.sandboxing import AnySandbox, make_sandbox, sandbox_limits
 from pau_mcp.server import serve_streams
-from pau_mcp.server.catalog import RAN
 from pau_mcp.server.launch import http_server as launch_http_server
 
 ROOT = Path(__file__).resolve().parents[3]

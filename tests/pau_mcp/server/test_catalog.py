@@ -11,9 +11,10 @@ import pytest
 from conftest import SECRETS, stdio_session, tool_of
 from pydantic import ValidationError
 
+from pau_mcp.contract import FACTS_KEY, OUTPUT_SCHEMA, RAN, REFUSED, MethodFacts, ToolResult
 from pau_mcp.manifests import ManifestStore, call_text
 from pau_mcp.manifests.model import FrozenOutcome
-from pau_mcp.server.catalog import FACTS_KEY, OUTPUT_SCHEMA, RAN, REFUSED, Exposed, MethodFacts, ToolResult
+from pau_mcp.server.catalog import Exposed
 from wasm_runtime import Status
 from wasm_runtime.literals import parse_arguments
 

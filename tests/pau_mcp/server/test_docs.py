@@ -13,10 +13,10 @@ from conftest import SECRETS, memory_client, tool_of
 from pau_command import run_pau
 
 from pau_mcp.cli.serve import build_served
+from pau_mcp.contract import FACTS_KEY
 from pau_mcp.documentation import MAX_DOC_CHARS, quotes_gold
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
-from pau_mcp.server.catalog import FACTS_KEY
 
 LEARNED = "Upper-cases a string and appends an exclamation mark; multiplies a number by fifteen; 'boom' raises."
 

@@ -18,9 +18,9 @@ from conftest import ROOT, SECRETS, TEST_KEY, memory_session, tool_of
 from pau_command import run_pau
 
 from pau_mcp.config import Settings, SettingsError
+from pau_mcp.contract import FACTS_KEY
 from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Suite, SuiteInfo, Tags, call_text
 from pau_mcp.manifests.checks import freeze_method
-from pau_mcp.server.catalog import FACTS_KEY
 from pau_mcp.server.examples import (
     ServedExamples,
     cache_path,

@@ -15,6 +15,7 @@ from fakellm import FakeLLM
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from pau_mcp.contract import Feedback
 from pau_mcp.manifests import ManifestStore
 
 METHOD = ManifestStore().method("builtin/b002")
@@ -56,6 +57,8 @@ def test_submit_with_feedback_returns_scores_records_them_and_reveals_no_gold(tm
         shown = anyio.run(main)
     scores = shown["structured"]["scores"]
     assert scores["judge_rating"] == 3 and 0 <= scores["code_match"] < 1 and "direct_code_match" in scores
+    # The scorer's agent view, key for key (the server once dropped the failure counts the scorer documents as shown).
+    assert sum(scores["direct_code_failures"].values()) > 0 and set(scores) <= set(Feedback.model_fields)
     text = json.dumps(shown)
     assert METHOD.description not in text
     assert not [

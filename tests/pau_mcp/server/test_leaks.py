@@ -16,8 +16,8 @@ from conftest import ROOT, SECRETS, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from pau_mcp.contract import FACTS_KEY
 from pau_mcp.manifests import ManifestStore
-from pau_mcp.server.catalog import FACTS_KEY
 
 
 async def _recorded_session(manifests, db, transcript: list[str]) -> None:

@@ -10,10 +10,11 @@ from conftest import ROOT
 from pau_command import run_pau
 
 from pau_mcp.config import Settings
+from pau_mcp.contract import FACTS_KEY
 from pau_mcp.manifests import Case, ManifestStore, Method, Original, Provenance, Suite, SuiteInfo, Tags
 from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.server import exploration_settings
-from pau_mcp.server.catalog import FACTS_KEY, Exposed
+from pau_mcp.server.catalog import Exposed
 
 
 def _suite(root, sandbox) -> None:

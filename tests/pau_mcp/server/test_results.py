@@ -10,7 +10,7 @@ from conftest import http_server, memory_session, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from pau_mcp.server import OUTPUT_SCHEMA
+from pau_mcp.contract import OUTPUT_SCHEMA
 
 B001 = "builtin/b001"
 

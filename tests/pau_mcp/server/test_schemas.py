@@ -8,8 +8,9 @@ import anyio
 import jsonschema
 from conftest import memory_session, tool_of
 
+from pau_mcp.contract import OUTPUT_SCHEMA
 from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Tags
-from pau_mcp.server import OUTPUT_SCHEMA, Exposed
+from pau_mcp.server import Exposed
 
 # Keywords that constrain a value: a schema node with none of them accepts anything, which is what the MCP
 # Inspector 2.x reports as an untyped, unportable schema (as it does every `type` array).

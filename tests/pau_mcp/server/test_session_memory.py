@@ -63,7 +63,7 @@ def test_thousands_of_new_labels_and_runs_leave_the_servers_state_bounded(tmp_pa
     again = sessions.get(Credential("label", "agent", "run-0"))
     assert again.store_id == first.store_id
     assert store.reserve_call(again.store_id, "builtin/b001", 3) == 2
-    assert len([r for r in store.runs() if r["name"] == "run-0"]) == 1
+    assert len([r for r in store.runs() if r.name == "run-0"]) == 1
     store.close()
 
 

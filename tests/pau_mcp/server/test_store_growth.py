@@ -132,7 +132,7 @@ def test_the_stores_kept_refusals_and_submissions_hold_under_concurrent_writers(
         written = list(pool.map(write, range(30)))
     assert sum(r is not None for r, _ in written) == 7 and sum(s is not None for _, s in written) == 4
     assert store.submissions_made(session, "builtin/b001") == 4
-    assert len([c for c in store.calls(store.run_id("r")) if not c["counted"]]) == 7
+    assert len([c for c in store.calls(store.run_id("r")) if not c.counted]) == 7
     store.close()
 
 

@@ -21,9 +21,9 @@ import anyio
 import mcp_types as types
 from conftest import TEST_KEY, memory_session
 
+from pau_mcp.contract import FACTS_KEY, MethodFacts
 from pau_mcp.manifests import ManifestStore, Method, call_text, tool_name
 from pau_mcp.server import Catalog
-from pau_mcp.server.catalog import FACTS_KEY, MethodFacts
 from wasm_runtime import Limits, parse_arguments
 
 #: What a participant downloads: the public suite, hidden parts included.

@@ -8,9 +8,9 @@ from click.testing import CliRunner
 from test_report_fixtures import build_store
 
 from pau_mcp.cli import main
-from pau_mcp.harness.plots import draw_plots
-from pau_mcp.harness.render import method_rows, report_tables
-from pau_mcp.harness.report import build_report, load_runs
+from pau_mcp.reports import build_report, load_runs
+from pau_mcp.reports.plots import draw_plots
+from pau_mcp.reports.render import method_rows, report_tables
 from pau_mcp.runstore import CallRecord, EpisodeResult, RunStore
 
 
@@ -87,7 +87,7 @@ def test_pau_mcp_coverage_measures_each_episodes_own_calls_and_the_report_shows_
     assert "run r: 1 episodes measured" in result.output
     store = RunStore(db)
     (episode,) = store.episodes(store.run_id("r"))
-    found = episode["coverage"]
+    found = episode.coverage
     # b001's nine statements all run under its tests; 234 and 105 never reach `return 0` nor `return -result`.
     assert found["lines"] == {
         "tests": 9,

@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console
 from test_report_fixtures import add_probe_run, build_store
 
-from pau_mcp.harness.plots import draw_plots, render_plots, write_plots
-from pau_mcp.harness.render import method_rows, print_report, report_tables, run_rows, to_html, to_markdown, write_csv
-from pau_mcp.harness.report import Report, build_report, load_runs
+from pau_mcp.reports import Report, build_report, load_runs
+from pau_mcp.reports.plots import draw_plots, render_plots, write_plots
+from pau_mcp.reports.render import method_rows, print_report, report_tables, run_rows, to_html, to_markdown, write_csv
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

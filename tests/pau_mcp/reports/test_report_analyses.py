@@ -13,13 +13,13 @@ import pytest
 from fakellm import FakeLLM
 from test_report_fixtures import CONFIG, build_store
 
-from pau_mcp.harness.analyses import suite_profile
-from pau_mcp.harness.plots import draw_plots
-from pau_mcp.harness.render import method_rows, report_tables
-from pau_mcp.harness.report import build_report, load_runs
-from pau_mcp.harness.stats import spearman
 from pau_mcp.llm import LLMClient
 from pau_mcp.manifests import ManifestStore
+from pau_mcp.reports import build_report, load_runs
+from pau_mcp.reports.analyses import suite_profile
+from pau_mcp.reports.plots import draw_plots
+from pau_mcp.reports.render import method_rows, report_tables
+from pau_mcp.reports.stats import spearman
 from pau_mcp.runstore import EpisodeResult, RunStore
 from pau_mcp.scoring import write_code
 

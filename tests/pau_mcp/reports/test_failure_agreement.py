@@ -16,10 +16,10 @@ import pytest
 from failure_cases import CASES, build_labelled_run
 from fakellm import FakeLLM
 
-from pau_mcp.harness.failures import FAILURE_LABELS, classifier_messages, classify_cases, failure_cases
-from pau_mcp.harness.report import load_runs
 from pau_mcp.llm import LLMClient
 from pau_mcp.manifests import ManifestStore
+from pau_mcp.reports import load_runs
+from pau_mcp.reports.failures import FAILURE_LABELS, classifier_messages, classify_cases, failure_cases
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
 

@@ -31,10 +31,10 @@ from pau_mcp.llm import LLMClient, LLMError
 from pau_mcp.prompts import load_prompts
 from pau_mcp.scoring.fences import fence, fence_tag
 
+from .data import MethodScores, RunData, is_failure
 from .labels import FAILURE_LABELS, INFRASTRUCTURE, UNCLASSIFIED
 
 if TYPE_CHECKING:
-    from pau_mcp.harness.report import MethodScores, RunData
     from pau_mcp.runstore import RunStore
 
 __all__ = [
@@ -132,48 +132,25 @@ class Classification:
     reason: str | None = None
 
 
-def is_failure(method: MethodScores, unscored_as_one: bool = False, run: RunData | None = None) -> str | None:
-    """Why an episode counts as failed, or None if it did not fail (or has not finished).
-
-    Args:
-        method: The episode.
-        unscored_as_one: The report's unscored rule: an unscored judge reply counts as 1 only under it.
-        run: The episode's run, whose protocol counts its scores (``RunData.counted``): under the reference's,
-            an unscored judge reply counts as 1 and a score that could not be made as the worst, so such an
-            episode failed.
-    """
-    if method.state == "failed":
-        return f"the episode ended in an error ({_clip(method.error or 'no message', 300)})"
-    if run is not None:
-        judge, codematch = run.counted(method, "judge", unscored_as_one), run.counted(method, "codematch")
-    else:
-        judge, codematch = method.judge(unscored_as_one), method.codematch()
-    reasons = []
-    if judge is not None and judge < 3:
-        reasons.append(f"the description was rated {judge:g} out of 5")
-    if codematch is not None and codematch < 0.8:
-        reasons.append(f"code written from it matched {codematch:.0%} of the tests")
-    return " and ".join(reasons) or None
-
-
 def failure_cases(store: RunStore, run: RunData, unscored_as_one: bool = False) -> list[FailureCase]:
     """The failed episodes of a run, with their trajectories, descriptions, code, coverage and contradiction check."""
     failed = [(m, why) for m in run.methods if (why := is_failure(m, unscored_as_one, run))]
     if not failed:
         return []
-    rows = {row["method_id"]: row for row in store.episodes(run.run_id, with_trajectories=True)}
-    descriptions = {row["id"]: row["description"] for row in store.submissions(run.run_id)}
+    rows = {row.method_id: row for row in store.episodes(run.run_id, with_trajectories=True)}
+    descriptions = {row.id: row.description for row in store.submissions(run.run_id)}
     cases = []
     for m, why in failed:
-        row = rows.get(m.method_id, {})
-        scores = row.get("scores") or {}
-        code = next((scores[k]["detail"].get("code") for k in ("codematch", "direct") if k in scores), None)
+        row = rows.get(m.method_id)
+        scores = row.scores if row is not None else {}
+        code = next((scores[k].detail.get("code") for k in ("codematch", "direct") if k in scores), None)
+        submission = row.submission_id if row is not None else None
         cases.append(
             FailureCase(
-                run.name, m.method_id, why, _outcome(m), row.get("trajectory") or [],
-                description=descriptions.get(row.get("submission_id"), "") or "",
-                code=code, coverage=coverage_sentence(row.get("coverage")), contradiction=_contradiction(m),
-                errored=m.state == "failed",
+                run.name, m.method_id, why, _outcome(m), (row.trajectory if row is not None else None) or [],
+                description=descriptions.get(submission, "") if submission is not None else "",
+                code=code, coverage=coverage_sentence(row.coverage if row is not None else None),
+                contradiction=_contradiction(m), errored=m.state == "failed",
             )
         )  # fmt: skip
     return cases

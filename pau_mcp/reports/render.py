@@ -23,13 +23,14 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from pau_mcp.harness.analyses import SIZE_BINS
-from pau_mcp.harness.labels import REPORTED_LABELS
-from pau_mcp.harness.report import FRACTION_KINDS, KIND_TITLES, KINDS, Report, RunSummary
-from pau_mcp.harness.stats import CODEMATCH_BUCKETS, JUDGE_SCORES, BootstrapResult, ScoreStats
+from .analyses import SIZE_BINS
+from .data import FRACTION_KINDS, KIND_TITLES, KINDS
+from .labels import REPORTED_LABELS
+from .report import Report, RunSummary
+from .stats import CODEMATCH_BUCKETS, JUDGE_SCORES, BootstrapResult, ScoreStats
 
 if TYPE_CHECKING:  # plots loads matplotlib: only renderings that embed plots should pay for it
-    from pau_mcp.harness.plots import Plot
+    from .plots import Plot
 
 __all__ = [
     "TableData",

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from test_report_fixtures import add_pending_run, add_run, build_store
 
-from pau_mcp.harness.report import Report, ReportError, build_report, load_runs
-from pau_mcp.harness.stats import codematch_bucket, codematch_stats, judge_stats, paired_bootstrap
+from pau_mcp.reports import Report, ReportError, build_report, load_runs
+from pau_mcp.reports.stats import codematch_bucket, codematch_stats, judge_stats, paired_bootstrap
 
 
 @pytest.fixture()

@@ -25,13 +25,12 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pau_mcp.harness.stats import BootstrapResult, ScoreStats, codematch_stats, paired_bootstrap, spearman
 from pau_mcp.protocol import RULES
 
-if TYPE_CHECKING:  # report imports this module; these are annotations only
-    from pau_mcp.harness.report import RunData
+from .data import RunData, is_failure
+from .stats import BootstrapResult, ScoreStats, codematch_stats, paired_bootstrap, spearman
 
 __all__ = [
     "SIZE_BINS",
@@ -155,7 +154,7 @@ class Contradictions:
         disagree: Of those, inputs where the code disagrees.
         methods: The contradicting episodes' methods.
         among: ``checked`` (every checked episode) or ``unsolved`` (only those that failed, as
-            ``failures.is_failure`` decides by the run's protocol): the paper's Fig. 13 counts among unsolved ones.
+            ``data.is_failure`` decides by the run's protocol): the paper's Fig. 13 counts among unsolved ones.
     """
 
     run: str
@@ -176,8 +175,6 @@ class Contradictions:
 def contradictions(runs: Sequence[RunData], unscored_as_one: bool = False) -> list[Contradictions]:
     """Per run that has any checked episode, its self-contradiction counts (under the reference protocol, among
     the checked episodes that failed: its unsolved ones)."""
-    from pau_mcp.harness.failures import is_failure  # the classifier's module imports report, which imports this
-
     found = []
     for run in runs:
         unsolved = RULES[run.protocol].contradictions_of_unsolved

@@ -9,8 +9,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from test_report_fixtures import CONFIG, INCONTEXT, INTERACTIVE, add_run
 
-from pau_mcp.harness.plots import draw_plots, render_plots
-from pau_mcp.harness.report import Report, build_report, load_runs
+from pau_mcp.reports import Report, build_report, load_runs
+from pau_mcp.reports.plots import draw_plots, render_plots
 from pau_mcp.runstore import RunStore
 
 LONG = [

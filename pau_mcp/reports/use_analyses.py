@@ -15,15 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from pau_mcp.contract import TASK_KIND
 from pau_mcp.knowledge import all_combinations, knowledge_label, split_kind
 
-if TYPE_CHECKING:  # report imports this module; these are annotations only
-    from pau_mcp.harness.report import RunData
+from .data import RunData
 
 __all__ = [
-    "TASK_KIND",
     "Explorer",
     "KnowledgeRow",
     "TaskAccuracy",
@@ -31,9 +29,6 @@ __all__ = [
     "knowledge_rows",
     "task_accuracies",
 ]
-
-#: The score kind a task episode's answer is recorded as (``pau_mcp.scoring.tasks``).
-TASK_KIND = "task"
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from test_report_fixtures import CONFIG, INCONTEXT, add_run
 
-from pau_mcp.harness.render import method_rows, report_tables, run_rows
-from pau_mcp.harness.report import build_report, load_runs
+from pau_mcp.reports import build_report, load_runs
+from pau_mcp.reports.render import method_rows, report_tables, run_rows
 from pau_mcp.runstore import RunStore
 
 

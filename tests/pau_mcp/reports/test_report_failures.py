@@ -10,7 +10,9 @@ import pytest
 from fakellm import FakeLLM
 from test_report_fixtures import build_store
 
-from pau_mcp.harness.failures import (
+from pau_mcp.llm import LLMClient, LLMError
+from pau_mcp.reports import build_report, load_runs
+from pau_mcp.reports.failures import (
     INFRASTRUCTURE,
     UNCLASSIFIED,
     FailureCase,
@@ -19,8 +21,6 @@ from pau_mcp.harness.failures import (
     failure_cases,
     parse_label,
 )
-from pau_mcp.harness.report import build_report, load_runs
-from pau_mcp.llm import LLMClient, LLMError
 
 MODEL = "openai/fake-classifier"
 

@@ -22,8 +22,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
-from pau_mcp.harness.report import KIND_TITLES, KINDS, Report
-from pau_mcp.harness.stats import CODEMATCH_BUCKETS, JUDGE_SCORES, ScoreStats
+from .data import KIND_TITLES, KINDS
+from .report import Report
+from .stats import CODEMATCH_BUCKETS, JUDGE_SCORES, ScoreStats
 
 __all__ = ["Plot", "draw_plots", "render_plots", "write_plots"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pau_mcp.harness.render import report_tables, to_markdown
-from pau_mcp.harness.report import MethodScores, RunData, Score, build_report
+from pau_mcp.reports import MethodScores, RunData, Score, build_report
+from pau_mcp.reports.render import report_tables, to_markdown
 
 
 def run(name: str, model: str, scores: dict[str, float]) -> RunData:

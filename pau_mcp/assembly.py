@@ -1,0 +1,110 @@
+"""The composition root of runs: the parts an evaluation or a rollout is made of, built from ``Settings`` in one place.
+
+The commands, the Ray workers (``pau_mcp.distributed``), the Inspect task and the tests build a run's scorer and a
+rollout's policy client, critic and sandbox runtime here, so a part is the same wherever the run plays (the same
+protocol, cache scope and limits on a Ray worker as in the command). The run's own MCP server is started from the
+run's whole settings object (``pau_mcp.harness.runner.server_settings``, ``pau_mcp.server.launch``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+
+from .config import Settings
+from .llm import LLMClient
+from .manifests import ManifestStore
+from .protocol import Protocol, load_protocol
+from .sandboxing import AnySandbox, make_sandbox, sandbox_limits
+
+if TYPE_CHECKING:
+    from .rl import Critic, Runtime
+    from .rl.rollout import RolloutConfig
+    from .scoring import Scorer
+
+__all__ = ["RolloutParts", "rollout_parts", "run_scorer"]
+
+
+def run_scorer(
+    settings: Settings,
+    sandbox: AnySandbox,
+    *,
+    run: str | None = None,
+    share_samples: bool = False,
+    use_cache: bool = True,
+    env: Mapping[str, str] | None = None,
+    protocol: Protocol | None = None,
+) -> Scorer:
+    """The scorer of a run: the settings' judge and code writer, price table, limits and protocol, over ``sandbox``.
+
+    Args:
+        settings: The run's settings.
+        sandbox: Where code runs (closed by the caller).
+        run: The run's name: a judge sampling above temperature 0 replays its replies only within it.
+        share_samples: Replay sampled replies across runs too.
+        use_cache: Read and write the LLM response cache.
+        env: The providers' variables (default: this process's).
+        protocol: The run's protocol (default: the settings').
+
+    Raises:
+        pau_mcp.prompts.PromptsError: the reference protocol's prompts were never imported.
+    """
+    from .scoring import Scorer
+
+    return Scorer(
+        ManifestStore(settings.manifests), sandbox,
+        LLMClient.from_settings(settings, use_cache=use_cache, env=env, sample_scope=run, share_samples=share_samples),
+        judge_model=settings.judge_model, coder_model=settings.coder_model, limits=sandbox_limits(settings),
+        protocol=protocol if protocol is not None else load_protocol(settings.protocol, settings.data_dir),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RolloutParts:
+    """What a rollout's episodes are played with in one process: the policy's client, the sandbox runtime the
+    environments share, and the critic (with a client of its own: it runs on the runtime's event loop, and an SDK
+    client belongs to the loop that made it)."""
+
+    llm: LLMClient
+    runtime: Runtime
+    critic: Critic
+
+    async def aclose(self) -> None:
+        """Close the policy's client, the critic's (on the runtime's loop, from a thread: this loop must not wait on
+        it), and the runtime."""
+        try:
+            await self.llm.aclose()
+        finally:
+            try:
+                closing = getattr(self.critic, "aclose", None)
+                if closing is not None:
+                    await anyio.to_thread.run_sync(self.runtime.run, closing())
+            finally:
+                self.runtime.close()
+
+
+def rollout_parts(
+    settings: Settings, config: RolloutConfig, *, use_cache: bool = True, env: Mapping[str, str] | None = None
+) -> RolloutParts:
+    """The parts of a rollout run (``config``) as the settings describe them; the runtime's sandbox is made on first
+    use, with worker processes when the settings ask for them.
+
+    Raises:
+        ValueError: the critic's mode is unknown, or needs a code writer the run does not name.
+    """
+    from .rl import Runtime, critic_for
+
+    def client() -> LLMClient:
+        return LLMClient.from_settings(
+            settings, use_cache=use_cache, env=env, sample_scope=config.run, share_samples=config.share_samples
+        )
+
+    runtime = Runtime(lambda: make_sandbox(settings, processes=bool(settings.workers)))
+    critic = config.critic
+    judge = critic_for(
+        client(), critic["model"], critic["mode"], coder_model=critic.get("coder_model"), sandbox=runtime.sandbox
+    )
+    return RolloutParts(client(), runtime, judge)
