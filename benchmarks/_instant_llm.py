@@ -37,7 +37,7 @@ __all__ = ["instant"]
 _DELAY_S = 0.0
 
 
-def instant(body: dict) -> Reply | str:
+def instant(body: dict[str, Any]) -> Reply | str:
     """The reply to one request."""
     messages = body["messages"]
     if body.get("tools"):
@@ -55,7 +55,8 @@ def instant(body: dict) -> Reply | str:
 async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "http":
         return
-    chunks = []
+    chunks: list[bytes] = []
+    payload: dict[str, Any]
     while True:
         message = await receive()
         chunks.append(message.get("body", b""))

@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from _markdown import write_section  # noqa: E402 (this script's own directory)
 
@@ -53,8 +54,8 @@ WORKLOADS = {
 }
 
 
-def _native_seconds(source: str, args: tuple) -> float:
-    space: dict = {}
+def _native_seconds(source: str, args: tuple[Any, ...]) -> float:
+    space: dict[str, Any] = {}
     exec(source, space)
     best = float("inf")
     for _ in range(3):

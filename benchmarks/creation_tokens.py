@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "pau_mcp" / "creation")]
+# The checkout first: tests/pau_mcp would otherwise be taken for the package pau_mcp (a namespace package) when
+# pau-mcp is installed in editable mode.
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "pau_mcp" / "creation")]
 
 from pau_mcp.creation.messages import describe_messages, inputs_messages, validator_messages  # noqa: E402
 from pau_mcp.creation.pipeline import _MAX_TOKENS  # noqa: E402
@@ -46,7 +48,7 @@ def corpus() -> list[tuple[str, str, str | None]]:
     from test_pipeline import CORPUS
     from test_sources import CASES
 
-    found = []
+    found: list[tuple[str, str, str | None]] = []
     for source, _, end in CORPUS.values():
         if end != "unreadable":
             found.append((source, source.split("def ", 1)[1].split("(", 1)[0], None))

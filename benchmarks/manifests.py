@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from _markdown import write_section  # noqa: E402 (this script's own directory)
 
@@ -170,11 +171,8 @@ class _CollectorLeftOn:
 
 def _collector_left_on(work: Callable[[], Any]) -> Callable[[], Any]:
     def left_on() -> Any:
-        store_module.gc = _CollectorLeftOn  # type: ignore[assignment]
-        try:
+        with mock.patch.object(store_module, "gc", _CollectorLeftOn):
             return work()
-        finally:
-            store_module.gc = gc
 
     return left_on
 

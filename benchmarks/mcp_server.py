@@ -37,8 +37,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -129,7 +130,7 @@ class _Connection:
         self.writer.close()
 
     async def post(
-        self, body: dict, session: str | None = None, headers: dict[str, str] | None = None
+        self, body: dict[str, Any], session: str | None = None, headers: dict[str, str] | None = None
     ) -> tuple[dict[str, str], bytes]:
         assert self.reader is not None and self.writer is not None
         payload = json.dumps(body).encode()
@@ -191,8 +192,9 @@ async def _raw_modern(url: str, tool: str, calls: int, done: list[float]) -> Non
 
 
 async def _throughput(
-    session: Callable[..., Awaitable[None]], url: str, tool: str, sessions: int, calls: int, labelled: bool = False
-) -> float:
+    session: Callable[[str, str, int, list[float]], Coroutine[Any, Any, object]], url: str, tool: str, sessions: int,
+    calls: int, labelled: bool = False,
+) -> float:  # fmt: skip
     """Calls per second over ``sessions`` concurrent ``session(url, tool, calls, done)`` loops; with ``labelled``,
     each under a label of its own (``?session=``), as agents of one operator are."""
     done: list[float] = []
@@ -262,11 +264,12 @@ def _server_from(tree: Path, args: list[str]) -> Iterator[str]:
         env={**os.environ, "PYTHONPATH": str(tree)},
     )  # fmt: skip
     try:
-        assert process.stderr is not None
-        for line in process.stderr:
+        stderr = process.stderr
+        assert stderr is not None
+        for line in stderr:
             found = re.search(r"serving at (http://\S+)", line)
             if found:
-                threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()  # type: ignore[union-attr]
+                threading.Thread(target=lambda: [None for _ in stderr], daemon=True).start()
                 yield found.group(1)
                 return
         raise SystemExit("the baseline server did not start")

@@ -35,7 +35,10 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 from _markdown import write_section  # noqa: E402 (this script's own directory)
 
@@ -46,7 +49,8 @@ sys.path.insert(0, str(_ROOT))
 
 from wasm_runtime import Sandbox  # noqa: E402
 
-FUNCTIONS = {
+#: name: (source, a literal to call it with, the literal of the i-th input of a batch)
+FUNCTIONS: dict[str, tuple[str, str, Callable[[int], str]]] = {
     "trivial": ("def test_func(a):\n    return a + 1\n", "(41,)", lambda i: f"({i},)"),
     "regex": (
         "import re\ndef test_func(s):\n    return re.findall(r'[a-z]+\\d+', s.lower())\n",
@@ -66,7 +70,7 @@ def _median_ms(samples: list[float]) -> float:
 
 
 def _in_process(source: str, literal: str, repeat: int) -> float:
-    namespace: dict = {}
+    namespace: dict[str, Any] = {}
     exec(compile(source, "<bench>", "exec"), namespace)
     func = namespace["test_func"]
     import ast
@@ -80,10 +84,10 @@ def _in_process(source: str, literal: str, repeat: int) -> float:
     return _median_ms(samples)
 
 
-def _child(conn, source: str, literal: str) -> None:  # type: ignore[no-untyped-def]
+def _child(conn: Connection, source: str, literal: str) -> None:
     import ast
 
-    namespace: dict = {}
+    namespace: dict[str, Any] = {}
     try:
         exec(compile(source, "<hidden>", "exec"), namespace)
         conn.send(("ok", repr(namespace["test_func"](*ast.literal_eval(literal)))))

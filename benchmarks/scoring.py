@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,8 @@ TARGET = 20
 # -- the reference approach (runs in its own plain process: stdlib only) ----------------------------
 
 
-def _child(conn, source: str, entry: str, literal: str) -> None:  # type: ignore[no-untyped-def]
-    namespace: dict = {}
+def _child(conn: Connection, source: str, entry: str, literal: str) -> None:
+    namespace: dict[str, Any] = {}
     try:
         exec(compile(source, "<hidden>", "exec"), namespace)  # noqa: S102 - the reference approach, measured
         args = ast.literal_eval(literal)

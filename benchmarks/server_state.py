@@ -67,11 +67,12 @@ def _server(tree: Path, db: Path) -> Iterator[tuple[str, int]]:
         env={**os.environ, "PYTHONPATH": str(tree)},
     )  # fmt: skip
     try:
-        assert process.stderr is not None
-        for line in process.stderr:
+        stderr = process.stderr
+        assert stderr is not None
+        for line in stderr:
             found = re.search(r"serving at (http://\S+)", line)
             if found:
-                threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()  # type: ignore[union-attr]
+                threading.Thread(target=lambda: [None for _ in stderr], daemon=True).start()
                 yield found.group(1), process.pid
                 return
         raise SystemExit("the server did not start")

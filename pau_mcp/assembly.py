@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from wasm_runtime import SandboxInterface
+
 from .config import Settings
 from .llm import LLMClient
 from .manifests import ManifestStore
 from .protocol import Protocol, load_protocol
-from .sandboxing import AnySandbox, make_sandbox, sandbox_limits
+from .sandboxing import make_sandbox, sandbox_limits
 
 if TYPE_CHECKING:
     from .rl import Critic, Runtime
@@ -30,7 +32,7 @@ __all__ = ["RolloutParts", "rollout_parts", "run_scorer"]
 
 def run_scorer(
     settings: Settings,
-    sandbox: AnySandbox,
+    sandbox: SandboxInterface,
     *,
     run: str | None = None,
     share_samples: bool = False,

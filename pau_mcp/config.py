@@ -44,8 +44,8 @@ class _StoreLocation(_StoreType):
     name = "PATH|URL"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path | str:
-        if isinstance(value, Path) or _is_url(value):
-            return value  # type: ignore[no-any-return]
+        if isinstance(value, Path) or (isinstance(value, str) and _is_url(value)):
+            return value
         path = Path(str(value)).expanduser()
         if path.is_dir():
             self.fail(f"{str(value)!r} is a directory; give the store's file (e.g. DIR/runs.db) or a postgresql:// URL")

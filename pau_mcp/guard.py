@@ -108,6 +108,8 @@ def connection_guard(
     connections = _Connections(cap, read_timeout_s)
     busy = _BUSY + b"content-length: " + str(len(busy_body)).encode() + b"\r\n\r\n" + busy_body
 
+    # The base is the uvicorn protocol picked at run time (httptools' or h11's, which share every member used
+    # here): a class held in a variable, which mypy cannot take as a base.
     class Guarded(base):  # type: ignore[valid-type, misc]
         _pau_timer: asyncio.TimerHandle | None = None
         _pau_counted = False

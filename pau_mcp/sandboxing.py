@@ -7,17 +7,14 @@ Typed builders over ``wasm_runtime`` for the places that wire a sandbox (the com
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Literal, Protocol, overload
 
-from wasm_runtime import Limits, Sandbox
+from wasm_runtime import Limits, Sandbox, SandboxInterface
 from wasm_runtime.workers import WorkerSandbox
 
 from .config import Settings
 
-__all__ = ["AnySandbox", "SandboxMaker", "make_sandbox", "sandbox_limits"]
-
-#: Either sandbox: both run calls with ``call`` / ``acall`` and stop with ``close``.
-AnySandbox = Sandbox | WorkerSandbox
+__all__ = ["SandboxMaker", "make_sandbox", "sandbox_limits"]
 
 
 class SandboxMaker(Protocol):
@@ -26,7 +23,7 @@ class SandboxMaker(Protocol):
 
     def __call__(
         self, settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
-    ) -> AnySandbox: ...
+    ) -> SandboxInterface: ...
 
 
 def sandbox_limits(settings: Settings) -> Limits:
@@ -38,10 +35,23 @@ def sandbox_limits(settings: Settings) -> Limits:
     )
 
 
+@overload
+def make_sandbox(
+    settings: Settings, progress: Callable[[str], None] | None = None, processes: Literal[False] = False
+) -> Sandbox: ...
+
+
+@overload
 def make_sandbox(
     settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
-) -> AnySandbox:
-    """A sandbox with the settings' limits and cache directory.
+) -> SandboxInterface: ...
+
+
+def make_sandbox(
+    settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
+) -> SandboxInterface:
+    """A sandbox with the settings' limits and cache directory: in this process (a ``Sandbox``, which alone can
+    trace lines for coverage) unless ``processes`` asks for workers.
 
     Args:
         settings: Limits, cache directory and ``workers``.

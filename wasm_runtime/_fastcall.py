@@ -117,8 +117,9 @@ def add_string_func(
     """
     want_args, want_results = int(takes), int(returns)
 
-    @ffi.wasmtime_component_func_callback_t
-    def trampoline(_data, context, _ty, args, nargs, results, nresults):  # type: ignore[no-untyped-def]
+    def trampoline(
+        _data: int | None, context: Any, _ty: Any, args: Any, nargs: int, results: Any, nresults: int
+    ) -> int:
         try:
             if (
                 nargs != want_args
@@ -144,10 +145,11 @@ def add_string_func(
         except Exception as exc:  # a bug on the host side must trap the guest, not unwind through C
             return _error_pointer(WasmtimeError(f"pau-sandbox: host error in {name}: {type(exc).__name__}"))
 
-    _KEEP_ALIVE.append(trampoline)
+    callback = ffi.wasmtime_component_func_callback_t(trampoline)
+    _KEEP_ALIVE.append(callback)
     name_bytes = name.encode("utf-8")
     error = ffi.wasmtime_component_linker_instance_add_func(
-        instance.ptr(), ctypes.create_string_buffer(name_bytes), len(name_bytes), trampoline, None, _no_finalizer
+        instance.ptr(), ctypes.create_string_buffer(name_bytes), len(name_bytes), callback, None, _no_finalizer
     )
     if error:
         raise WasmtimeError._from_ptr(error)
@@ -209,8 +211,9 @@ def add_u64_func(
     """
     want_args, want_results = int(takes), int(returns is not None)
 
-    @ffi.wasmtime_component_func_callback_t
-    def trampoline(_data, context, _ty, args, nargs, results, nresults):  # type: ignore[no-untyped-def]
+    def trampoline(
+        _data: int | None, context: Any, _ty: Any, args: Any, nargs: int, results: Any, nresults: int
+    ) -> int:
         try:
             if nargs != want_args or nresults != want_results or (takes and args[0].kind != _U64.value):
                 raise WasmtimeError(f"pau-sandbox: {name} called with the wrong signature")
@@ -228,10 +231,11 @@ def add_u64_func(
         except Exception as exc:  # a bug on the host side must trap the guest, not unwind through C
             return _error_pointer(WasmtimeError(f"pau-sandbox: host error in {name}: {type(exc).__name__}"))
 
-    _KEEP_ALIVE.append(trampoline)
+    callback = ffi.wasmtime_component_func_callback_t(trampoline)
+    _KEEP_ALIVE.append(callback)
     name_bytes = name.encode("utf-8")
     error = ffi.wasmtime_component_linker_instance_add_func(
-        instance.ptr(), ctypes.create_string_buffer(name_bytes), len(name_bytes), trampoline, None, _no_finalizer
+        instance.ptr(), ctypes.create_string_buffer(name_bytes), len(name_bytes), callback, None, _no_finalizer
     )
     if error:
         raise WasmtimeError._from_ptr(error)

@@ -218,7 +218,8 @@ class _Worker:
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
-            self.process.stdin.close()  # type: ignore[union-attr]
+            if self.process.stdin is not None:
+                self.process.stdin.close()
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -240,7 +241,8 @@ class _Worker:
             streams.append(self.process.stderr)
         for stream in streams:
             with contextlib.suppress(OSError):
-                stream.close()  # type: ignore[union-attr]
+                if stream is not None:
+                    stream.close()
 
 
 def _frame(message: Any) -> bytes:

@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import click
 from rich.console import Console
@@ -25,11 +25,10 @@ from rich.table import Column
 from ..config import Settings, SettingsError
 
 if TYPE_CHECKING:
-    from wasm_runtime import Limits
+    from wasm_runtime import Limits, Sandbox, SandboxInterface
 
     from ..manifests import ManifestStore
     from ..runstore import RunStore
-    from ..sandboxing import AnySandbox
 
 __all__ = [
     "bar", "err", "make_sandbox", "manifest_store", "run_bar", "run_store", "sandbox_limits", "settings_from",
@@ -89,9 +88,21 @@ def manifest_store(settings: Settings) -> ManifestStore:
     return ManifestStore(settings.manifests)
 
 
+@overload
+def make_sandbox(
+    settings: Settings, progress: Callable[[str], None] | None = None, processes: Literal[False] = False
+) -> Sandbox: ...
+
+
+@overload
 def make_sandbox(
     settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
-) -> AnySandbox:
+) -> SandboxInterface: ...
+
+
+def make_sandbox(
+    settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
+) -> SandboxInterface:
     """The sandbox the settings describe (``pau_mcp.sandboxing.make_sandbox``).
 
     Made inside a command, it stops when the command ends, however it ends: commands also run inside other

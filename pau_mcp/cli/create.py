@@ -12,13 +12,17 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import eventloop
 from ..config import options
 from .common import bar, err, make_sandbox, manifest_store, sandbox_limits, settings_from, step_printer
+
+if TYPE_CHECKING:
+    from ..creation import CreationReport, Source
+    from ..creation.tasks import TasksReport
 
 __all__ = ["create"]
 
@@ -180,7 +184,7 @@ def create(
         loaded = None
         if source is not None:
             loaded = load_source(source, from_path, cache_dir=settings.data_dir / "datasets", limit=limit)
-        name = suite or (f"{variants_of}-variants" if variants_of else _default_name(loaded, split))
+        name = suite or (_default_name(loaded, split) if loaded is not None else f"{variants_of}-variants")
         llm = LLMClient.from_settings(settings, use_cache=not no_cache)
         llm.check(model)
         llm.check(coder)
@@ -198,15 +202,16 @@ def create(
     state = state_path or settings.data_dir / "creation" / f"{name}.jsonl"
     sandbox = make_sandbox(settings, progress=step_printer())
 
-    async def main() -> Any:
+    async def main() -> CreationReport:
         try:
             if loaded is not None:
                 return await create_suite(
-                    loaded, llm=llm, sandbox=sandbox, store=store, suite=name, options=chosen,  # type: ignore[arg-type]
+                    loaded, llm=llm, sandbox=sandbox, store=store, suite=name, options=chosen,
                     state_path=state, replace=replace, restart=restart, progress=bar,
                 )  # fmt: skip
+            assert variants_of is not None  # no SOURCE, so --variants-of (checked above)
             return await create_variants(
-                variants_of, llm=llm, sandbox=sandbox, store=store, suite=name, options=chosen,  # type: ignore[arg-type]
+                variants_of, llm=llm, sandbox=sandbox, store=store, suite=name, options=chosen,
                 state_path=state, replace=replace, restart=restart, limit=limit, progress=bar,
             )  # fmt: skip
         finally:
@@ -267,7 +272,7 @@ def _create_tasks(
     options = TaskOptions(model=model, hops=lengths, per_hop=per_hop, seed=seed, limits=sandbox_limits(settings))
     sandbox = make_sandbox(settings, progress=step_printer())
 
-    async def main() -> Any:
+    async def main() -> TasksReport:
         try:
             return await create_tasks(
                 suite,
@@ -276,7 +281,7 @@ def _create_tasks(
                 store=store,
                 options=options,
                 replace=replace,
-                progress=step_printer(),  # type: ignore[arg-type]
+                progress=step_printer(),
             )
         finally:
             await llm.aclose()
@@ -299,7 +304,7 @@ def _create_tasks(
     sys.exit(0 if report.wrote else 1)
 
 
-def _default_name(loaded: Any, split: str | None) -> str:
+def _default_name(loaded: Source, split: str | None) -> str:
     """``<dataset>-<split>``, or a name made from the file or folder of your functions."""
     from ..manifests.importers.common import suite_name_from
 

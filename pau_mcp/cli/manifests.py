@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..config import SettingsError, options
+from ..config import Settings, SettingsError, options
 from ..manifests import ManifestError, ManifestStore, Method, call_text, dump_method, tool_name
 from ..manifests.checks import check_methods, check_task, freeze_methods, freeze_task
 from ..manifests.store import load_method, packaged_manifests
@@ -21,12 +21,12 @@ from .common import bar, err, make_sandbox, manifest_store, settings_from, step_
 __all__ = ["manifests"]
 
 
-def _store(values: dict):
+def _store(values: dict[str, object]) -> tuple[Settings, ManifestStore]:
     settings = settings_from(values)
     return settings, manifest_store(settings)
 
 
-def _key(settings) -> str:  # type: ignore[no-untyped-def]
+def _key(settings: Settings) -> str:
     """The deployment key, which names the tools as this deployment's servers do."""
     try:
         return settings.deployment_key()
@@ -34,7 +34,7 @@ def _key(settings) -> str:  # type: ignore[no-untyped-def]
         raise click.ClickException(str(exc)) from None
 
 
-def _selected(store, suites: tuple[str, ...]) -> list[str]:
+def _selected(store: ManifestStore, suites: tuple[str, ...]) -> list[str]:
     names = list(suites) or store.names()
     if not names:
         raise click.UsageError("no suites found; add a directory with --manifests")
@@ -185,13 +185,13 @@ def freeze(suites: tuple[str, ...], method_ids: tuple[str, ...], **values: objec
     changed = failed = 0
     for task in tasks:
         suite = store.suite(task.suite)
-        new, problem = freeze_task(task, suite.methods, sandbox)
+        answered, problem = freeze_task(task, suite.methods, sandbox)
         if problem is not None:
             failed += 1
             err.print(f"[red]FAIL[/red] {escape(task.id)}: {escape(problem)}")
             continue
-        if new != task:
-            suite.save_task(new)
+        if answered != task:
+            suite.save_task(answered)
             changed += 1
     click.echo(
         f"froze {len(tasks) - failed} tasks ({changed} changed)"

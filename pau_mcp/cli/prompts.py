@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..config import options
 from .common import err, settings_from
+
+if TYPE_CHECKING:
+    from ..prompts import PromptSet
 
 __all__ = ["prompts"]
 
@@ -68,7 +72,7 @@ def show_command(name: str, protocol: str, **values: object) -> None:
     click.echo(chosen.templates[name].text)
 
 
-def _load(protocol: str, values: dict[str, object]):  # type: ignore[no-untyped-def]
+def _load(protocol: str, values: dict[str, object]) -> PromptSet:
     from ..prompts import PromptsError, load_prompts
 
     settings = settings_from(values)

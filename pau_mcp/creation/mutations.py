@@ -87,8 +87,9 @@ def _is_number(node: ast.AST) -> bool:
 
 
 def _bump(node: ast.AST) -> str:
-    assert isinstance(node, ast.Constant) and type(node.value) in (int, float)
-    old: int | float = node.value  # type: ignore[assignment]
+    assert isinstance(node, ast.Constant)
+    old = node.value
+    assert isinstance(old, int | float) and not isinstance(old, bool)
     node.value = old + 1
     return f"constant {old!r} -> {node.value!r}"
 

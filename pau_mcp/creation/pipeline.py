@@ -490,7 +490,9 @@ class _Creator:
         for candidate in tried:
             record.ok("variant", f"{candidate.kind}: {candidate.change}")
             outcomes = await self.run(candidate.source, inputs)
-            differ = sum(not outcomes_match(c.outcome.outcome(), got) for c, got in zip(cases, outcomes, strict=True))  # type: ignore[union-attr]
+            differ = sum(
+                not outcomes_match(c.frozen_outcome().outcome(), got) for c, got in zip(cases, outcomes, strict=True)
+            )
             if not differ:
                 record.fail("behaviour", f"the same on all {len(inputs)} of the original's inputs")
                 same += 1

@@ -297,7 +297,7 @@ _FORMATS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "c
 
 def _datasets_library() -> Any:
     try:
-        import datasets  # type: ignore[import-untyped,unused-ignore]
+        import datasets
     except ImportError:
         raise DatasetUnavailable(
             "reading the paper's datasets needs the Hugging Face `datasets` library: pip install 'pau-mcp[datasets]'"

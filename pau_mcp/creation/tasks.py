@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from wasm_runtime import Limits, Sandbox, Status, decode, parse_python
+from wasm_runtime import Limits, SandboxInterface, Status, decode, parse_python
 
 from ..llm import LLMClient
 from ..manifests import ManifestError, ManifestStore, Method, Task, TaskProvenance, TaskStep, substitute
@@ -126,7 +126,7 @@ def _literal(args: Sequence[Any], hole: int | None = None, ref: int = 0) -> str:
 
 
 def _draw(
-    rng: random.Random, cases: list[_Known], hops: int, sandbox: Sandbox, methods: dict[str, Method], limits: Limits | None
+    rng: random.Random, cases: list[_Known], hops: int, sandbox: SandboxInterface, methods: dict[str, Method], limits: Limits | None
 ) -> list[TaskStep] | None:  # fmt: skip
     """One chain of ``hops`` distinct methods, each step's result a value the next step takes; None if none fits."""
     start = rng.choice(cases)
@@ -207,7 +207,7 @@ def _refusal(question: str, steps: Sequence[TaskStep], methods: dict[str, Method
 
 
 async def create_tasks(
-    suite_name: str, *, llm: LLMClient, sandbox: Sandbox, store: ManifestStore, options: TaskOptions,
+    suite_name: str, *, llm: LLMClient, sandbox: SandboxInterface, store: ManifestStore, options: TaskOptions,
     replace: bool = False, progress: Callable[[str], None] | None = None,
 ) -> TasksReport:  # fmt: skip
     """Draw chains from a suite's tests, have the model ask a question for each, freeze the answers, save the tasks.

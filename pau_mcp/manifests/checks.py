@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 from wasm_runtime import (
     InvalidInput,
     Limits,
     Outcome,
-    Sandbox,
+    SandboxInterface,
     Status,
     decode,
     outcomes_match,
@@ -68,7 +69,7 @@ def _cases(method: Method) -> list[Case]:
     return [*method.examples, *method.tests]
 
 
-def freeze_method(method: Method, sandbox: Sandbox, limits: Limits | None = None) -> Method:
+def freeze_method(method: Method, sandbox: SandboxInterface, limits: Limits | None = None) -> Method:
     """Run every example and test input in the sandbox (one batch) and record the outcomes."""
     cases = _cases(method)
     outcomes = sandbox.run(
@@ -95,7 +96,7 @@ def _mentions(text: str, name: str) -> bool:
     return name.lower() in text.lower()
 
 
-def check_method(method: Method, sandbox: Sandbox, limits: Limits | None = None) -> list[Problem]:
+def check_method(method: Method, sandbox: SandboxInterface, limits: Limits | None = None) -> list[Problem]:
     """Validate one method; an empty list means it passes.
 
     Checks: the source compiles and defines the entry; the header's arity
@@ -173,9 +174,12 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
     return out
 
 
+_Result = TypeVar("_Result")
+
+
 def _parallel(
-    items: list[Method], work: Callable[[Method], object], progress: Callable[[Method], None] | None, workers: int
-):
+    items: list[Method], work: Callable[[Method], _Result], progress: Callable[[Method], None] | None, workers: int
+) -> Iterator[tuple[Method, _Result]]:
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(work, item) for item in items]
         for item, future in zip(items, futures, strict=False):
@@ -186,7 +190,7 @@ def _parallel(
 
 
 def freeze_methods(
-    methods: Iterable[Method], sandbox: Sandbox, limits: Limits | None = None,
+    methods: Iterable[Method], sandbox: SandboxInterface, limits: Limits | None = None,
     progress: Callable[[Method], None] | None = None, workers: int = 2,
 ) -> list[Method]:  # fmt: skip
     """Freeze many methods in parallel worker threads, in order."""
@@ -194,7 +198,7 @@ def freeze_methods(
 
 
 def check_methods(
-    methods: Iterable[Method], sandbox: Sandbox, limits: Limits | None = None,
+    methods: Iterable[Method], sandbox: SandboxInterface, limits: Limits | None = None,
     progress: Callable[[Method], None] | None = None, workers: int = 2,
 ) -> dict[str, list[Problem]]:  # fmt: skip
     """Validate many methods in parallel worker threads; problems by method id."""
@@ -237,7 +241,7 @@ def _literal_of(outcome: Outcome) -> str | None:
 
 
 def run_chain(
-    task: Task, methods: dict[str, Method], sandbox: Sandbox, limits: Limits | None = None, fresh: bool = False
+    task: Task, methods: dict[str, Method], sandbox: SandboxInterface, limits: Limits | None = None, fresh: bool = False
 ) -> tuple[list[Outcome], str | None]:
     """Run a task's steps with the gold functions, each with the earlier results in its input.
 
@@ -271,7 +275,7 @@ def run_chain(
 
 
 def freeze_task(
-    task: Task, methods: dict[str, Method], sandbox: Sandbox, limits: Limits | None = None
+    task: Task, methods: dict[str, Method], sandbox: SandboxInterface, limits: Limits | None = None
 ) -> tuple[Task, str | None]:
     """Record a task's answer by running its chain with the gold functions; the task unchanged and why when the
     chain cannot answer it."""
@@ -281,7 +285,9 @@ def freeze_task(
     return task.model_copy(update={"answer": FrozenOutcome.of(outcomes[-1])}), None
 
 
-def check_task(task: Task, methods: dict[str, Method], sandbox: Sandbox, limits: Limits | None = None) -> list[Problem]:
+def check_task(
+    task: Task, methods: dict[str, Method], sandbox: SandboxInterface, limits: Limits | None = None
+) -> list[Problem]:
     """Validate one task; an empty list means it passes.
 
     Checks: its answer is frozen and reproduces when the chain runs again in fresh instances; the question gives

@@ -61,14 +61,19 @@ def call_text(entry: str, literal: str) -> str:
         # literal took 25 s).
         data = text.encode("utf-8", "surrogatepass")
         starts = [0, *(match.end() for match in _LINE_BREAK.finditer(data))]
-        parts = [
-            data[starts[e.lineno - 1] + e.col_offset : starts[e.end_lineno - 1] + e.end_col_offset].decode(  # type: ignore[operator]
-                "utf-8", "surrogatepass"
-            )
-            for e in node.elts
-        ]
+        parts = [_segment(data, starts, e) for e in node.elts]
         return f"{entry}({', '.join(parts)})"
     return f"{entry}({text})"
+
+
+def _segment(data: bytes, starts: list[int], node: ast.expr) -> str:
+    """The text of ``node`` in the UTF-8 ``data`` whose lines begin at the byte offsets ``starts``."""
+    end_line, end_column = node.end_lineno, node.end_col_offset
+    if end_line is None or end_column is None:  # never for a node the parser made; ast.unparse reads the same
+        return ast.unparse(node)
+    return data[starts[node.lineno - 1] + node.col_offset : starts[end_line - 1] + end_column].decode(
+        "utf-8", "surrogatepass"
+    )
 
 
 def call_arguments(call: str) -> str | None:
@@ -118,7 +123,7 @@ class FrozenOutcome(BaseModel):
     def of(cls, outcome: Outcome) -> FrozenOutcome:
         """Freeze a sandbox outcome (dropping timing, fuel and printed text)."""
         return cls(
-            status=outcome.status.value,
+            status=outcome.status,
             value=outcome.value,
             value_type=outcome.value_type,
             encoded=outcome.encoded,
@@ -156,6 +161,16 @@ class Case(BaseModel):
     input: str = Field(min_length=1, max_length=64 * 1024)
     outcome: FrozenOutcome | None = None
     original: Original | None = None
+
+    def frozen_outcome(self) -> FrozenOutcome:
+        """The recorded outcome, for code that has checked the method is frozen (``Method.frozen``).
+
+        Raises:
+            ValueError: the case was never frozen.
+        """
+        if self.outcome is None:
+            raise ValueError(f"the case {self.input[:80]!r} was never frozen: run `pau-mcp manifests freeze` first")
+        return self.outcome
 
 
 class GoldCheck(BaseModel):

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from typing import Protocol as _Protocol
 
-from wasm_runtime import Limits, Outcome, Sandbox, Status, decode, outcomes_match, parse_python
+from wasm_runtime import Limits, Outcome, SandboxInterface, Status, decode, outcomes_match, parse_python
 
 from ..llm import LLMClient, LLMError, Usage
 from ..manifests import Case, Method, call_text
@@ -507,7 +507,7 @@ def _host_syntax_error(code: str) -> str | None:
 
 
 async def match_code(
-    sandbox: Sandbox,
+    sandbox: SandboxInterface,
     method: Method,
     code: str | None,
     *,
@@ -594,7 +594,7 @@ def _assess(
     whether it must score 0 (see ``_explain``)."""
     tests = method.tests
     wrong = [
-        _reference_kind(case.outcome.outcome(), got) if reference else _compare(case.outcome.outcome(), got)  # type: ignore[union-attr]
+        (_reference_kind if reference else _compare)(case.frozen_outcome().outcome(), got)
         for case, got in zip(tests, outcomes, strict=False)
     ]
     wrong += ["crash"] * (len(tests) - len(wrong))  # an outcome the sandbox never handed back is no match
@@ -619,7 +619,12 @@ def _sandbox_failed(exc: Exception) -> str:
 
 
 async def _counterexample(
-    sandbox: Sandbox, method: Method, code: str, matches: Sequence[bool], limits: Limits | None, reference: bool = False
+    sandbox: SandboxInterface,
+    method: Method,
+    code: str,
+    matches: Sequence[bool],
+    limits: Limits | None,
+    reference: bool = False,
 ) -> Counterexample | None:
     """The first wrong input whose fresh, lone run is also wrong (a few tries), as people read it.
 
@@ -643,17 +648,17 @@ async def _counterexample(
 
 def _counterexample_of(case: Case, got: Outcome, reference: bool) -> Counterexample | None:
     """``case`` with what the code did, when that is wrong; None when it matches."""
-    kind = (_reference_kind if reference else _compare)(case.outcome.outcome(), got)  # type: ignore[union-attr]
+    kind = (_reference_kind if reference else _compare)(case.frozen_outcome().outcome(), got)
     if kind is None:
         return None
     shown = "(a value that could not be decoded)" if kind == "undecodable" else _shown(got)
-    return Counterexample(input=case.input, expected=_clip(case.outcome.shown(), _MAX_SHOWN_CHARS), got=shown)  # type: ignore[union-attr]
+    return Counterexample(input=case.input, expected=_clip(case.frozen_outcome().shown(), _MAX_SHOWN_CHARS), got=shown)
 
 
 async def write_code(
     llm: LLMClient,
     model: str,
-    sandbox: Sandbox,
+    sandbox: SandboxInterface,
     method: Method,
     description: str,
     *,
@@ -724,7 +729,7 @@ async def write_code(
 
 
 async def failing_tests(
-    sandbox: Sandbox, method: Method, code: str | None, *, limit: int = 5, limits: Limits | None = None
+    sandbox: SandboxInterface, method: Method, code: str | None, *, limit: int = 5, limits: Limits | None = None
 ) -> list[Counterexample]:
     """The first ``limit`` hidden tests ``code`` gets wrong, each with both outcomes as people read them.
 
@@ -768,7 +773,12 @@ def observed_arguments(example: Sequence[Any]) -> str | None:
 
 
 async def check_observed(
-    sandbox: Sandbox, method: Method, code: str, examples: Sequence[Sequence[Any]], *, limits: Limits | None = None
+    sandbox: SandboxInterface,
+    method: Method,
+    code: str,
+    examples: Sequence[Sequence[Any]],
+    *,
+    limits: Limits | None = None,
 ) -> ObservedCheck:
     """Run ``code`` and the hidden function on the inputs the agent observed; count where they disagree.
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import anyio
 
-from wasm_runtime import Limits, Outcome, Sandbox, Status, parse_python
+from wasm_runtime import Limits, Outcome, Sandbox, SandboxInterface, Status, parse_python
 
 from ..manifests import Method
 
@@ -143,7 +143,7 @@ def _part(tests: set[Any], agent: set[Any], total: int | None = None) -> dict[st
 
 
 async def measure_coverage(
-    sandbox: Any, method: Method, inputs: Sequence[str], *, limits: Limits | None = None
+    sandbox: SandboxInterface, method: Method, inputs: Sequence[str], *, limits: Limits | None = None
 ) -> dict[str, Any]:
     """What the agent's ``inputs`` and the method's hidden tests execute of its source, and how they overlap.
 

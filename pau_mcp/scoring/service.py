@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from wasm_runtime import Limits
+from wasm_runtime import Limits, SandboxInterface
 
 from ..config import Settings
 from ..contract import Feedback as ShownFeedback
@@ -26,7 +26,7 @@ from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
 from ..manifests import ManifestError, ManifestStore, Method, Task, call_arguments, call_text
 from ..protocol import Protocol, load_protocol
 from ..runstore import RunStore
-from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox, sandbox_limits
+from ..sandboxing import SandboxMaker, make_sandbox, sandbox_limits
 from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, match_code, write_code
 from .cpu import off_loop
 from .judge import JudgeResult, judge_description
@@ -168,7 +168,7 @@ class Scorer:
     def __init__(
         self,
         manifests: ManifestStore,
-        sandbox: AnySandbox,
+        sandbox: SandboxInterface,
         llm: LLMClient | None = None,
         *,
         judge_model: str | None = None,
@@ -193,7 +193,7 @@ class Scorer:
         settings: Settings,
         *,
         use_cache: bool = True,
-        sandbox: AnySandbox | None = None,
+        sandbox: SandboxInterface | None = None,
         progress: Any = None,
         protocol: Protocol | None = None,
     ) -> Scorer:
@@ -497,6 +497,7 @@ def feedback_for(
     )
     state: dict[str, Scorer] = {"scorer": scorer} if scorer is not None else {}
     guard: dict[str, anyio.Lock] = {}  # the lock is made on first use: it belongs to the server's event loop
+    stores: list[RunStore] = []  # opened on the first scored submission
 
     async def build() -> Scorer:
         if "scorer" in state:
@@ -533,9 +534,9 @@ def feedback_for(
             log.warning("scoring a submission for %s failed: %s: %s", method_id, type(exc).__name__, str(exc)[:500])
             return dict(_UNAVAILABLE)
         if submission_id is not None:
-            if "store" not in state:
-                state["store"] = RunStore(settings.db_path)  # type: ignore[assignment]
-            record_scores(state["store"], submission_id, result)  # type: ignore[arg-type]
+            if not stores:
+                stores.append(RunStore(settings.db_path))
+            record_scores(stores[0], submission_id, result)
         return result.feedback()
 
     return feedback

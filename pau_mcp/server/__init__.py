@@ -6,11 +6,13 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from wasm_runtime import SandboxInterface
+
 from ..config import Settings
 from ..manifests import ManifestStore
 from ..protocol import DEFAULT_PROTOCOL, RULES
 from ..runstore import RunStore
-from ..sandboxing import AnySandbox, SandboxMaker, make_sandbox
+from ..sandboxing import SandboxMaker, make_sandbox
 from .app import PAGE_SIZE, build_server
 from .catalog import Catalog, Exposed, ToolDocs
 from .examples import EXAMPLE_SOURCES, ServedExamples, cache_path, deployment_examples
@@ -71,7 +73,7 @@ __all__ = [
 
 
 def serve_examples(
-    catalog: Catalog, settings: Settings, sandbox: AnySandbox | None = None, progress: Any = None
+    catalog: Catalog, settings: Settings, sandbox: SandboxInterface | None = None, progress: Any = None
 ) -> Catalog:
     """``catalog`` serving the initial examples ``settings.examples`` names: itself for ``published``; for
     ``deployment``, examples drawn in ``sandbox`` with the deployment key (or read from their cache in the data

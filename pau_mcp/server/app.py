@@ -11,7 +11,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
@@ -19,6 +19,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers, QueryParams
 from starlette.types import Scope
+
+if TYPE_CHECKING:
+    from mcp.server.auth.provider import TokenVerifier
 
 from .. import __version__
 from ..contract import (
@@ -178,7 +181,7 @@ def session_owner(tokens: TokenSigner | None) -> Callable[[Scope], Hashable]:
 _LABEL_CHARS = 128
 
 
-def verify_bearer(expected: str | None, tokens: TokenSigner | None = None):  # type: ignore[no-untyped-def]
+def verify_bearer(expected: str | None, tokens: TokenSigner | None = None) -> TokenVerifier:
     """A token verifier for the SDK's bearer auth: the main token, or any valid session token of ``tokens``.
 
     A session token's principal is its label and run, so the SDK keeps each MCP session to the credential

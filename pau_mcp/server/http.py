@@ -30,8 +30,8 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext, BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
@@ -41,6 +41,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from typing_extensions import override
 
 from ..listening import is_loopback
 from .wire import oversized, refusal
@@ -248,9 +249,12 @@ class BoundedSessions(StreamableHTTPSessionManager):
     that, the session idle longest of all, once idle for half of ``session_idle_timeout`` (or a minute, if
     shorter). Otherwise the opening request gets a 429 (its credential's cap) or a 503 (the server's).
 
-    Relies on the SDK 2.3 manager's session table (``_server_instances``), each transport's idle countdown
-    (``idle_scope`` and ``_requests_in_flight``), its ``_admit_session``, under the creation lock, and its
-    ``_discard_session``, which every ended session goes through; ``mcp`` is pinned to that version.
+    Relies on members the SDK keeps private (as of mcp 2.2 and 2.3): the manager's session table
+    (``_server_instances``, ``_session_owners``), each transport's idle countdown (``idle_scope`` and
+    ``_requests_in_flight``), ``_admit_session``, called under ``_session_creation_lock``, and ``_discard_session``,
+    which every ended session goes through. pyproject allows any mcp 2.x from 2.3: the type gate checks these
+    members' types (``@override`` fails when one is gone), and tests/pau_mcp/server/test_http_sdk_members.py checks
+    them on the installed SDK and says what to do when one changed.
 
     Args:
         on_session_end: Called with the id of every session that ends (closed, idle, reclaimed).
@@ -283,7 +287,8 @@ class BoundedSessions(StreamableHTTPSessionManager):
             if not sessions:
                 del self._owned[owner]
 
-    async def _discard_session(self, session_id: str, transport: Any) -> None:
+    @override
+    async def _discard_session(self, session_id: str, transport: StreamableHTTPServerTransport) -> None:
         self._forget(session_id)
         await super()._discard_session(session_id, transport)
         if self._on_session_end is not None:
@@ -330,7 +335,8 @@ class BoundedSessions(StreamableHTTPSessionManager):
             return "server"
         return None
 
-    def _admit_session(self, requestor: Any) -> Any:
+    @override
+    def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         owner = _opening.get()
         if self._make_room(owner) is not None:
             return None  # another opening of the same credential took the room first: the SDK's own 503
@@ -340,6 +346,7 @@ class BoundedSessions(StreamableHTTPSessionManager):
             self._owned.setdefault(owner, {})[transport.mcp_session_id] = None
         return transport
 
+    @override
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         if Headers(scope=scope).get(MCP_SESSION_ID_HEADER) is not None:
             await super()._handle_stateful_request(scope, receive, send)

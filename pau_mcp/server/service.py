@@ -21,14 +21,13 @@ import anyio
 import jsonschema
 from pydantic import ValidationError
 
-from wasm_runtime import EngineUnavailable, InvalidInput, Outcome, Status, parse_arguments
+from wasm_runtime import EngineUnavailable, InvalidInput, Outcome, SandboxInterface, Status, parse_arguments
 
 from ..contract import Feedback as ShownFeedback
 from ..contract import SubmitResult, SubmitStatus, ToolResult, ToolStatus, queries_left
 from ..manifests import call_text
 from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore, StoreError
-from ..sandboxing import AnySandbox
 from .catalog import Catalog, Exposed
 from .schemas import describe, example_json
 from .sessions import DEFAULT_LABEL, SessionState, StoreBudget
@@ -102,7 +101,7 @@ class MethodService:
     """
 
     def __init__(
-        self, catalog: Catalog, sandbox: AnySandbox, store: RunStore, budget: int, feedback: Feedback | None = None,
+        self, catalog: Catalog, sandbox: SandboxInterface, store: RunStore, budget: int, feedback: Feedback | None = None,
         feedback_limit: int = 3, max_argument_bytes: int = 64 * 1024, run_wrong_arity: bool = False,
         max_submissions: int = 0,
     ) -> None:  # fmt: skip

@@ -60,8 +60,8 @@ class SessionToken:
             label=str(claims["label"]),
             run=None if run is None else str(run),
             methods=None if methods is None else tuple(str(m) for m in methods),
-            issued_at=int(claims["iat"]),  # type: ignore[call-overload]
-            expires_at=None if expires is None else int(expires),  # type: ignore[call-overload]
+            issued_at=_whole(claims["iat"], "iat"),
+            expires_at=None if expires is None else _whole(expires, "exp"),
         )
 
     def claims(self) -> dict[str, object]:
@@ -73,6 +73,17 @@ class SessionToken:
             "iat": self.issued_at,
             "exp": self.expires_at,
         }
+
+
+def _whole(value: object, name: str) -> int:
+    """A payload's number field as an int (as ``int()`` reads it).
+
+    Raises:
+        TypeError, ValueError: not a number, or text that is not one.
+    """
+    if not isinstance(value, int | float | str):
+        raise TypeError(f"{name} must be a number")
+    return int(value)
 
 
 def _b64(data: bytes) -> str:

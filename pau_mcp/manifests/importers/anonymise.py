@@ -65,13 +65,20 @@ def docstring_of(source: str, name: str) -> str | None:
         return None
     for node in tree.body:
         if isinstance(node, _FUNCTIONS) and node.name == name:
-            strings = [s for s in node.body if _is_string_statement(s)]
-            return inspect.cleandoc(strings[0].value.value) if strings else None  # type: ignore[attr-defined]
+            strings = [text for statement in node.body if (text := _string_of(statement)) is not None]
+            return inspect.cleandoc(strings[0]) if strings else None
+    return None
+
+
+def _string_of(node: ast.stmt) -> str | None:
+    """The string of a statement that is a bare string literal (a docstring, when it comes first), else None."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        return node.value.value
     return None
 
 
 def _is_string_statement(node: ast.stmt) -> bool:
-    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    return _string_of(node) is not None
 
 
 def anonymise(source: str, entry: str, hidden_name: str | None = None) -> Anonymised:
@@ -199,6 +206,9 @@ def _check_free(tree: ast.Module, targets: set[str], why: str) -> None:
         raise CannotAnonymise(f"the source already uses the name {taken[0]!r}, needed for {why}")
 
 
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
 class _Renamer(ast.NodeTransformer):
     """Renames identifiers everywhere in a subtree: names, definitions, parameters, global and nonlocal."""
 
@@ -214,8 +224,8 @@ class _Renamer(ast.NodeTransformer):
         self.generic_visit(node)
         return node
 
-    def _visit_definition(self, node: ast.AST) -> ast.AST:
-        node.name = self.mapping.get(node.name, node.name)  # type: ignore[attr-defined]
+    def _visit_definition(self, node: _Definition) -> _Definition:
+        node.name = self.mapping.get(node.name, node.name)
         self.generic_visit(node)
         return node
 

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from wasm_runtime import Limits, Sandbox, decode, parse_python
+from wasm_runtime import Limits, SandboxInterface, decode, parse_python
 
 from ..model import FrozenOutcome, SuiteInfo
 from ..store import ManifestStore
@@ -172,7 +172,7 @@ def _draft(root: Path, problem: str, calls: dict[str, Any], variant: str, count:
 
 def import_codearc(
     store: ManifestStore,
-    sandbox: Sandbox,
+    sandbox: SandboxInterface,
     source: Path,
     *,
     suite: str = "codearc",

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wasm_runtime import Limits, Sandbox, engine_for, numpy_engine_installed, outcomes_match
+from wasm_runtime import Limits, SandboxInterface, engine_for, numpy_engine_installed, outcomes_match
 from wasm_runtime.engines import NUMPY_INSTALL_HINT
 
 from ..checks import Problem, check_methods, freeze_methods
@@ -457,8 +457,8 @@ def _method(draft: Draft, suite: str) -> Method | Refusal:
         anonymous = anonymise(draft.source, draft.entry, hidden_name=draft.hidden_name)
     except CannotAnonymise as exc:
         return Refusal(draft.key, f"cannot anonymise: {exc}", method_id)
-    original = draft.hidden_name or anonymous.original_name
-    original = original if original != ENTRY else None
+    named = draft.hidden_name or anonymous.original_name
+    original = named if named != ENTRY else None
     try:
         return Method(
             id=method_id,
@@ -504,7 +504,7 @@ def _same(frozen: FrozenOutcome, again: Any) -> bool:
 
 
 def _compare(
-    methods: list[Method], drafts: dict[str, Draft], comparer: Comparer, sandbox: Sandbox, limits: Limits | None,
+    methods: list[Method], drafts: dict[str, Draft], comparer: Comparer, sandbox: SandboxInterface, limits: Limits | None,
     report: ImportReport, progress: Progress,
 ) -> None:  # fmt: skip
     """Compare each recorded output with the frozen outcome; one a second run changes is nondeterminism."""
@@ -533,7 +533,7 @@ def build_suite(
     items: Sequence[Draft | Refusal],
     info: SuiteInfo,
     store: ManifestStore,
-    sandbox: Sandbox,
+    sandbox: SandboxInterface,
     report: ImportReport,
     *,
     replace: bool = False,
@@ -564,13 +564,16 @@ def build_suite(
     methods: list[Method] = []
     numpy_ready = numpy_engine_installed()
     for item in items:
-        built = item if isinstance(item, Refusal) else _method(item, info.name)
+        if isinstance(item, Refusal):
+            report.refused.append(item)
+            continue
+        built = _method(item, info.name)
         if isinstance(built, Method) and not numpy_ready and engine_for(built.source, built.engine) == "numpy":
             built = Refusal(item.key, f"needs the numpy engine, which is not installed: {NUMPY_INSTALL_HINT}", built.id)
         if isinstance(built, Refusal):
             report.refused.append(built)
         else:
-            drafts[built.id] = item  # type: ignore[assignment]
+            drafts[built.id] = item
             methods.append(built)
 
     # One worker: CPython 3.11 can raise "SystemError: AST constructor recursion depth mismatch"

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from wasm_runtime import Limits, Sandbox, Status, parse_python
+from wasm_runtime import Limits, SandboxInterface, Status, parse_python
 
 from ..model import SuiteInfo
 from ..store import ManifestStore
@@ -122,7 +122,10 @@ def _gold_source(problem: dict[str, Any]) -> str:
 
 
 def gold_check(
-    problems: Sequence[dict[str, Any]], sandbox: Sandbox, limits: Limits | None = None, progress: Progress | None = None
+    problems: Sequence[dict[str, Any]],
+    sandbox: SandboxInterface,
+    limits: Limits | None = None,
+    progress: Progress | None = None,
 ) -> tuple[int, list[Refusal]]:
     """Run each gold solution against its own complete ``check`` in the sandbox.
 
@@ -176,7 +179,7 @@ def _draft(problem: dict[str, Any], position: int, count: int) -> tuple[Draft | 
 
 def import_humaneval(
     store: ManifestStore,
-    sandbox: Sandbox,
+    sandbox: SandboxInterface,
     *,
     source: Path | None = None,
     suite: str = "humaneval",

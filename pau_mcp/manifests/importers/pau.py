@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wasm_runtime import Limits, Sandbox, decode, parse_python, values_equal
+from wasm_runtime import Limits, SandboxInterface, decode, parse_python, values_equal
 
 from ..model import FrozenOutcome, Original, SuiteInfo
 from ..store import ManifestStore
@@ -101,9 +101,10 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     except ImportError:
         raise DatasetUnavailable("reading parquet needs pyarrow: pip install 'pau-mcp[datasets]'") from None
     try:
-        return pq.read_table(path).to_pylist()
+        rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several unrelated types for a bad file
         raise DatasetUnavailable(f"{path}: not a readable parquet file ({exc})") from None
+    return rows
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -219,7 +220,7 @@ def _draft(row: dict[str, Any], index: int, split: str, count: int) -> Draft | R
 
 def import_pau(
     store: ManifestStore,
-    sandbox: Sandbox,
+    sandbox: SandboxInterface,
     *,
     split: str = "test",
     source: Path | None = None,

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wasm_runtime import Limits, Sandbox, parse_python
+from wasm_runtime import Limits, SandboxInterface, parse_python
 
 from ..model import SuiteInfo
 from ..store import ManifestStore
@@ -91,7 +91,7 @@ def _probes(raw: Any, where: str) -> list[Probe] | str:
 
 def import_python(
     store: ManifestStore,
-    sandbox: Sandbox,
+    sandbox: SandboxInterface,
     source: Path,
     *,
     inputs: Path | None = None,

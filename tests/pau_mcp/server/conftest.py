@@ -30,9 +30,10 @@ from pau_mcp.config import Settings
 from pau_mcp.contract import RAN
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, tool_name
 from pau_mcp.manifests.checks import freeze_method
-from pau_mcp.sandboxing import AnySandbox, make_sandbox, sandbox_limits
+from pau_mcp.sandboxing import make_sandbox, sandbox_limits
 from pau_mcp.server import serve_streams
 from pau_mcp.server.launch import http_server as launch_http_server
+from wasm_runtime import SandboxInterface
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -130,7 +131,7 @@ def _current_request(request: pytest.FixtureRequest) -> Iterator[None]:
     _request = None
 
 
-def _shared_sandboxes(owned: list[AnySandbox]) -> Callable[..., AnySandbox]:
+def _shared_sandboxes(owned: list[SandboxInterface]) -> Callable[..., SandboxInterface]:
     """A stand-in for ``make_sandbox`` that hands out the test session's sandbox where it is the one the settings
     describe: ``worker_sandbox`` for the server's calls (``processes=True``), ``sandbox`` for the scorer's.
 
@@ -138,9 +139,9 @@ def _shared_sandboxes(owned: list[AnySandbox]) -> Callable[..., AnySandbox]:
     itself, added to ``owned`` for the caller to close.
     """
 
-    def make(settings: Settings, progress: Any = None, processes: bool = False) -> AnySandbox:
+    def make(settings: Settings, progress: Any = None, processes: bool = False) -> SandboxInterface:
         assert _request is not None, "memory_session runs inside a test of this directory"
-        shared: AnySandbox = _request.getfixturevalue("worker_sandbox" if processes else "sandbox")
+        shared: SandboxInterface = _request.getfixturevalue("worker_sandbox" if processes else "sandbox")
         if (
             sandbox_limits(settings) == shared.limits
             and settings.cache_dir is None
@@ -163,7 +164,7 @@ async def memory_streams(*args: str) -> AsyncIterator[tuple[Any, Any]]:
     instead of stdin and stdout. What stdio itself does (framing, message limits, encoding) is left to the tests
     that start a process.
     """
-    owned: list[AnySandbox] = []
+    owned: list[SandboxInterface] = []
     built = build_served(args, sandboxes=_shared_sandboxes(owned))
     if built.transport != "stdio":
         raise ValueError("memory_session builds stdio servers; use http_server for --transport http")
@@ -234,7 +235,7 @@ def memory_http_server(*args: str, env: dict[str, str] | None = None) -> Iterato
         with http_server(*args, env=env) as url:
             yield url
         return
-    owned: list[AnySandbox] = []
+    owned: list[SandboxInterface] = []
     built = build_served(["--transport", "http", "--port", "0", *args], sandboxes=_shared_sandboxes(owned))
     with contextlib.ExitStack() as cleanup:
         for box in owned:
@@ -336,7 +337,7 @@ async def memory_client(*args: str, mode: str = "auto") -> AsyncIterator[Any]:
     ``mcp.client.client.Client`` in either protocol era (``mode``: ``legacy``, ``2026-07-28`` or ``auto``)."""
     from mcp.client.client import Client
 
-    owned: list[AnySandbox] = []
+    owned: list[SandboxInterface] = []
     built = build_served(args, sandboxes=_shared_sandboxes(owned))
     try:
         async with Client(built.server, mode=mode) as client:  # type: ignore[arg-type]
