@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TypedDict
 
 import _cpu  # noqa: E402 (this script's own directory)
 from _markdown import write_section  # noqa: E402
@@ -34,7 +35,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from pau_mcp import eventloop  # noqa: E402
 from pau_mcp.config import Settings  # noqa: E402
-from pau_mcp.harness import EvalConfig, run_eval  # noqa: E402
+from pau_mcp.harness import EvalConfig, RunProgress, run_eval  # noqa: E402
 from pau_mcp.sandboxing import make_sandbox  # noqa: E402
 from pau_mcp.scoring import Scorer  # noqa: E402
 from pau_mcp.server.launch import http_server  # noqa: E402
@@ -42,7 +43,7 @@ from pau_mcp.server.launch import http_server  # noqa: E402
 MODEL = "openai/instant"
 
 
-async def _timed(settings: Settings, config: EvalConfig) -> tuple[float, dict[str, float], object]:
+async def _timed(settings: Settings, config: EvalConfig) -> tuple[float, dict[str, float], RunProgress]:
     """Seconds for the run, CPU seconds per process role while it ran (server still up), and the progress."""
     scorer = Scorer.from_settings(settings, sandbox=make_sandbox(settings, processes=True))  # as `pau-mcp eval` scores
     # One-time start-up happens before the clock, as the server's does: the scorer's SDK client (importing
@@ -70,7 +71,18 @@ def _reference_loop() -> float:
     return time.perf_counter() - start
 
 
-def _round(token: str, data: Path, concurrency: int, episodes: int) -> dict[str, object]:
+class _Round(TypedDict):
+    """One run's measurements."""
+
+    done: int
+    seconds: float
+    rate: float
+    cpu: dict[str, float]
+    startup: float
+    reference: float
+
+
+def _round(token: str, data: Path, concurrency: int, episodes: int) -> _Round:
     """One run at one concurrency against a fresh server and store; its time, CPU per episode and machine speed."""
     data.mkdir()
     settings = Settings.from_options(data_dir=data, judge_model=MODEL, coder_model=MODEL, budget=20, token=token)
@@ -113,7 +125,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="runs at concurrency 8 and 32; the median is reported")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     options = parser.parse_args()
-    rows = []
+    rows: list[tuple[int, list[_Round]]] = []
     token = secrets.token_urlsafe(16)
     model = subprocess.Popen(
         [sys.executable, str(ROOT / "benchmarks" / "_instant_llm.py")],

@@ -28,7 +28,9 @@ import platform
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 from _markdown import write_section  # noqa: E402 (this script's own directory)
 
@@ -59,12 +61,17 @@ def _replies(method: Method, cycles: int) -> list[str]:
     return replies
 
 
+#: The scripted critic's ratings (0-9) of every reasoning step and every concluded hypothesis.
+REASONING_SCORE, HYPOTHESIS_SCORE = 6, 4
+
+
 class ReferenceStyleEnv:
     """The reference approach, written for this benchmark: ``exec`` in a daemon thread per call."""
 
-    def __init__(self, method: Method, critic: ScriptedCritic, timeout_s: float = 10.0) -> None:
-        self.method, self.critic, self.timeout_s = method, critic, timeout_s
-        self.phase, self.history = "reason", []
+    def __init__(self, method: Method, reasoning: int, hypothesis: int, timeout_s: float = 10.0) -> None:
+        self.method, self.reasoning, self.hypothesis, self.timeout_s = method, reasoning, hypothesis, timeout_s
+        self.phase = "reason"
+        self.history: list[tuple[object, str | None]] = []
 
     def _run(self, literal: str) -> tuple[object, str | None]:
         try:
@@ -72,25 +79,27 @@ class ReferenceStyleEnv:
         except (ValueError, SyntaxError):
             return None, "not a literal"
         args = args if isinstance(args, tuple) else (args,)
-        box: list[object] = [None, "did not finish"]
+        value: object = None
+        error: str | None = "did not finish"
 
         def work() -> None:
+            nonlocal value, error
             try:
-                scope: dict[str, object] = {"__builtins__": __builtins__}
+                scope: dict[str, Any] = {"__builtins__": __builtins__}
                 exec(self.method.source, scope)
-                box[0], box[1] = scope[self.method.entry](*args), None  # type: ignore[operator]
+                value, error = scope[self.method.entry](*args), None
             except Exception as exc:  # noqa: BLE001 - the reference reports every exception as text
-                box[0], box[1] = None, str(exc)
+                value, error = None, str(exc)
 
         thread = threading.Thread(target=work, daemon=True)
         thread.start()
         thread.join(self.timeout_s)
-        return (None, "timeout") if thread.is_alive() else (box[0], box[1])  # type: ignore[return-value]
+        return (None, "timeout") if thread.is_alive() else (value, error)
 
     def step(self, reply: str) -> float:
         if self.phase == "reason":
             self.phase = "propose"
-            return self.critic.reasoning(None, reply) / 9  # type: ignore[arg-type,operator]
+            return self.reasoning / 9
         if self.phase == "propose":
             self.phase = "reflect"
             value, error = self._run(parse_input(reply) or "")
@@ -98,10 +107,18 @@ class ReferenceStyleEnv:
             return 0.025 if error is None else -0.5
         self.phase = "reason"
         reflection = parse_reflection(reply)
-        return self.critic.hypothesis(None, reflection.hypothesis) / 9 if reflection.concluded else 0.0  # type: ignore[arg-type,operator]
+        return self.hypothesis / 9 if reflection.concluded else 0.0
 
 
-def _measure(make, scripts: list[tuple[Method, list[str]]], threads: int, steps: int) -> float:
+class _Stepped(Protocol):
+    """An environment a benchmark thread steps with a policy's replies (what a step returns is not used)."""
+
+    def step(self, reply: str, /) -> object: ...
+
+
+def _measure(
+    make: Callable[[Method], _Stepped], scripts: list[tuple[Method, list[str]]], threads: int, steps: int
+) -> float:
     """Steps per second: ``threads`` threads, each stepping fresh environments through the scripts."""
     per_thread = steps // threads
     barrier = threading.Barrier(threads + 1)
@@ -145,25 +162,30 @@ def main() -> None:
     store = ManifestStore(())
     methods = [store.method(m) for m in METHODS]
     scripts = [(m, _replies(m, 5)) for m in methods]
-    critic = ScriptedCritic(reasoning=lambda view, text: 6, hypothesis=lambda view, text: 4)
+    # The same ratings on both sides: the reference-style environment is handed them as numbers.
+    critic = ScriptedCritic(
+        reasoning=lambda view, text: REASONING_SCORE, hypothesis=lambda view, text: HYPOTHESIS_SCORE
+    )
     config = EnvConfig(max_turns=40, budget=20)
     in_process = Runtime()
     from wasm_runtime.workers import WorkerSandbox
 
     workers = Runtime(lambda: WorkerSandbox(workers=2))
 
-    def ours(runtime):
-        def make(method):
+    def ours(runtime: Runtime) -> Callable[[Method], _Stepped]:
+        def make(method: Method) -> ExplorationEnv:
             env = ExplorationEnv(method, critic, config, runtime)
             env.reset()
             return env
 
         return make
 
-    makers = {
+    makers: dict[str, Callable[[Method], _Stepped]] = {
         "pau-mcp, in-process sandbox": ours(in_process),
         "pau-mcp, 2 sandbox worker processes": ours(workers),
-        "reference approach (exec in a daemon thread)": lambda method: ReferenceStyleEnv(method, critic),
+        "reference approach (exec in a daemon thread)": lambda method: ReferenceStyleEnv(
+            method, REASONING_SCORE, HYPOTHESIS_SCORE
+        ),
     }
     for make in makers.values():  # warm up: the sandbox's component, the workers, the code caches
         _measure(make, scripts, 2, 60)

@@ -31,9 +31,13 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from pau_mcp import eventloop  # noqa: E402
 from pau_mcp.config import Settings  # noqa: E402
-from pau_mcp.distributed import RayOptions, connect  # noqa: E402
+from pau_mcp.distributed import (  # noqa: E402
+    Cluster,  # noqa: E402
+    RayOptions,
+    connect,
+)
 from pau_mcp.distributed.evaluation import RayEpisodes  # noqa: E402
-from pau_mcp.harness import EvalConfig, run_eval  # noqa: E402
+from pau_mcp.harness import EvalConfig, RunProgress, run_eval  # noqa: E402
 from pau_mcp.sandboxing import make_sandbox  # noqa: E402
 from pau_mcp.scoring import Scorer  # noqa: E402
 
@@ -57,19 +61,19 @@ class _Model:
         self.process.wait(timeout=30)
 
 
-async def _run(settings: Settings, config: EvalConfig, cluster: object) -> tuple[float, float, object]:
+async def _run(settings: Settings, config: EvalConfig, cluster: Cluster | None) -> tuple[float, float, RunProgress]:
     scorer = (
         None if cluster is not None else Scorer.from_settings(settings, sandbox=make_sandbox(settings, processes=True))
     )
     first: list[float] = []
     start = time.perf_counter()
 
-    def seen(progress) -> None:  # type: ignore[no-untyped-def]
+    def seen(progress: RunProgress) -> None:
         if progress.done and not first:
             first.append(time.perf_counter() - start)
 
     try:
-        source = RayEpisodes(cluster, settings, config) if cluster is not None else None  # type: ignore[arg-type]
+        source = RayEpisodes(cluster, settings, config) if cluster is not None else None
         progress = await run_eval(settings, config, scorer, seen, source=source)
     finally:
         if scorer is not None:

@@ -216,11 +216,11 @@ def observed_examples(state: TaskState, exposed: Exposed) -> list[tuple[str, str
             if literal is None:
                 continue
             first = message.text.split("\n", 1)[0]
-            call = call_text(exposed.method.entry, literal)
-            if first.startswith(f"{call} returned "):
-                pairs.append((literal, first[len(call) + len(" returned ") :]))
-            elif first.startswith(f"{call} raised "):
-                pairs.append((literal, "raises " + first[len(call) + len(" raised ") :]))
+            shown = call_text(exposed.method.entry, literal)
+            if first.startswith(f"{shown} returned "):
+                pairs.append((literal, first[len(shown) + len(" returned ") :]))
+            elif first.startswith(f"{shown} raised "):
+                pairs.append((literal, "raises " + first[len(shown) + len(" raised ") :]))
     return pairs
 
 
@@ -275,6 +275,11 @@ def pau_scorer(judge_model: str | None = None, coder_model: str | None = None) -
                 settings,
             )
         exposed = catalog.find(state.metadata["method"])
+        if exposed is None:
+            raise RuntimeError(
+                f"sample {state.sample_id}: method {state.metadata['method']} is not in its suite; build the "
+                "dataset again from the suite served"
+            )
         description, code = _submission(state, state.metadata["tool"])
         kinds = [
             kind
@@ -291,7 +296,7 @@ def pau_scorer(judge_model: str | None = None, coder_model: str | None = None) -
         result = await scorer_.score(
             exposed.method.id, description, code, examples=observed_examples(state, exposed), kinds=kinds
         )
-        if result.judge is not None and result.judge.status == "scored":
+        if result.judge is not None and result.judge.status == "scored" and result.judge.rating is not None:
             value["judge"] = result.judge.rating
         if result.codematch is not None and result.codematch.fraction is not None:
             value["codematch"] = result.codematch.fraction

@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import click
 from rich.console import Console
@@ -31,9 +31,13 @@ if TYPE_CHECKING:
     from ..runstore import RunStore
 
 __all__ = [
+    "CommandFunction",
     "bar", "err", "make_sandbox", "manifest_store", "run_bar", "run_store", "sandbox_limits", "settings_from",
     "show_llm_notices", "step_printer",
 ]  # fmt: skip
+
+#: A click command function, as an option decorator takes and gives it back.
+CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
 
 err = Console(stderr=True)
 

@@ -63,6 +63,8 @@ def coverage(names: tuple[str, ...], force: bool, **values: object) -> None:
     unknown: list[str] = []
 
     async def main() -> None:
+        if sandbox is None:  # nothing planned
+            return
         with bar("measuring coverage", len(plan)) as advance:
             for name, run_id, method_id, inputs in plan:
                 try:

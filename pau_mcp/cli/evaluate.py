@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import click
@@ -14,7 +16,24 @@ from rich.markup import escape
 
 from .. import eventloop
 from ..config import options
-from .common import err, make_sandbox, manifest_store, run_bar, settings_from, show_llm_notices, step_printer
+from .common import (
+    CommandFunction,
+    err,
+    make_sandbox,
+    manifest_store,
+    run_bar,
+    settings_from,
+    show_llm_notices,
+    step_printer,
+)
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..distributed import Cluster
+    from ..harness.runner import EvalConfig, RunProgress
+    from ..llm import LLMClient, Overrides
+    from ..reports import RunSummary
+    from ..reports.stats import ScoreStats
 
 __all__ = [
     "check_configs", "check_models", "connect_cluster", "demo", "evaluate", "execute", "overrides_of", "ray_options",
@@ -28,7 +47,7 @@ _EVAL_SETTINGS = (
 )  # fmt: skip
 
 
-def ray_options(command):  # type: ignore[no-untyped-def]
+def ray_options(command: CommandFunction) -> CommandFunction:
     """The ``--ray`` and ``--ray-workers`` options of the commands that can spread episodes over a cluster."""
     command = click.option(
         "--ray-workers",
@@ -48,7 +67,7 @@ def ray_options(command):  # type: ignore[no-untyped-def]
     )(command)
 
 
-def connect_cluster(address: str | None, workers: int | None):  # type: ignore[no-untyped-def]
+def connect_cluster(address: str | None, workers: int | None) -> Cluster | None:
     """The Ray cluster ``--ray`` names, or None without ``--ray``; a cluster that cannot be used ends the command."""
     if address is None:
         if workers is not None:
@@ -189,7 +208,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurren
         sys.exit(1)
 
 
-def _check_suite(settings, config) -> None:  # type: ignore[no-untyped-def]
+def _check_suite(settings: Settings, config: EvalConfig) -> None:
     """An unknown or broken suite (in task mode, one without frozen tasks) ends the command in one line, before the
     models are asked and the sandbox starts."""
     from ..harness.runner import EvalError, planned_methods
@@ -205,7 +224,7 @@ def _check_suite(settings, config) -> None:  # type: ignore[no-untyped-def]
         raise click.ClickException(str(exc)) from None
 
 
-def check_configs(configs) -> None:  # type: ignore[no-untyped-def]
+def check_configs(configs: Sequence[EvalConfig]) -> None:
     """Refuse runs that cannot play an episode (no model, an unknown provider) before any run or sandbox exists."""
     from ..harness.runner import EvalError, check_config
 
@@ -216,21 +235,21 @@ def check_configs(configs) -> None:  # type: ignore[no-untyped-def]
             raise click.ClickException(str(exc)) from None
 
 
-def score_kinds(settings) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+def score_kinds(settings: Settings) -> tuple[str, ...]:
     """The scores a run records: judge and code match when their models are set, and direct code always."""
     return tuple(
         k for k, model_ in (("judge", settings.judge_model), ("codematch", settings.coder_model)) if model_
     ) + ("direct",)
 
 
-def overrides_of(settings):  # type: ignore[no-untyped-def]
+def overrides_of(settings: Settings) -> Overrides:
     """The agent model's request settings the user chose."""
     from ..llm import Overrides
 
     return Overrides(settings.temperature, settings.max_tokens, settings.reasoning_effort)
 
 
-def check_models(settings, configs) -> None:  # type: ignore[no-untyped-def]
+def check_models(settings: Settings, configs: Sequence[EvalConfig]) -> None:
     """One cheap check per model of these runs before any run exists (and before the sandbox starts).
 
     A wrong key, URL or model name fails in seconds, in one line, instead of in every episode.
@@ -255,7 +274,9 @@ def check_models(settings, configs) -> None:  # type: ignore[no-untyped-def]
         raise click.ClickException(str(exc)) from None
 
 
-def execute(settings, config, *, no_cache: bool = False, cluster=None, note: bool = True):  # type: ignore[no-untyped-def]
+def execute(
+    settings: Settings, config: EvalConfig, *, no_cache: bool = False, cluster: Cluster | None = None, note: bool = True
+) -> RunProgress:
     """Run (or resume) one evaluation with a progress bar on stderr; returns its progress.
 
     ``note``: say when judge and code-match scores are off for want of their models.
@@ -300,7 +321,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
                   "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
     with run_bar(config.run, on_ray=cluster is not None) as show:
 
-        async def main():  # type: ignore[no-untyped-def]
+        async def main() -> RunProgress:
             try:
                 if config.mode == "tasks":
                     return await run_tasks(settings, config, scorer, show)
@@ -318,7 +339,7 @@ def execute(settings, config, *, no_cache: bool = False, cluster=None, note: boo
     return progress
 
 
-def score_errors(progress) -> list[str]:  # type: ignore[no-untyped-def]
+def score_errors(progress: RunProgress) -> list[str]:
     """The run's scores that could not be made, one line each: the method, the score's name, the reason."""
     whole = progress.whole
     if whole is None:
@@ -326,7 +347,7 @@ def score_errors(progress) -> list[str]:  # type: ignore[no-untyped-def]
     return [f"{method_id} {kind}: {' '.join(reason.split())}" for method_id, kind, reason in whole.score_errors]
 
 
-def summary(settings, config, progress, on_ray: bool = False) -> list[str]:  # type: ignore[no-untyped-def]
+def summary(settings: Settings, config: EvalConfig, progress: RunProgress, on_ray: bool = False) -> list[str]:
     """The lines that end a run's output: what this invocation did, then the whole run as stored.
 
     The means and the agent's tokens and cost are the ones `pau-mcp report RUN` gives (the report's own
@@ -366,7 +387,7 @@ def summary(settings, config, progress, on_ray: bool = False) -> list[str]:  # t
             f"on Ray: episodes played by {progress.workers} worker{'' if progress.workers == 1 else 's'}; "
             f"{progress.rerun} re-run after a lost worker"
         )
-    used = [config.model] if config.agent != "probe" else []
+    used: list[str | None] = [config.model] if config.agent != "probe" else []
     if config.score:
         used += [settings.judge_model if "judge" in config.kinds else None]
         used += [settings.coder_model if "codematch" in config.kinds else None]
@@ -374,14 +395,14 @@ def summary(settings, config, progress, on_ray: bool = False) -> list[str]:  # t
     return lines
 
 
-def _mean(kind: str, stats) -> str:  # type: ignore[no-untyped-def]
+def _mean(kind: str, stats: ScoreStats) -> str:
     """A mean as the report prints it (two decimals for the judge's 1-5 scale, three for fractions), n/a for none."""
     if not stats.n:
         return "n/a"
     return f"{stats.mean:.2f}" if kind == "judge" else f"{stats.mean:.3f}"
 
 
-def _reported(settings, run: str):  # type: ignore[no-untyped-def]
+def _reported(settings: Settings, run: str) -> RunSummary | None:
     """The report's summary of one run (``RunSummary``), or None when the store cannot give it."""
     from ..reports import ReportError, build_report, load_runs
     from ..runstore import RunStore, StoreError
@@ -398,7 +419,7 @@ def _reported(settings, run: str):  # type: ignore[no-untyped-def]
         store.close()
 
 
-def unpriced_note(settings, models) -> list[str]:  # type: ignore[no-untyped-def]
+def unpriced_note(settings: Settings, models: Sequence[str | None]) -> list[str]:
     """A line naming the models used that ``pricing.json`` (or ``--pricing``) has no price for, if any."""
     from ..llm import LLMNotConfigured, Pricing
 
@@ -415,7 +436,7 @@ def unpriced_note(settings, models) -> list[str]:  # type: ignore[no-untyped-def
     ]
 
 
-async def _preflight(llm, models: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+async def _preflight(llm: LLMClient, models: list[str]) -> list[str]:
     try:
         return await llm.preflight(models)
     finally:
@@ -438,7 +459,7 @@ def demo(method_id: str, **values: object) -> None:
     anyio.run(_demo, settings, method_id)
 
 
-async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-def]
+async def _demo(settings: Settings, method_id: str) -> None:
     from mcp.client.client import Client
     from mcp.shared.exceptions import MCPError
 
@@ -482,14 +503,14 @@ async def _demo(settings, method_id: str) -> None:  # type: ignore[no-untyped-de
                 submitted = await env.submit(result.description, result.code)
                 console.print(f"\n[bold]submit[/bold] (memorising baseline code): {submitted.text}")
         except Exception as caught:  # noqa: BLE001 - sorted just below
-            exc = caught
-            while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the MCP client's task groups
-                exc = exc.exceptions[0]
-            if not isinstance(exc, (MCPError, OSError)):
+            cause: BaseException = caught
+            while isinstance(cause, BaseExceptionGroup) and cause.exceptions:  # the MCP client's task groups
+                cause = cause.exceptions[0]
+            if not isinstance(cause, (MCPError, OSError)):
                 raise
             await scorer.aclose()
             raise click.ClickException(
-                f"the demo's server stopped before the demo ended ({exc}); its own error is printed above"
+                f"the demo's server stopped before the demo ended ({cause}); its own error is printed above"
             ) from None
     scored = await scorer.score(method.id, code=result.code, kinds=("direct",))
     await scorer.aclose()

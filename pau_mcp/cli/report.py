@@ -15,6 +15,7 @@ from ..runstore import RunStore, StoreError
 from .common import bar, err, manifest_store, run_store, settings_from, show_llm_notices, step_printer
 
 if TYPE_CHECKING:
+    from pau_mcp.reports.analyses import SuiteProfile
     from pau_mcp.reports.data import RunData
 
 __all__ = ["report"]
@@ -131,7 +132,7 @@ def report(
         _write(html_path, to_html(result, plots))
 
 
-def _profiles(settings: Settings, runs: Sequence[RunData], asked: Sequence[str]) -> list:  # type: ignore[type-arg]
+def _profiles(settings: Settings, runs: Sequence[RunData], asked: Sequence[str]) -> list[SuiteProfile]:
     """The profiles of the suites asked for and of the runs' suites that are installed (in that order)."""
     from pau_mcp.manifests import ManifestError
     from pau_mcp.reports.analyses import suite_profile

@@ -6,7 +6,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +14,9 @@ from .. import eventloop
 from ..config import options
 from .common import err, make_sandbox, manifest_store, run_bar, run_store, settings_from, show_llm_notices, step_printer
 from .evaluate import connect_cluster, ray_options, unpriced_note
+
+if TYPE_CHECKING:
+    from ..rl.rollout import RolloutProgress
 
 __all__ = ["rl"]
 
@@ -256,7 +259,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     store = run_store(settings)
     with run_bar(run, on_ray=cluster is not None) as show:
 
-        async def main():  # type: ignore[no-untyped-def]
+        async def main() -> RolloutProgress:
             try:
                 return await run_rollout(store, methods, config, source, show)
             finally:

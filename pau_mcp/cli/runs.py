@@ -18,13 +18,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ..config import options
-from ..runstore import CallRow, EpisodeRow, StoreError, SubmissionRow
+from ..runstore import CallRow, EpisodeRow, RunStore, StoreError, SubmissionRow
 from .common import run_store, settings_from
 
 __all__ = ["runs"]
 
 
-def _open(values: dict):  # type: ignore[no-untyped-def]
+def _open(values: dict[str, Any]) -> RunStore:
     settings = settings_from(values)
     if isinstance(settings.db_path, Path) and not settings.db_path.exists():
         raise click.ClickException(

@@ -24,7 +24,17 @@ from ..prompts import PromptsError
 from ..protocol import load_protocol, protocol_of, reference_example
 from ..runstore import CallRecord, CallRow, RunStore, StoreError, shown_outcome
 from ..scoring.records import record_scores
-from .common import bar, err, make_sandbox, manifest_store, run_store, settings_from, show_llm_notices, step_printer
+from .common import (
+    CommandFunction,
+    bar,
+    err,
+    make_sandbox,
+    manifest_store,
+    run_store,
+    settings_from,
+    show_llm_notices,
+    step_printer,
+)
 
 __all__ = ["no_cache_option", "score", "scorer"]
 
@@ -34,7 +44,7 @@ _LLM_SETTINGS = (
 _SANDBOX_SETTINGS = ("timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers")
 
 
-def no_cache_option(function):  # type: ignore[no-untyped-def]
+def no_cache_option(function: CommandFunction) -> CommandFunction:
     """The ``--no-cache`` flag: neither read nor write the LLM response cache."""
     return click.option(
         "--no-cache", is_flag=True, help="Neither read nor write the LLM response cache (DATA_DIR/llm-cache.db)."
@@ -521,7 +531,8 @@ def score(
             scorer_.method(item.method_id)
         except UnknownMethod as exc:
             raise click.ClickException(f"submission {item.submission_id}: {exc}") from None
-        for combination in combinations or [None]:
+        chosen_combinations: list[tuple[str, ...] | None] = [*combinations] if combinations else [None]
+        for combination in chosen_combinations:
             requested = kinds or (("codematch",) if gold or combination else None)
             try:
                 chosen = scorer_.kinds_for(item.description, item.code, requested, gold, combination)
@@ -541,8 +552,9 @@ def score(
         for kind, m in (("judge", settings.judge_model), ("codematch", settings.coder_model))
         if kind in chosen_kinds and m
     ]
+    llm = scorer_.llm  # set whenever a chosen kind needs a model: ``check`` said so above
     try:
-        for warning in eventloop.run(scorer_.llm.preflight, models) if models else ():
+        for warning in eventloop.run(llm.preflight, models) if models and llm is not None else ():
             err.print(f"[yellow]note:[/yellow] {warning}")
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None

@@ -20,7 +20,7 @@ from .. import eventloop
 from ..config import Settings, SettingsError, options
 from ..manifests import ManifestError
 from ..runstore import StoreError
-from .common import err, make_sandbox, manifest_store, settings_from, step_printer
+from .common import CommandFunction, err, make_sandbox, manifest_store, settings_from, step_printer
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -48,7 +48,7 @@ _FEEDBACK_SETTINGS = (
 )  # fmt: skip
 
 
-def _selection(function):  # type: ignore[no-untyped-def]
+def _selection(function: CommandFunction) -> CommandFunction:
     function = click.option(
         "--methods",
         "methods",
@@ -60,7 +60,7 @@ def _selection(function):  # type: ignore[no-untyped-def]
     )
 
 
-def docs_option(function):  # type: ignore[no-untyped-def]
+def docs_option(function: CommandFunction) -> CommandFunction:
     """The ``--docs`` option: what each tool is documented with."""
     return click.option(
         "--docs",
@@ -90,7 +90,7 @@ def _public_suites(settings: Settings, suites: Sequence[str]) -> list[str]:
         return []
 
 
-def _logging(settings) -> None:  # type: ignore[no-untyped-def]
+def _logging(settings: Settings) -> None:
     handler: logging.Handler = (
         logging.FileHandler(settings.log_file) if settings.log_file else logging.StreamHandler(sys.stderr)
     )

@@ -98,10 +98,10 @@ class Shipment:
                 (suite / Path(filename).name).write_text(text, encoding="utf-8")
         if self.suites:
             values["manifests"] = (manifests,)
-        for name, text in (("pricing", self.pricing), ("model_capabilities", self.capabilities)):
-            if text is not None:
+        for name, content in (("pricing", self.pricing), ("model_capabilities", self.capabilities)):
+            if content is not None:
                 path = directory / f"{name}.json"
-                path.write_text(text, encoding="utf-8")
+                path.write_text(content, encoding="utf-8")
                 values[name] = path
         values["db"] = directory / "runs.db"
         values["tool_key"] = self.key or None

@@ -207,7 +207,13 @@ def _temperature(overrides: Overrides) -> float:
     return overrides.temperature if overrides.temperature is not None else 0.0
 
 
-def _note_reply(env: Environment, completion: Completion, **data: Any) -> None:
+class _Noting(Protocol):
+    """What keeps a trajectory: an exploration's ``Environment`` or a task run's ``TaskEnvironment``."""
+
+    def note(self, kind: str, **data: Any) -> None: ...
+
+
+def _note_reply(env: _Noting, completion: Completion, **data: Any) -> None:
     """Record a model reply in the trajectory, its thinking (when the provider shows it) apart from its text."""
     if completion.reasoning:
         data["reasoning"] = completion.reasoning

@@ -55,7 +55,7 @@ class EvalError(RunError):
 
 
 #: The agents a run may use (``--agent``), by name.
-AGENTS: dict[str, Any] = {
+AGENTS: dict[str, Callable[..., Agent]] = {
     "paper": PaperAgent, "tools": ToolsAgent, "probe": ProbeAgent, "observer": ObserverAgent,
 }  # fmt: skip
 

@@ -116,10 +116,8 @@ class Sweep(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     suites: list[str] = Field(min_length=1, max_length=MAX_SUITES)
-    modes: list[Literal["interactive", "incontext"]] = Field(default_factory=lambda: ["interactive"], min_length=1)
-    agents: list[Literal["paper", "tools", "probe", "observer"]] = Field(
-        default_factory=lambda: ["paper"], min_length=1
-    )
+    modes: list[Literal["interactive", "incontext"]] = Field(default=["interactive"], min_length=1)
+    agents: list[Literal["paper", "tools", "probe", "observer"]] = Field(default=["paper"], min_length=1)
     models: list[SweepModel] = Field(default_factory=list, max_length=MAX_MODELS)
     methods: list[str] = Field(default_factory=list, max_length=MAX_METHODS)
     limit: int = Field(0, ge=0)

@@ -21,7 +21,7 @@ from .critic import (
 from .critics import critic_for
 from .environment import PHASES, EnvConfig, EpisodeError, ExplorationEnv, StepResult
 from .rewards import SCHEDULES, RewardConfig, length_penalty, length_units, termination_term, word_count
-from .runtime import ProcessLocal, Runtime, SandboxLike, default_runtime
+from .runtime import ProcessLocal, Runtime, default_runtime
 from .unsupervised import UnsupervisedCritic
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "Reflection",
     "RewardConfig",
     "Runtime",
-    "SandboxLike",
     "ScriptedCritic",
     "StepResult",
     "UnsupervisedCritic",

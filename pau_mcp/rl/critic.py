@@ -21,12 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from wasm_runtime import SandboxInterface
+
 from ..llm import Completion, LLMClient, LLMError, Usage
 from ..manifests import Method
 from ..prompts import load_prompts
 from ..scoring import fences
 from ..scoring.codematch import write_code
-from .runtime import SandboxLike
 
 __all__ = [
     "ALL_MODES",
@@ -258,7 +259,7 @@ class LLMCritic:
         mode: str = "asymmetric",
         *,
         coder_model: str | None = None,
-        sandbox: Callable[[], SandboxLike] | None = None,
+        sandbox: Callable[[], SandboxInterface] | None = None,
         temperature: float | None = 0.0,
         max_tokens: int | None = 300,
     ) -> None:
@@ -349,7 +350,7 @@ class LLMCritic:
         if not self.coder_model or self._sandbox is None:
             return None
         result = await write_code(
-            self.llm, self.coder_model, self._sandbox(), method, hypothesis, examples=examples,  # type: ignore[arg-type]
+            self.llm, self.coder_model, self._sandbox(), method, hypothesis, examples=examples,
             temperature=self.temperature,
         )  # fmt: skip
         return result.fraction if result.status == "scored" else None

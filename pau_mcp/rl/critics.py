@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from wasm_runtime import SandboxInterface
+
 from ..llm import LLMClient
 from .critic import ALL_MODES, MODES, Critic, LLMCritic
-from .runtime import SandboxLike
 from .unsupervised import UnsupervisedCritic
 
 __all__ = ["critic_for"]
@@ -21,7 +22,7 @@ def critic_for(
     mode: str = "asymmetric",
     *,
     coder_model: str | None = None,
-    sandbox: Callable[[], SandboxLike] | None = None,
+    sandbox: Callable[[], SandboxInterface] | None = None,
 ) -> Critic:
     """The critic of a mode: ``LLMCritic`` for ``asymmetric`` and ``symmetric``, ``UnsupervisedCritic`` for
     ``unsupervised`` (which needs ``coder_model`` and ``sandbox``).

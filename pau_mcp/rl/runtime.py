@@ -18,11 +18,11 @@ import os
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
-from wasm_runtime import Limits, Outcome
+from wasm_runtime import Limits, SandboxInterface
 
-__all__ = ["ProcessLocal", "Runtime", "SandboxLike"]
+__all__ = ["ProcessLocal", "Runtime"]
 
 T = TypeVar("T")
 
@@ -39,19 +39,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_guard)
 
 
-class SandboxLike(Protocol):
-    """What the environment needs of a sandbox: ``wasm_runtime.Sandbox`` and ``WorkerSandbox`` both are one."""
-
-    def call(
-        self,
-        source: str,
-        arguments: str | tuple[Any, ...],
-        entry: str = "test_func",
-        limits: Limits | None = None,
-        engine: str | None = None,
-    ) -> Outcome: ...
-
-
 class ProcessLocal(Generic[T]):
     """A value made on first use in each process: a forked child makes its own instead of using the parent's.
 
@@ -61,25 +48,25 @@ class ProcessLocal(Generic[T]):
 
     def __init__(self, make: Callable[[], T]) -> None:
         self._make = make
-        self._pid: int | None = None
-        self._value: T | None = None
+        self._made: tuple[int, T] | None = None  # the process that made the value, and the value
 
     def get(self) -> T:
         """The value for this process."""
         pid = os.getpid()
-        if self._pid == pid:
-            return self._value  # type: ignore[return-value]
+        made = self._made
+        if made is not None and made[0] == pid:
+            return made[1]
         with _GUARD:
-            if self._pid != pid:
-                if self._pid is not None:
-                    _ORPHANS.append(self._value)
-                self._value = self._make()
-                self._pid = pid
-        return self._value  # type: ignore[return-value]
+            made = self._made
+            if made is None or made[0] != pid:
+                if made is not None:
+                    _ORPHANS.append(made[1])
+                made = self._made = (pid, self._make())
+        return made[1]
 
     def made(self) -> bool:
         """True when this process has made its value."""
-        return self._pid == os.getpid()
+        return self._made is not None and self._made[0] == os.getpid()
 
 
 class _LoopThread:
@@ -125,22 +112,22 @@ class Runtime:
 
     def __init__(
         self,
-        sandbox: Callable[[], SandboxLike] | None = None,
+        sandbox: Callable[[], SandboxInterface] | None = None,
         *,
         limits: Limits | None = None,
         cache_dir: Path | None = None,
     ) -> None:
         self.limits = limits
 
-        def default() -> SandboxLike:
+        def default() -> SandboxInterface:
             from wasm_runtime import Sandbox
 
             return Sandbox(limits=limits, cache_dir=cache_dir)
 
-        self._sandbox: ProcessLocal[SandboxLike] = ProcessLocal(sandbox or default)
+        self._sandbox: ProcessLocal[SandboxInterface] = ProcessLocal(sandbox or default)
         self._loop: ProcessLocal[_LoopThread] = ProcessLocal(_LoopThread)
 
-    def sandbox(self) -> SandboxLike:
+    def sandbox(self) -> SandboxInterface:
         """This process's sandbox (made on first use)."""
         return self._sandbox.get()
 

@@ -106,7 +106,7 @@ def episode_outcome(episode: EpisodeRow) -> float | None:
     for step in reversed(steps):
         critic = step.get("critic") or {}
         if step.get("phase") == "reflect" and critic.get("score") is not None:
-            return critic["score"] / 9
+            return float(critic["score"]) / 9
     return None
 
 

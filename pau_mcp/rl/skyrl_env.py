@@ -49,7 +49,7 @@ __all__ = ["ENV_ID", "PauExploreEnv", "dataset_rows", "register"]
 #: The id the environment is registered under.
 ENV_ID = "pau-explore"
 
-_SHARED: dict[str, Any] = {}
+_SHARED: dict[str, tuple[ManifestStore, Runtime, Critic, EnvConfig]] = {}
 _LOCK = threading.Lock()
 
 

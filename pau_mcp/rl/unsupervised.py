@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from wasm_runtime import SandboxInterface
+
 from ..llm import LLMClient, LLMError
 from ..manifests import Method
 from ..scoring.codematch import write_code
 from .critic import CriticView, LLMCritic, Rating
-from .runtime import SandboxLike
 
 __all__ = ["UnsupervisedCritic"]
 
@@ -47,7 +48,7 @@ class UnsupervisedCritic:
         llm: LLMClient,
         model: str,
         coder_model: str,
-        sandbox: Callable[[], SandboxLike],
+        sandbox: Callable[[], SandboxInterface],
         *,
         temperature: float | None = 0.0,
         max_tokens: int | None = 300,
@@ -79,7 +80,7 @@ class UnsupervisedCritic:
             return Rating(status="error", reason="the unsupervised critic needs the method (the environment's gold)")
         try:
             written = await write_code(
-                self.llm, self.coder_model, self._sandbox(), gold.method, gold.description,  # type: ignore[arg-type]
+                self.llm, self.coder_model, self._sandbox(), gold.method, gold.description,
                 examples=list(view.observed), temperature=self._rater.temperature,
             )  # fmt: skip
         except LLMError as exc:
