@@ -30,7 +30,7 @@ from ..manifests import ManifestStore, Method, tool_name
 from ..runstore import RunStore
 from ..sandboxing import make_sandbox
 from .cluster import Cluster, ClusterError
-from .pool import WorkerLost, WorkerPool
+from .pool import PooledSource, WorkerLost, WorkerPool
 from .shipping import Shipment, pack, worker_key
 
 __all__ = ["EvalSetup", "EvalWorker", "RayEpisodes", "eval_shipment"]
@@ -143,7 +143,7 @@ def eval_shipment(settings: Settings, config: EvalConfig, deployment_key: str) -
     )
 
 
-class RayEpisodes:
+class RayEpisodes(PooledSource):
     """Evaluation episodes played by the workers of a Ray cluster: an episode source for ``run_eval``.
 
     Args:
@@ -161,17 +161,6 @@ class RayEpisodes:
         self._cluster = cluster
         self._settings = settings
         self._config = config
-        self._pool: WorkerPool | None = None
-
-    @property
-    def workers(self) -> int:
-        """Workers that played at least one episode."""
-        return self._pool.played if self._pool is not None else 0
-
-    @property
-    def rerun(self) -> int:
-        """Episodes played again after their worker was lost."""
-        return self._pool.rerun if self._pool is not None else 0
 
     @contextlib.asynccontextmanager
     async def episodes(self, todo: Sequence[Method]) -> AsyncIterator[Play]:

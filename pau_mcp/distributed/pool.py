@@ -20,7 +20,7 @@ import anyio
 
 from .cluster import Cluster, ClusterError
 
-__all__ = ["WorkerLost", "WorkerPool"]
+__all__ = ["PooledSource", "WorkerLost", "WorkerPool"]
 
 
 class WorkerLost(RuntimeError):
@@ -213,3 +213,19 @@ class WorkerPool:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+class PooledSource:
+    """An episode source whose episodes a ``WorkerPool`` plays: what it reports of its workers once a run ends."""
+
+    _pool: WorkerPool | None = None
+
+    @property
+    def workers(self) -> int:
+        """Workers that played at least one episode."""
+        return self._pool.played if self._pool is not None else 0
+
+    @property
+    def rerun(self) -> int:
+        """Episodes played again after their worker was lost."""
+        return self._pool.rerun if self._pool is not None else 0

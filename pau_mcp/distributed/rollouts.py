@@ -24,7 +24,7 @@ from ..config import Settings
 from ..manifests import Method
 from ..rl.rollout import PlayRollout, RolloutConfig, RolloutError, RolloutRecord, play_rollout
 from .cluster import Cluster, ClusterError
-from .pool import WorkerPool
+from .pool import PooledSource, WorkerPool
 from .shipping import Shipment, pack
 
 __all__ = ["RayRollouts", "RolloutSetup", "RolloutWorker", "rollout_shipment"]
@@ -84,7 +84,7 @@ def rollout_shipment(settings: Settings, config: RolloutConfig, use_cache: bool 
     return pack(settings, models=models, use_cache=use_cache)
 
 
-class RayRollouts:
+class RayRollouts(PooledSource):
     """Rollout episodes played by the workers of a Ray cluster: an episode source for ``run_rollout``.
 
     Args:
@@ -99,17 +99,6 @@ class RayRollouts:
         self._settings = settings
         self._config = config
         self._use_cache = use_cache
-        self._pool: WorkerPool | None = None
-
-    @property
-    def workers(self) -> int:
-        """Workers that played at least one episode."""
-        return self._pool.played if self._pool is not None else 0
-
-    @property
-    def rerun(self) -> int:
-        """Episodes played again after their worker was lost."""
-        return self._pool.rerun if self._pool is not None else 0
 
     @contextlib.asynccontextmanager
     async def episodes(self, todo: Sequence[Method]) -> AsyncIterator[PlayRollout]:

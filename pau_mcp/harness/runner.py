@@ -15,7 +15,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
@@ -33,7 +33,7 @@ from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import ManifestError, ManifestStore, Method, tool_name
 from ..prompts import PromptsError
 from ..protocol import DEFAULT_PROTOCOL, Protocol, load_protocol
-from ..runs import Ending, EpisodeSource, Progress, RunError, RunSpec, drive
+from ..runs import Ending, EpisodeSource, Planned, Progress, RunError, RunSpec, drive
 from ..runstore import EpisodeResult, RunStore
 from ..scoring.records import record_scores
 from ..server.launch import Launched, LaunchError, launched
@@ -45,9 +45,13 @@ from .reference_agent import ReferenceAgent
 
 __all__ = [
     "AGENTS", "Connect", "ConnectTools", "EpisodeHost", "EpisodeRecord", "EvalConfig", "EvalError", "LocalEpisodes", "Play",
-    "RunProgress", "RunTotals", "agent_llm", "check_config", "mcp_session", "planned_methods", "play_episode",
+    "RunProgress", "RunTotals", "agent_llm", "check_config", "drive_run", "mcp_session", "planned_methods", "play_episode",
     "run_eval", "run_name", "run_totals", "server_settings", "session_key", "stored_identity",
 ]  # fmt: skip
+
+
+#: What a run's episodes are about: a method (an exploration) or a task.
+T = TypeVar("T", bound=Planned)
 
 
 class EvalError(RunError):
@@ -570,12 +574,32 @@ async def run_eval(
             await _check_served(
                 client, config.server, config, {tool_name(deployment_key, m.id) for m in methods}, settings.mcp_era
             )
+    return await drive_run(
+        settings, config, config.spec(protocol.prompts.digest), methods,
+        lambda store: source if source is not None else LocalEpisodes(settings, config, scorer, store, deployment_key),
+        on_progress,
+    )  # fmt: skip
+
+
+async def drive_run(
+    settings: Settings,
+    config: EvalConfig,
+    spec: RunSpec,
+    items: Sequence[T],
+    source_for: Callable[[RunStore], EpisodeSource[T, EpisodeRecord]],
+    on_progress: Callable[[RunProgress], None] | None,
+) -> RunProgress:
+    """Drive an evaluation or task run to its end in the settings' run store, and attach the whole run's totals.
+
+    Raises:
+        EvalError: the run cannot start or continue (its identity refused, no worker left, ...).
+    """
     store = RunStore(settings.db_path)
     try:
-        source = source if source is not None else LocalEpisodes(settings, config, scorer, store, deployment_key)
-        spec = config.spec(protocol.prompts.digest)
         try:
-            progress = await drive(store, spec, methods, source, config.concurrency, RunProgress(), on_progress)
+            progress = await drive(
+                store, spec, items, source_for(store), config.concurrency, RunProgress(), on_progress
+            )
         except RunError as exc:
             if isinstance(exc, EvalError):
                 raise

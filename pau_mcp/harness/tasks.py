@@ -28,7 +28,6 @@ from ..llm import LLMClient, LLMError, Overrides
 from ..manifests import ManifestError, ManifestStore, Task, tool_name
 from ..prompts import PromptsError, PromptSet, load_prompts
 from ..protocol import load_protocol
-from ..runs import RunError, drive
 from ..runstore import EpisodeResult, RunStore
 from ..scoring.tasks import TaskCall
 from .agents import AgentResult, _listed, _note_reply, _temperature, _valid_history, written_tool_calls
@@ -41,7 +40,7 @@ from .runner import (
     EvalError,
     RunProgress,
     _leaf,
-    run_totals,
+    drive_run,
     session_key,
 )
 
@@ -325,22 +324,10 @@ async def run_tasks(
         raise EvalError(str(exc)) from None
     if not tasks:
         raise EvalError(f"no tasks to run in suite {config.suite!r} with these options")
-    store = RunStore(settings.db_path)
-    try:
-        source = _LocalTasks(settings, config, scorer, store, deployment_key, methods)
-        try:
-            progress = await drive(
-                store, config.spec(protocol.prompts.digest, with_examples=False), tasks, source, config.concurrency,
-                RunProgress(), on_progress,
-            )  # fmt: skip
-        except RunError as exc:
-            if isinstance(exc, EvalError):
-                raise
-            raise EvalError(str(exc)) from None  # the run's identity refused: one kind of error for the caller
-        progress.whole = run_totals(store, store.run_id(config.run))
-        return progress
-    finally:
-        store.close()
+    return await drive_run(
+        settings, config, config.spec(protocol.prompts.digest, with_examples=False), tasks,
+        lambda store: _LocalTasks(settings, config, scorer, store, deployment_key, methods), on_progress,
+    )  # fmt: skip
 
 
 class _LocalTasks:
