@@ -228,8 +228,8 @@ def test_a_reader_of_untrusted_text_stays_linear_up_to_a_megabyte(case: Case):
         text = case.make(size)
         assert len(text) >= size * 0.9
         # The collector's full passes walk every object a long test session left alive (in CI, 1.0 s for a parse
-        # of 0.2 s): frozen, they count only what the reader itself allocates.
-        gc.collect()
+        # of 0.2 s): frozen (no collection first, which costs seconds on such a heap), they count only what the
+        # reader itself allocates.
         gc.freeze()
         try:
             started = time.thread_time()

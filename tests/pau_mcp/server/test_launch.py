@@ -4,6 +4,7 @@ listens; its secrets are never on a command line."""
 from __future__ import annotations
 
 import os
+import uuid
 
 import anyio
 import httpx2
@@ -32,13 +33,15 @@ def _command_lines() -> list[str]:
 
 def test_a_launched_server_takes_the_parents_settings_with_no_secret_on_its_command_line(tmp_path):
     settings = Settings(data_dir=tmp_path, db=tmp_path / "runs.db", token=TOKEN, tool_key=KEY, budget=3, workers=0)
-    with http_server(["--run", "launched", "--methods", "builtin/b001"], settings=settings) as url:
-        served = [line for line in _command_lines() if " serve " in line and "--launched" in line]
+    run = f"launched-{uuid.uuid4().hex}"  # this server's own: other tests launch servers at the same time
+    with http_server(["--run", run, "--methods", "builtin/b001"], settings=settings) as url:
+        served = [line for line in _command_lines() if " serve " in line and run in line]
         assert served and not any(TOKEN in line or KEY in line for line in served)
         ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         headers = {"Accept": "application/json, text/event-stream"}
         assert httpx2.post(url, json=ping, headers=headers, timeout=30).status_code == 401
         assert tool_name(KEY, "builtin/b001") in anyio.run(_tools, url)
+        assert all("--launched" in line and "--settings-file " in line for line in served)
         settings_files = [line.split("--settings-file ")[1].split()[0] for line in served]
     assert not any(os.path.exists(path) for path in settings_files)  # gone with the server
 
