@@ -42,10 +42,12 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
 
     Runs are named as `pau-mcp eval` names them. Finished runs are skipped and unfinished ones resumed, so the
     same command after an interruption (or with more models added to FILE) does only what is left. With --ray
-    every run spreads its episodes over the cluster. The file's keys are in docs/scaling.md ("Sweeps").
+    every run spreads its episodes over the cluster (task runs play here). The file's keys are in docs/scaling.md
+    ("Sweeps").
     """
-    from ..harness.runner import planned_methods, stored_identity
+    from ..harness.runner import EvalError, planned_methods, stored_identity
     from ..harness.sweep import SweepError, expand, load_sweep, run_state
+    from ..harness.tasks import planned_tasks
     from ..manifests import ManifestError
 
     settings = settings_from(values)
@@ -57,18 +59,24 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     store = run_store(settings)
     states: list[str] = []
     conflicts: list[str] = []
-    planned_ids: dict[tuple[str, tuple[str, ...], int], list[str]] = {}  # runs of one suite share their methods
+    # Runs of one suite share their methods (their tasks, in task mode).
+    planned_ids: dict[tuple[str, tuple[str, ...], int, bool], list[str]] = {}
     for planned in plan:
         config = planned.config
-        selection = (config.suite, config.methods, config.limit)
+        tasks = config.mode == "tasks"
+        selection = (config.suite, config.methods, config.limit, tasks)
         try:
             if selection not in planned_ids:
-                planned_ids[selection] = [m.id for m in planned_methods(settings, config)]
-        except ManifestError as exc:
+                planned_ids[selection] = [
+                    item.id
+                    for item in (planned_tasks(settings, config) if tasks else planned_methods(settings, config))
+                ]
+        except (ManifestError, EvalError) as exc:
             raise click.UsageError(f"{file}: {exc}") from None
         methods = planned_ids[selection]
         if not methods:
-            raise click.UsageError(f"{file}: no methods in suite {config.suite!r} with these methods and limit")
+            what = "tasks" if tasks else "methods"
+            raise click.UsageError(f"{file}: no {what} in suite {config.suite!r} with these methods and limit")
         state = run_state(store, config, methods)
         states.append(state)
         if state == "conflict":
@@ -77,7 +85,7 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
                 f"{config.identity()}"
             )
         label = {"finished": "skip: finished", "partial": "resume", "new": "new", "conflict": "conflict"}[state]
-        click.echo(f"{config.run}  {len(methods)} methods  {label}")
+        click.echo(f"{config.run}  {len(methods)} {'tasks' if tasks else 'methods'}  {label}")
     if conflicts:
         raise click.UsageError(
             f"{file}: {len(conflicts)} run(s) exist with other options, so they cannot be resumed:\n"
@@ -99,9 +107,13 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     failed = unscored = 0
     try:
         for planned in todo:
-            progress = execute(run_settings, planned.config, no_cache=no_cache, cluster=cluster, note=False)
+            # Task mode plays its episodes here (each task's calls go to one server of this machine).
+            here = planned.config.mode == "tasks"
+            progress = execute(
+                run_settings, planned.config, no_cache=no_cache, cluster=None if here else cluster, note=False
+            )
             failed += progress.failed
-            for line in summary(run_settings, planned.config, progress, on_ray=cluster is not None):
+            for line in summary(run_settings, planned.config, progress, on_ray=cluster is not None and not here):
                 click.echo(line)
             for line in progress.errors[:5]:
                 err.print(f"[red]failed[/red] {escape(line)}", highlight=False, soft_wrap=True)

@@ -1,4 +1,5 @@
-"""Sweeps: a whole comparison (models x modes x suites x agents) described in one TOML file.
+"""Sweeps: a whole comparison (models x modes x suites x agents, and task mode x documentation sources) described in
+one TOML file.
 
 A sweep file names what to compare; ``expand`` turns it into evaluation runs, named as ``pau-mcp eval``
 names them, each with its model's own settings; ``run_state`` says which of them are finished, so a sweep
@@ -21,6 +22,10 @@ Example::
     concurrency = 4
     reasoning_effort = "low"
 
+Task mode (``modes = [..., "tasks"]``) is answered by the ``tools`` agent: one run per model and per entry of
+``docs`` (how the tools are documented: ``examples``, ``none``, ``gold``, an explorer run's name or an exported
+documentation file), named as ``pau-mcp eval --mode tasks --docs SOURCE`` names it.
+
 A sweep file is read as the user's input, not trusted: only a regular file of at most
 ``MAX_SWEEP_BYTES`` (``pau_mcp.userfiles``), nested no deeper than TOML's parser goes, with at most
 ``MAX_SUITES`` suites, ``MAX_MODELS`` models and ``MAX_METHODS`` methods, and at most ``MAX_RUNS`` runs in
@@ -32,7 +37,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -43,7 +48,8 @@ from ..userfiles import UnreadableFile, read_text
 from .runner import EvalConfig, run_name
 
 __all__ = [
-    "MAX_METHODS", "MAX_MODELS", "MAX_PROBLEMS", "MAX_RUNS", "MAX_SUITES", "MAX_SWEEP_BYTES", "PlannedRun", "Sweep",
+    "MAX_DOCS", "MAX_METHODS", "MAX_MODELS", "MAX_PROBLEMS", "MAX_RUNS", "MAX_SUITES", "MAX_SWEEP_BYTES", "PlannedRun",
+    "Sweep",
     "SweepError", "SweepModel", "expand", "load_sweep", "run_state",
 ]  # fmt: skip
 
@@ -54,6 +60,8 @@ MAX_SUITES = 100
 MAX_MODELS = 1000
 MAX_METHODS = 100_000
 MAX_RUNS = 2000
+#: The most documentation sources task mode may compare in one file.
+MAX_DOCS = 100
 #: The most problems an error names (the rest are counted).
 MAX_PROBLEMS = 20
 
@@ -100,8 +108,11 @@ class Sweep(BaseModel):
 
     Attributes:
         suites: Suites to evaluate.
-        modes: ``interactive`` and/or ``incontext``.
-        agents: ``paper``, ``tools`` and/or ``probe`` (the probe needs no model: one run per suite and mode).
+        modes: ``interactive``, ``incontext`` and/or ``tasks`` (the suite's tasks, answered by the ``tools`` agent).
+        agents: ``paper``, ``tools``, ``probe`` and/or ``observer`` (the probe needs no model: one run per suite and
+            mode).
+        docs: With task mode, how the tools are documented, one run per entry: ``examples``, ``none``, ``gold``,
+            a run's name or a file from ``pau-mcp export docs``.
         models: The models and their settings.
         methods: Only these method ids (empty: all).
         limit: Only the first ``limit`` methods of each suite (0: all).
@@ -116,8 +127,11 @@ class Sweep(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     suites: list[str] = Field(min_length=1, max_length=MAX_SUITES)
-    modes: list[Literal["interactive", "incontext"]] = Field(default=["interactive"], min_length=1)
+    modes: list[Literal["interactive", "incontext", "tasks"]] = Field(default=["interactive"], min_length=1)
     agents: list[Literal["paper", "tools", "probe", "observer"]] = Field(default=["paper"], min_length=1)
+    docs: list[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
+        default=["examples"], min_length=1, max_length=MAX_DOCS
+    )
     models: list[SweepModel] = Field(default_factory=list, max_length=MAX_MODELS)
     methods: list[str] = Field(default_factory=list, max_length=MAX_METHODS)
     limit: int = Field(0, ge=0)
@@ -143,7 +157,16 @@ class Sweep(BaseModel):
                 f'the {needing[0]} agent needs at least one [[models]] entry (model = "provider/model"); '
                 "only the probe agent runs without one"
             )
-        for name, values in (("suites", self.suites), ("modes", self.modes), ("agents", self.agents)):
+        if "tasks" in self.modes and "tools" not in self.agents:
+            raise ValueError('task mode is answered by the tools agent: add "tools" to agents')
+        if self.docs != ["examples"] and "tasks" not in self.modes:
+            raise ValueError('docs chooses how the tools are documented in task mode: add "tasks" to modes')
+        for name, values in (
+            ("suites", self.suites),
+            ("modes", self.modes),
+            ("agents", self.agents),
+            ("docs", self.docs),
+        ):
             if len(set(values)) != len(values):
                 raise ValueError(f"{name} lists the same value twice: {values}")
         return self
@@ -208,7 +231,9 @@ def expand(sweep: Sweep, settings: Any) -> list[PlannedRun]:
         SweepError: two runs would get one name.
     """
     agents = len([a for a in sweep.agents if a != "probe"])
-    count = len(sweep.suites) * len(sweep.modes) * (len(sweep.models) * agents + ("probe" in sweep.agents))
+    explorations = len([m for m in sweep.modes if m != "tasks"])
+    tasks = len(sweep.models) * len(sweep.docs) if "tasks" in sweep.modes else 0
+    count = len(sweep.suites) * (explorations * (len(sweep.models) * agents + ("probe" in sweep.agents)) + tasks)
     if count > MAX_RUNS:
         raise SweepError(
             f"the sweep expands to {count:,} runs, more than one sweep runs ({MAX_RUNS:,}); split it into several "
@@ -226,18 +251,22 @@ def expand(sweep: Sweep, settings: Any) -> list[PlannedRun]:
         if "probe" in sweep.agents:
             pairs.append(("probe", None))
         for agent, model in pairs:
-            for mode in sweep.modes:
+            # Task mode is the tools agent's alone, one run per documentation source.
+            plays = [(m, d) for m in sweep.modes if m != "tasks" or agent == "tools" for d in _sources(m, sweep.docs)]
+            for mode, docs in plays:
                 overrides = Overrides(
                     model.temperature if model and model.temperature is not None else settings.temperature,
                     model.max_tokens if model and model.max_tokens is not None else settings.max_tokens,
                     model.reasoning_effort if model and model.reasoning_effort else settings.reasoning_effort,
                 )
-                name = run_name(suite, agent, mode, (model.label or model.model) if model else "")
+                named_mode = f"tasks-{docs}" if mode == "tasks" else mode
+                name = run_name(suite, agent, named_mode, (model.label or model.model) if model else "")
                 config = EvalConfig(
                     run=name, model=model.model if model else "", suite=suite, agent=agent, mode=mode, budget=budget,
                     concurrency=(model.concurrency if model and model.concurrency else sweep.concurrency),
                     limit=sweep.limit, methods=tuple(sweep.methods), score=sweep.score, kinds=kinds,
                     retry_failed=sweep.retry_failed, overrides=overrides if agent != "probe" else Overrides(),
+                    docs=docs,
                 )  # fmt: skip
                 runs.append(PlannedRun(config, judge, coder))
     seen: dict[str, EvalConfig] = {}
@@ -256,8 +285,15 @@ def expand(sweep: Sweep, settings: Any) -> list[PlannedRun]:
     return runs
 
 
+def _sources(mode: str, docs: list[str]) -> list[str]:
+    """The documentation sources a mode's runs are played with: each of ``docs`` in task mode, else the examples."""
+    return docs if mode == "tasks" else ["examples"]
+
+
 def run_state(store: RunStore, config: EvalConfig, method_ids: list[str]) -> str:
     """Where a run stands: ``new``, ``finished`` (nothing left to run), ``partial``, or ``conflict``.
+
+    ``method_ids``: the ids of the run's episodes (its methods; in task mode, its tasks).
 
     ``conflict``: the run exists with other options (``EvalConfig.identity``), so it cannot be resumed.
     A failed episode counts as finished unless the run retries failed episodes.

@@ -11,7 +11,10 @@ import pytest
 from click.testing import CliRunner
 from fakellm import FakeLLM
 from pau_command import Ran, run_pau, run_pau_process
+from tasksuite import make_task_suite
 from test_eval import brain
+from test_task_mode import KEY as TASK_KEY
+from test_task_mode import brain as task_brain
 
 from pau_mcp.cli import main
 
@@ -61,6 +64,9 @@ def _attempts(tmp_path: Path) -> dict[tuple[str, str], int]:
         (PROBE.replace('"incontext"', '"in-context"'), "modes[1]"),
         (PROBE + "concurrency = 0\n", "concurrency"),
         ("suites = [\n", "not valid TOML"),
+        (PROBE.replace('"interactive", "incontext"', '"tasks"'), 'task mode is answered by the tools agent: add "tools"'),
+        (PROBE + 'docs = ["gold"]\n', 'docs chooses how the tools are documented in task mode: add "tasks" to modes'),
+        (PROBE.replace('"incontext"', '"tasks"').replace('"probe"', '"tools"') + 'docs = ["none", "none"]\n[[models]]\nmodel = "openai/m"\n', "docs lists the same value twice"),
     ],
 )  # fmt: skip
 def test_a_bad_sweep_file_is_refused_before_anything_runs_saying_where(tmp_path, text, expected):
@@ -243,3 +249,48 @@ def test_many_problems_are_named_up_to_twenty_and_the_rest_counted(tmp_path):
 def test_a_model_listed_twice_with_the_same_settings_is_named_as_a_duplicate(tmp_path):
     done = _invoke(tmp_path, PROBE.replace('["probe"]', '["paper"]') + '[[models]]\nmodel = "openai/m"\n' * 2)
     assert done.exit_code == 2 and "is listed twice" in done.output and "openai/m appears twice" in done.output
+
+
+TASKS = """
+suites = ["mini"]
+agents = ["tools", "probe"]
+modes = ["incontext", "tasks"]
+docs = ["none", "gold"]
+budget = 3
+concurrency = 1
+score = false
+
+[[models]]
+model = "openai/fake-answerer"
+"""
+
+
+def test_a_task_sweep_answers_the_tasks_once_per_documentation_source_and_reports_accuracy_by_source(tmp_path):
+    make_task_suite(tmp_path / "manifests")
+    manifests = ("--manifests", tmp_path / "manifests")
+    assert run_pau("manifests", "freeze", *manifests, "--suite", "mini").returncode == 0
+    planned = _invoke(tmp_path, TASKS, "--manifests", str(tmp_path / "manifests"), "--dry-run")
+    assert planned.exit_code == 0, planned.output
+    # Task mode is the tools agent's, one run per documentation source, named as `eval --mode tasks --docs` names it.
+    assert [line.split()[:3] for line in planned.output.splitlines() if line.startswith("mini-")] == [
+        ["mini-tools-incontext-openai-fake-answerer", "5", "methods"],
+        ["mini-tools-tasks-none-openai-fake-answerer", "3", "tasks"],
+        ["mini-tools-tasks-gold-openai-fake-answerer", "3", "tasks"],
+        ["mini-probe-incontext-none", "5", "methods"],
+    ]
+    with FakeLLM(responder=task_brain) as fake:
+        env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test", "PAU_MCP_TOOL_KEY": TASK_KEY}
+        done = _sweep(
+            tmp_path, TASKS.replace('"incontext", ', "").replace('"tools", "probe"', '"tools"'), *manifests, env=env
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for source in ("none", "gold"):
+        assert f"run mini-tools-tasks-{source}-openai-fake-answerer: 3 episodes finished now" in done.stdout
+    assert done.stdout.count("task accuracy 0.667 (2 of 3 correct)") == 2
+    # The report that ends the sweep sets the two documentation sources side by side.
+    by_docs = done.stdout.split("Tasks by documentation")[1]
+    assert (
+        "mini-tools-tasks-none-openai-fake-answerer" in by_docs
+        and "mini-tools-tasks-gold-openai-fake-answerer" in by_docs
+    )
+    assert set(_attempts(tmp_path).values()) == {1} and len(_attempts(tmp_path)) == 6
