@@ -421,8 +421,22 @@ class Settings(BaseModel):
 
     def to_json(self) -> str:
         """The whole settings object as one line of JSON: how settings travel to a process this one starts (its
-        run's own server, ``pau_mcp.server.launch``), secrets included, so never on a command line."""
-        return self.model_dump_json()
+        run's own server, ``pau_mcp.server.launch``), secrets included, so never on a command line.
+
+        Paths are written absolute: the other process may run in another directory, and a relative ``--data-dir``
+        would otherwise name another run store there.
+        """
+        return self.model_copy(update=self._absolute_paths()).model_dump_json()
+
+    def _absolute_paths(self) -> dict[str, Any]:
+        """The settings' file and directory paths made absolute against this process's working directory."""
+        paths: dict[str, Any] = {
+            name: Path(os.path.abspath(value))
+            for name in ("data_dir", "cache_dir", "log_file", "pricing", "model_capabilities", "db")
+            if isinstance(value := getattr(self, name), Path)
+        }
+        paths["manifests"] = tuple(Path(os.path.abspath(path)) for path in self.manifests)
+        return paths
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Settings:

@@ -64,6 +64,22 @@ def test_the_progress_bar_keeps_its_count_when_the_run_name_is_longer_than_the_t
     assert "1/1" in shown and "failed 0" in shown and len(shown) <= 100
 
 
+def test_a_relative_data_dir_keeps_the_run_and_its_servers_records_in_that_directory(tmp_path):
+    # The run's own server runs in another directory; given "." it once opened a store of its own there, and the
+    # first score, referring to a submission the run's store did not have, ended the command with a traceback.
+    from pau_command import run_pau_process
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAU_")}
+    ran = run_pau_process(
+        "eval", "--agent", "probe", "--run", "here", "--methods", "builtin/b001", "--data-dir", ".", env=env, cwd=tmp_path
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    store = RunStore(tmp_path / "runs.db")
+    (episode,) = store.episodes(store.run_id("here"))
+    assert episode.state == "done" and episode.queries > 0 and episode.scores["direct"].value is not None
+    assert [s.method_id for s in store.submissions(store.run_id("here"))] == ["builtin/b001"]
+
+
 def test_a_missing_or_unknown_model_is_refused_in_one_line_before_a_run_exists(tmp_path):
     missing = _eval(tmp_path, "--agent", "paper", *METHODS)
     assert missing.exit_code == 1
