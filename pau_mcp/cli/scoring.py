@@ -545,7 +545,8 @@ def score(
     try:
         scorer_.check(chosen_kinds)
     except LLMNotConfigured as exc:
-        raise click.UsageError(str(exc)) from None
+        hint = "; or score the submitted code alone, which needs no model: --scores direct"
+        raise click.UsageError(f"{exc}{hint}" if not kinds and "direct" in chosen_kinds else str(exc)) from None
     # One cheap check per model before any scoring: a wrong key, URL or model name fails now, in one line.
     models = [
         m

@@ -237,7 +237,15 @@ def test_a_missing_model_is_a_usage_error_naming_the_flag_and_variable(fake, tmp
     done = pau(fake, tmp_path, str(predictions), "--coder-model", "openai/coder")
     assert done.returncode == 2
     assert "--judge-model" in done.stderr and "PAU_JUDGE_MODEL" in done.stderr
+    # A submission with code could be scored with no model: the message says how.
+    assert "--scores direct" in done.stderr
     assert fake.requests == []
+
+    alone = pau(fake, tmp_path, str(predictions), "--scores", "direct")
+    assert alone.returncode == 0, alone.stderr
+    assert "direct code: mean 1.000 over 1 scored" in alone.stdout
+    asked = pau(fake, tmp_path, str(predictions), "--scores", "judge")
+    assert asked.returncode == 2 and "--scores direct" not in asked.stderr  # the user asked for the judge
 
 
 def test_a_rejected_key_stops_scoring_with_the_providers_message(fake, tmp_path):
