@@ -112,10 +112,36 @@ def test_task_mode_refuses_another_agent_and_docs_without_tasks(tmp_path):
     assert agent.returncode == 2 and "leave --agent out" in agent.stderr
     docs = run_pau("eval", "--docs", "gold", "--model", MODEL, "--db", str(tmp_path / "r.db"))
     assert docs.returncode == 2 and "add --mode tasks" in docs.stderr
+    make_task_suite(tmp_path / "manifests", tasks=[])
     none = run_pau(
-        "eval", "--mode", "tasks", "--model", MODEL, "--db", str(tmp_path / "r.db"), "--data-dir", str(tmp_path)
-    )
-    assert none.returncode == 1 and "suite 'builtin' has no tasks" in none.stderr
+        "eval", "--mode", "tasks", "--model", MODEL, "--suite", "mini", "--manifests", str(tmp_path / "manifests"),
+        "--db", str(tmp_path / "r.db"), "--data-dir", str(tmp_path),
+    )  # fmt: skip
+    assert none.returncode == 1 and "suite 'mini' has no tasks" in none.stderr
+
+
+def test_the_built_in_suites_tasks_are_answered_and_checked_through_its_own_server(tmp_path, monkeypatch):
+    # A model that knows every answer and the calls that make it: each of the nine shipped tasks (one, two and three
+    # hops) reaches the real server's tools, and its answer and calls check out against the frozen answers.
+    tasks = {task.question: task for task in ManifestStore().suite("builtin").tasks.values()}
+    assert sorted(len(task.steps) for task in tasks.values()) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+
+    def knows(body: dict) -> Reply:
+        (task,) = [task for question, task in tasks.items() if question in str(body["messages"][1]["content"])]
+        calls = [{"tool": tool_name(KEY, step.method), "args": step.input} for step in task.steps]
+        assert task.answer is not None
+        answer = {"answer": task.answer.value} | ({"calls": calls} if task.asks_calls else {})
+        return Reply(tool_calls=[("answer", answer)])
+
+    monkeypatch.setenv("PAU_MCP_TOOL_KEY", KEY)
+    with FakeLLM(responder=knows) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        done = run_pau(
+            "eval", "--mode", "tasks", "--model", MODEL, "--db", str(tmp_path / "runs.db"), "--data-dir", str(tmp_path)
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "task accuracy 1.000 (9 of 9 correct)" in done.stdout
 
 
 def test_an_answer_written_as_text_is_read_after_its_last_marker_within_a_capped_tail():
