@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from wasmtime import Store, WasmtimeError
 from wasmtime import _ffi as ffi
@@ -282,6 +282,31 @@ def fuel_left(context: Any) -> int | None:
     return remaining.value
 
 
+def _raise_call_error(error: Any) -> NoReturn:
+    """Raise the error of a failed call (the guest's trap, or a host function's own exception)."""
+    failure = WasmtimeError._from_ptr(error)
+    maybe_raise_last_exn()
+    raise failure
+
+
+def _call_on_string(func: Func, context: Any, argument: str) -> Any:
+    """Call an export taking one string and returning one value; the caller reads the value, then deletes it."""
+    param = ffi.wasmtime_component_val_t()
+    param.kind = _STRING
+    data = argument.encode("utf-8")
+    _VEC_NEW(ctypes.addressof(param.of.string), len(data), data)
+    result = ffi.wasmtime_component_val_t()
+    try:
+        error = ffi.wasmtime_component_func_call(
+            ctypes.byref(func._func), context, ctypes.byref(param), 1, ctypes.byref(result), 1
+        )
+    finally:
+        ffi.wasmtime_component_val_delete(ctypes.byref(param))
+    if error:
+        _raise_call_error(error)
+    return result
+
+
 def call_export(
     func: Func, context: Any, argument: str | None = None, returns: bool = False, max_result_bytes: int = 1 << 62
 ) -> str | None:
@@ -322,9 +347,7 @@ def call_export(
         if count:
             ffi.wasmtime_component_val_delete(params)
     if error:
-        failure = WasmtimeError._from_ptr(error)
-        maybe_raise_last_exn()
-        raise failure
+        _raise_call_error(error)
     if not returns:
         return None
     try:
@@ -348,21 +371,7 @@ def call_sized(func: Func, context: Any, argument: str) -> tuple[int, bytes]:
     Raises:
         WasmtimeError: The guest trapped, or the export returned something of another shape.
     """
-    param = ffi.wasmtime_component_val_t()
-    param.kind = _STRING
-    data = argument.encode("utf-8")
-    _VEC_NEW(ctypes.addressof(param.of.string), len(data), data)
-    result = ffi.wasmtime_component_val_t()
-    try:
-        error = ffi.wasmtime_component_func_call(
-            ctypes.byref(func._func), context, ctypes.byref(param), 1, ctypes.byref(result), 1
-        )
-    finally:
-        ffi.wasmtime_component_val_delete(ctypes.byref(param))
-    if error:
-        failure = WasmtimeError._from_ptr(error)
-        maybe_raise_last_exn()
-        raise failure
+    result = _call_on_string(func, context, argument)
     try:
         pair = result.of.tuple
         if result.kind != _TUPLE.value or pair.size != 2 or pair.data[0].kind != _U32.value:
@@ -378,21 +387,7 @@ def call_u32(func: Func, context: Any, argument: str) -> int:
     Raises:
         WasmtimeError: The guest trapped (or a host function it called failed).
     """
-    param = ffi.wasmtime_component_val_t()
-    param.kind = _STRING
-    data = argument.encode("utf-8")
-    _VEC_NEW(ctypes.addressof(param.of.string), len(data), data)
-    result = ffi.wasmtime_component_val_t()
-    try:
-        error = ffi.wasmtime_component_func_call(
-            ctypes.byref(func._func), context, ctypes.byref(param), 1, ctypes.byref(result), 1
-        )
-    finally:
-        ffi.wasmtime_component_val_delete(ctypes.byref(param))
-    if error:
-        failure = WasmtimeError._from_ptr(error)
-        maybe_raise_last_exn()
-        raise failure
+    result = _call_on_string(func, context, argument)
     try:
         if result.kind != _U32.value:
             raise WasmtimeError("pau-sandbox: an export returned something other than a size")
@@ -432,9 +427,7 @@ def take_held(func: Func, context: Any, size: int, first: int = 0) -> bytes:
             ctypes.byref(func._func), context, ctypes.byref(index), 1, ctypes.byref(result), 1
         )
         if error:
-            failure = WasmtimeError._from_ptr(error)
-            maybe_raise_last_exn()
-            raise failure
+            _raise_call_error(error)
         try:
             pieces.append(_piece(result))
         finally:
