@@ -30,31 +30,14 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from _markdown import write_section  # noqa: E402
+from loadgen import LARGE_CALLS  # noqa: E402
 from mcp_server import _baseline_tree, _only_method_tool, _server_from  # noqa: E402
 
 METHOD = "builtin/b001"
 PINGS = 40
-#: The load: sessions calling the tool without pause, each with arguments of just under 64 KiB of JSON.
-_LOAD = """
-import sys, anyio
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-url, tool, sessions = sys.argv[1], sys.argv[2], int(sys.argv[3])
-arguments = {"args": "(" + repr(list(range(10_900))) + ",)"}
-async def session():
-    async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as client:
-        await client.initialize()
-        while True:
-            await client.call_tool(tool, arguments)
-async def main():
-    async with anyio.create_task_group() as group:
-        for _ in range(sessions):
-            group.start_soon(session)
-anyio.run(main)
-"""
 
 
 async def _pings(url: str, tool: str, sessions: int) -> tuple[float, list[float]]:
@@ -66,7 +49,9 @@ async def _pings(url: str, tool: str, sessions: int) -> tuple[float, list[float]
             started = time.perf_counter()
             await pinger.send_ping()
             idle.append(time.perf_counter() - started)
-        load = subprocess.Popen([sys.executable, "-c", _LOAD, url, tool, str(sessions)], stderr=subprocess.DEVNULL)
+        load = subprocess.Popen(
+            [sys.executable, "-c", LARGE_CALLS, url, tool, str(sessions)], stderr=subprocess.DEVNULL
+        )
         try:
             await anyio.sleep(3)  # every session open and calling
             loaded = []

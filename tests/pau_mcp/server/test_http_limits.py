@@ -20,6 +20,7 @@ import anyio
 import httpx2
 import pytest
 from conftest import ROOT, http_server, memory_http_server, tool_of
+from loadgen import LARGE_CALLS
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -358,27 +359,6 @@ def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_
     assert max(latencies) < 0.5, latencies
 
 
-# Sixteen sessions calling without pause, each with arguments of just under 64 KiB, from a process of their own (so
-# the pinging client shares no interpreter lock with them).
-_LARGE_CALLS = """
-import sys, anyio
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-url, tool, sessions = sys.argv[1], sys.argv[2], int(sys.argv[3])
-arguments = {"args": "(" + repr(list(range(10_900))) + ",)"}
-async def session():
-    async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as client:
-        await client.initialize()
-        while True:
-            await client.call_tool(tool, arguments)
-async def main():
-    async with anyio.create_task_group() as group:
-        for _ in range(sessions):
-            group.start_soon(session)
-anyio.run(main)
-"""
-
-
 def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_sessions_ping(tmp_path):
     # Each such call's arguments take one C call of 15-50 ms to parse, holding the interpreter lock: sixteen at once
     # in sixteen threads kept the event loop from it, and another session's ping waited 1.0-1.7 s (0.7 s at p90 on a
@@ -391,7 +371,7 @@ def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_s
         async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as pinger:
             await pinger.initialize()
             load = subprocess.Popen(
-                [sys.executable, "-c", _LARGE_CALLS, url, TOOL, "16"], stderr=subprocess.DEVNULL, cwd=ROOT
+                [sys.executable, "-c", LARGE_CALLS, url, TOOL, "16"], stderr=subprocess.DEVNULL, cwd=ROOT
             )
             try:
                 await anyio.sleep(3)  # every session open and calling
