@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from _markdown import write_section  # noqa: E402
+from mcp_server import _baseline_tree  # noqa: E402
 
 MODERN = "2026-07-28"
 META = {
@@ -46,15 +47,6 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
 }
-
-
-@contextlib.contextmanager
-def _baseline_tree(ref: str) -> Iterator[Path]:
-    """This repository's files as of ``ref``, in a temporary directory (nothing in the work tree changes)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "archive", ref], cwd=ROOT, capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-        yield Path(tmp)
 
 
 @contextlib.contextmanager

@@ -99,6 +99,19 @@ def _string_vec(text: str) -> Any:
     return vec
 
 
+def _add_func(instance: LinkerInstance, name: str, trampoline: Callable[..., int]) -> None:
+    """Define ``name`` in the linker instance as ``trampoline``, kept alive as long as the process (wasmtime holds
+    only a raw pointer to it)."""
+    callback = ffi.wasmtime_component_func_callback_t(trampoline)
+    _KEEP_ALIVE.append(callback)
+    name_bytes = name.encode("utf-8")
+    error = ffi.wasmtime_component_linker_instance_add_func(
+        instance.ptr(), ctypes.create_string_buffer(name_bytes), len(name_bytes), callback, None, _no_finalizer
+    )
+    if error:
+        raise WasmtimeError._from_ptr(error)
+
+
 def add_string_func(
     instance: LinkerInstance, name: str, func: Callable[..., Any], takes: bool = True, returns: bool = True
 ) -> None:
@@ -145,14 +158,7 @@ def add_string_func(
         except Exception as exc:  # a bug on the host side must trap the guest, not unwind through C
             return _error_pointer(WasmtimeError(f"pau-sandbox: host error in {name}: {type(exc).__name__}"))
 
-    callback = ffi.wasmtime_component_func_callback_t(trampoline)
-    _KEEP_ALIVE.append(callback)
-    name_bytes = name.encode("utf-8")
-    error = ffi.wasmtime_component_linker_instance_add_func(
-        instance.ptr(), ctypes.create_string_buffer(name_bytes), len(name_bytes), callback, None, _no_finalizer
-    )
-    if error:
-        raise WasmtimeError._from_ptr(error)
+    _add_func(instance, name, trampoline)
 
 
 _U8_KIND = bytes([ffi.WASMTIME_COMPONENT_U8.value])
@@ -231,14 +237,7 @@ def add_u64_func(
         except Exception as exc:  # a bug on the host side must trap the guest, not unwind through C
             return _error_pointer(WasmtimeError(f"pau-sandbox: host error in {name}: {type(exc).__name__}"))
 
-    callback = ffi.wasmtime_component_func_callback_t(trampoline)
-    _KEEP_ALIVE.append(callback)
-    name_bytes = name.encode("utf-8")
-    error = ffi.wasmtime_component_linker_instance_add_func(
-        instance.ptr(), ctypes.create_string_buffer(name_bytes), len(name_bytes), callback, None, _no_finalizer
-    )
-    if error:
-        raise WasmtimeError._from_ptr(error)
+    _add_func(instance, name, trampoline)
 
 
 #: What a trap for host work beyond the budget says: "all fuel consumed" makes it the same ``timeout`` as a guest
