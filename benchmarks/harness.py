@@ -148,7 +148,9 @@ def main() -> None:
         probe = EvalConfig(run="floor", model="", suite="builtin", agent="probe", concurrency=8, kinds=("direct",))
         _, _, floor = eventloop.run(_timed, probe_settings, probe)
         model.stdin.close()
-    floor_mean = sum(floor.codematch) / len(floor.codematch)
+    if not floor.direct:
+        raise SystemExit("the probe baseline scored no method (no direct code match recorded); see the run's log above")
+    floor_mean = sum(floor.direct) / len(floor.direct)
     every = [run for _, runs in rows for run in runs]
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
@@ -173,7 +175,7 @@ def main() -> None:
         )
     lines += [
         "",
-        f"The floor: the probe baseline (no LLM, memorising code) over all {len(floor.codematch)} builtin methods scores a mean "
+        f"The floor: the probe baseline (no LLM, memorising code) over all {len(floor.direct)} builtin methods scores a mean "
         f"direct code match of **{floor_mean:.3f}** (budget 20).",
     ]
     table = "\n".join(lines)
