@@ -301,15 +301,17 @@ def build_server(
         except SessionRefused as exc:
             raise MCPError(types.INVALID_REQUEST, str(exc)) from None
 
-    def visible(state: SessionState) -> list[Exposed]:
-        return [e for e in catalog if state.sees(e.tool)]
+    everything = list(catalog)
 
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        state, connection = caller(ctx)
-        tools = [_SUBMIT, *([_OPEN] if connection else [])] + [
-            types.Tool(
+    def visible(state: SessionState) -> list[Exposed]:
+        return everything if state.visible is None else [e for e in everything if state.sees(e.tool)]
+
+    built: dict[str, types.Tool] = {}  # a method's tool never changes while the server runs: built once
+
+    def method_tool(e: Exposed) -> types.Tool:
+        tool = built.get(e.tool)
+        if tool is None:
+            tool = built[e.tool] = types.Tool(
                 name=e.tool,
                 title=f"Hidden function {e.tool}",
                 description=e.description(service.budget),
@@ -318,10 +320,19 @@ def build_server(
                 annotations=_ANNOTATIONS,
                 _meta=e.meta(service.budget),
             )
-            for e in visible(state)
-        ]
-        page, cursor = _page(tools, params.cursor if params else None, page_size)
-        return types.ListToolsResult(tools=page, next_cursor=cursor)
+        return tool
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        state, connection = caller(ctx)
+        # Only the requested page is built (each tool once per server): a list of 5,000 methods used to be built
+        # whole for every page, 0.3 s of server CPU that any client could ask for again and again.
+        listed: list[types.Tool | Exposed] = [_SUBMIT, *([_OPEN] if connection else [])]
+        listed += visible(state)
+        page, cursor = _page(listed, params.cursor if params else None, page_size)
+        tools = [item if isinstance(item, types.Tool) else method_tool(item) for item in page]
+        return types.ListToolsResult(tools=tools, next_cursor=cursor)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         state, connection = caller(ctx)
@@ -394,15 +405,15 @@ def build_server(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         state, _ = caller(ctx)
+        page, cursor = _page(visible(state), params.cursor if params else None, page_size)
         resources = [
             types.Resource(
                 name=e.tool, title=f"What is known about {e.tool}", uri=f"{_RESOURCE_PREFIX}{e.tool}", mime_type="text/plain",
                 description=f"Header and initial examples of the hidden function {e.tool}.",
             )
-            for e in visible(state)
+            for e in page
         ]  # fmt: skip
-        page, cursor = _page(resources, params.cursor if params else None, page_size)
-        return types.ListResourcesResult(resources=page, next_cursor=cursor)
+        return types.ListResourcesResult(resources=resources, next_cursor=cursor)
 
     async def read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
@@ -423,16 +434,16 @@ def build_server(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         state, _ = caller(ctx)
+        page, cursor = _page(visible(state), params.cursor if params else None, page_size)
         prompts = [
             types.Prompt(
                 name=e.tool,
                 title=f"Explore {e.tool}",
                 description=f"The starting prompt for exploring {e.tool} interactively.",
             )
-            for e in visible(state)
+            for e in page
         ]
-        page, cursor = _page(prompts, params.cursor if params else None, page_size)
-        return types.ListPromptsResult(prompts=page, next_cursor=cursor)
+        return types.ListPromptsResult(prompts=prompts, next_cursor=cursor)
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
         state, _ = caller(ctx)
