@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import platform
 import re
@@ -27,14 +28,26 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
-
 from _markdown import write_section
-from manifests import SUITE, write_suite  # this script's directory's manifests.py, before the repository's root
-from mcp_server import _baseline_tree  # noqa: E402
+from mcp_server import _baseline_tree
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sibling(name: str) -> Any:
+    """A script of this directory by file (``manifests`` is also the name of the repository's data directory)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_synthetic = _sibling("manifests")
+SUITE, write_suite = _synthetic.SUITE, _synthetic.write_suite
 
 MODERN = "2026-07-28"
 META = {
