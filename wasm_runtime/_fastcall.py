@@ -469,7 +469,8 @@ def call_core(func: Any, context: Any, first: int, second: int, third: int) -> i
         failure_error = WasmtimeError._from_ptr(error)
         maybe_raise_last_core_exn()
         raise failure_error
-    if result.kind != _I64_KIND:
+    kind: Any = result.kind  # an int at run time (ctypes converts the field)
+    if kind != _I64_KIND:
         raise WasmtimeError("pau-sandbox: an export returned something other than an i64")
     return int(result.of.i64) & 0xFFFFFFFFFFFFFFFF
 

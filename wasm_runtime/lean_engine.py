@@ -329,7 +329,7 @@ class LeanEngine(SandboxInterface):
             ctypes.memmove(kept.base + self._buffer, data, len(data))
             return self._buffer
         # A larger input goes into memory the guest allocates (reset with the rest after the call).
-        pointer = kept.alloc(kept.store, len(data)) & 0xFFFFFFFF
+        pointer = int(kept.alloc(kept.store, len(data))) & 0xFFFFFFFF
         if not pointer or pointer + len(data) > kept.memory.data_len(kept.store):
             raise MemoryError("the lean engine could not place the input in the instance's memory")
         kept.memory.write(kept.store, data, pointer)

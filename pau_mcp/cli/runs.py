@@ -109,32 +109,58 @@ def show(name: str, as_json: bool, **values: object) -> None:
         run_id = store.run_id(name)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
-    calls, submissions = store.calls(run_id), store.submissions(run_id)
     if as_json:
-        shown = {"calls": [_stored(c) for c in calls], "submissions": [_stored(s) for s in submissions]}
-        click.echo(json.dumps(shown, default=str, indent=2))
+        _show_json(store, run_id)
         return
     console = Console()
     # One table per session under its key in full (a key is what a user copies, and an evaluation's keys are
-    # longer than a terminal's share of a column), in the order the sessions first called.
-    by_session: dict[str, list[CallRow]] = {}
-    for c in calls:
-        by_session.setdefault(c.session_key, []).append(c)
-    for key, session_calls in by_session.items():
-        console.print(f"session {escape(_literal(key))} ({len(session_calls)} calls)", soft_wrap=True, highlight=False)
-        table = Table("method", "arguments", "status", "result", "counted")
-        for c in session_calls:
+    # longer than a terminal's share of a column), in the order the sessions first called. The calls are read a
+    # page at a time and printed in tables of at most _TABLE_ROWS, so a run of a million calls is shown in the
+    # memory of one page.
+    for session_id, key, count in store.call_sessions(run_id):
+        console.print(f"session {escape(_literal(key))} ({count} calls)", soft_wrap=True, highlight=False)
+        table = _calls_table()
+        for c in store.iter_calls(run_id, session_id):
             ok = c.status in ("ok", "counterexample")
             result = c.value if ok else f"{c.error_type or ''}: {c.error_message or ''}"
             cells = [c.method_id, c.arguments, c.status, (result or "")[:60]]
             table.add_row(*(escape(_literal(cell)) for cell in cells), "yes" if c.counted else "no")
-        _print_uncut(table, "method")
-    for s in submissions:
+            if table.row_count >= _TABLE_ROWS:
+                _print_uncut(table, "method")
+                table = _calls_table()
+        if table.row_count:
+            _print_uncut(table, "method")
+    for s in store.iter_submissions(run_id):
         # click.echo interprets no markup: only control characters need showing as escapes.
         click.echo(
             f"\nsubmission {s.id} for {s.method_id} (session {_literal(s.session_key)}):\n"
             f"  {_literal(s.description, keep_lines=True)}"
         )
+
+
+#: Rows of one printed table of ``runs show``: a table is measured whole before it is printed.
+_TABLE_ROWS = 500
+
+
+def _calls_table() -> Table:
+    return Table("method", "arguments", "status", "result", "counted")
+
+
+def _show_json(store: RunStore, run_id: int) -> None:
+    """``runs show --json``: the JSON document ``{"calls": [...], "submissions": [...]}`` (indented by 2), written
+    a row at a time."""
+    out = sys.stdout
+    out.write("{\n")
+    for name, rows in (("calls", store.iter_calls(run_id)), ("submissions", store.iter_submissions(run_id))):
+        out.write(f'  "{name}": [')
+        first = True
+        for row in rows:
+            text = json.dumps(_stored(row), default=str, indent=2).replace("\n", "\n    ")
+            out.write(("\n    " if first else ",\n    ") + text)
+            first = False
+        out.write("]" if first else "\n  ]")
+        out.write(",\n" if name == "calls" else "\n")
+    out.write("}\n")
 
 
 @runs.command("export")
@@ -151,6 +177,14 @@ def export(name: str, output: Path | None, episodes: bool, **values: object) -> 
         run_id = store.run_id(name)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
+    if not episodes and not store.submission_count(run_id):
+        calls = store.run(run_id)
+        click.echo(
+            f"run {_literal(name)} has no submissions, so there are no predictions to export"
+            f" ({calls.calls if calls else 0} calls recorded: `pau-mcp runs show {_literal(name)}` lists them)",
+            err=True,
+        )
+        return
     records = (
         (_stored(e) for e in store.episodes(run_id, with_trajectories=True)) if episodes else store.predictions(run_id)
     )
