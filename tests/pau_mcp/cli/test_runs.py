@@ -47,7 +47,7 @@ def test_calls_are_read_a_page_at_a_time_in_order_across_pages(tmp_path, small_p
     assert store.submission_count(run_id) == 4
 
 
-def test_runs_show_json_prints_the_document_it_printed_before(tmp_path, small_pages):
+def test_runs_show_json_prints_the_document_it_printed_before_a_row_a_line(tmp_path, small_pages):
     db = tmp_path / "runs.db"
     store = _record(db, calls=7, submissions=2)
     run_id = store.run_id("big")
@@ -55,11 +55,12 @@ def test_runs_show_json_prints_the_document_it_printed_before(tmp_path, small_pa
                 "submissions": [_stored(s) for s in store.submissions(run_id)]}  # fmt: skip
     shown = run_pau("runs", "show", "big", "--json", "--db", str(db), env=dict(os.environ))
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout == json.dumps(expected, default=str, indent=2) + "\n"
+    assert json.loads(shown.stdout) == expected
+    assert len(shown.stdout.splitlines()) == 7 + 2 + 6  # a row a line, so it is written (and read) a row at a time
     empty = _record(tmp_path / "empty.db", calls=0, submissions=0, run="quiet")
     del empty
     nothing = run_pau("runs", "show", "quiet", "--json", "--db", str(tmp_path / "empty.db"), env=dict(os.environ))
-    assert nothing.stdout == json.dumps({"calls": [], "submissions": []}, indent=2) + "\n"
+    assert json.loads(nothing.stdout) == {"calls": [], "submissions": []}
 
 
 def test_runs_show_prints_every_call_of_a_run_larger_than_one_printed_table(tmp_path, small_pages, monkeypatch):
