@@ -1021,6 +1021,20 @@ class RunStore:
         A run with episodes gives each episode's own submission only: an attempt that a killed process left
         behind (its session was recorded, its ending never was) is no prediction of the run.
         """
+        for record, examples in self.iter_predictions(run_id):
+            yield {
+                "id": record["id"], "predicted_description": record["predicted_description"],
+                "num_queries": record["num_queries"], "all_examples": list(examples), "code": record["code"],
+                "session": record["session"],
+            }  # fmt: skip
+
+    def iter_predictions(self, run_id: int) -> Iterator[tuple[dict[str, Any], Iterator[list[str]]]]:
+        """``predictions`` a submission at a time, each record's ``all_examples`` read a page at a time.
+
+        Yields:
+            The record without ``all_examples`` (its other fields in the layout's order), and its examples: read
+            them before the next record.
+        """
         episodes = self._query("SELECT submission_id, examples FROM episodes WHERE run_id = ?", (run_id,))
         given = {
             int(row["submission_id"]): json.loads(row["examples"])
@@ -1028,22 +1042,24 @@ class RunStore:
             if row["submission_id"] is not None and row["examples"] is not None
         }
         for submission in self.iter_submissions(run_id, answers_only=True):
-            seen = [
-                _call_row(row)
-                for row in self._query(
-                    "SELECT c.*, '' AS session_key FROM calls c WHERE c.session_id = ? AND c.method_id = ?"
-                    " AND c.counted = 1 ORDER BY c.id",
-                    (submission.session_id, submission.method_id),
-                )
-            ]
-            yield {
+            bound = (submission.session_id, submission.method_id)
+            counted = self._query(
+                "SELECT COUNT(*) AS n FROM calls WHERE session_id = ? AND method_id = ? AND counted = 1", bound
+            )
+            seen = map(_call_row, self._pages(
+                "SELECT c.*, '' AS session_key FROM calls c WHERE c.session_id = ? AND c.method_id = ?"
+                " AND c.counted = 1 AND c.id > ? ORDER BY c.id LIMIT ?", bound,
+            ))  # fmt: skip
+            shown = given.get(submission.id)
+            examples = iter(shown) if shown else ([c.arguments, shown_outcome(c)] for c in seen)
+            record = {
                 "id": submission.method_id,
                 "predicted_description": submission.description,
-                "num_queries": len(seen),
-                "all_examples": given.get(submission.id) or [[c.arguments, shown_outcome(c)] for c in seen],
+                "num_queries": int(counted[0]["n"]),
                 "code": submission.code,
                 "session": submission.session_key,
             }
+            yield record, examples
 
 
 def _finish(conn: Connection, run_id: int, method_id: str, result: EpisodeResult) -> None:

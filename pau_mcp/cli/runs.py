@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
@@ -211,17 +212,29 @@ def export(name: str, output: Path | None, episodes: bool, **values: object) -> 
             err=True,
         )
         return
-    records = (
-        (_stored(e) for e in store.episodes(run_id, with_trajectories=True)) if episodes else store.predictions(run_id)
-    )
     handle = output.open("w", encoding="utf-8") if output else sys.stdout
     count = 0
-    for record in records:
-        handle.write(json.dumps(record, default=str) + "\n")
-        count += 1
+    if episodes:
+        for episode in store.episodes(run_id, with_trajectories=True):
+            handle.write(json.dumps(_stored(episode), default=str) + "\n")
+            count += 1
+    else:
+        for record, examples in store.iter_predictions(run_id):
+            _write_prediction(handle, record, examples)
+            count += 1
     if output:
         handle.close()
         click.echo(f"wrote {count} {'episodes' if episodes else 'predictions'} to {output}", err=True)
+
+
+def _write_prediction(handle: Any, record: dict[str, Any], examples: Iterator[list[str]]) -> None:
+    """One line of the predictions layout (``RunStore.predictions``' record, as ``json.dumps`` writes it), its
+    examples written as they are read: a session's calls are not all held at once."""
+    head = {key: record[key] for key in ("id", "predicted_description", "num_queries")}
+    handle.write(json.dumps(head, default=str)[:-1] + ', "all_examples": [')
+    for index, pair in enumerate(examples):
+        handle.write((", " if index else "") + json.dumps(pair, default=str))
+    handle.write("], " + json.dumps({"code": record["code"], "session": record["session"]}, default=str)[1:] + "\n")
 
 
 _CALL_FIELDS = [f.name for f in fields(CallRow)]

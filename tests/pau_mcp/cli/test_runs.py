@@ -98,3 +98,11 @@ def test_runs_export_streams_predictions_with_each_submissions_own_calls(tmp_pat
     assert [r["session"] for r in records] == ["session-0", "session-1"]
     assert records[0]["all_examples"] == [[f"({i},)", str(i * 2)] for i in range(0, 8, 2)]
     assert records[1]["num_queries"] == 4
+
+
+def test_runs_export_writes_each_line_as_the_whole_record_would_be_written(tmp_path, small_pages):
+    db = tmp_path / "runs.db"
+    store = _record(db, calls=9, submissions=2)
+    exported = run_pau("runs", "export", "big", "--db", str(db), env=dict(os.environ))
+    expected = [json.dumps(record, default=str) for record in store.predictions(store.run_id("big"))]
+    assert exported.stdout.splitlines() == expected
