@@ -3,8 +3,8 @@
 * **builtin**: every example and test of every method of the packaged suites (`builtin`, and any other packaged
   suite) run in the lean engine, each compared with the outcome the first engine froze (``outcomes_match``);
 * **CodeARC** (``--codearc DIR``, a checkout of https://github.com/Anjiang-Wei/CodeARC): the share of its
-  recorded CPython outputs each engine reproduces, through the importer (``pau-mcp import codearc``), both
-  engines in one run;
+  recorded CPython outputs each engine reproduces (every recorded call of every anonymous problem whose arguments
+  are literals, compared as ``pau-mcp import codearc`` compares them), both engines in one run;
 * **determinism**: every builtin input run twice in the lean engine, in two processes (the second run is a
   fresh process), gives the same outcome.
 
@@ -20,9 +20,9 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pau_mcp.manifests import ManifestStore  # noqa: E402
-from pau_mcp.manifests.importers import import_codearc  # noqa: E402
+from pau_mcp.manifests.importers.codearc import compare_printed, recorded_call  # noqa: E402
+from pau_mcp.manifests.importers.common import Recorded  # noqa: E402
+from pau_mcp.manifests.model import FrozenOutcome  # noqa: E402
 from wasm_runtime import Sandbox, outcomes_match  # noqa: E402
 from wasm_runtime.engines import engine_for  # noqa: E402
 
@@ -62,12 +64,35 @@ def _packaged_outcomes(sandbox: Sandbox, limit: int | None) -> tuple[int, int, l
     return compared, matched, differing, seen
 
 
-def _codearc(checkout: Path, python_engine: str, limit: int | None) -> tuple[int, int, str]:
-    """(recorded outputs compared, reproduced, what the import refused) with the python engine given."""
-    with tempfile.TemporaryDirectory() as tmp, Sandbox(python_engine=python_engine) as sandbox:
-        report = import_codearc(ManifestStore([Path(tmp)]), sandbox, checkout, limit=limit)
-        refused = ", ".join(f"{count} {kind}" for kind, count in report.refusal_kinds().most_common()) or "none"
-        return report.compared, report.reproduced, f"{len(report.imported)} problems imported; refused: {refused}"
+_RESULT = re.compile(r"Result \d+:[ ]?")
+
+
+def _codearc(checkout: Path, python_engine: str, limit: int | None) -> tuple[int, int, list[str]]:
+    """(recorded outputs compared, reproduced, which differ) over every recorded call of CodeARC's anonymous
+    problems whose arguments are literals: ``str`` of our value against the printed text, as the importer compares
+    (``compare_printed``), whether or not the importer would keep the problem."""
+    calls = json.loads((checkout / "prompt_invocations/anonymous/num_invocations=10/llm/invocations.json").read_text())
+    compared = reproduced = 0
+    differing: list[str] = []
+    with Sandbox(python_engine=python_engine) as sandbox:
+        for problem in sorted(calls, key=lambda p: int(p) if p.isdigit() else 0)[:limit]:
+            source = (checkout / "dataset" / "anonymous" / f"{problem}.py").read_text(encoding="utf-8")
+            probes = []
+            for record in calls[problem].values():
+                literal = recorded_call(str(record.get("input", "")), "solution")
+                if literal is not None:
+                    matches = list(_RESULT.finditer(str(record.get("output", ""))))
+                    printed = str(record.get("output", ""))[matches[-1].end() :] if matches else str(record["output"])
+                    probes.append((literal, Recorded(value=printed, raised=bool(record.get("errored")))))
+            outcomes = sandbox.run(source, [literal for literal, _ in probes], entry="solution")
+            for (literal, recorded), outcome in zip(probes, outcomes, strict=True):
+                compared += 1
+                if compare_printed(recorded, FrozenOutcome.of(outcome)) is None:
+                    reproduced += 1
+                else:
+                    differing.append(f"codearc {problem} {literal[:60]}: recorded {recorded.shown()[:60]}, "
+                                     f"{python_engine} {outcome.status.value} {(outcome.value or outcome.error_type or '')[:60]}")  # fmt: skip
+    return compared, reproduced, differing
 
 
 def main() -> None:
@@ -106,13 +131,13 @@ def main() -> None:
         f"**{stable / max(len(seen), 1):.2%}** |",
     ]
     if options.codearc:
-        notes = []
+        found: dict[str, list[str]] = {}
         for engine in ("component", "lean"):
-            total, reproduced, note = _codearc(options.codearc, engine, limit)
+            total, reproduced, found[engine] = _codearc(options.codearc, engine, limit)
             lines.append(f"| CodeARC's recorded CPython outputs, {engine} engine | {total} | {reproduced} | "
                          f"**{reproduced / max(total, 1):.2%}** |")  # fmt: skip
-            notes.append(f"CodeARC with the {engine} engine: {note}.")
-        lines += ["", *notes]
+        only = sorted(set(found["lean"]) - {line.replace("component", "lean") for line in found["component"]})
+        differing += [f"(lean only) {line}" for line in only]
     if differing:
         lines += ["", f"Outcomes that differ ({len(differing)}):", *(f"- {line}" for line in differing[:20])]
     table = "\n".join(lines)
