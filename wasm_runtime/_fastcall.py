@@ -441,6 +441,7 @@ def take_held(func: Func, context: Any, size: int, first: int = 0) -> bytes:
 _I32 = ffi.WASMTIME_I32
 _I64_KIND = ffi.WASMTIME_I64.value
 _THREE_VALUES = ffi.wasmtime_val_t * 3
+_TRAP_POINTER = ctypes.POINTER(ffi.wasm_trap_t)
 
 
 def call_core(func: Any, context: Any, first: int, second: int, third: int) -> int:
@@ -458,7 +459,7 @@ def call_core(func: Any, context: Any, first: int, second: int, third: int) -> i
         value.kind = _I32
         value.of.i32 = number
     result = ffi.wasmtime_val_t()
-    trap = ctypes.POINTER(ffi.wasm_trap_t)()
+    trap = _TRAP_POINTER()
     error = ffi.wasmtime_func_call(context, ctypes.byref(func._func), params, 3, ctypes.byref(result), 1,
                                    ctypes.byref(trap))  # fmt: skip
     if trap:
