@@ -13,7 +13,17 @@ __all__ = ["FetchError", "fetch_json"]
 
 
 class FetchError(RuntimeError):
-    """The authorization server could not be asked (unreachable, too slow, an error status, too large, not JSON)."""
+    """The authorization server could not be asked (unreachable, too slow, an error status, too large, not JSON).
+
+    Attributes:
+        status: The HTTP status it answered with, if it answered with an error status.
+        detail: Its OAuth error and description (RFC 6749 section 5.2) with a 400, if it gave them.
+    """
+
+    def __init__(self, message: str, status: int | None = None, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
 
 
 async def fetch_json(
@@ -32,7 +42,8 @@ async def fetch_json(
             response = await http.send(request, stream=True, auth=basic)
             try:
                 if response.status_code != 200:
-                    raise FetchError(f"{url} answered HTTP {response.status_code}")
+                    detail = await _oauth_error(response) if response.status_code == 400 else None
+                    raise FetchError(f"{url} answered HTTP {response.status_code}", response.status_code, detail)
                 declared = response.headers.get("content-length")
                 if declared is not None and declared.isdigit() and int(declared) > limit:
                     raise FetchError(f"{url} answered {int(declared):,} bytes, over the {limit:,} this server reads")
@@ -54,3 +65,21 @@ async def fetch_json(
     if not isinstance(data, dict):
         raise FetchError(f"{url} answered JSON that is not an object")
     return data
+
+
+async def _oauth_error(response: httpx2.Response) -> str | None:
+    """``error: error_description`` of an OAuth error answer (its first 4 KiB), or None."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > 4096:
+            return None
+    try:
+        data = json.loads(bytes(body))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("error"), str):
+        return None
+    described = data.get("error_description")
+    text = data["error"] + (f": {described}" if isinstance(described, str) else "")
+    return "".join(c if c.isprintable() else "?" for c in text[:300])

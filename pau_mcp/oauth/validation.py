@@ -159,6 +159,10 @@ class ResourceServer:
                 form={"token": token, "token_type_hint": "access_token"}, auth=self._introspection,
             )  # fmt: skip
         except FetchError as exc:
+            if exc.status == 400:  # the server would not consider this token (RFC 7662 section 2.3)
+                raise TokenRefused(
+                    f"the authorization server's introspection refused the token ({exc.detail or 'HTTP 400'})"
+                ) from None
             raise AuthServerDown(f"token introspection failed: {exc}") from None
         if answer.get("active") is not True:
             raise TokenRefused(
