@@ -26,7 +26,8 @@ class KeyServer:
     Attributes:
         issuer: Its issuer URL (``http://127.0.0.1:PORT``).
         keys: Its signing keys (private), the key set publishes their public halves.
-        mode: How the key set is answered: ``ok``, ``down`` (HTTP 503), ``huge`` (8 MiB), ``slow`` (a byte a second).
+        mode: How the key set is answered: ``ok``, ``down`` (HTTP 503), ``huge`` (8 MiB), ``slow`` (a byte a second),
+            ``held`` (as ``ok`` once ``release`` is set).
         jwks_requests: Key-set requests answered so far.
     """
 
@@ -35,6 +36,7 @@ class KeyServer:
     mode: str = "ok"
     jwks_requests: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
 
     def add_key(self, kid: str) -> ECKey:
         key = ECKey.generate_key("P-256", parameters={"kid": kid, "alg": "ES256", "use": "sig"})
@@ -90,6 +92,8 @@ def key_server() -> Iterator[KeyServer]:
                         self.wfile.write(b" ")
                         self.wfile.flush()
             else:
+                if state.mode == "held":
+                    state.release.wait(60)
                 self._json({"keys": [dict(k.as_dict(private=False)) for k in state.keys]})
 
         def _json(self, data: dict[str, Any]) -> None:

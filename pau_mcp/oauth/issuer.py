@@ -4,8 +4,8 @@ its signing keys (the JWKS its metadata names), fetched when first needed and ca
 The key set is fetched again when a token names a key id it does not hold (the issuer rotated its keys), at most
 once per ``refetch_after_s`` whatever tokens arrive, and when it is older than ``max_age_s``. A fetch that fails
 keeps the keys held: tokens signed with them keep working while the issuer is unreachable, and a token naming an
-unknown key is refused. One fetch runs at a time; requests that need it wait for it (within its time limit), and
-requests whose key is held never wait.
+unknown key is refused. One fetch runs at a time; requests that need a key it may bring wait for it (within its
+time limit), and requests whose key is held never wait. A cache serves one event loop (the server's).
 """
 
 from __future__ import annotations
@@ -118,6 +118,7 @@ class IssuerKeys:
         self._tried_at = -float("inf")  # last attempt, successful or not
         self._problem: str | None = None
         self._lock = anyio.Lock()
+        self._fetching: anyio.Event | None = None
         self.fetches = 0
 
     async def metadata(self) -> IssuerMetadata:
@@ -138,14 +139,14 @@ class IssuerKeys:
         Raises:
             UnknownKey: the key set does not hold it, and could not be fetched again or did not have it either.
         """
-        now = time.monotonic()
         found = self._lookup(kid)
-        stale = now - self._fetched_at > self._max_age_s
-        if found is not None and not stale:
+        if found is not None and time.monotonic() - self._fetched_at <= self._max_age_s:
             return found
-        if now - self._tried_at >= self._refetch_after_s:
-            await self._refresh(now)
-            found = self._lookup(kid) or found
+        if self._fetching is not None:  # a fetch is under way: its answer is this request's
+            await self._fetching.wait()
+        elif time.monotonic() - self._tried_at >= self._refetch_after_s:
+            await self._refresh()
+        found = self._lookup(kid) or found
         if found is not None:
             return found
         named = f"key id {kid[:64]!r}" if kid else "no key id, and the issuer has several keys"
@@ -157,29 +158,32 @@ class IssuerKeys:
             return self._keys.get(kid)
         return next(iter(self._keys.values())) if len(self._keys) == 1 else None
 
-    async def _refresh(self, asked_at: float) -> None:
-        async with self._lock:
-            if self._tried_at >= asked_at:  # another request fetched while this one waited
-                return
-            self._tried_at = time.monotonic()
-            self.fetches += 1
-            try:
-                if self._metadata is None:
-                    self._metadata = await discover(self._http, self.issuer, self._timeout_s)
-                if self._metadata.jwks_uri is None:
-                    raise FetchError("the issuer's metadata names no jwks_uri")
-                data = await fetch_json(
-                    self._http, self._metadata.jwks_uri, limit=MAX_ANSWER_BYTES, timeout_s=self._timeout_s
-                )
-                self._keys = _signing_keys(data)
-                self._fetched_at = time.monotonic()
-                self._problem = None
-                log.info("read %d signing keys of %s", len(self._keys), self.issuer)
-            except FetchError as exc:
-                self._problem = str(exc)
-                log.warning(
-                    "the signing keys of %s could not be fetched (keeping %d): %s", self.issuer, len(self._keys), exc
-                )
+    async def _refresh(self) -> None:
+        """Fetch the key set (one fetch at a time: the event loop runs no other task between the check of
+        ``_fetching`` in ``key`` and its setting here)."""
+        done = self._fetching = anyio.Event()
+        self._tried_at = time.monotonic()
+        self.fetches += 1
+        try:
+            if self._metadata is None:
+                self._metadata = await discover(self._http, self.issuer, self._timeout_s)
+            if self._metadata.jwks_uri is None:
+                raise FetchError("the issuer's metadata names no jwks_uri")
+            data = await fetch_json(
+                self._http, self._metadata.jwks_uri, limit=MAX_ANSWER_BYTES, timeout_s=self._timeout_s
+            )
+            self._keys = _signing_keys(data)
+            self._fetched_at = time.monotonic()
+            self._problem = None
+            log.info("read %d signing keys of %s", len(self._keys), self.issuer)
+        except FetchError as exc:
+            self._problem = str(exc)
+            log.warning(
+                "the signing keys of %s could not be fetched (keeping %d): %s", self.issuer, len(self._keys), exc
+            )
+        finally:
+            self._fetching = None
+            done.set()
 
 
 def _signing_keys(data: dict[str, Any]) -> dict[str, PublicKey]:

@@ -170,3 +170,36 @@ def test_tokens_that_are_not_jws_are_refused(issuer):
     _refusal(_check(issuer, "abc")[0], "not a JWT")
     _refusal(_check(issuer, "!!.e30.x")[0], "header is not base64url JSON")
     _refusal(_check(issuer, "x" * 100_000)[0], "at most 16,384")
+
+
+def test_concurrent_tokens_waiting_on_the_first_fetch_are_all_accepted_after_one_fetch(issuer):
+    """Twenty requests arrive together before any key is held: the first fetches, the others wait for its answer
+    (before this, they were refused as naming an unknown key while the fetch was under way)."""
+    tokens = [issuer.token(sub=f"team-{i}") for i in range(20)]
+    issuer.mode = "held"
+
+    async def run() -> list[object]:
+        async with httpx2.AsyncClient() as http:
+            server = ResourceServer(issuer.issuer, RESOURCE, http)
+            found: list[object] = []
+
+            async def one(token: str) -> None:
+                try:
+                    found.append(await server.check(token))
+                except TokenRefused as exc:
+                    found.append(exc)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(one, tokens[0])
+                with anyio.fail_after(30):
+                    while issuer.jwks_requests == 0:  # the first one's fetch is under way
+                        await anyio.sleep(0.01)
+                for token in tokens[1:]:
+                    group.start_soon(one, token)
+                await anyio.sleep(0.2)  # the others have arrived and are waiting
+                issuer.release.set()
+            return found
+
+    results = anyio.run(run)
+    assert not any(isinstance(r, Exception) for r in results), results
+    assert issuer.jwks_requests == 1

@@ -17,7 +17,9 @@ from authserver import ALL_SCOPES, AuthServer, authorization_server, client, con
 from conftest import TEST_KEY, memory_http_server, tool_of
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from replicas import replicas
 
+from pau_mcp.runstore import RunStore
 from pau_mcp.server import TokenSigner
 
 RESOURCE = "https://contest.example/mcp"
@@ -244,3 +246,47 @@ def test_a_revoked_token_is_refused_by_introspection(issuer, tmp_path):
         _refused(_post(url, other), 401, "introspection refused the token")  # a JWT for another resource
     [(key, credential, _, counted)] = _sessions(db)
     assert (key, credential, counted) == ("team-a-bot", "subject", 1)  # no sub: the client signed in as itself
+
+
+def test_one_subject_signed_in_at_two_replicas_on_postgresql_spends_one_budget(issuer, postgres):
+    """Two replicas on one PostgreSQL run store; the same team signs in from two hosts, each host talking to its own
+    replica, 12 calls at once on a budget of 5: exactly 5 run, and the store has one session for the team."""
+    store = str(postgres.create_database("signin_replicas"))
+    one = issuer.authorization_code(client(HOST_ONE), CALLBACK, RESOURCE, "explore", "team-d")["access_token"]
+    two = issuer.authorization_code(client(HOST_TWO), CALLBACK, RESOURCE, "explore", "team-d")["access_token"]
+    args = ["--auth", "oauth", "--issuer", issuer.issuer, "--resource", RESOURCE, "--db", store, "--run", "contest",
+            "--methods", B001, "--budget", "5", "--workers", "1"]  # fmt: skip
+
+    async def spend(urls: list[str]) -> list[dict]:
+        results: list[dict] = []
+
+        async def host(url: str, token: str) -> None:
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+                async with Client(streamable_http_client(url, http_client=http), mode="2026-07-28") as mcp:
+                    async with anyio.create_task_group() as group:
+                        for value in range(6):
+                            group.start_soon(lambda v=value: _append(mcp, v))
+
+        async def _append(mcp: Client, value: int) -> None:
+            results.append((await mcp.call_tool(TOOL, {"arg0": value})).structured_content or {})
+
+        with anyio.fail_after(240):
+            async with anyio.create_task_group() as group:
+                group.start_soon(host, urls[0], one)
+                group.start_soon(host, urls[1], two)
+        return results
+
+    with replicas(2, args) as started:
+        results = anyio.run(spend, [r.url for r in started])
+    assert sorted(r["queries_used"] for r in results if r["status"] == "ok") == [1, 2, 3, 4, 5]
+    assert [r["status"] for r in results].count("over_budget") == 7
+    opened = RunStore(store)
+    try:
+        record = opened.export_session("contest", "team-d")
+        assert record is not None and sum(1 for c in record.calls if c["counted"]) == 5
+    finally:
+        opened.close()
+    import psycopg
+
+    with psycopg.connect(store) as conn:
+        assert conn.execute("SELECT key, credential FROM sessions").fetchall() == [("team-d", "subject")]
