@@ -27,7 +27,9 @@ const provider = new Provider(issuer, {
   clients: config.clients ?? [],
   jwks: config.keys,
   findAccount: async (ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
-  scopes: ['openid', 'offline_access'],
+  // The resources' scopes too: a host registering itself (RFC 7591) registers the scope it will ask for, and
+  // oidc-provider accepts in a registration only the scopes it lists here.
+  scopes: [...new Set(['openid', 'offline_access', ...Object.values(resources).flatMap((r) => r.scope.split(' '))])],
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
@@ -69,7 +71,7 @@ async function signIn(req, res) {
     ? await provider.Grant.find(details.grantId)
     : new provider.Grant({ accountId, clientId: details.params.client_id });
   const asked = String(details.params.scope || '').split(' ').filter(Boolean);
-  grant.addOIDCScope(asked.filter((s) => s === 'openid' || s === 'offline_access').join(' ') || 'openid');
+  grant.addOIDCScope(asked.join(' ') || 'openid');
   const indicators = [].concat(details.params.resource || []);
   for (const indicator of indicators) {
     const allowed = new Set(String(resources[indicator]?.scope || '').split(' '));
