@@ -192,7 +192,7 @@ def confidential(client_id: str, *grants: str, redirect_uris: list[str] | None =
     """A confidential client's metadata for ``authorization_server``."""
     metadata: dict[str, Any] = {
         "client_id": client_id, "client_secret": f"{client_id}-secret-0123456789", "grant_types": list(grants),
-        "scope": "openid offline_access", "token_endpoint_auth_method": "client_secret_basic",
+        "scope": f"openid offline_access {ALL_SCOPES}", "token_endpoint_auth_method": "client_secret_basic",
     }  # fmt: skip
     if redirect_uris:
         metadata |= {"redirect_uris": redirect_uris, "response_types": ["code"], "application_type": "native"}
