@@ -5,6 +5,7 @@ published keys or by introspection, and the scopes they carry (``pau-mcp serve -
 Shared by the MCP server and the scorer endpoint, which import it and never each other.
 """
 
+from .configured import sign_in_from
 from .fetching import FetchError
 from .gate import SIGNED_IN, OtherBearer, SignIn, signed_in
 from .issuer import IssuerKeys, IssuerMetadata
@@ -29,5 +30,6 @@ __all__ = [
     "TokenRefused",
     "canonical",
     "effective",
+    "sign_in_from",
     "signed_in",
 ]

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import httpx2
 import mcp_types as types
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
@@ -21,7 +20,7 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.types import Scope
 
 from ..config import Settings
-from ..oauth import EXPLORE, OPERATE, ResourceServer, SignIn, signed_in
+from ..oauth import EXPLORE, OPERATE, SignIn, sign_in_from, signed_in
 from .sessions import Credential
 
 __all__ = ["needed_scope", "sign_in", "subject_credential"]
@@ -34,23 +33,7 @@ def sign_in(settings: Settings, other: Any) -> Callable[[str], SignIn] | None:
         settings: The server's settings (``--issuer``, ``--resource``, introspection, ``--clock-skew``).
         other: The server's own bearer check (``app.verify_bearer``): the main token and session tokens still work.
     """
-    if settings.auth != "oauth" or settings.issuer is None:
-        return None
-    issuer = settings.issuer
-    introspection = (
-        (settings.introspection_client, settings.introspection_secret)
-        if settings.introspection_client is not None and settings.introspection_secret is not None
-        else None
-    )
-
-    def build(url: str) -> SignIn:
-        server = ResourceServer(
-            issuer, settings.resource or url, httpx2.AsyncClient(follow_redirects=False),
-            clock_skew_s=settings.clock_skew_s, introspection=introspection,
-        )  # fmt: skip
-        return SignIn(server, other.verify_token, name="pau-mcp hidden functions")
-
-    return build
+    return sign_in_from(settings, other.verify_token, "pau-mcp hidden functions")
 
 
 def needed_scope(scope: Scope) -> str:
