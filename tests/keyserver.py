@@ -66,12 +66,22 @@ def key_server() -> Iterator[KeyServer]:
 
         def do_GET(self) -> None:  # noqa: N802 - the standard library's name
             if self.path == "/.well-known/oauth-authorization-server":
-                self._json({"issuer": state.issuer, "jwks_uri": f"{state.issuer}/jwks"})
+                self._json(
+                    {"issuer": state.issuer, "jwks_uri": f"{state.issuer}/jwks",
+                     "introspection_endpoint": f"{state.issuer}/introspect"}
+                )  # fmt: skip
             elif self.path == "/jwks":
                 state.jwks_requests += 1
                 self._jwks()
             else:
                 self.send_error(404)
+
+        def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+            # Introspection (RFC 7662): every token is active, for team-a, until the answer says otherwise.
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            now = int(time.time())
+            self._json({"active": True, "iss": state.issuer, "aud": RESOURCE, "sub": "team-a", "client_id": "host-one",
+                        "scope": "explore", "exp": now + 600})  # fmt: skip
 
         def _jwks(self) -> None:
             if state.mode == "down":
