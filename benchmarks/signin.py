@@ -47,9 +47,7 @@ def _scope(token: str) -> dict[str, object]:
     return {"type": "http", "headers": [(b"authorization", f"Bearer {token}".encode())], "query_string": b""}
 
 
-async def _measure(
-    rows: dict[str, tuple[SignIn, str]], requests: int, rounds: int
-) -> dict[str, list[float]]:
+async def _measure(rows: dict[str, tuple[SignIn, str]], requests: int, rounds: int) -> dict[str, list[float]]:
     seconds: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(rounds):
         for name, (signin, token) in rows.items():

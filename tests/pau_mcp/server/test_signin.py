@@ -5,6 +5,8 @@ with the right status and one line, and a subject's budget is one budget whateve
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -13,7 +15,7 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from authserver import ALL_SCOPES, AuthServer, authorization_server, client, confidential
+from authserver import ALL_SCOPES, AuthServer, authorization_server, client, confidential, signing_key
 from conftest import TEST_KEY, memory_http_server, tool_of
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -290,3 +292,26 @@ def test_one_subject_signed_in_at_two_replicas_on_postgresql_spends_one_budget(i
 
     with psycopg.connect(store) as conn:
         assert conn.execute("SELECT key, credential FROM sessions").fetchall() == [("team-d", "subject")]
+
+
+def test_with_the_authorization_server_down_cached_keys_keep_working_and_an_unknown_kid_is_refused(tmp_path):
+    """The issuer's keys are fetched at the first token and kept: with the authorization server gone, its tokens keep
+    working; a token signed with a key the server never saw (the issuer came back with new keys, then went away
+    again) is refused in one line."""
+    resources = {RESOURCE: {"scope": ALL_SCOPES}}
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with contextlib.ExitStack() as running:
+        first = running.enter_context(
+            authorization_server(tmp_path, resources, [BOT_A], keys=[signing_key("old")], port=port)
+        )
+        old = first.token(client(BOT_A), RESOURCE, "explore")
+        url = running.enter_context(_serve(first, tmp_path / "runs.db"))
+        assert anyio.run(_call, url, old, [1])[0]["status"] == "ok"  # the keys are fetched and kept
+        first.process.stdin.close()  # the authorization server goes away
+        first.process.wait(30)
+        assert anyio.run(_call, url, old, [2])[0]["status"] == "ok"
+        with authorization_server(tmp_path, resources, [BOT_A], keys=[signing_key("new")], port=port) as second:
+            new = second.token(client(BOT_A), RESOURCE, "explore")
+        _refused(_post(url, new), 401, "key id 'new', which is not among the issuer's signing keys")
