@@ -51,7 +51,7 @@ async def _measure(rows: dict[str, tuple[SignIn, str]], requests: int, rounds: i
     seconds: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(rounds):
         for name, (signin, token) in rows.items():
-            admit: Callable[[dict[str, object], str], Awaitable[object]] = signin._admit  # type: ignore[assignment]
+            admit: Callable[[dict[str, object], str], Awaitable[object]] = signin._admit
             assert await admit(_scope(token), EXPLORE) is None, name  # let in
             started = time.process_time()
             for _ in range(requests):
