@@ -161,7 +161,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
     if options.smoke:
-        options.steps = 30
+        options.steps = 64  # at least two a thread at 32 threads
     store = ManifestStore(())
     methods = [store.method(m) for m in METHODS]
     scripts = [(m, _replies(m, 5)) for m in methods]
