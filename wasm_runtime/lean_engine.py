@@ -31,6 +31,7 @@ import mmap
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,9 +71,9 @@ _LIBC.mmap.restype = ctypes.c_void_p
 _LIBC.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 
 
-@dataclass
+@dataclass(eq=False)
 class _Kept:
-    """An instance kept between calls, and what resetting it needs."""
+    """An instance kept between calls, and what resetting it needs (one per thread; it goes with its thread)."""
 
     store: Store
     context: Any
@@ -134,7 +135,9 @@ class LeanEngine(SandboxInterface):
         self._linker = make_lean_linker(self._engine)
         self._ticker = Ticker(self._engine, TICK_S)
         self._local = threading.local()
-        self._all: list[_Kept] = []
+        # Every kept instance, weakly: a thread's instance goes when the thread does (anyio's worker threads end
+        # after idling), and ``close`` stops the tracking of those still alive.
+        self._all: weakref.WeakSet[_Kept] = weakref.WeakSet()
         self._lock = threading.Lock()
         self.tracking_problem = tracking_problem() if tracking else "tracking was turned off"
         self._code_cache = CodeCache(256)
@@ -212,6 +215,7 @@ class LeanEngine(SandboxInterface):
         if self.tracking_problem is None:
             try:
                 kept.tracker = PageTracker(base, self._size)
+                weakref.finalize(kept, kept.tracker.close)
             except TrackingUnavailable as exc:
                 self.tracking_problem = str(exc)
         return kept
@@ -246,15 +250,14 @@ class LeanEngine(SandboxInterface):
         kept = self._new(memory_limit)
         self._local.kept = kept
         with self._lock:
-            self._all.append(kept)
+            self._all.add(kept)
         return kept
 
     def _drop(self, kept: _Kept) -> None:
         kept.close()
         self._local.kept = None
         with self._lock:
-            if kept in self._all:
-                self._all.remove(kept)
+            self._all.discard(kept)
 
     # --- calls -----------------------------------------------------------------------------------------------
 
@@ -365,6 +368,6 @@ class LeanEngine(SandboxInterface):
         self._closed = True
         self._ticker.close()
         with self._lock:
-            kept, self._all = self._all, []
+            kept, self._all = list(self._all), weakref.WeakSet()
         for item in kept:
             item.close()

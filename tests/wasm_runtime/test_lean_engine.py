@@ -189,3 +189,20 @@ def test_the_tracker_reports_exactly_the_pages_written_and_restores_them():
         assert area[:] == pristine[:]
     finally:
         tracker.close()
+
+
+def test_a_threads_kept_instance_goes_with_the_thread(lean):
+    import gc
+    import threading
+
+    def call() -> None:
+        assert lean.run("def test_func():\n    return 1", ["()"])[0].value == "1"
+
+    before = len(lean._all)
+    threads = [threading.Thread(target=call) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    gc.collect()
+    assert len(lean._all) <= before
