@@ -144,7 +144,7 @@ def _named(request: Any, meta: Any) -> tuple[str | None, str | None]:
     return chosen[0], chosen[1]
 
 
-def session_owner(tokens: TokenSigner | None) -> Callable[[Scope], Hashable]:
+def session_owner(tokens: TokenSigner | None, cap_anonymous: bool = True) -> Callable[[Scope], Hashable]:
     """Who a request that opens a handshake-era MCP session speaks for, as the cap on sessions per credential counts.
 
     The credential ``caller`` resolves for the request's budget: a session token (verified by the SDK's auth, or
@@ -154,6 +154,11 @@ def session_owner(tokens: TokenSigner | None) -> Callable[[Scope], Hashable]:
 
     Args:
         tokens: Verifies session tokens on a server without ``--token``; None accepts none.
+        cap_anonymous: False on a loopback server without ``--token``: a request with no session token that names
+            no label and no run speaks for no capped credential (owner None). Everyone who can reach that server
+            holds its main token and could name a label of 8 sessions for each client anyway, so a cap there would
+            stop only the ordinary local clients (an Inspector, a desktop host, agents holding GET streams, the
+            conformance suite) that all share the one anonymous credential.
     """
 
     def owner(scope: Scope) -> Hashable:
@@ -171,6 +176,8 @@ def session_owner(tokens: TokenSigner | None) -> Callable[[Scope], Hashable]:
         headers = Headers(scope=scope)
         label = query.get("session") or headers.get("x-pau-session") or DEFAULT_LABEL
         run = query.get("run") or headers.get("x-pau-run")
+        if not cap_anonymous and label == DEFAULT_LABEL and not run:
+            return None
         # Kept while the session is open: no longer than a valid label (longer ones are refused at first use).
         return ("label", run[:_LABEL_CHARS] if run else None, label[:_LABEL_CHARS])
 

@@ -258,7 +258,8 @@ class BoundedSessions(StreamableHTTPSessionManager):
 
     Args:
         on_session_end: Called with the id of every session that ends (closed, idle, reclaimed).
-        owner: The credential an opening request speaks for; None: no cap per credential.
+        owner: The credential an opening request speaks for (it may answer None: a credential with no cap of its
+            own); None: no cap per credential.
         per_owner: Sessions one credential may hold open at once; None for no limit but ``max_sessions``.
         **kwargs: The SDK manager's.
     """
@@ -327,7 +328,8 @@ class BoundedSessions(StreamableHTTPSessionManager):
         """Reclaim what a new session of ``owner`` needs; None if it may open one, else which cap holds it back
         (``credential`` or ``server``). Called under the creation lock."""
         own = self._owned.get(owner, {})
-        per_owner = self.per_owner if self._owner is not None else None
+        # Owner None is a credential with no cap of its own (``app.session_owner``): only the server's applies.
+        per_owner = self.per_owner if self._owner is not None and owner is not None else None
         if per_owner is not None and len(own) >= per_owner and not self._reclaim(own, after_s=0):
             return "credential"
         full = self.max_sessions is not None and len(self._server_instances) >= self.max_sessions

@@ -151,7 +151,7 @@ def bind_http(
         token_verifier=verify_bearer(token, tokens) if token else None,
         on_session_end=on_session_end,
         sessions_per_credential=limits.sessions_per_credential,
-        session_owner=session_owner(tokens),
+        session_owner=session_owner(tokens, cap_anonymous=token is not None),
     )
     protocol = guarded_protocol(limits.max_connections, limits.read_timeout_s, BUSY_BODY)
     return HTTPService(
