@@ -214,6 +214,7 @@ class Served:
         host: The HTTP address to listen on (``--host``).
         port: The HTTP port (``--port``; 0: a free one).
         stateless: HTTP without MCP sessions for handshake-era clients too (``--stateless``).
+        fixtures: A fixture suite is served (its tools talk to the client mid-call: answers go on streams).
     """
 
     transport: str
@@ -225,6 +226,7 @@ class Served:
     host: str
     port: int
     stateless: bool
+    fixtures: bool = False
 
 
 def http_limits(settings: Settings) -> HTTPLimits:
@@ -256,7 +258,7 @@ def http_service(built: Served) -> HTTPService:
 
     return bind_http(
         built.server, built.host, built.port, built.settings.token, built.stateless, limits=http_limits(built.settings),
-        tokens=built.tokens, on_session_end=built.sessions.end_mcp_session,
+        tokens=built.tokens, on_session_end=built.sessions.end_mcp_session, handshake_streams=built.fixtures,
     )  # fmt: skip
 
 
@@ -306,31 +308,28 @@ def _build(
 ) -> Served:  # fmt: skip
     """The service, sessions and MCP server of ``serve``'s options (``build_served`` and the command share it)."""
     from ..server import CallSlots, TokenSigner, build_server, create_service
+    from ..server.fixtures import fixture_suites
 
     sandboxes = sandboxes or make_sandbox
     feedback_fn = None
     if feedback == "score":
         feedback_fn = _feedback(settings, sandboxes)
+    catalog_suites, fixtures = fixture_suites(list(suites) or ["builtin"])
     try:
-        served_docs = tool_docs(settings, docs, list(suites) or ["builtin"])
+        served_docs = tool_docs(settings, docs, catalog_suites)
         tokens = TokenSigner(settings.deployment_key())
         service, sessions = create_service(
-            settings,
-            list(suites) or ["builtin"],
-            _split(methods),
-            run_name,
-            transport,
-            feedback_fn,
-            progress=progress,
-            processes=True,
-            sandboxes=sandboxes,
-            docs=served_docs,
-        )
+            settings, catalog_suites, _split(methods), run_name, transport, feedback_fn, progress=progress,
+            processes=True, sandboxes=sandboxes, docs=served_docs, allow_empty=fixtures is not None,
+        )  # fmt: skip
     except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     slots = CallSlots(running=settings.max_concurrent_calls, waiting=7 * settings.max_concurrent_calls)
-    server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless, slots=slots)
-    return Served(transport, settings, server, service, sessions, tokens, host, port, stateless)
+    server = build_server(
+        service, sessions, page_size=page_size, tokens=tokens, stateless=stateless, slots=slots, fixtures=fixtures,
+        state_key=settings.deployment_key(),
+    )  # fmt: skip
+    return Served(transport, settings, server, service, sessions, tokens, host, port, stateless, fixtures is not None)
 
 
 def tool_docs(settings: Settings, source: str, suites: list[str]) -> Any:

@@ -130,9 +130,10 @@ def check_exposure(host: str, token: str | None) -> None:
 
 def bind_http(
     server: Server[Any], host: str, port: int, token: str | None, stateless: bool, limits: HTTPLimits | None = None,
-    tokens: Any = None, on_session_end: Callable[[str], None] | None = None,
+    tokens: Any = None, on_session_end: Callable[[str], None] | None = None, handshake_streams: bool = False,
 ) -> HTTPService:  # fmt: skip
-    """Listen on HOST:PORT and build the Streamable HTTP app of ``server`` (see ``run_http`` for the arguments).
+    """Listen on HOST:PORT and build the Streamable HTTP app of ``server`` (see ``run_http`` for the arguments;
+    ``handshake_streams``: answer the handshake era on streams, ``http.http_app``).
 
     Raises:
         TransportError: a non-loopback address without a token, or the port is taken.
@@ -152,6 +153,7 @@ def bind_http(
         on_session_end=on_session_end,
         sessions_per_credential=limits.sessions_per_credential,
         session_owner=session_owner(tokens, cap_anonymous=token is not None),
+        handshake_streams=handshake_streams,
     )
     protocol = guarded_protocol(limits.max_connections, limits.read_timeout_s, BUSY_BODY)
     return HTTPService(
