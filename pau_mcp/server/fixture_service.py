@@ -145,7 +145,8 @@ class FixtureService:
         if problem is not None:
             text = f"Invalid arguments for {tool.name}: {_short(problem.message)}; see its inputSchema."
             self._record(owner, tool.name, arguments, "invalid_input", text)
-            return {"content": [{"type": "text", "text": text}], "isError": True}
+            refusal = types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+            return refusal.model_dump(by_alias=True, mode="json", exclude_none=True)
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         if tool.requires:
             lacking = {name: value for name, value in tool.requires.items() if not declares(ctx, name)}
