@@ -101,6 +101,16 @@ def _logging(settings: Settings) -> None:
     root.setLevel(logging.INFO if settings.log_file else logging.WARNING)
 
 
+def _tracing() -> None:
+    """Export spans when ``OTEL_TRACES_EXPORTER`` asks (``pau_mcp.tracing``); a usage error says what is missing."""
+    from ..tracing import TracingError, configure
+
+    try:
+        configure()
+    except TracingError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 @click.command()
 @click.option(
     "--transport",
@@ -171,6 +181,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
         except TransportError as exc:
             raise click.UsageError(str(exc)) from None
     _logging(settings)
+    _tracing()
     built = _build(
         settings, transport, host, port, stateless, run_name, feedback, page_size, suites, methods,
         progress=step_printer(), docs=docs,

@@ -34,7 +34,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .capabilities import ASKS, declares
-from .listen import Bus, PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from .listen import Bus, Event, PromptsListChanged, ResourcesListChanged, ToolsListChanged
 
 __all__ = [
     "InputNeeded",
@@ -58,7 +58,7 @@ _RESULTS: dict[str, type[types.Result]] = {
     "sampling/createMessage": types.CreateMessageResult,
     "roots/list": types.ListRootsResult,
 }
-_CHANGES = {
+_CHANGES: dict[str, Event] = {
     "tools_list_changed": ToolsListChanged(),
     "prompts_list_changed": PromptsListChanged(),
     "resources_list_changed": ResourcesListChanged(),

@@ -96,7 +96,11 @@ class Bus:
         """Register ``listener``; returns the call that removes it."""
         token = object()
         self._listeners[token] = listener
-        return lambda: self._listeners.pop(token, None)
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
 
 
 #: Resolves the credential a request speaks for (its run-store session) and keeps, of the task ids a listen request

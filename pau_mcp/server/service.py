@@ -28,6 +28,7 @@ from ..contract import SubmitResult, SubmitStatus, ToolResult, ToolStatus, queri
 from ..manifests import call_text
 from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore, StoreError
+from ..tracing import record_phases
 from .catalog import Catalog, Exposed
 from .schemas import describe, example_json
 from .sessions import DEFAULT_LABEL, SessionState, StoreBudget
@@ -265,6 +266,7 @@ class MethodService:
                 _refund(budget)
                 log.exception("the sandbox failed on a call of %s", exposed.tool)
                 return Reply(text="The sandbox could not run this call, so it did not count; try again.", is_error=True)
+            record_phases(exposed.tool, outcome.phases)  # the sandbox's phases, as spans when traced
             large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
             problem = await self._record(
                 state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large

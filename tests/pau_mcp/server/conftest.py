@@ -341,8 +341,10 @@ class ModernSession:
         self.client = httpx2.Client(timeout=60)
         self.ids = iter(range(1, 1_000_000))
 
-    def send(self, method: str, params: dict, capabilities: dict | None = None, **headers: str) -> tuple[int, dict]:
-        """One request; the HTTP status and the JSON-RPC reply to it."""
+    def send(
+        self, method: str, params: dict, capabilities: dict | None = None, meta: dict | None = None, **headers: str
+    ) -> tuple[int, dict]:
+        """One request (``meta``: more ``_meta`` keys); the HTTP status and the JSON-RPC reply to it."""
         declared = capabilities if capabilities is not None else {"elicitation": {}, "sampling": {}, "roots": {}}
         if self.tasks:
             declared = {**declared, "extensions": {TASKS: {}}}
@@ -350,6 +352,7 @@ class ModernSession:
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": declared,
             "io.modelcontextprotocol/clientInfo": {"name": "raw-modern", "version": "1"},
+            **(meta or {}),
         }
         name = params.get("name") or params.get("uri") or params.get("taskId")
         routing = {"mcp-protocol-version": "2026-07-28", "mcp-method": method, **({"mcp-name": name} if name else {})}
@@ -366,9 +369,9 @@ class ModernSession:
             return reply.status_code, next(f for f in frames if f.get("id") == request_id)
         return reply.status_code, reply.json()
 
-    def request(self, method: str, params: dict, **headers: str) -> dict:
+    def request(self, method: str, params: dict, meta: dict | None = None, **headers: str) -> dict:
         """One request expected to succeed; its result."""
-        status, reply = self.send(method, params, **headers)
+        status, reply = self.send(method, params, meta=meta, **headers)
         assert status == 200 and "result" in reply, (status, reply)
         return reply["result"]
 
