@@ -318,10 +318,13 @@ def _build(
     sandboxes: SandboxMaker | None = None, docs: str = "examples",
 ) -> Served:  # fmt: skip
     """The service, sessions and MCP server of ``serve``'s options (``build_served`` and the command share it)."""
+    from ..sandboxing import background
     from ..server import CallSlots, TokenSigner, build_server, create_service
     from ..server.fixtures import fixture_suites
 
-    sandboxes = sandboxes or make_sandbox
+    if sandboxes is None:
+        # A stdio server answers its host at once, even on the first start: the sandbox is built meanwhile.
+        sandboxes = background(make_sandbox) if transport == "stdio" else make_sandbox
     feedback_fn = None
     if feedback == "score":
         feedback_fn = _feedback(settings, sandboxes)

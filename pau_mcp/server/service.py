@@ -28,6 +28,7 @@ from ..contract import SubmitResult, SubmitStatus, ToolResult, ToolStatus, queri
 from ..manifests import call_text
 from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore, StoreError
+from ..sandboxing import SandboxNotReady
 from ..tracing import record_phases
 from .catalog import Catalog, Exposed
 from .schemas import describe, example_json
@@ -252,6 +253,11 @@ class MethodService:
                         exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
                     )
                 )
+            except SandboxNotReady as exc:
+                # The first start on this machine is still building the sandbox: not this call's fault or the
+                # agent's; it did not run or count, and the message says to call again.
+                _refund(budget)
+                return Reply(text=f"Not run: {exc}.", is_error=True)
             except EngineUnavailable as exc:
                 # Not a passing failure: this method needs the numpy engine and this server lacks it, so retrying
                 # cannot help. The call does not count; the operator is told what to install.
