@@ -47,6 +47,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from typing_extensions import override
 
 from ..listening import is_loopback
+from .card import card_endpoint
 from .wire import oversized, refusal
 
 __all__ = ["BUSY_BODY", "BodyGate", "BoundedSessions", "HostGate", "SessionOwner", "http_app"]
@@ -457,6 +458,11 @@ def http_app(
         ]
         # The body is read only once the token is checked: anonymous clients cannot make the server buffer.
         endpoint = RequireAuthMiddleware(endpoint, ["pau"], None)
-    app = Starlette(routes=[Route("/mcp", endpoint=endpoint)], middleware=middleware, lifespan=lambda _: manager.run())
+    routes = [
+        Route("/mcp", endpoint=endpoint),
+        # Discovery before connecting (the experimental Server Card): no credential needed, no tool named.
+        Route("/server-card", endpoint=card_endpoint(server, token_verifier is not None), methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lambda _: manager.run())
     # Outermost, so that a rebound request is refused before authentication.
     return HostGate(app, bound, allowed_hosts)
