@@ -37,9 +37,12 @@ class TracingError(RuntimeError):
 
 
 class _Phase(Protocol):
-    name: str
-    start_ns: int
-    end_ns: int
+    @property
+    def name(self) -> str: ...
+    @property
+    def start_ns(self) -> int: ...
+    @property
+    def end_ns(self) -> int: ...
 
 
 def configure(exporter: str | None = None) -> bool:
