@@ -196,6 +196,9 @@ class BodyGate:
         if problem is not None:
             await _respond(send, *problem)
             return
+        # A request that asks for progress or log messages may be answered on a stream (``BoundedSessions``); a
+        # false positive (the words inside an argument) only lets its answer be a stream too.
+        scope[_WANTS_STREAM] = _PROGRESS in body or _LOG_LEVEL in body
         sent = False
 
         async def replay() -> Message:
@@ -231,6 +234,12 @@ def _problem(body: bytes) -> tuple[int, bytes] | None:
         if error is not None:
             return _refused(error, 400)
     return None
+
+
+#: The scope key ``BodyGate`` sets on a request that asked for progress or log messages.
+_WANTS_STREAM = "pau_mcp.wants_stream"
+_PROGRESS = b'"progressToken"'
+_LOG_LEVEL = b'"io.modelcontextprotocol/logLevel"'
 
 
 # -- sessions ------------------------------------------------------------------------------------------------------
@@ -354,15 +363,19 @@ class BoundedSessions(StreamableHTTPSessionManager):
 
     @override
     async def _handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # A 2026-07-28 request is answered in JSON unless its handler sends something first (progress, log
-        # messages, a listen stream's notifications), which then commits the answer to a stream: the SDK's
-        # deferred mode, whatever the handshake era's responses are (``json_response``).
+        # A 2026-07-28 request that asked for progress or log messages is answered in the SDK's deferred mode: in
+        # JSON unless its handler sends something first, which commits the answer to a stream (SSE). Any other is
+        # answered in JSON, as the handshake era's are unless ``json_response`` is off (a listen stream is always
+        # one: the SDK sees to it).
         header = MCP_PROTOCOL_VERSION_HEADER.encode("ascii")
         version = next((v.decode("latin-1") for k, v in scope["headers"] if k == header), None)
         if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS or self._task_group is None:
             await super()._handle_request(scope, receive, send)
             return
-        await handle_modern_request(self.app, self.security_settings, False, self._lifespan_state, scope, receive, send)
+        json_only = not scope.get(_WANTS_STREAM, False)
+        await handle_modern_request(
+            self.app, self.security_settings, json_only, self._lifespan_state, scope, receive, send
+        )
 
     @override
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:

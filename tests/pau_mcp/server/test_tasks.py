@@ -189,3 +189,31 @@ def test_a_tasks_request_whose_name_header_disagrees_with_its_task_is_refused(tm
             else:
                 assert status == 200 and reply["result"]["taskId"] == created["taskId"]
             client.request("tasks/cancel", {"taskId": created["taskId"]})
+
+
+def test_a_submit_that_scores_slowly_becomes_a_task_whose_result_holds_the_scores(tmp_path, monkeypatch):
+    from fakellm import FakeLLM
+
+    def slow_replies(body: dict) -> str:
+        time.sleep(0.8)  # a judge and a code writer taking their time: the submit outlives the second
+        if "<reference-" in json.dumps(body["messages"]):
+            return "Rating: 4"
+        return "```python\ndef test_func(arg0):\n    return 0\n```"
+
+    with FakeLLM(responder=slow_replies) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        args = (
+            "--db", str(tmp_path / "runs.db"), "--tool-key", TEST_KEY, "--methods", "builtin/b002", "--feedback",
+            "score", "--judge-model", "openai/judge", "--coder-model", "openai/coder",
+        )  # fmt: skip
+        with memory_http_server(*args) as url, _sessions(url, tasks=True) as client:
+            tool = tool_name(TEST_KEY, "builtin/b002")
+            created = client.request("tools/call", {"name": "submit", "arguments": {
+                "method": tool, "description": "returns zero", "code": "def test_func(arg0):\n    return 0"}},
+                **{"mcp-param-method": tool})  # fmt: skip
+            assert created["resultType"] == "task"
+            task = _terminal(client, created["taskId"], timeout_s=60)
+    scored = task["result"]["structuredContent"]
+    assert task["status"] == "completed" and scored["status"] == "scored"
+    assert scored["scores"]["judge_rating"] == 4
