@@ -382,6 +382,7 @@ def summary(settings: Settings, config: EvalConfig, progress: RunProgress, on_ra
         if whole is not None and (whole.scoring_tokens or whole.scoring_cost_usd):
             spent += f"; scoring {whole.scoring_tokens:,} tokens, ${whole.scoring_cost_usd:.4f}"
     lines = [f"run {config.run}: {now}; {means}; {spent}"]
+    lines += _conduct(config, reported)
     if on_ray:
         lines.append(
             f"on Ray: episodes played by {progress.workers} worker{'' if progress.workers == 1 else 's'}; "
@@ -392,6 +393,23 @@ def summary(settings: Settings, config: EvalConfig, progress: RunProgress, on_ra
         used += [settings.judge_model if "judge" in config.kinds else None]
         used += [settings.coder_model if "codematch" in config.kinds else None]
     lines += unpriced_note(settings, used)
+    return lines
+
+
+def _conduct(config: EvalConfig, reported: RunSummary | None) -> list[str]:
+    """The run's malformed actions, invalid arguments, refusals and zero-query episodes, zeros included; a run meant
+    to query whose every done episode made none gets one line saying so."""
+    from ..reports.conduct import conduct_counts
+
+    if reported is None or not reported.conduct.episodes or config.mode == "tasks":
+        return []
+    conduct = reported.conduct
+    lines = [f"conduct: {conduct_counts(conduct)}"]
+    if conduct.every_episode_without_query:
+        lines.append(
+            f"every episode of run {config.run} made zero queries: its descriptions were written without a single call "
+            "of the function (see the malformed actions above and `pau-mcp report " + config.run + "`)"
+        )
     return lines
 
 

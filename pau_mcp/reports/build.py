@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pau_mcp.protocol import RULES
 
 from .analyses import SuiteProfile, contradictions, correlations, coverage_summaries, upper_bounds, variant_gaps
+from .conduct import run_conduct
 from .data import KINDS, ReportError, RunData
 from .labels import REPORTED_LABELS
 from .notes import notes
@@ -128,6 +129,10 @@ def _summarise(run: RunData, unscored_as_one: bool, labels: dict[str, str] | Non
         output_tokens=sum(m.output_tokens for m in finished),
         cost_usd=sum(m.cost_usd for m in finished),
         failures=None if labels is None else _count_labels(labels),
+        conduct=run_conduct(
+            [(m.state, m.queries, m.conduct) for m in run.methods] if run.episodes else [],
+            interactive=run.mode != "incontext",
+        ),
     )
 
 

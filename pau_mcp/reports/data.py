@@ -17,6 +17,8 @@ from pau_mcp.contract import TASK_KIND
 from pau_mcp.protocol import RULES, protocol_of
 from pau_mcp.runstore import EpisodeRow, RunStore, ScoreRow, StoreError
 
+from .conduct import Conduct, conduct_of
+
 __all__ = [
     "FRACTION_KINDS",
     "KINDS",
@@ -90,6 +92,8 @@ class MethodScores:
         cost_usd: What the episode cost.
         error: Why a failed episode failed.
         coverage: Its exploration coverage, when measured (``pau-mcp coverage``; ``pau_mcp.scoring.coverage``).
+        conduct: Its malformed actions, invalid arguments and refused calls, counted from its trajectory (None for a
+            submission, which has none).
     """
 
     method_id: str
@@ -102,6 +106,7 @@ class MethodScores:
     cost_usd: float = 0.0
     error: str | None = None
     coverage: dict[str, Any] | None = None
+    conduct: Conduct | None = None
 
     @property
     def done(self) -> bool:
@@ -271,7 +276,8 @@ def load_runs(store: RunStore, names: Sequence[str]) -> list[RunData]:
             raise ReportError(f"no run named {name!r} in {store.location}; known runs: {listed}") from None
         kind = known[name].kind if name in known else ""
         config = known[name].config if name in known else store.run_config(run_id)
-        episodes = store.episodes(run_id)
+        # Trajectories are read to count each episode's conduct (malformed actions, invalid arguments, refusals).
+        episodes = store.episodes(run_id, with_trajectories=True)
         if episodes:
             methods = tuple(_episode_scores(row) for row in episodes)
             runs.append(RunData(name, run_id, config, methods, kind=kind))
@@ -308,6 +314,7 @@ def _episode_scores(row: EpisodeRow) -> MethodScores:
         cost_usd=row.cost_usd,
         error=row.error,
         coverage=row.coverage,
+        conduct=conduct_of(row.trajectory or []),
     )
 
 

@@ -142,6 +142,10 @@ def _runs_table(report: Report) -> TableData:
         "failed",
         "queries",
         "concluded",
+        "malformed",
+        "invalid args",
+        "refused",
+        "0-query",
         "input tokens",
         "output tokens",
         "cost ($)",
@@ -149,15 +153,27 @@ def _runs_table(report: Report) -> TableData:
     rows = [
         [
             s.name, s.kind, s.protocol, s.model, s.agent, s.mode, s.suite, f"{s.done}/{s.planned}", str(s.failed),
-            _num(s.queries_mean, 1), "n/a" if s.concluded_share is None else _pct(s.concluded_share), f"{s.input_tokens:,}", f"{s.output_tokens:,}",
-            _num(s.cost_usd, 4),
+            _num(s.queries_mean, 1), "n/a" if s.concluded_share is None else _pct(s.concluded_share),
+            *_conduct_cells(s), f"{s.input_tokens:,}", f"{s.output_tokens:,}", _num(s.cost_usd, 4),
         ]
         for s in report.summaries
     ]  # fmt: skip
-    caption = "Queries and concluded are over done episodes; tokens and cost over done and failed ones."
+    caption = (
+        "Queries and concluded are over done episodes; tokens and cost over done and failed ones. Malformed: replies "
+        "that gave no usable action; invalid args: calls with unusable arguments; refused: calls the server refused "
+        "(over budget, unknown tool), over done and failed episodes; 0-query: done episodes that made no query."
+    )
     if any(not run.episodes for run in report.runs):
         caption += " A run without episodes counts its submissions (the latest per session and method) as done."
     return TableData("runs", "Runs", columns, rows, caption)
+
+
+def _conduct_cells(s: RunSummary) -> list[str]:
+    """Malformed actions, invalid arguments, refusals and zero-query episodes (n/a for a run without episodes)."""
+    c = s.conduct
+    if not c.episodes:
+        return ["n/a"] * 4
+    return [f"{c.malformed_actions:,}", f"{c.invalid_arguments:,}", f"{c.refusals:,}", f"{c.zero_query}/{c.done}"]
 
 
 def _max_label(report: Report) -> str:
@@ -683,6 +699,7 @@ def _run_row(report: Report, s: RunSummary) -> dict[str, Any]:
         "queries_mean": s.queries_mean, "concluded_share": _blank(s.concluded_share),
         "input_tokens": s.input_tokens, "output_tokens": s.output_tokens, "cost_usd": s.cost_usd,
     }  # fmt: skip
+    row |= s.conduct.as_dict()
     if s.failures is not None:
         row |= {f"failure_{label}": count for label, count in s.failures.items()}
     return row
@@ -704,6 +721,9 @@ def method_rows(report: Report) -> list[dict[str, Any]]:
                 row[kind] = _blank(run.counted(m, kind, report.unscored_as_one))
             row |= {
                 "concluded": _blank(None if m.concluded is None else int(m.concluded)), "queries": _blank(m.queries),
+                "malformed_actions": _blank(m.conduct.malformed_actions if m.conduct else None),
+                "invalid_arguments": _blank(m.conduct.invalid_arguments if m.conduct else None),
+                "refusals": _blank(m.conduct.refusals if m.conduct else None),
                 "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "cost_usd": m.cost_usd,
                 "failure": labels.get(m.method_id, ""), "error": m.error or "",
                 "observed_checked": _blank(m.contradiction[0] if m.contradiction else None),

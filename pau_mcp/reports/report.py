@@ -13,6 +13,7 @@ from .analyses import (
     UpperBound,
     VariantGap,
 )
+from .conduct import RunConduct
 from .data import RunData
 from .stats import BootstrapResult, ScoreStats
 from .use_analyses import Explorer, KnowledgeRow, TaskAccuracy
@@ -47,6 +48,7 @@ class RunSummary:
         output_tokens: Output tokens, likewise.
         cost_usd: Cost, likewise.
         failures: Failure labels counted, when failures were classified.
+        conduct: Its malformed actions, invalid arguments, refused calls and zero-query episodes (``conduct``).
     """
 
     name: str
@@ -69,6 +71,7 @@ class RunSummary:
     output_tokens: int
     cost_usd: float
     failures: dict[str, int] | None = None
+    conduct: RunConduct = field(default_factory=RunConduct)
 
     @property
     def judge(self) -> ScoreStats:
