@@ -28,9 +28,11 @@ __all__ = [
     "ReportError",
     "RunData",
     "Score",
+    "epoch_info",
     "is_failure",
     "load_runs",
     "load_trajectories",
+    "run_names",
 ]
 
 #: Every score kind the run store records, in display order: the judge's rating of the description, code
@@ -256,8 +258,34 @@ class RunData:
         return ", ".join(str(s) for s in suites)
 
 
+def epoch_info(config: dict[str, Any]) -> tuple[str, int, int | None] | None:
+    """``(group, index, seed)`` of a run recorded as one epoch of a group (``eval --epochs``), or None."""
+    info = config.get("epoch")
+    if not isinstance(info, dict) or not isinstance(info.get("group"), str) or not isinstance(info.get("index"), int):
+        return None
+    seed = info.get("seed", config.get("seed"))
+    return info["group"], info["index"], seed if isinstance(seed, int) else None
+
+
+def run_names(store: RunStore, names: Sequence[str]) -> list[str]:
+    """The runs ``names`` stand for: each run by its name, and the name of an epoch group (``eval --epochs``) as its
+    epochs' runs in order (duplicates dropped, order kept). Names of neither kind are kept, for the caller to refuse."""
+    known = {row.name: row for row in store.runs()}
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for row in known.values():
+        if (info := epoch_info(row.config)) is not None:
+            groups.setdefault(info[0], []).append((info[1], row.name))
+    found: list[str] = []
+    for name in names:
+        if name not in known and name in groups:
+            found += [member for _, member in sorted(groups[name])]
+        else:
+            found.append(name)
+    return list(dict.fromkeys(found))
+
+
 def load_runs(store: RunStore, names: Sequence[str]) -> list[RunData]:
-    """Read the named runs (duplicates dropped, order kept).
+    """Read the named runs (duplicates dropped, order kept); an epoch group's name reads its epochs.
 
     A run with episodes (``pau-mcp eval``) is read as its episodes. A run without (``pau-mcp serve``, the
     demo, a predictions file or gold descriptions scored with ``pau-mcp score``) is read as its submissions:
@@ -268,7 +296,7 @@ def load_runs(store: RunStore, names: Sequence[str]) -> list[RunData]:
     """
     runs = []
     known = {row.name: row for row in store.runs()}
-    for name in dict.fromkeys(names):
+    for name in run_names(store, names):
         try:
             run_id = store.run_id(name)
         except StoreError:

@@ -122,6 +122,8 @@ def report_tables(report: Report) -> list[TableData]:
         tables.append(_coverage_table(report))
     if report.variants:
         tables.append(_variants_table(report))
+    if report.epochs:
+        tables.append(_epochs_table(report))
     if any(s.failures is not None for s in report.summaries):
         tables.append(_failures_table(report))
     if report.suites:
@@ -174,6 +176,31 @@ def _conduct_cells(s: RunSummary) -> list[str]:
     if not c.episodes:
         return ["n/a"] * 4
     return [f"{c.malformed_actions:,}", f"{c.invalid_arguments:,}", f"{c.refusals:,}", f"{c.zero_query}/{c.done}"]
+
+
+def _epochs_table(report: Report) -> TableData:
+    """Per group of epochs, one row per epoch: its mean and interval, pass@k and pass^k for k = its number."""
+    columns = ["group", "epoch", "run", "seed", "n", "mean", "95% CI", "k", "pass@k", "pass^k", "consistency"]
+    rows = []
+    for group in report.epochs:
+        for k, epoch in enumerate(group.epochs, start=1):
+            i = epoch.interval
+            shown = "n/a" if i.low is None or i.high is None else f"[{_num(i.low, 3)}, {_num(i.high, 3)}]"
+            consistency = "" if k > 1 else ("n/a" if group.consistency is None else _pct(group.consistency))
+            rows.append([
+                group.group if k == 1 else "", str(epoch.index), epoch.run, "" if epoch.seed is None else str(epoch.seed),
+                str(i.n), _num(i.mean, 3) if i.n else "n/a", shown, str(k), _pct(group.pass_at[k - 1]),
+                _pct(group.pass_hat[k - 1]), consistency,
+            ])  # fmt: skip
+    kinds = {group.kind for group in report.epochs}
+    score = " and ".join("code match" if kind == "codematch" else "direct code" for kind in sorted(kinds))
+    caption = (
+        f"An episode passes when its {score} is at least {report.pass_threshold:g} (--pass-threshold); a failed or "
+        "unscored one does not. pass@k: at least one of k epochs passes; pass^k: all k pass (each the mean over the "
+        "methods every epoch played of the unbiased estimator). Mean and 95% percentile bootstrap interval over each "
+        "epoch's scored episodes. Consistency: the share of methods whose outcome is the same in every epoch."
+    )
+    return TableData("epochs", "Repeated episodes (epochs)", columns, rows, caption)
 
 
 def _max_label(report: Report) -> str:

@@ -15,6 +15,7 @@ from .analyses import (
 )
 from .conduct import RunConduct
 from .data import RunData
+from .epochs import EpochSummary
 from .stats import BootstrapResult, ScoreStats
 from .use_analyses import Explorer, KnowledgeRow, TaskAccuracy
 
@@ -163,6 +164,9 @@ class Report:
             own description's code disagreed with what it saw.
         knowledge: Code match per combination of knowledge handed to the code writer (``score --knowledge``).
         tasks: Per task run, accuracy by hop count, with the documentation its tools were served with.
+        epochs: Per group of epochs (``eval --epochs``): pass@k, pass^k, each epoch's mean with its interval, and
+            outcome consistency.
+        pass_threshold: The code match at or above which an episode passes, for the epochs.
     """
 
     runs: list[RunData]
@@ -187,6 +191,8 @@ class Report:
     explorers: list[Explorer] = field(default_factory=list)
     knowledge: list[KnowledgeRow] = field(default_factory=list)
     tasks: list[TaskAccuracy] = field(default_factory=list)
+    epochs: list[EpochSummary] = field(default_factory=list)
+    pass_threshold: float = 0.8
 
     @property
     def unscored_rule(self) -> str:
