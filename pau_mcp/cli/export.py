@@ -1,5 +1,7 @@
-"""``pau-mcp export sft`` (the paper's SFT baselines as chat datasets) and ``pau-mcp export docs`` (an explorer's
-final descriptions as tool documentation), from recorded runs."""
+"""``pau-mcp export sft`` (the paper's SFT baselines as chat datasets), ``pau-mcp export docs`` (an explorer's
+final descriptions as tool documentation), and the results formats the field reads: ``export inspect`` (an Inspect
+AI log), ``export eee`` (Every Eval Ever records) and ``export hf-results`` (a Hugging Face model page's
+``.eval_results`` files), from recorded runs."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ __all__ = ["export"]
 
 @click.group()
 def export() -> None:
-    """Datasets and tool documentation from recorded runs."""
+    """Datasets, tool documentation and published results from recorded runs."""
 
 
 @export.command("sft")
@@ -100,3 +102,34 @@ def docs(run: str, output: Path | None, form: str, **values: object) -> None:
     click.echo(
         f"{count} method{'s' * (count != 1)} documented from run {run}{note if skipped else ''}{where}", err=True
     )
+
+
+@export.command("inspect")
+@click.argument("run")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("logs"),
+    show_default=True,
+    help="Directory for the .eval log (Inspect's own default log directory); `inspect view --log-dir DIR` shows it.",
+)
+@options("manifests", "db", "data_dir")
+def inspect_(run: str, out_dir: Path, **values: object) -> None:
+    """Write RUN as an Inspect AI evaluation log (.eval): one sample per episode, with every message, tool call and
+    result, the scores with their reasons, tokens and cost. An `eval --epochs` run's name writes its epochs as one log.
+
+    Needs the inspect extra: pip install 'pau-mcp[inspect]'.
+    """
+    settings = settings_from(values)
+    try:
+        from ..reports.inspect_log import write_inspect_log
+    except ImportError as exc:
+        raise click.ClickException(f"export inspect needs Inspect AI ({exc}): pip install 'pau-mcp[inspect]'") from None
+    from ..reports import ReportError
+
+    try:
+        path = write_inspect_log(run_store(settings), manifest_store(settings), run, out_dir)
+    except ReportError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"wrote {path} (open it with `inspect view --log-dir {out_dir}`)")
