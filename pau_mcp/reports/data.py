@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pau_mcp.contract import TASK_KIND
@@ -96,6 +97,7 @@ class MethodScores:
         coverage: Its exploration coverage, when measured (``pau-mcp coverage``; ``pau_mcp.scoring.coverage``).
         conduct: Its malformed actions, invalid arguments and refused calls, counted from its trajectory (None for a
             submission, which has none).
+        seconds: How long its last attempt took, start to end (None when not recorded).
     """
 
     method_id: str
@@ -109,6 +111,7 @@ class MethodScores:
     error: str | None = None
     coverage: dict[str, Any] | None = None
     conduct: Conduct | None = None
+    seconds: float | None = None
 
     @property
     def done(self) -> bool:
@@ -343,7 +346,16 @@ def _episode_scores(row: EpisodeRow) -> MethodScores:
         error=row.error,
         coverage=row.coverage,
         conduct=conduct_of(row.trajectory or []),
+        seconds=_seconds(row.started_at, row.finished_at),
     )
+
+
+def _seconds(started: str | None, finished: str | None) -> float | None:
+    """Seconds between two run store times (``...Z``), or None when either is missing."""
+    if not started or not finished:
+        return None
+    begin = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    return max(0.0, (datetime.fromisoformat(finished.replace("Z", "+00:00")) - begin).total_seconds())
 
 
 def _submission_scores(store: RunStore, run_id: int) -> tuple[tuple[MethodScores, ...], int]:

@@ -46,9 +46,12 @@ def pau(fake: FakeLLM, tmp_path: Path, *args: str) -> Any:
     )
 
 
-def scripted_run(tmp_path: Path, run: str, *extra: str) -> None:
-    """A paper-agent run of two builtin methods by the scripted model, scored by the judge and the code writer."""
+def scripted_run(
+    tmp_path: Path, run: str, *extra: str, model: str = "openai/agent", methods: tuple[str, ...] = TWO
+) -> None:
+    """A paper-agent run (of two builtin methods unless told) by the scripted model, scored by the judge and the code
+    writer."""
     with FakeLLM(responder=scripted) as fake:
-        result = pau(fake, tmp_path, "eval", "--model", "openai/agent", "--run", run, "--budget", "3", *SCORED, *TWO,
+        result = pau(fake, tmp_path, "eval", "--model", model, "--run", run, "--budget", "3", *SCORED, *methods,
                      *extra)  # fmt: skip
     assert result.exit_code == 0, result.output
