@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from .data import RunData, epoch_info
 from .stats import Interval, bootstrap_interval, pass_at_k, pass_hat_k
 
-__all__ = ["DEFAULT_THRESHOLD", "EpochRun", "EpochSummary", "epoch_summaries"]
+__all__ = ["DEFAULT_THRESHOLD", "EpochRun", "EpochSummary", "epoch_summaries", "method_means", "outcomes", "pass_hat"]
 
 #: Code match at or above which an episode passes: the report's own line between a success and a failure.
 DEFAULT_THRESHOLD = 0.8
@@ -124,6 +124,38 @@ def _summary(
     pass_hat = tuple(_mean([pass_hat_k(n, c, k) for c in passing]) for k in range(1, n + 1))
     consistency = sum(1 for c in passing if c in (0, n)) / len(passing) if passing else None
     return EpochSummary(group, kind, threshold, tuple(epochs), len(common), pass_at, pass_hat, consistency)
+
+
+def outcomes(runs: Sequence[RunData], threshold: float, kind: str = "codematch") -> dict[str, list[bool]]:
+    """Per method every run played, whether each run's episode passed (its counted ``kind`` at least ``threshold``;
+    a failed or unscored episode does not pass)."""
+    found: dict[str, list[bool]] = {}
+    for run in runs:
+        for method in run.methods:
+            value = run.counted(method, kind)
+            found.setdefault(method.method_id, []).append(value is not None and value >= threshold - _TOLERANCE)
+    return {method: passed for method, passed in found.items() if len(passed) == len(runs)}
+
+
+def pass_hat(runs: Sequence[RunData], threshold: float, kind: str = "codematch") -> float | None:
+    """pass^k over the methods every run played, k = the number of runs; None without any such method or any
+    ``kind`` recorded."""
+    if not runs or not any(m.status(kind) is not None for run in runs for m in run.methods):
+        return None
+    passing = [sum(passed) for passed in outcomes(runs, threshold, kind).values()]
+    k = len(runs)
+    return sum(pass_hat_k(k, c, k) for c in passing) / len(passing) if passing else None
+
+
+def method_means(runs: Sequence[RunData], kind: str) -> dict[str, float]:
+    """Each method's mean counted score of ``kind`` over ``runs`` (K epochs weigh a method once), by method id."""
+    found: dict[str, list[float]] = {}
+    for run in runs:
+        for method in run.methods:
+            value = run.counted(method, kind)
+            if value is not None:
+                found.setdefault(method.method_id, []).append(value)
+    return {method: sum(values) / len(values) for method, values in sorted(found.items())}
 
 
 def _mean(values: Sequence[float]) -> float:

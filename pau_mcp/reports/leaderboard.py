@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,8 +31,8 @@ from pau_mcp import __version__
 
 from .conduct import RunConduct, run_conduct
 from .data import RunData
-from .epochs import DEFAULT_THRESHOLD
-from .stats import Interval, bootstrap_interval, pass_hat_k
+from .epochs import DEFAULT_THRESHOLD, method_means, pass_hat
+from .stats import Interval, bootstrap_interval
 
 __all__ = ["SORTS", "Board", "BoardRow", "build_board", "board_json", "board_html", "write_board"]
 
@@ -42,8 +41,6 @@ SORTS: dict[str, bool] = {
     "codematch": True, "judge": True, "pass": True, "gap": False, "queries": False, "tokens": False, "cost": False,
     "time": False,
 }  # fmt: skip
-# Fractions are counts of matching tests: a value within this of the threshold is on it.
-_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -196,7 +193,7 @@ def build_board(
     if not groups:
         raise ValueError("none of these runs has evaluation episodes: a leaderboard ranks `pau-mcp eval` runs")
     origins = dict(variant_origins or {})
-    scores = {key: _method_scores(members, "codematch") for key, members in groups.items()}
+    scores = {key: method_means(members, "codematch") for key, members in groups.items()}
     rows = []
     for key, members in groups.items():
         model, agent, mode, protocol, suite = key
@@ -220,17 +217,6 @@ def _with(row: BoardRow, created: str | None, cutoff: str | None, variant_of: st
     return replace(row, suite_created=created, model_cutoff=cutoff, variant_of=variant_of, gap=gap)
 
 
-def _method_scores(runs: Sequence[RunData], kind: str) -> dict[str, float]:
-    """Each method's mean counted score of ``kind`` over the runs (K epochs weigh a method once)."""
-    found: dict[str, list[float]] = {}
-    for run in runs:
-        for method in run.methods:
-            value = run.counted(method, kind)
-            if value is not None:
-                found.setdefault(method.method_id, []).append(value)
-    return {m: math.fsum(v) / len(v) for m, v in sorted(found.items())}
-
-
 def _row(
     key: tuple[str, str, str, str, str], runs: Sequence[RunData], threshold: float, resamples: int, seed: int
 ) -> BoardRow:
@@ -238,8 +224,8 @@ def _row(
     methods = [m for run in runs for m in run.methods]
     done = [m for m in methods if m.done]
     finished = [m for m in methods if m.state in ("done", "failed")]
-    judge = _method_scores(runs, "judge")
-    codematch = _method_scores(runs, "codematch")
+    judge = method_means(runs, "judge")
+    codematch = method_means(runs, "codematch")
     epochs = _epochs(runs)
     queries = [m.queries for m in done if m.queries is not None]
     conduct = run_conduct([(m.state, m.queries, m.conduct) for m in methods], interactive=mode != "incontext")
@@ -248,7 +234,7 @@ def _row(
         epochs=epochs, episodes=len(methods), done=len(done), failed=sum(1 for m in methods if m.state == "failed"),
         judge=bootstrap_interval(list(judge.values()), resamples=resamples, seed=seed),
         codematch=bootstrap_interval(list(codematch.values()), resamples=resamples, seed=seed),
-        pass_hat=_pass_hat(runs, threshold), queries=sum(queries) / len(queries) if queries else None,
+        pass_hat=pass_hat(runs, threshold), queries=sum(queries) / len(queries) if queries else None,
         tokens=sum(m.input_tokens + m.output_tokens for m in finished), cost_usd=sum(m.cost_usd for m in finished),
         seconds=sum(m.seconds or 0.0 for m in finished), conduct=conduct,
     )  # fmt: skip
@@ -261,22 +247,6 @@ def _epochs(runs: Sequence[RunData]) -> int:
         for method in run.methods:
             counts[method.method_id] = counts.get(method.method_id, 0) + 1
     return max(counts.values(), default=0)
-
-
-def _pass_hat(runs: Sequence[RunData], threshold: float) -> float | None:
-    """pass^k over the methods every run played, k = the number of runs; None without any code match."""
-    if not any(m.status("codematch") is not None for run in runs for m in run.methods):
-        return None
-    outcomes: dict[str, list[bool]] = {}
-    for run in runs:
-        for method in run.methods:
-            value = run.counted(method, "codematch")
-            outcomes.setdefault(method.method_id, []).append(value is not None and value >= threshold - _TOLERANCE)
-    n = max((len(o) for o in outcomes.values()), default=0)
-    common = [sum(o) for o in outcomes.values() if len(o) == n]
-    if not common or n == 0:
-        return None
-    return sum(pass_hat_k(n, c, n) for c in common) / len(common)
 
 
 def _variant_suite_of(runs: Sequence[RunData], origins: Mapping[str, str]) -> str | None:
