@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_configs", "check_models", "connect_cluster", "demo", "epoch_lines", "evaluate", "execute", "overrides_of",
-    "ray_options",
+    "ray_options", "replayed",
     "score_errors", "score_kinds", "summary", "unpriced_note",
 ]  # fmt: skip
 
@@ -137,6 +137,13 @@ def connect_cluster(address: str | None, workers: int | None) -> Cluster | None:
     "only within the run that sampled them).",
 )
 @click.option(
+    "--replay",
+    "replay",
+    metavar="RUN",
+    help="Play the finished run RUN again from its recorded model replies and tool results (no model is asked, no "
+    "hidden function runs), score it again, and say whether every score is identical, or where it first differs.",
+)
+@click.option(
     "--epochs",
     type=click.IntRange(1, 100),
     default=1,
@@ -161,7 +168,8 @@ def connect_cluster(address: str | None, workers: int | None) -> Cluster | None:
 @options(*_EVAL_SETTINGS)
 def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurrency: int, limit: int,
              method_ids: tuple[str, ...], run_name: str | None, server: str | None, no_score: bool, no_cache: bool,
-             share_samples: bool, epochs: int, seed: int, retry_failed: bool, ray_address: str | None,
+             share_samples: bool, replay: str | None, epochs: int, seed: int, retry_failed: bool,
+             ray_address: str | None,
              ray_workers: int | None, **values: object) -> None:  # fmt: skip
     """Run an agent over a suite through the MCP server, submit, score, and store every trajectory.
 
@@ -174,6 +182,8 @@ def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurren
 
     settings = settings_from(values)
     show_llm_notices()
+    if replay is not None:
+        sys.exit(0 if replayed(settings, replay) else 1)
     if ray_address is not None and server:
         raise click.UsageError("--server and --ray do not mix: each Ray worker starts its own server; drop one")
     if mode == "tasks":
@@ -213,6 +223,49 @@ def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurren
     click.echo(f"see `pau-mcp report {config.run}`")
     if troubled:
         sys.exit(1)
+
+
+def replayed(settings: Settings, run: str) -> bool:
+    """Replay ``run`` from its record (``harness.replay``) and print the verdict; True when every score is identical."""
+    from ..harness.replay import replay_run
+    from ..harness.runner import EvalError
+    from ..scoring import Scorer
+
+    say = step_printer()
+    say(f"replaying run {run} from its recorded replies and tool results")
+    scorer = Scorer.from_settings(settings, progress=say)
+
+    async def main() -> object:
+        try:
+            return await replay_run(settings, run, scorer)
+        finally:
+            await scorer.aclose()
+
+    try:
+        result = eventloop.run(main)
+    except EvalError as exc:
+        raise click.ClickException(str(exc)) from None
+    from ..harness.replay import ReplayResult
+
+    assert isinstance(result, ReplayResult)
+    for method, why in result.skipped:
+        err.print(f"not replayed: {method} ({why})")
+    if result.identical:
+        click.echo(
+            f"replay of {run}: identical: {result.episodes} episodes played again step for step, all "
+            f"{result.scores} scores the same"
+        )
+        return True
+    first = result.differences[0]
+    where = f"step {first.step}" if first.step is not None else "its scores"
+    click.echo(
+        f"replay of {run}: differs in {len(result.differences)} of {result.episodes} episodes; first in "
+        f"{first.method_id} at {where}: {first.what}"
+    )
+    for other in result.differences[1:10]:
+        shown = f"step {other.step}" if other.step is not None else "its scores"
+        click.echo(f"  also {other.method_id} at {shown}: {other.what}")
+    return False
 
 
 def _epochs(config: EvalConfig, epochs: int, seed: int) -> list[EvalConfig]:
