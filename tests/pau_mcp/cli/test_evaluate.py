@@ -306,7 +306,10 @@ def test_a_run_whose_agent_never_acts_counts_its_malformed_actions_and_says_no_e
         main, ["report", "r", "--csv", str(table), "--db", str(tmp_path / "runs.db")], catch_exceptions=False
     )
     assert reported.exit_code == 0, reported.output
-    assert "Run r: every one of its 2 done episodes made zero queries (6 malformed actions)." in reported.output
+    # The notes are folded to the terminal's width: read them as one line.
+    assert "Run r: every one of its 2 done episodes made zero queries (6 malformed actions)." in " ".join(
+        reported.output.split()
+    )
     with table.open(newline="") as handle:
         (row,) = list(csv.DictReader(handle))
     assert (row["malformed_actions"], row["zero_query_episodes"], row["refusals"]) == ("6", "2", "0")
