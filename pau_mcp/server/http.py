@@ -47,7 +47,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from typing_extensions import override
 
 from ..listening import is_loopback
+from ..oauth import SignIn
 from .card import card_endpoint
+from .signin import needed_scope
 from .wire import oversized, refusal
 
 __all__ = ["BUSY_BODY", "BodyGate", "BoundedSessions", "HostGate", "SessionOwner", "http_app"]
@@ -427,7 +429,7 @@ def http_app(
     server: Server[Any], *, bound: str, stateless: bool, message_bytes: int, max_sessions: int,
     session_idle_s: float, allowed_hosts: Iterable[str] = (), token_verifier: Any = None,
     on_session_end: Callable[[str], None] | None = None, sessions_per_credential: int | None = None,
-    session_owner: SessionOwner | None = None, handshake_streams: bool = False,
+    session_owner: SessionOwner | None = None, handshake_streams: bool = False, signin: SignIn | None = None,
 ) -> ASGIApp:  # fmt: skip
     """The Streamable HTTP app at ``/mcp``, with every limit above but the connection guard.
 
@@ -448,6 +450,8 @@ def http_app(
         session_owner: The credential a request that opens a session speaks for (``app.session_owner``).
         handshake_streams: Answer handshake-era requests on a stream (SSE), so that a tool can send progress and
             log messages and put requests to its client before it answers (the fixture suites' tools do).
+        signin: Sign-in (``--auth oauth``) in place of ``token_verifier``: its gate in front of ``/mcp`` (which still
+            takes the main token and session tokens) and its metadata routes.
     """
     manager = BoundedSessions(
         on_session_end=on_session_end,
@@ -471,11 +475,16 @@ def http_app(
         ]
         # The body is read only once the token is checked: anonymous clients cannot make the server buffer.
         endpoint = RequireAuthMiddleware(endpoint, ["pau"], None)
-    routes = [
-        Route("/mcp", endpoint=endpoint),
-        # Discovery before connecting (the experimental Server Card): no credential needed, no tool named.
-        Route("/server-card", endpoint=card_endpoint(server, token_verifier is not None), methods=["GET"]),
-    ]
+    routes = [Route("/mcp", endpoint=endpoint)]
+    if signin is not None:
+        # The body is read only once the token is checked, as above.
+        routes = [
+            Route("/mcp", endpoint=signin.protect(AuthContextMiddleware(endpoint), needed_scope)),
+            *signin.routes(),
+        ]
+    # Discovery before connecting (the experimental Server Card): no credential needed, no tool named.
+    card = card_endpoint(server, token_verifier is not None or signin is not None)
+    routes.append(Route("/server-card", endpoint=card, methods=["GET"]))
     app = Starlette(routes=routes, middleware=middleware, lifespan=lambda _: manager.run())
     # Outermost, so that a rebound request is refused before authentication.
     return HostGate(app, bound, allowed_hosts)
