@@ -202,11 +202,14 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def background(maker: SandboxMaker) -> SandboxMaker:
-    """A maker of ``BackgroundSandbox`` es around ``maker`` (what a stdio server starts with)."""
+    """``maker``, but a ``BackgroundSandbox`` while the guest component is not built (what a stdio server starts
+    with): with a built one the sandbox starts at once, as always, and its first calls run in the order they came."""
 
     def make(
         settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
     ) -> SandboxInterface:
+        if artifacts(settings.cache_dir).built:
+            return maker(settings, progress=progress, processes=processes)
         return BackgroundSandbox(settings, maker, progress, processes)
 
     return make
