@@ -43,7 +43,7 @@ from wasm_runtime.engines import NUMPY_INSTALL_HINT
 from ..llm import LLMClient, LLMError
 from ..manifests import Case, GoldCheck, ManifestStore, Method, Provenance, Suite, SuiteInfo, Tags, call_text
 from ..manifests.checks import check_method, freeze_method, source_arity
-from ..manifests.importers import ENTRY, Anonymised, CannotAnonymise, Progress, anonymise
+from ..manifests.importers import ENTRY, Anonymised, CannotAnonymise, Progress, anonymise, slice_function
 from ..manifests.importers.common import method_name, no_progress, prepare_target
 from ..scoring import write_code
 from ..scoring.coverage import source_shape, trace_limits, traced_parts
@@ -171,6 +171,31 @@ def side_effects(source: str) -> str | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("open", "__import__"):
             return f"it calls {node.func.id}()"
     return None
+
+
+def _own_source(item: Item) -> tuple[str, str]:
+    """The item's function and only the module-level code it reaches, and what the read step says of it.
+
+    A source that cannot be sliced (it does not parse, or lacks the function) is left whole: the anonymiser then
+    refuses it with its own reason.
+    """
+    try:
+        cut = slice_function(item.source, item.entry)
+    except CannotAnonymise:
+        return item.source, ""
+    said = ""
+    if cut.whole:
+        said = "; it reads globals(), vars(), eval() or exec(), so the whole module is kept"
+    elif cut.kept or cut.left_out:
+        said = f"; reaches {_names(cut.kept)}; leaves out {_names(cut.left_out)}"
+    return cut.source, said
+
+
+def _names(names: Sequence[str]) -> str:
+    if not names:
+        return "nothing else"
+    shown = ", ".join(names[:8])
+    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
 
 def _with_validator(source: str, validator: str, params: list[str]) -> str:
@@ -402,16 +427,18 @@ class _Creator:
         o = self.options
         if item.problem:
             return _Refused("read", "unreadable", item.problem)
+        own, reaches = _own_source(item)
         record.ok(
             "read",
-            f"{item.entry}; {len(item.inputs)} inputs and {'a' if item.docs else 'no'} description from the source",
+            f"{item.entry}; {len(item.inputs)} inputs and {'a' if item.docs else 'no'} description from the source"
+            + reaches,
         )
-        touches = side_effects(item.source)
+        touches = side_effects(own)
         if touches:
             return _Refused("side-effects", "side-effects", touches)
-        record.ok("side-effects", "none found")
+        record.ok("side-effects", "none found in what it reaches")
         try:
-            anonymous = anonymise(item.source, item.entry)
+            anonymous = anonymise(own, item.entry)
         except CannotAnonymise as exc:
             return _Refused("anonymise", "cannot-anonymise", str(exc))
         record.ok("anonymise", f"{item.entry} -> test_func, {len(anonymous.params)} parameters, docstrings dropped")

@@ -1,8 +1,9 @@
 """Your own Python functions as a suite: benchmark agents on your APIs.
 
 Every top-level public function (no leading ``_``) of a ``.py`` file, or of
-each ``.py`` file directly in a folder, becomes a method; its file is its
-source, so helpers and imports come along. Descriptions come from docstrings,
+each ``.py`` file directly in a folder, becomes a method; its source is the
+function and the module-level code it reaches (helpers, constants, imports:
+``slicing``), so siblings it never uses stay out. Descriptions come from docstrings,
 or from a sidecar ``<stem>.descriptions.json`` (function name -> text), which
 wins. Inputs come from ``--inputs FILE`` or a sidecar ``<stem>.inputs.json``:
 function name (or ``<stem>.<name>``) -> list of argument literals, in the
@@ -36,6 +37,7 @@ from .common import (
     split_probes,
     suite_name_from,
 )
+from .slicing import slice_function
 
 __all__ = ["import_python", "public_functions"]
 
@@ -176,7 +178,7 @@ def import_python(
         items.append(Draft(
             key=key,
             name=method_name("f", position, len(found)),
-            source=text,
+            source=slice_function(text, function).source,
             entry=function,
             description=description,
             examples=examples,
