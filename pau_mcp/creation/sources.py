@@ -30,12 +30,14 @@ from wasm_runtime import parse_python
 from ..manifests import call_arguments
 from ..manifests.importers import DatasetUnavailable, description_from_docstring, docstring_of
 from ..manifests.importers.humaneval import candidate_inputs
-from ..manifests.importers.python_files import public_functions
+from ..manifests.importers.python_files import public_functions, python_files, read_python
+from ..userfiles import UnreadableFile, printable, read_text
 
 __all__ = ["DATASETS", "Dataset", "Item", "Source", "load_source"]
 
 #: Longest argument literal taken from a dataset (a manifest case holds at most 64 KiB).
 MAX_INPUT_CHARS = 16 * 1024
+_MAX_SIDECAR_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -339,27 +341,34 @@ def _rows(dataset: Dataset, path: Path | None, cache_dir: Path) -> Any:
 
 
 def _python_items(path: Path) -> tuple[list[Item], str]:
-    """Every public function of a .py file, or of each .py file directly in a folder."""
-    if path.is_file():
-        if path.suffix != ".py":
-            raise DatasetUnavailable(f"{path}: not a .py file, nor one of the datasets ({', '.join(DATASETS)})")
-        files = [path]
-    elif path.is_dir():
-        files = sorted(p for p in path.glob("*.py") if p.is_file())
-        if not files:
-            raise DatasetUnavailable(f"{path}: no .py files in this folder")
-    else:
-        raise DatasetUnavailable(f"{path}: no such file or folder, nor one of the datasets ({', '.join(DATASETS)})")
+    """Every public function of a .py file, or of each .py file directly in a folder.
+
+    A file that cannot be read safely (a link leading out of the folder, something that is not a regular file or
+    not UTF-8 text, one over ``MAX_SOURCE_BYTES``) becomes an unreadable item with the reason, and nothing of it
+    is read.
+    """
+    try:
+        files, folder = python_files(path)
+    except DatasetUnavailable as exc:
+        if path.is_dir():
+            raise
+        raise DatasetUnavailable(f"{exc}, nor one of the datasets ({', '.join(DATASETS)})") from None
+    beside = folder or path.parent
     items: list[Item] = []
     for file in files:
-        text = file.read_text(encoding="utf-8")
-        descriptions = _sidecar(file, "descriptions")
-        inputs = _sidecar(file, "inputs")
+        try:
+            text = read_python(file, folder)
+        except UnreadableFile as exc:
+            items.append(Item(file.name, len(items), "", "", problem=str(exc)))
+            continue
+        descriptions = _sidecar(file, "descriptions", beside)
+        inputs = _sidecar(file, "inputs", beside)
         try:
             names = public_functions(text)
-        except SyntaxError as exc:
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
             items.append(
-                Item(file.name, len(items), text, "", problem=f"does not parse: {exc.msg} (line {exc.lineno})")
+                Item(file.name, len(items), text, "", problem=f"does not parse: {getattr(exc, 'msg', exc)}{where}")
             )
             continue
         for name in names:
@@ -372,16 +381,18 @@ def _python_items(path: Path) -> tuple[list[Item], str]:
     return items, str(path)
 
 
-def _sidecar(file: Path, what: str) -> dict[str, Any]:
+def _sidecar(file: Path, what: str, inside: Path) -> dict[str, Any]:
     path = file.with_name(f"{file.stem}.{what}.json")
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DatasetUnavailable(f"{path}: cannot read it as JSON ({exc})") from None
+        data = json.loads(read_text(path, limit=_MAX_SIDECAR_BYTES, inside=inside))
+    except UnreadableFile as exc:
+        raise DatasetUnavailable(printable(str(exc))) from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise DatasetUnavailable(printable(f"{path}: cannot read it as JSON ({exc})")) from None
     if not isinstance(data, dict):
-        raise DatasetUnavailable(f"{path}: must map function names to {what}")
+        raise DatasetUnavailable(printable(f"{path}: must map function names to {what}"))
     return data
 
 
