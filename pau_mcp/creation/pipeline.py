@@ -20,7 +20,7 @@ import json
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ import anyio
 import anyio.abc
 
 from wasm_runtime import (
+    FUEL_PER_SECOND,
     Limits,
     Outcome,
     Sandbox,
@@ -75,6 +76,11 @@ _SYSTEM_MODULES = frozenset(
      "ftplib", "smtplib", "ctypes", "multiprocessing", "webbrowser", "signal"}
 )  # fmt: skip
 _PLACEHOLDER = "(the gold description is written after the tests are chosen)"
+#: A change is first run with this many times the CPU of the original's slowest input, and at least this much: a
+#: change that makes a loop endless (``n //= 3`` -> ``n *= 3``) cost the full time limit on every input of every try.
+_BUDGET_FACTOR = 50
+_BUDGET_FLOOR_S = 0.01
+_OVER_BUDGET = frozenset({Status.TIMEOUT, Status.MEMORY, Status.OUTPUT_LIMIT})
 _MAX_TOKENS = {"validator": 800, "inputs": 2000, "gold": 500}
 
 
@@ -269,9 +275,15 @@ class _Creator:
         return reply.text
 
     async def run(
-        self, source: str, inputs: Sequence[str], *, fresh: bool = False, trace: bool = False
+        self,
+        source: str,
+        inputs: Sequence[str],
+        *,
+        fresh: bool = False,
+        trace: bool = False,
+        limits: Limits | None = None,
     ) -> list[Outcome]:
-        limits = trace_limits(self.limits) if trace else self.limits
+        limits = limits or (trace_limits(self.limits) if trace else self.limits)
         call = partial(self.sandbox.run, source, list(inputs), entry=ENTRY, limits=limits, fresh=fresh, trace=trace)
         return await anyio.to_thread.run_sync(call)
 
@@ -512,19 +524,18 @@ class _Creator:
             return record
         cases = [*method.examples, *method.tests]
         inputs = [c.input for c in cases]
-        same = 0
+        budget = _behaviour_limits(self.limits, await self.run(method.source, inputs))
+        same = slow = 0
         last: _Refused | None = None
         for candidate in tried:
             record.ok("variant", f"{candidate.kind}: {candidate.change}")
-            outcomes = await self.run(candidate.source, inputs)
-            differ = sum(
-                not outcomes_match(c.frozen_outcome().outcome(), got) for c, got in zip(cases, outcomes, strict=True)
-            )
-            if not differ:
-                record.fail("behaviour", f"the same on all {len(inputs)} of the original's inputs")
+            pool = await self.behaviour(record, candidate.source, cases, budget)
+            if pool is None:
                 same += 1
                 continue
-            record.ok("behaviour", f"differs on {differ} of the original's {len(inputs)} inputs")
+            if not pool:
+                slow += 1
+                continue
             name = method_name("v", position, count) + (f"-{len(record.methods) + 1}" if o.per_method > 1 else "")
             original = method.provenance
             work = _Work(
@@ -532,7 +543,7 @@ class _Creator:
                 source=candidate.source,
                 header=method.header,
                 params=method.params,
-                pool=inputs,
+                pool=pool,
                 provenance={
                     "dataset": f"variants of {method.suite}", "original_id": original.original_id,
                     "original_name": original.original_name, "license": original.license, "url": original.url,
@@ -552,13 +563,48 @@ class _Creator:
                 break
         if not record.methods:
             if last is None:
+                overran = f"; {slow} more ran out of time on every input" if slow else ""
                 record.refuse(
                     "behaviour", "same-behaviour",
-                    f"all {same} changes tried ({available} possible, --tries {o.tries}) behave like the original on its {len(inputs)} inputs",
+                    f"all {same} changes tried ({available} possible, --tries {o.tries}) behave like the original on its {len(inputs)} inputs{overran}",
                 )  # fmt: skip
             else:
                 record.refuse(last.step, last.reason, last.detail)
         return record
+
+    async def behaviour(self, record: Record, source: str, cases: Sequence[Case], budget: Limits) -> list[str] | None:
+        """Run a change on the original's inputs within ``budget``: the inputs it answers in time, or None when it
+        behaves like the original on all of them ([] when it answers none in time).
+
+        An input that runs out of the budget (a loop the change no longer ends, work it makes explode) is left out
+        of the variant rather than run to the full limit again and again.
+        """
+        inputs = [c.input for c in cases]
+        outcomes = await self.run(source, inputs, limits=budget)
+        late = {i for i, got in enumerate(outcomes) if got.status in _OVER_BUDGET}
+        differ = sum(
+            i not in late and not outcomes_match(c.frozen_outcome().outcome(), got)
+            for i, (c, got) in enumerate(zip(cases, outcomes, strict=True))
+        )
+        overran = f"; {len(late)} ran out of its time budget and are left out" if late else ""
+        if len(late) == len(inputs):
+            record.fail("behaviour", f"ran out of its time budget on all {len(inputs)} of the original's inputs")
+            return []
+        if not differ:
+            record.fail("behaviour", f"the same on all {len(inputs) - len(late)} of the original's inputs{overran}")
+            return None
+        record.ok("behaviour", f"differs on {differ} of the original's {len(inputs)} inputs{overran}")
+        return [text for i, text in enumerate(inputs) if i not in late]
+
+
+def _behaviour_limits(limits: Limits, original: Sequence[Outcome]) -> Limits:
+    """The limits a change is first run under: ``_BUDGET_FACTOR`` times the fuel of the original's slowest input
+    that ended by itself (returned or raised), at least ``_BUDGET_FLOOR_S`` of CPU, at most the run's own limits."""
+    spent = [o.fuel for o in original if o.status in (Status.OK, Status.ERROR)]
+    if not spent:
+        return limits
+    budget = max(int(_BUDGET_FLOOR_S * FUEL_PER_SECOND), _BUDGET_FACTOR * max(spent))
+    return limits if budget >= limits.fuel_budget else replace(limits, fuel=budget)
 
 
 async def _drive(
