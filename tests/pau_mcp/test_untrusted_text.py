@@ -25,9 +25,10 @@ import pytest
 from pau_mcp.contract import label_problem
 from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
+from pau_mcp.creation.tasks import unstated_input
 from pau_mcp.grammar import read_input, read_reflection, visible_text
 from pau_mcp.llm.replies import split_thinking
-from pau_mcp.manifests import placeholders
+from pau_mcp.manifests import TaskStep, placeholders
 from pau_mcp.manifests.importers.codearc import _printed
 from pau_mcp.manifests.importers.common import description_from_docstring
 from pau_mcp.protocol import cut_at_stop, reference_triples
@@ -66,6 +67,12 @@ class Case:
 
 def _times(unit: str, size: int, prefix: str = "", suffix: str = "") -> str:
     return prefix + unit * max(1, -(-(size - len(prefix) - len(suffix)) // len(unit))) + suffix
+
+
+_STEPS = [
+    TaskStep(method="m/a", input="(57, 'Banana split', [1, -2, 3.5], {'k': None})"),
+    TaskStep(method="m/b", input="($1, True, '')"),
+]
 
 
 def _nested_calls(size: int) -> str:
@@ -209,6 +216,12 @@ CASES = [
     Case("read_description: a label and blanks", read_description, lambda n: _times(" ", n, "**Description**:", "x")),
     Case("python_blocks: opening fences, never closed", _python_blocks, lambda n: _times("```python\n", n)),
     Case("python_blocks: opening fences without a line end", _python_blocks, lambda n: _times("```python", n)),
+    # A question a model wrote for `create --tasks-for`, checked for the inputs its chain needs.
+    Case("unstated_input: one long number", lambda text: unstated_input(text, _STEPS), lambda n: _times("1", n)),
+    Case("unstated_input: signs and digits", lambda text: unstated_input(text, _STEPS), lambda n: _times("-1", n)),
+    Case("unstated_input: decimal points", lambda text: unstated_input(text, _STEPS), lambda n: _times("1.", n)),
+    Case("unstated_input: exponents", lambda text: unstated_input(text, _STEPS), lambda n: _times("1e-", n)),
+    Case("unstated_input: near misses", lambda text: unstated_input(text, _STEPS), lambda n: _times("Banana spli", n)),
     # A task's step inputs (a suite's tasks, possibly written by a model through `create --tasks-for`).
     Case("placeholders: dollar signs", placeholders, lambda n: _times("$", n)),
     Case("placeholders: placeholders only", placeholders, lambda n: _times("$1", n)),
