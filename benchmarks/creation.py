@@ -109,21 +109,21 @@ def export(ref: str, into: Path) -> Path:
     return into
 
 
-def run_stage(name: str, code: Path | None, env: dict[str, str], args: list[str]) -> Stage:
+def run_stage(name: str, code: Path | None, env: dict[str, str], args: list[str], logs: Path) -> Stage:
     """One `pau-mcp create ... --json` with the code of ``code`` (None: this checkout), measured with wait4."""
     command = [sys.executable, "-m", "pau_mcp", "create", *args, "--model", MODEL, "--no-cache", "--json"]
     stage_env = {**env, "PYTHONPATH": str(code)} if code is not None else env
+    out, err = logs / f"{len(list(logs.glob('*.out')))}.out", logs / f"{len(list(logs.glob('*.err')))}.err"
     started = time.perf_counter()
-    child = subprocess.Popen(
-        command, env=stage_env, cwd=code or ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
-    assert child.stdout is not None
-    out = child.stdout.read()
-    _, status, usage = os.wait4(child.pid, 0)
+    with out.open("w") as stdout, err.open("w") as stderr:
+        child = subprocess.Popen(command, env=stage_env, cwd=code or ROOT, stdout=stdout, stderr=stderr)
+        _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
-    if not out.strip().startswith("{"):
-        raise SystemExit(f"{name}: pau-mcp create exited {status} without a report")
-    report = json.loads(out)
+    try:
+        report = json.loads(out.read_text())
+    except json.JSONDecodeError:
+        tail = err.read_text()[-2000:]
+        raise SystemExit(f"{name}: pau-mcp create ended with status {status} without a whole report:\n{tail}") from None
     tries = sum(1 for r in report["records"] for s in r["steps"] if s["step"] == "variant")
     return Stage(
         name, usage.ru_utime + usage.ru_stime, wall, report["functions"], len(report["kept"]), tries
@@ -141,10 +141,17 @@ def stages(code: Path | None, work: Path, url: str, limit: int | None) -> list[S
                    capture_output=True)  # fmt: skip
     suites = str(work / "suites")
     limited = ["--limit", str(limit)] if limit else []
+    logs = work / "logs"
+    logs.mkdir(parents=True)
+    folder = str(work.parent / "folder")
     return [
-        run_stage("create FOLDER", code, env, [str(work.parent / "folder"), "--suite", "files", "--manifests", suites]),
-        run_stage("variants of FOLDER's suite", code, env, ["--variants-of", "files", "--manifests", suites, *limited]),
-        run_stage("variants of builtin", code, env, ["--variants-of", "builtin", "--manifests", suites, *limited]),
+        run_stage("create FOLDER", code, env, [folder, "--suite", "files", "--manifests", suites], logs),
+        run_stage(
+            "variants of FOLDER's suite", code, env, ["--variants-of", "files", "--manifests", suites, *limited], logs
+        ),
+        run_stage(
+            "variants of builtin", code, env, ["--variants-of", "builtin", "--manifests", suites, *limited], logs
+        ),
     ]
 
 

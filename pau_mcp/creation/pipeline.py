@@ -21,6 +21,7 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from wasm_runtime import (
 )
 from wasm_runtime.engines import NUMPY_INSTALL_HINT
 
+from ..freshness import suite_day
 from ..llm import LLMClient, LLMError
 from ..manifests import Case, GoldCheck, ManifestStore, Method, Provenance, Suite, SuiteInfo, Tags, call_text
 from ..manifests.checks import check_method, freeze_method, source_arity
@@ -81,6 +83,7 @@ _PLACEHOLDER = "(the gold description is written after the tests are chosen)"
 _BUDGET_FACTOR = 50
 _BUDGET_FLOOR_S = 0.01
 _OVER_BUDGET = frozenset({Status.TIMEOUT, Status.MEMORY, Status.OUTPUT_LIMIT})
+_DATED_BY = {"git": "its file's first git commit", "mtime": "its file's modification time: git does not know it"}
 _MAX_TOKENS = {"validator": 800, "inputs": 2000, "gold": 500}
 
 
@@ -103,6 +106,7 @@ class CreateOptions:
         per_method: For variants: variants wanted per original.
         tries: For variants: most changes tried per original.
         split: ``test`` or ``train``.
+        after: Only functions first published after this day (ISO ``YYYY-MM-DD``; ``create --after``).
         limits: Sandbox limits.
         jobs: Functions worked on at once.
     """
@@ -121,12 +125,13 @@ class CreateOptions:
     per_method: int = 1
     tries: int = 10
     split: str = "test"
+    after: str | None = None
     limits: Limits | None = None
     jobs: int = 4
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the first (JSON-ready; not the limits or the concurrency)."""
-        fields = {k: v for k, v in self.__dict__.items() if k not in ("limits", "jobs")}
+        fields = {k: v for k, v in self.__dict__.items() if k not in ("limits", "jobs") and (k != "after" or v)}
         same: dict[str, Any] = json.loads(json.dumps(fields))  # tuples as lists, as they come back from the file
         return same
 
@@ -443,7 +448,8 @@ class _Creator:
         record.ok(
             "read",
             f"{item.entry}; {len(item.inputs)} inputs and {'a' if item.docs else 'no'} description from the source"
-            + reaches,
+            + reaches
+            + (f"; first published {item.published} ({_DATED_BY[item.dated_by]})" if item.dated_by else ""),
         )
         touches = side_effects(own)
         if touches:
@@ -469,6 +475,8 @@ class _Creator:
                 "original_id": item.key,
                 "original_name": anonymous.original_name if anonymous.original_name != ENTRY else None,
                 "url": source.url,
+                "published": item.published,
+                "dated_by": item.dated_by,
             },
             docs=_docs_with_names(item.docs, anonymous) if item.docs else None,
             context=item.context,
@@ -710,8 +718,12 @@ async def create_suite(
     async def work(position: int) -> Record:
         return await creator.function(source.items[position], source, suite, count)
 
+    if source.after is not None:
+        report.notes.append(_dated_note(source))
     await _drive(keys, work, state, report, progress or no_progress, f"creating {suite}", options.jobs)
     _account(report, llm)
+    kept = {r.key for r in report.records if r.kept}
+    days = [item.published for item in source.items if item.key in kept and item.published is not None]
     info = SuiteInfo(
         name=suite,
         description=(
@@ -720,9 +732,27 @@ async def create_suite(
         ),
         dataset=source.name,
         url=source.url,
+        created=datetime.now(UTC),
+        models=list(dict.fromkeys([options.model, options.coder_model])),
+        after=source.after,
+        first_published=min(days) if days else None,
+        public_source=source.url is not None,
     )
     _write(report, store, root, info, replace)
     return report
+
+
+def _dated_note(source: Source) -> str:
+    """What ``--after`` took and left out, and how the days were known."""
+    how = ", ".join(
+        f"{n} dated by {_DATED_BY[by].split(':')[0]}" + (" (not in git)" if by == "mtime" else "")
+        for by, n in sorted(source.dated.items())
+    )
+    return (
+        f"--after {source.after}: {len(source.items)} functions first published after it"
+        + (f" ({how})" if how else "")
+        + f"; {source.older} left out as first published on or before it"
+    )
 
 
 async def create_variants(
@@ -775,6 +805,8 @@ async def create_variants(
         [m.id for m in chosen], work, state, report, progress or no_progress, f"varying {original}", options.jobs
     )
     _account(report, llm)
+    origin = store.suite(original).info
+    day, _ = suite_day(origin)  # a variant is no newer than the function it was made from
     info = SuiteInfo(
         name=suite,
         description=(
@@ -782,6 +814,11 @@ async def create_variants(
             f"{options.model}, checked by {options.coder_model} at {options.gold_min_match:.0%}."
         ),
         dataset=label,
+        created=datetime.now(UTC),
+        models=list(dict.fromkeys([options.model, options.coder_model])),
+        after=origin.after,
+        first_published=day,
+        public_source=day is None,
     )
     _write(report, store, root, info, replace)
     return report

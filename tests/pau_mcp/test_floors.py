@@ -21,8 +21,9 @@ FLOORS: dict[int, tuple[str, ...]] = {
         "grammar", "rules", "contract"),
     # Suites on disk, the one LLM client layer, prompts and the protocols built on them.
     2: ("manifests", "llm", "prompts", "protocol", "knowledge"),
-    # The server and the scorer (siblings: neither imports the other), suite creation, served documentation.
-    3: ("server", "scoring", "creation", "documentation"),
+    # The server and the scorer (siblings: neither imports the other), suite creation, served documentation, and
+    # whether a model's score on a suite is fresh.
+    3: ("server", "scoring", "creation", "documentation", "freshness"),
     # The one run driver.
     4: ("runs",),
     # What runs and reads runs: the harness, the RL environment, the reports.
