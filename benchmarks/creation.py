@@ -159,7 +159,7 @@ def table(current: list[Stage], baseline: list[Stage] | None, ref: str | None) -
     head = "| stage | functions | kept | tries | CPU | CPU per function | CPU per kept |"
     rule = "|---|---|---|---|---|---|---|"
     if baseline is not None:
-        head += f" CPU per kept at `{ref}` | ratio |"
+        head += f" CPU per kept at `{(ref or '')[:12]}` | ratio |"
         rule += "---|---|"
     lines = [head, rule]
     for position, stage in enumerate(current):
@@ -206,9 +206,10 @@ def main() -> None:
     variants = current[-1]
     verdict = "met" if variants.per_kept < TARGET_S else "NOT met"
     note = (
-        f"\n\nMachine: {platform.machine()}, {os.cpu_count()} cores, load average up to {load:.1f} while it ran "
-        f"(other work shared the cores; CPU time is this process's own). Target: the variant step under "
-        f"{TARGET_S:.0f} s of CPU per kept variant on the builtin suite: **{verdict}** ({variants.per_kept:.2f} s)."
+        f"\n\nMeasured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} cores, load average up to {load:.1f} while it ran (other work shared the cores; the CPU "
+        f"counted is each `pau-mcp create` process's own). Target: the variant step under {TARGET_S:.0f} s of CPU per "
+        f"kept variant on the builtin suite: **{verdict}** ({variants.per_kept:.2f} s)."
     )
     print(body + note)
     if options.write:
