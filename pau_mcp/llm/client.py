@@ -39,7 +39,11 @@ from .replies import Completion, Reply
 __all__ = ["LLMClient"]
 
 _log = logging.getLogger("pau_mcp.llm")
-_FATAL = {401, 403, 404}  # every later request would fail the same way: stop a batch instead of recording N errors
+_FATAL = {401, 403, 404}
+#: Providers whose API takes a sampling ``seed`` in the request body (Anthropic's refuses unknown fields).
+_SEEDED_PROVIDERS = frozenset(
+    {"openai", "azure"}
+)  # every later request would fail the same way: stop a batch instead of recording N errors
 _MAX_RETRY_AFTER_S = 300.0
 _PROVIDER_TYPES: dict[str, type[Provider]] = {
     "openai": OpenAIProvider,
@@ -70,6 +74,9 @@ class LLMClient:
             same sample. None: sampled replies are neither read from nor written to the cache.
         share_samples: Replay sampled replies across runs too, as replies at temperature 0 are (asked for by
             ``--share-samples``): the first sample any run drew for the same request.
+        seed: A sampling seed for every request (one epoch of ``eval --epochs``): sent as the request's ``seed``
+            where the provider's API takes one (OpenAI's and compatible servers, Azure's), and always part of the
+            cache key, so a reply is never replayed under another seed. None: no seed.
 
     Example:
         >>> client = LLMClient(cache_path=Path("llm-cache.db"))
@@ -91,6 +98,7 @@ class LLMClient:
         max_backoff_s: float = 60.0,
         sample_scope: str | None = None,
         share_samples: bool = False,
+        seed: int | None = None,
     ) -> None:
         self.env = dict(os.environ if env is None else env)
         self.cache_path = cache_path
@@ -103,6 +111,7 @@ class LLMClient:
         self.max_backoff_s = max_backoff_s
         self.sample_scope = sample_scope
         self.share_samples = share_samples
+        self.seed = seed
         self.spend = Spend()
         self._cache: ResponseCache | None = None
         self._providers: dict[str, Provider] = {}
@@ -118,9 +127,11 @@ class LLMClient:
         *,
         sample_scope: str | None = None,
         share_samples: bool = False,
+        seed: int | None = None,
     ) -> LLMClient:
         """A client configured by ``Settings``: cache in ``DATA_DIR/llm-cache.db`` unless ``use_cache`` is False;
-        sampled replies cached within ``sample_scope`` (a run's name), or across runs with ``share_samples``."""
+        sampled replies cached within ``sample_scope`` (a run's name), or across runs with ``share_samples``; every
+        request under ``seed`` when given."""
         return cls(
             env=env,
             cache_path=settings.data_dir / "llm-cache.db" if use_cache else None,
@@ -131,6 +142,7 @@ class LLMClient:
             retries=settings.llm_retries,
             sample_scope=sample_scope,
             share_samples=share_samples,
+            seed=seed,
         )
 
     def provider(self, model: str) -> Provider:
@@ -243,8 +255,10 @@ class LLMClient:
             LLMNotConfigured: the model string, key or SDK is missing, or the effort is not one of the above.
             LLMError: the provider refused the request, or kept failing after every retry.
         """
-        _, name = parse_model(model)
+        provider_name, name = parse_model(model)
         provider = self.provider(model)
+        if self.seed is not None and provider_name in _SEEDED_PROVIDERS:
+            extra = {"seed": self.seed, **(extra or {})}
         request = Request(
             messages=messages,
             tools=tools,
@@ -259,6 +273,8 @@ class LLMClient:
         provider.ready()
         body = provider.body(name, request)
         where = shared = provider.scope(request)
+        if self.seed is not None:  # whether sent or not, a reply drawn under one seed is never another seed's
+            where = shared = f"{where} seed {self.seed}"
         # Sampled: a temperature above 0 asked for, or none asked of a model that takes one (the provider's default
         # samples). A model that takes no temperature gets the same request either way, so the caller's 0 decides.
         sampled = temperature > 0 if temperature is not None else request.capabilities.temperature

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .conduct import conduct_line
+
 if TYPE_CHECKING:
     from .report import Report
 
@@ -63,6 +65,8 @@ def notes(report: Report) -> list[str]:
             )
         if s.failed:
             notes.append(f"Run {s.name}: {_episodes(s.failed)} failed with an error and left out of the scores.")
+        if (line := conduct_line(s.name, s.conduct)) is not None:
+            notes.append(line)
         scored = any(m.scores for m in run.methods if m.done)
         if s.done and not scored:
             notes.append(

@@ -19,8 +19,9 @@ FLOORS: dict[int, tuple[str, ...]] = {
     # Values, storage, settings and the tool contract: no MCP, no scoring, no models.
     1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "sandboxing",
         "grammar", "rules", "contract"),
-    # Suites on disk, the one LLM client layer, prompts and the protocols built on them.
-    2: ("manifests", "llm", "prompts", "protocol", "knowledge"),
+    # Suites on disk, the one LLM client layer, prompts and the protocols built on them; sign-in (OAuth), which the
+    # server and the scorer share.
+    2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth"),
     # The server and the scorer (siblings: neither imports the other), suite creation, served documentation, and
     # whether a model's score on a suite is fresh.
     3: ("server", "scoring", "creation", "documentation", "freshness"),
