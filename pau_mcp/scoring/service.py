@@ -27,6 +27,7 @@ from ..manifests import ManifestError, ManifestStore, Method, Task, call_argumen
 from ..protocol import Protocol, load_protocol
 from ..runstore import RunStore
 from ..sandboxing import SandboxMaker, make_sandbox, sandbox_limits
+from ..tracing import scoring_span
 from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, match_code, write_code
 from .cpu import off_loop
 from .judge import JudgeResult, judge_description
@@ -339,30 +340,33 @@ class Scorer:
 
         async def judge() -> None:
             assert self.judge_model is not None
-            results["judge"] = await judge_description(
-                self._client(), self.judge_model, method.description, self._description(description),
-                temperature=self.temperature, protocol=self.protocol,
-            )  # fmt: skip
+            with scoring_span("judge", method.id, self.judge_model):
+                results["judge"] = await judge_description(
+                    self._client(), self.judge_model, method.description, self._description(description),
+                    temperature=self.temperature, protocol=self.protocol,
+                )  # fmt: skip
 
         async def codematch() -> None:
             assert self.coder_model is not None
             text = method.description if gold else self._description(description)
-            results["codematch"] = await write_code(
-                self._client(), self.coder_model, self.sandbox, method, text,
-                examples=examples, limits=self.limits, temperature=self.temperature, protocol=self.protocol,
-                knowledge=components,
-            )  # fmt: skip
+            with scoring_span("codematch", method.id, self.coder_model):
+                results["codematch"] = await write_code(
+                    self._client(), self.coder_model, self.sandbox, method, text,
+                    examples=examples, limits=self.limits, temperature=self.temperature, protocol=self.protocol,
+                    knowledge=components,
+                )  # fmt: skip
 
         async def direct() -> None:
             submitted = await off_loop(extract_code, code or "", method.entry)
-            results["direct"] = await match_code(
-                self.sandbox,
-                method,
-                submitted,
-                limits=self.limits,
-                counterexample=counterexample,
-                protocol=self.protocol,
-            )
+            with scoring_span("direct", method.id):
+                results["direct"] = await match_code(
+                    self.sandbox,
+                    method,
+                    submitted,
+                    limits=self.limits,
+                    counterexample=counterexample,
+                    protocol=self.protocol,
+                )
 
         jobs = {"judge": judge, "codematch": codematch, "direct": direct}
         try:

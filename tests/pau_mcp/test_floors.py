@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pau_mcp"
 FLOORS: dict[int, tuple[str, ...]] = {
     # Values, storage, settings and the tool contract: no MCP, no scoring, no models.
     1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "sandboxing",
-        "grammar", "rules", "contract"),
+        "grammar", "rules", "contract", "tracing"),
     # Suites on disk, the one LLM client layer, prompts and the protocols built on them; sign-in (OAuth), which the
     # server and the scorer share.
     2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth"),

@@ -40,6 +40,7 @@ from pau_mcp.reports.render import _NUMBER
 from pau_mcp.rl.critic import parse_critic_rating
 from pau_mcp.scoring import judge
 from pau_mcp.scoring.codematch import extract_code, extract_code_reference
+from pau_mcp.server.fixtures import Scope, render
 from pau_mcp.server.wire import oversized
 from wasm_runtime._guest_outcome import _nests_deeper_than
 
@@ -90,7 +91,17 @@ def _nested_calls(size: int) -> str:
     return _times(block, size)
 
 
+def _quoted_back(text: str) -> object:
+    """A fixture's result quoting an answer and an argument the client sent (``text``)."""
+    return render(
+        "${answers.k.content.text} and ${args.x}", Scope(args={"x": text}, answers={"k": {"content": {"text": text}}})
+    )
+
+
 CASES = [
+    # A client's arguments and answers, quoted back by a fixture (pau_mcp/server/fixtures.py).
+    Case("fixtures.render: a megabyte answer and argument quoted back", _quoted_back, lambda n: _times("${x}", n)),
+    Case("fixtures.render: placeholders that never close", lambda t: render(t, Scope()), lambda n: _times("${", n)),
     # Code in a submission or in the code writer's reply.
     Case("extract_code: an unclosed fence with no newline", extract_code, lambda n: _times("a", n, "```")),
     Case("extract_code: a run of backticks", extract_code, lambda n: _times("`", n)),
