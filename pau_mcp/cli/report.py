@@ -62,7 +62,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     "--no-cache", is_flag=True, help="With --classify-failures: neither read nor write the LLM response cache."
 )
 @options(
-    "db", "data_dir", "manifests", "cache_dir", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency",
+    "db", "data_dir", "manifests", "cache_dir", "judge_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency",
     "llm_retries",
 )  # fmt: skip
 def report(

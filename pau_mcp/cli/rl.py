@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["rl"]
 
 _ROLLOUT_SETTINGS = (
-    "manifests", "budget", "db", "data_dir", "judge_model", "coder_model", "pricing", "llm_timeout_s",
+    "manifests", "budget", "db", "data_dir", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb",
     "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "examples", "tool_key",
 )  # fmt: skip
 

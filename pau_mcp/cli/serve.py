@@ -44,7 +44,7 @@ _HTTP_SETTINGS = (
 )  # fmt: skip
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
-    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries",
+    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency", "llm_retries",
 )  # fmt: skip
 
 

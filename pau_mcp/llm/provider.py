@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
+from .bounds import DEFAULT_MAX_REPLY_BYTES, ReplyTooLarge
 from .models import Capabilities
 from .replies import Reply
 
-__all__ = ["RETRYABLE", "Failure", "Provider", "Request", "UnreadableReply", "excerpt", "request_problem"]
+__all__ = [
+    "CUT_STREAM_HINT", "RETRYABLE", "Failure", "Provider", "Request", "UnreadableReply", "excerpt", "request_problem",
+]  # fmt: skip
 
 RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _DUMMY_KEY = "pau-mcp-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore the key; the SDKs insist on one
@@ -103,7 +106,22 @@ class Failure:
 
 class UnreadableReply(Exception):
     """The server answered, but not with something the API's client can read (a gateway's page, JSON cut short, a
-    stream that ended before its reply did): a provider failure like a 5xx, retried by the same rules."""
+    stream that ended before its reply did): a provider failure like a 5xx, retried by the same rules.
+
+    Attributes:
+        hint: What to do when it persists (None: the client layer's advice for replies that cannot be read).
+    """
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+#: What an incomplete stream means, for the error once the retries are spent.
+CUT_STREAM_HINT = (
+    "the server or a proxy ended the stream before the reply was complete: check the server's log (a restart, a "
+    "crash, a proxy's read timeout), or try again later"
+)
 
 
 _EXCERPT_CHARS = 160
@@ -245,8 +263,16 @@ def classify_sdk_error(exc: BaseException, sdk: Any, base_error: type[BaseExcept
     Also what the SDKs let through unwrapped: a body that is not JSON (``json.JSONDecodeError`` from reading it), a
     stream whose connection broke or went quiet (the HTTP library's own errors).
     """
+    for cause in _chain(exc):  # wrapped by the SDK when it was raised while reading a whole body
+        if isinstance(cause, ReplyTooLarge):
+            return Failure(False, None, str(cause), unreadable=True, hint=cause.hint)
+        if isinstance(cause, RecursionError):
+            return Failure(
+                False, None, "the server's reply nests deeper than it can be read", unreadable=True,
+                hint="the server sent JSON nested thousands of levels deep: check the server, or try again later",
+            )  # fmt: skip
     if isinstance(exc, UnreadableReply):
-        return Failure(True, None, str(exc), unreadable=True)
+        return Failure(True, None, str(exc), unreadable=True, hint=exc.hint)
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         message = body_message(exc.body, exc.message)
@@ -337,7 +363,8 @@ class Provider(abc.ABC):
 
     Args:
         env: Where the provider's variables are read.
-        timeout_s: Seconds to wait for one response.
+        timeout_s: Seconds to wait for one response (and then for each further part of a streamed one).
+        max_reply_bytes: The most bytes of one reply's body read (``pau_mcp.llm.bounds``).
     """
 
     name = ""
@@ -345,9 +372,12 @@ class Provider(abc.ABC):
     base_env = ""
     default_base = ""
 
-    def __init__(self, env: Mapping[str, str], timeout_s: float) -> None:
+    def __init__(
+        self, env: Mapping[str, str], timeout_s: float, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    ) -> None:
         self.env = env
         self.timeout_s = timeout_s
+        self.max_reply_bytes = max_reply_bytes
         #: Read replies as a stream: set once a reply did not come whole within the timeout, so that a slow but
         #: live server (a model on a CPU) is waited for as long as it keeps sending, and not cut off.
         self.streaming = False

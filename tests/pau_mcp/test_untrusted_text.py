@@ -26,7 +26,7 @@ from pau_mcp.contract import label_problem
 from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
 from pau_mcp.grammar import read_input, read_reflection, visible_text
-from pau_mcp.llm.replies import split_thinking
+from pau_mcp.llm.replies import read_json, split_thinking
 from pau_mcp.manifests import placeholders
 from pau_mcp.manifests.importers.codearc import _printed
 from pau_mcp.manifests.importers.common import description_from_docstring
@@ -122,6 +122,11 @@ CASES = [
     Case("split_thinking: closing tags only", split_thinking, lambda n: _times("</think>", n)),
     Case("split_thinking: empty blocks", split_thinking, lambda n: _times("<thinking></think>", n)),
     Case("split_thinking: one block that never closes", split_thinking, lambda n: _times("x", n, "<think>")),
+    # JSON a model wrote: tool-call arguments, a call written as text, a cached reply.
+    Case("read_json: brackets nested a megabyte deep", read_json, lambda n: _times("[", n)),
+    Case("read_json: objects nested a megabyte deep", read_json, lambda n: _times('{"a":', n)),
+    Case("read_json: escaped quotes after deep brackets", read_json, lambda n: _times('\\"', n, '["' + "[" * 200)),
+    Case("read_json: an unclosed string after deep brackets", read_json, lambda n: _times("a", n, "[" * 300 + '"')),
     # What the agent observed, as the reference's code writer is shown it.
     Case(
         "reference_triples: a raised name that ends wrongly",
@@ -272,6 +277,7 @@ PATTERNS: dict[tuple[str, str], tuple[str, ...] | str] = {
     ): ("parse_critic_rating",),
     ("pau_mcp/reports/failures.py", r"^label:[ \t]*([a-z_]+)[ \t]*$"): ("parse_label",),
     ("pau_mcp/llm/replies.py", r"<(/?)think(?:ing)?>"): ("split_thinking",),
+    ("pau_mcp/llm/replies.py", r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]'): ("read_json",),
     ("pau_mcp/grammar.py", r"<(/?)think(?:ing)?>"): ("visible_text",),
     ("pau_mcp/grammar.py", GRAMMAR_MARKER): ("read_input", "read_reflection"),
     ("pau_mcp/grammar.py", r"(yes|no)\b"): ("read_reflection",),
