@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from ..config import Settings, SettingsError
 from ..contract import TASK_KIND, label_problem
+from ..descriptions import description_problem
 from ..eras import client_mode
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import ManifestError, ManifestStore, Method, tool_name
@@ -373,14 +374,18 @@ async def play_episode(
         async with connect(tool, key) as session:
             env = await Environment.open(session, tool)
             result = await agent.run(env, config.mode, config.budget)
-            submitted = await env.submit(result.description or "(no description)", result.code)
-            if submitted.is_error or env.submission_id is None:
-                raise EvalError(f"the server refused the submission: {submitted.text}")
+            problem = _not_described(result, config)
+            if problem is None:
+                submitted = await env.submit(result.description, result.code)
+                if submitted.is_error or env.submission_id is None:
+                    raise EvalError(f"the server refused the submission: {submitted.text}")
+            else:  # nothing to submit: never a placeholder the judge would rate, or an export would serve
+                env.note("note", event="no_description", problem=problem)
         record = EpisodeRecord(method.id, attempt, EpisodeResult(state="done"))
         examples = result.examples if result.examples is not None else env.observed_examples()
         kinds = [k for k in config.kinds if k != "direct" or result.code]
-        if not (result.description or "").strip():
-            kinds = [k for k in kinds if k == "direct"]  # the judge and the code writer need a description
+        if problem is not None:
+            kinds = []  # nothing was submitted, so nothing is scored (the report counts it apart)
         if config.score and kinds:
             scored = await scorer.score(method.id, result.description, result.code, examples=examples, kinds=kinds)
             record.values = record_scores(store, env.submission_id, scored, with_examples=True)
@@ -407,6 +412,17 @@ async def play_episode(
             trajectory=[s.to_json() for s in env.trajectory] if env else [],
         )  # fmt: skip
         return EpisodeRecord(method.id, attempt, failed)
+
+
+def _not_described(result: AgentResult, config: EvalConfig) -> str | None:
+    """Why an agent's result holds no description to submit, or None when it holds one.
+
+    Under the reference protocol the reference agent's final text is submitted as the reference submits it (only an
+    empty one is not); this project's agents submit prose only (``pau_mcp.descriptions``).
+    """
+    if config.protocol == "reference" and config.agent == "paper":
+        return None if (result.description or "").strip() else "it is empty"
+    return description_problem(result.description)
 
 
 def _leaf(exc: BaseException) -> BaseException:

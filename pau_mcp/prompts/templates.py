@@ -52,6 +52,7 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "paper_act_again": ("prompt", "arity", "example"),
             "paper_reflect": ("context", "call", "shown"),
             "paper_final": ("context",),
+            "paper_final_again": ("prompt", "problem"),
             "tools_task_interactive": ("header", "examples", "tool", "budget"),
             "tools_task_incontext": ("header", "examples", "tool"),
             "tools_nudge": (),

@@ -20,7 +20,7 @@ FLOORS: dict[int, tuple[str, ...]] = {
     1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "sandboxing",
         "grammar", "rules", "contract"),
     # Suites on disk, the one LLM client layer, prompts and the protocols built on them.
-    2: ("manifests", "llm", "prompts", "protocol", "knowledge"),
+    2: ("manifests", "llm", "prompts", "protocol", "knowledge", "descriptions"),
     # The server and the scorer (siblings: neither imports the other), suite creation, served documentation.
     3: ("server", "scoring", "creation", "documentation"),
     # The one run driver.
