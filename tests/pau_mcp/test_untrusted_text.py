@@ -25,7 +25,7 @@ import pytest
 from pau_mcp.contract import label_problem
 from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
-from pau_mcp.grammar import read_input, read_reflection, visible_text
+from pau_mcp.grammar import read_input, read_inputs, read_reflection, visible_text
 from pau_mcp.llm.replies import read_json, split_thinking
 from pau_mcp.manifests import placeholders
 from pau_mcp.manifests.importers.codearc import _printed
@@ -204,6 +204,15 @@ CASES = [
     Case("read_input: an empty marker before many fences", read_input, lambda n: _times("```\n", n, "INPUT:\n")),
     Case("read_input: marker lines only", read_input, lambda n: _times("INPUT:\n", n)),
     Case("read_input: an unclosed call", lambda text: read_input(text, 2), lambda n: _times("(", n, "INPUT: ")),
+    Case(
+        "read_inputs: one line listing inputs",
+        lambda t: read_inputs(t, 1, 64),
+        lambda n: _times("(1,), ", n, "INPUT: "),
+    ),
+    Case(
+        "read_inputs: groups that never close", lambda t: read_inputs(t, 1, 64), lambda n: _times("(1, ", n, "INPUT: ")
+    ),
+    Case("read_inputs: quotes that never close", lambda t: read_inputs(t, 2, 64), lambda n: _times("('", n, "INPUT: ")),
     Case("read_reflection: marker lines only", read_reflection, lambda n: _times("HYPOTHESIS: x\n", n)),
     Case("read_reflection: a decision and blanks", read_reflection, lambda n: _times(" ", n, "CONCLUDED:", "x")),
     Case("read_reflection: blank lines", read_reflection, lambda n: _times("\n", n, "HYPOTHESIS:")),
