@@ -404,14 +404,25 @@ async def play_episode(
         if not isinstance(exc, (LLMError, EvalError, MCPError, httpx2.HTTPError)):
             raise
         # Permanent for this episode (transient provider errors were already retried): recorded, reported, not dropped.
+        said = str(exc)
+        if isinstance(exc, LLMError) and exc.too_long and env is not None and not _replied(env):
+            said = (
+                f"{exc.model}: the agent's first request is longer than the model's context: serve the model with a "
+                "longer context (llama-server -c, vLLM --max-model-len, Ollama num_ctx); --budget does not shorten it"
+            )
         failed = EpisodeResult(
-            state="failed", session_key=key, error=f"{type(exc).__name__}: {exc}",
+            state="failed", session_key=key, error=f"{type(exc).__name__}: {said}",
             submission_id=env.submission_id if env else None,
             input_tokens=result.usage.input_tokens if result else 0,
             output_tokens=result.usage.output_tokens if result else 0,
             trajectory=[s.to_json() for s in env.trajectory] if env else [],
         )  # fmt: skip
         return EpisodeRecord(method.id, attempt, failed)
+
+
+def _replied(env: Environment) -> bool:
+    """Whether the model answered at least one request of the episode."""
+    return any(step.kind == "model" for step in env.trajectory)
 
 
 def _not_described(result: AgentResult, config: EvalConfig) -> str | None:

@@ -56,6 +56,13 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _counts(prompt: int | None, context: int | None) -> str:
+    """``the request holds N tokens and the model's context M: `` when the server said, else nothing."""
+    if prompt is None or context is None:
+        return ""
+    return f"the request holds {prompt:,} tokens and the model's context {context:,}; "
+
+
 def _stored_reply(stored: Mapping[str, Any]) -> Reply | None:
     """A cached reply, or None when its entry is not one (written by another version, or damaged)."""
     try:
@@ -436,6 +443,13 @@ class LLMClient:
                 "of it, or try again later"
             )
             return LLMError(f"{model}: {said}{tries} ({hint})", model=model, status=status, provider_message=said)
+        if failure.too_long:
+            counts = _counts(failure.prompt_tokens, failure.context_tokens)
+            return LLMError(
+                f"{model}: {status}: {said} ({counts}{failure.hint})", model=model, status=status,
+                provider_message=said, too_long=True, prompt_tokens=failure.prompt_tokens,
+                context_tokens=failure.context_tokens,
+            )  # fmt: skip
         if failure.hint is not None:
             hint = failure.hint
         elif status == 401:

@@ -19,7 +19,8 @@ from .models import Capabilities
 from .replies import Reply
 
 __all__ = [
-    "CUT_STREAM_HINT", "RETRYABLE", "Failure", "Provider", "Request", "UnreadableReply", "excerpt", "request_problem",
+    "CONTEXT_HINT", "CUT_STREAM_HINT", "RETRYABLE", "Failure", "Provider", "Request", "UnreadableReply", "excerpt",
+    "request_problem", "too_long",
 ]  # fmt: skip
 
 RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -92,6 +93,9 @@ class Failure:
         unreadable: The server answered, but what came cannot be read: not JSON, or cut short.
         hint: What the server's words mean for this request, when it refused it for good (cannot parse it, too long
             for the model's context).
+        too_long: The request is longer than the model's context.
+        prompt_tokens: The request's tokens as the server counted them, when it said (llama-server does).
+        context_tokens: The model's context as the server has it, when it said.
     """
 
     retry: bool
@@ -102,6 +106,9 @@ class Failure:
     timeout: bool = False
     unreadable: bool = False
     hint: str | None = None
+    too_long: bool = False
+    prompt_tokens: int | None = None
+    context_tokens: int | None = None
 
 
 class UnreadableReply(Exception):
@@ -144,6 +151,31 @@ _PARSE_PHRASES = (
 )  # fmt: skip
 
 
+CONTEXT_HINT = (
+    "the conversation no longer fits the model's context: lower --budget or --max-tokens, or serve the model with a "
+    "longer context (llama-server -c, vLLM --max-model-len, Ollama num_ctx)"
+)
+
+
+def too_long(message: str) -> bool:
+    """Whether a refusal says the request is longer than the model's context."""
+    said = message[:_MESSAGE_READ].lower()
+    return any(phrase in said for phrase in _CONTEXT_PHRASES)
+
+
+def _token_counts(body: Any) -> tuple[int | None, int | None]:
+    """``(request tokens, context tokens)`` from an error body that gives them (llama-server's ``n_prompt_tokens``
+    and ``n_ctx``), else Nones."""
+    inner = body.get("error", body) if isinstance(body, Mapping) else None
+    if not isinstance(inner, Mapping):
+        return None, None
+    counts = [inner.get(key) for key in ("n_prompt_tokens", "n_ctx")]
+    found = [
+        value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None for value in counts
+    ]
+    return found[0], found[1]
+
+
 def request_problem(message: str) -> str | None:
     """What a refusal says about the request itself, when retrying it cannot help (None: nothing of the kind).
 
@@ -152,11 +184,8 @@ def request_problem(message: str) -> str | None:
     every time, so it is not retried, and the hint says what would help.
     """
     said = message[:_MESSAGE_READ].lower()
-    if any(phrase in said for phrase in _CONTEXT_PHRASES):
-        return (
-            "the conversation no longer fits the model's context: lower --budget or --max-tokens, or serve the model "
-            "with a longer context (llama-server -c, vLLM --max-model-len, Ollama num_ctx)"
-        )
+    if too_long(message):
+        return CONTEXT_HINT
     if any(phrase in said for phrase in _PARSE_PHRASES) and "upstream" not in said and "response" not in said:
         return "the server cannot parse this request, so every attempt would fail the same way"
     return None
@@ -279,7 +308,12 @@ def classify_sdk_error(exc: BaseException, sdk: Any, base_error: type[BaseExcept
         # A rate limit may speak of tokens too ("too many tokens per minute"): only other refusals describe the request.
         hint = request_problem(message) if status not in (408, 409, 429) else None
         retry = (status in RETRYABLE or status >= 500) and hint is None
-        return Failure(retry, status, message, retry_after(exc.response.headers), hint=hint)
+        overflow = hint == CONTEXT_HINT
+        prompt, context = _token_counts(exc.body) if overflow else (None, None)
+        return Failure(
+            retry, status, message, retry_after(exc.response.headers), hint=hint, too_long=overflow,
+            prompt_tokens=prompt, context_tokens=context,
+        )  # fmt: skip
     if isinstance(exc, sdk.APITimeoutError) and not _refused(exc):  # before APIConnectionError, its base class
         return Failure(True, None, str(exc) or "timed out", timeout=True)
     if isinstance(exc, sdk.APIConnectionError):

@@ -62,7 +62,7 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "observer_refine": ("context", "disagreements"),
             # The task agent (pau_mcp.harness.tasks).
             "task_system": (),
-            "task_question": ("question", "budget", "calls"),
+            "task_question": ("question", "budget", "calls", "tools"),
             "task_nudge": (),
             # The scorer (pau_mcp.scoring.judge, pau_mcp.scoring.codematch).
             "judge_system": (),
