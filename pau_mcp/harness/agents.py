@@ -38,8 +38,8 @@ class AgentResult:
         description: The final description.
         code: Optional code the agent wrote itself.
         concluded: True when the agent decided it was done (not stopped by the budget or the turn limit).
-        usage: Tokens the agent's model spent.
-        cost_usd: What they cost.
+        usage: Tokens of the agent model's replies, those replayed from the cache included.
+        cost_usd: What they cost (a cached reply costs nothing).
         examples: What the agent observed, in its protocol's form, for the code writer; None: the
             environment's observed examples (``Environment.observed_examples``).
         requests: Model requests made so far (the next one's sample index).
@@ -54,8 +54,9 @@ class AgentResult:
     requests: int = 0
 
     def count(self, completion: Completion) -> None:
-        """Add one model reply's tokens and cost."""
-        self.usage = self.usage + completion.spent
+        """Add one model reply's tokens (whether it came from the cache or not: a resumed episode that replays its
+        steps reports what an uninterrupted one does) and its cost (nothing for a cached reply)."""
+        self.usage = self.usage + completion.usage
         self.cost_usd += completion.cost_usd
         self.requests += 1
 
