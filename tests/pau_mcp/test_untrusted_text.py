@@ -25,7 +25,9 @@ import pytest
 from pau_mcp.contract import label_problem
 from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
+from pau_mcp.descriptions import description_problem
 from pau_mcp.grammar import read_input, read_inputs, read_reflection, visible_text
+from pau_mcp.harness.agents import written_tool_calls
 from pau_mcp.llm.replies import read_json, split_thinking
 from pau_mcp.manifests import placeholders
 from pau_mcp.manifests.importers.codearc import _printed
@@ -127,6 +129,14 @@ CASES = [
     Case("read_json: objects nested a megabyte deep", read_json, lambda n: _times('{"a":', n)),
     Case("read_json: escaped quotes after deep brackets", read_json, lambda n: _times('\\"', n, '["' + "[" * 200)),
     Case("read_json: an unclosed string after deep brackets", read_json, lambda n: _times("a", n, "[" * 300 + '"')),
+    # A model's text where a description belongs (the harness, export docs, the scorer ask whether it is prose).
+    Case("description_problem: fences never closed", description_problem, lambda n: _times("```json\n{", n)),
+    Case("description_problem: fenced objects", description_problem, lambda n: _times('```\n{"a": [[1]]}\n```\n', n)),
+    Case("description_problem: an object a megabyte deep", description_problem, lambda n: _times('{"a":', n)),
+    Case("description_problem: tool-call tags", description_problem, lambda n: _times("<tool_call", n)),
+    # Tool calls a model wrote as text (the tools and task agents read them as calls).
+    Case("written_tool_calls: tags never closed", written_tool_calls, lambda n: _times("<tool_call>{", n)),
+    Case("written_tool_calls: fenced calls", written_tool_calls, lambda n: _times('```\n{"name": "f"}\n```', n)),
     # What the agent observed, as the reference's code writer is shown it.
     Case(
         "reference_triples: a raised name that ends wrongly",
