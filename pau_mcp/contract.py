@@ -155,8 +155,9 @@ def portable_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 # -- a method tool's result -------------------------------------------------------------------------------------------
 
-#: Whose budget a result counts: a stdio server process's (or a command's), a session token's, or a label's.
-BudgetScope = Literal["process", "token", "label"]
+#: Whose budget a result counts: a stdio server process's (or a command's), a session token's, a label's, or a
+#: signed-in token's subject's.
+BudgetScope = Literal["process", "token", "label", "subject"]
 
 
 class ToolResult(BaseModel):
@@ -176,8 +177,8 @@ class ToolResult(BaseModel):
     queries_left: int | None = Field(description="null when there is no budget")
     budget_scope: BudgetScope = Field(
         default="process",
-        description="whose budget this is: this server process (stdio), your session token's, or the label your "
-        "requests name (the server's default label when they name none)",
+        description="whose budget this is: this server process (stdio), your session token's, the label your "
+        "requests name (the server's default label when they name none), or the subject your sign-in names",
     )
 
     @property

@@ -47,6 +47,13 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="Bootstrap seed: the same seed gives the same p-values."
 )
+@click.option(
+    "--pass-threshold",
+    type=click.FloatRange(0, 1),
+    default=0.8,
+    show_default=True,
+    help="Code match at or above which an episode passes, for the pass@k and pass^k of repeated epochs.",
+)
 @click.option("--markdown", "markdown_path", type=_FILE, help="Also write the report as Markdown.")
 @click.option("--csv", "csv_path", type=_FILE, help="Also write one CSV row of raw numbers per run.")
 @click.option("--csv-methods", "methods_path", type=_FILE, help="Also write one CSV row per run and method.")
@@ -71,6 +78,7 @@ def report(
     unscored_as_one: bool,
     resamples: int,
     seed: int,
+    pass_threshold: float,
     markdown_path: Path | None,
     csv_path: Path | None,
     methods_path: Path | None,
@@ -80,7 +88,7 @@ def report(
     no_cache: bool,
     **values: object,
 ) -> None:
-    """Report on evaluation runs RUN ...: per-run scores, Max over runs, modes and paired bootstrap tests, and the
+    """Report on evaluation runs RUN ... (an `eval --epochs` run's name stands for its epochs): per-run scores, Max over runs, modes and paired bootstrap tests, and the
     paper's analyses (upper bound, rank correlation, self-contradiction, suite profiles).
 
     Prints tables to the terminal; --markdown, --csv, --csv-methods, --plots and --html write files too.
@@ -105,7 +113,7 @@ def report(
         )
         result = build_report(
             runs, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed, failure_labels=labels,
-            suites=profiles, variant_origins=_variant_origins(settings, runs),
+            suites=profiles, variant_origins=_variant_origins(settings, runs), pass_threshold=pass_threshold,
         )  # fmt: skip
     except ReportError as exc:
         raise click.ClickException(str(exc)) from None

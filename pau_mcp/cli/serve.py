@@ -42,6 +42,8 @@ _CREDENTIAL_SETTINGS = ("max_concurrent_calls", "max_submissions")
 _HTTP_SETTINGS = (
     "max_sessions", "max_sessions_per_credential", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts",
 )  # fmt: skip
+# Sign-in (--auth oauth): HTTP only.
+_SIGNIN_SETTINGS = ("auth", "issuer", "resource", "introspection_client", "introspection_secret", "clock_skew_s")
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
     "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency", "llm_retries",
@@ -153,7 +155,7 @@ def _logging(settings: Settings) -> None:
 )
 @docs_option
 @_selection
-@options(*_SERVE_SETTINGS, *_CREDENTIAL_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
+@options(*_SERVE_SETTINGS, *_CREDENTIAL_SETTINGS, *_HTTP_SETTINGS, *_SIGNIN_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
           exit_with_stdin: bool, launched: bool, settings_file: Path | None, docs: str, suites: tuple[str, ...],
           methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
@@ -167,7 +169,7 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
     settings = _settings(values, settings_file)
     if transport == "http":
         try:  # before the run store, the suites and the sandbox workers: nothing to undo
-            check_exposure(host, settings.token)
+            check_exposure(host, settings.token, signed_in=settings.auth == "oauth")
         except TransportError as exc:
             raise click.UsageError(str(exc)) from None
     _logging(settings)
@@ -252,11 +254,12 @@ def http_service(built: Served) -> HTTPService:
     Raises:
         pau_mcp.server.TransportError: a non-loopback address without a token, or the port is taken.
     """
-    from ..server import bind_http
+    from ..server import bind_http, sign_in, verify_bearer
 
     return bind_http(
         built.server, built.host, built.port, built.settings.token, built.stateless, limits=http_limits(built.settings),
         tokens=built.tokens, on_session_end=built.sessions.end_mcp_session,
+        signin=sign_in(built.settings, verify_bearer(built.settings.token, built.tokens)),
     )  # fmt: skip
 
 

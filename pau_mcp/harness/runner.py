@@ -94,6 +94,9 @@ class EvalConfig:
             deployment key; the reference protocol takes only the published ones).
         docs: What the tools are documented with, in task mode (``pau_mcp.documentation``: ``examples``, ``none``,
             ``gold``, a run or an exported file); the run's own server is started with it.
+        seed: The sampling seed of every request of the agent's model (one epoch of ``eval --epochs``:
+            ``harness.epochs``); part of the identity. None: no seed.
+        recorded: Recorded with a new run beside its identity, never compared (an epoch's place in its group).
     """
 
     run: str
@@ -115,6 +118,8 @@ class EvalConfig:
     share_samples: bool = False
     examples: str = "published"
     docs: str = "examples"
+    seed: int | None = None
+    recorded: dict[str, Any] = field(default_factory=dict)
 
     def identity(self) -> dict[str, Any]:
         """What must match for a run to be resumed rather than refused (overrides, examples and docs only when they
@@ -128,12 +133,14 @@ class EvalConfig:
             identity["overrides"] = {k: v for k, v in asdict(self.overrides).items() if v is not None}
         if self.docs != "examples":
             identity["docs"] = self.docs
+        if self.seed is not None:
+            identity["seed"] = self.seed
         return identity
 
     def spec(self, prompts_digest: str | None = None, with_examples: bool = True) -> RunSpec:
         """The run as the driver opens it: its identity, and what a new run records beside it (the digest of the
         prompts it follows; that its scores were given the examples the agent saw)."""
-        recorded: dict[str, Any] = {"with_examples": True} if with_examples else {}
+        recorded: dict[str, Any] = {**self.recorded, "with_examples": True} if with_examples else {**self.recorded}
         if prompts_digest is not None:
             recorded["prompts"] = prompts_digest
         return RunSpec(
@@ -142,7 +149,7 @@ class EvalConfig:
         )  # fmt: skip
 
 
-_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples", "docs")
+_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples", "docs", "seed")
 #: A run made before protocols were recorded followed ours.
 _IDENTITY_DEFAULTS = {"protocol": DEFAULT_PROTOCOL}
 
@@ -384,9 +391,8 @@ async def play_episode(
         record = EpisodeRecord(method.id, attempt, EpisodeResult(state="done"))
         examples = result.examples if result.examples is not None else env.observed_examples()
         kinds = [k for k in config.kinds if k != "direct" or result.code]
-        if problem is not None:
-            kinds = []  # nothing was submitted, so nothing is scored (the report counts it apart)
-        if config.score and kinds:
+        # Without a description nothing was submitted, so nothing is scored (the report counts such episodes apart).
+        if config.score and kinds and env.submission_id is not None:
             scored = await scorer.score(method.id, result.description, result.code, examples=examples, kinds=kinds)
             record.values = record_scores(store, env.submission_id, scored, with_examples=True)
             record.scoring_input_tokens = scored.usage.input_tokens
@@ -479,11 +485,12 @@ def check_config(config: EvalConfig) -> None:
 
 
 def agent_llm(settings: Any, config: EvalConfig, env: Any = None) -> LLMClient:
-    """The agent's model client for a run: the response cache unless ``config.cache`` is off, and sampled replies
-    replayed only within the run (``config.share_samples``: across runs too)."""
+    """The agent's model client for a run: the response cache unless ``config.cache`` is off, sampled replies
+    replayed only within the run (``config.share_samples``: across runs too), every request under the run's seed."""
     return LLMClient.from_settings(
-        settings, use_cache=config.cache, env=env, sample_scope=config.run, share_samples=config.share_samples
-    )
+        settings, use_cache=config.cache, env=env, sample_scope=config.run, share_samples=config.share_samples,
+        seed=config.seed,
+    )  # fmt: skip
 
 
 def _make_agent(config: EvalConfig, llm: LLMClient, protocol: Protocol, settings: Any = None) -> Agent:

@@ -43,7 +43,11 @@ from .replies import Completion, Reply
 __all__ = ["LLMClient"]
 
 _log = logging.getLogger("pau_mcp.llm")
-_FATAL = {401, 403, 404}  # every later request would fail the same way: stop a batch instead of recording N errors
+_FATAL = {401, 403, 404}
+#: Providers whose API takes a sampling ``seed`` in the request body (Anthropic's refuses unknown fields).
+_SEEDED_PROVIDERS = frozenset(
+    {"openai", "azure"}
+)  # every later request would fail the same way: stop a batch instead of recording N errors
 _MAX_RETRY_AFTER_S = 300.0
 _PROVIDER_TYPES: dict[str, type[Provider]] = {
     "openai": OpenAIProvider,
@@ -93,6 +97,9 @@ class LLMClient:
             same sample. None: sampled replies are neither read from nor written to the cache.
         share_samples: Replay sampled replies across runs too, as replies at temperature 0 are (asked for by
             ``--share-samples``): the first sample any run drew for the same request.
+        seed: A sampling seed for every request (one epoch of ``eval --epochs``): sent as the request's ``seed``
+            where the provider's API takes one (OpenAI's and compatible servers, Azure's), and always part of the
+            cache key, so a reply is never replayed under another seed. None: no seed.
 
     Example:
         >>> client = LLMClient(cache_path=Path("llm-cache.db"))
@@ -116,6 +123,7 @@ class LLMClient:
         share_samples: bool = False,
         deadline_s: float = DEFAULT_DEADLINE_S,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        seed: int | None = None,
     ) -> None:
         self.env = dict(os.environ if env is None else env)
         self.cache_path = cache_path
@@ -130,6 +138,7 @@ class LLMClient:
         self.share_samples = share_samples
         self.deadline_s = deadline_s
         self.max_reply_bytes = max_reply_bytes
+        self.seed = seed
         self.spend = Spend()
         self._cache: ResponseCache | None = None
         self._providers: dict[str, Provider] = {}
@@ -145,9 +154,11 @@ class LLMClient:
         *,
         sample_scope: str | None = None,
         share_samples: bool = False,
+        seed: int | None = None,
     ) -> LLMClient:
         """A client configured by ``Settings``: cache in ``DATA_DIR/llm-cache.db`` unless ``use_cache`` is False;
-        sampled replies cached within ``sample_scope`` (a run's name), or across runs with ``share_samples``."""
+        sampled replies cached within ``sample_scope`` (a run's name), or across runs with ``share_samples``; every
+        request under ``seed`` when given."""
         return cls(
             env=env,
             cache_path=settings.data_dir / "llm-cache.db" if use_cache else None,
@@ -160,6 +171,7 @@ class LLMClient:
             share_samples=share_samples,
             deadline_s=settings.llm_deadline_s,
             max_reply_bytes=int(settings.llm_max_reply_mb * (1 << 20)),
+            seed=seed,
         )
 
     def provider(self, model: str) -> Provider:
@@ -272,8 +284,10 @@ class LLMClient:
             LLMNotConfigured: the model string, key or SDK is missing, or the effort is not one of the above.
             LLMError: the provider refused the request, or kept failing after every retry.
         """
-        _, name = parse_model(model)
+        provider_name, name = parse_model(model)
         provider = self.provider(model)
+        if self.seed is not None and provider_name in _SEEDED_PROVIDERS:
+            extra = {"seed": self.seed, **(extra or {})}
         request = Request(
             messages=messages,
             tools=tools,
@@ -288,6 +302,8 @@ class LLMClient:
         provider.ready()
         body = provider.body(name, request)
         where = shared = provider.scope(request)
+        if self.seed is not None:  # whether sent or not, a reply drawn under one seed is never another seed's
+            where = shared = f"{where} seed {self.seed}"
         # Sampled: a temperature above 0 asked for, or none asked of a model that takes one (the provider's default
         # samples). A model that takes no temperature gets the same request either way, so the caller's 0 decides.
         sampled = temperature > 0 if temperature is not None else request.capabilities.temperature

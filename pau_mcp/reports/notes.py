@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .conduct import conduct_line
+
 if TYPE_CHECKING:
     from .report import Report
 
@@ -63,6 +65,8 @@ def notes(report: Report) -> list[str]:
             )
         if s.failed:
             notes.append(f"Run {s.name}: {_episodes(s.failed)} failed with an error and left out of the scores.")
+        if (line := conduct_line(s.name, s.conduct)) is not None:
+            notes.append(line)
         if s.undescribed:
             notes.append(
                 f"Run {s.name}: {_episodes(s.undescribed)} ended without a description (the agent gave none, or only "

@@ -13,12 +13,13 @@ from ..manifests import ManifestStore
 from ..protocol import DEFAULT_PROTOCOL, RULES
 from ..runstore import RunStore
 from ..sandboxing import SandboxMaker, make_sandbox
-from .app import PAGE_SIZE, build_server
+from .app import PAGE_SIZE, build_server, verify_bearer
 from .catalog import Catalog, Exposed, ToolDocs
 from .examples import EXAMPLE_SOURCES, ServedExamples, cache_path, deployment_examples
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState
+from .signin import sign_in
 from .slots import CallSlots, TooManyCalls
 from .tokens import SessionToken, TokenSigner
 from .transport import (
@@ -69,6 +70,8 @@ __all__ = [
     "serve_http",
     "serve_examples",
     "serve_streams",
+    "sign_in",
+    "verify_bearer",
 ]
 
 

@@ -38,9 +38,11 @@ from ..contract import (
     ToolStatus,
     label_problem,
 )
+from ..oauth import OPERATE, signed_in
 from .catalog import Exposed
 from .service import MethodService, Reply, refused
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState
+from .signin import subject_credential
 from .slots import CallSlots, TooManyCalls
 from .tokens import SessionToken, TokenSigner, looks_like_session_token
 
@@ -158,8 +160,11 @@ def session_owner(tokens: TokenSigner | None) -> Callable[[Scope], Hashable]:
 
     def owner(scope: Scope) -> Hashable:
         access = getattr(scope.get("user"), "access_token", None)
+        subject = signed_in(access)
+        if subject is not None and access is not None and OPERATE not in access.scopes:
+            return ("subject", None, subject)
         token: SessionToken | None = None
-        if access is not None and access.claims:
+        if subject is None and access is not None and access.claims:
             token = SessionToken.from_claims(access.claims)
         elif access is None and tokens is not None:
             header = Headers(scope=scope).get("authorization", "")
@@ -242,7 +247,7 @@ def build_server(
         access = getattr(request.scope.get("user"), "access_token", None)
         if access is not None:
             # Verified (signature and expiry) by the SDK's auth for this very request: read, not checked again.
-            return SessionToken.from_claims(access.claims) if access.claims else None
+            return SessionToken.from_claims(access.claims) if access.claims and signed_in(access) is None else None
         header = request.headers.get("authorization", "")
         credential = header[7:].strip() if header[:7].lower() == "bearer " else ""
         if not looks_like_session_token(credential):
@@ -276,7 +281,11 @@ def build_server(
             return state.narrowed(sessions.narrowing(connection) if connection else None), connection
         label, run = _named(request, ctx.meta)
         token = session_token(request)
-        if token is not None:
+        access = getattr(request.scope.get("user"), "access_token", None)
+        subject = subject_credential(access, label, run)
+        if subject is not None:  # recorded with the subject's session: the OAuth client that first spoke for it
+            state = _session(subject, f"{client}; OAuth client {str(getattr(access, 'client_id', ''))[:200]}")
+        elif token is not None:
             for given, own, what in ((label, token.label, "session label"), (run, token.run, "run")):
                 if given is not None and given != own:
                     raise MCPError(

@@ -44,6 +44,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from typing_extensions import override
 
 from ..listening import is_loopback
+from ..oauth import SignIn
+from .signin import needed_scope
 from .wire import oversized, refusal
 
 __all__ = ["BUSY_BODY", "BodyGate", "BoundedSessions", "HostGate", "SessionOwner", "http_app"]
@@ -396,7 +398,7 @@ def http_app(
     server: Server[Any], *, bound: str, stateless: bool, message_bytes: int, max_sessions: int,
     session_idle_s: float, allowed_hosts: Iterable[str] = (), token_verifier: Any = None,
     on_session_end: Callable[[str], None] | None = None, sessions_per_credential: int | None = None,
-    session_owner: SessionOwner | None = None,
+    session_owner: SessionOwner | None = None, signin: SignIn | None = None,
 ) -> ASGIApp:  # fmt: skip
     """The Streamable HTTP app at ``/mcp`` (JSON responses), with every limit above but the connection guard.
 
@@ -412,6 +414,8 @@ def http_app(
         on_session_end: Called with the id of every MCP session that ends.
         sessions_per_credential: Sessions one credential may hold open at once; None for no limit of its own.
         session_owner: The credential a request that opens a session speaks for (``app.session_owner``).
+        signin: Sign-in (``--auth oauth``) in place of ``token_verifier``: its gate in front of ``/mcp`` (which still
+            takes the main token and session tokens) and its metadata routes.
     """
     manager = BoundedSessions(
         on_session_end=on_session_end,
@@ -435,6 +439,13 @@ def http_app(
         ]
         # The body is read only once the token is checked: anonymous clients cannot make the server buffer.
         endpoint = RequireAuthMiddleware(endpoint, ["pau"], None)
-    app = Starlette(routes=[Route("/mcp", endpoint=endpoint)], middleware=middleware, lifespan=lambda _: manager.run())
+    routes = [Route("/mcp", endpoint=endpoint)]
+    if signin is not None:
+        # The body is read only once the token is checked, as above.
+        routes = [
+            Route("/mcp", endpoint=signin.protect(AuthContextMiddleware(endpoint), needed_scope)),
+            *signin.routes(),
+        ]
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lambda _: manager.run())
     # Outermost, so that a rebound request is refused before authentication.
     return HostGate(app, bound, allowed_hosts)

@@ -561,6 +561,8 @@ def _scope_words(state: SessionState) -> str:
         return "in this server process" if state.stdio else "in this command"
     if state.scope == "token":
         return f"by the session token {state.key!r}"
+    if state.scope == "subject":
+        return f"by the signed-in subject {state.key!r}"
     if state.key == DEFAULT_LABEL:
         return "by the requests that name no label"
     return f"under the label {state.key!r}"

@@ -19,8 +19,9 @@ FLOORS: dict[int, tuple[str, ...]] = {
     # Values, storage, settings and the tool contract: no MCP, no scoring, no models.
     1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "sandboxing",
         "grammar", "rules", "contract"),
-    # Suites on disk, the one LLM client layer, prompts and the protocols built on them.
-    2: ("manifests", "llm", "prompts", "protocol", "knowledge", "descriptions"),
+    # Suites on disk, the one LLM client layer, prompts and the protocols built on them; sign-in (OAuth), which the
+    # server and the scorer share; what counts as a description.
+    2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth", "descriptions"),
     # The server and the scorer (siblings: neither imports the other), suite creation, served documentation.
     3: ("server", "scoring", "creation", "documentation"),
     # The one run driver.
