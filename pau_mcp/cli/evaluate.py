@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from ..reports.stats import ScoreStats
 
 __all__ = [
-    "check_configs", "check_models", "connect_cluster", "demo", "epoch_lines", "evaluate", "execute", "overrides_of",
-    "ray_options", "replayed",
-    "score_errors", "score_kinds", "summary", "unpriced_note",
+    "check_configs", "check_models", "connect_cluster", "demo", "epoch_lines", "evaluate", "execute",
+    "freshness_note", "overrides_of", "ray_options", "replayed", "score_errors", "score_kinds", "summary",
+    "unpriced_note",
 ]  # fmt: skip
 
 _EVAL_SETTINGS = (
@@ -522,7 +522,24 @@ def summary(settings: Settings, config: EvalConfig, progress: RunProgress, on_ra
         used += [settings.judge_model if "judge" in config.kinds else None]
         used += [settings.coder_model if "codematch" in config.kinds else None]
     lines += unpriced_note(settings, used)
+    lines += freshness_note(settings, config)
     return lines
+
+
+def freshness_note(settings: Settings, config: EvalConfig) -> list[str]:
+    """Whether the model's score on this suite is fresh (``pau_mcp.freshness``), as one line; none for the probe."""
+    from ..freshness import assess_freshness, freshness_line
+    from ..llm import CapabilityTable, LLMNotConfigured
+    from ..manifests import ManifestError
+
+    if config.agent == "probe" or not config.model:
+        return []
+    try:
+        info = manifest_store(settings).suite(config.suite).info
+        dates = CapabilityTable.load(settings.model_capabilities).dates(config.model)
+    except (ManifestError, LLMNotConfigured):
+        return []
+    return [freshness_line(config.model, config.suite, assess_freshness(info, config.model, dates))]
 
 
 def _conduct(config: EvalConfig, reported: RunSummary | None) -> list[str]:

@@ -12,6 +12,7 @@ from ..config import Settings, options
 from .common import err, manifest_store, run_store, settings_from
 
 if TYPE_CHECKING:
+    from ..freshness import Freshness
     from ..reports.data import RunData
 
 __all__ = ["leaderboard"]
@@ -57,7 +58,7 @@ def leaderboard(
         board = build_board(
             runs, sort=sort, threshold=pass_threshold, resamples=resamples, seed=seed,
             variant_origins=_variant_origins(settings, runs), suite_dates=_suite_dates(settings, runs),
-            cutoffs=_cutoffs(settings, runs),
+            cutoffs=_cutoffs(settings, runs), freshness=_freshness(settings, runs),
         )  # fmt: skip
     except (ReportError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -98,3 +99,26 @@ def _cutoffs(settings: Settings, runs: Sequence[RunData]) -> dict[str, str | Non
     except LLMNotConfigured as exc:
         raise click.ClickException(str(exc)) from None
     return {run.setting("model"): model_cutoff(table, run.setting("model")) for run in runs}
+
+
+def _freshness(settings: Settings, runs: Sequence[RunData]) -> dict[tuple[str, str], Freshness]:
+    """Each (model, suite)'s freshness: the suite made after the model's release or cutoff (``pau_mcp.freshness``)."""
+    from ..freshness import assess_freshness
+    from ..llm import CapabilityTable, LLMNotConfigured
+    from ..manifests import ManifestError
+
+    try:
+        table = CapabilityTable.load(settings.model_capabilities)
+    except LLMNotConfigured as exc:
+        raise click.ClickException(str(exc)) from None
+    manifests = manifest_store(settings)
+    verdicts: dict[tuple[str, str], Freshness] = {}
+    for run in runs:
+        model = run.setting("model")
+        try:
+            info = manifests.suite(run.suite).info
+        except ManifestError:
+            continue
+        if model:
+            verdicts[(model, run.suite)] = assess_freshness(info, model, table.dates(model))
+    return verdicts

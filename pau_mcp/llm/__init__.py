@@ -13,7 +13,16 @@ limits, retries, deadlines, cache, accounting, preflight).
 from .cache import ResponseCache
 from .client import LLMClient
 from .errors import LLMError, LLMNotConfigured
-from .models import DEFAULT_CAPABILITIES, EFFORTS, PROVIDERS, Capabilities, CapabilityTable, Overrides, parse_model
+from .models import (
+    DEFAULT_CAPABILITIES,
+    EFFORTS,
+    PROVIDERS,
+    Capabilities,
+    CapabilityTable,
+    ModelDates,
+    Overrides,
+    parse_model,
+)
 from .pricing import DEFAULT_PRICING, Price, Pricing, Spend
 from .replies import Completion, ToolCall, Usage, read_json
 
@@ -28,6 +37,7 @@ __all__ = [
     "LLMClient",
     "LLMError",
     "LLMNotConfigured",
+    "ModelDates",
     "Overrides",
     "Price",
     "Pricing",

@@ -22,12 +22,13 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pau_mcp import __version__
+from pau_mcp.freshness import Freshness
 
 from .conduct import RunConduct, run_conduct
 from .data import RunData
@@ -83,6 +84,8 @@ class BoardRow:
         conduct: Malformed actions, invalid arguments, refusals, zero-query episodes.
         suite_created: The suite's creation date, where its manifest records one.
         model_cutoff: The model's training cutoff, where the capability table records one.
+        freshness: Whether the model's score on the suite is fresh (``pau_mcp.freshness``): ``fresh``, ``stale`` or
+            ``unknown``, and why.
         variant_of: The suite this row's suite was made from, when it is a variant suite.
         gap: Its memorisation gap, when a variant suite of it was run by the same configuration.
     """
@@ -107,6 +110,7 @@ class BoardRow:
     conduct: RunConduct
     suite_created: str | None = None
     model_cutoff: str | None = None
+    freshness: Freshness | None = None
     variant_of: str | None = None
     gap: Gap | None = None
 
@@ -167,6 +171,7 @@ def build_board(
     variant_origins: Mapping[str, str] | None = None,
     suite_dates: Mapping[str, str | None] | None = None,
     cutoffs: Mapping[str, str | None] | None = None,
+    freshness: Mapping[tuple[str, str], Freshness] | None = None,
 ) -> Board:
     """Pool ``runs`` into rows, compute every number, and sort.
 
@@ -179,6 +184,7 @@ def build_board(
         variant_origins: Each variant method's id -> its original's (the manifests' provenance).
         suite_dates: Each suite's creation date, where known.
         cutoffs: Each model's training cutoff, where known.
+        freshness: Each (model, suite)'s freshness verdict (``pau_mcp.freshness.assess_freshness``).
 
     Raises:
         ValueError: an unknown sort column, or no run with episodes.
@@ -200,7 +206,8 @@ def build_board(
         row = _row(key, members, threshold, resamples, seed)
         variant_of = _variant_suite_of(members, origins)
         gap = _gap(key, groups, scores, origins, resamples, seed)
-        rows.append(_with(row, (suite_dates or {}).get(suite), (cutoffs or {}).get(model), variant_of, gap))
+        row = _with(row, (suite_dates or {}).get(suite), (cutoffs or {}).get(model), variant_of, gap)
+        rows.append(replace(row, freshness=(freshness or {}).get((model, suite))))
     larger_first = SORTS[sort]
     present = [r for r in rows if r.value(sort) is not None]
     absent = [r for r in rows if r.value(sort) is None]
@@ -212,8 +219,6 @@ def build_board(
 
 
 def _with(row: BoardRow, created: str | None, cutoff: str | None, variant_of: str | None, gap: Gap | None) -> BoardRow:
-    from dataclasses import replace
-
     return replace(row, suite_created=created, model_cutoff=cutoff, variant_of=variant_of, gap=gap)
 
 
@@ -328,6 +333,8 @@ def _row_json(row: BoardRow, overlaps_next: bool | None) -> dict[str, Any]:
         "seconds": row.seconds, **row.conduct.as_dict(),
         "every_episode_without_query": row.conduct.every_episode_without_query,
         "suite_created": row.suite_created, "model_cutoff": row.model_cutoff, "variant_of": row.variant_of,
+        "freshness": None if row.freshness is None else row.freshness.status,
+        "freshness_reason": None if row.freshness is None else row.freshness.reason,
         "memorisation_gap": None if row.gap is None else {
             "variant_suite": row.gap.variant_suite, "pairs": row.gap.pairs, **_interval_json(row.gap.interval)
         },
@@ -356,6 +363,7 @@ _COLUMNS: tuple[tuple[str, str, str | None], ...] = (
     ("malformed / invalid / refused / 0-query", "conduct", None),
     ("suite created", "created", None),
     ("model cutoff", "cutoff", None),
+    ("fresh", "fresh", None),
     ("runs", "runs", None),
 )
 
@@ -386,6 +394,8 @@ def _cell(row: BoardRow, what: str, rank: int, overlap: bool | None) -> str:
                f"{row.gap.pairs} pairs</small>",
         "conduct": f"{c.malformed_actions} / {c.invalid_arguments} / {c.refusals} / {c.zero_query}",
         "created": _e(row.suite_created or ""), "cutoff": _e(row.model_cutoff or ""),
+        "fresh": "" if row.freshness is None else f'<span title="{_e(row.freshness.reason)}">'
+                 f"{_e({'fresh': 'fresh', 'stale': 'not fresh', 'unknown': 'unknown'}[row.freshness.status])}</span>",
         "runs": _e(", ".join(row.runs)),
     }  # fmt: skip
     return shown[what]

@@ -74,7 +74,7 @@ def model_cutoff(capabilities: CapabilityTable, model: str) -> str | None:
     """The model's training-data cutoff as the capability table records it, or None where it records none."""
     if not model:
         return None
-    found = getattr(capabilities.lookup(model), "cutoff", None)
+    found = capabilities.dates(model).cutoff
     return None if found is None else str(found)
 
 

@@ -22,8 +22,9 @@ FLOORS: dict[int, tuple[str, ...]] = {
     # Suites on disk, the one LLM client layer, prompts and the protocols built on them; sign-in (OAuth), which the
     # server and the scorer share; what counts as a description.
     2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth", "descriptions"),
-    # The server and the scorer (siblings: neither imports the other), suite creation, served documentation.
-    3: ("server", "scoring", "creation", "documentation"),
+    # The server and the scorer (siblings: neither imports the other), suite creation, served documentation, and
+    # whether a model's score on a suite is fresh.
+    3: ("server", "scoring", "creation", "documentation", "freshness"),
     # The one run driver.
     4: ("runs",),
     # What runs and reads runs: the harness, the RL environment, the reports.

@@ -23,13 +23,16 @@ from pathlib import Path
 import pytest
 
 from pau_mcp.contract import label_problem
+from pau_mcp.creation.dating import _first_commits
 from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
+from pau_mcp.creation.tasks import unstated_input
 from pau_mcp.descriptions import description_problem
 from pau_mcp.grammar import read_input, read_inputs, read_reflection, visible_text
 from pau_mcp.harness.agents import written_tool_calls
 from pau_mcp.llm.replies import read_json, split_thinking
-from pau_mcp.manifests import placeholders
+from pau_mcp.manifests import TaskStep, placeholders
+from pau_mcp.manifests.commitment import Commitment
 from pau_mcp.manifests.importers.codearc import _printed
 from pau_mcp.manifests.importers.common import description_from_docstring
 from pau_mcp.protocol import cut_at_stop, reference_triples
@@ -68,6 +71,20 @@ class Case:
 
 def _times(unit: str, size: int, prefix: str = "", suffix: str = "") -> str:
     return prefix + unit * max(1, -(-(size - len(prefix) - len(suffix)) // len(unit))) + suffix
+
+
+def _commitment(text: str) -> object:
+    """A commitment file anyone may hand to `manifests verify`: read, or refused (ValueError), never slow."""
+    try:
+        return Commitment.model_validate_json(text)
+    except ValueError as exc:
+        return exc
+
+
+_STEPS = [
+    TaskStep(method="m/a", input="(57, 'Banana split', [1, -2, 3.5], {'k': None})"),
+    TaskStep(method="m/b", input="($1, True, '')"),
+]
 
 
 def _nested_calls(size: int) -> str:
@@ -233,6 +250,23 @@ CASES = [
     Case("read_description: a label and blanks", read_description, lambda n: _times(" ", n, "**Description**:", "x")),
     Case("python_blocks: opening fences, never closed", _python_blocks, lambda n: _times("```python\n", n)),
     Case("python_blocks: opening fences without a line end", _python_blocks, lambda n: _times("```python", n)),
+    # A question a model wrote for `create --tasks-for`, checked for the inputs its chain needs.
+    Case("unstated_input: one long number", lambda text: unstated_input(text, _STEPS), lambda n: _times("1", n)),
+    Case("unstated_input: signs and digits", lambda text: unstated_input(text, _STEPS), lambda n: _times("-1", n)),
+    Case("unstated_input: decimal points", lambda text: unstated_input(text, _STEPS), lambda n: _times("1.", n)),
+    Case("unstated_input: exponents", lambda text: unstated_input(text, _STEPS), lambda n: _times("1e-", n)),
+    Case("unstated_input: near misses", lambda text: unstated_input(text, _STEPS), lambda n: _times("Banana spli", n)),
+    # A commitment file handed to `manifests verify`, and `git log`'s output about a user's folder (`create --after`).
+    Case("commitment: a digest that never ends", _commitment, lambda n: _times("a", n, '{"suite_digest": "', '"}')),
+    Case(
+        "commitment: many method ids",
+        _commitment,
+        lambda n: "{" + _times('"methods": {"s/m": "x", ', n, "", '"s/n": "y"}') + "}",
+    ),  # fmt: skip
+    Case("commitment: nesting", _commitment, lambda n: _times("[", n)),
+    Case("first_commits: NULs only", _first_commits, lambda n: _times("\0", n)),
+    Case("first_commits: headers without names", _first_commits, lambda n: _times("\0\02026-01-01T00:00:00Z", n)),
+    Case("first_commits: one long name", _first_commits, lambda n: _times("a", n, "\0\02026-01-01T00:00:00Z\0\n")),
     # A task's step inputs (a suite's tasks, possibly written by a model through `create --tasks-for`).
     Case("placeholders: dollar signs", placeholders, lambda n: _times("$", n)),
     Case("placeholders: placeholders only", placeholders, lambda n: _times("$1", n)),

@@ -323,3 +323,27 @@ def test_a_run_that_queried_says_nothing_of_zero_queries_and_counts_its_refusals
         result.output
     )
     assert "made zero queries" not in result.output
+
+
+def test_the_summary_says_whether_the_models_score_on_the_suite_is_fresh(tmp_path):
+    from datetime import UTC, datetime
+
+    from pau_mcp.manifests import ManifestStore, Suite, SuiteInfo
+
+    suites = tmp_path / "suites"
+    made = Suite.create(suites, SuiteInfo(name="fresh", created=datetime(2026, 1, 5, tzinfo=UTC), models=["openai/w"]))
+    made.save(ManifestStore().method("builtin/b001").model_copy(update={"id": "fresh/b001"}))
+    later = tmp_path / "later.json"
+    later.write_text('{"models": [{"match": ["gpt-4o-mini"], "released": "2026-02-01"}]}')
+    args = ("--model", "openai/gpt-4o-mini", "--no-score", "--budget", "1", "--manifests", str(suites))
+    with FakeLLM(responder=_paper) as fake:
+        fresh = _served(fake, tmp_path, *args, "--suite", "fresh", "--run", "a")
+        stale = _served(fake, tmp_path, *args, "--suite", "fresh", "--run", "b", "--model-capabilities", str(later))
+        public = _served(fake, tmp_path, *args, "--run", "c", "--methods", "builtin/b001")
+    assert fresh.exit_code == 0, fresh.output
+    assert (
+        "openai/gpt-4o-mini on suite fresh: fresh (suite fresh was created on 2026-01-05, after openai/gpt-4o-mini "
+        "was released 2024-07-18)" in fresh.output
+    )
+    assert "openai/gpt-4o-mini on suite fresh: not fresh (" in stale.output and "released 2026-02-01" in stale.output
+    assert "on suite builtin: freshness unknown (suite builtin records no creation date" in public.output

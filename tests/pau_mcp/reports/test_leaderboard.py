@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,11 @@ def board(sandbox, tmp_path_factory) -> Path:
     methods, and the probe; ranked into a leaderboard."""
     root = tmp_path_factory.mktemp("board")
     suites = root / "suites"
-    variants = Suite.create(suites, SuiteInfo(name="bvar", dataset="variants of builtin"))
+    # Made after the model's release (the capability row below): scores on it are fresh; on builtin, unknown.
+    made = datetime(2026, 1, 5, tzinfo=UTC)
+    variants = Suite.create(suites, SuiteInfo(name="bvar", dataset="variants of builtin", created=made))
+    dates = root / "dates.json"
+    dates.write_text('{"models": [{"match": ["agent"], "released": "2025-06-01"}]}')
     for number in (1, 2):
         variants.save(freeze_method(Method(
             id=f"bvar/v00{number}", header="def test_func(arg0):", params=["arg0"],
@@ -42,7 +47,7 @@ def board(sandbox, tmp_path_factory) -> Path:
     out = root / "board"
     made = CliRunner().invoke(
         main, ["leaderboard", "a", "b", "a-var", "p", "--out", str(out), "--db", str(root / "runs.db"),
-               "--resamples", "2000", *manifests],
+               "--resamples", "2000", "--model-capabilities", str(dates), *manifests],
     )  # fmt: skip
     assert made.exit_code == 0, made.output
     assert "4 rows from 5 run(s)" in made.output
@@ -67,6 +72,15 @@ def test_results_json_has_a_row_per_model_protocol_and_suite_with_intervals_pass
     assert gap["variant_suite"] == "bvar" and gap["pairs"] == 2
     assert gap["mean"] == pytest.approx(a["codematch"]["mean"] - 1.0)
     assert rows[("openai/other", "builtin")]["memorisation_gap"] is None
+    assert (variant["freshness"], a["freshness"], rows[("openai/other", "builtin")]["freshness"]) == (
+        "fresh",
+        "unknown",
+        "unknown",
+    )
+    assert (
+        variant["freshness_reason"]
+        == "suite bvar was created on 2026-01-05, after openai/agent was released 2025-06-01"
+    )
     assert rows[("", "builtin")]["codematch"]["mean"] is None
     # Sorted by code match, highest first; rows without it last. Equal scores' intervals overlap.
     assert [r["suite"] for r in results["rows"]][0] == "bvar" and results["rows"][-1]["model"] == ""
