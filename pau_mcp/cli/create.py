@@ -139,7 +139,7 @@ _DATASETS = ("cruxeval", "mbpp", "humaneval", "code-alpaca", "magicoder")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (every function's steps).")
 @options(
     "manifests", "data_dir", "cache_dir", "timeout_s", "memory_mb", "max_output_kb", "coder_model", "pricing",
-    "model_capabilities", "llm_timeout_s", "llm_concurrency", "llm_retries",
+    "model_capabilities", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency", "llm_retries",
 )  # fmt: skip
 def create(
     source: str | None, from_path: Path | None, variants_of: str | None, tasks_for: str | None, hops: str,

@@ -69,7 +69,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     "--no-cache", is_flag=True, help="With --classify-failures: neither read nor write the LLM response cache."
 )
 @options(
-    "db", "data_dir", "manifests", "cache_dir", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency",
+    "db", "data_dir", "manifests", "cache_dir", "judge_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency",
     "llm_retries",
 )  # fmt: skip
 def report(
@@ -189,7 +189,7 @@ def _classify(
     settings: Settings, store: RunStore, runs: Sequence[RunData], unscored_as_one: bool, no_cache: bool
 ) -> dict[str, dict[str, str]]:
     from pau_mcp.llm import LLMClient, LLMError
-    from pau_mcp.reports.failures import classify_cases, failure_cases
+    from pau_mcp.reports.failures import UNCLASSIFIED, classify_cases, failure_cases
     from pau_mcp.scoring import Scorer
 
     if not settings.judge_model:
@@ -212,7 +212,13 @@ def _classify(
         err.print(
             f"[yellow]no price for {', '.join(sorted(llm.spend.unpriced))}: the classifier's cost is not counted[/yellow]"
         )
-    err.print(f"classified {len(cases)} failed episodes with {settings.judge_model} (${llm.spend.cost_usd:.4f})")
+    given = [label for by_method in labels.values() for label in by_method.values()]
+    left = given.count(UNCLASSIFIED)
+    unclassified = f"; {left} left unclassified (the label table says why)" if left else ""
+    err.print(
+        f"classified {len(given) - left} of {len(cases)} failed episodes with {settings.judge_model} "
+        f"(${llm.spend.cost_usd:.4f}){unclassified}"
+    )
     return labels
 
 

@@ -46,7 +46,7 @@ _HTTP_SETTINGS = (
 _SIGNIN_SETTINGS = ("auth", "issuer", "resource", "introspection_client", "introspection_secret", "clock_skew_s")
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
-    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries",
+    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency", "llm_retries",
 )  # fmt: skip
 
 

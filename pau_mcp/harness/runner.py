@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from ..config import Settings, SettingsError
 from ..contract import TASK_KIND, label_problem
+from ..descriptions import description_problem
 from ..eras import client_mode
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import ManifestError, ManifestStore, Method, tool_name
@@ -380,15 +381,18 @@ async def play_episode(
         async with connect(tool, key) as session:
             env = await Environment.open(session, tool)
             result = await agent.run(env, config.mode, config.budget)
-            submitted = await env.submit(result.description or "(no description)", result.code)
-            if submitted.is_error or env.submission_id is None:
-                raise EvalError(f"the server refused the submission: {submitted.text}")
+            problem = _not_described(result, config)
+            if problem is None:
+                submitted = await env.submit(result.description, result.code)
+                if submitted.is_error or env.submission_id is None:
+                    raise EvalError(f"the server refused the submission: {submitted.text}")
+            else:  # nothing to submit: never a placeholder the judge would rate, or an export would serve
+                env.note("note", event="no_description", problem=problem)
         record = EpisodeRecord(method.id, attempt, EpisodeResult(state="done"))
         examples = result.examples if result.examples is not None else env.observed_examples()
         kinds = [k for k in config.kinds if k != "direct" or result.code]
-        if not (result.description or "").strip():
-            kinds = [k for k in kinds if k == "direct"]  # the judge and the code writer need a description
-        if config.score and kinds:
+        # Without a description nothing was submitted, so nothing is scored (the report counts such episodes apart).
+        if config.score and kinds and env.submission_id is not None:
             scored = await scorer.score(method.id, result.description, result.code, examples=examples, kinds=kinds)
             record.values = record_scores(store, env.submission_id, scored, with_examples=True)
             record.scoring_input_tokens = scored.usage.input_tokens
@@ -406,14 +410,36 @@ async def play_episode(
         if not isinstance(exc, (LLMError, EvalError, MCPError, httpx2.HTTPError)):
             raise
         # Permanent for this episode (transient provider errors were already retried): recorded, reported, not dropped.
+        said = str(exc)
+        if isinstance(exc, LLMError) and exc.too_long and env is not None and not _replied(env):
+            said = (
+                f"{exc.model}: the agent's first request is longer than the model's context: serve the model with a "
+                "longer context (llama-server -c, vLLM --max-model-len, Ollama num_ctx); --budget does not shorten it"
+            )
         failed = EpisodeResult(
-            state="failed", session_key=key, error=f"{type(exc).__name__}: {exc}",
+            state="failed", session_key=key, error=f"{type(exc).__name__}: {said}",
             submission_id=env.submission_id if env else None,
             input_tokens=result.usage.input_tokens if result else 0,
             output_tokens=result.usage.output_tokens if result else 0,
             trajectory=[s.to_json() for s in env.trajectory] if env else [],
         )  # fmt: skip
         return EpisodeRecord(method.id, attempt, failed)
+
+
+def _replied(env: Environment) -> bool:
+    """Whether the model answered at least one request of the episode."""
+    return any(step.kind == "model" for step in env.trajectory)
+
+
+def _not_described(result: AgentResult, config: EvalConfig) -> str | None:
+    """Why an agent's result holds no description to submit, or None when it holds one.
+
+    Under the reference protocol the reference agent's final text is submitted as the reference submits it (only an
+    empty one is not); this project's agents submit prose only (``pau_mcp.descriptions``).
+    """
+    if config.protocol == "reference" and config.agent == "paper":
+        return None if (result.description or "").strip() else "it is empty"
+    return description_problem(result.description)
 
 
 def _leaf(exc: BaseException) -> BaseException:

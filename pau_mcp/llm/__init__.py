@@ -4,9 +4,10 @@ Models are named ``provider/model``: ``openai/<model>`` for OpenAI or any
 OpenAI-compatible server (``OPENAI_BASE_URL``), ``azure/<deployment>`` for
 Azure OpenAI, ``anthropic/<model>`` for Claude, each through its official SDK.
 One module per job: ``models`` (model strings, capabilities, overrides),
-``replies`` (what came back), ``pricing``, ``cache``, ``provider`` (what the
-adapters share), ``openai`` and ``anthropic`` (the adapters), ``client``
-(``LLMClient``: limits, retries, cache, accounting, preflight).
+``replies`` (what came back, and JSON read depth-limited), ``pricing``, ``cache``,
+``bounds`` (the size cap on every reply's body), ``provider`` (what the adapters
+share), ``openai`` and ``anthropic`` (the adapters), ``client`` (``LLMClient``:
+limits, retries, deadlines, cache, accounting, preflight).
 """
 
 from .cache import ResponseCache
@@ -23,7 +24,7 @@ from .models import (
     parse_model,
 )
 from .pricing import DEFAULT_PRICING, Price, Pricing, Spend
-from .replies import Completion, ToolCall, Usage
+from .replies import Completion, ToolCall, Usage, read_json
 
 __all__ = [
     "DEFAULT_CAPABILITIES",
@@ -45,4 +46,5 @@ __all__ = [
     "ToolCall",
     "Usage",
     "parse_model",
+    "read_json",
 ]

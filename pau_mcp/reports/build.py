@@ -138,6 +138,8 @@ def _summarise(run: RunData, unscored_as_one: bool, labels: dict[str, str] | Non
         output_tokens=sum(m.output_tokens for m in finished),
         cost_usd=sum(m.cost_usd for m in finished),
         failures=None if labels is None else _count_labels(labels),
+        undescribed=sum(1 for m in done if not m.described),
+        returns=tuple(m.rl_return for m in done if m.rl_return is not None),
         conduct=run_conduct(
             [(m.state, m.queries, m.conduct) for m in run.methods] if run.episodes else [],
             interactive=run.mode != "incontext",

@@ -18,12 +18,12 @@ Counting is one pass over the steps, each looked at once (a tool call's argument
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pau_mcp.contract import ToolStatus
+from pau_mcp.llm import read_json
 
 __all__ = [
     "MALFORMED_EVENTS", "REFUSAL_STATUSES", "Conduct", "RunConduct", "conduct_counts", "conduct_line", "conduct_of",
@@ -31,7 +31,7 @@ __all__ = [
 ]  # fmt: skip
 
 #: Trajectory notes that mark a reply the harness could not turn into an action.
-MALFORMED_EVENTS = ("malformed_action", "unreadable_text_tool_call")
+MALFORMED_EVENTS = ("malformed_action", "unreadable_text_tool_call", "not_a_description")
 #: Statuses of a call the server refused without running it for a reason other than its arguments.
 REFUSAL_STATUSES = (ToolStatus.OVER_BUDGET.value, ToolStatus.UNKNOWN_TOOL.value)
 
@@ -138,11 +138,9 @@ def _arguments(listed: Any) -> list[str]:
 
 
 def _is_object(arguments: str) -> bool:
-    """Whether a call's arguments are a JSON object, as the tools agent requires (nesting too deep to read is not)."""
-    try:
-        return isinstance(json.loads(arguments or "{}"), dict)
-    except (ValueError, RecursionError):
-        return False
+    """Whether a call's arguments are a JSON object, as the tools agent requires (nesting too deep to read is not:
+    read depth-limited, as the agent reads them)."""
+    return isinstance(read_json(arguments or "{}"), dict)
 
 
 def conduct_line(run: str, conduct: RunConduct) -> str | None:

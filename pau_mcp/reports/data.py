@@ -95,6 +95,8 @@ class MethodScores:
         cost_usd: What the episode cost.
         error: Why a failed episode failed.
         coverage: Its exploration coverage, when measured (``pau-mcp coverage``; ``pau_mcp.scoring.coverage``).
+        described: False for a done episode whose agent gave no description: nothing was submitted or scored.
+        rl_return: An RL rollout episode's return (the sum of its step rewards), when it finished.
         conduct: Its malformed actions, invalid arguments and refused calls, counted from its trajectory (None for a
             submission, which has none).
         seconds: How long its last attempt took, start to end (None when not recorded).
@@ -110,6 +112,8 @@ class MethodScores:
     cost_usd: float = 0.0
     error: str | None = None
     coverage: dict[str, Any] | None = None
+    described: bool = True
+    rl_return: float | None = None
     conduct: Conduct | None = None
     seconds: float | None = None
 
@@ -160,7 +164,11 @@ class MethodScores:
                 it out.
         """
         score = self.scores.get(kind)
-        unmade = self.state == "failed" or (self.done and score is not None and score.status in ("error", "unscored"))
+        unmade = (
+            self.state == "failed"
+            or (self.done and not self.described)  # no description: nothing a score could be made of
+            or (self.done and score is not None and score.status in ("error", "unscored"))
+        )
         if failed_as_worst and kind in WORST and unmade:
             return WORST[kind]
         if not self.done or score is None:
@@ -310,7 +318,7 @@ def load_runs(store: RunStore, names: Sequence[str]) -> list[RunData]:
         # Trajectories are read to count each episode's conduct (malformed actions, invalid arguments, refusals).
         episodes = store.episodes(run_id, with_trajectories=True)
         if episodes:
-            methods = tuple(_episode_scores(row) for row in episodes)
+            methods = tuple(_episode_scores(row, kind) for row in episodes)
             runs.append(RunData(name, run_id, config, methods, kind=kind))
         else:
             methods, replaced = _submission_scores(store, run_id)
@@ -333,7 +341,12 @@ def _latest_scores(rows: Iterable[ScoreRow]) -> dict[str, Score]:
     }
 
 
-def _episode_scores(row: EpisodeRow) -> MethodScores:
+def _episode_scores(row: EpisodeRow, kind: str = "eval") -> MethodScores:
+    rl_return = None
+    if kind == "rl" and row.state == "done" and row.trajectory:
+        first = row.trajectory[0]
+        value = first.get("return") if isinstance(first, dict) else None
+        rl_return = float(value) if isinstance(value, int | float) else None
     return MethodScores(
         method_id=row.method_id,
         state=row.state,
@@ -345,6 +358,9 @@ def _episode_scores(row: EpisodeRow) -> MethodScores:
         cost_usd=row.cost_usd,
         error=row.error,
         coverage=row.coverage,
+        # A rollout submits nothing; an exploring episode that ended without a description submitted nothing too.
+        described=kind == "rl" or row.state != "done" or row.submission_id is not None,
+        rl_return=rl_return,
         conduct=conduct_of(row.trajectory or []),
         seconds=_seconds(row.started_at, row.finished_at),
     )

@@ -27,7 +27,7 @@ from .analyses import SIZE_BINS
 from .data import FRACTION_KINDS, KIND_TITLES, KINDS
 from .labels import REPORTED_LABELS
 from .report import Report, RunSummary
-from .stats import CODEMATCH_BUCKETS, JUDGE_SCORES, BootstrapResult, ScoreStats
+from .stats import CODEMATCH_BUCKETS, JUDGE_SCORES, BootstrapResult, ScoreStats, mean_and_std
 
 if TYPE_CHECKING:  # plots loads matplotlib: only renderings that embed plots should pay for it
     from .plots import Plot
@@ -122,6 +122,8 @@ def report_tables(report: Report) -> list[TableData]:
         tables.append(_coverage_table(report))
     if report.variants:
         tables.append(_variants_table(report))
+    if any(s.returns for s in report.summaries):
+        tables.append(_returns_table(report))
     if report.epochs:
         tables.append(_epochs_table(report))
     if any(s.failures is not None for s in report.summaries):
@@ -168,6 +170,18 @@ def _runs_table(report: Report) -> TableData:
     if any(not run.episodes for run in report.runs):
         caption += " A run without episodes counts its submissions (the latest per session and method) as done."
     return TableData("runs", "Runs", columns, rows, caption)
+
+
+def _returns_table(report: Report) -> TableData:
+    columns = ["run", "episodes", "mean return", "std", "min", "max"]
+    rows = []
+    for s in report.summaries:
+        if s.returns:
+            mean, std = mean_and_std(list(s.returns))
+            rows.append([s.name, str(len(s.returns)), _num(mean, 3), _num(std, 3), _num(min(s.returns), 3),
+                         _num(max(s.returns), 3)])  # fmt: skip
+    caption = "An RL rollout's episodes are scored by their returns (the sum of their step rewards, docs/training.md)."
+    return TableData("returns", "RL returns", columns, rows, caption)
 
 
 def _conduct_cells(s: RunSummary) -> list[str]:

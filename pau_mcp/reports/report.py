@@ -49,6 +49,8 @@ class RunSummary:
         output_tokens: Output tokens, likewise.
         cost_usd: Cost, likewise.
         failures: Failure labels counted, when failures were classified.
+        undescribed: Done episodes whose agent gave no description (nothing was submitted or scored).
+        returns: An RL rollout's returns, one per finished episode (empty for other runs).
         conduct: Its malformed actions, invalid arguments, refused calls and zero-query episodes (``conduct``).
     """
 
@@ -72,6 +74,8 @@ class RunSummary:
     output_tokens: int
     cost_usd: float
     failures: dict[str, int] | None = None
+    undescribed: int = 0
+    returns: tuple[float, ...] = ()
     conduct: RunConduct = field(default_factory=RunConduct)
 
     @property

@@ -21,6 +21,7 @@ from wasm_runtime import Limits, SandboxInterface
 
 from ..config import Settings
 from ..contract import Feedback as ShownFeedback
+from ..descriptions import description_problem, is_description
 from ..knowledge import COMPONENTS
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
 from ..manifests import ManifestError, ManifestStore, Method, Task, call_arguments, call_text
@@ -241,16 +242,17 @@ class Scorer:
     ) -> tuple[str, ...]:  # fmt: skip
         """The scores to compute: those requested that the submission allows, or every one it allows.
 
-        The judge needs a description; code match a description (or ``gold``), unless ``knowledge`` leaves the
-        description out; direct code needs code.
+        The judge needs a description (prose: not a placeholder, a tool call or JSON); code match a description (or
+        ``gold``), unless ``knowledge`` leaves the description out; direct code needs code.
         A requested score the submission cannot have is left out. Under the reference protocol a missing
         description is scored as the text ``None``, as the reference does.
 
         Raises:
             NothingToScore: an unknown kind, or no score applies (the message says what is missing).
         """
-        # The reference scores a missing description as the text "None"; this project has nothing to score.
-        has_text = bool(description and description.strip()) or self.protocol.reference
+        # The reference scores a missing description as the text "None"; this project has nothing to score, and
+        # never hands the judge or the code writer a placeholder, a tool call or JSON (pau_mcp.descriptions).
+        has_text = is_description(description) or self.protocol.reference
         has_code = bool(code and code.strip())
         needs = {"judge": "a description", "codematch": "a description", "direct": "code"}
         described = knowledge is None or "description" in knowledge
@@ -269,7 +271,8 @@ class Scorer:
         else:
             kinds = tuple(kind for kind in KINDS if possible[kind])
         if not kinds:
-            raise NothingToScore("the submission is empty: give a description, code, or both")
+            problem = description_problem(description) or "it is empty"
+            raise NothingToScore(f"nothing to score: the submission has no code, and no description ({problem})")
         return kinds
 
     def check(self, kinds: Collection[str]) -> None:

@@ -20,8 +20,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
     1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "sandboxing",
         "grammar", "rules", "contract", "tracing"),
     # Suites on disk, the one LLM client layer, prompts and the protocols built on them; sign-in (OAuth), which the
-    # server and the scorer share.
-    2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth"),
+    # server and the scorer share; what counts as a description.
+    2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth", "descriptions"),
     # The server and the scorer (siblings: neither imports the other), suite creation, served documentation, and
     # whether a model's score on a suite is fresh.
     3: ("server", "scoring", "creation", "documentation", "freshness"),

@@ -27,8 +27,10 @@ from pau_mcp.creation.dating import _first_commits
 from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
 from pau_mcp.creation.tasks import unstated_input
-from pau_mcp.grammar import read_input, read_reflection, visible_text
-from pau_mcp.llm.replies import split_thinking
+from pau_mcp.descriptions import description_problem
+from pau_mcp.grammar import read_input, read_inputs, read_reflection, visible_text
+from pau_mcp.harness.agents import written_tool_calls
+from pau_mcp.llm.replies import read_json, split_thinking
 from pau_mcp.manifests import TaskStep, placeholders
 from pau_mcp.manifests.commitment import Commitment
 from pau_mcp.manifests.importers.codearc import _printed
@@ -150,6 +152,19 @@ CASES = [
     Case("split_thinking: closing tags only", split_thinking, lambda n: _times("</think>", n)),
     Case("split_thinking: empty blocks", split_thinking, lambda n: _times("<thinking></think>", n)),
     Case("split_thinking: one block that never closes", split_thinking, lambda n: _times("x", n, "<think>")),
+    # JSON a model wrote: tool-call arguments, a call written as text, a cached reply.
+    Case("read_json: brackets nested a megabyte deep", read_json, lambda n: _times("[", n)),
+    Case("read_json: objects nested a megabyte deep", read_json, lambda n: _times('{"a":', n)),
+    Case("read_json: escaped quotes after deep brackets", read_json, lambda n: _times('\\"', n, '["' + "[" * 200)),
+    Case("read_json: an unclosed string after deep brackets", read_json, lambda n: _times("a", n, "[" * 300 + '"')),
+    # A model's text where a description belongs (the harness, export docs, the scorer ask whether it is prose).
+    Case("description_problem: fences never closed", description_problem, lambda n: _times("```json\n{", n)),
+    Case("description_problem: fenced objects", description_problem, lambda n: _times('```\n{"a": [[1]]}\n```\n', n)),
+    Case("description_problem: an object a megabyte deep", description_problem, lambda n: _times('{"a":', n)),
+    Case("description_problem: tool-call tags", description_problem, lambda n: _times("<tool_call", n)),
+    # Tool calls a model wrote as text (the tools and task agents read them as calls).
+    Case("written_tool_calls: tags never closed", written_tool_calls, lambda n: _times("<tool_call>{", n)),
+    Case("written_tool_calls: fenced calls", written_tool_calls, lambda n: _times('```\n{"name": "f"}\n```', n)),
     # What the agent observed, as the reference's code writer is shown it.
     Case(
         "reference_triples: a raised name that ends wrongly",
@@ -227,6 +242,15 @@ CASES = [
     Case("read_input: an empty marker before many fences", read_input, lambda n: _times("```\n", n, "INPUT:\n")),
     Case("read_input: marker lines only", read_input, lambda n: _times("INPUT:\n", n)),
     Case("read_input: an unclosed call", lambda text: read_input(text, 2), lambda n: _times("(", n, "INPUT: ")),
+    Case(
+        "read_inputs: one line listing inputs",
+        lambda t: read_inputs(t, 1, 64),
+        lambda n: _times("(1,), ", n, "INPUT: "),
+    ),
+    Case(
+        "read_inputs: groups that never close", lambda t: read_inputs(t, 1, 64), lambda n: _times("(1, ", n, "INPUT: ")
+    ),
+    Case("read_inputs: quotes that never close", lambda t: read_inputs(t, 2, 64), lambda n: _times("('", n, "INPUT: ")),
     Case("read_reflection: marker lines only", read_reflection, lambda n: _times("HYPOTHESIS: x\n", n)),
     Case("read_reflection: a decision and blanks", read_reflection, lambda n: _times(" ", n, "CONCLUDED:", "x")),
     Case("read_reflection: blank lines", read_reflection, lambda n: _times("\n", n, "HYPOTHESIS:")),
@@ -317,6 +341,7 @@ PATTERNS: dict[tuple[str, str], tuple[str, ...] | str] = {
     ): ("parse_critic_rating",),
     ("pau_mcp/reports/failures.py", r"^label:[ \t]*([a-z_]+)[ \t]*$"): ("parse_label",),
     ("pau_mcp/llm/replies.py", r"<(/?)think(?:ing)?>"): ("split_thinking",),
+    ("pau_mcp/llm/replies.py", r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]'): ("read_json",),
     ("pau_mcp/grammar.py", r"<(/?)think(?:ing)?>"): ("visible_text",),
     ("pau_mcp/grammar.py", GRAMMAR_MARKER): ("read_input", "read_reflection"),
     ("pau_mcp/grammar.py", r"(yes|no)\b"): ("read_reflection",),
