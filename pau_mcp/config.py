@@ -321,6 +321,20 @@ SETTINGS: dict[str, SettingSpec] = {
             "llm_timeout_s", "PAU_LLM_TIMEOUT", "--llm-timeout", "Seconds to wait for one LLM response.", float
         ),
         SettingSpec(
+            "llm_deadline_s",
+            "PAU_LLM_DEADLINE",
+            "--llm-deadline",
+            "Seconds one LLM reply may take in all, first byte to last (default 1800); a reply past it fails its step.",
+            float,
+        ),
+        SettingSpec(
+            "llm_max_reply_mb",
+            "PAU_LLM_MAX_REPLY_MB",
+            "--llm-max-reply-mb",
+            "The most MiB of one LLM reply read, streamed or not (default 16); a reply past it fails its step.",
+            float,
+        ),
+        SettingSpec(
             "llm_concurrency", "PAU_LLM_CONCURRENCY", "--llm-concurrency", "LLM requests in flight at once.", int
         ),
         SettingSpec(
@@ -402,6 +416,8 @@ class Settings(BaseModel):
     max_tokens: int | None = Field(None, ge=1, le=1_000_000)
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
     llm_timeout_s: float = Field(120.0, gt=0, le=3600)
+    llm_deadline_s: float = Field(1800.0, gt=0, le=7 * 24 * 3600)
+    llm_max_reply_mb: float = Field(16.0, gt=0, le=4096)
     llm_concurrency: int = Field(8, ge=1, le=1024)
     llm_retries: int = Field(5, ge=0, le=100)
     scorer_token: str | None = Field(None, min_length=8)

@@ -92,7 +92,9 @@ class ToolStatus(StrEnum):
     INVALID_INPUT = "invalid_input"  # the sandbox's refusal of a malformed literal, and the server's
     CRASH = "crash"
     OVER_BUDGET = "over_budget"  # the budget is spent: the function was not run
-    UNKNOWN_TOOL = "unknown_tool"  # no such tool is visible to the caller
+    # No such tool is visible to the caller: submit's and open's answer (a call of an unknown tool is the
+    # protocol's error -32602, never a result).
+    UNKNOWN_TOOL = "unknown_tool"
 
 
 #: Statuses of a call that did not run it and did not count: the arguments were wrong, the budget is spent, or no
@@ -343,7 +345,12 @@ class SubmitArguments(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    method: str = Field(description="the tool name of the function, as listed, e.g. fn_2c9d41e07a")
+    # Mirrored in the Mcp-Param-Method header over HTTP in the 2026-07-28 era (SEP-2243), so a proxy can route or
+    # count submissions per function without reading bodies; the server checks that header and body agree.
+    method: str = Field(
+        description="the tool name of the function, as listed, e.g. fn_2c9d41e07a",
+        json_schema_extra={"x-mcp-header": "Method"},
+    )
     description: str = Field(description="what the function does")
     code: str | None = Field(
         default=None,

@@ -136,7 +136,11 @@ def _lean_engine_state(cache_dir: Path | None) -> str:
     if not art.built:
         return "installed, not built (pau-mcp sandbox build --engine lean)"
     problem = tracking_problem()
-    reset = "kept instances reset from the kernel's write tracking" if problem is None else f"a fresh instance per call ({problem})"
+    reset = (
+        "kept instances reset from the kernel's write tracking"
+        if problem is None
+        else f"a fresh instance per call ({problem})"
+    )
     return f"built ({art.image}); {reset}"
 
 

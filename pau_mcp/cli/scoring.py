@@ -39,7 +39,7 @@ from .common import (
 __all__ = ["no_cache_option", "score", "scorer"]
 
 _LLM_SETTINGS = (
-    "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries", "model_capabilities",
+    "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency", "llm_retries", "model_capabilities",
 )  # fmt: skip
 _SANDBOX_SETTINGS = ("timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers", "sandbox_engine")
 

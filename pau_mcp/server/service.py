@@ -28,6 +28,8 @@ from ..contract import SubmitResult, SubmitStatus, ToolResult, ToolStatus, queri
 from ..manifests import call_text
 from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore, StoreError
+from ..sandboxing import SandboxNotReady
+from ..tracing import record_phases
 from .catalog import Catalog, Exposed
 from .schemas import describe, example_json
 from .sessions import DEFAULT_LABEL, SessionState, StoreBudget
@@ -251,6 +253,11 @@ class MethodService:
                         exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
                     )
                 )
+            except SandboxNotReady as exc:
+                # The first start on this machine is still building the sandbox: not this call's fault or the
+                # agent's; it did not run or count, and the message says to call again.
+                _refund(budget)
+                return Reply(text=f"Not run: {exc}.", is_error=True)
             except EngineUnavailable as exc:
                 # Not a passing failure: this method needs the numpy engine and this server lacks it, so retrying
                 # cannot help. The call does not count; the operator is told what to install.
@@ -265,6 +272,7 @@ class MethodService:
                 _refund(budget)
                 log.exception("the sandbox failed on a call of %s", exposed.tool)
                 return Reply(text="The sandbox could not run this call, so it did not count; try again.", is_error=True)
+            record_phases(exposed.tool, outcome.phases)  # the sandbox's phases, as spans when traced
             large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
             problem = await self._record(
                 state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large

