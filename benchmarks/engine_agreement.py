@@ -36,7 +36,7 @@ from pau_mcp.manifests import ManifestStore  # noqa: E402
 from pau_mcp.manifests.importers.codearc import compare_printed, recorded_call  # noqa: E402
 from pau_mcp.manifests.importers.common import Recorded  # noqa: E402
 from pau_mcp.manifests.model import FrozenOutcome  # noqa: E402
-from wasm_runtime import Sandbox, outcomes_match  # noqa: E402
+from wasm_runtime import Outcome, Sandbox, outcomes_match  # noqa: E402
 from wasm_runtime.engines import engine_for  # noqa: E402
 
 
@@ -67,7 +67,9 @@ def _packaged_outcomes(sandbox: Sandbox, limit: int | None) -> tuple[int, int, l
 _RESULT = re.compile(r"Result \d+:[ ]?")
 
 
-def _codearc(checkout: Path, python_engine: str, limit: int | None) -> tuple[int, int, list[str]]:
+def _codearc(
+    checkout: Path, python_engine: str, limit: int | None, seen: list[Outcome] | None = None
+) -> tuple[int, int, list[str]]:
     """(recorded outputs compared, reproduced, which differ) over every recorded call of CodeARC's anonymous
     problems whose arguments are literals: ``str`` of our value against the printed text, as the importer compares
     (``compare_printed``), whether or not the importer would keep the problem."""
@@ -85,6 +87,8 @@ def _codearc(checkout: Path, python_engine: str, limit: int | None) -> tuple[int
                     printed = str(record.get("output", ""))[matches[-1].end() :] if matches else str(record["output"])
                     probes.append((literal, Recorded(value=printed, raised=bool(record.get("errored")))))
             outcomes = sandbox.run(source, [literal for literal, _ in probes], entry="solution")
+            if seen is not None:
+                seen.extend(outcomes)
             for (literal, recorded), outcome in zip(probes, outcomes, strict=True):
                 compared += 1
                 if compare_printed(recorded, FrozenOutcome.of(outcome)) is None:
@@ -132,12 +136,23 @@ def main() -> None:
     ]
     if options.codearc:
         found: dict[str, list[str]] = {}
+        outcomes: dict[str, list[Outcome]] = {"component": [], "lean": []}
         for engine in ("component", "lean"):
-            total, reproduced, found[engine] = _codearc(options.codearc, engine, limit)
+            total, reproduced, found[engine] = _codearc(options.codearc, engine, limit, outcomes[engine])
             lines.append(f"| CodeARC's recorded CPython outputs, {engine} engine | {total} | {reproduced} | "
                          f"**{reproduced / max(total, 1):.2%}** |")  # fmt: skip
-        only = sorted(set(found["lean"]) - {line.replace("component", "lean") for line in found["component"]})
-        differing += [f"(lean only) {line}" for line in only]
+        # The two engines against each other, outcome for outcome (the one equality rule, and the same shown value
+        # unless it holds an object's address, which no two interpreters share).
+        pairs = list(zip(outcomes["component"], outcomes["lean"], strict=True))
+        same = sum(1 for a, b in pairs if outcomes_match(a, b) and (a.value == b.value or " at 0x" in (a.value or "")))
+        lines.append(f"| CodeARC's calls, the lean engine's outcome against the first engine's | {len(pairs)} | {same} | "
+                     f"**{same / max(len(pairs), 1):.2%}** |")  # fmt: skip
+        differing += [
+            f"codearc call {n}: component {a.status.value} {(a.value or a.error_type or '')[:60]}, lean "
+            f"{b.status.value} {(b.value or b.error_type or '')[:60]}"
+            for n, (a, b) in enumerate(pairs)
+            if not (outcomes_match(a, b) and (a.value == b.value or " at 0x" in (a.value or "")))
+        ]
     if differing:
         lines += ["", f"Outcomes that differ ({len(differing)}):", *(f"- {line}" for line in differing[:20])]
     table = "\n".join(lines)
