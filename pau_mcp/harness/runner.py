@@ -376,6 +376,10 @@ async def play_episode(
             submitted = await env.submit(result.description or "(no description)", result.code)
             if submitted.is_error or env.submission_id is None:
                 raise EvalError(f"the server refused the submission: {submitted.text}")
+            # The receipt numbers the session's own submissions; the store, which the server shares, has its id.
+            submission = store.submission_by_receipt(config.run, key, method.id, env.submission_id)
+            if submission is None:
+                raise EvalError(f"the server's receipt names no submission of {key} in this run store")
         record = EpisodeRecord(method.id, attempt, EpisodeResult(state="done"))
         examples = result.examples if result.examples is not None else env.observed_examples()
         kinds = [k for k in config.kinds if k != "direct" or result.code]
@@ -383,12 +387,12 @@ async def play_episode(
             kinds = [k for k in kinds if k == "direct"]  # the judge and the code writer need a description
         if config.score and kinds:
             scored = await scorer.score(method.id, result.description, result.code, examples=examples, kinds=kinds)
-            record.values = record_scores(store, env.submission_id, scored, with_examples=True)
+            record.values = record_scores(store, submission, scored, with_examples=True)
             record.scoring_input_tokens = scored.usage.input_tokens
             record.scoring_output_tokens = scored.usage.output_tokens
             record.scoring_cost_usd = scored.cost_usd
         record.result = EpisodeResult(
-            state="done", session_key=key, submission_id=env.submission_id, concluded=result.concluded,
+            state="done", session_key=key, submission_id=submission, concluded=result.concluded,
             queries=env.queries, input_tokens=result.usage.input_tokens, output_tokens=result.usage.output_tokens,
             cost_usd=result.cost_usd, trajectory=[s.to_json() for s in env.trajectory],
             examples=[list(e) for e in examples],
@@ -401,7 +405,9 @@ async def play_episode(
         # Permanent for this episode (transient provider errors were already retried): recorded, reported, not dropped.
         failed = EpisodeResult(
             state="failed", session_key=key, error=f"{type(exc).__name__}: {exc}",
-            submission_id=env.submission_id if env else None,
+            submission_id=store.submission_by_receipt(config.run, key, method.id, env.submission_id)
+            if env and env.submission_id
+            else None,
             input_tokens=result.usage.input_tokens if result else 0,
             output_tokens=result.usage.output_tokens if result else 0,
             trajectory=[s.to_json() for s in env.trajectory] if env else [],

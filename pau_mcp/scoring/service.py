@@ -11,6 +11,7 @@ server's ``submit`` tool (``pau-mcp serve --feedback score``).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -534,9 +535,19 @@ def feedback_for(
             log.warning("scoring a submission for %s failed: %s: %s", method_id, type(exc).__name__, str(exc)[:500])
             return dict(_UNAVAILABLE)
         if submission_id is not None:
-            if not stores:
-                stores.append(RunStore(settings.db_path))
-            record_scores(stores[0], submission_id, result)
+            # In a thread: a store write may wait for its lock, and the server's event loop must never wait on one.
+            await anyio.to_thread.run_sync(_record, stores, settings, submission_id, result)
         return result.feedback()
 
     return feedback
+
+
+_OPENING = threading.Lock()
+
+
+def _record(stores: list[RunStore], settings: Settings, submission_id: int, result: Any) -> None:
+    """Record a submission's scores in the run store (opened on the first)."""
+    with _OPENING:
+        if not stores:
+            stores.append(RunStore(settings.db_path))
+    record_scores(stores[0], submission_id, result)

@@ -27,8 +27,9 @@ from ..contract import Feedback as ShownFeedback
 from ..contract import SubmitResult, SubmitStatus, ToolResult, ToolStatus, queries_left
 from ..manifests import call_text
 from ..rules import arity_problem
-from ..runstore import CallRecord, RunStore, StoreError
+from ..runstore import CallRecord, RunStore, StoreBusy, StoreError
 from .catalog import Catalog, Exposed
+from .loopstore import LoopStore
 from .schemas import describe, example_json
 from .sessions import DEFAULT_LABEL, SessionState, StoreBudget
 
@@ -114,6 +115,8 @@ class MethodService:
         self.max_argument_bytes = max_argument_bytes
         self.run_wrong_arity = run_wrong_arity
         self.max_submissions = max_submissions
+        # Every store operation goes through it: nothing waits for the store's lock on the event loop.
+        self.stored = LoopStore(store)
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._large_parses = anyio.CapacityLimiter(_LARGE_PARSES)
 
@@ -228,10 +231,10 @@ class MethodService:
         method_id = exposed.method.id
         budget = self._queries(state, method_id)
         try:
-            used = budget.reserve()
+            used = await self.stored.run(budget.reserve)
         except StoreError as exc:
             log.error("a call of %s could not be counted: %s", exposed.tool, exc)
-            return _unrecorded(f"run store: {exc.reason}")
+            return _unrecorded(exc)
         if used is None:
             message = (
                 f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used "
@@ -254,7 +257,7 @@ class MethodService:
             except EngineUnavailable as exc:
                 # Not a passing failure: this method needs the numpy engine and this server lacks it, so retrying
                 # cannot help. The call does not count; the operator is told what to install.
-                _refund(budget)
+                await self._refund(budget)
                 log.error("%s needs an engine this server lacks: %s", exposed.tool, exc)
                 return Reply(
                     text="This function cannot run on this server (its sandbox engine is not installed), so the call "
@@ -262,7 +265,7 @@ class MethodService:
                     is_error=True,
                 )
             except Exception:
-                _refund(budget)
+                await self._refund(budget)
                 log.exception("the sandbox failed on a call of %s", exposed.tool)
                 return Reply(text="The sandbox could not run this call, so it did not count; try again.", is_error=True)
             large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
@@ -270,7 +273,7 @@ class MethodService:
                 state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large
             )
         if problem is not None:
-            _refund(budget)
+            await self._refund(budget)
             return _unrecorded(problem)
         structured = ToolResult(
             status=outcome.status.value, value=outcome.value, value_type=outcome.value_type,
@@ -286,13 +289,13 @@ class MethodService:
             )
         return Reply(text=text, structured=structured)
 
-    def _refusal(
+    async def _refusal(
         self, state: SessionState, exposed: Exposed, status: str, message: str, text: str | None = None,
         is_error: bool = True,
     ) -> Reply:  # fmt: skip
         """A call that did not run: its status and the budget as it stands, in the method tool's output schema."""
         try:
-            used = self._queries(state, exposed.method.id).used()
+            used = await self.stored.run(self._queries(state, exposed.method.id).used)
         except StoreError:
             used = 0
         structured = ToolResult(
@@ -312,12 +315,12 @@ class MethodService:
             message = f"{message[:_MESSAGE_CHARS]}... [{len(message):,} characters in all]"
         reason = message.removeprefix("Invalid arguments: ")
         await self._record(state, exposed, arguments, counted=False, status=status, message=reason)
-        return self._refusal(state, exposed, status, reason, text=" ".join(message.split()), is_error=is_error)
+        return await self._refusal(state, exposed, status, reason, text=" ".join(message.split()), is_error=is_error)
 
     async def _record(
         self, state: SessionState, exposed: Exposed, arguments: str, counted: bool, status: str,
         outcome: Outcome | None = None, message: str | None = None, large: bool = False,
-    ) -> str | None:  # fmt: skip
+    ) -> StoreError | None:  # fmt: skip
         """Store one call; returns None, or what kept the store from taking it (the server carries on)."""
         record = CallRecord(
             method_id=exposed.method.id,
@@ -341,16 +344,20 @@ class MethodService:
             else functools.partial(self.store.record_refusal, state.store_id, record, _KEPT_REFUSALS)
         )
         try:
-            # A PostgreSQL commit waits on the network and the database's disk: in a thread, as a large call is,
-            # so other sessions' requests go on meanwhile and several commits can share one flush.
-            if large or self.store.dialect == "postgres":
-                await anyio.to_thread.run_sync(write)
-            else:
-                write()
+            # A large record is written in a thread, so other sessions' requests go on meanwhile (a PostgreSQL
+            # commit, which waits on the network and the database's disk, always is: several can share one flush).
+            await self.stored.run(write, in_thread=large)
         except StoreError as exc:
             log.error("a %s call of %s could not be recorded: %s", status, exposed.tool, exc)
-            return f"run store: {exc.reason}"
+            return exc
         return None
+
+    async def _refund(self, budget: StoreBudget) -> None:
+        """Give back a query taken for a call that did not run or was not recorded (logged if the store refuses)."""
+        try:
+            await self.stored.run(budget.refund)
+        except StoreError as exc:
+            log.error("a query taken for %s could not be given back: %s", budget.method_id, exc)
 
     async def submit(self, state: SessionState, method: str, description: str, code: str | None) -> Reply:
         """Record a final description (and optional code) for a method the session can see, by tool name.
@@ -373,37 +380,20 @@ class MethodService:
                 "The submission is too long (at most 20,000 characters of description and 100,000 of code).",
             )
         tool, method_id = exposed.tool, exposed.method.id
-        if self.max_submissions and self.store.submissions_made(state.store_id, method_id) >= self.max_submissions:
-            return self._submissions_used(tool)
         # Two budgets: the submits answered with feedback, and the queries (a counterexample costs one).
         allowance = StoreBudget(self.store, state.store_id, method_id, self.feedback_limit, feedback=True)
         queries = self._queries(state, method_id)
-        given = allowance.reserve() if self.feedback else None
-        answered = given is not None
-        # A query is held for the counterexample while one is left, and given back if none is shown.
-        held = queries.reserve() if answered else None
-        charged = held is not None
-        recorded: int | None = None
         try:
-            if self.max_submissions:
-                recorded = self.store.record_submission_within(
-                    state.store_id, method_id, description.strip(), code, self.max_submissions, feedback=answered
-                )
-            else:
-                recorded = self.store.record_submission(
-                    state.store_id, method_id, description.strip(), code, feedback=answered
-                )
-        finally:
-            if recorded is None:  # not recorded: what it reserved goes back
-                if answered:
-                    allowance.refund()
-                if charged:
-                    _refund(queries)
-        if recorded is None:  # concurrent submits took the last places first
+            kept = await self._keep_submission(state, method_id, description.strip(), code, allowance, queries)
+        except StoreError as exc:
+            # Only what went wrong, never the store's path or URL (an agent reads this).
+            log.error("a submission of %s could not be recorded: %s", tool, exc)
+            return Reply(text=_unrecorded_text("submission", exc), is_error=True)
+        if kept is None:  # the credential has made --max-submissions of them (concurrent submits took the last)
             return self._submissions_used(tool)
-        submission_id = recorded
-        result = SubmitResult(status=SubmitStatus.RECORDED, recorded=True, submission=submission_id, method=tool)
-        text = f"Recorded your description of {tool} (submission {submission_id})."
+        submission_id, receipt, given, charged = kept
+        result = SubmitResult(status=SubmitStatus.RECORDED, recorded=True, submission=receipt, method=tool)
+        text = f"Recorded your description of {tool} (your submission {receipt} of it)."
         if self.feedback is None:
             return Reply(text=text, structured=result.sent())
         if given is None:
@@ -420,22 +410,83 @@ class MethodService:
             )
         except BaseException:
             if charged:
-                _refund(queries)
+                with anyio.CancelScope(shield=True):
+                    await self._refund(queries)
             raise
+        return await self._scored(state, exposed, result, text, scores, queries, charged)
+
+    async def _keep_submission(
+        self, state: SessionState, method_id: str, description: str, code: str | None, allowance: StoreBudget,
+        queries: StoreBudget,
+    ) -> tuple[int, int, int | None, bool] | None:  # fmt: skip
+        """Reserve feedback (and a query for a counterexample) and record the submission; None when the credential
+        has made ``max_submissions`` of the method. Returns the submission's id in the store, its receipt number
+        (the credential's count of its submissions of the method, which is all an agent is told), the feedback
+        answers taken (None: none) and whether a query was held. What it reserved goes back if nothing is recorded.
+
+        Raises:
+            StoreError: the store cannot take it (nothing kept).
+        """
+        stored = self.stored.run
+        if self.max_submissions and (
+            await stored(self.store.submissions_made, state.store_id, method_id) >= self.max_submissions
+        ):
+            return None
+        given = await stored(allowance.reserve) if self.feedback else None
+        answered = given is not None
+        recorded: int | None = None
+        charged = False
+        try:
+            # A query is held for the counterexample while one is left, and given back if none is shown.
+            charged = answered and await stored(queries.reserve) is not None
+            if self.max_submissions:
+                recorded = await stored(
+                    self.store.record_submission_within, state.store_id, method_id, description, code,
+                    self.max_submissions, feedback=answered,
+                )  # fmt: skip
+            else:
+                recorded = await stored(
+                    self.store.record_submission, state.store_id, method_id, description, code, feedback=answered
+                )
+        finally:
+            if recorded is None:  # not recorded: what it reserved goes back
+                with anyio.CancelScope(shield=True):
+                    if answered:
+                        try:
+                            await stored(allowance.refund)
+                        except StoreError as exc:
+                            log.error("a feedback answer taken for %s could not be given back: %s", method_id, exc)
+                    if charged:
+                        await self._refund(queries)
+        if recorded is None:
+            return None
+        try:
+            receipt = await stored(self.store.submission_receipt, state.store_id, method_id, recorded)
+        except StoreError:
+            receipt = 1  # recorded; only its number could not be read back
+        return recorded, receipt, given, charged
+
+    async def _scored(
+        self, state: SessionState, exposed: Exposed, result: SubmitResult, text: str, scores: dict[str, Any],
+        queries: StoreBudget, charged: bool,
+    ) -> Reply:  # fmt: skip
+        """The reply of a submit answered with feedback: the scores an agent may see, and a paid counterexample."""
         feedback = _visible_feedback(scores)
         example = feedback.counterexample if charged else None
         if example is not None:
-            self.store.record_call(
-                state.store_id,
-                CallRecord(
-                    method_id=method_id, tool=tool, arguments=example.input, counted=True,
-                    status="counterexample", value=example.expected,
-                ),
+            record = CallRecord(
+                method_id=exposed.method.id, tool=exposed.tool, arguments=example.input, counted=True,
+                status="counterexample", value=example.expected,
             )  # fmt: skip
-        elif charged:
-            _refund(queries)
+            if await self._record_paid(state, record) is not None:
+                example = None  # not recorded, so not shown: its query goes back
+        if example is None and charged:
+            await self._refund(queries)
         shown = feedback.shown(counterexample=example is not None)
-        used = queries.used()
+        try:
+            used = await self.stored.run(queries.used)
+        except StoreError:
+            used = 0
         result.status, result.scores = SubmitStatus.SCORED, ShownFeedback.model_validate(shown)
         result.queries_used, result.queries_left = used, self.left(used)
         parts = [f"{k} {v}" for k, v in shown.items() if k != "counterexample"]
@@ -447,6 +498,15 @@ class MethodService:
             )
         return Reply(text=text + ".", structured=result.sent())
 
+    async def _record_paid(self, state: SessionState, record: CallRecord) -> StoreError | None:
+        """Record a paid counterexample as a counted call; what kept the store from taking it, or None."""
+        try:
+            await self.stored.run(self.store.record_call, state.store_id, record)
+        except StoreError as exc:
+            log.error("a counterexample for %s could not be recorded: %s", record.tool, exc)
+            return exc
+        return None
+
     def _submissions_used(self, tool: str) -> Reply:
         message = (
             f"Not recorded: this credential has submitted {self.max_submissions} descriptions of {tool}, the most "
@@ -456,20 +516,24 @@ class MethodService:
         return refused(SubmitStatus.SUBMISSIONS_USED, message)
 
 
-def _refund(budget: StoreBudget) -> None:
-    """Give back a query taken for a call that did not run or was not recorded (logged if the store refuses)."""
-    try:
-        budget.refund()
-    except StoreError as exc:
-        log.error("a query taken for %s could not be given back: %s", budget.method_id, exc)
-
-
-def _unrecorded(problem: str) -> Reply:
-    return Reply(
-        text=f"This call was not recorded ({problem}), so it did not count and its result is withheld; the server's "
-        "disk may be full or read-only: tell its operator.",
-        is_error=True,
+def _unrecorded_text(what: str, problem: StoreError) -> str:
+    """Why a call or submission was not recorded, for the agent: the store's short reason and what to do, never its
+    path or URL."""
+    if isinstance(problem, StoreBusy):
+        return (
+            f"This {what} was not recorded: the server's run store is busy ({problem.reason}; another process holds "
+            f"its write lock), so it did not count{' and its result is withheld' * (what == 'call')}. It is safe to "
+            "send it again in a few seconds."
+        )
+    return (
+        f"This {what} was not recorded (run store: {problem.reason}), so it did not count"
+        f"{' and its result is withheld' * (what == 'call')}; the server's disk may be full or read-only: tell its "
+        "operator."
     )
+
+
+def _unrecorded(problem: StoreError) -> Reply:
+    return Reply(text=_unrecorded_text("call", problem), is_error=True)
 
 
 def refused(status: StrEnum, message: str) -> Reply:
