@@ -140,6 +140,14 @@ SETTINGS: dict[str, SettingSpec] = {
             int,
         ),
         SettingSpec(
+            "score_seconds",
+            "PAU_MCP_SCORE_SECONDS",
+            "--score-seconds",
+            "Most time one piece of scored code (submitted, or written by the code writer) spends in the sandbox over "
+            "a method's whole test suite; the inputs left then count as timeouts (0: no total).",
+            float,
+        ),
+        SettingSpec(
             "log_file",
             "PAU_MCP_LOG_FILE",
             "--log-file",
@@ -339,6 +347,7 @@ class Settings(BaseModel):
     token: str | None = Field(None, min_length=8)
     tool_key: str | None = Field(None, min_length=16, max_length=4096)
     feedback_limit: int = Field(3, ge=0, le=1_000_000)
+    score_seconds: float = Field(10.0, ge=0, le=24 * 3600)
     log_file: Path | None = None
     judge_model: str | None = None
     coder_model: str | None = None

@@ -45,6 +45,7 @@ _HTTP_SETTINGS = (
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
     "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries",
+    "score_seconds",
 )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ call from the command line behaves exactly like a call from an agent.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -25,6 +26,7 @@ from wasm_runtime import EngineUnavailable, InvalidInput, Outcome, SandboxInterf
 
 from ..contract import Feedback as ShownFeedback
 from ..contract import SubmitResult, SubmitStatus, ToolResult, ToolStatus, queries_left
+from ..fairness import FairShare
 from ..manifests import call_text
 from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore, StoreBusy, StoreError
@@ -56,9 +58,10 @@ _MESSAGE_CHARS = 2048
 #: The longest ``args`` form a refusal quotes as its example; longer ones are shown with their values elided.
 _EXAMPLE_CHARS = 200
 
-#: Feedback on a submission: ``await feedback(method_id, description, code, *, submission_id, counterexample)``
-#: returns the scores in the shape of ``contract.Feedback`` (and records them under the submission); with
-#: ``counterexample`` it may add one ``{"input", "expected"}`` pair, which costs the session one query.
+#: Feedback on a submission: ``await feedback(method_id, description, code, *, submission_id, counterexample,
+#: credential)`` returns the scores in the shape of ``contract.Feedback`` (and records them under the submission);
+#: with ``counterexample`` it may add one ``{"input", "expected"}`` pair, which costs the session one query;
+#: ``credential`` says whose submission it is, for the fair share of the scorer's workers.
 Feedback = Callable[..., Awaitable[dict[str, Any]]]
 
 
@@ -99,12 +102,14 @@ class MethodService:
         run_wrong_arity: Run a call with another number of arguments than the header has (it counts, and
             Python's ``TypeError`` is its result), as the reference protocol does, instead of refusing it.
         max_submissions: Submissions recorded per method per credential (``--max-submissions``); 0 for no limit.
+        shares: Hands out the sandbox's workers fairly across credentials (``pau_mcp.fairness``); None runs calls
+            in the order they come.
     """
 
     def __init__(
         self, catalog: Catalog, sandbox: SandboxInterface, store: RunStore, budget: int, feedback: Feedback | None = None,
         feedback_limit: int = 3, max_argument_bytes: int = 64 * 1024, run_wrong_arity: bool = False,
-        max_submissions: int = 0,
+        max_submissions: int = 0, shares: FairShare | None = None,
     ) -> None:  # fmt: skip
         self.catalog = catalog
         self.sandbox = sandbox
@@ -115,6 +120,7 @@ class MethodService:
         self.max_argument_bytes = max_argument_bytes
         self.run_wrong_arity = run_wrong_arity
         self.max_submissions = max_submissions
+        self.shares = shares
         # Every store operation goes through it: nothing waits for the store's lock on the event loop.
         self.stored = LoopStore(store)
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
@@ -249,11 +255,12 @@ class MethodService:
         # for whichever call used that worker next, and the call would count without a record.
         with anyio.CancelScope(shield=True):
             try:
-                outcome = _printable(
-                    await self.sandbox.acall(
-                        exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
+                async with self._turn(state):
+                    outcome = _printable(
+                        await self.sandbox.acall(
+                            exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
+                        )
                     )
-                )
             except EngineUnavailable as exc:
                 # Not a passing failure: this method needs the numpy engine and this server lacks it, so retrying
                 # cannot help. The call does not count; the operator is told what to install.
@@ -288,6 +295,10 @@ class MethodService:
                 "new server for every call starts again at 1 each time; keep one session open."
             )
         return Reply(text=text, structured=structured)
+
+    def _turn(self, state: SessionState) -> contextlib.AbstractAsyncContextManager[None]:
+        """The credential's turn at the sandbox (its session row stands for it: one per credential)."""
+        return self.shares.turn(state.store_id) if self.shares is not None else contextlib.nullcontext()
 
     async def _refusal(
         self, state: SessionState, exposed: Exposed, status: str, message: str, text: str | None = None,
@@ -406,7 +417,12 @@ class MethodService:
         result.feedback_left = max(0, self.feedback_limit - given)
         try:
             scores = await self.feedback(
-                method_id, description.strip(), code, submission_id=submission_id, counterexample=charged
+                method_id,
+                description.strip(),
+                code,
+                submission_id=submission_id,
+                counterexample=charged,
+                credential=state.store_id,
             )
         except BaseException:
             if charged:
