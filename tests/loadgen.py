@@ -7,6 +7,11 @@ the default argument cap lets through). Run it as ``python -c LARGE_CALLS URL TO
 ``HOG_CALLS``: one credential (the main token's label LABEL) keeping CONCURRENCY calls of TOOL in flight without
 pause, in the 2026-07-28 era; with a slow method, each runs to the CPU limit. Run it as ``python -c HOG_CALLS URL
 MAIN_TOKEN LABEL TOOL ARGUMENTS_JSON CONCURRENCY``.
+
+``PIPELINE_FLOOD``: CONNECTIONS connections, each writing REQUESTS pipelined requests (a ping of about 190 bytes,
+with no credential) and never reading an answer; it prints ``sent BYTES`` once written (what the server would take
+within 30 s) and holds the connections open until its stdin closes. Run it as ``python -c PIPELINE_FLOOD HOST PORT
+PATH CONNECTIONS REQUESTS``.
 """
 
 LARGE_CALLS = """
@@ -45,4 +50,34 @@ async def main():
             for _ in range(int(concurrency)):
                 group.start_soon(caller, client)
 anyio.run(main)
+"""
+
+PIPELINE_FLOOD = """
+import socket, sys, time
+host, port, path, connections, requests = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+one = (f"POST {path} HTTP/1.1\\r\\nHost: {host}:{port}\\r\\nContent-Type: application/json\\r\\n"
+       f"Accept: application/json, text/event-stream\\r\\nContent-Length: {len(body)}\\r\\n\\r\\n").encode() + body
+payload = one * requests
+sockets = []
+for _ in range(connections):
+    sock = socket.create_connection((host, port), timeout=30)
+    sock.setblocking(False)
+    sockets.append([sock, 0])
+deadline = time.monotonic() + 30
+while any(sent < len(payload) for _, sent in sockets) and time.monotonic() < deadline:
+    for entry in sockets:
+        sock, sent = entry
+        if sent < len(payload):
+            try:
+                entry[1] += sock.send(payload[sent:])
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                entry[1] = len(payload)
+    time.sleep(0.001)
+print("sent", sum(min(sent, len(payload)) for _, sent in sockets), flush=True)
+sys.stdin.read()
+for sock, _ in sockets:
+    sock.close()
 """
