@@ -472,6 +472,12 @@ class Settings(BaseModel):
                 values[spec.name] = raw.split(os.pathsep) if spec.multiple else raw
         return cls._validated(values)
 
+    def deployment_key_source(self) -> str:
+        """Where ``deployment_key`` comes from, as a log line may name it (never the key itself)."""
+        if self.tool_key is not None:
+            return f"{SETTINGS['tool_key'].flag} / {SETTINGS['tool_key'].env}"
+        return f"the key file {self.data_dir / 'tool.key'}"
+
     def deployment_key(self) -> str:
         """The deployment's secret: ``tool_key`` if set, else ``DATA_DIR/tool.key``, created on first use.
 

@@ -314,7 +314,7 @@ def _build(
         feedback_fn = _feedback(settings, sandboxes)
     try:
         served_docs = tool_docs(settings, docs, list(suites) or ["builtin"])
-        tokens = TokenSigner(settings.deployment_key())
+        tokens = TokenSigner(settings.deployment_key(), source=settings.deployment_key_source())
         service, sessions = create_service(
             settings,
             list(suites) or ["builtin"],
@@ -350,6 +350,11 @@ def tool_docs(settings: Settings, source: str, suites: list[str]) -> Any:
         raise click.ClickException(str(exc)) from None
     if found is None:
         return None
+    for method_id in found.quoting:
+        logging.getLogger("pau_mcp.server").warning(
+            "--docs %s: the documentation of %s holds its gold description or nearly; it is served with its header "
+            "only", source, method_id,
+        )  # fmt: skip
     if found.skipped and found.source not in ("none", "gold"):
         logging.getLogger("pau_mcp.server").warning(
             "--docs %s documents %d of %d methods; the others are served with their header only (e.g. %s: %s)",

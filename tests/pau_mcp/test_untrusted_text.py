@@ -25,6 +25,7 @@ import pytest
 from pau_mcp.contract import label_problem
 from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
+from pau_mcp.documentation import near_gold
 from pau_mcp.grammar import read_input, read_reflection, visible_text
 from pau_mcp.llm.replies import split_thinking
 from pau_mcp.manifests import placeholders
@@ -73,7 +74,21 @@ def _nested_calls(size: int) -> str:
     return _times(block, size)
 
 
+_LONG_GOLD = "counts the steps to reach one, dividing by three when it can; " * 3
+
 CASES = [
+    # Learned documentation compared with its method's gold description (serve --docs).
+    Case("near_gold: shingles that never match", lambda text: near_gold(text, _LONG_GOLD), lambda n: _times("a ", n)),
+    Case(
+        "near_gold: a short gold searched everywhere",
+        lambda text: near_gold(text, "counts steps to 1."),
+        lambda n: _times("ab", n),
+    ),
+    Case(
+        "near_gold: invisible and combining characters",
+        lambda text: near_gold(text, _LONG_GOLD),
+        lambda n: _times("\u200b\u0301", n),
+    ),
     # Code in a submission or in the code writer's reply.
     Case("extract_code: an unclosed fence with no newline", extract_code, lambda n: _times("a", n, "```")),
     Case("extract_code: a run of backticks", extract_code, lambda n: _times("`", n)),
