@@ -433,9 +433,13 @@ class Settings(BaseModel):
         run's own server, ``pau_mcp.server.launch``), secrets included, so never on a command line.
 
         Paths are written absolute: the other process may run in another directory, and a relative ``--data-dir``
-        would otherwise name another run store there.
+        would otherwise name another run store there. Only the fields set (by a flag, a variable or the code that
+        built this object; ``model_fields_set``) are written, and the data directory, so that the other process
+        knows which ones the operator chose: a protocol's own limits apply where none was (``--protocol reference``:
+        30 s and 1 MiB per call), and every field written counts as chosen there.
         """
-        return self.model_copy(update=self._absolute_paths()).model_dump_json()
+        chosen = self.model_fields_set | {"data_dir"}
+        return self.model_copy(update=self._absolute_paths()).model_dump_json(include=chosen)
 
     def _absolute_paths(self) -> dict[str, Any]:
         """The settings' file and directory paths made absolute against this process's working directory."""
