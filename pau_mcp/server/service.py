@@ -53,6 +53,8 @@ _LARGE_PARSES = 1
 _KEPT_CHARS = 1024
 #: Refused calls kept in the run store per method per credential; later ones are answered alike, not kept.
 _KEPT_REFUSALS = 100
+#: Credentials and methods remembered as having all their refusals kept (about 0.2 KB each).
+_KEPT_FULL = 4096
 #: The longest refusal message answered and recorded: messages quote at most a short piece of the arguments.
 _MESSAGE_CHARS = 2048
 #: The longest ``args`` form a refusal quotes as its example; longer ones are shown with their values elided.
@@ -124,6 +126,8 @@ class MethodService:
         # Every store operation goes through it: nothing waits for the store's lock on the event loop.
         self.stored = LoopStore(store)
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        # (session, method) whose refused calls are all kept (``_KEPT_REFUSALS``): bounded, oldest forgotten first.
+        self._refusals_kept: dict[tuple[int, str], None] = {}
         self._large_parses = anyio.CapacityLimiter(_LARGE_PARSES)
 
     def arguments(
@@ -249,7 +253,9 @@ class MethodService:
             size = len(literal.encode("utf-8", "surrogatepass"))
             # Not a tool error: nothing is wrong with the call, and clients that retry tool errors (pydantic-ai) or
             # stop on them would end the agent's run before it submits. The status says what happened.
-            return await self._refuse(state, exposed, literal, size, ToolStatus.OVER_BUDGET, message, is_error=False)
+            return await self._refuse(
+                state, exposed, literal, size, ToolStatus.OVER_BUDGET, message, is_error=False, used=self.budget
+            )
         # Shielded: a counted call runs to its end and is recorded even if the client cancels it or goes away
         # (the sandbox's limits bound the wait). Abandoned halfway, a worker's reply would be left in its pipe
         # for whichever call used that worker next, and the call would count without a record.
@@ -302,13 +308,15 @@ class MethodService:
 
     async def _refusal(
         self, state: SessionState, exposed: Exposed, status: str, message: str, text: str | None = None,
-        is_error: bool = True,
+        is_error: bool = True, used: int | None = None,
     ) -> Reply:  # fmt: skip
-        """A call that did not run: its status and the budget as it stands, in the method tool's output schema."""
-        try:
-            used = await self.stored.run(self._queries(state, exposed.method.id).used)
-        except StoreError:
-            used = 0
+        """A call that did not run: its status and the budget as it stands (``used``, when the caller knows it),
+        in the method tool's output schema."""
+        if used is None:
+            try:
+                used = await self.stored.run(self._queries(state, exposed.method.id).used)
+            except StoreError:
+                used = 0
         structured = ToolResult(
             status=status, error_message=message, queries_used=used, queries_left=self.left(used),
             budget_scope=state.scope,
@@ -317,7 +325,7 @@ class MethodService:
 
     async def _refuse(
         self, state: SessionState, exposed: Exposed, arguments: str, size: int, status: str, message: str,
-        is_error: bool = True,
+        is_error: bool = True, used: int | None = None,
     ) -> Reply:  # fmt: skip
         """A refused call: recorded with a bounded prefix of its arguments, answered with one line and its status."""
         if len(arguments) > _KEPT_CHARS:
@@ -325,8 +333,11 @@ class MethodService:
         if len(message) > _MESSAGE_CHARS:
             message = f"{message[:_MESSAGE_CHARS]}... [{len(message):,} characters in all]"
         reason = message.removeprefix("Invalid arguments: ")
-        await self._record(state, exposed, arguments, counted=False, status=status, message=reason)
-        return await self._refusal(state, exposed, status, reason, text=" ".join(message.split()), is_error=is_error)
+        if (state.store_id, exposed.method.id) not in self._refusals_kept:
+            await self._record(state, exposed, arguments, counted=False, status=status, message=reason)
+        return await self._refusal(
+            state, exposed, status, reason, text=" ".join(message.split()), is_error=is_error, used=used
+        )
 
     async def _record(
         self, state: SessionState, exposed: Exposed, arguments: str, counted: bool, status: str,
@@ -357,10 +368,16 @@ class MethodService:
         try:
             # A large record is written in a thread, so other sessions' requests go on meanwhile (a PostgreSQL
             # commit, which waits on the network and the database's disk, always is: several can share one flush).
-            await self.stored.run(write, in_thread=large)
+            written = await self.stored.run(write, in_thread=large)
         except StoreError as exc:
             log.error("a %s call of %s could not be recorded: %s", status, exposed.tool, exc)
             return exc
+        if not counted and written is None:
+            # The credential's refusals of this method are all kept: they are never deleted, so no later one will
+            # be, and a flood of refused calls need not take the store's write lock again for each.
+            self._refusals_kept[(state.store_id, exposed.method.id)] = None
+            while len(self._refusals_kept) > _KEPT_FULL:
+                self._refusals_kept.pop(next(iter(self._refusals_kept)))
         return None
 
     async def _refund(self, budget: StoreBudget) -> None:
