@@ -3,7 +3,11 @@
 Prints its base URL on stdout, then serves until stdin closes. ``--delay-ms N`` holds each chat reply for N ms,
 as a provider's latency would (without using CPU meanwhile). The script: a tools
 agent makes 20 tool calls and submits; the judge rates 2; the code writer returns
-a constant function.
+a constant function. For `pau-mcp create` (benchmarks/creation.py): the validator
+accepts everything, the inputs are twenty calls of small integers (as many as
+the header's parameters), the description carries the function's source (packed), and the code writer
+unpacks it: a perfect describer and coder, so every gold check passes and what is measured is the
+pipeline's own work.
 
 A real provider's CPU is not on this machine, so the stand-in should take as
 little of the benchmark's cores as it can: the replies are the tests' loopback
@@ -16,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import sys
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +55,21 @@ def instant(body: dict[str, Any]) -> Reply | str:
     text = str(messages[-1].get("content"))
     if "<reference-" in text:  # the judge: its fences carry a per-request tag
         return "Rating: 2"
+    if text.startswith("Write an input check"):
+        params = text.split("def validate_input_args(", 1)[1].split(")", 1)[0]
+        return f"```python\ndef validate_input_args({params}):\n    return None\n```"
+    if text.startswith("Propose inputs"):
+        header = text.split("def test_func(", 1)[-1].split(")", 1)[0]
+        count = len([p for p in header.split(",") if p.strip() and not p.strip().startswith("*")])
+        return "\n".join(
+            "- test_func(" + ", ".join(str((i * 7 + k * 3) % 23 - 5) for k in range(count)) + ")" for i in range(20)
+        )
+    if text.startswith("Describe what the Python function"):
+        fenced = text.split("\n<source-", 1)[1].split(">\n", 1)[1].rsplit("\n</source-", 1)[0]
+        return "Returns what this code returns: " + base64.b64encode(zlib.compress(fenced.encode())).decode()
+    if "Returns what this code returns: " in text:
+        packed = text.split("Returns what this code returns: ", 1)[1].split()[0]
+        return "```python\n" + zlib.decompress(base64.b64decode(packed)).decode() + "\n```"
     return "```python\ndef test_func(*args):\n    return 0\n```"
 
 

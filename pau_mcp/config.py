@@ -125,6 +125,51 @@ SETTINGS: dict[str, SettingSpec] = {
         SettingSpec("budget", "PAU_MCP_BUDGET", "--budget", "Calls allowed per method per session (0: no limit).", int),
         SettingSpec("token", "PAU_MCP_TOKEN", "--token", "Bearer token agents must send over HTTP.", str),
         SettingSpec(
+            "auth",
+            "PAU_MCP_AUTH",
+            "--auth",
+            "How HTTP clients authenticate: token (the main --token and session tokens) or oauth (also access tokens "
+            "of the --issuer's authorization server, with the scopes explore, score, operate; docs/server.md).",
+            click.Choice(["token", "oauth"]),
+        ),
+        SettingSpec(
+            "issuer",
+            "PAU_MCP_ISSUER",
+            "--issuer",
+            "With --auth oauth: the authorization server's issuer URL, exactly as its metadata states it.",
+            str,
+        ),
+        SettingSpec(
+            "resource",
+            "PAU_MCP_RESOURCE",
+            "--resource",
+            "With --auth oauth: this server's canonical URL as clients reach it, the audience its tokens must name "
+            "(default: the bound address, http://HOST:PORT/mcp, or http://HOST:PORT for the scorer).",
+            str,
+        ),
+        SettingSpec(
+            "introspection_client",
+            "PAU_MCP_INTROSPECTION_CLIENT",
+            "--introspection-client",
+            "With --auth oauth: check every token by RFC 7662 introspection (revocation takes effect at once; opaque "
+            "tokens work) as this client of the authorization server, instead of as a JWT against its keys.",
+            str,
+        ),
+        SettingSpec(
+            "introspection_secret",
+            "PAU_MCP_INTROSPECTION_SECRET",
+            "--introspection-secret",
+            "The --introspection-client's secret (prefer the variable: a command line can be read by other users).",
+            str,
+        ),
+        SettingSpec(
+            "clock_skew_s",
+            "PAU_MCP_CLOCK_SKEW",
+            "--clock-skew",
+            "With --auth oauth: seconds of leeway for a token's exp, nbf and iat against this machine's clock.",
+            float,
+        ),
+        SettingSpec(
             "tool_key",
             "PAU_MCP_TOOL_KEY",
             "--tool-key",
@@ -276,6 +321,20 @@ SETTINGS: dict[str, SettingSpec] = {
             "llm_timeout_s", "PAU_LLM_TIMEOUT", "--llm-timeout", "Seconds to wait for one LLM response.", float
         ),
         SettingSpec(
+            "llm_deadline_s",
+            "PAU_LLM_DEADLINE",
+            "--llm-deadline",
+            "Seconds one LLM reply may take in all, first byte to last (default 1800); a reply past it fails its step.",
+            float,
+        ),
+        SettingSpec(
+            "llm_max_reply_mb",
+            "PAU_LLM_MAX_REPLY_MB",
+            "--llm-max-reply-mb",
+            "The most MiB of one LLM reply read, streamed or not (default 16); a reply past it fails its step.",
+            float,
+        ),
+        SettingSpec(
             "llm_concurrency", "PAU_LLM_CONCURRENCY", "--llm-concurrency", "LLM requests in flight at once.", int
         ),
         SettingSpec(
@@ -357,9 +416,17 @@ class Settings(BaseModel):
     max_tokens: int | None = Field(None, ge=1, le=1_000_000)
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
     llm_timeout_s: float = Field(120.0, gt=0, le=3600)
+    llm_deadline_s: float = Field(1800.0, gt=0, le=7 * 24 * 3600)
+    llm_max_reply_mb: float = Field(16.0, gt=0, le=4096)
     llm_concurrency: int = Field(8, ge=1, le=1024)
     llm_retries: int = Field(5, ge=0, le=100)
     scorer_token: str | None = Field(None, min_length=8)
+    auth: Literal["token", "oauth"] = "token"
+    issuer: str | None = Field(None, max_length=2048)
+    resource: str | None = Field(None, max_length=2048)
+    introspection_client: str | None = Field(None, min_length=1, max_length=1024)
+    introspection_secret: str | None = Field(None, min_length=1, max_length=4096)
+    clock_skew_s: float = Field(60.0, ge=0, le=600)
     protocol: Literal["pau-mcp", "reference"] = "pau-mcp"
     mcp_era: Literal["modern", "legacy", "auto"] = "modern"
     examples: Literal["published", "deployment"] = "published"
@@ -399,6 +466,23 @@ class Settings(BaseModel):
                 f"the reference protocol shows the published examples, as the reference benchmark did; drop "
                 f"{SETTINGS['examples'].flag} deployment ({SETTINGS['examples'].env}), or use "
                 f"{SETTINGS['protocol'].flag} pau-mcp"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _sign_in(self) -> Settings:
+        if self.auth != "oauth":
+            return self
+        if not self.issuer:
+            raise ValueError(f"--auth oauth needs the authorization server: {Settings.named('issuer')}")
+        for name in ("issuer", "resource"):
+            problem = _url_problem(getattr(self, name))
+            if problem:
+                raise ValueError(f"{Settings.named(name)}: {problem}")
+        if (self.introspection_client is None) != (self.introspection_secret is None):
+            raise ValueError(
+                f"token introspection needs both {Settings.named('introspection_client')} and "
+                f"{Settings.named('introspection_secret')}"
             )
         return self
 
@@ -519,6 +603,26 @@ class Settings(BaseModel):
         """How a user sets ``name``: its flag and its environment variable (for messages)."""
         spec = SETTINGS[name]
         return f"{spec.flag} or {spec.env}"
+
+
+def _url_problem(url: str | None) -> str | None:
+    """Why ``url`` cannot be an issuer or resource URL (RFC 8414, RFC 8707), or None; plain HTTP only on loopback."""
+    if url is None:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return f"{url[:100]!r} is not a URL"
+    if parts.scheme not in ("https", "http") or not host:
+        return f"{url[:100]!r} is not an https:// URL"
+    if parts.fragment or parts.query:
+        return f"{url[:100]!r} has a query or fragment; give the URL without them"
+    if parts.scheme == "http" and host not in ("localhost", "::1") and not host.startswith("127."):
+        return f"{url[:100]!r} is plain HTTP; use https:// (plain HTTP is for loopback addresses only)"
+    return None
 
 
 def _create_key(path: Path) -> None:

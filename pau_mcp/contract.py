@@ -92,7 +92,9 @@ class ToolStatus(StrEnum):
     INVALID_INPUT = "invalid_input"  # the sandbox's refusal of a malformed literal, and the server's
     CRASH = "crash"
     OVER_BUDGET = "over_budget"  # the budget is spent: the function was not run
-    UNKNOWN_TOOL = "unknown_tool"  # no such tool is visible to the caller
+    # No such tool is visible to the caller: submit's and open's answer (a call of an unknown tool is the
+    # protocol's error -32602, never a result).
+    UNKNOWN_TOOL = "unknown_tool"
 
 
 #: Statuses of a call that did not run it and did not count: the arguments were wrong, the budget is spent, or no
@@ -155,8 +157,9 @@ def portable_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 # -- a method tool's result -------------------------------------------------------------------------------------------
 
-#: Whose budget a result counts: a stdio server process's (or a command's), a session token's, or a label's.
-BudgetScope = Literal["process", "token", "label"]
+#: Whose budget a result counts: a stdio server process's (or a command's), a session token's, a label's, or a
+#: signed-in token's subject's.
+BudgetScope = Literal["process", "token", "label", "subject"]
 
 
 class ToolResult(BaseModel):
@@ -176,8 +179,8 @@ class ToolResult(BaseModel):
     queries_left: int | None = Field(description="null when there is no budget")
     budget_scope: BudgetScope = Field(
         default="process",
-        description="whose budget this is: this server process (stdio), your session token's, or the label your "
-        "requests name (the server's default label when they name none)",
+        description="whose budget this is: this server process (stdio), your session token's, the label your "
+        "requests name (the server's default label when they name none), or the subject your sign-in names",
     )
 
     @property
@@ -342,7 +345,12 @@ class SubmitArguments(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    method: str = Field(description="the tool name of the function, as listed, e.g. fn_2c9d41e07a")
+    # Mirrored in the Mcp-Param-Method header over HTTP in the 2026-07-28 era (SEP-2243), so a proxy can route or
+    # count submissions per function without reading bodies; the server checks that header and body agree.
+    method: str = Field(
+        description="the tool name of the function, as listed, e.g. fn_2c9d41e07a",
+        json_schema_extra={"x-mcp-header": "Method"},
+    )
     description: str = Field(description="what the function does")
     code: str | None = Field(
         default=None,

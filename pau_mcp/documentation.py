@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .descriptions import PLACEHOLDERS, description_problem
 from .manifests import ManifestError, ManifestStore, Method
 from .manifests.checks import quotes_gold
 from .runstore import RunStore, StoreError
@@ -68,8 +69,6 @@ _NEAR_SHARE = 0.8
 #: Under this many normalised characters, a gold text is near only a text within ``_SHORT_EDITS`` edit of it.
 _SHORT_GOLD = 40
 _SHORT_EDITS = 1
-#: Placeholders the harness submits when an agent gave no description: documentation of nothing.
-_PLACEHOLDERS = frozenset({"(no description)", "(the agent did not submit a description)"})
 
 
 class DocsError(ValueError):
@@ -148,8 +147,11 @@ def learned_docs(store: RunStore, run: str) -> tuple[list[LearnedDoc], dict[str,
 
 def _keep(found: list[LearnedDoc], skipped: dict[str, str], method_id: str, text: str) -> None:
     text = text.strip()
-    if not text or text in _PLACEHOLDERS:
+    problem = description_problem(text)
+    if not text or text in PLACEHOLDERS:
         skipped[method_id] = "its agent gave no description"
+    elif problem is not None:  # a tool call or JSON a model wrote where prose belongs is no documentation
+        skipped[method_id] = f"its description is not prose ({problem})"
     elif len(text) > MAX_DOC_CHARS:
         skipped[method_id] = f"its description is longer than {MAX_DOC_CHARS:,} characters"
     else:
@@ -342,6 +344,11 @@ def load_documentation(
             store.close()
         texts = {doc.method_id: doc.description for doc in docs}
     texts = {method_id: text for method_id, text in texts.items() if method_id in methods and text}
+    for method_id, text in list(texts.items()):
+        problem = description_problem(text)
+        if problem is not None:  # a file written before descriptions had to be prose: served as none
+            skipped[method_id] = f"its description is not prose ({problem})"
+            del texts[method_id]
     quoting = tuple(method_id for method_id, text in texts.items() if near_gold(text, methods[method_id].description))
     for method_id in quoting:
         del texts[method_id]

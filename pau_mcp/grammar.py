@@ -155,9 +155,9 @@ def read_inputs(reply: str, arity: int | None = None, limit: int = 10) -> list[s
         if not written or _is_fence(marked[1]):
             written = _following(lines, index + 1)
         if written:
-            found.append(_leading_arguments(written, arity) or written)
+            found += _listed_arguments(written, arity, limit - len(found)) or [written]
     if found:
-        return found
+        return found[:limit]
     for line in lines:
         if len(found) >= limit:
             break
@@ -199,19 +199,60 @@ def _leading_arguments(text: str, arity: int | None) -> str | None:
     return found
 
 
-def _group_end(text: str) -> int | None:
-    """Where the bracketed group at the start of ``text`` ends (after a call's name, if any); None if it does not.
+def _listed_arguments(text: str, arity: int | None, limit: int) -> list[str]:
+    """The inputs a line lists one after another (``(1,), (2,); (3,)``, ``f(1) or f(2)``), at most ``limit``; else
+    the one input the line starts with (``((1, 2), (3, 4))`` is one input of two tuple arguments); none when it does
+    not start with one.
 
-    One pass: brackets are counted outside string literals, whose quotes and escapes are followed.
+    Two or more groups that each read as an input are that many inputs, even where the line as a whole would read
+    as one tuple (``(1, 2), (3, 4)`` for two arguments): the prompt asks for each input as a parenthesised tuple.
+    One pass: each group is scanned from where the last ended (``_group_end`` from an offset), never re-sliced.
     """
-    index = 0
+    found: list[str] = []
+    start = 0
+    while start < len(text) and len(found) < limit:
+        end = _group_end(text, start)
+        literal = _as_arguments(text[start:end], arity) if end is not None else None
+        if literal is None or end is None:
+            break
+        found.append(literal)
+        start = _after_separator(text, end)
+    if len(found) >= 2:
+        return found
+    leading = _leading_arguments(text, arity)
+    return [leading] if leading else []
+
+
+_SEPARATOR_WORDS = ("and ", "or ", "then ")
+
+
+def _after_separator(text: str, index: int) -> int:
+    """Where the next listed input starts after ``index``: past blanks, commas, semicolons and a joining word."""
+    while index < len(text) and text[index] in " \t,;":
+        index += 1
+    for word in _SEPARATOR_WORDS:
+        if text.startswith(word, index):
+            index += len(word)
+            while index < len(text) and text[index] in " \t":
+                index += 1
+            break
+    return index
+
+
+def _group_end(text: str, start: int = 0) -> int | None:
+    """Where the bracketed group at ``start`` in ``text`` ends (after a call's name, if any); None if it does not.
+
+    One pass: brackets are counted outside string literals, whose quotes and escapes are followed; at most
+    ``MAX_LITERAL_CHARS`` are scanned.
+    """
+    index = start
     while index < len(text) and (text[index].isalnum() or text[index] in "_."):
         index += 1  # a call's name
     if index >= len(text) or text[index] not in "([{":
         return None
     depth = 0
     quote = ""
-    while index < len(text) and index < MAX_LITERAL_CHARS:
+    while index < len(text) and index < start + MAX_LITERAL_CHARS:
         char = text[index]
         if quote:
             if char == "\\":

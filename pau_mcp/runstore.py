@@ -56,6 +56,8 @@ __all__ = [
     "StoreBusy",
     "StoreError",
     "SubmissionRow",
+    "TERMINAL_STATUSES",
+    "TaskRow",
     "is_postgres_url",
     "shown_outcome",
     "utc_now",
@@ -258,7 +260,54 @@ MIGRATIONS: list[str | Migration] = [
         SELECT session_id, method_id, 0, COUNT(*) FROM submissions WHERE feedback = 1 GROUP BY session_id, method_id
         ON CONFLICT (session_id, method_id) DO UPDATE SET feedback = excluded.feedback
     """,
+    # 6: tasks of the MCP Tasks extension (SEP-2663), owned by a session: their state outlives the request that
+    # made them and is read by whichever server process a client's next request reaches
+    Migration(
+        sqlite="""
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        session_id INTEGER NOT NULL REFERENCES sessions(id),
+        tool TEXT NOT NULL,
+        status TEXT NOT NULL,
+        status_message TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        expires REAL NOT NULL,
+        ttl_ms INTEGER NOT NULL,
+        poll_ms INTEGER NOT NULL,
+        result TEXT,
+        error TEXT,
+        input_requests TEXT NOT NULL DEFAULT '{}',
+        input_responses TEXT NOT NULL DEFAULT '{}',
+        cancel_requested INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX tasks_by_session ON tasks (session_id, expires)
+    """,
+        postgres="""
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        session_id BIGINT NOT NULL REFERENCES sessions(id),
+        tool TEXT NOT NULL,
+        status TEXT NOT NULL,
+        status_message TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        expires DOUBLE PRECISION NOT NULL,
+        ttl_ms BIGINT NOT NULL,
+        poll_ms INTEGER NOT NULL,
+        result TEXT,
+        error TEXT,
+        input_requests TEXT NOT NULL DEFAULT '{}',
+        input_responses TEXT NOT NULL DEFAULT '{}',
+        cancel_requested INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX tasks_by_session ON tasks (session_id, expires)
+    """,
+    ),
 ]
+
+#: The statuses a task never leaves.
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 
 def utc_now() -> str:
@@ -417,6 +466,45 @@ class EpisodeRow:
     examples: list[list[str]] | None
     coverage: dict[str, Any] | None
     scores: dict[str, ScoreRow]
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """One task of the Tasks extension, as the store holds it.
+
+    Attributes:
+        id: The task id (unguessable; the client's handle).
+        session_id: The session (credential) that owns it.
+        tool: The tool whose call it is.
+        status: ``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``.
+        status_message: What the status means, for people.
+        created_at: When it was made (ISO 8601).
+        updated_at: When it last changed (ISO 8601).
+        expires: When it may be discarded (seconds since the epoch): ``created_at`` plus ``ttl_ms``.
+        ttl_ms: How long it is kept from its creation.
+        poll_ms: How often a client should poll it.
+        result: The call's result once ``completed``.
+        error: The JSON-RPC error once ``failed``.
+        input_requests: The questions outstanding while ``input_required``, by key.
+        input_responses: Answers delivered and not yet taken by the task, by key.
+        cancel_requested: Whether its client asked to cancel it.
+    """
+
+    id: str
+    session_id: int
+    tool: str
+    status: str
+    status_message: str | None
+    created_at: str
+    updated_at: str
+    expires: float
+    ttl_ms: int
+    poll_ms: int
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    input_requests: dict[str, Any]
+    input_responses: dict[str, Any]
+    cancel_requested: bool
 
 
 @dataclass(frozen=True)
@@ -1035,6 +1123,120 @@ class RunStore:
                 "code": submission.code,
                 "session": submission.session_key,
             }
+
+    # -- tasks (the MCP Tasks extension) ------------------------------------------------------
+
+    def create_task(
+        self, task_id: str, session_id: int, tool: str, ttl_ms: int, poll_ms: int, message: str | None = None
+    ) -> TaskRow:
+        """Record a new ``working`` task of a session, durably: ``task`` finds it from now on, in any process.
+
+        The session's tasks whose time to live is over are discarded on the way, so a credential leaves behind at
+        most the tasks it made within one time to live.
+        """
+        now = utc_now()
+        with self._transaction() as conn:
+            conn.execute("DELETE FROM tasks WHERE session_id = ? AND expires < ?", (session_id, time.time()))
+            conn.execute(
+                "INSERT INTO tasks (id, session_id, tool, status, status_message, created_at, updated_at, expires,"
+                " ttl_ms, poll_ms) VALUES (?, ?, ?, 'working', ?, ?, ?, ?, ?, ?)",
+                (task_id, session_id, tool, message, now, now, time.time() + ttl_ms / 1000, ttl_ms, poll_ms),
+            )
+            return _task_row(conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone())
+
+    def task(self, task_id: str) -> TaskRow | None:
+        """The task ``task_id``, if the store has it."""
+        rows = self._query("SELECT * FROM tasks WHERE id = ?", (task_id,))
+        return _task_row(rows[0]) if rows else None
+
+    def finish_task(
+        self, task_id: str, status: str, message: str | None = None, result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> TaskRow | None:  # fmt: skip
+        """Move a task to a terminal ``status`` with its result or error; a task already terminal stays as it is.
+
+        Returns the task as it stands after (None if the store has no such task).
+        """
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE tasks SET status = ?, status_message = ?, result = ?, error = ?, input_requests = '{}',"
+                " updated_at = ? WHERE id = ? AND status NOT IN ('completed', 'failed', 'cancelled')",
+                (
+                    status, message, json.dumps(result) if result is not None else None,
+                    json.dumps(error) if error is not None else None, utc_now(), task_id,
+                ),
+            )  # fmt: skip
+            row = conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            return _task_row(row) if row is not None else None
+
+    def ask_task(self, task_id: str, questions: dict[str, Any], message: str | None = None) -> TaskRow | None:
+        """Put ``questions`` (by key) to a task's client: it is ``input_required`` until every one is answered."""
+        with self._transaction() as conn:
+            row = conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            if row is None or row["status"] in TERMINAL_STATUSES:
+                return _task_row(row) if row is not None else None
+            outstanding = {**json.loads(row["input_requests"]), **questions}
+            conn.execute(
+                "UPDATE tasks SET status = 'input_required', status_message = ?, input_requests = ?, updated_at = ?"
+                " WHERE id = ?",
+                (message, json.dumps(outstanding), utc_now(), task_id),
+            )
+            return _task_row(conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone())
+
+    def answer_task(self, task_id: str, responses: dict[str, Any]) -> TaskRow | None:
+        """Deliver answers to a task's outstanding questions; answers to keys not outstanding are ignored. Once none
+        is outstanding it is ``working`` again. Returns the task as it stands after (None if there is none)."""
+        with self._transaction() as conn:
+            row = conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            if row is None:
+                return None
+            outstanding = json.loads(row["input_requests"])
+            taken = {key: value for key, value in responses.items() if key in outstanding}
+            if taken and row["status"] not in TERMINAL_STATUSES:
+                left = {key: value for key, value in outstanding.items() if key not in taken}
+                conn.execute(
+                    "UPDATE tasks SET status = ?, input_requests = ?, input_responses = ?, updated_at = ? WHERE id = ?",
+                    (
+                        "input_required" if left else "working", json.dumps(left),
+                        json.dumps({**json.loads(row["input_responses"]), **taken}), utc_now(), task_id,
+                    ),
+                )  # fmt: skip
+                row = conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            return _task_row(row)
+
+    def take_task_answers(self, task_id: str, keys: list[str]) -> dict[str, Any] | None:
+        """The answers to ``keys``, taken out of the task, once all of them have arrived; None until then."""
+        with self._transaction() as conn:
+            row = conn.execute("SELECT input_responses FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            delivered = json.loads(row["input_responses"]) if row is not None else {}
+            if not all(key in delivered for key in keys):
+                return None
+            left = {key: value for key, value in delivered.items() if key not in keys}
+            conn.execute("UPDATE tasks SET input_responses = ? WHERE id = ?", (json.dumps(left), task_id))
+            return {key: delivered[key] for key in keys}
+
+    def cancel_task(self, task_id: str) -> TaskRow | None:
+        """Record that a task's client asked to cancel it (a terminal task is left as it is)."""
+        with self._transaction() as conn:
+            conn.execute(
+                "UPDATE tasks SET cancel_requested = 1, updated_at = ? WHERE id = ?"
+                " AND status NOT IN ('completed', 'failed', 'cancelled')",
+                (utc_now(), task_id),
+            )
+            row = conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
+            return _task_row(row) if row is not None else None
+
+
+def _task_row(row: Any) -> TaskRow:
+    return TaskRow(
+        id=row["id"], session_id=int(row["session_id"]), tool=row["tool"], status=row["status"],
+        status_message=row["status_message"], created_at=row["created_at"], updated_at=row["updated_at"],
+        expires=float(row["expires"]), ttl_ms=int(row["ttl_ms"]), poll_ms=int(row["poll_ms"]),
+        result=json.loads(row["result"]) if row["result"] is not None else None,
+        error=json.loads(row["error"]) if row["error"] is not None else None,
+        input_requests=json.loads(row["input_requests"]), input_responses=json.loads(row["input_responses"]),
+        cancel_requested=int(row["cancel_requested"]) == 1,
+    )  # fmt: skip
 
 
 def _finish(conn: Connection, run_id: int, method_id: str, result: EpisodeResult) -> None:

@@ -6,17 +6,28 @@ Typed builders over ``wasm_runtime`` for the places that wire a sandbox (the com
 
 from __future__ import annotations
 
+import atexit
 import os
-from collections.abc import Callable
-from typing import Literal, Protocol, overload
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, Protocol, overload
 
-from wasm_runtime import Limits, Sandbox, SandboxInterface
+import anyio
+
+from wasm_runtime import Limits, Outcome, Sandbox, SandboxInterface
+from wasm_runtime.build import artifacts
 from wasm_runtime.workers import WorkerSandbox
 
 from .config import Settings
 from .fairness import FairShare
 
-__all__ = ["SandboxMaker", "make_sandbox", "sandbox_limits", "shared_sandbox"]
+__all__ = [
+    "BackgroundSandbox", "SandboxMaker", "SandboxNotReady", "background", "make_sandbox", "sandbox_limits",
+    "shared_sandbox",
+]  # fmt: skip
 
 
 class SandboxMaker(Protocol):
@@ -81,3 +92,144 @@ def shared_sandbox(settings: Settings) -> tuple[Settings, FairShare]:
     if settings.workers == 0:
         return settings, FairShare(2, 1)
     return settings.model_copy(update={"workers": 2 * everyone}), FairShare(2 * everyone, everyone)
+
+
+class SandboxNotReady(RuntimeError):
+    """A call reached a sandbox that is still being built; the message says how long it has taken and what to do."""
+
+
+class BackgroundSandbox(SandboxInterface):
+    """A sandbox made in the background, so that a server answers its clients before the first build is done.
+
+    On a machine whose cache lacks the guest component, the first start builds it (a minute or two of CPU; docs/
+    sandbox.md). Made here, the sandbox is built by ``pau-mcp sandbox build`` in a process of its own (its progress
+    lines go to ``progress``, so the server's own process spends nothing on it) and then loaded; meanwhile a call
+    waits up to ``wait_s`` for it and, if it is still not ready, is refused with ``SandboxNotReady`` (it did not run
+    and does not count). A cached component makes it ready at once.
+
+    Args:
+        settings: Its limits and cache directory.
+        maker: Makes the real sandbox once the component is built (``make_sandbox``).
+        progress: Receives the build's progress lines.
+        processes: As ``make_sandbox``'s.
+        wait_s: How long a call waits for a sandbox still being built.
+    """
+
+    def __init__(
+        self, settings: Settings, maker: SandboxMaker, progress: Callable[[str], None] | None = None,
+        processes: bool = False, wait_s: float = 10.0,
+    ) -> None:  # fmt: skip
+        self.limits = sandbox_limits(settings)
+        self._ready = threading.Event()
+        self._box: SandboxInterface | None = None
+        self._failure: str | None = None
+        self._builder: subprocess.Popen[bytes] | None = None
+        self._started = time.monotonic()
+        self.wait_s = wait_s
+        say = progress or (lambda _line: None)
+
+        def prepare() -> None:
+            try:
+                if not artifacts(settings.cache_dir).built:
+                    self._build(settings, say)
+                if not self._closed:
+                    self._box = maker(settings, progress=say, processes=processes)
+            except Exception as exc:  # reported to every call that needed it
+                self._failure = f"the sandbox could not be built or started: {exc}"
+                say(self._failure)
+            finally:
+                self._ready.set()
+
+        threading.Thread(target=prepare, name="pau-mcp-sandbox-build", daemon=True).start()
+
+    def _build(self, settings: Settings, say: Callable[[str], None]) -> None:
+        command = [sys.executable, "-m", "pau_mcp", "sandbox", "build"]
+        if settings.cache_dir is not None:
+            command += ["--cache-dir", str(settings.cache_dir)]
+        say("building the sandbox in the background (first start on this machine); calls wait for it")
+        self._builder = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        # A server that exits (its host closed stdin) takes the build it no longer needs with it.
+        atexit.register(_stop, self._builder)
+        assert self._builder.stderr is not None
+        for raw in self._builder.stderr:
+            say(raw.decode("utf-8", "replace").rstrip())
+        if self._builder.wait() != 0 and not self._closed:
+            raise RuntimeError(
+                f"`pau-mcp sandbox build` failed (exit code {self._builder.returncode}); run it to see why"
+            )
+
+    @property
+    def ready(self) -> bool:
+        """Whether the sandbox is built and started."""
+        return self._box is not None
+
+    def _now(self) -> SandboxInterface:
+        self._check_open()
+        if self._box is None:
+            raise SandboxNotReady(self._not_ready())
+        return self._box
+
+    def _not_ready(self) -> str:
+        if self._failure is not None:
+            return f"{self._failure}; tell the server's operator (pau-mcp sandbox build shows the error)"
+        return (
+            f"the sandbox is still being built (first start on this machine, {time.monotonic() - self._started:.0f} s "
+            "so far; it takes a minute or two): this call did not run and does not count; call again shortly"
+        )
+
+    def _wait(self) -> SandboxInterface:
+        self._ready.wait()
+        return self._now()
+
+    def run(
+        self, source: str, inputs: Iterable[str | tuple[Any, ...]], entry: str = "test_func",
+        limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
+    ) -> list[Outcome]:  # fmt: skip
+        return self._wait().run(source, inputs, entry=entry, limits=limits, fresh=fresh, engine=engine)
+
+    def info(self) -> dict[str, Any]:
+        return self._wait().info()
+
+    async def arun(
+        self, source: str, inputs: Sequence[str | tuple[Any, ...]], entry: str = "test_func",
+        limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
+    ) -> list[Outcome]:  # fmt: skip
+        with anyio.move_on_after(self.wait_s):
+            while not self._ready.is_set():
+                await anyio.sleep(0.1)
+        return await self._now().arun(source, inputs, entry=entry, limits=limits, fresh=fresh, engine=engine)
+
+    async def aparse_arguments(self, text: str, limiter: anyio.CapacityLimiter | None = None) -> tuple[Any, ...]:
+        if self._box is None:  # a literal can be parsed without the sandbox
+            return await super().aparse_arguments(text, limiter)
+        return await self._box.aparse_arguments(text, limiter)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._builder is not None and self._builder.poll() is None:
+            self._builder.terminate()  # a build nobody will use: its CPU goes back to the machine
+        if self._box is not None:
+            self._box.close()
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+
+
+def background(maker: SandboxMaker) -> SandboxMaker:
+    """``maker``, but a ``BackgroundSandbox`` while the guest component is not built (what a stdio server starts
+    with): with a built one the sandbox starts at once, as always, and its first calls run in the order they came."""
+
+    def make(
+        settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
+    ) -> SandboxInterface:
+        if artifacts(settings.cache_dir).built:
+            return maker(settings, progress=progress, processes=processes)
+        return BackgroundSandbox(settings, maker, progress, processes)
+
+    return make

@@ -5,16 +5,18 @@ directory, or, through a symbolic link, a file outside the directory the command
 ``eval.py`` links to ``~/.ssh/id_rsa``). ``read_bytes`` and ``read_text`` read only regular files, never more
 than a cap, and with ``inside`` only files whose real path lies in that directory; anything else is refused
 with a one-line ``UnreadableFile`` that names the path and what was wrong. Nothing is read before the file's
-type is known: it is opened without blocking and checked on the open descriptor.
+type is known: it is opened without blocking and checked on the open descriptor. A file's name is the user's
+data too: ``printable`` shows it without letting its control characters act on the terminal.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import unicodedata
 from pathlib import Path
 
-__all__ = ["UnreadableFile", "is_inside", "read_bytes", "read_text"]
+__all__ = ["UnreadableFile", "is_inside", "printable", "read_bytes", "read_text"]
 
 
 class UnreadableFile(ValueError):
@@ -25,6 +27,14 @@ def is_inside(path: Path, directory: Path) -> bool:
     """True when ``path``'s real location (every symbolic link followed) is ``directory``'s or lies within it."""
     real, root = Path(os.path.realpath(path)), Path(os.path.realpath(directory))
     return real == root or root in real.parents
+
+
+def printable(text: str) -> str:
+    """``text`` with every control or format character (a terminal escape, a bell, a line break, a bidirectional
+    override) written as a Python escape, so that a file's name cannot act on the terminal it is shown on."""
+    if text.isprintable():
+        return text
+    return "".join(ascii(ch)[1:-1] if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp") else ch for ch in text)
 
 
 def _kind(mode: int) -> str:

@@ -29,6 +29,9 @@ them do:
     fake.call_tool("fn", '{"arg0": 1')                                         # arguments that are not JSON
     fake.say("a long reply", chunks=20, chunk_s=0.1)                           # a slow model: 2 s in all
     fake.strict_history = True                                                 # refuse invalid history, as llama-server
+    fake.say("To test the function", chunks=5, cut_after=3)                    # a stream that ends early, cleanly
+    fake.flood()                                                               # a reply that never ends
+    fake.say("x" * 100, chunks=100, chunk_s=2.0)                               # one that drips a part every 2 s
 
 A request with ``"stream": true`` is answered as a stream of server-sent
 events in each API's own form (chat completion chunks, Messages API events,
@@ -36,6 +39,11 @@ Responses API events), one ``chunk_s`` apart; without it, a slow reply comes
 whole after ``chunks * chunk_s``. With ``strict_history``, a conversation that
 holds a tool call whose arguments are not JSON is refused with llama-server's
 own 500, and one whose tool calls are not each answered with OpenAI's 400.
+
+``cut_after=N`` sends only the first N events of a streamed reply (the role chunk is the first) and then closes the
+connection cleanly, as a proxy or a server restarting between requests does: no finish marker, no ``[DONE]``.
+``flood()`` queues a reply that never ends: a stream of text parts (or, to a request without ``stream``, a JSON
+body whose text never closes) for as long as the client reads; ``sent`` counts the bytes of each reply sent.
 """
 
 from __future__ import annotations
@@ -53,7 +61,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Body", "Failure", "FakeLLM", "Raw", "Reply", "openai_body"]
+__all__ = ["Body", "Failure", "FakeLLM", "Flood", "Raw", "Reply", "openai_body"]
 
 #: What llama-server answers (HTTP 500) when a tool call in the history has arguments that are not JSON: its chat
 #: templates parse them (common/chat.cpp); every later request of that conversation gets the same answer.
@@ -77,6 +85,15 @@ class Reply:
     chunks: int = 1
     chunk_s: float = 0.0
     reasoning_as: str = "reasoning_content"
+    cut_after: int | None = None
+
+
+@dataclass
+class Flood:
+    """A reply that never ends: ``part`` sent over and over, ``chunk_s`` apart, until the client stops reading."""
+
+    part: str = "flood "
+    chunk_s: float = 0.0
 
 
 @dataclass
@@ -111,9 +128,10 @@ class Body:
     status: int = 200
     content_type: str = "application/json"
     cut: bool = False
+    content_encoding: str | None = None
 
 
-Responder = Callable[[dict[str, Any]], "Reply | Failure | Raw | Body | str"]
+Responder = Callable[[dict[str, Any]], "Reply | Failure | Raw | Body | Flood | str"]
 
 
 class FakeLLM:
@@ -132,6 +150,8 @@ class FakeLLM:
         strict_history: When set, a chat request whose history holds a tool call with arguments that are not JSON
             gets llama-server's 500, and one with a tool call left unanswered (or an answer to no call) OpenAI's 400.
         refused: The (status, message) of every request ``strict_history`` refused, in order.
+        sent: The bytes of each streamed or flooded reply's body sent, in order (a reply cut by the client counts
+            what was written before it stopped reading).
     """
 
     def __init__(self, responder: Responder | None = None) -> None:
@@ -146,7 +166,8 @@ class FakeLLM:
         self.refused: list[tuple[int, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
-        self._queue: deque[Reply | Failure | Raw | Body] = deque()
+        self.sent: list[int] = []
+        self._queue: deque[Reply | Failure | Raw | Body | Flood] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -165,13 +186,15 @@ class FakeLLM:
         chunks: int = 1,
         chunk_s: float = 0.0,
         reasoning_as: str = "reasoning_content",
+        cut_after: int | None = None,
     ) -> FakeLLM:
         """Queue a text reply (``reasoning``: thinking text, sent as the API carries it; ``finish``: e.g. ``length``).
 
         ``chunks`` and ``chunk_s`` make a slow model: a streamed request gets the text in ``chunks`` parts, one
         every ``chunk_s`` seconds; any other request gets it whole after ``chunks * chunk_s`` seconds.
         ``reasoning_as`` names the chat completion field that carries the thinking: ``reasoning_content``
-        (DeepSeek's, older vLLM's) or ``reasoning`` (OpenRouter's, recent vLLM's).
+        (DeepSeek's, older vLLM's) or ``reasoning`` (OpenRouter's, recent vLLM's). ``cut_after``: a streamed request
+        gets only the stream's first ``cut_after`` events before the connection closes cleanly.
         """
         with self._lock:
             self._queue.append(
@@ -185,8 +208,17 @@ class FakeLLM:
                     chunks=max(1, chunks),
                     chunk_s=chunk_s,
                     reasoning_as=reasoning_as,
+                    cut_after=cut_after,
                 )
             )
+        return self
+
+    def flood(self, part: str = "flood ", *, chunk_s: float = 0.0, times: int = 1) -> FakeLLM:
+        """Queue ``times`` replies that never end: ``part`` again and again, ``chunk_s`` apart, until the client
+        stops reading (a stream to a streamed request, else a JSON body whose text never closes)."""
+        with self._lock:
+            for _ in range(times):
+                self._queue.append(Flood(part, chunk_s))
         return self
 
     def call_tool(
@@ -235,12 +267,24 @@ class FakeLLM:
         content_type: str = "application/json",
         cut: bool = False,
         times: int = 1,
+        content_encoding: str | None = None,
     ) -> FakeLLM:
-        """Queue ``times`` replies of exactly ``data`` (``cut``: the connection closes halfway through the body)."""
+        """Queue ``times`` replies of exactly ``data`` (``cut``: the connection closes halfway through the body;
+        ``content_encoding``: the header sent with it, e.g. ``gzip`` for compressed bytes, whatever was asked)."""
         with self._lock:
             for _ in range(times):
-                self._queue.append(Body(data, status, content_type, cut))
+                self._queue.append(Body(data, status, content_type, cut, content_encoding))
         return self
+
+    def sent_by(self, count: int = 1, timeout_s: float = 10.0) -> list[int]:
+        """``sent`` once ``count`` replies have ended on the server's side (a flood ends when its client stops
+        reading, which the server learns a moment later); waits at most ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                if len(self.sent) >= count or time.monotonic() > deadline:
+                    return list(self.sent)
+            time.sleep(0.01)
 
     @property
     def pending(self) -> int:
@@ -305,7 +349,7 @@ class FakeLLM:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _next(self, body: dict[str, Any]) -> Reply | Failure | Raw | Body:
+    def _next(self, body: dict[str, Any]) -> Reply | Failure | Raw | Body | Flood:
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
@@ -356,6 +400,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         self.send_header("Content-Length", str(len(reply.data)))
+        if reply.content_encoding:
+            self.send_header("Content-Encoding", reply.content_encoding)
         if reply.cut:
             self.send_header("Connection", "close")
         self.end_headers()
@@ -377,15 +423,66 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         parts = _parts(reply.text, reply.chunks)
         events = {"chat": _chat_events, "anthropic": _anthropic_events, "responses": _responses_events}[api]
-        for event, delay in events(request, reply, parts):
-            if delay:
-                time.sleep(reply.chunk_s)
-            name = event.get("type") if api != "chat" else None
-            data = event if event is not _DONE else "[DONE]"
-            line = f"event: {name}\n" if name else ""
-            payload = data if isinstance(data, str) else json.dumps(data)
-            self.wfile.write(f"{line}data: {payload}\n\n".encode())
-            self.wfile.flush()
+        sent = 0
+        try:
+            for number, (event, delay) in enumerate(events(request, reply, parts)):
+                if reply.cut_after is not None and number >= reply.cut_after:
+                    break
+                if delay:
+                    time.sleep(reply.chunk_s)
+                sent += self._event(api, event)
+        finally:
+            self._count_sent(sent)
+
+    def _event(self, api: str, event: dict[str, Any]) -> int:
+        """Write one server-sent event; its size in bytes."""
+        name = event.get("type") if api != "chat" else None
+        data = event if event is not _DONE else "[DONE]"
+        line = f"event: {name}\n" if name else ""
+        payload = data if isinstance(data, str) else json.dumps(data)
+        encoded = f"{line}data: {payload}\n\n".encode()
+        self.wfile.write(encoded)
+        self.wfile.flush()
+        return len(encoded)
+
+    def _count_sent(self, sent: int) -> None:
+        with self.owner._lock:
+            self.owner.sent.append(sent)
+
+    def _flood(self, request: dict[str, Any], flood: Flood, api: str | None) -> None:
+        """A reply that never ends: stream events carrying ``flood.part`` (``api``), or a JSON body that never closes
+        (``api`` None), until the client stops reading."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream" if api else "application/json")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        sent = 0
+        try:
+            if api is None:
+                head = b'{"id": "chatcmpl-flood", "object": "chat.completion", "choices": [{"index": 0, "message": ' \
+                       b'{"role": "assistant", "content": "'  # fmt: skip
+                self.wfile.write(head)
+                sent += len(head)
+            else:
+                reply = Reply(text=flood.part)
+                first, *_ = {"chat": _chat_events, "anthropic": _anthropic_events, "responses": _responses_events}[api](
+                    request, reply, [flood.part]
+                )
+                sent += self._event(api, first[0])
+                if api == "anthropic":
+                    sent += self._event(api, {"type": "content_block_start", "index": 0,
+                                              "content_block": {"type": "text", "text": ""}})  # fmt: skip
+            part = _flood_part(api, flood.part)
+            while True:
+                if flood.chunk_s:
+                    time.sleep(flood.chunk_s)
+                self.wfile.write(part)
+                sent += len(part)
+        except OSError:
+            pass  # the client stopped reading: what a flood waits for
+        finally:
+            self._count_sent(sent)
 
     def _refused_key(self, anthropic: bool) -> bool:
         wanted = self.owner.require_key
@@ -467,6 +564,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if isinstance(reply, Raw):
                 self._send(200, reply.payload)
+                return
+            if isinstance(reply, Flood):
+                api = "anthropic" if anthropic else "responses" if responses else "chat"
+                self._flood(body, reply, api if body.get("stream") else None)
                 return
             if reply.delay_s:
                 time.sleep(reply.delay_s)
@@ -603,6 +704,22 @@ def _anthropic_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
 
 
 _DONE: dict[str, Any] = {}  # the chat stream's closing "[DONE]" line
+
+
+def _flood_part(api: str | None, part: str) -> bytes:
+    """One repeated piece of a flood: a text event of ``api``'s stream, or (None) text inside a JSON string."""
+    if api is None:
+        return json.dumps(part)[1:-1].encode() * 64
+    if api == "chat":
+        event: dict[str, Any] = {"id": "chatcmpl-flood", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                                 "choices": [{"index": 0, "delta": {"content": part}, "finish_reason": None}]}  # fmt: skip
+        return f"data: {json.dumps(event)}\n\n".encode() * 16
+    if api == "anthropic":
+        event = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": part}}
+    else:
+        event = {"type": "response.output_text.delta", "item_id": "msg_flood", "output_index": 0, "content_index": 0,
+                 "delta": part, "logprobs": [], "sequence_number": 1}  # fmt: skip
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() * 16
 
 
 def _parts(text: str, chunks: int) -> list[str]:

@@ -140,8 +140,10 @@ def parse_outcome(text: str | None, fuel: int, elapsed_ms: float, size: int, lim
     stdout = fields.pop("stdout") or ""
     extra = kept_trace(data[TRACE_KEY]) if TRACE_KEY in data else {}
     return Outcome(
-        status=status, encoded=encoded, stdout=stdout, duration_ms=elapsed_ms, fuel=fuel, extra=extra, **fields
-    )
+        status=status, value=fields["value"], value_type=fields["value_type"], encoded=encoded,
+        error_type=fields["error_type"], error_message=fields["error_message"], stdout=stdout,
+        duration_ms=elapsed_ms, fuel=fuel, extra=extra,
+    )  # fmt: skip
 
 
 def classify_trap(error: WasmtimeError | wasmtime.Trap) -> tuple[Status, str, str]:

@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from . import values
+from .phases import Phase
 
 __all__ = ["Comparison", "Outcome", "Status", "compare_outcomes", "outcomes_match"]
 
@@ -40,6 +41,7 @@ class Outcome:
         stdout: The first characters the function printed.
         duration_ms: Wall-clock time of the call inside the sandbox.
         fuel: CPU fuel the call consumed (deterministic for a given build).
+        phases: When its phases ran (``phases``): for a host's traces, never recorded or compared.
     """
 
     status: Status
@@ -52,6 +54,7 @@ class Outcome:
     duration_ms: float = 0.0
     fuel: int = 0
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    phases: tuple[Phase, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -73,13 +76,14 @@ class Outcome:
         """A JSON-ready dict with every field."""
         data = asdict(self)
         data.pop("extra")
+        data.pop("phases")
         data["status"] = self.status.value
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Outcome:
         """Rebuild an outcome from ``to_dict`` output (unknown keys are ignored)."""
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "extra"}
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in ("extra", "phases")}
         known["status"] = Status(known["status"])
         return cls(**known)
 

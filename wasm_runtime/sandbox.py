@@ -43,6 +43,7 @@ from .engines import engine_for
 from .interface import SandboxInterface
 from .limits import Limits
 from .outcome import Outcome, Status
+from .phases import stamped
 from .tracing import untraced
 
 if TYPE_CHECKING:
@@ -271,8 +272,11 @@ class Sandbox(SandboxInterface):
         ready: _Ready | None = None
         ended = False  # the instance cannot take the batch's next input
         started = time.perf_counter()
+        clock = time.time_ns
+        calls: list[tuple[int, int]] = []  # each input's call phase (``phases``)
         try:
             with self._ticker:
+                instantiated = clock()
                 try:
                     ready = self._fresh_instance(limits.memory_bytes)
                 except WasmtimeError as exc:
@@ -281,6 +285,7 @@ class Sandbox(SandboxInterface):
                         "it, otherwise rebuild with `pau-mcp sandbox build --force`"
                     ) from exc
                 context = ready.context
+                loaded = clock()
                 arm(context, batch.fuel_budget, batch.epoch_ticks)
                 batch.loading = True
                 try:
@@ -294,10 +299,12 @@ class Sandbox(SandboxInterface):
                     ended = True
                     return [trap_outcome(exc, limits, started)]
                 batch.loading = False
+                phases = (instantiated, loaded), (loaded, clock())
                 cap = limits.outcome_bytes
                 for encoded in inputs:
                     batch.begin_input(context)
                     started = time.perf_counter()
+                    calls.append((clock(), 0))
                     try:
                         size, head = call_sized(ready.call, context, encoded)
                         # Refused on its size alone: none of an outcome over the cap leaves the guest (but the
@@ -312,7 +319,9 @@ class Sandbox(SandboxInterface):
                         ended = True
                         outcomes = batch.outcomes()
                         outcomes.append(trap_outcome(exc, limits, started))
-                        return outcomes
+                        calls[-1] = (calls[-1][0], clock())
+                        return stamped(outcomes, *phases, calls)
+                    calls[-1] = (calls[-1][0], clock())
                     batch.raw.append(
                         (text, batch.fuel_used(context), round((time.perf_counter() - started) * 1000, 3), size)
                     )
@@ -329,7 +338,7 @@ class Sandbox(SandboxInterface):
             # per input (1.4 GB for eight outcomes of 50 MB).
             if ready is not None and not ended:
                 self._pool.discard(ready)
-        return batch.outcomes()
+        return stamped(batch.outcomes(), *phases, calls)
 
 
 def _code_cap(source: str) -> int:

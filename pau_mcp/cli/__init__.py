@@ -26,6 +26,7 @@ _COMMANDS = {
     "token": "tokens:token",
     "runs": "runs:runs",
     "report": "report:report",
+    "leaderboard": "leaderboard:leaderboard",
     "score": "scoring:score",
     "scorer": "scoring:scorer",
     "eval": "evaluate:evaluate",

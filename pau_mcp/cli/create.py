@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +112,13 @@ _DATASETS = ("cruxeval", "mbpp", "humaneval", "code-alpaca", "magicoder")
     show_default=True,
     help="With --variants-of: most changes tried per method.",
 )
+@click.option(
+    "--after",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    metavar="YYYY-MM-DD",
+    help="Only functions first published after this day: for a .py file or folder, dated by each file's first git "
+    "commit, else its modification time (the report says which).",
+)
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N functions (methods).")
 @click.option(
     "--seed",
@@ -131,13 +139,14 @@ _DATASETS = ("cruxeval", "mbpp", "humaneval", "code-alpaca", "magicoder")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (every function's steps).")
 @options(
     "manifests", "data_dir", "cache_dir", "timeout_s", "memory_mb", "max_output_kb", "coder_model", "pricing",
-    "model_capabilities", "llm_timeout_s", "llm_concurrency", "llm_retries",
+    "model_capabilities", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency", "llm_retries",
 )  # fmt: skip
 def create(
     source: str | None, from_path: Path | None, variants_of: str | None, tasks_for: str | None, hops: str,
     tasks_per_hop: int, model: str, suite: str | None,
     split: str | None, gold: str, gold_min_match: float, examples: int, min_tests: int, max_tests: int, asked: int,
-    no_validator: bool, changes: tuple[str, ...], per_method: int, tries: int, limit: int | None, seed: int,
+    no_validator: bool, changes: tuple[str, ...], per_method: int, tries: int, after: datetime | None,
+    limit: int | None, seed: int,
     state_path: Path | None, restart: bool, replace: bool, no_cache: bool, as_json: bool, **values: Any,
 ) -> None:  # fmt: skip
     """Make a new suite from SOURCE the way the paper made PAU, or variants of a suite's methods.
@@ -163,6 +172,11 @@ def create(
         raise click.UsageError("give a SOURCE (a dataset or a .py file or folder) or --variants-of SUITE, not both")
     if from_path is not None and source not in _DATASETS:
         raise click.UsageError(f"--from names a file of a dataset's rows: give SOURCE as one of {', '.join(_DATASETS)}")
+    if after is not None and (source is None or source in _DATASETS):
+        raise click.UsageError(
+            "--after chooses functions by the day they were first published, which only your own files carry: give "
+            "a .py file or folder as SOURCE (the datasets' rows have no dates)"
+        )
     if variants_of is None and (changes or per_method != 1 or tries != 10):
         raise click.UsageError("--change, --per-method and --tries go with --variants-of")
     if variants_of is not None and gold == "docs":
@@ -183,7 +197,10 @@ def create(
     try:
         loaded = None
         if source is not None:
-            loaded = load_source(source, from_path, cache_dir=settings.data_dir / "datasets", limit=limit)
+            loaded = load_source(
+                source, from_path, cache_dir=settings.data_dir / "datasets", limit=limit,
+                after=after.date() if after is not None else None,
+            )  # fmt: skip
         name = suite or (_default_name(loaded, split) if loaded is not None else f"{variants_of}-variants")
         llm = LLMClient.from_settings(settings, use_cache=not no_cache)
         llm.check(model)
@@ -197,6 +214,7 @@ def create(
         min_tests=min_tests, max_tests=max_tests, inputs=asked, validator=not no_validator, seed=seed,
         changes=changes or _KINDS, per_method=per_method, tries=tries,
         split=split or (loaded.split if loaded is not None else "test"), limits=sandbox_limits(settings),
+        after=after.date().isoformat() if after is not None else None,
         jobs=settings.llm_concurrency,
     )  # fmt: skip
     state = state_path or settings.data_dir / "creation" / f"{name}.jsonl"

@@ -36,12 +36,13 @@ if TYPE_CHECKING:
     from ..reports.stats import ScoreStats
 
 __all__ = [
-    "check_configs", "check_models", "connect_cluster", "demo", "evaluate", "execute", "overrides_of", "ray_options",
-    "score_errors", "score_kinds", "summary", "unpriced_note",
+    "check_configs", "check_models", "connect_cluster", "demo", "epoch_lines", "evaluate", "execute",
+    "freshness_note", "overrides_of", "ray_options", "replayed", "score_errors", "score_kinds", "summary",
+    "unpriced_note",
 ]  # fmt: skip
 
 _EVAL_SETTINGS = (
-    "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s",
+    "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb",
     "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "max_output_kb", "max_argument_kb", "cache_dir",
     "workers", "model_capabilities", "temperature", "max_tokens", "reasoning_effort", "protocol", "mcp_era", "examples",
 )  # fmt: skip
@@ -136,6 +137,28 @@ def connect_cluster(address: str | None, workers: int | None) -> Cluster | None:
     "only within the run that sampled them).",
 )
 @click.option(
+    "--replay",
+    "replay",
+    metavar="RUN",
+    help="Play the finished run RUN again from its recorded model replies and tool results (no model is asked, no "
+    "hidden function runs), score it again, and say whether every score is identical, or where it first differs.",
+)
+@click.option(
+    "--epochs",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="Run each method this many times, each epoch a run of its own (NAME-epoch1, ...) with its own sampling seed; "
+    "its replies are never replayed in another epoch. The report of NAME gives pass@k, pass^k and consistency.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="With --epochs: the sampling seed of the first epoch (epoch k gets SEED+k-1), sent where the provider takes one.",
+)
+@click.option(
     "--retry-failed/--keep-failed",
     default=True,
     show_default=True,
@@ -145,8 +168,9 @@ def connect_cluster(address: str | None, workers: int | None) -> Cluster | None:
 @options(*_EVAL_SETTINGS)
 def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurrency: int, limit: int,
              method_ids: tuple[str, ...], run_name: str | None, server: str | None, no_score: bool, no_cache: bool,
-             share_samples: bool, retry_failed: bool, ray_address: str | None, ray_workers: int | None,
-             **values: object) -> None:  # fmt: skip
+             share_samples: bool, replay: str | None, epochs: int, seed: int, retry_failed: bool,
+             ray_address: str | None,
+             ray_workers: int | None, **values: object) -> None:  # fmt: skip
     """Run an agent over a suite through the MCP server, submit, score, and store every trajectory.
 
     Killing it (even with kill -9) and running the same command again finishes the run: no episode is lost or done twice.
@@ -158,6 +182,8 @@ def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurren
 
     settings = settings_from(values)
     show_llm_notices()
+    if replay is not None:
+        sys.exit(0 if replayed(settings, replay) else 1)
     if ray_address is not None and server:
         raise click.UsageError("--server and --ray do not mix: each Ray worker starts its own server; drop one")
     if mode == "tasks":
@@ -178,16 +204,86 @@ def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurren
         score=not no_score, kinds=score_kinds(settings), retry_failed=retry_failed, overrides=overrides_of(settings),
         protocol=settings.protocol, cache=not no_cache, share_samples=share_samples, examples=settings.examples, docs=docs,
     )  # fmt: skip
-    check_configs([config])
+    configs = _epochs(config, epochs, seed)
+    check_configs(configs)
     _check_suite(settings, config)
-    check_models(settings, [config])
+    check_models(settings, configs)
     cluster = connect_cluster(ray_address, ray_workers)
+    troubled = False
     try:
-        progress = execute(settings, config, no_cache=no_cache, cluster=cluster)
+        for one in configs:
+            progress = execute(settings, one, no_cache=no_cache, cluster=cluster, note=one is configs[0])
+            troubled |= _ended(settings, one, progress, retry_failed, on_ray=cluster is not None)
     finally:
         if cluster is not None:
             cluster.close()
-    for line in summary(settings, config, progress, on_ray=cluster is not None):
+    if len(configs) > 1:
+        for line in epoch_lines(settings, config.run):
+            click.echo(line)
+    click.echo(f"see `pau-mcp report {config.run}`")
+    if troubled:
+        sys.exit(1)
+
+
+def replayed(settings: Settings, run: str) -> bool:
+    """Replay ``run`` from its record (``harness.replay``) and print the verdict; True when every score is identical."""
+    from ..harness.replay import replay_run
+    from ..harness.runner import EvalError
+    from ..scoring import Scorer
+
+    say = step_printer()
+    say(f"replaying run {run} from its recorded replies and tool results")
+    scorer = Scorer.from_settings(settings, progress=say)
+
+    async def main() -> object:
+        try:
+            return await replay_run(settings, run, scorer)
+        finally:
+            await scorer.aclose()
+
+    try:
+        result = eventloop.run(main)
+    except EvalError as exc:
+        raise click.ClickException(str(exc)) from None
+    from ..harness.replay import ReplayResult
+
+    assert isinstance(result, ReplayResult)
+    for method, why in result.skipped:
+        err.print(f"not replayed: {method} ({why})")
+    if result.identical:
+        click.echo(
+            f"replay of {run}: identical: {result.episodes} episodes played again step for step, all "
+            f"{result.scores} scores the same"
+        )
+        return True
+    first = result.differences[0]
+    where = f"step {first.step}" if first.step is not None else "its scores"
+    click.echo(
+        f"replay of {run}: differs in {len(result.differences)} of {result.episodes} episodes; first in "
+        f"{first.method_id} at {where}: {first.what}"
+    )
+    for other in result.differences[1:10]:
+        shown = f"step {other.step}" if other.step is not None else "its scores"
+        click.echo(f"  also {other.method_id} at {shown}: {other.what}")
+    return False
+
+
+def _epochs(config: EvalConfig, epochs: int, seed: int) -> list[EvalConfig]:
+    """The runs to play: ``config`` alone, or its epochs."""
+    if epochs == 1:
+        return [config]
+    from ..harness.epochs import epoch_configs
+    from ..harness.runner import EvalError
+
+    try:
+        return epoch_configs(config, epochs, seed)
+    except EvalError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _ended(settings: Settings, config: EvalConfig, progress: RunProgress, retry_failed: bool, on_ray: bool) -> bool:
+    """Print how one run ended (its summary, failed episodes, scores not made); True when any failed."""
+    for line in summary(settings, config, progress, on_ray=on_ray):
         click.echo(line)
     for line in progress.errors[:10]:
         err.print(f"[red]failed[/red] {escape(line)}", highlight=False, soft_wrap=True)
@@ -200,12 +296,45 @@ def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurren
         err.print(f"[red]score error[/red] ... and {len(unscored) - 10} more")
     if unscored:
         err.print(f"score the run again with `pau-mcp score {config.run}` once the scoring models answer")
-    click.echo(f"see `pau-mcp report {config.run}`")
     failed = progress.whole.failed if progress.whole is not None else progress.failed
     if failed and not retry_failed and not progress.failed:
         err.print(f"{failed} episode(s) of this run failed earlier; run it again without --keep-failed to retry them")
-    if failed or unscored:
-        sys.exit(1)
+    return bool(failed or unscored)
+
+
+def epoch_lines(settings: Settings, group: str) -> list[str]:
+    """What the epochs of ``group`` add up to, as the report computes it: pass@k and pass^k, each epoch's mean with
+    its 95% interval, and outcome consistency."""
+    from ..reports import ReportError, build_report, load_runs
+    from ..runstore import RunStore, StoreError
+
+    try:
+        store = RunStore(settings.db_path)
+    except StoreError:
+        return []
+    try:
+        found = build_report(load_runs(store, [group])).epochs
+    except (ReportError, StoreError):
+        return []
+    finally:
+        store.close()
+    lines = []
+    for epochs in found:
+        score = "code match" if epochs.kind == "codematch" else "direct code"
+        rates = ", ".join(
+            f"pass@{k} {at:.3f} pass^{k} {hat:.3f}"
+            for k, (at, hat) in enumerate(zip(epochs.pass_at, epochs.pass_hat, strict=True), start=1)
+        )
+        consistency = "n/a" if epochs.consistency is None else f"{epochs.consistency:.0%}"
+        lines.append(
+            f"epochs of {epochs.group}: {len(epochs.epochs)} epochs over {epochs.methods} methods, passing at {score} >= "
+            f"{epochs.threshold:g}: {rates}; outcome consistency {consistency}"
+        )
+        for epoch in epochs.epochs:
+            i = epoch.interval
+            shown = "n/a" if i.low is None or i.high is None else f"{i.mean:.3f} [95% CI {i.low:.3f}, {i.high:.3f}]"
+            lines.append(f"  epoch {epoch.index} ({epoch.run}, seed {epoch.seed}): mean {score} {shown}, n={i.n}")
+    return lines
 
 
 def _check_suite(settings: Settings, config: EvalConfig) -> None:
@@ -382,6 +511,7 @@ def summary(settings: Settings, config: EvalConfig, progress: RunProgress, on_ra
         if whole is not None and (whole.scoring_tokens or whole.scoring_cost_usd):
             spent += f"; scoring {whole.scoring_tokens:,} tokens, ${whole.scoring_cost_usd:.4f}"
     lines = [f"run {config.run}: {now}; {means}; {spent}"]
+    lines += _conduct(config, reported)
     if on_ray:
         lines.append(
             f"on Ray: episodes played by {progress.workers} worker{'' if progress.workers == 1 else 's'}; "
@@ -392,6 +522,40 @@ def summary(settings: Settings, config: EvalConfig, progress: RunProgress, on_ra
         used += [settings.judge_model if "judge" in config.kinds else None]
         used += [settings.coder_model if "codematch" in config.kinds else None]
     lines += unpriced_note(settings, used)
+    lines += freshness_note(settings, config)
+    return lines
+
+
+def freshness_note(settings: Settings, config: EvalConfig) -> list[str]:
+    """Whether the model's score on this suite is fresh (``pau_mcp.freshness``), as one line; none for the probe."""
+    from ..freshness import assess_freshness, freshness_line
+    from ..llm import CapabilityTable, LLMNotConfigured
+    from ..manifests import ManifestError
+
+    if config.agent == "probe" or not config.model:
+        return []
+    try:
+        info = manifest_store(settings).suite(config.suite).info
+        dates = CapabilityTable.load(settings.model_capabilities).dates(config.model)
+    except (ManifestError, LLMNotConfigured):
+        return []
+    return [freshness_line(config.model, config.suite, assess_freshness(info, config.model, dates))]
+
+
+def _conduct(config: EvalConfig, reported: RunSummary | None) -> list[str]:
+    """The run's malformed actions, invalid arguments, refusals and zero-query episodes, zeros included; a run meant
+    to query whose every done episode made none gets one line saying so."""
+    from ..reports.conduct import conduct_counts
+
+    if reported is None or not reported.conduct.episodes or config.mode == "tasks":
+        return []
+    conduct = reported.conduct
+    lines = [f"conduct: {conduct_counts(conduct)}"]
+    if conduct.every_episode_without_query:
+        lines.append(
+            f"every episode of run {config.run} made zero queries: its descriptions were written without a single call "
+            "of the function (see the malformed actions above and `pau-mcp report " + config.run + "`)"
+        )
     return lines
 
 

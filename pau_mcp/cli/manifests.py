@@ -1,10 +1,11 @@
-"""``pau-mcp manifests list|show|freeze|validate``."""
+"""``pau-mcp manifests list|show|freeze|validate|commit|verify``."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -15,6 +16,16 @@ from rich.table import Table
 from ..config import Settings, SettingsError, options
 from ..manifests import ManifestError, ManifestStore, Method, call_text, dump_method, tool_name
 from ..manifests.checks import check_methods, check_task, freeze_methods, freeze_task
+from ..manifests.commitment import (
+    SALT_FILE,
+    commit_suite,
+    new_salt,
+    read_commitment,
+    read_salt,
+    verdict_lines,
+    verify_suite,
+    write_salt,
+)
 from ..manifests.store import load_method, packaged_manifests
 from .common import bar, err, make_sandbox, manifest_store, settings_from, step_printer
 
@@ -43,7 +54,7 @@ def _selected(store: ManifestStore, suites: tuple[str, ...]) -> list[str]:
 
 @click.group()
 def manifests() -> None:
-    """List, inspect, freeze and validate hidden-method suites."""
+    """List, inspect, freeze and validate hidden-method suites; commit to a private one and verify it once revealed."""
 
 
 @manifests.command("list")
@@ -242,3 +253,77 @@ def validate(suites: tuple[str, ...], **values: object) -> None:
         summary += " (" + ", ".join(f"{check}: {n}" for check, n in by_check.most_common()) + ")"
     click.echo(summary)
     sys.exit(1 if failed else 0)
+
+
+def _salt_path(store: ManifestStore, name: str, salt: Path | None) -> Path:
+    return salt if salt is not None else store.suite(name).path / SALT_FILE
+
+
+@manifests.command("commit")
+@click.argument("suite_name", metavar="SUITE")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where the public commitment goes (default: ./SUITE.commitment.json).",
+)
+@click.option(
+    "--salt",
+    "salt_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"The salt file to use, made if missing (default: {SALT_FILE} in the suite's folder).",
+)
+@click.option("--replace", is_flag=True, help="Overwrite an existing commitment file.")
+@options("manifests")
+def commit(suite_name: str, out: Path | None, salt_file: Path | None, replace: bool, **values: object) -> None:
+    """Write a public commitment to SUITE: salted SHA-256 digests of its suite.json, each method and each task, one
+    for the suite, and the dates. It reveals nothing of the methods; publish it before any model is scored on the
+    suite, keep the suite and its salt private until the reveal, then `pau-mcp manifests verify` proves the revealed
+    suite is this one."""
+    _, store = _store(values)
+    target = out or Path(f"{suite_name}.commitment.json")
+    try:
+        suite = store.suite(suite_name)
+        if _installed(store, suite_name):
+            raise click.UsageError(
+                f"suite {suite_name!r} is part of the pau-mcp installation and public: there is nothing to commit to"
+            )
+        where = _salt_path(store, suite_name, salt_file)
+        if target.exists() and not replace:
+            raise click.UsageError(f"{target} exists; choose another --out or pass --replace")
+        made = not where.exists()
+        if made:
+            write_salt(where, new_salt())
+        committed = commit_suite(suite, read_salt(where), datetime.now(UTC))
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    target.write_text(committed.dump(), encoding="utf-8")
+    click.echo(
+        f"committed to suite {suite_name} ({len(committed.methods)} methods, {len(committed.tasks)} tasks) in {target}\n"
+        f"suite digest {committed.suite_digest}\n"
+        f"salt: {where} ({'made now' if made else 'kept'}): keep it private with the suite, reveal both together"
+    )
+
+
+@manifests.command("verify")
+@click.argument("suite_name", metavar="SUITE")
+@click.argument("commitment_file", metavar="COMMITMENT", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--salt",
+    "salt_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"The revealed salt file (default: {SALT_FILE} in the suite's folder).",
+)
+@options("manifests")
+def verify(suite_name: str, commitment_file: Path, salt_file: Path | None, **values: object) -> None:
+    """Check that the revealed SUITE is the one COMMITMENT committed to; name every method, task or suite.json that
+    differs. Exit 0 when it is, 1 when anything differs or cannot be checked."""
+    _, store = _store(values)
+    try:
+        committed = read_commitment(commitment_file)
+        suite = store.suite(suite_name)
+        found = verify_suite(suite, committed, read_salt(_salt_path(store, suite_name, salt_file)))
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    for line in verdict_lines(found, committed):
+        click.echo(line)
+    sys.exit(0 if found.matches else 1)

@@ -47,6 +47,13 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="Bootstrap seed: the same seed gives the same p-values."
 )
+@click.option(
+    "--pass-threshold",
+    type=click.FloatRange(0, 1),
+    default=0.8,
+    show_default=True,
+    help="Code match at or above which an episode passes, for the pass@k and pass^k of repeated epochs.",
+)
 @click.option("--markdown", "markdown_path", type=_FILE, help="Also write the report as Markdown.")
 @click.option("--csv", "csv_path", type=_FILE, help="Also write one CSV row of raw numbers per run.")
 @click.option("--csv-methods", "methods_path", type=_FILE, help="Also write one CSV row per run and method.")
@@ -62,7 +69,7 @@ _FILE = click.Path(dir_okay=False, path_type=Path)
     "--no-cache", is_flag=True, help="With --classify-failures: neither read nor write the LLM response cache."
 )
 @options(
-    "db", "data_dir", "manifests", "cache_dir", "judge_model", "pricing", "llm_timeout_s", "llm_concurrency",
+    "db", "data_dir", "manifests", "cache_dir", "judge_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency",
     "llm_retries",
 )  # fmt: skip
 def report(
@@ -71,6 +78,7 @@ def report(
     unscored_as_one: bool,
     resamples: int,
     seed: int,
+    pass_threshold: float,
     markdown_path: Path | None,
     csv_path: Path | None,
     methods_path: Path | None,
@@ -80,7 +88,7 @@ def report(
     no_cache: bool,
     **values: object,
 ) -> None:
-    """Report on evaluation runs RUN ...: per-run scores, Max over runs, modes and paired bootstrap tests, and the
+    """Report on evaluation runs RUN ... (an `eval --epochs` run's name stands for its epochs): per-run scores, Max over runs, modes and paired bootstrap tests, and the
     paper's analyses (upper bound, rank correlation, self-contradiction, suite profiles).
 
     Prints tables to the terminal; --markdown, --csv, --csv-methods, --plots and --html write files too.
@@ -105,7 +113,7 @@ def report(
         )
         result = build_report(
             runs, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed, failure_labels=labels,
-            suites=profiles, variant_origins=_variant_origins(settings, runs),
+            suites=profiles, variant_origins=_variant_origins(settings, runs), pass_threshold=pass_threshold,
         )  # fmt: skip
     except ReportError as exc:
         raise click.ClickException(str(exc)) from None
@@ -181,7 +189,7 @@ def _classify(
     settings: Settings, store: RunStore, runs: Sequence[RunData], unscored_as_one: bool, no_cache: bool
 ) -> dict[str, dict[str, str]]:
     from pau_mcp.llm import LLMClient, LLMError
-    from pau_mcp.reports.failures import classify_cases, failure_cases
+    from pau_mcp.reports.failures import UNCLASSIFIED, classify_cases, failure_cases
     from pau_mcp.scoring import Scorer
 
     if not settings.judge_model:
@@ -204,7 +212,13 @@ def _classify(
         err.print(
             f"[yellow]no price for {', '.join(sorted(llm.spend.unpriced))}: the classifier's cost is not counted[/yellow]"
         )
-    err.print(f"classified {len(cases)} failed episodes with {settings.judge_model} (${llm.spend.cost_usd:.4f})")
+    given = [label for by_method in labels.values() for label in by_method.values()]
+    left = given.count(UNCLASSIFIED)
+    unclassified = f"; {left} left unclassified (the label table says why)" if left else ""
+    err.print(
+        f"classified {len(given) - left} of {len(cases)} failed episodes with {settings.judge_model} "
+        f"(${llm.spend.cost_usd:.4f}){unclassified}"
+    )
     return labels
 
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["rl"]
 
 _ROLLOUT_SETTINGS = (
-    "manifests", "budget", "db", "data_dir", "judge_model", "coder_model", "pricing", "llm_timeout_s",
+    "manifests", "budget", "db", "data_dir", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb",
     "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "cache_dir", "workers", "examples", "tool_key",
 )  # fmt: skip
 
@@ -285,9 +285,12 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         raise click.ClickException(str(exc)) from None
     returns = finished_returns(store, run)  # the whole run's, so that a resumed run reports its earlier episodes too
     mean = f"{sum(returns) / len(returns):.3f} over {len(returns)} finished episodes" if returns else "n/a"
+    states = list(store.episode_states(store.run_id(run)).values())
+    failed = states.count("failed")  # the whole run's: failed earlier and left so (no --retry-failed) count too
     click.echo(
-        f"run {run}: {progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed; "
-        f"mean return {mean}; {progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f}"
+        f"run {run}: {progress.done} episodes finished now, {progress.skipped} earlier, {progress.failed} failed now; "
+        f"whole run: {len(states)} episodes, {states.count('done')} done, {failed} failed; mean return {mean}; "
+        f"{progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f}"
     )
     for line in unpriced_note(settings, [model, critic_model, critic_identity["coder_model"]]):
         click.echo(line)
@@ -300,7 +303,12 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         click.echo(f"wrote {path}")
     for line in progress.errors[:10]:
         err.print(f"[red]failed[/red] {line}")
-    if progress.failed:
+    if failed > progress.failed:
+        err.print(
+            f"{failed - progress.failed} episode(s) of this run failed earlier and were not played again: run the same "
+            "command with --retry-failed to play them"
+        )
+    if failed:
         sys.exit(1)
 
 

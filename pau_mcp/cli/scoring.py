@@ -40,7 +40,7 @@ from .common import (
 __all__ = ["no_cache_option", "score", "scorer"]
 
 _LLM_SETTINGS = (
-    "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries", "model_capabilities",
+    "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency", "llm_retries", "model_capabilities",
 )  # fmt: skip
 _SANDBOX_SETTINGS = ("timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers", "score_seconds")
 
@@ -667,10 +667,12 @@ def _knowledge(texts: tuple[str, ...], kinds: tuple[str, ...]) -> list[tuple[str
 )
 @no_cache_option
 @options(
-    "manifests", "data_dir", "scorer_token", "max_connections", "read_timeout_s", *_LLM_SETTINGS, *_SANDBOX_SETTINGS
-)
+    "manifests", "data_dir", "scorer_token", "max_connections", "read_timeout_s", *_LLM_SETTINGS, *_SANDBOX_SETTINGS,
+    "auth", "issuer", "resource", "introspection_client", "introspection_secret", "clock_skew_s",
+)  # fmt: skip
 def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: object) -> None:
     """Serve the scorer as an HTTP JSON endpoint: POST /v1/score, GET /v1/health, GET /openapi.json."""
+    from ..oauth import sign_in_from
     from ..scoring import Scorer
     from ..scoring.http import EndpointError, serve
 
@@ -690,8 +692,27 @@ def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: 
         serve(
             scorer_, host, port, token=settings.scorer_token, max_request_bytes=max_request_kb * 1024,
             max_connections=settings.max_connections, read_timeout_s=settings.read_timeout_s,
+            signin=sign_in_from(settings, _scorer_bearer(settings.scorer_token), "pau-mcp scorer"),
         )  # fmt: skip
     except EndpointError as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:
         pass
+
+
+def _scorer_bearer(token: str | None) -> Any:
+    """The scorer token as sign-in's other bearer credential (``--auth oauth`` keeps it working); None without one."""
+    if token is None:
+        return None
+    import hmac
+
+    from mcp.server.auth.provider import AccessToken
+
+    from ..oauth import SCOPES
+
+    async def check(given: str) -> AccessToken | None:
+        if hmac.compare_digest(given.encode(), token.encode()):
+            return AccessToken(token=given, client_id="pau-mcp-scorer", scopes=list(SCOPES))
+        return None
+
+    return check

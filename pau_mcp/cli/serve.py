@@ -42,10 +42,12 @@ _CREDENTIAL_SETTINGS = ("max_concurrent_calls", "max_submissions")
 _HTTP_SETTINGS = (
     "max_sessions", "max_sessions_per_credential", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts",
 )  # fmt: skip
+# Sign-in (--auth oauth): HTTP only.
+_SIGNIN_SETTINGS = ("auth", "issuer", "resource", "introspection_client", "introspection_secret", "clock_skew_s")
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
-    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_concurrency", "llm_retries",
-    "score_seconds",
+    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb",
+    "llm_concurrency", "llm_retries", "score_seconds",
 )  # fmt: skip
 
 
@@ -102,6 +104,16 @@ def _logging(settings: Settings) -> None:
     root.setLevel(logging.INFO if settings.log_file else logging.WARNING)
 
 
+def _tracing() -> None:
+    """Export spans when ``OTEL_TRACES_EXPORTER`` asks (``pau_mcp.tracing``); a usage error says what is missing."""
+    from ..tracing import TracingError, configure
+
+    try:
+        configure()
+    except TracingError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 @click.command()
 @click.option(
     "--transport",
@@ -154,7 +166,7 @@ def _logging(settings: Settings) -> None:
 )
 @docs_option
 @_selection
-@options(*_SERVE_SETTINGS, *_CREDENTIAL_SETTINGS, *_HTTP_SETTINGS, *_FEEDBACK_SETTINGS)
+@options(*_SERVE_SETTINGS, *_CREDENTIAL_SETTINGS, *_HTTP_SETTINGS, *_SIGNIN_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
           exit_with_stdin: bool, launched: bool, settings_file: Path | None, docs: str, suites: tuple[str, ...],
           methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
@@ -168,10 +180,11 @@ def serve(transport: str, host: str, port: int, stateless: bool, run_name: str |
     settings = _settings(values, settings_file)
     if transport == "http":
         try:  # before the run store, the suites and the sandbox workers: nothing to undo
-            check_exposure(host, settings.token)
+            check_exposure(host, settings.token, signed_in=settings.auth == "oauth")
         except TransportError as exc:
             raise click.UsageError(str(exc)) from None
     _logging(settings)
+    _tracing()
     built = _build(
         settings, transport, host, port, stateless, run_name, feedback, page_size, suites, methods,
         progress=step_printer(), docs=docs,
@@ -215,6 +228,7 @@ class Served:
         host: The HTTP address to listen on (``--host``).
         port: The HTTP port (``--port``; 0: a free one).
         stateless: HTTP without MCP sessions for handshake-era clients too (``--stateless``).
+        fixtures: A fixture suite is served (its tools talk to the client mid-call: answers go on streams).
     """
 
     transport: str
@@ -226,6 +240,7 @@ class Served:
     host: str
     port: int
     stateless: bool
+    fixtures: bool = False
 
 
 def http_limits(settings: Settings) -> HTTPLimits:
@@ -253,11 +268,12 @@ def http_service(built: Served) -> HTTPService:
     Raises:
         pau_mcp.server.TransportError: a non-loopback address without a token, or the port is taken.
     """
-    from ..server import bind_http
+    from ..server import bind_http, sign_in, verify_bearer
 
     return bind_http(
         built.server, built.host, built.port, built.settings.token, built.stateless, limits=http_limits(built.settings),
-        tokens=built.tokens, on_session_end=built.sessions.end_mcp_session,
+        tokens=built.tokens, on_session_end=built.sessions.end_mcp_session, handshake_streams=built.fixtures,
+        signin=sign_in(built.settings, verify_bearer(built.settings.token, built.tokens)),
     )  # fmt: skip
 
 
@@ -306,32 +322,32 @@ def _build(
     sandboxes: SandboxMaker | None = None, docs: str = "examples",
 ) -> Served:  # fmt: skip
     """The service, sessions and MCP server of ``serve``'s options (``build_served`` and the command share it)."""
+    from ..sandboxing import background
     from ..server import CallSlots, TokenSigner, build_server, create_service
+    from ..server.fixtures import fixture_suites
 
-    sandboxes = sandboxes or make_sandbox
+    if sandboxes is None:
+        # A stdio server answers its host at once, even on the first start: the sandbox is built meanwhile.
+        sandboxes = background(make_sandbox) if transport == "stdio" else make_sandbox
     feedback_fn = None
     if feedback == "score":
         feedback_fn = _feedback(settings, sandboxes)
+    catalog_suites, fixtures = fixture_suites(list(suites) or ["builtin"])
     try:
-        served_docs = tool_docs(settings, docs, list(suites) or ["builtin"])
+        served_docs = tool_docs(settings, docs, catalog_suites)
         tokens = TokenSigner(settings.deployment_key(), source=settings.deployment_key_source())
         service, sessions = create_service(
-            settings,
-            list(suites) or ["builtin"],
-            _split(methods),
-            run_name,
-            transport,
-            feedback_fn,
-            progress=progress,
-            processes=True,
-            sandboxes=sandboxes,
-            docs=served_docs,
-        )
+            settings, catalog_suites, _split(methods), run_name, transport, feedback_fn, progress=progress,
+            processes=True, sandboxes=sandboxes, docs=served_docs, allow_empty=fixtures is not None,
+        )  # fmt: skip
     except (ManifestError, SettingsError, StoreError) as exc:
         raise click.ClickException(str(exc)) from None
     slots = CallSlots(running=settings.max_concurrent_calls, waiting=7 * settings.max_concurrent_calls)
-    server = build_server(service, sessions, page_size=page_size, tokens=tokens, stateless=stateless, slots=slots)
-    return Served(transport, settings, server, service, sessions, tokens, host, port, stateless)
+    server = build_server(
+        service, sessions, page_size=page_size, tokens=tokens, stateless=stateless, slots=slots, fixtures=fixtures,
+        state_key=settings.deployment_key(),
+    )  # fmt: skip
+    return Served(transport, settings, server, service, sessions, tokens, host, port, stateless, fixtures is not None)
 
 
 def tool_docs(settings: Settings, source: str, suites: list[str]) -> Any:

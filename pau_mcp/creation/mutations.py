@@ -10,8 +10,10 @@ Six kinds, each a rewrite of the hidden source with ``ast`` (nothing runs here):
   the function returns one of its other outputs;
 - ``composition``: another one-argument method of the suite applied to this one's result.
 
-The input validator is never changed: a variant keeps its original's domain. Whether a change alters behaviour is
-decided by running it (``pipeline``), not here.
+Only code the method reaches is changed (``importers.slicing``): the source is first cut to ``test_func`` and the
+module-level code it reaches, so no try is spent on a sibling that never runs. The input validator is never
+changed: a variant keeps its original's domain. Whether a change alters behaviour is decided by running it
+(``pipeline``), not here.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from wasm_runtime import decode, parse_python, values_equal
 
 from ..manifests import FrozenOutcome, Method
-from ..manifests.importers import ENTRY, CannotAnonymise, anonymise
+from ..manifests.importers import ENTRY, CannotAnonymise, anonymise, slice_function
 from .messages import VALIDATOR
 
 __all__ = ["KINDS", "Candidate", "candidates"]
@@ -265,13 +267,22 @@ def _suffixed(source: str, suffix: str) -> list[ast.stmt]:
     return tree.body
 
 
+def _reached(method: Method) -> Method:
+    """The method with only the code its entry reaches: a change anywhere else could never alter what it does."""
+    try:
+        cut = slice_function(method.source, method.entry)
+    except CannotAnonymise:
+        return method
+    return method if cut.source == method.source else method.model_copy(update={"source": cut.source})
+
+
 def _compositions(method: Method, partners: Sequence[Method], rng: random.Random) -> list[Candidate]:
     fixed = [p for p in method.params if not p.startswith("*")]
     if len(fixed) != len(method.params):
         return []
     out = []
     for partner in rng.sample(list(partners), min(2, len(partners))):
-        body = [*_suffixed(method.source, "_a"), *_suffixed(partner.source, "_b")]
+        body = [*_suffixed(method.source, "_a"), *_suffixed(_reached(partner).source, "_b")]
         arguments = ", ".join(fixed)
         body.extend(parse_python(f"def {ENTRY}({arguments}):\n    return {ENTRY}_b({ENTRY}_a({arguments}))\n").body)
         source = ast.unparse(ast.Module(body=body, type_ignores=[])) + "\n"
@@ -298,6 +309,7 @@ def candidates(
         parse_python(method.source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return [], 0
+    method = _reached(method)
     made: dict[str, list[Candidate]] = {}
     for kind in kinds:
         if kind == "constant":

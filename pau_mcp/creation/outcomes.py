@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..userfiles import printable
+
 __all__ = ["REASONS", "STEPS", "CreationReport", "Record", "StepCost", "StepOutcome"]
 
 #: Every step a function can go through, in order (``variant`` and ``behaviour`` only for ``--variants-of``).
@@ -255,7 +257,7 @@ class CreationReport:
             + (f" (no price for {', '.join(self.unpriced)}: not counted)" if self.unpriced else "")
         )
         out.extend(self.notes)
-        return out
+        return [printable(line) for line in out]  # keys carry file names, which may hold terminal escapes
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: every record with its steps, refusals by reason, costs."""

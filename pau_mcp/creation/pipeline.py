@@ -20,7 +20,8 @@ import json
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import anyio
 import anyio.abc
 
 from wasm_runtime import (
+    FUEL_PER_SECOND,
     Limits,
     Outcome,
     Sandbox,
@@ -40,10 +42,11 @@ from wasm_runtime import (
 )
 from wasm_runtime.engines import NUMPY_INSTALL_HINT
 
+from ..freshness import suite_day
 from ..llm import LLMClient, LLMError
 from ..manifests import Case, GoldCheck, ManifestStore, Method, Provenance, Suite, SuiteInfo, Tags, call_text
 from ..manifests.checks import check_method, freeze_method, source_arity
-from ..manifests.importers import ENTRY, Anonymised, CannotAnonymise, Progress, anonymise
+from ..manifests.importers import ENTRY, Anonymised, CannotAnonymise, Progress, anonymise, slice_function
 from ..manifests.importers.common import method_name, no_progress, prepare_target
 from ..scoring import write_code
 from ..scoring.coverage import source_shape, trace_limits, traced_parts
@@ -75,6 +78,12 @@ _SYSTEM_MODULES = frozenset(
      "ftplib", "smtplib", "ctypes", "multiprocessing", "webbrowser", "signal"}
 )  # fmt: skip
 _PLACEHOLDER = "(the gold description is written after the tests are chosen)"
+#: A change is first run with this many times the CPU of the original's slowest input, and at least this much: a
+#: change that makes a loop endless (``n //= 3`` -> ``n *= 3``) cost the full time limit on every input of every try.
+_BUDGET_FACTOR = 50
+_BUDGET_FLOOR_S = 0.01
+_OVER_BUDGET = frozenset({Status.TIMEOUT, Status.MEMORY, Status.OUTPUT_LIMIT})
+_DATED_BY = {"git": "its file's first git commit", "mtime": "its file's modification time: git does not know it"}
 _MAX_TOKENS = {"validator": 800, "inputs": 2000, "gold": 500}
 
 
@@ -97,6 +106,7 @@ class CreateOptions:
         per_method: For variants: variants wanted per original.
         tries: For variants: most changes tried per original.
         split: ``test`` or ``train``.
+        after: Only functions first published after this day (ISO ``YYYY-MM-DD``; ``create --after``).
         limits: Sandbox limits.
         jobs: Functions worked on at once.
     """
@@ -115,12 +125,13 @@ class CreateOptions:
     per_method: int = 1
     tries: int = 10
     split: str = "test"
+    after: str | None = None
     limits: Limits | None = None
     jobs: int = 4
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the first (JSON-ready; not the limits or the concurrency)."""
-        fields = {k: v for k, v in self.__dict__.items() if k not in ("limits", "jobs")}
+        fields = {k: v for k, v in self.__dict__.items() if k not in ("limits", "jobs") and (k != "after" or v)}
         same: dict[str, Any] = json.loads(json.dumps(fields))  # tuples as lists, as they come back from the file
         return same
 
@@ -171,6 +182,31 @@ def side_effects(source: str) -> str | None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("open", "__import__"):
             return f"it calls {node.func.id}()"
     return None
+
+
+def _own_source(item: Item) -> tuple[str, str]:
+    """The item's function and only the module-level code it reaches, and what the read step says of it.
+
+    A source that cannot be sliced (it does not parse, or lacks the function) is left whole: the anonymiser then
+    refuses it with its own reason.
+    """
+    try:
+        cut = slice_function(item.source, item.entry)
+    except CannotAnonymise:
+        return item.source, ""
+    said = ""
+    if cut.whole:
+        said = "; it reads globals(), vars(), eval() or exec(), so the whole module is kept"
+    elif cut.kept or cut.left_out:
+        said = f"; reaches {_names(cut.kept)}; leaves out {_names(cut.left_out)}"
+    return cut.source, said
+
+
+def _names(names: Sequence[str]) -> str:
+    if not names:
+        return "nothing else"
+    shown = ", ".join(names[:8])
+    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
 
 def _with_validator(source: str, validator: str, params: list[str]) -> str:
@@ -244,9 +280,15 @@ class _Creator:
         return reply.text
 
     async def run(
-        self, source: str, inputs: Sequence[str], *, fresh: bool = False, trace: bool = False
+        self,
+        source: str,
+        inputs: Sequence[str],
+        *,
+        fresh: bool = False,
+        trace: bool = False,
+        limits: Limits | None = None,
     ) -> list[Outcome]:
-        limits = trace_limits(self.limits) if trace else self.limits
+        limits = limits or (trace_limits(self.limits) if trace else self.limits)
         call = partial(self.sandbox.run, source, list(inputs), entry=ENTRY, limits=limits, fresh=fresh, trace=trace)
         return await anyio.to_thread.run_sync(call)
 
@@ -402,16 +444,19 @@ class _Creator:
         o = self.options
         if item.problem:
             return _Refused("read", "unreadable", item.problem)
+        own, reaches = _own_source(item)
         record.ok(
             "read",
-            f"{item.entry}; {len(item.inputs)} inputs and {'a' if item.docs else 'no'} description from the source",
+            f"{item.entry}; {len(item.inputs)} inputs and {'a' if item.docs else 'no'} description from the source"
+            + reaches
+            + (f"; first published {item.published} ({_DATED_BY[item.dated_by]})" if item.dated_by else ""),
         )
-        touches = side_effects(item.source)
+        touches = side_effects(own)
         if touches:
             return _Refused("side-effects", "side-effects", touches)
-        record.ok("side-effects", "none found")
+        record.ok("side-effects", "none found in what it reaches")
         try:
-            anonymous = anonymise(item.source, item.entry)
+            anonymous = anonymise(own, item.entry)
         except CannotAnonymise as exc:
             return _Refused("anonymise", "cannot-anonymise", str(exc))
         record.ok("anonymise", f"{item.entry} -> test_func, {len(anonymous.params)} parameters, docstrings dropped")
@@ -430,6 +475,8 @@ class _Creator:
                 "original_id": item.key,
                 "original_name": anonymous.original_name if anonymous.original_name != ENTRY else None,
                 "url": source.url,
+                "published": item.published,
+                "dated_by": item.dated_by,
             },
             docs=_docs_with_names(item.docs, anonymous) if item.docs else None,
             context=item.context,
@@ -485,19 +532,18 @@ class _Creator:
             return record
         cases = [*method.examples, *method.tests]
         inputs = [c.input for c in cases]
-        same = 0
+        budget = _behaviour_limits(self.limits, await self.run(method.source, inputs))
+        same = slow = 0
         last: _Refused | None = None
         for candidate in tried:
             record.ok("variant", f"{candidate.kind}: {candidate.change}")
-            outcomes = await self.run(candidate.source, inputs)
-            differ = sum(
-                not outcomes_match(c.frozen_outcome().outcome(), got) for c, got in zip(cases, outcomes, strict=True)
-            )
-            if not differ:
-                record.fail("behaviour", f"the same on all {len(inputs)} of the original's inputs")
+            pool = await self.behaviour(record, candidate.source, cases, budget)
+            if pool is None:
                 same += 1
                 continue
-            record.ok("behaviour", f"differs on {differ} of the original's {len(inputs)} inputs")
+            if not pool:
+                slow += 1
+                continue
             name = method_name("v", position, count) + (f"-{len(record.methods) + 1}" if o.per_method > 1 else "")
             original = method.provenance
             work = _Work(
@@ -505,7 +551,7 @@ class _Creator:
                 source=candidate.source,
                 header=method.header,
                 params=method.params,
-                pool=inputs,
+                pool=pool,
                 provenance={
                     "dataset": f"variants of {method.suite}", "original_id": original.original_id,
                     "original_name": original.original_name, "license": original.license, "url": original.url,
@@ -525,13 +571,48 @@ class _Creator:
                 break
         if not record.methods:
             if last is None:
+                overran = f"; {slow} more ran out of time on every input" if slow else ""
                 record.refuse(
                     "behaviour", "same-behaviour",
-                    f"all {same} changes tried ({available} possible, --tries {o.tries}) behave like the original on its {len(inputs)} inputs",
+                    f"all {same} changes tried ({available} possible, --tries {o.tries}) behave like the original on its {len(inputs)} inputs{overran}",
                 )  # fmt: skip
             else:
                 record.refuse(last.step, last.reason, last.detail)
         return record
+
+    async def behaviour(self, record: Record, source: str, cases: Sequence[Case], budget: Limits) -> list[str] | None:
+        """Run a change on the original's inputs within ``budget``: the inputs it answers in time, or None when it
+        behaves like the original on all of them ([] when it answers none in time).
+
+        An input that runs out of the budget (a loop the change no longer ends, work it makes explode) is left out
+        of the variant rather than run to the full limit again and again.
+        """
+        inputs = [c.input for c in cases]
+        outcomes = await self.run(source, inputs, limits=budget)
+        late = {i for i, got in enumerate(outcomes) if got.status in _OVER_BUDGET}
+        differ = sum(
+            i not in late and not outcomes_match(c.frozen_outcome().outcome(), got)
+            for i, (c, got) in enumerate(zip(cases, outcomes, strict=True))
+        )
+        overran = f"; {len(late)} ran out of its time budget and are left out" if late else ""
+        if len(late) == len(inputs):
+            record.fail("behaviour", f"ran out of its time budget on all {len(inputs)} of the original's inputs")
+            return []
+        if not differ:
+            record.fail("behaviour", f"the same on all {len(inputs) - len(late)} of the original's inputs{overran}")
+            return None
+        record.ok("behaviour", f"differs on {differ} of the original's {len(inputs)} inputs{overran}")
+        return [text for i, text in enumerate(inputs) if i not in late]
+
+
+def _behaviour_limits(limits: Limits, original: Sequence[Outcome]) -> Limits:
+    """The limits a change is first run under: ``_BUDGET_FACTOR`` times the fuel of the original's slowest input
+    that ended by itself (returned or raised), at least ``_BUDGET_FLOOR_S`` of CPU, at most the run's own limits."""
+    spent = [o.fuel for o in original if o.status in (Status.OK, Status.ERROR)]
+    if not spent:
+        return limits
+    budget = max(int(_BUDGET_FLOOR_S * FUEL_PER_SECOND), _BUDGET_FACTOR * max(spent))
+    return limits if budget >= limits.fuel_budget else replace(limits, fuel=budget)
 
 
 async def _drive(
@@ -637,8 +718,12 @@ async def create_suite(
     async def work(position: int) -> Record:
         return await creator.function(source.items[position], source, suite, count)
 
+    if source.after is not None:
+        report.notes.append(_dated_note(source))
     await _drive(keys, work, state, report, progress or no_progress, f"creating {suite}", options.jobs)
     _account(report, llm)
+    kept = {r.key for r in report.records if r.kept}
+    days = [item.published for item in source.items if item.key in kept and item.published is not None]
     info = SuiteInfo(
         name=suite,
         description=(
@@ -647,9 +732,27 @@ async def create_suite(
         ),
         dataset=source.name,
         url=source.url,
+        created=datetime.now(UTC),
+        models=list(dict.fromkeys([options.model, options.coder_model])),
+        after=source.after,
+        first_published=min(days) if days else None,
+        public_source=source.url is not None,
     )
     _write(report, store, root, info, replace)
     return report
+
+
+def _dated_note(source: Source) -> str:
+    """What ``--after`` took and left out, and how the days were known."""
+    how = ", ".join(
+        f"{n} dated by {_DATED_BY[by].split(':')[0]}" + (" (not in git)" if by == "mtime" else "")
+        for by, n in sorted(source.dated.items())
+    )
+    return (
+        f"--after {source.after}: {len(source.items)} functions first published after it"
+        + (f" ({how})" if how else "")
+        + f"; {source.older} left out as first published on or before it"
+    )
 
 
 async def create_variants(
@@ -702,6 +805,8 @@ async def create_variants(
         [m.id for m in chosen], work, state, report, progress or no_progress, f"varying {original}", options.jobs
     )
     _account(report, llm)
+    origin = store.suite(original).info
+    day, _ = suite_day(origin)  # a variant is no newer than the function it was made from
     info = SuiteInfo(
         name=suite,
         description=(
@@ -709,6 +814,11 @@ async def create_variants(
             f"{options.model}, checked by {options.coder_model} at {options.gold_min_match:.0%}."
         ),
         dataset=label,
+        created=datetime.now(UTC),
+        models=list(dict.fromkeys([options.model, options.coder_model])),
+        after=origin.after,
+        first_published=day,
+        public_source=day is None,
     )
     _write(report, store, root, info, replace)
     return report

@@ -22,20 +22,24 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from wasm_runtime import parse_python
 
 from ..manifests import call_arguments
 from ..manifests.importers import DatasetUnavailable, description_from_docstring, docstring_of
 from ..manifests.importers.humaneval import candidate_inputs
-from ..manifests.importers.python_files import public_functions
+from ..manifests.importers.python_files import public_functions, python_files, read_python
+from ..userfiles import UnreadableFile, printable, read_text
+from .dating import date_files
 
 __all__ = ["DATASETS", "Dataset", "Item", "Source", "load_source"]
 
 #: Longest argument literal taken from a dataset (a manifest case holds at most 64 KiB).
 MAX_INPUT_CHARS = 16 * 1024
+_MAX_SIDECAR_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ class Item:
             that writes the validator, inputs and description, never used as gold as it is.
         inputs: Argument-tuple literals the dataset gives (its tests' calls), in our form.
         problem: Why the item cannot be used, when it cannot (the ``unreadable`` refusal).
+        published: When its function was first published (``load_source(..., after=)``: a folder's files only).
+        dated_by: How that is known: ``git`` (the file's first commit) or ``mtime`` (its modification time).
     """
 
     key: str
@@ -62,6 +68,8 @@ class Item:
     context: str | None = None
     inputs: tuple[str, ...] = ()
     problem: str | None = None
+    published: date | None = None
+    dated_by: Literal["git", "mtime"] | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,9 @@ class Source:
         items: Every function found, in the source's order.
         skipped: Rows that hold no function at all (Code Alpaca's prose answers), not counted as refusals.
         url: Where the dataset lives.
+        after: With ``after``: only functions first published after this day were taken.
+        older: Functions left out for being first published on or before ``after``.
+        dated: Functions taken, by how their day is known (``git``, ``mtime``).
     """
 
     name: str
@@ -99,6 +110,9 @@ class Source:
     items: list[Item] = field(default_factory=list)
     skipped: int = 0
     url: str | None = None
+    after: date | None = None
+    older: int = 0
+    dated: dict[str, int] = field(default_factory=dict)
 
 
 def _functions(source: str) -> list[str] | None:
@@ -338,28 +352,38 @@ def _rows(dataset: Dataset, path: Path | None, cache_dir: Path) -> Any:
         ) from None
 
 
-def _python_items(path: Path) -> tuple[list[Item], str]:
-    """Every public function of a .py file, or of each .py file directly in a folder."""
-    if path.is_file():
-        if path.suffix != ".py":
-            raise DatasetUnavailable(f"{path}: not a .py file, nor one of the datasets ({', '.join(DATASETS)})")
-        files = [path]
-    elif path.is_dir():
-        files = sorted(p for p in path.glob("*.py") if p.is_file())
-        if not files:
-            raise DatasetUnavailable(f"{path}: no .py files in this folder")
-    else:
-        raise DatasetUnavailable(f"{path}: no such file or folder, nor one of the datasets ({', '.join(DATASETS)})")
+def _python_items(path: Path, after: date | None = None) -> tuple[list[Item], str]:
+    """Every public function of a .py file, or of each .py file directly in a folder.
+
+    A file that cannot be read safely (a link leading out of the folder, something that is not a regular file or
+    not UTF-8 text, one over ``MAX_SOURCE_BYTES``) becomes an unreadable item with the reason, and nothing of it
+    is read.
+    """
+    try:
+        files, folder = python_files(path)
+    except DatasetUnavailable as exc:
+        if path.is_dir():
+            raise
+        raise DatasetUnavailable(f"{exc}, nor one of the datasets ({', '.join(DATASETS)})") from None
+    beside = folder or path.parent
+    days = date_files(files, beside) if after is not None else {}
     items: list[Item] = []
     for file in files:
-        text = file.read_text(encoding="utf-8")
-        descriptions = _sidecar(file, "descriptions")
-        inputs = _sidecar(file, "inputs")
+        try:
+            text = read_python(file, folder)
+        except UnreadableFile as exc:
+            items.append(Item(file.name, len(items), "", "", problem=str(exc)))
+            continue
+        day = days.get(file)
+        published, dated_by = (day.day, day.by) if day is not None else (None, None)
+        descriptions = _sidecar(file, "descriptions", beside)
+        inputs = _sidecar(file, "inputs", beside)
         try:
             names = public_functions(text)
-        except SyntaxError as exc:
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
             items.append(
-                Item(file.name, len(items), text, "", problem=f"does not parse: {exc.msg} (line {exc.lineno})")
+                Item(file.name, len(items), text, "", problem=f"does not parse: {getattr(exc, 'msg', exc)}{where}")
             )
             continue
         for name in names:
@@ -368,24 +392,33 @@ def _python_items(path: Path) -> tuple[list[Item], str]:
                 docs = description_from_docstring(docstring_of(text, name), name) or None
             given = inputs.get(f"{file.stem}.{name}", inputs.get(name)) or []
             literals = tuple(str(i) for i in given if isinstance(i, str) and len(i) <= MAX_INPUT_CHARS)
-            items.append(Item(f"{file.name}::{name}", len(items), text, name, docs=docs, inputs=literals))
+            items.append(
+                Item(
+                    f"{file.name}::{name}", len(items), text, name, docs=docs, inputs=literals, published=published,
+                    dated_by=dated_by,
+                )
+            )  # fmt: skip
     return items, str(path)
 
 
-def _sidecar(file: Path, what: str) -> dict[str, Any]:
+def _sidecar(file: Path, what: str, inside: Path) -> dict[str, Any]:
     path = file.with_name(f"{file.stem}.{what}.json")
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DatasetUnavailable(f"{path}: cannot read it as JSON ({exc})") from None
+        data = json.loads(read_text(path, limit=_MAX_SIDECAR_BYTES, inside=inside))
+    except UnreadableFile as exc:
+        raise DatasetUnavailable(printable(str(exc))) from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise DatasetUnavailable(printable(f"{path}: cannot read it as JSON ({exc})")) from None
     if not isinstance(data, dict):
-        raise DatasetUnavailable(f"{path}: must map function names to {what}")
+        raise DatasetUnavailable(printable(f"{path}: must map function names to {what}"))
     return data
 
 
-def load_source(name: str, path: Path | None, *, cache_dir: Path, limit: int | None = None) -> Source:
+def load_source(
+    name: str, path: Path | None, *, cache_dir: Path, limit: int | None = None, after: date | None = None
+) -> Source:
     """Read a source into items.
 
     Args:
@@ -393,15 +426,32 @@ def load_source(name: str, path: Path | None, *, cache_dir: Path, limit: int | N
         path: For a dataset, a local file or folder of its rows; None loads it from the Hugging Face hub.
         cache_dir: Where ``datasets`` keeps what it converts.
         limit: Keep only the first ``limit`` functions.
+        after: Only functions first published after this day (``dating``): for your own files, which have dates.
 
     Raises:
         DatasetUnavailable: The file or folder cannot be read (the message says what to do), ``datasets`` is not
             installed, or the rows lack the dataset's columns.
+        ValueError: ``after`` was given for a dataset, whose rows carry no dates.
     """
     dataset = DATASETS.get(name)
     if dataset is None:
-        items, label = _python_items(Path(name).expanduser())
-        return Source("python", label, "test", "f", items[:limit] if limit is not None else items)
+        items, label = _python_items(Path(name).expanduser(), after)
+        source = Source("python", label, "test", "f", after=after)
+        for found in items:
+            if after is not None and found.published is not None and found.published <= after:
+                source.older += 1
+                continue
+            if limit is not None and len(source.items) >= limit:
+                break
+            if found.dated_by is not None:
+                source.dated[found.dated_by] = source.dated.get(found.dated_by, 0) + 1
+            source.items.append(found)
+        return source
+    if after is not None:
+        raise ValueError(
+            f"{dataset.name}'s rows carry no dates, so --after cannot choose among them: use it with a folder of your "
+            "own functions (dated by their first git commit, else their modification time)"
+        )
     rows = _rows(dataset, path, cache_dir)
     columns = set(getattr(rows, "column_names", None) or [])
     missing = [c for c in dataset.columns if c not in columns]

@@ -5,13 +5,16 @@ a test input of another method with one argument replaced by the result before i
 Chains are drawn from the tests with one seeded generator and run in the sandbox with the gold functions, so every
 step returns a value a later step can take; a model then writes the question a person with that need would ask,
 from the steps' gold descriptions (which never reach an agent: a question that quotes one, or names a function or
-a method, is refused). Each task's answer is frozen by running its chain again (``manifests.checks.freeze_task``).
+a method, is refused, and so is one that does not state every input value its chain needs: an agent cannot make a
+call whose arguments the question never gives). Each task's answer is frozen by running its chain again
+(``manifests.checks.freeze_task``).
 Chains of ``asks_calls_from`` methods or more ask for the calls as well, which are re-executed to check an answer.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,13 +32,20 @@ from ..manifests.checks import freeze_task, quotes_gold, run_chain
 from ..prompts import Template, parse_template
 from ..scoring.fences import fence, fence_tag
 
-__all__ = ["TaskOptions", "TasksReport", "create_tasks", "question_messages", "read_question"]
+__all__ = ["TaskOptions", "TasksReport", "create_tasks", "question_messages", "read_question", "unstated_input"]
 
 _MAX_VALUE_CHARS = 120
 _MAX_QUESTION_CHARS = 2000
 _MAX_REPLY_CHARS = 20_000
 _TRIES_PER_TASK = 30
 _QUESTION_TOKENS = 300
+#: Longest argument tuple a chain's step takes from the tests: a question has to state it in a sentence or two.
+_MAX_INPUT_CHARS = 300
+_NUMBER_WORDS = (
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+)  # fmt: skip
+_EMPTY_WORDS = frozenset({"empty", "blank", "nothing", "no", "none"})
+_SPACE_WORDS = frozenset({"space", "spaces", "whitespace", "blank", "tab", "tabs", "newline", "newlines"})
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,8 @@ def _cases(methods: Sequence[Method]) -> list[_Known]:
             except Exception:  # an input or value with no literal form: not a step
                 continue
             args = args if isinstance(args, tuple) else (args,)
+            if len(_literal(args)) > _MAX_INPUT_CHARS:
+                continue
             if len(args) == len(method.params) and result is not None and len(repr(result)) <= _MAX_VALUE_CHARS:
                 found.append(_Known(method, args, result))
     return found
@@ -191,6 +203,129 @@ def read_question(reply: str) -> str:
     return " ".join(found.split())[:_MAX_QUESTION_CHARS]
 
 
+def _values(step_input: str) -> list[Any]:
+    """The literal arguments of a step (not the earlier results it takes, ``$1`` ...)."""
+    text = substitute(step_input, [f"_result_{n}" for n in range(1, 10)])
+    try:
+        node = parse_python(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    values = []
+    for argument in node.elts if isinstance(node, ast.Tuple) else [node]:
+        if isinstance(argument, ast.Name):
+            continue
+        try:
+            values.append(ast.literal_eval(argument))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return values
+
+
+def _atoms(value: Any, found: list[Any], budget: int) -> None:
+    """The scalars a value is made of (a container's items, a dict's keys and values); an empty container is
+    itself. Stops adding past ``budget`` atoms (a question cannot state that many)."""
+    stack = [value]
+    while stack and len(found) <= budget:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+            stack.extend(item.keys())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(sorted(item, key=repr) if isinstance(item, (set, frozenset)) else item)
+        else:
+            found.append(item)
+            continue
+        if not item:
+            found.append(item)
+
+
+def _numbers(text: str) -> set[float]:
+    """Every number written in digits in ``text`` (a sign kept when it touches the digits), read in one pass."""
+    found: set[float] = set()
+    at, size = 0, len(text)
+    while at < size:
+        start = at
+        if text[at] in "+-" and at + 1 < size and text[at + 1].isdigit() and (at == 0 or not text[at - 1].isalnum()):
+            at += 1
+        if not text[at].isdigit() or (start == at and at > 0 and (text[at - 1].isalnum() or text[at - 1] == ".")):
+            at = start + 1
+            continue
+        while at < size and text[at].isdigit():
+            at += 1
+        if at + 1 < size and text[at] == "." and text[at + 1].isdigit():
+            at += 1
+            while at < size and text[at].isdigit():
+                at += 1
+        if at + 1 < size and text[at] in "eE" and (text[at + 1].isdigit() or text[at + 1] in "+-"):
+            end = at + 1 + (text[at + 1] in "+-")
+            if end < size and text[end].isdigit():
+                at = end
+                while at < size and text[at].isdigit():
+                    at += 1
+        with contextlib.suppress(ValueError, OverflowError):
+            found.add(float(text[start:at]))
+    return found
+
+
+def _words(text: str) -> set[str]:
+    """The question's words, lower-cased (letters and digits; everything else separates)."""
+    return set("".join(ch if ch.isalnum() else " " for ch in text.lower()).split())
+
+
+def _stated(atom: Any, question: str, numbers: set[float], words: set[str]) -> bool:
+    """Whether the question states one scalar of an input, as the prompt asks: "give every input value exactly
+    as written" (a number in digits, or a word for 0 to 12; a string verbatim; True, False and None by name)."""
+    if isinstance(atom, bool):
+        return str(atom).lower() in words
+    if atom is None:
+        return bool({"none", "null", "nothing"} & words)
+    if isinstance(atom, (int, float)):
+        try:
+            value = float(atom)
+        except OverflowError:
+            return repr(atom) in question
+        if value in numbers:
+            return True
+        if value < 0 and -value in numbers and bool({"minus", "negative"} & words):
+            return True
+        return isinstance(atom, int) and 0 <= atom < len(_NUMBER_WORDS) and _NUMBER_WORDS[atom] in words
+    if isinstance(atom, (str, bytes)):
+        text = atom.decode("latin-1") if isinstance(atom, bytes) else atom
+        plain = " ".join(text.split())  # the question is read onto one line, whitespace runs made one space
+        if plain:
+            return plain in question or repr(atom) in question
+        return bool((_SPACE_WORDS if text else _EMPTY_WORDS) & words) or repr(atom) in question
+    if isinstance(atom, (list, tuple, set, frozenset, dict)):  # an empty container
+        return bool(_EMPTY_WORDS & words) or repr(atom) in question
+    return repr(atom) in question
+
+
+def unstated_input(question: str, steps: Sequence[TaskStep]) -> str | None:
+    """The first input value a question leaves out, as "VALUE (step N)", or None when it states every one.
+
+    An agent must make each call of the chain from the question alone: every literal argument of every step (the
+    earlier results aside) has to be in it. The question is read once for its numbers and words; each value is
+    then looked up in them, or found as text in the question (which is at most a few thousand characters).
+    """
+    numbers, words = _numbers(question), _words(question)
+    budget = len(question) // 2 + 1
+    for number, step in enumerate(steps, start=1):
+        for value in _values(step.input):
+            atoms: list[Any] = []
+            _atoms(value, atoms, budget)
+            if len(atoms) > budget:
+                return f"{_clip(repr(value))} (step {number}: more values than a question can state)"
+            for atom in atoms:
+                if not _stated(atom, question, numbers, words):
+                    shown = _clip(repr(atom))
+                    return shown + (f" in {_clip(repr(value))}" if atom is not value else "") + f" (step {number})"
+    return None
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _refusal(question: str, steps: Sequence[TaskStep], methods: dict[str, Method]) -> str | None:
     if not question:
         return "the reply holds no question"
@@ -203,6 +338,9 @@ def _refusal(question: str, steps: Sequence[TaskStep], methods: dict[str, Method
             return f"the question names {method.id}"
     if "test_func" in lowered or "fn_" in lowered:
         return "the question names a function or a tool"
+    missing = unstated_input(question, steps)
+    if missing is not None:
+        return f"the question does not state the input {missing}: an agent could not make that call"
     return None
 
 

@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..contract import KnownExample, ToolStatus
+from ..descriptions import description_problem, fenced_blocks
 from ..grammar import read_input, read_reflection
-from ..llm import Completion, LLMClient, Overrides, ToolCall, Usage
+from ..llm import Completion, LLMClient, Overrides, ToolCall, Usage, read_json
+from ..llm.replies import MAX_JSON_DEPTH, nests_deeper_than
 from ..manifests import call_text
 from ..prompts import PromptSet, load_prompts
 from .environment import Environment, Observation
 
 __all__ = [
-    "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "memorising_code", "sample_key",
+    "Agent", "AgentResult", "PaperAgent", "ProbeAgent", "ToolsAgent", "input_example", "memorising_code", "sample_key",
     "written_tool_calls",
 ]  # fmt: skip
 
@@ -36,8 +38,8 @@ class AgentResult:
         description: The final description.
         code: Optional code the agent wrote itself.
         concluded: True when the agent decided it was done (not stopped by the budget or the turn limit).
-        usage: Tokens the agent's model spent.
-        cost_usd: What they cost.
+        usage: Tokens of the agent model's replies, those replayed from the cache included.
+        cost_usd: What they cost (a cached reply costs nothing).
         examples: What the agent observed, in its protocol's form, for the code writer; None: the
             environment's observed examples (``Environment.observed_examples``).
         requests: Model requests made so far (the next one's sample index).
@@ -52,8 +54,9 @@ class AgentResult:
     requests: int = 0
 
     def count(self, completion: Completion) -> None:
-        """Add one model reply's tokens and cost."""
-        self.usage = self.usage + completion.spent
+        """Add one model reply's tokens (whether it came from the cache or not: a resumed episode that replays its
+        steps reports what an uninterrupted one does) and its cost (nothing for a cached reply)."""
+        self.usage = self.usage + completion.usage
         self.cost_usd += completion.cost_usd
         self.requests += 1
 
@@ -77,6 +80,25 @@ class Agent(Protocol):
 def _arity_example(params: list[str]) -> str:
     inner = ", ".join(str(i + 1) for i in range(len(params)))
     return f"({inner},)" if len(params) == 1 else f"({inner})"
+
+
+def input_example(env: Environment, step: int) -> str:
+    """The format example an action prompt shows at ``step``: arguments of the function's count and of the initial
+    examples' types, another one at every step and never one already run.
+
+    A small model copies the example it is shown (24 of 33 calls were the fixed ``(1,)`` once); a varied example
+    at least asks something new when copied. Deterministic: the same episode shows the same examples.
+    """
+    samples = _example_arguments(env.initial_examples)
+    tried = {str(o.arguments.get("args", "")).replace(" ", "") for o in env.observations}
+    arity = len(env.params)
+    for probe in _probe_arguments(samples, arity, step + len(tried) + 1)[step:] or [()]:
+        if len(probe) != arity:
+            break
+        literal = repr(probe) if arity != 1 else f"({probe[0]!r},)"
+        if literal.replace(" ", "") not in tried:
+            return literal
+    return _arity_example(env.params)
 
 
 def _shown(observation: Observation) -> str:
@@ -140,8 +162,7 @@ class PaperAgent:
         _note_reply(env, completion, prompt=prompt)
         return completion.text
 
-    async def _action(self, result: AgentResult, env: Environment, prompt: str) -> str | None:
-        example = _arity_example(env.params)
+    async def _action(self, result: AgentResult, env: Environment, prompt: str, example: str) -> str | None:
         reply = await self._ask(result, env, prompt)
         literal = read_input(reply, len(env.params))
         if literal is None:
@@ -165,14 +186,14 @@ class PaperAgent:
         hypothesis = ""
         history: list[str] = []
         if mode == "interactive":
-            for _ in range(budget or 20):
+            for step in range(budget or 20):
                 context = self._context(env, hypothesis, history)
                 plan = await self._ask(result, env, self.prompts.render("paper_reason", context=context))
+                example = input_example(env, step)
                 literal = await self._action(
                     result, env,
-                    self.prompts.render(
-                        "paper_act", context=context, plan=plan, arity=len(env.params), example=_arity_example(env.params)
-                    ),
+                    self.prompts.render("paper_act", context=context, plan=plan, arity=len(env.params), example=example),
+                    example,
                 )  # fmt: skip
                 if literal is None:
                     history.append("  (an action that gave no input: nothing was run)")
@@ -194,10 +215,19 @@ class PaperAgent:
                     break
                 if observation.status == "over_budget":
                     break
-        final = await self._ask(
-            result, env, self.prompts.render("paper_final", context=self._context(env, hypothesis, history)), final=True
-        )  # fmt: skip
-        result.description = _after(final, "DESCRIPTION:") or hypothesis or final.strip()
+        prompt = self.prompts.render("paper_final", context=self._context(env, hypothesis, history))
+        final = await self._ask(result, env, prompt, final=True)
+        description = _after(final, "DESCRIPTION:") or hypothesis or final.strip()
+        problem = description_problem(description)
+        if problem is not None:  # JSON or a call where the description belongs: asked once more, never submitted
+            env.note("note", event="not_a_description", problem=problem, reply=final[:4096])
+            again = await self._ask(
+                result, env, self.prompts.render("paper_final_again", prompt=prompt, problem=problem), final=True
+            )
+            description = _after(again, "DESCRIPTION:") or again.strip()
+            if description_problem(description) is not None:
+                description = hypothesis if description_problem(hypothesis) is None else ""
+        result.description = description
         if mode == "incontext":
             result.concluded = True
         return result
@@ -289,6 +319,11 @@ class ToolsAgent:
                 written = written_tool_calls(completion.text, f"call_text_{result.requests}")
                 if written is None:  # plain text: the description, once the model has been asked to submit
                     messages.append(message)
+                    problem = description_problem(completion.text)
+                    if problem is not None:  # JSON, a placeholder, nothing: never taken for the description
+                        env.note("note", event="not_a_description", problem=problem, reply=completion.text[:4096])
+                        messages.append({"role": "user", "content": _PROSE_HINT.format(problem=problem)})
+                        continue
                     if nudged:
                         result.description = completion.text.strip()
                         return result
@@ -307,29 +342,41 @@ class ToolsAgent:
             for call in calls:
                 arguments = call.parsed_arguments()
                 if call.name not in offered:
-                    reply = _unknown_tool(call.name, env, offered, mode)
+                    reply = _refused(env, call, _unknown_tool(call.name, env, offered, mode))
                 elif arguments is None:
-                    reply = _ARGUMENTS_HINT.format(
+                    reply = _refused(env, call, _ARGUMENTS_HINT.format(
                         problem=_json_problem(call.arguments), tool=call.name,
                         example=json.dumps({"args": _arity_example(env.params)} if call.name == env.tool.name
                                            else {"description": "..."}),
-                    )  # fmt: skip
+                    ))  # fmt: skip
                 elif call.name == env.submit_tool.name:
-                    result.description = str(arguments.get("description", "")).strip()
-                    result.code = arguments.get("code") if isinstance(arguments.get("code"), str) else None
-                    result.concluded = True
-                    return result
+                    description = arguments.get("description")
+                    problem = description_problem(description if isinstance(description, str) else None)
+                    if problem is not None:
+                        reply = _refused(env, call, _SUBMIT_HINT.format(problem=problem))
+                    else:
+                        result.description = str(description).strip()
+                        result.code = arguments.get("code") if isinstance(arguments.get("code"), str) else None
+                        result.concluded = True
+                        return result
                 else:
                     observation = await env.call(arguments)
                     reply = observation.text
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": reply})
-        result.description = result.description or "(the agent did not submit a description)"
-        return result
+        return result  # no description: the run submits nothing rather than a placeholder
 
 
 _ARGUMENTS_HINT = (
     "Those arguments are not a JSON object ({problem}); nothing was run. Call {tool} again with a JSON object, "
     "e.g. {example}."
+)
+_PROSE_HINT = (
+    "That is not a description ({problem}); nothing was submitted. Describe in words what the function does, "
+    "precisely, and give that description to `submit`."
+)
+_SUBMIT_HINT = (
+    "Not submitted: the description {problem}. Call `submit` again with a description in words of what the function "
+    "does, precisely, covering every case."
 )
 _TEXT_CALL_HINT = (
     'Your reply wrote a tool call as text, and it could not be read as one (a JSON object with "name" and '
@@ -357,11 +404,23 @@ def _unknown_tool(name: str, env: Environment, offered: list[str], mode: str) ->
 
 
 def _json_problem(text: str) -> str:
+    if nests_deeper_than(text or "", MAX_JSON_DEPTH):
+        return f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
     try:
         value = json.loads(text or "{}")
-    except ValueError as exc:
-        return f"not valid JSON: {exc}"
+    except (ValueError, RecursionError) as exc:
+        return f"not valid JSON: {str(exc)[:200]}"
     return f"JSON of type {type(value).__name__}, not an object"
+
+
+def _refused(env: _Noting, call: ToolCall, reply: str) -> str:
+    """Record a call the harness answered itself (an unknown tool, arguments that are not an object, a refused
+    submission) in the trajectory, as a call and its result that never reached the server; ``reply`` back."""
+    arguments = call.parsed_arguments()
+    shown = arguments if arguments is not None else {"unparsed_arguments": str(call.arguments)[:_MAX_SHOWN_CHARS]}
+    env.note("tool_call", tool=call.name, arguments=shown)
+    env.note("tool_result", text=reply, structured=None, is_error=True, refused=True)
+    return reply
 
 
 def _valid_history(message: dict[str, Any]) -> dict[str, Any]:
@@ -394,15 +453,20 @@ _CLOSE_CALL = "</tool_call>"
 
 
 def written_tool_calls(text: str, id_prefix: str = "call_text") -> list[ToolCall] | None:
-    """Tool calls a model wrote as text instead of calling them: ``<tool_call>{"name": ..., "arguments": {...}}
-    </tool_call>`` blocks (the Hermes and Qwen form small models fall back to), or a reply that is one such JSON
-    object (fenced or not). Each call gets the id ``<id_prefix>_<n>`` (the same reply, the same ids: a replayed
-    conversation is the same request).
+    """Tool calls a model wrote as text instead of calling them, each with the id ``<id_prefix>_<n>`` (the same reply,
+    the same ids: a replayed conversation is the same request).
+
+    Read as calls: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks (the Hermes and Qwen form small
+    models fall back to); a reply that is all one such JSON object, or a list of them (fenced or not); the same in
+    fenced blocks among prose; and the shapes models improvise: ``{"name": "submit", "description": ...}`` (the
+    arguments beside the name), ``{"function": {"name": ..., "arguments": ...}}`` (OpenAI's own), ``"parameters"``
+    for ``"arguments"``.
 
     Returns:
-        None when the reply writes no tool call; the calls when each block reads as one; an empty list when the reply
+        None when the reply writes no tool call; the calls when each reads as one; an empty list when the reply
         writes one that cannot be read (the caller refuses it with a hint rather than taking it for a description).
-        Linear in the reply: blocks are found with ``str.find``, and a reply longer than 64 KiB is not searched.
+        Linear in the reply: blocks are found with ``str.find``, JSON is read depth-limited (``read_json``), and a
+        reply longer than 64 KiB is not searched.
     """
     if len(text) > _MAX_WRITTEN_CHARS:
         return None
@@ -415,35 +479,60 @@ def written_tool_calls(text: str, id_prefix: str = "call_text") -> list[ToolCall
         if end < 0:
             break
         position = end + len(_CLOSE_CALL)
-    if not blocks:
-        whole = _unfenced(text)
-        if not (whole.startswith("{") and whole.endswith("}") and '"name"' in whole):
-            return None
-        try:
-            value = json.loads(whole)
-        except (ValueError, RecursionError):
-            return None  # prose that looks like JSON: a description, not a call
-        if not isinstance(value, dict) or not ({"arguments", "parameters"} & value.keys()):
-            return None
-        blocks = [whole]
-    calls: list[ToolCall] = []
-    for block in blocks:
-        try:
-            value = json.loads(_unfenced(block))
-        except (ValueError, RecursionError):
+    if blocks:
+        calls = [_written_call(read_json(_unfenced(block)), explicit=True) for block in blocks]
+        if any(call is None for call in calls):
             return []
-        if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-            return []
-        arguments = value.get("arguments", value.get("parameters", {}))
+        return _numbered([c for c in calls if c is not None], id_prefix)
+    whole = _unfenced(text)
+    if whole.startswith(("{", "[")):
+        value = read_json(whole)
+        if value is None:
+            # JSON that does not parse, with a call's marks: a call gone wrong, not a description.
+            return [] if whole.startswith("{") and '"name"' in whole else None
+        found = _written_calls(value)
+        return _numbered(found, id_prefix) if found is not None else None
+    found_in_fences: list[tuple[str, dict[str, Any]]] = []
+    for block in fenced_blocks(text):
+        if block.strip().startswith(("{", "[")):
+            found_in_fences += _written_calls(read_json(block.strip())) or []
+    return _numbered(found_in_fences, id_prefix) if found_in_fences else None
+
+
+def _written_calls(value: Any) -> list[tuple[str, dict[str, Any]]] | None:
+    """The calls a JSON value writes (an object, or a list of objects); None when it is not shaped as calls."""
+    items = value if isinstance(value, list) and value else [value]
+    calls = [_written_call(item) for item in items]
+    if any(call is None for call in calls):
+        return None
+    return [call for call in calls if call is not None]
+
+
+def _written_call(value: Any, explicit: bool = False) -> tuple[str, dict[str, Any]] | None:
+    """``(name, arguments)`` of one call written as a JSON object, or None when the object is not one (``explicit``:
+    it was written as a call, in ``<tool_call>`` tags, so a name alone is a call without arguments)."""
+    if not isinstance(value, dict):
+        return None
+    function = value.get("function")
+    if isinstance(function, dict) and isinstance(function.get("name"), str):
+        value = function
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    if "arguments" in value or "parameters" in value:
+        arguments = value.get("arguments", value.get("parameters"))
         if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except (ValueError, RecursionError):
-                return []
-        if not isinstance(arguments, dict):
-            return []
-        calls.append(ToolCall(f"{id_prefix}_{len(calls)}", value["name"], json.dumps(arguments)))
-    return calls
+            arguments = read_json(arguments)
+    else:
+        # The arguments written beside the name ({"name": "submit", "description": ...}).
+        arguments = {k: v for k, v in value.items() if k not in ("name", "type", "id")}
+        if not arguments and not explicit:
+            return None
+    return (name, arguments) if isinstance(arguments, dict) else None
+
+
+def _numbered(calls: list[tuple[str, dict[str, Any]]], id_prefix: str) -> list[ToolCall]:
+    return [ToolCall(f"{id_prefix}_{index}", name, json.dumps(args)) for index, (name, args) in enumerate(calls)]
 
 
 def _unfenced(text: str) -> str:

@@ -17,12 +17,13 @@ from typing import Any
 
 from wasm_runtime import Limits
 
+from ..descriptions import description_problem
 from ..grammar import read_inputs, visible_text
 from ..llm import Completion, LLMClient, Overrides
 from ..manifests import call_text
 from ..prompts import PromptSet, load_prompts
 from ..scoring.codematch import coder_messages, extract_code
-from .agents import AgentResult, _after, _arity_example, _note_reply, _temperature, sample_key
+from .agents import AgentResult, _after, _note_reply, _temperature, input_example, sample_key
 from .environment import Environment
 from .selfcheck import Seen, agrees, code_shown, seen_from_example, seen_from_result
 
@@ -35,6 +36,8 @@ _MAX_ROUNDS = 20
 _UNLIMITED_ROUNDS = 10
 #: The most disagreements shown when asking for a revision.
 _SHOWN_DISAGREEMENTS = 10
+#: The description shown before the first hypothesis (never submitted).
+_NONE_YET = "(none yet)"
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class ObserverAgent:
     async def run(self, env: Environment, mode: str, budget: int) -> AgentResult:
         result = AgentResult(description="")
         seen = [seen_from_example(example.input, example.output) for example in env.initial_examples]
-        description = await self._describe(result, env, "observer_hypothesis", seen, "(none yet)")
+        description = await self._describe(result, env, "observer_hypothesis", seen, _NONE_YET)
         interactive = mode == "interactive"
         if not interactive:
             rounds = _INCONTEXT_ROUNDS
@@ -90,7 +93,7 @@ class ObserverAgent:
                 left = budget - env.queries if budget else self.round_size
                 wanted = min(self.round_size, left)
                 if wanted > 0:
-                    for literal in await self._inputs(result, env, seen, description, wanted):
+                    for literal in await self._inputs(result, env, seen, description, wanted, number):
                         observation = await env.call({"args": literal})
                         if observation.status == "over_budget":
                             spent = True
@@ -111,7 +114,7 @@ class ObserverAgent:
                 description = await self._refine(result, env, seen, description, disagreements)
             if spent:
                 break
-        result.description = description
+        result.description = description if description != _NONE_YET else ""
         result.concluded = agreed
         env.note("note", event="self_check", agreed=agreed, rounds=number, queries=env.queries)
         return result
@@ -143,7 +146,12 @@ class ObserverAgent:
     ) -> str:
         context = self._context(env, seen, description)
         reply = await self._ask(result, env, self.prompts.render(template, context=context, **extra), template)
-        return _after(reply, "DESCRIPTION:") or reply.strip() or description
+        written = _after(reply, "DESCRIPTION:") or reply.strip()
+        problem = description_problem(written)
+        if problem is not None:  # JSON or a call where the description belongs: the last description stands
+            env.note("note", event="not_a_description", problem=problem, reply=reply[:4096])
+            return description
+        return written
 
     async def _refine(
         self,
@@ -162,11 +170,11 @@ class ObserverAgent:
         return await self._describe(result, env, "observer_refine", seen, description, disagreements=shown)
 
     async def _inputs(
-        self, result: AgentResult, env: Environment, seen: list[Seen], description: str, count: int
+        self, result: AgentResult, env: Environment, seen: list[Seen], description: str, count: int, round_: int
     ) -> list[str]:
         prompt = self.prompts.render(
             "observer_inputs", context=self._context(env, seen, description), count=count, arity=len(env.params),
-            example=_arity_example(env.params),
+            example=input_example(env, round_),
         )  # fmt: skip
         reply = await self._ask(result, env, prompt, "observer_inputs")
         tried = {s.literal.replace(" ", "") for s in seen}

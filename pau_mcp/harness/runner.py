@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from ..config import Settings, SettingsError
 from ..contract import TASK_KIND, label_problem
+from ..descriptions import description_problem
 from ..eras import client_mode
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Overrides, parse_model
 from ..manifests import ManifestError, ManifestStore, Method, tool_name
@@ -93,6 +94,9 @@ class EvalConfig:
             deployment key; the reference protocol takes only the published ones).
         docs: What the tools are documented with, in task mode (``pau_mcp.documentation``: ``examples``, ``none``,
             ``gold``, a run or an exported file); the run's own server is started with it.
+        seed: The sampling seed of every request of the agent's model (one epoch of ``eval --epochs``:
+            ``harness.epochs``); part of the identity. None: no seed.
+        recorded: Recorded with a new run beside its identity, never compared (an epoch's place in its group).
     """
 
     run: str
@@ -114,6 +118,8 @@ class EvalConfig:
     share_samples: bool = False
     examples: str = "published"
     docs: str = "examples"
+    seed: int | None = None
+    recorded: dict[str, Any] = field(default_factory=dict)
 
     def identity(self) -> dict[str, Any]:
         """What must match for a run to be resumed rather than refused (overrides, examples and docs only when they
@@ -127,12 +133,14 @@ class EvalConfig:
             identity["overrides"] = {k: v for k, v in asdict(self.overrides).items() if v is not None}
         if self.docs != "examples":
             identity["docs"] = self.docs
+        if self.seed is not None:
+            identity["seed"] = self.seed
         return identity
 
     def spec(self, prompts_digest: str | None = None, with_examples: bool = True) -> RunSpec:
         """The run as the driver opens it: its identity, and what a new run records beside it (the digest of the
         prompts it follows; that its scores were given the examples the agent saw)."""
-        recorded: dict[str, Any] = {"with_examples": True} if with_examples else {}
+        recorded: dict[str, Any] = {**self.recorded, "with_examples": True} if with_examples else {**self.recorded}
         if prompts_digest is not None:
             recorded["prompts"] = prompts_digest
         return RunSpec(
@@ -141,7 +149,7 @@ class EvalConfig:
         )  # fmt: skip
 
 
-_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples", "docs")
+_IDENTITY_KEYS = ("model", "suite", "agent", "mode", "budget", "protocol", "overrides", "examples", "docs", "seed")
 #: A run made before protocols were recorded followed ours.
 _IDENTITY_DEFAULTS = {"protocol": DEFAULT_PROTOCOL}
 
@@ -373,19 +381,23 @@ async def play_episode(
         async with connect(tool, key) as session:
             env = await Environment.open(session, tool)
             result = await agent.run(env, config.mode, config.budget)
-            submitted = await env.submit(result.description or "(no description)", result.code)
-            if submitted.is_error or env.submission_id is None:
-                raise EvalError(f"the server refused the submission: {submitted.text}")
-            # The receipt numbers the session's own submissions; the store, which the server shares, has its id.
-            submission = store.submission_by_receipt(config.run, key, method.id, env.submission_id)
-            if submission is None:
-                raise EvalError(f"the server's receipt names no submission of {key} in this run store")
+            problem = _not_described(result, config)
+            submission: int | None = None
+            if problem is None:
+                submitted = await env.submit(result.description, result.code)
+                if submitted.is_error or env.submission_id is None:
+                    raise EvalError(f"the server refused the submission: {submitted.text}")
+                # The receipt numbers the session's own submissions; the store, which the server shares, has its id.
+                submission = store.submission_by_receipt(config.run, key, method.id, env.submission_id)
+                if submission is None:
+                    raise EvalError(f"the server's receipt names no submission of {key} in this run store")
+            else:  # nothing to submit: never a placeholder the judge would rate, or an export would serve
+                env.note("note", event="no_description", problem=problem)
         record = EpisodeRecord(method.id, attempt, EpisodeResult(state="done"))
         examples = result.examples if result.examples is not None else env.observed_examples()
         kinds = [k for k in config.kinds if k != "direct" or result.code]
-        if not (result.description or "").strip():
-            kinds = [k for k in kinds if k == "direct"]  # the judge and the code writer need a description
-        if config.score and kinds:
+        # Without a description nothing was submitted, so nothing is scored (the report counts such episodes apart).
+        if config.score and kinds and submission is not None:
             scored = await scorer.score(method.id, result.description, result.code, examples=examples, kinds=kinds)
             record.values = record_scores(store, submission, scored, with_examples=True)
             record.scoring_input_tokens = scored.usage.input_tokens
@@ -403,8 +415,14 @@ async def play_episode(
         if not isinstance(exc, (LLMError, EvalError, MCPError, httpx2.HTTPError)):
             raise
         # Permanent for this episode (transient provider errors were already retried): recorded, reported, not dropped.
+        said = str(exc)
+        if isinstance(exc, LLMError) and exc.too_long and env is not None and not _replied(env):
+            said = (
+                f"{exc.model}: the agent's first request is longer than the model's context: serve the model with a "
+                "longer context (llama-server -c, vLLM --max-model-len, Ollama num_ctx); --budget does not shorten it"
+            )
         failed = EpisodeResult(
-            state="failed", session_key=key, error=f"{type(exc).__name__}: {exc}",
+            state="failed", session_key=key, error=f"{type(exc).__name__}: {said}",
             submission_id=store.submission_by_receipt(config.run, key, method.id, env.submission_id)
             if env and env.submission_id
             else None,
@@ -413,6 +431,22 @@ async def play_episode(
             trajectory=[s.to_json() for s in env.trajectory] if env else [],
         )  # fmt: skip
         return EpisodeRecord(method.id, attempt, failed)
+
+
+def _replied(env: Environment) -> bool:
+    """Whether the model answered at least one request of the episode."""
+    return any(step.kind == "model" for step in env.trajectory)
+
+
+def _not_described(result: AgentResult, config: EvalConfig) -> str | None:
+    """Why an agent's result holds no description to submit, or None when it holds one.
+
+    Under the reference protocol the reference agent's final text is submitted as the reference submits it (only an
+    empty one is not); this project's agents submit prose only (``pau_mcp.descriptions``).
+    """
+    if config.protocol == "reference" and config.agent == "paper":
+        return None if (result.description or "").strip() else "it is empty"
+    return description_problem(result.description)
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -458,11 +492,12 @@ def check_config(config: EvalConfig) -> None:
 
 
 def agent_llm(settings: Any, config: EvalConfig, env: Any = None) -> LLMClient:
-    """The agent's model client for a run: the response cache unless ``config.cache`` is off, and sampled replies
-    replayed only within the run (``config.share_samples``: across runs too)."""
+    """The agent's model client for a run: the response cache unless ``config.cache`` is off, sampled replies
+    replayed only within the run (``config.share_samples``: across runs too), every request under the run's seed."""
     return LLMClient.from_settings(
-        settings, use_cache=config.cache, env=env, sample_scope=config.run, share_samples=config.share_samples
-    )
+        settings, use_cache=config.cache, env=env, sample_scope=config.run, share_samples=config.share_samples,
+        seed=config.seed,
+    )  # fmt: skip
 
 
 def _make_agent(config: EvalConfig, llm: LLMClient, protocol: Protocol, settings: Any = None) -> Agent:

@@ -30,7 +30,8 @@ from ..prompts import PromptsError, PromptSet, load_prompts
 from ..protocol import load_protocol
 from ..runstore import EpisodeResult, RunStore
 from ..scoring.tasks import TaskCall
-from .agents import AgentResult, _listed, _note_reply, _temperature, _valid_history, written_tool_calls
+from .agents import AgentResult, _listed, _note_reply, _refused, _temperature, _valid_history, written_tool_calls
+from .briefing import brief
 from .environment import Step
 from .runner import (
     ConnectTools,
@@ -62,24 +63,28 @@ class TaskEnvironment:
         tools: The hidden functions' tools as the server lists them (documented as it chose), by name.
         trajectory: Every step, appended as it happens.
         queries: Calls that reached a function.
+        others: The names of the other tools the server lists (``submit``), which a task does not offer.
     """
 
     session: ClientSession
     tools: dict[str, types.Tool]
     trajectory: list[Step] = field(default_factory=list)
     queries: int = 0
+    others: frozenset[str] = frozenset()
 
     @classmethod
     async def open(cls, session: ClientSession) -> TaskEnvironment:
-        """List the session's tools (every page); the hidden functions' are kept."""
+        """List the session's tools (every page); the hidden functions' are kept, the others' names noted."""
         tools: dict[str, types.Tool] = {}
+        others: set[str] = set()
         cursor = None
         while True:
             listed = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
             tools.update({t.name: t for t in listed.tools if t.name.startswith("fn_")})
+            others.update(t.name for t in listed.tools if not t.name.startswith("fn_"))
             cursor = listed.next_cursor
             if cursor is None:
-                return cls(session=session, tools=tools)
+                return cls(session=session, tools=tools, others=frozenset(others))
 
     def note(self, kind: str, **data: Any) -> None:
         """Append a step to the trajectory."""
@@ -160,12 +165,16 @@ class TaskAgent:
 
     async def run(self, env: TaskEnvironment, task: Task, budget: int, result: AgentResult) -> TaskAnswer:
         """Answer ``task``; ``result`` gathers the tokens and cost spent."""
-        tools = [_openai_tool(tool) for tool in env.tools.values()] + [_answer_tool(task.asks_calls)]
+        # What every tool's documentation says is stated once, and each tool offered with its own part alone: the
+        # builtin suite's 66 tools fit an 8k context (pau_mcp.harness.briefing).
+        briefing = brief(env.tools, env.others)
+        tools = [*briefing.tools, _answer_tool(task.asks_calls)]
         offered = [tool["function"]["name"] for tool in tools]
         room = f"each at most {budget} times" if budget else "as often as you need"
         question = self.prompts.render(
-            "task_question", question=task.question, budget=room, calls=_CALLS_RULE if task.asks_calls else ""
-        )
+            "task_question", question=task.question, budget=room, calls=_CALLS_RULE if task.asks_calls else "",
+            tools=briefing.introduction(),
+        )  # fmt: skip
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": self.prompts.text("task_system")},
             {"role": "user", "content": question},
@@ -203,23 +212,19 @@ class TaskAgent:
                     env.note("answer", answer=answer.answer, calls=[c.__dict__ for c in answer.calls])
                     return answer
                 if arguments is None:
-                    reply = f"Those arguments are not a JSON object; nothing was run. Call {call.name} again."
+                    reply = _refused(
+                        env, call, f"Those arguments are not a JSON object; nothing was run. Call {call.name} again."
+                    )
                 elif call.name in env.tools:
                     reply = await env.call(call.name, arguments)
                 else:
-                    reply = (
-                        f"There is no tool {call.name[:80]!r} here; the tools are {_listed(offered)}. Nothing was run."
-                    )
+                    reply = _refused(
+                        env, call,
+                        f"There is no tool {call.name[:80]!r} here; the tools are {_listed(offered)}. Nothing was run.",
+                    )  # fmt: skip
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": reply})
         env.note("note", event="no_answer")
         return TaskAnswer("", answered=False)
-
-
-def _openai_tool(tool: types.Tool) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {"name": tool.name, "description": tool.description or "", "parameters": tool.input_schema},
-    }
 
 
 def _plain_answer(text: str) -> str:
@@ -274,12 +279,36 @@ async def play_task(
         exc = _leaf(caught)
         if not isinstance(exc, (LLMError, EvalError, MCPError, httpx2.HTTPError)):
             raise
+        said = str(exc)
+        if isinstance(exc, LLMError) and exc.too_long:
+            said = _too_long(exc, result.requests == 0, len(tools), config)
         failed = EpisodeResult(
-            state="failed", session_key=key, error=f"{type(exc).__name__}: {exc}",
+            state="failed", session_key=key, error=f"{type(exc).__name__}: {said}",
             input_tokens=result.usage.input_tokens, output_tokens=result.usage.output_tokens,
             trajectory=[s.to_json() for s in env.trajectory] if env else [],
         )  # fmt: skip
         return EpisodeRecord(task.id, attempt, failed)
+
+
+def _too_long(exc: LLMError, first: bool, tools: int, config: EvalConfig) -> str:
+    """What to change when a task's request did not fit the model's context: its first request holds every tool of
+    the suite, which no --budget or --max-tokens shortens; a later one grew with the task's calls."""
+    counts = ""
+    if exc.prompt_tokens and exc.context_tokens:
+        counts = f" ({exc.prompt_tokens:,} tokens; the model's context is {exc.context_tokens:,})"
+    if first:
+        wanted = f" of at least {exc.prompt_tokens + 1024:,} tokens" if exc.prompt_tokens else ""
+        return (
+            f"{exc.model}: task mode's first request, the question with every tool of suite {config.suite} ({tools} "
+            f"tools), is longer than the model's context{counts}: serve the model with a context{wanted} (llama-server "
+            "-c, vLLM --max-model-len, Ollama num_ctx), or run task mode on a smaller suite; --budget and --max-tokens "
+            "do not shorten it"
+        )
+    return (
+        f"{exc.model}: the task's conversation grew longer than the model's context{counts}: lower --budget (calls per "
+        "tool) or --max-tokens, or serve the model with a longer context (llama-server -c, vLLM --max-model-len, "
+        "Ollama num_ctx)"
+    )
 
 
 def planned_tasks(settings: Settings, config: EvalConfig) -> list[Task]:

@@ -14,9 +14,20 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .bounds import capped_client
 from .errors import LLMError, LLMNotConfigured
-from .provider import _DUMMY_KEY, USER_AGENT, Failure, Provider, Request, UnreadableReply, classify_sdk_error, excerpt
-from .replies import Reply, ToolCall, Usage
+from .provider import (
+    _DUMMY_KEY,
+    CUT_STREAM_HINT,
+    USER_AGENT,
+    Failure,
+    Provider,
+    Request,
+    UnreadableReply,
+    classify_sdk_error,
+    excerpt,
+)
+from .replies import Reply, ToolCall, Usage, read_json
 
 __all__ = ["AnthropicProvider"]
 
@@ -94,10 +105,7 @@ def _messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[d
                 blocks.append({"type": "text", "text": text})
             for call in message.get("tool_calls") or ():
                 function = call.get("function", {})
-                try:
-                    arguments = json.loads(function.get("arguments") or "{}")
-                except ValueError:
-                    arguments = {}
+                arguments = read_json(function.get("arguments") or "{}")
                 if not isinstance(arguments, dict):
                     arguments = {}  # the API takes only an object as a tool call's input
                 blocks.append(
@@ -107,6 +115,22 @@ def _messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[d
         else:
             append("user", [{"type": "text", "text": text}])
     return ("\n\n".join(system) if system else None), out
+
+
+async def _streamed(client: Any, body: dict[str, Any]) -> Any:
+    """A message read as a stream; one that ends before its stop reason (or before it began) is a reply cut short."""
+    try:
+        async with client.messages.stream(**body) as stream:
+            response = await stream.get_final_message()
+    except AssertionError:  # the SDK asserts that the stream began with its message_start event
+        raise UnreadableReply("the server's stream ended before its message began", CUT_STREAM_HINT) from None
+    if isinstance(response, str | bytes):
+        return response
+    if getattr(response, "stop_reason", None) is None:
+        raise UnreadableReply(
+            "the server's stream ended before its message did (no stop reason)", CUT_STREAM_HINT
+        )  # a stream cut cleanly mid-way: never taken as the whole reply
+    return response
 
 
 class AnthropicProvider(Provider):
@@ -140,6 +164,8 @@ class AnthropicProvider(Provider):
             timeout=self.timeout_s,
             max_retries=0,  # the client layer retries, honouring Retry-After, with its own count and messages
             default_headers={"User-Agent": f"{USER_AGENT} anthropic-python/{anthropic.__version__}"},
+            # Every reply body stops at the size cap, streamed or not (pau_mcp.llm.bounds).
+            http_client=capped_client(anthropic.DefaultAsyncHttpxClient, self.max_reply_bytes, timeout=self.timeout_s),
         )
 
     def body(self, model: str, request: Request) -> dict[str, Any]:
@@ -184,8 +210,7 @@ class AnthropicProvider(Provider):
     async def send(self, model: str, body: dict[str, Any], request: Request) -> Reply:
         client = self._client.get()
         if self.streaming:
-            async with client.messages.stream(**body) as stream:
-                response = await stream.get_final_message()
+            response = await _streamed(client, body)
         else:
             response = await client.messages.create(**body)
         if isinstance(response, str | bytes):  # the SDK gives a body that is not JSON as its text

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LLMNotConfigured
+from .replies import read_json
 
 __all__ = ["ResponseCache"]
 
@@ -45,10 +46,21 @@ class ResponseCache:
         return hashlib.sha256(f"v2 {where}\n".encode() + body).hexdigest()
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The stored reply for a key, or None."""
+        """The stored reply for a key, or None (also when the stored text is not a JSON object: see ``drop``)."""
         with self._lock:
             row = self._conn.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if not row:
+            return None
+        value = read_json(row[0]) if isinstance(row[0], str) else None
+        if not isinstance(value, dict):
+            self.drop(key)
+            return None
+        return value
+
+    def drop(self, key: str) -> None:
+        """Forget the reply stored for a key (one that cannot be read: asked again, it is replaced)."""
+        with self._lock:
+            self._conn.execute("DELETE FROM responses WHERE key = ?", (key,))
 
     def put(self, key: str, model: str, response: Mapping[str, Any]) -> None:
         """Store a reply (replacing an older one)."""

@@ -6,7 +6,10 @@ with exponential backoff (honouring Retry-After) while the SDKs' own retries
 stay off, so one count and one set of messages hold for every provider; each
 retry is logged as it happens (one line, ``pau_mcp.llm``, WARNING). After a
 timeout, replies are read as a stream, so a slow but live server is waited for
-as long as it keeps sending. Identical requests are answered from a SQLite
+as long as it keeps sending, up to a deadline for the whole reply; a reply's
+body is read up to a size cap (``pau_mcp.llm.bounds``), and a stream that
+ends before its finish marker is a reply cut short, retried, never taken for
+the answer. Identical requests are answered from a SQLite
 cache keyed by everything that shapes the reply; a reply sampled at a
 temperature above 0 only within its run (``sample_scope``). Tokens and dollars
 are counted from a user-editable price table. Requests a provider refuses for
@@ -28,6 +31,7 @@ from typing import Any
 import anyio
 
 from .anthropic import AnthropicProvider
+from .bounds import DEFAULT_DEADLINE_S, DEFAULT_MAX_REPLY_BYTES
 from .cache import ResponseCache
 from .errors import LLMError
 from .models import CapabilityTable, check_effort, parse_model
@@ -39,7 +43,11 @@ from .replies import Completion, Reply
 __all__ = ["LLMClient"]
 
 _log = logging.getLogger("pau_mcp.llm")
-_FATAL = {401, 403, 404}  # every later request would fail the same way: stop a batch instead of recording N errors
+_FATAL = {401, 403, 404}
+#: Providers whose API takes a sampling ``seed`` in the request body (Anthropic's refuses unknown fields).
+_SEEDED_PROVIDERS = frozenset(
+    {"openai", "azure"}
+)  # every later request would fail the same way: stop a batch instead of recording N errors
 _MAX_RETRY_AFTER_S = 300.0
 _PROVIDER_TYPES: dict[str, type[Provider]] = {
     "openai": OpenAIProvider,
@@ -50,6 +58,21 @@ _PROVIDER_TYPES: dict[str, type[Provider]] = {
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _counts(prompt: int | None, context: int | None) -> str:
+    """``the request holds N tokens and the model's context M: `` when the server said, else nothing."""
+    if prompt is None or context is None:
+        return ""
+    return f"the request holds {prompt:,} tokens and the model's context {context:,}; "
+
+
+def _stored_reply(stored: Mapping[str, Any]) -> Reply | None:
+    """A cached reply, or None when its entry is not one (written by another version, or damaged)."""
+    try:
+        return Reply.from_json(stored)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 class LLMClient:
@@ -65,11 +88,18 @@ class LLMClient:
         retries: Further attempts after a 429, a 5xx or a lost connection.
         backoff_s: The first retry's delay when the server names none; doubled each time.
         max_backoff_s: The longest delay between attempts (a server's Retry-After may ask for up to 5 minutes).
+        deadline_s: The longest one attempt at a reply may take, first byte to last (a server that drips a part
+            every few seconds never trips ``timeout_s``); an attempt past it fails its request, not retried.
+        max_reply_bytes: The most bytes of one reply's body read (decoded); a reply past it fails its request, not
+            retried.
         sample_scope: Where sampled replies (a temperature above 0 asked for, or none asked of a model that takes
             one: the provider's default samples) may be replayed from the cache: a run's name, so that only the same run asking the same step again gets the
             same sample. None: sampled replies are neither read from nor written to the cache.
         share_samples: Replay sampled replies across runs too, as replies at temperature 0 are (asked for by
             ``--share-samples``): the first sample any run drew for the same request.
+        seed: A sampling seed for every request (one epoch of ``eval --epochs``): sent as the request's ``seed``
+            where the provider's API takes one (OpenAI's and compatible servers, Azure's), and always part of the
+            cache key, so a reply is never replayed under another seed. None: no seed.
 
     Example:
         >>> client = LLMClient(cache_path=Path("llm-cache.db"))
@@ -91,6 +121,9 @@ class LLMClient:
         max_backoff_s: float = 60.0,
         sample_scope: str | None = None,
         share_samples: bool = False,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        seed: int | None = None,
     ) -> None:
         self.env = dict(os.environ if env is None else env)
         self.cache_path = cache_path
@@ -103,6 +136,9 @@ class LLMClient:
         self.max_backoff_s = max_backoff_s
         self.sample_scope = sample_scope
         self.share_samples = share_samples
+        self.deadline_s = deadline_s
+        self.max_reply_bytes = max_reply_bytes
+        self.seed = seed
         self.spend = Spend()
         self._cache: ResponseCache | None = None
         self._providers: dict[str, Provider] = {}
@@ -118,9 +154,11 @@ class LLMClient:
         *,
         sample_scope: str | None = None,
         share_samples: bool = False,
+        seed: int | None = None,
     ) -> LLMClient:
         """A client configured by ``Settings``: cache in ``DATA_DIR/llm-cache.db`` unless ``use_cache`` is False;
-        sampled replies cached within ``sample_scope`` (a run's name), or across runs with ``share_samples``."""
+        sampled replies cached within ``sample_scope`` (a run's name), or across runs with ``share_samples``; every
+        request under ``seed`` when given."""
         return cls(
             env=env,
             cache_path=settings.data_dir / "llm-cache.db" if use_cache else None,
@@ -131,13 +169,16 @@ class LLMClient:
             retries=settings.llm_retries,
             sample_scope=sample_scope,
             share_samples=share_samples,
+            deadline_s=settings.llm_deadline_s,
+            max_reply_bytes=int(settings.llm_max_reply_mb * (1 << 20)),
+            seed=seed,
         )
 
     def provider(self, model: str) -> Provider:
         """The provider behind a model string (its SDK client is made on first request)."""
         name, _ = parse_model(model)
         if name not in self._providers:
-            self._providers[name] = _PROVIDER_TYPES[name](self.env, self.timeout_s)
+            self._providers[name] = _PROVIDER_TYPES[name](self.env, self.timeout_s, self.max_reply_bytes)
         return self._providers[name]
 
     def check(self, model: str) -> None:
@@ -243,8 +284,10 @@ class LLMClient:
             LLMNotConfigured: the model string, key or SDK is missing, or the effort is not one of the above.
             LLMError: the provider refused the request, or kept failing after every retry.
         """
-        _, name = parse_model(model)
+        provider_name, name = parse_model(model)
         provider = self.provider(model)
+        if self.seed is not None and provider_name in _SEEDED_PROVIDERS:
+            extra = {"seed": self.seed, **(extra or {})}
         request = Request(
             messages=messages,
             tools=tools,
@@ -259,6 +302,8 @@ class LLMClient:
         provider.ready()
         body = provider.body(name, request)
         where = shared = provider.scope(request)
+        if self.seed is not None:  # whether sent or not, a reply drawn under one seed is never another seed's
+            where = shared = f"{where} seed {self.seed}"
         # Sampled: a temperature above 0 asked for, or none asked of a model that takes one (the provider's default
         # samples). A model that takes no temperature gets the same request either way, so the caller's 0 decides.
         sampled = temperature > 0 if temperature is not None else request.capabilities.temperature
@@ -276,8 +321,11 @@ class LLMClient:
         key = ResponseCache.key(where, encoded)
         async with self._once(key):  # identical requests in flight at once make one call
             stored = store.get(key)
+            replayed = _stored_reply(stored) if stored is not None else None
+            if replayed is not None:
+                return self._account(model, replayed, cached=True)
             if stored is not None:
-                return self._account(model, Reply.from_json(stored), cached=True)
+                store.drop(key)  # a reply that cannot be read is asked again, not replayed into every rerun
             reply = await self._attempts(provider, model, name, body, request)
             store.put(key, model, reply.to_json())
             if where != shared:  # each run's first sample is also on offer to runs that ask to share samples
@@ -333,7 +381,12 @@ class LLMClient:
         while True:
             try:
                 async with self._limiter.get():
-                    return await provider.send(name, body, request)
+                    # The deadline covers the whole reply, not the wait for a free slot: a server that drips a part
+                    # every few seconds never trips the timeout between parts, and must not hold a run forever.
+                    with anyio.move_on_after(self.deadline_s) as deadline:
+                        return await provider.send(name, body, request)
+                if deadline.cancelled_caught:
+                    raise self._late(model, attempt + 1)
             except LLMError:
                 raise
             except UnicodeEncodeError:
@@ -369,6 +422,14 @@ class LLMClient:
             what = _one_line(failure.message)[:300]
         return f"{model}: {what}; retrying in {delay:.1f} s (attempt {attempt + 2} of {self.retries + 1})"
 
+    def _late(self, model: str, attempts: int) -> LLMError:
+        """The error of a reply that did not come whole within the deadline (not retried: it would take as long)."""
+        return LLMError(
+            f"{model}: the reply did not come whole within {self.deadline_s:g} s, the deadline of one reply "
+            f"(attempt {attempts}); raise --llm-deadline / PAU_LLM_DEADLINE for a slow server, or lower --max-tokens",
+            model=model, provider_message="deadline",
+        )  # fmt: skip
+
     def _error(
         self, provider: Provider, model: str, failure: Failure, attempts: int, preflight: bool = False
     ) -> LLMError:
@@ -398,6 +459,13 @@ class LLMClient:
                 "of it, or try again later"
             )
             return LLMError(f"{model}: {said}{tries} ({hint})", model=model, status=status, provider_message=said)
+        if failure.too_long:
+            counts = _counts(failure.prompt_tokens, failure.context_tokens)
+            return LLMError(
+                f"{model}: {status}: {said} ({counts}{failure.hint})", model=model, status=status,
+                provider_message=said, too_long=True, prompt_tokens=failure.prompt_tokens,
+                context_tokens=failure.context_tokens,
+            )  # fmt: skip
         if failure.hint is not None:
             hint = failure.hint
         elif status == 401:

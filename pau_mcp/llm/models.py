@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, fields
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ __all__ = [
     "PROVIDERS",
     "Capabilities",
     "CapabilityTable",
+    "ModelDates",
     "Overrides",
     "check_effort",
     "parse_model",
@@ -104,6 +106,19 @@ class Capabilities:
         return self.reasoning or effort is not None
 
 
+@dataclass(frozen=True)
+class ModelDates:
+    """What is known of when a model learnt what it knows (None: not known).
+
+    Attributes:
+        released: The day the model (the snapshot a name stands for) was first served.
+        cutoff: The last day of its training data, as its provider states it.
+    """
+
+    released: date | None = None
+    cutoff: date | None = None
+
+
 class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -117,6 +132,8 @@ class _Row(BaseModel):
     thinking_tokens: int | None = Field(None, ge=0, le=1_000_000)
     thinking: Literal["enabled", "adaptive"] | None = None
     thinking_switch: Literal["chat_template_kwargs", "prompt"] | None = None
+    released: date | None = None
+    cutoff: date | None = None
 
     def matches(self, model: str) -> bool:
         # A pattern with a slash is matched against the whole model string; otherwise against the last part of the
@@ -172,6 +189,17 @@ class CapabilityTable:
                             values[name] = getattr(row, name)
             self._seen[model] = Capabilities(**{k: v for k, v in values.items() if v is not None or k in _NULLABLE})
         return self._seen[model]
+
+    def dates(self, model: str) -> ModelDates:
+        """When ``provider/name`` was released and its training data ends, from the first matching rows that say."""
+        found: dict[str, date] = {}
+        for row in self.rows:
+            if row.matches(model):
+                for name in ("released", "cutoff"):
+                    value = getattr(row, name)
+                    if name not in found and value is not None:
+                        found[name] = value
+        return ModelDates(**found)
 
 
 _NULLABLE = {"reasoning_effort", "thinking", "thinking_switch"}

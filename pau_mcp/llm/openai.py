@@ -15,8 +15,18 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .bounds import capped_client
 from .errors import LLMError, LLMNotConfigured
-from .provider import USER_AGENT, Failure, Provider, Request, UnreadableReply, classify_sdk_error, excerpt
+from .provider import (
+    CUT_STREAM_HINT,
+    USER_AGENT,
+    Failure,
+    Provider,
+    Request,
+    UnreadableReply,
+    classify_sdk_error,
+    excerpt,
+)
 from .replies import Reply, ToolCall, Usage, split_thinking
 
 __all__ = ["AzureProvider", "OpenAIProvider"]
@@ -154,7 +164,8 @@ class OpenAIProvider(Provider):
             default_headers={"User-Agent": f"{USER_AGENT} openai-python/{openai.__version__}"},
             # aiohttp sets TCP_NODELAY (without it each request to a local server over plain HTTP can wait ~40 ms
             # for a delayed ACK) and costs less CPU per request than httpx's own transport (docs/benchmarks.md).
-            http_client=openai.DefaultAioHttpClient(timeout=self.timeout_s),
+            # Every reply body stops at the size cap, streamed or not (pau_mcp.llm.bounds).
+            http_client=capped_client(openai.DefaultAioHttpClient, self.max_reply_bytes, timeout=self.timeout_s),
         )
 
     # -- requests -----------------------------------------------------------------------
@@ -275,7 +286,15 @@ class OpenAIProvider(Provider):
                         call["arguments"].append(part.function.arguments or "")
                 finish = choice.finish_reason or finish
         if not chunks:
-            raise UnreadableReply("the server's stream carried no chat completion chunks")
+            raise UnreadableReply("the server's stream carried no chat completion chunks", CUT_STREAM_HINT)
+        if finish is None:
+            # A stream that ends before its finish reason is a reply cut short (a proxy or a restarting server closed
+            # it cleanly), never the model's whole answer: retried like any reply that cannot be read.
+            shown = sum(len(text) for text in texts)
+            raise UnreadableReply(
+                f"the server's stream ended before its reply did (no finish reason after {chunks} chunks, "
+                f"{shown} characters)", CUT_STREAM_HINT,
+            )  # fmt: skip
         made = [
             ToolCall(id=call["id"] or f"call_{index}", name=call["name"], arguments="".join(call["arguments"]) or "{}")
             for index, call in sorted(calls.items())
@@ -308,7 +327,7 @@ class OpenAIProvider(Provider):
             if getattr(event, "type", None) in ("response.completed", "response.incomplete", "response.failed"):
                 final = event.response
         if final is None:
-            raise UnreadableReply("the server's stream ended before its response did")
+            raise UnreadableReply("the server's stream ended before its response did", CUT_STREAM_HINT)
         return self._responses_reply(model, final)
 
     def _not_a_reply(self, model: str, what: str) -> LLMError:

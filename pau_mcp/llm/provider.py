@@ -14,10 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
+from .bounds import DEFAULT_MAX_REPLY_BYTES, ReplyTooLarge
 from .models import Capabilities
 from .replies import Reply
 
-__all__ = ["RETRYABLE", "Failure", "Provider", "Request", "UnreadableReply", "excerpt", "request_problem"]
+__all__ = [
+    "CONTEXT_HINT", "CUT_STREAM_HINT", "RETRYABLE", "Failure", "Provider", "Request", "UnreadableReply", "excerpt",
+    "request_problem", "too_long",
+]  # fmt: skip
 
 RETRYABLE = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _DUMMY_KEY = "pau-mcp-no-key"  # local servers (vLLM, Ollama, llama.cpp) ignore the key; the SDKs insist on one
@@ -89,6 +93,9 @@ class Failure:
         unreadable: The server answered, but what came cannot be read: not JSON, or cut short.
         hint: What the server's words mean for this request, when it refused it for good (cannot parse it, too long
             for the model's context).
+        too_long: The request is longer than the model's context.
+        prompt_tokens: The request's tokens as the server counted them, when it said (llama-server does).
+        context_tokens: The model's context as the server has it, when it said.
     """
 
     retry: bool
@@ -99,11 +106,29 @@ class Failure:
     timeout: bool = False
     unreadable: bool = False
     hint: str | None = None
+    too_long: bool = False
+    prompt_tokens: int | None = None
+    context_tokens: int | None = None
 
 
 class UnreadableReply(Exception):
     """The server answered, but not with something the API's client can read (a gateway's page, JSON cut short, a
-    stream that ended before its reply did): a provider failure like a 5xx, retried by the same rules."""
+    stream that ended before its reply did): a provider failure like a 5xx, retried by the same rules.
+
+    Attributes:
+        hint: What to do when it persists (None: the client layer's advice for replies that cannot be read).
+    """
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+#: What an incomplete stream means, for the error once the retries are spent.
+CUT_STREAM_HINT = (
+    "the server or a proxy ended the stream before the reply was complete: check the server's log (a restart, a "
+    "crash, a proxy's read timeout), or try again later"
+)
 
 
 _EXCERPT_CHARS = 160
@@ -126,6 +151,31 @@ _PARSE_PHRASES = (
 )  # fmt: skip
 
 
+CONTEXT_HINT = (
+    "the conversation no longer fits the model's context: lower --budget or --max-tokens, or serve the model with a "
+    "longer context (llama-server -c, vLLM --max-model-len, Ollama num_ctx)"
+)
+
+
+def too_long(message: str) -> bool:
+    """Whether a refusal says the request is longer than the model's context."""
+    said = message[:_MESSAGE_READ].lower()
+    return any(phrase in said for phrase in _CONTEXT_PHRASES)
+
+
+def _token_counts(body: Any) -> tuple[int | None, int | None]:
+    """``(request tokens, context tokens)`` from an error body that gives them (llama-server's ``n_prompt_tokens``
+    and ``n_ctx``), else Nones."""
+    inner = body.get("error", body) if isinstance(body, Mapping) else None
+    if not isinstance(inner, Mapping):
+        return None, None
+    counts = [inner.get(key) for key in ("n_prompt_tokens", "n_ctx")]
+    found = [
+        value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None for value in counts
+    ]
+    return found[0], found[1]
+
+
 def request_problem(message: str) -> str | None:
     """What a refusal says about the request itself, when retrying it cannot help (None: nothing of the kind).
 
@@ -134,11 +184,8 @@ def request_problem(message: str) -> str | None:
     every time, so it is not retried, and the hint says what would help.
     """
     said = message[:_MESSAGE_READ].lower()
-    if any(phrase in said for phrase in _CONTEXT_PHRASES):
-        return (
-            "the conversation no longer fits the model's context: lower --budget or --max-tokens, or serve the model "
-            "with a longer context (llama-server -c, vLLM --max-model-len, Ollama num_ctx)"
-        )
+    if too_long(message):
+        return CONTEXT_HINT
     if any(phrase in said for phrase in _PARSE_PHRASES) and "upstream" not in said and "response" not in said:
         return "the server cannot parse this request, so every attempt would fail the same way"
     return None
@@ -245,15 +292,28 @@ def classify_sdk_error(exc: BaseException, sdk: Any, base_error: type[BaseExcept
     Also what the SDKs let through unwrapped: a body that is not JSON (``json.JSONDecodeError`` from reading it), a
     stream whose connection broke or went quiet (the HTTP library's own errors).
     """
+    for cause in _chain(exc):  # wrapped by the SDK when it was raised while reading a whole body
+        if isinstance(cause, ReplyTooLarge):
+            return Failure(False, None, str(cause), unreadable=True, hint=cause.hint)
+        if isinstance(cause, RecursionError):
+            return Failure(
+                False, None, "the server's reply nests deeper than it can be read", unreadable=True,
+                hint="the server sent JSON nested thousands of levels deep: check the server, or try again later",
+            )  # fmt: skip
     if isinstance(exc, UnreadableReply):
-        return Failure(True, None, str(exc), unreadable=True)
+        return Failure(True, None, str(exc), unreadable=True, hint=exc.hint)
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         message = body_message(exc.body, exc.message)
         # A rate limit may speak of tokens too ("too many tokens per minute"): only other refusals describe the request.
         hint = request_problem(message) if status not in (408, 409, 429) else None
         retry = (status in RETRYABLE or status >= 500) and hint is None
-        return Failure(retry, status, message, retry_after(exc.response.headers), hint=hint)
+        overflow = hint == CONTEXT_HINT
+        prompt, context = _token_counts(exc.body) if overflow else (None, None)
+        return Failure(
+            retry, status, message, retry_after(exc.response.headers), hint=hint, too_long=overflow,
+            prompt_tokens=prompt, context_tokens=context,
+        )  # fmt: skip
     if isinstance(exc, sdk.APITimeoutError) and not _refused(exc):  # before APIConnectionError, its base class
         return Failure(True, None, str(exc) or "timed out", timeout=True)
     if isinstance(exc, sdk.APIConnectionError):
@@ -337,7 +397,8 @@ class Provider(abc.ABC):
 
     Args:
         env: Where the provider's variables are read.
-        timeout_s: Seconds to wait for one response.
+        timeout_s: Seconds to wait for one response (and then for each further part of a streamed one).
+        max_reply_bytes: The most bytes of one reply's body read (``pau_mcp.llm.bounds``).
     """
 
     name = ""
@@ -345,9 +406,12 @@ class Provider(abc.ABC):
     base_env = ""
     default_base = ""
 
-    def __init__(self, env: Mapping[str, str], timeout_s: float) -> None:
+    def __init__(
+        self, env: Mapping[str, str], timeout_s: float, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    ) -> None:
         self.env = env
         self.timeout_s = timeout_s
+        self.max_reply_bytes = max_reply_bytes
         #: Read replies as a stream: set once a reply did not come whole within the timeout, so that a slow but
         #: live server (a model on a CPU) is waited for as long as it keeps sending, and not cut off.
         self.streaming = False

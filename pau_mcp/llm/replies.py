@@ -6,9 +6,49 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from itertools import accumulate
 from typing import Any
 
-__all__ = ["Completion", "Reply", "ToolCall", "Usage", "split_thinking"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "Completion",
+    "Reply",
+    "ToolCall",
+    "Usage",
+    "nests_deeper_than",
+    "read_json",
+    "split_thinking",
+]
+
+#: The deepest JSON a model's reply is read to (tool-call arguments, a call written as text): far beyond any
+#: function's arguments, far below the depth at which parsing would exhaust the interpreter's stack.
+MAX_JSON_DEPTH = 100
+
+# A JSON string (escapes followed, possessively: no backtracking) or one bracket; anything else is skipped over.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def nests_deeper_than(text: str, limit: int) -> bool:
+    """Whether JSON text nests deeper than ``limit`` levels, found by scanning its brackets outside strings rather
+    than by parsing it (a parser recurses as deep as the text goes). Linear in the text."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    steps = (_STEP.get(token, 0) for token in _JSON_TOKEN.findall(text))
+    return max(accumulate(steps), default=0) > limit
+
+
+def read_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """JSON text a model wrote, as a value; None when it is not JSON or nests deeper than ``max_depth``.
+
+    Never raises for any text: over-deep JSON is refused before it is parsed.
+    """
+    if nests_deeper_than(text, max_depth):
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -42,11 +82,9 @@ class ToolCall:
     arguments: str
 
     def parsed_arguments(self) -> dict[str, Any] | None:
-        """The arguments as a dict, or None when the model wrote something that is not a JSON object."""
-        try:
-            value = json.loads(self.arguments or "{}")
-        except ValueError:
-            return None
+        """The arguments as a dict, or None when the model wrote something that is not a JSON object (or one nested
+        deeper than ``MAX_JSON_DEPTH``: one unreadable call, never a crash)."""
+        value = read_json(self.arguments or "{}")
         return value if isinstance(value, dict) else None
 
 

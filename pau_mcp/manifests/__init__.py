@@ -19,7 +19,7 @@ from .model import (
     substitute,
     tool_name,
 )
-from .store import ManifestError, ManifestStore, Suite, dump_method, dump_task, packaged_manifests
+from .store import ManifestError, ManifestStore, Suite, dump_info, dump_method, dump_task, packaged_manifests
 
 __all__ = [
     "MAX_TASK_STEPS",
@@ -39,6 +39,7 @@ __all__ = [
     "TaskStep",
     "call_arguments",
     "call_text",
+    "dump_info",
     "dump_method",
     "dump_task",
     "packaged_manifests",

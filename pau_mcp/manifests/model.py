@@ -11,6 +11,7 @@ import ast
 import hashlib
 import hmac
 import re
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
@@ -197,6 +198,8 @@ class Provenance(BaseModel):
     variant_of: str | None = None  # the method a variant was made from (pau-mcp create --variants-of)
     variant_change: str | None = None  # what was changed to make it
     gold_check: GoldCheck | None = None
+    published: date | None = None  # when its function was first published (pau-mcp create --after)
+    dated_by: Literal["git", "mtime"] | None = None  # how that was known: the file's first commit, or its mtime
 
 
 class Tags(BaseModel):
@@ -304,7 +307,8 @@ class Method(BaseModel):
 
 
 class SuiteInfo(BaseModel):
-    """``suite.json``: what a suite is and where it comes from."""
+    """``suite.json``: what a suite is and where it comes from, and, for a suite ``pau-mcp create`` made, when and
+    with which models (what tells whether a model may have seen it: ``pau_mcp.freshness``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -313,6 +317,26 @@ class SuiteInfo(BaseModel):
     dataset: str = ""
     license: str | None = None
     url: str | None = None
+    created: datetime | None = Field(default=None, description="When `pau-mcp create` wrote the suite (UTC).")
+    models: list[str] = Field(default_factory=list, description="The models that made it (writer, then code writer).")
+    after: date | None = Field(
+        default=None, description="`create --after`: only functions first published after this day."
+    )
+    first_published: date | None = Field(
+        default=None,
+        description="The earliest day one of its functions was first published, when `create --after` dated them "
+        "(for variants: the day of the suite they come from).",
+    )
+    public_source: bool = Field(
+        default=False, description="Its functions (or those its variants come from) are from a public dataset or suite."
+    )
+
+    @field_validator("created")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("give the time zone, e.g. 2026-12-07T10:00:00Z")
+        return value.astimezone(UTC) if value is not None else None
 
     @field_validator("name")
     @classmethod

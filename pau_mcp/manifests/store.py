@@ -24,7 +24,16 @@ from pydantic import ValidationError
 
 from .model import Method, SuiteInfo, Task
 
-__all__ = ["ManifestError", "ManifestStore", "Suite", "dump_method", "dump_task", "load_method", "packaged_manifests"]
+__all__ = [
+    "ManifestError",
+    "ManifestStore",
+    "Suite",
+    "dump_info",
+    "dump_method",
+    "dump_task",
+    "load_method",
+    "packaged_manifests",
+]
 
 #: The folder of a suite that holds its tasks.
 TASKS_DIR = "tasks"
@@ -91,6 +100,16 @@ def dump_method(method: Method) -> str:
     return _compact(method.model_dump(mode="json", exclude_none=True)) + "\n"
 
 
+def dump_info(info: SuiteInfo) -> str:
+    """The text of a ``suite.json``: the fields set, without the empty ones creation adds."""
+    data = info.model_dump(mode="json", exclude_none=True)
+    if not data.get("models"):
+        data.pop("models", None)
+    if not data.get("public_source"):
+        data.pop("public_source", None)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
 def dump_task(task: Task) -> str:
     """The file text of a task."""
     return _compact(task.model_dump(mode="json", exclude_none=True)) + "\n"
@@ -152,7 +171,7 @@ class Suite:
             for old in path.glob("*.json"):
                 old.unlink()
         path.mkdir(parents=True, exist_ok=True)
-        (path / "suite.json").write_text(json.dumps(info.model_dump(exclude_none=True), indent=2) + "\n")
+        (path / "suite.json").write_text(dump_info(info))
         return cls(info=info, path=path)
 
     @classmethod

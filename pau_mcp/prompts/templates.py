@@ -52,6 +52,7 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "paper_act_again": ("prompt", "arity", "example"),
             "paper_reflect": ("context", "call", "shown"),
             "paper_final": ("context",),
+            "paper_final_again": ("prompt", "problem"),
             "tools_task_interactive": ("header", "examples", "tool", "budget"),
             "tools_task_incontext": ("header", "examples", "tool"),
             "tools_nudge": (),
@@ -61,7 +62,7 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "observer_refine": ("context", "disagreements"),
             # The task agent (pau_mcp.harness.tasks).
             "task_system": (),
-            "task_question": ("question", "budget", "calls"),
+            "task_question": ("question", "budget", "calls", "tools"),
             "task_nudge": (),
             # The scorer (pau_mcp.scoring.judge, pau_mcp.scoring.codematch).
             "judge_system": (),

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from pau_mcp.protocol import RULES
 
 from .analyses import SuiteProfile, contradictions, correlations, coverage_summaries, upper_bounds, variant_gaps
+from .conduct import run_conduct
 from .data import KINDS, ReportError, RunData
+from .epochs import DEFAULT_THRESHOLD, epoch_summaries
 from .labels import REPORTED_LABELS
 from .notes import notes
 from .report import ModeComparison, PairTest, Report, RunSummary
@@ -34,6 +36,7 @@ def build_report(
     failure_labels: dict[str, dict[str, str]] | None = None,
     suites: Sequence[SuiteProfile] = (),
     variant_origins: dict[str, str] | None = None,
+    pass_threshold: float = DEFAULT_THRESHOLD,
 ) -> Report:
     """Compute every number of a report.
 
@@ -46,6 +49,7 @@ def build_report(
         suites: Profiles of the suites to describe (``analyses.suite_profile``).
         variant_origins: Each variant's method id -> its original's (from the manifests' provenance), for the
             memorisation table.
+        pass_threshold: The code match at or above which an episode passes (pass@k and pass^k of epochs).
 
     Raises:
         ReportError: neither runs nor suites, or fewer than one resample.
@@ -54,6 +58,8 @@ def build_report(
         raise ReportError("name at least one run (`pau-mcp runs list` shows them) or a suite (--suite NAME)")
     if resamples < 1:
         raise ReportError(f"--resamples must be at least 1 (got {resamples})")
+    if not 0 <= pass_threshold <= 1:
+        raise ReportError(f"--pass-threshold is a code match from 0 to 1 (got {pass_threshold})")
     labels = failure_labels or {}
     # A kind is shown when some run recorded a score of it, whatever its status: an error is news too.
     kinds = tuple(k for k in KINDS if any(m.status(k) is not None for run in runs for m in run.methods))
@@ -85,6 +91,10 @@ def build_report(
         explorers=explorers(runs),
         knowledge=knowledge_rows(runs),
         tasks=task_accuracies(runs),
+        epochs=epoch_summaries(
+            runs, threshold=pass_threshold, unscored_as_one=unscored_as_one, resamples=resamples, seed=seed
+        ),
+        pass_threshold=pass_threshold,
     )
     report.notes.extend(notes(report))
     return report
@@ -128,6 +138,12 @@ def _summarise(run: RunData, unscored_as_one: bool, labels: dict[str, str] | Non
         output_tokens=sum(m.output_tokens for m in finished),
         cost_usd=sum(m.cost_usd for m in finished),
         failures=None if labels is None else _count_labels(labels),
+        undescribed=sum(1 for m in done if not m.described),
+        returns=tuple(m.rl_return for m in done if m.rl_return is not None),
+        conduct=run_conduct(
+            [(m.state, m.queries, m.conduct) for m in run.methods] if run.episodes else [],
+            interactive=run.mode != "incontext",
+        ),
     )
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pau_mcp.contract import TASK_KIND
 from pau_mcp.protocol import RULES, protocol_of
 from pau_mcp.runstore import EpisodeRow, RunStore, ScoreRow, StoreError
+
+from .conduct import Conduct, conduct_of
 
 __all__ = [
     "FRACTION_KINDS",
@@ -26,9 +29,11 @@ __all__ = [
     "ReportError",
     "RunData",
     "Score",
+    "epoch_info",
     "is_failure",
     "load_runs",
     "load_trajectories",
+    "run_names",
 ]
 
 #: Every score kind the run store records, in display order: the judge's rating of the description, code
@@ -90,6 +95,11 @@ class MethodScores:
         cost_usd: What the episode cost.
         error: Why a failed episode failed.
         coverage: Its exploration coverage, when measured (``pau-mcp coverage``; ``pau_mcp.scoring.coverage``).
+        described: False for a done episode whose agent gave no description: nothing was submitted or scored.
+        rl_return: An RL rollout episode's return (the sum of its step rewards), when it finished.
+        conduct: Its malformed actions, invalid arguments and refused calls, counted from its trajectory (None for a
+            submission, which has none).
+        seconds: How long its last attempt took, start to end (None when not recorded).
     """
 
     method_id: str
@@ -102,6 +112,10 @@ class MethodScores:
     cost_usd: float = 0.0
     error: str | None = None
     coverage: dict[str, Any] | None = None
+    described: bool = True
+    rl_return: float | None = None
+    conduct: Conduct | None = None
+    seconds: float | None = None
 
     @property
     def done(self) -> bool:
@@ -150,7 +164,11 @@ class MethodScores:
                 it out.
         """
         score = self.scores.get(kind)
-        unmade = self.state == "failed" or (self.done and score is not None and score.status in ("error", "unscored"))
+        unmade = (
+            self.state == "failed"
+            or (self.done and not self.described)  # no description: nothing a score could be made of
+            or (self.done and score is not None and score.status in ("error", "unscored"))
+        )
         if failed_as_worst and kind in WORST and unmade:
             return WORST[kind]
         if not self.done or score is None:
@@ -251,8 +269,34 @@ class RunData:
         return ", ".join(str(s) for s in suites)
 
 
+def epoch_info(config: dict[str, Any]) -> tuple[str, int, int | None] | None:
+    """``(group, index, seed)`` of a run recorded as one epoch of a group (``eval --epochs``), or None."""
+    info = config.get("epoch")
+    if not isinstance(info, dict) or not isinstance(info.get("group"), str) or not isinstance(info.get("index"), int):
+        return None
+    seed = info.get("seed", config.get("seed"))
+    return info["group"], info["index"], seed if isinstance(seed, int) else None
+
+
+def run_names(store: RunStore, names: Sequence[str]) -> list[str]:
+    """The runs ``names`` stand for: each run by its name, and the name of an epoch group (``eval --epochs``) as its
+    epochs' runs in order (duplicates dropped, order kept). Names of neither kind are kept, for the caller to refuse."""
+    known = {row.name: row for row in store.runs()}
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for row in known.values():
+        if (info := epoch_info(row.config)) is not None:
+            groups.setdefault(info[0], []).append((info[1], row.name))
+    found: list[str] = []
+    for name in names:
+        if name not in known and name in groups:
+            found += [member for _, member in sorted(groups[name])]
+        else:
+            found.append(name)
+    return list(dict.fromkeys(found))
+
+
 def load_runs(store: RunStore, names: Sequence[str]) -> list[RunData]:
-    """Read the named runs (duplicates dropped, order kept).
+    """Read the named runs (duplicates dropped, order kept); an epoch group's name reads its epochs.
 
     A run with episodes (``pau-mcp eval``) is read as its episodes. A run without (``pau-mcp serve``, the
     demo, a predictions file or gold descriptions scored with ``pau-mcp score``) is read as its submissions:
@@ -263,7 +307,7 @@ def load_runs(store: RunStore, names: Sequence[str]) -> list[RunData]:
     """
     runs = []
     known = {row.name: row for row in store.runs()}
-    for name in dict.fromkeys(names):
+    for name in run_names(store, names):
         try:
             run_id = store.run_id(name)
         except StoreError:
@@ -271,9 +315,10 @@ def load_runs(store: RunStore, names: Sequence[str]) -> list[RunData]:
             raise ReportError(f"no run named {name!r} in {store.location}; known runs: {listed}") from None
         kind = known[name].kind if name in known else ""
         config = known[name].config if name in known else store.run_config(run_id)
-        episodes = store.episodes(run_id)
+        # Trajectories are read to count each episode's conduct (malformed actions, invalid arguments, refusals).
+        episodes = store.episodes(run_id, with_trajectories=True)
         if episodes:
-            methods = tuple(_episode_scores(row) for row in episodes)
+            methods = tuple(_episode_scores(row, kind) for row in episodes)
             runs.append(RunData(name, run_id, config, methods, kind=kind))
         else:
             methods, replaced = _submission_scores(store, run_id)
@@ -296,7 +341,12 @@ def _latest_scores(rows: Iterable[ScoreRow]) -> dict[str, Score]:
     }
 
 
-def _episode_scores(row: EpisodeRow) -> MethodScores:
+def _episode_scores(row: EpisodeRow, kind: str = "eval") -> MethodScores:
+    rl_return = None
+    if kind == "rl" and row.state == "done" and row.trajectory:
+        first = row.trajectory[0]
+        value = first.get("return") if isinstance(first, dict) else None
+        rl_return = float(value) if isinstance(value, int | float) else None
     return MethodScores(
         method_id=row.method_id,
         state=row.state,
@@ -308,7 +358,20 @@ def _episode_scores(row: EpisodeRow) -> MethodScores:
         cost_usd=row.cost_usd,
         error=row.error,
         coverage=row.coverage,
+        # A rollout submits nothing; an exploring episode that ended without a description submitted nothing too.
+        described=kind == "rl" or row.state != "done" or row.submission_id is not None,
+        rl_return=rl_return,
+        conduct=conduct_of(row.trajectory or []),
+        seconds=_seconds(row.started_at, row.finished_at),
     )
+
+
+def _seconds(started: str | None, finished: str | None) -> float | None:
+    """Seconds between two run store times (``...Z``), or None when either is missing."""
+    if not started or not finished:
+        return None
+    begin = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    return max(0.0, (datetime.fromisoformat(finished.replace("Z", "+00:00")) - begin).total_seconds())
 
 
 def _submission_scores(store: RunStore, run_id: int) -> tuple[tuple[MethodScores, ...], int]:

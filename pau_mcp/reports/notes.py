@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .conduct import conduct_line
+
 if TYPE_CHECKING:
     from .report import Report
 
@@ -63,8 +65,21 @@ def notes(report: Report) -> list[str]:
             )
         if s.failed:
             notes.append(f"Run {s.name}: {_episodes(s.failed)} failed with an error and left out of the scores.")
+        if (line := conduct_line(s.name, s.conduct)) is not None:
+            notes.append(line)
+        if s.undescribed:
+            notes.append(
+                f"Run {s.name}: {_episodes(s.undescribed)} ended without a description (the agent gave none, or only "
+                "JSON or a tool call where prose belongs): nothing was submitted, so there is nothing to score."
+            )
+        if run.kind == "rl":
+            notes.append(
+                f"Run {s.name} is an RL rollout: its episodes are scored by their returns (the RL returns table), not "
+                "by `pau-mcp score`; `pau-mcp rl rollout` writes their steps and rewards."
+            )
+            continue
         scored = any(m.scores for m in run.methods if m.done)
-        if s.done and not scored:
+        if any(m.done and m.described for m in run.methods) and not scored:
             notes.append(
                 f"Run {s.name} has no scores yet: score it with `pau-mcp score {s.name}` and --judge-model and "
                 f"--coder-model, or, with no model, score the code it submitted: `pau-mcp score {s.name} --scores direct`."

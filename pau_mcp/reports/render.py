@@ -27,7 +27,7 @@ from .analyses import SIZE_BINS
 from .data import FRACTION_KINDS, KIND_TITLES, KINDS
 from .labels import REPORTED_LABELS
 from .report import Report, RunSummary
-from .stats import CODEMATCH_BUCKETS, JUDGE_SCORES, BootstrapResult, ScoreStats
+from .stats import CODEMATCH_BUCKETS, JUDGE_SCORES, BootstrapResult, ScoreStats, mean_and_std
 
 if TYPE_CHECKING:  # plots loads matplotlib: only renderings that embed plots should pay for it
     from .plots import Plot
@@ -122,6 +122,10 @@ def report_tables(report: Report) -> list[TableData]:
         tables.append(_coverage_table(report))
     if report.variants:
         tables.append(_variants_table(report))
+    if any(s.returns for s in report.summaries):
+        tables.append(_returns_table(report))
+    if report.epochs:
+        tables.append(_epochs_table(report))
     if any(s.failures is not None for s in report.summaries):
         tables.append(_failures_table(report))
     if report.suites:
@@ -142,6 +146,10 @@ def _runs_table(report: Report) -> TableData:
         "failed",
         "queries",
         "concluded",
+        "malformed",
+        "invalid args",
+        "refused",
+        "0-query",
         "input tokens",
         "output tokens",
         "cost ($)",
@@ -149,15 +157,64 @@ def _runs_table(report: Report) -> TableData:
     rows = [
         [
             s.name, s.kind, s.protocol, s.model, s.agent, s.mode, s.suite, f"{s.done}/{s.planned}", str(s.failed),
-            _num(s.queries_mean, 1), "n/a" if s.concluded_share is None else _pct(s.concluded_share), f"{s.input_tokens:,}", f"{s.output_tokens:,}",
-            _num(s.cost_usd, 4),
+            _num(s.queries_mean, 1), "n/a" if s.concluded_share is None else _pct(s.concluded_share),
+            *_conduct_cells(s), f"{s.input_tokens:,}", f"{s.output_tokens:,}", _num(s.cost_usd, 4),
         ]
         for s in report.summaries
     ]  # fmt: skip
-    caption = "Queries and concluded are over done episodes; tokens and cost over done and failed ones."
+    caption = (
+        "Queries and concluded are over done episodes; tokens and cost over done and failed ones. Malformed: replies "
+        "that gave no usable action; invalid args: calls with unusable arguments; refused: calls the server refused "
+        "(over budget, unknown tool), over done and failed episodes; 0-query: done episodes that made no query."
+    )
     if any(not run.episodes for run in report.runs):
         caption += " A run without episodes counts its submissions (the latest per session and method) as done."
     return TableData("runs", "Runs", columns, rows, caption)
+
+
+def _returns_table(report: Report) -> TableData:
+    columns = ["run", "episodes", "mean return", "std", "min", "max"]
+    rows = []
+    for s in report.summaries:
+        if s.returns:
+            mean, std = mean_and_std(list(s.returns))
+            rows.append([s.name, str(len(s.returns)), _num(mean, 3), _num(std, 3), _num(min(s.returns), 3),
+                         _num(max(s.returns), 3)])  # fmt: skip
+    caption = "An RL rollout's episodes are scored by their returns (the sum of their step rewards, docs/training.md)."
+    return TableData("returns", "RL returns", columns, rows, caption)
+
+
+def _conduct_cells(s: RunSummary) -> list[str]:
+    """Malformed actions, invalid arguments, refusals and zero-query episodes (n/a for a run without episodes)."""
+    c = s.conduct
+    if not c.episodes:
+        return ["n/a"] * 4
+    return [f"{c.malformed_actions:,}", f"{c.invalid_arguments:,}", f"{c.refusals:,}", f"{c.zero_query}/{c.done}"]
+
+
+def _epochs_table(report: Report) -> TableData:
+    """Per group of epochs, one row per epoch: its mean and interval, pass@k and pass^k for k = its number."""
+    columns = ["group", "epoch", "run", "seed", "n", "mean", "95% CI", "k", "pass@k", "pass^k", "consistency"]
+    rows = []
+    for group in report.epochs:
+        for k, epoch in enumerate(group.epochs, start=1):
+            i = epoch.interval
+            shown = "n/a" if i.low is None or i.high is None else f"[{_num(i.low, 3)}, {_num(i.high, 3)}]"
+            consistency = "" if k > 1 else ("n/a" if group.consistency is None else _pct(group.consistency))
+            rows.append([
+                group.group if k == 1 else "", str(epoch.index), epoch.run, "" if epoch.seed is None else str(epoch.seed),
+                str(i.n), _num(i.mean, 3) if i.n else "n/a", shown, str(k), _pct(group.pass_at[k - 1]),
+                _pct(group.pass_hat[k - 1]), consistency,
+            ])  # fmt: skip
+    kinds = {group.kind for group in report.epochs}
+    score = " and ".join("code match" if kind == "codematch" else "direct code" for kind in sorted(kinds))
+    caption = (
+        f"An episode passes when its {score} is at least {report.pass_threshold:g} (--pass-threshold); a failed or "
+        "unscored one does not. pass@k: at least one of k epochs passes; pass^k: all k pass (each the mean over the "
+        "methods every epoch played of the unbiased estimator). Mean and 95% percentile bootstrap interval over each "
+        "epoch's scored episodes. Consistency: the share of methods whose outcome is the same in every epoch."
+    )
+    return TableData("epochs", "Repeated episodes (epochs)", columns, rows, caption)
 
 
 def _max_label(report: Report) -> str:
@@ -683,6 +740,7 @@ def _run_row(report: Report, s: RunSummary) -> dict[str, Any]:
         "queries_mean": s.queries_mean, "concluded_share": _blank(s.concluded_share),
         "input_tokens": s.input_tokens, "output_tokens": s.output_tokens, "cost_usd": s.cost_usd,
     }  # fmt: skip
+    row |= s.conduct.as_dict()
     if s.failures is not None:
         row |= {f"failure_{label}": count for label, count in s.failures.items()}
     return row
@@ -704,6 +762,9 @@ def method_rows(report: Report) -> list[dict[str, Any]]:
                 row[kind] = _blank(run.counted(m, kind, report.unscored_as_one))
             row |= {
                 "concluded": _blank(None if m.concluded is None else int(m.concluded)), "queries": _blank(m.queries),
+                "malformed_actions": _blank(m.conduct.malformed_actions if m.conduct else None),
+                "invalid_arguments": _blank(m.conduct.invalid_arguments if m.conduct else None),
+                "refusals": _blank(m.conduct.refusals if m.conduct else None),
                 "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "cost_usd": m.cost_usd,
                 "failure": labels.get(m.method_id, ""), "error": m.error or "",
                 "observed_checked": _blank(m.contradiction[0] if m.contradiction else None),

@@ -13,7 +13,9 @@ from .analyses import (
     UpperBound,
     VariantGap,
 )
+from .conduct import RunConduct
 from .data import RunData
+from .epochs import EpochSummary
 from .stats import BootstrapResult, ScoreStats
 from .use_analyses import Explorer, KnowledgeRow, TaskAccuracy
 
@@ -47,6 +49,9 @@ class RunSummary:
         output_tokens: Output tokens, likewise.
         cost_usd: Cost, likewise.
         failures: Failure labels counted, when failures were classified.
+        undescribed: Done episodes whose agent gave no description (nothing was submitted or scored).
+        returns: An RL rollout's returns, one per finished episode (empty for other runs).
+        conduct: Its malformed actions, invalid arguments, refused calls and zero-query episodes (``conduct``).
     """
 
     name: str
@@ -69,6 +74,9 @@ class RunSummary:
     output_tokens: int
     cost_usd: float
     failures: dict[str, int] | None = None
+    undescribed: int = 0
+    returns: tuple[float, ...] = ()
+    conduct: RunConduct = field(default_factory=RunConduct)
 
     @property
     def judge(self) -> ScoreStats:
@@ -160,6 +168,9 @@ class Report:
             own description's code disagreed with what it saw.
         knowledge: Code match per combination of knowledge handed to the code writer (``score --knowledge``).
         tasks: Per task run, accuracy by hop count, with the documentation its tools were served with.
+        epochs: Per group of epochs (``eval --epochs``): pass@k, pass^k, each epoch's mean with its interval, and
+            outcome consistency.
+        pass_threshold: The code match at or above which an episode passes, for the epochs.
     """
 
     runs: list[RunData]
@@ -184,6 +195,8 @@ class Report:
     explorers: list[Explorer] = field(default_factory=list)
     knowledge: list[KnowledgeRow] = field(default_factory=list)
     tasks: list[TaskAccuracy] = field(default_factory=list)
+    epochs: list[EpochSummary] = field(default_factory=list)
+    pass_threshold: float = 0.8
 
     @property
     def unscored_rule(self) -> str:

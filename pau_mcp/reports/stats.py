@@ -16,12 +16,16 @@ __all__ = [
     "CODEMATCH_BUCKETS",
     "JUDGE_SCORES",
     "BootstrapResult",
+    "Interval",
     "ScoreStats",
+    "bootstrap_interval",
     "codematch_bucket",
     "codematch_stats",
     "judge_stats",
     "mean_and_std",
     "paired_bootstrap",
+    "pass_at_k",
+    "pass_hat_k",
     "spearman",
 ]
 
@@ -226,3 +230,83 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
     if denominator == 0:
         return None
     return float((da * db).sum()) / denominator
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean and its percentile bootstrap confidence interval.
+
+    Attributes:
+        n: Values.
+        mean: Their mean (0 with none).
+        low: The interval's lower bound (None with no values).
+        high: Its upper bound.
+        level: The confidence level (0.95).
+    """
+
+    n: int
+    mean: float
+    low: float | None
+    high: float | None
+    level: float = 0.95
+
+    def overlaps(self, other: Interval) -> bool | None:
+        """Whether two intervals share a point; None when either is undefined."""
+        if None in (self.low, self.high, other.low, other.high):
+            return None
+        return bool(self.low <= other.high and other.low <= self.high)  # type: ignore[operator]
+
+
+def bootstrap_interval(
+    values: Sequence[float], *, resamples: int = 10_000, seed: int = 0, level: float = 0.95
+) -> Interval:
+    """The mean of ``values`` with its percentile bootstrap interval: ``resamples`` resamples of ``len(values)``
+    values drawn with replacement from a generator seeded with ``seed``, their means' ``(1-level)/2`` and
+    ``(1+level)/2`` quantiles. One value gives an interval of that value; none, an undefined one.
+
+    Raises:
+        ValueError: ``resamples`` below 1 or ``level`` outside (0, 1).
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1 (got {resamples})")
+    if not 0 < level < 1:
+        raise ValueError(f"the confidence level must be between 0 and 1 (got {level})")
+    n = len(values)
+    if n == 0:
+        return Interval(0, 0.0, None, None, level)
+    data = np.asarray(values, dtype=float)
+    mean = math.fsum(values) / n
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples, dtype=float)
+    for start in range(0, resamples, _BATCH):
+        count = min(_BATCH, resamples - start)
+        means[start : start + count] = data[rng.integers(0, n, size=(count, n))].mean(axis=1)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(n, mean, float(low), float(high), level)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The chance that at least one of ``k`` attempts drawn without replacement from ``n`` (``c`` of them passing)
+    passes: ``1 - C(n-c, k) / C(n, k)``, the unbiased estimator of Chen et al. (2021).
+
+    Raises:
+        ValueError: not ``0 <= c <= n`` and ``1 <= k <= n``.
+    """
+    _check_counts(n, c, k)
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """The chance that all of ``k`` attempts drawn without replacement from ``n`` (``c`` passing) pass:
+    ``C(c, k) / C(n, k)``, pass^k as tau-bench defines it (reliability rather than capability).
+
+    Raises:
+        ValueError: not ``0 <= c <= n`` and ``1 <= k <= n``.
+    """
+    _check_counts(n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def _check_counts(n: int, c: int, k: int) -> None:
+    if not (0 <= c <= n and 1 <= k <= n):
+        raise ValueError(f"need 0 <= passing <= attempts and 1 <= k <= attempts (got n={n}, c={c}, k={k})")

@@ -11,6 +11,7 @@ this module; nothing here imports Ray or the sources). This process alone writes
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -22,6 +23,10 @@ import anyio.abc
 from ..runstore import EpisodeResult, RunStore, SessionRecord
 
 __all__ = ["Ending", "EpisodeSource", "Planned", "Play", "Progress", "RunError", "RunSpec", "drive", "open_run"]
+
+_log = logging.getLogger("pau_mcp.runs")
+#: The most of an unforeseen error's message recorded with its episode.
+_MAX_ERROR_CHARS = 500
 
 
 class RunError(RuntimeError):
@@ -157,6 +162,11 @@ class Progress(Generic[E]):
     workers: int = 0
     rerun: int = 0
 
+    def count_crash(self, method_id: str, error: str) -> None:
+        """Add an episode that ended in an error its source did not foresee (recorded as failed by the driver)."""
+        self.failed += 1
+        self.errors.append(f"{method_id}: {error.partition(': ')[2] or error}")
+
     def count(self, ending: E) -> None:
         """Add a recorded ending to the totals (a kind of run adds what it measures on top)."""
         result = ending.result
@@ -238,6 +248,11 @@ async def drive(
                 stop.append(exc)
                 group.cancel_scope.cancel()
                 return
+            except Exception as exc:  # noqa: BLE001 - what no source foresaw fails its episode, never the whole run
+                _crashed(store, run_id, method.id, attempt, exc, progress)
+                if on_progress:
+                    on_progress(progress)
+                return
             finally:
                 progress.workers, progress.rerun = source.workers, source.rerun
             if store.import_episode(run_id, method.id, attempt, ending.result, ending.session):
@@ -254,3 +269,15 @@ async def drive(
     if stop:
         raise stop[0]
     return progress
+
+
+def _crashed(
+    store: RunStore, run_id: int, method_id: str, attempt: int, exc: Exception, progress: Progress[Any]
+) -> None:
+    """Record an episode whose play raised what its source did not foresee as failed (never left ``running``), so
+    that the run goes on, the same command plays it again, and the error is reported with the others."""
+    _log.debug("episode %s failed with an unforeseen error", method_id, exc_info=exc)
+    said = " ".join(str(exc).split())[:_MAX_ERROR_CHARS]
+    error = f"internal error: {type(exc).__name__}: {said or 'no message'}"
+    if store.import_episode(run_id, method_id, attempt, EpisodeResult(state="failed", error=error), None):
+        progress.count_crash(method_id, error)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
@@ -38,6 +38,7 @@ from ..contract import Feedback, portable_schema
 from ..guard import guarded_protocol, keep_alive_s
 from ..listening import is_loopback, listen, serve_app, shown_host
 from ..llm import LLMError, LLMNotConfigured
+from ..oauth import SCORE, SignIn
 from .codematch import MAX_CODE_CHARS
 from .cpu import off_loop
 from .service import KINDS, NothingToScore, Scorer, ScoreResult, UnknownMethod
@@ -317,6 +318,7 @@ def create_app(
     token: str | None = None,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     host: str = "127.0.0.1",
+    signin: SignIn | None = None,
 ) -> Starlette:
     """The Starlette app serving ``scorer``.
 
@@ -327,11 +329,13 @@ def create_app(
         host: The address it is served on. On a loopback address, requests must name a loopback
             host (421 otherwise) and any Origin must be a loopback one (403); elsewhere an Origin
             must be the Host the request names.
+        signin: Sign-in (``--auth oauth``): ``POST /v1/score`` then takes an access token with the ``score`` scope
+            (or the scorer token), and the protected-resource metadata is served.
     """
     document = openapi()
 
     def authorised(request: Request) -> bool:
-        if token is None:
+        if token is None or signin is not None:  # sign-in's gate has checked the token (or the scorer token)
             return True
         given = request.headers.get("authorization", "")
         scheme, _, value = given.partition(" ")
@@ -401,11 +405,15 @@ def create_app(
         yield
         await scorer.aclose()
 
+    scoring = Route("/v1/score", score, methods=["POST"])
+    if signin is not None:
+        scoring = Route("/v1/score", signin.protect(request_response(score), SCORE), methods=["POST"])
     return Starlette(
         routes=[
-            Route("/v1/score", score, methods=["POST"]),
+            scoring,
             Route("/v1/health", health, methods=["GET"]),
             Route("/openapi.json", schema, methods=["GET"]),
+            *(signin.routes() if signin is not None else ()),
         ],
         exception_handlers={HTTPException: http_error, Exception: server_error},
         middleware=[Middleware(_SameHost, loopback=is_loopback(host))],
@@ -423,22 +431,29 @@ def serve(
     announce: bool = True,
     max_connections: int = 1000,
     read_timeout_s: float = 10.0,
+    signin: Callable[[str], SignIn] | None = None,
 ) -> None:
     """Serve the endpoint until interrupted; prints ``pau-mcp scorer: serving at URL`` to stderr.
 
     Behind the connection guard the MCP server has (``pau_mcp.guard``): at most ``max_connections`` open
     connections, the longest-waiting idle one closed to make room, and ``read_timeout_s`` to send each request.
 
+    With ``signin`` (built from the endpoint's URL, ``oauth.sign_in_from``), access tokens with the ``score`` scope
+    are accepted beside ``token``.
+
     Raises:
-        EndpointError: a non-loopback address without a token, or the port cannot be bound.
+        EndpointError: a non-loopback address without a token or sign-in, or the port cannot be bound.
     """
     sock = listen(
-        host, port, token,
+        host, port, token or ("(sign-in)" if signin else None),
         f"refusing to serve the scorer on {host} without a token: anyone who can reach it could spend your model budget. "
         "Set one with --scorer-token or PAU_SCORER_TOKEN (e.g. PAU_SCORER_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())')).",
         EndpointError,
     )  # fmt: skip
-    app = create_app(scorer, token=token, max_request_bytes=max_request_bytes, host=host)
-    shown = f"pau-mcp scorer: serving at http://{shown_host(host)}:{sock.getsockname()[1]}"
+    url = f"http://{shown_host(host)}:{sock.getsockname()[1]}"
+    app = create_app(
+        scorer, token=token, max_request_bytes=max_request_bytes, host=host, signin=signin(url) if signin else None
+    )
+    shown = f"pau-mcp scorer: serving at {url}"
     protocol = guarded_protocol(max_connections, read_timeout_s)
     serve_app(app, sock, shown if announce else None, http=protocol, keep_alive_s=keep_alive_s(read_timeout_s))

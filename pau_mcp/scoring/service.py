@@ -22,6 +22,7 @@ from wasm_runtime import Limits, SandboxInterface
 
 from ..config import Settings
 from ..contract import Feedback as ShownFeedback
+from ..descriptions import description_problem, is_description
 from ..fairness import FairShare
 from ..knowledge import COMPONENTS
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
@@ -29,6 +30,7 @@ from ..manifests import ManifestError, ManifestStore, Method, Task, call_argumen
 from ..protocol import Protocol, load_protocol
 from ..runstore import RunStore
 from ..sandboxing import SandboxMaker, make_sandbox, sandbox_limits, shared_sandbox
+from ..tracing import scoring_span
 from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, match_code, write_code
 from .cpu import off_loop
 from .judge import JudgeResult, judge_description
@@ -258,16 +260,17 @@ class Scorer:
     ) -> tuple[str, ...]:  # fmt: skip
         """The scores to compute: those requested that the submission allows, or every one it allows.
 
-        The judge needs a description; code match a description (or ``gold``), unless ``knowledge`` leaves the
-        description out; direct code needs code.
+        The judge needs a description (prose: not a placeholder, a tool call or JSON); code match a description (or
+        ``gold``), unless ``knowledge`` leaves the description out; direct code needs code.
         A requested score the submission cannot have is left out. Under the reference protocol a missing
         description is scored as the text ``None``, as the reference does.
 
         Raises:
             NothingToScore: an unknown kind, or no score applies (the message says what is missing).
         """
-        # The reference scores a missing description as the text "None"; this project has nothing to score.
-        has_text = bool(description and description.strip()) or self.protocol.reference
+        # The reference scores a missing description as the text "None"; this project has nothing to score, and
+        # never hands the judge or the code writer a placeholder, a tool call or JSON (pau_mcp.descriptions).
+        has_text = is_description(description) or self.protocol.reference
         has_code = bool(code and code.strip())
         needs = {"judge": "a description", "codematch": "a description", "direct": "code"}
         described = knowledge is None or "description" in knowledge
@@ -286,7 +289,8 @@ class Scorer:
         else:
             kinds = tuple(kind for kind in KINDS if possible[kind])
         if not kinds:
-            raise NothingToScore("the submission is empty: give a description, code, or both")
+            problem = description_problem(description) or "it is empty"
+            raise NothingToScore(f"nothing to score: the submission has no code, and no description ({problem})")
         return kinds
 
     def check(self, kinds: Collection[str]) -> None:
@@ -360,30 +364,33 @@ class Scorer:
 
         async def judge() -> None:
             assert self.judge_model is not None
-            results["judge"] = await judge_description(
-                self._client(), self.judge_model, method.description, self._description(description),
-                temperature=self.temperature, protocol=self.protocol,
-            )  # fmt: skip
+            with scoring_span("judge", method.id, self.judge_model):
+                results["judge"] = await judge_description(
+                    self._client(), self.judge_model, method.description, self._description(description),
+                    temperature=self.temperature, protocol=self.protocol,
+                )  # fmt: skip
 
         async def codematch() -> None:
             assert self.coder_model is not None
             text = method.description if gold else self._description(description)
-            results["codematch"] = await write_code(
-                self._client(), self.coder_model, self.metered(party), method, text,
-                examples=examples, limits=self.limits, temperature=self.temperature, protocol=self.protocol,
-                knowledge=components,
-            )  # fmt: skip
+            with scoring_span("codematch", method.id, self.coder_model):
+                results["codematch"] = await write_code(
+                    self._client(), self.coder_model, self.metered(party), method, text,
+                    examples=examples, limits=self.limits, temperature=self.temperature, protocol=self.protocol,
+                    knowledge=components,
+                )  # fmt: skip
 
         async def direct() -> None:
             submitted = await off_loop(extract_code, code or "", method.entry)
-            results["direct"] = await match_code(
-                self.metered(party),
-                method,
-                submitted,
-                limits=self.limits,
-                counterexample=counterexample,
-                protocol=self.protocol,
-            )
+            with scoring_span("direct", method.id):
+                results["direct"] = await match_code(
+                    self.metered(party),
+                    method,
+                    submitted,
+                    limits=self.limits,
+                    counterexample=counterexample,
+                    protocol=self.protocol,
+                )
 
         jobs = {"judge": judge, "codematch": codematch, "direct": direct}
         try:

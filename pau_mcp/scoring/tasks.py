@@ -3,8 +3,10 @@
 An agent answers a task (``manifests.Task``) with a Python literal and, where the task asks for them, the calls
 that compute it: each a tool name and an argument literal in which ``$1``, ``$2``, ... stand for the results of its
 own earlier calls. The answer matches when it equals the frozen answer by the project's one equality rule
-(``wasm_runtime.values_equal``). The calls are verified when running them again, in order, with the gold functions
-in the sandbox (on the operator's side, never through the server) ends in an outcome that matches the answer. A
+(``wasm_runtime.values_equal``). The calls are verified when they are the task's chain: running them again, in
+order, with the gold functions in the sandbox (on the operator's side, never through the server) calls the task's
+own methods in its order, each giving what the task's own step gives (run from the task's inputs), and ends in an
+outcome that matches the answer. One call of some other function that happens to give the answer is no chain. A
 task is correct when its answer matches and, if it asks for calls, they are verified.
 
 What the agent wrote is hostile text: answers and arguments are read by the sandbox's own literal rules (capped at
@@ -53,7 +55,8 @@ class TaskCheck:
         hops: Methods the task chains.
         answer_matched: The answer equals the frozen one.
         asks_calls: The task asks for the calls.
-        verified: Re-executing the calls gave the answer (None when no calls were asked for).
+        verified: The calls are the task's chain: its methods in its order, each giving what its step gives, ending in
+            the answer (None when no calls were asked for).
         same_methods: The calls named the task's own methods, in its order.
         reason: Why the task is not correct, in fixed words and counts ("" when it is).
         calls: The calls as re-executed: tool, method id (None for an unknown tool), arguments as run, status.
@@ -145,6 +148,7 @@ async def _reexecute(
         return False, False, [], f"more than {MAX_CALLS} calls were given"
     results: list[str] = []
     run: list[dict[str, Any]] = []
+    outcomes: list[Outcome] = []
     last: Outcome | None = None
     for number, call in enumerate(calls, start=1):
         method = methods.get(tools.get(call.tool, ""))
@@ -160,6 +164,7 @@ async def _reexecute(
             return False, False, run, f"call {number} uses the result of a call that is not before it"
         literal = substitute(call.args, results)
         (last,) = await sandbox.arun(method.source, [literal], entry=method.entry, limits=limits, engine=method.engine)
+        outcomes.append(last)
         run.append({"tool": call.tool, "method": method.id, "args": literal[:200], "status": last.status.value})
         if last.status is not Status.OK:
             return False, False, run, f"call {number} did not return a value"
@@ -169,8 +174,33 @@ async def _reexecute(
         results.append(text)
     same = [r["method"] for r in run] == [step.method for step in task.steps]
     assert task.answer is not None and last is not None
-    verified = outcomes_match(task.answer.outcome(), last)
-    return verified, same, run, "" if verified else "re-executing the calls does not give the answer"
+    if not outcomes_match(task.answer.outcome(), last):
+        return False, same, run, "re-executing the calls does not give the answer"
+    if not same:  # a call that happens to give the answer is not the task's chain of calls
+        return False, False, run, "the calls are not the task's chain (its methods, in its order)"
+    step = await _off_the_chain(task, methods, outcomes, sandbox, limits)
+    if step is not None:
+        return False, True, run, f"call {step} does not give what the task's step {step} gives"
+    return True, True, run, ""
+
+
+async def _off_the_chain(
+    task: Task, methods: Mapping[str, Method], outcomes: Sequence[Outcome], sandbox: Any, limits: Limits | None
+) -> int | None:
+    """The first step (1-based) whose call gave another outcome than the task's own step gives, run with the gold
+    functions from the task's own inputs; None when every call gives what its step gives."""
+    results: list[str] = []
+    for number, (step, got) in enumerate(zip(task.steps, outcomes, strict=True), start=1):
+        method = methods[step.method]
+        literal = substitute(step.input, results)
+        (gold,) = await sandbox.arun(method.source, [literal], entry=method.entry, limits=limits, engine=method.engine)
+        if not outcomes_match(gold, got):
+            return number
+        text = _repr(gold)
+        if text is None:
+            return number
+        results.append(text)
+    return None
 
 
 def _repr(outcome: Outcome) -> str | None:

@@ -13,12 +13,13 @@ from ..manifests import ManifestStore
 from ..protocol import DEFAULT_PROTOCOL, RULES
 from ..runstore import RunStore
 from ..sandboxing import SandboxMaker, make_sandbox, shared_sandbox
-from .app import PAGE_SIZE, build_server
+from .app import PAGE_SIZE, build_server, verify_bearer
 from .catalog import Catalog, Exposed, ToolDocs
 from .examples import EXAMPLE_SOURCES, ServedExamples, cache_path, deployment_examples
 from .launch import LaunchError, http_server
 from .service import Feedback, MethodService, Reply
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState
+from .signin import sign_in
 from .slots import CallSlots, TooManyCalls
 from .tokens import SessionToken, TokenSigner
 from .transport import (
@@ -69,6 +70,8 @@ __all__ = [
     "serve_http",
     "serve_examples",
     "serve_streams",
+    "sign_in",
+    "verify_bearer",
 ]
 
 
@@ -119,7 +122,7 @@ def exploration_settings(settings: Settings) -> Settings:
 def create_service(
     settings: Settings, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
     feedback: Feedback | None = None, progress: Any = None, processes: bool = False,
-    sandboxes: SandboxMaker = make_sandbox, docs: ToolDocs | None = None,
+    sandboxes: SandboxMaker = make_sandbox, docs: ToolDocs | None = None, allow_empty: bool = False,
 ) -> tuple[MethodService, Sessions]:  # fmt: skip
     """A method service and its session registry from settings (shared by ``serve`` and ``call``).
 
@@ -127,12 +130,16 @@ def create_service(
     ``sandboxes`` builds the sandbox from the settings (``make_sandbox``, unless a caller has an equivalent one).
     The initial examples are those of ``settings.examples`` (``serve_examples``), drawn in that sandbox.
     ``docs`` is documentation to serve in place of the initial examples (``serve --docs``), built by the caller.
+    ``allow_empty`` serves no method when ``suites`` is empty (a server of fixture suites only).
 
     Raises:
         ManifestError: an unknown suite or method.
         SettingsError: the deployment key cannot be read or created.
     """
-    catalog = Catalog(ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key(), docs=docs)
+    catalog = Catalog(
+        ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key(), docs=docs,
+        allow_empty=allow_empty,
+    )  # fmt: skip
     store = RunStore(settings.db_path)
     run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
     config: dict[str, Any] = {"suites": list(suites), "budget": settings.budget, "examples": settings.examples}

@@ -6,6 +6,7 @@ are published verbatim and arguments are validated here (``MethodService``).
 
 from __future__ import annotations
 
+import functools
 import hmac
 import json
 import logging
@@ -35,13 +36,16 @@ from ..contract import (
     OpenResult,
     OpenStatus,
     SubmitStatus,
-    ToolStatus,
     label_problem,
 )
+from ..oauth import OPERATE, signed_in
 from ..runstore import StoreBusy, StoreError
 from .catalog import Exposed
+from .features import Features
+from .fixtures import FixtureSuite
 from .service import MethodService, Reply, refused
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState
+from .signin import subject_credential
 from .slots import CallSlots, TooManyCalls
 from .tokens import SessionToken, TokenSigner, looks_like_session_token
 
@@ -145,7 +149,7 @@ def _named(request: Any, meta: Any) -> tuple[str | None, str | None]:
     return chosen[0], chosen[1]
 
 
-def session_owner(tokens: TokenSigner | None) -> Callable[[Scope], Hashable]:
+def session_owner(tokens: TokenSigner | None, cap_anonymous: bool = True) -> Callable[[Scope], Hashable]:
     """Who a request that opens a handshake-era MCP session speaks for, as the cap on sessions per credential counts.
 
     The credential ``caller`` resolves for the request's budget: a session token (verified by the SDK's auth, or
@@ -155,12 +159,20 @@ def session_owner(tokens: TokenSigner | None) -> Callable[[Scope], Hashable]:
 
     Args:
         tokens: Verifies session tokens on a server without ``--token``; None accepts none.
+        cap_anonymous: False on a loopback server without ``--token``: a request with no session token that names
+            no label and no run speaks for no capped credential (owner None). Everyone who can reach that server
+            holds its main token and could name a label of 8 sessions for each client anyway, so a cap there would
+            stop only the ordinary local clients (an Inspector, a desktop host, agents holding GET streams, the
+            conformance suite) that all share the one anonymous credential.
     """
 
     def owner(scope: Scope) -> Hashable:
         access = getattr(scope.get("user"), "access_token", None)
+        subject = signed_in(access)
+        if subject is not None and access is not None and OPERATE not in access.scopes:
+            return ("subject", None, subject)
         token: SessionToken | None = None
-        if access is not None and access.claims:
+        if subject is None and access is not None and access.claims:
             token = SessionToken.from_claims(access.claims)
         elif access is None and tokens is not None:
             header = Headers(scope=scope).get("authorization", "")
@@ -172,6 +184,8 @@ def session_owner(tokens: TokenSigner | None) -> Callable[[Scope], Hashable]:
         headers = Headers(scope=scope)
         label = query.get("session") or headers.get("x-pau-session") or DEFAULT_LABEL
         run = query.get("run") or headers.get("x-pau-run")
+        if not cap_anonymous and label == DEFAULT_LABEL and not run:
+            return None
         # Kept while the session is open: no longer than a valid label (longer ones are refused at first use).
         return ("label", run[:_LABEL_CHARS] if run else None, label[:_LABEL_CHARS])
 
@@ -217,11 +231,15 @@ def build_server(
     tokens: TokenSigner | None = None,
     stateless: bool = False,
     slots: CallSlots | None = None,
+    fixtures: FixtureSuite | None = None,
+    state_key: str | None = None,
 ) -> Server[Any]:
     """The low-level MCP server for one catalog, in both protocol eras.
 
     Every request is resolved once, here at the edge, to the credential that spends its budget and to what it
-    sees (``caller``); nothing below knows which era or transport it came by.
+    sees (``caller``); nothing below knows which era or transport it came by. Beside the catalog's tools it serves a
+    fixture suite's (``fixture_service``), the Tasks extension (``tasks``: a long call answered with a task, for a
+    client that negotiated it) and ``subscriptions/listen`` streams (``listen``).
 
     Args:
         service: Runs calls and submissions.
@@ -232,18 +250,23 @@ def build_server(
         stateless: HTTP without MCP sessions (``--stateless``): no request has a connection to narrow with ``open``.
         slots: How many calls and submits of one credential run at once (``--max-concurrent-calls``); None for no
             limit.
+        fixtures: A fixture suite to serve beside the catalog (``serve --suite conformance``); None: none.
+        state_key: The secret the 2026-07-28 era's ``requestState`` is sealed with (the deployment key, so replicas
+            read each other's); None: a key of this process alone.
     """
     catalog = service.catalog
     slots = slots or CallSlots(running=0, waiting=0)
     process_key = stdio_key or f"stdio-{uuid.uuid4().hex[:12]}"
     schemas = {SUBMIT_TOOL: _SUBMIT.input_schema, OPEN_TOOL: _OPEN.input_schema}
+    features = Features(service.store, fixtures, state_key)
+    extra = features.fixtures
 
     def session_token(request: Any) -> SessionToken | None:
         """The request's session token, if it carries one (verified by the SDK's auth, or here without it)."""
         access = getattr(request.scope.get("user"), "access_token", None)
         if access is not None:
             # Verified (signature and expiry) by the SDK's auth for this very request: read, not checked again.
-            return SessionToken.from_claims(access.claims) if access.claims else None
+            return SessionToken.from_claims(access.claims) if access.claims and signed_in(access) is None else None
         header = request.headers.get("authorization", "")
         credential = header[7:].strip() if header[:7].lower() == "bearer " else ""
         if not looks_like_session_token(credential):
@@ -277,7 +300,11 @@ def build_server(
             return state.narrowed(sessions.narrowing(connection) if connection else None), connection
         label, run = _named(request, ctx.meta)
         token = session_token(request)
-        if token is not None:
+        access = getattr(request.scope.get("user"), "access_token", None)
+        subject = subject_credential(access, label, run)
+        if subject is not None:  # recorded with the subject's session: the OAuth client that first spoke for it
+            state = await _session(subject, f"{client}; OAuth client {str(getattr(access, 'client_id', ''))[:200]}")
+        elif token is not None:
             for given, own, what in ((label, token.label, "session label"), (run, token.run, "run")):
                 if given is not None and given != own:
                     raise MCPError(
@@ -315,7 +342,7 @@ def build_server(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         state, connection = await caller(ctx)
-        tools = [_SUBMIT, *([_OPEN] if connection else [])] + [
+        tools = [_SUBMIT, *([_OPEN] if connection else []), *extra.tools()] + [
             types.Tool(
                 name=e.tool,
                 title=f"Hidden function {e.tool}",
@@ -330,11 +357,21 @@ def build_server(
         page, cursor = _page(tools, params.cursor if params else None, page_size)
         return types.ListToolsResult(tools=page, next_cursor=cursor)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         state, connection = await caller(ctx)
+        if fixture := extra.tool(params.name):
+            return await _slotted(
+                state, functools.partial(extra.call, ctx, state.store_id, connection, fixture, params)
+            )
+        work = functools.partial(_slotted, state, functools.partial(_call_tool, ctx, params, state, connection))
+        if params.name == SUBMIT_TOOL and service.feedback is not None or catalog.by_tool(params.name):
+            return await features.call(ctx, state.store_id, params.name, work)  # may take long: maybe a task
+        return await work()
+
+    async def _slotted(state: SessionState, call: Callable[[], Any]) -> Any:
         try:
             async with slots.slot(state.store_id):
-                return await _call_tool(ctx, params, state, connection)
+                return await call()
         except TooManyCalls as exc:
             raise MCPError(types.INVALID_REQUEST, str(exc)) from None
 
@@ -368,11 +405,10 @@ def build_server(
             return _result(await _open(ctx, state, connection, arguments))
         exposed = catalog.by_tool(params.name)
         if exposed is None or not state.sees(exposed.tool):
-            return _result(
-                refused(
-                    ToolStatus.UNKNOWN_TOOL,
-                    f"Unknown tool {params.name!r}; list the tools to see the functions available.",
-                )
+            # A protocol error, as the specification has it (and as a method id is answered: like any unknown name).
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"Unknown tool {params.name[:80]!r}; list the tools to see the functions available.",
             )
         return _result(await service.call(state, exposed, arguments))
 
@@ -401,7 +437,7 @@ def build_server(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         state, _ = await caller(ctx)
-        resources = [
+        resources = [*extra.resources()] + [
             types.Resource(
                 name=e.tool, title=f"What is known about {e.tool}", uri=f"{_RESOURCE_PREFIX}{e.tool}", mime_type="text/plain",
                 description=f"Header and initial examples of the hidden function {e.tool}.",
@@ -416,10 +452,14 @@ def build_server(
     ) -> types.ReadResourceResult:
         state, _ = await caller(ctx)
         uri = str(params.uri)
+        if found := extra.read(uri):
+            return found
         tool = uri[len(_RESOURCE_PREFIX) :] if uri.startswith(_RESOURCE_PREFIX) else ""
         exposed = catalog.by_tool(tool)
         if exposed is None or not state.sees(tool):
-            raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri}")
+            raise MCPError(
+                types.INVALID_PARAMS, f"unknown resource {uri[:200]}; list the resources", data={"uri": uri[:2000]}
+            )
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(uri=uri, mime_type="text/plain", text=exposed.resource_text(service.budget))
@@ -430,7 +470,7 @@ def build_server(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         state, _ = await caller(ctx)
-        prompts = [
+        prompts = [*extra.prompts()] + [
             types.Prompt(
                 name=e.tool,
                 title=f"Explore {e.tool}",
@@ -441,8 +481,10 @@ def build_server(
         page, cursor = _page(prompts, params.cursor if params else None, page_size)
         return types.ListPromptsResult(prompts=page, next_cursor=cursor)
 
-    async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        state, _ = await caller(ctx)
+    async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
+        state, connection = await caller(ctx)
+        if fixture := extra.prompt(params.name):
+            return await extra.get_prompt(ctx, state.store_id, connection, fixture, params)
         exposed = catalog.by_tool(params.name)
         if exposed is None or not state.sees(exposed.tool):
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}")
@@ -455,7 +497,7 @@ def build_server(
             ],
         )
 
-    return Server(
+    server = Server(
         "pau-mcp",
         version=__version__,
         title="pau-mcp hidden functions",
@@ -468,7 +510,9 @@ def build_server(
             "`status`: over_budget means the function was not run and you should submit."
         ),
         get_tool_input_schema=lambda name: (
-            schemas.get(name) or (e.input_schema() if (e := catalog.by_tool(name)) else None)
+            schemas.get(name)
+            or (e.input_schema() if (e := catalog.by_tool(name)) else None)
+            or extra.input_schema(name)
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -477,6 +521,8 @@ def build_server(
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
     )
+    features.install(server, caller, lambda state: [e.tool for e in visible(state)], process_key, page_size)
+    return server
 
 
 def initialization_options(server: Server[Any]) -> Any:

@@ -214,15 +214,17 @@ class Catalog:
         methods: Optional subset (the operator's choice): method ids or tool names.
         key: The deployment's secret, which names the tools (``Settings.deployment_key()``).
         docs: Documentation to serve in place of the initial examples (``serve --docs``); None: the examples.
+        allow_empty: Serve no method at all when no suite is named (a server of fixtures only).
 
     Raises:
-        ManifestError: an unknown suite or method, or no method at all.
+        ManifestError: an unknown suite or method, or no method at all (unless ``allow_empty`` and no suite).
     """
 
     def __init__(
         self, store: ManifestStore, suites: Iterable[str], methods: Iterable[str] = (), *, key: str,
-        docs: ToolDocs | None = None,
+        docs: ToolDocs | None = None, allow_empty: bool = False,
     ) -> None:  # fmt: skip
+        suites = list(suites)
         exposed = [
             Exposed(m, tool_name(key, m.id), documentation=None if docs is None else docs.texts.get(m.id, ""))
             for m in store.methods(suites)
@@ -235,7 +237,7 @@ class Catalog:
             if unknown:
                 raise ManifestError(f"not in the served suites: {', '.join(unknown)}; see `pau-mcp methods`")
             exposed = [e for e in exposed if e.tool in wanted or e.method.id in wanted]
-        if not exposed:
+        if not exposed and not (allow_empty and not suites):
             raise ManifestError("no methods to serve; check --suite and --methods")
         unfrozen = [e.method.id for e in exposed if not e.method.frozen]
         if unfrozen:

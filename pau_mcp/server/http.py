@@ -29,11 +29,14 @@ from urllib.parse import urlsplit
 import anyio
 import mcp_types as types
 from mcp.server import Server
+from mcp.server._streamable_http_modern import handle_modern_request
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -44,6 +47,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from typing_extensions import override
 
 from ..listening import is_loopback
+from ..oauth import SignIn
+from .card import card_endpoint
+from .signin import needed_scope
 from .wire import oversized, refusal
 
 __all__ = ["BUSY_BODY", "BodyGate", "BoundedSessions", "HostGate", "SessionOwner", "http_app"]
@@ -192,6 +198,9 @@ class BodyGate:
         if problem is not None:
             await _respond(send, *problem)
             return
+        # A request that asks for progress or log messages may be answered on a stream (``BoundedSessions``); a
+        # false positive (the words inside an argument) only lets its answer be a stream too.
+        scope[_WANTS_STREAM] = _PROGRESS in body or _LOG_LEVEL in body
         sent = False
 
         async def replay() -> Message:
@@ -229,6 +238,12 @@ def _problem(body: bytes) -> tuple[int, bytes] | None:
     return None
 
 
+#: The scope key ``BodyGate`` sets on a request that asked for progress or log messages.
+_WANTS_STREAM = "pau_mcp.wants_stream"
+_PROGRESS = b'"progressToken"'
+_LOG_LEVEL = b'"io.modelcontextprotocol/logLevel"'
+
+
 # -- sessions ------------------------------------------------------------------------------------------------------
 
 
@@ -258,7 +273,8 @@ class BoundedSessions(StreamableHTTPSessionManager):
 
     Args:
         on_session_end: Called with the id of every session that ends (closed, idle, reclaimed).
-        owner: The credential an opening request speaks for; None: no cap per credential.
+        owner: The credential an opening request speaks for (it may answer None: a credential with no cap of its
+            own); None: no cap per credential.
         per_owner: Sessions one credential may hold open at once; None for no limit but ``max_sessions``.
         **kwargs: The SDK manager's.
     """
@@ -327,7 +343,8 @@ class BoundedSessions(StreamableHTTPSessionManager):
         """Reclaim what a new session of ``owner`` needs; None if it may open one, else which cap holds it back
         (``credential`` or ``server``). Called under the creation lock."""
         own = self._owned.get(owner, {})
-        per_owner = self.per_owner if self._owner is not None else None
+        # Owner None is a credential with no cap of its own (``app.session_owner``): only the server's applies.
+        per_owner = self.per_owner if self._owner is not None and owner is not None else None
         if per_owner is not None and len(own) >= per_owner and not self._reclaim(own, after_s=0):
             return "credential"
         full = self.max_sessions is not None and len(self._server_instances) >= self.max_sessions
@@ -345,6 +362,22 @@ class BoundedSessions(StreamableHTTPSessionManager):
             self._owner_of[transport.mcp_session_id] = owner
             self._owned.setdefault(owner, {})[transport.mcp_session_id] = None
         return transport
+
+    @override
+    async def _handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # A 2026-07-28 request that asked for progress or log messages is answered in the SDK's deferred mode: in
+        # JSON unless its handler sends something first, which commits the answer to a stream (SSE). Any other is
+        # answered in JSON, as the handshake era's are unless ``json_response`` is off (a listen stream is always
+        # one: the SDK sees to it).
+        header = MCP_PROTOCOL_VERSION_HEADER.encode("ascii")
+        version = next((v.decode("latin-1") for k, v in scope["headers"] if k == header), None)
+        if version is None or version in HANDSHAKE_PROTOCOL_VERSIONS or self._task_group is None:
+            await super()._handle_request(scope, receive, send)
+            return
+        json_only = not scope.get(_WANTS_STREAM, False)
+        await handle_modern_request(
+            self.app, self.security_settings, json_only, self._lifespan_state, scope, receive, send
+        )
 
     @override
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -396,9 +429,12 @@ def http_app(
     server: Server[Any], *, bound: str, stateless: bool, message_bytes: int, max_sessions: int,
     session_idle_s: float, allowed_hosts: Iterable[str] = (), token_verifier: Any = None,
     on_session_end: Callable[[str], None] | None = None, sessions_per_credential: int | None = None,
-    session_owner: SessionOwner | None = None,
+    session_owner: SessionOwner | None = None, handshake_streams: bool = False, signin: SignIn | None = None,
 ) -> ASGIApp:  # fmt: skip
-    """The Streamable HTTP app at ``/mcp`` (JSON responses), with every limit above but the connection guard.
+    """The Streamable HTTP app at ``/mcp``, with every limit above but the connection guard.
+
+    Answers are JSON in the handshake era (about 0.7 ms less per call than a stream) unless ``handshake_streams``;
+    in the 2026-07-28 era they are JSON unless the handler sends something before its answer.
 
     Args:
         server: The MCP server.
@@ -412,13 +448,17 @@ def http_app(
         on_session_end: Called with the id of every MCP session that ends.
         sessions_per_credential: Sessions one credential may hold open at once; None for no limit of its own.
         session_owner: The credential a request that opens a session speaks for (``app.session_owner``).
+        handshake_streams: Answer handshake-era requests on a stream (SSE), so that a tool can send progress and
+            log messages and put requests to its client before it answers (the fixture suites' tools do).
+        signin: Sign-in (``--auth oauth``) in place of ``token_verifier``: its gate in front of ``/mcp`` (which still
+            takes the main token and session tokens) and its metadata routes.
     """
     manager = BoundedSessions(
         on_session_end=on_session_end,
         owner=session_owner,
         per_owner=sessions_per_credential,
         app=server,
-        json_response=True,
+        json_response=not handshake_streams,
         stateless=stateless,
         # The Host and Origin checks are HostGate's, for every address; the SDK's cover only a few.
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
@@ -435,6 +475,16 @@ def http_app(
         ]
         # The body is read only once the token is checked: anonymous clients cannot make the server buffer.
         endpoint = RequireAuthMiddleware(endpoint, ["pau"], None)
-    app = Starlette(routes=[Route("/mcp", endpoint=endpoint)], middleware=middleware, lifespan=lambda _: manager.run())
+    routes = [Route("/mcp", endpoint=endpoint)]
+    if signin is not None:
+        # The body is read only once the token is checked, as above.
+        routes = [
+            Route("/mcp", endpoint=signin.protect(AuthContextMiddleware(endpoint), needed_scope)),
+            *signin.routes(),
+        ]
+    # Discovery before connecting (the experimental Server Card): no credential needed, no tool named.
+    card = card_endpoint(server, token_verifier is not None or signin is not None)
+    routes.append(Route("/server-card", endpoint=card, methods=["GET"]))
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lambda _: manager.run())
     # Outermost, so that a rebound request is refused before authentication.
     return HostGate(app, bound, allowed_hosts)

@@ -30,6 +30,8 @@ from ..fairness import FairShare
 from ..manifests import call_text
 from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore, StoreBusy, StoreError
+from ..sandboxing import SandboxNotReady
+from ..tracing import record_phases
 from .catalog import Catalog, Exposed
 from .loopstore import LoopStore
 from .schemas import describe, example_json
@@ -267,6 +269,11 @@ class MethodService:
                             exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
                         )
                     )
+            except SandboxNotReady as exc:
+                # The first start on this machine is still building the sandbox: not this call's fault or the
+                # agent's; it did not run or count, and the message says to call again.
+                await self._refund(budget)
+                return Reply(text=f"Not run: {exc}.", is_error=True)
             except EngineUnavailable as exc:
                 # Not a passing failure: this method needs the numpy engine and this server lacks it, so retrying
                 # cannot help. The call does not count; the operator is told what to install.
@@ -281,6 +288,7 @@ class MethodService:
                 await self._refund(budget)
                 log.exception("the sandbox failed on a call of %s", exposed.tool)
                 return Reply(text="The sandbox could not run this call, so it did not count; try again.", is_error=True)
+            record_phases(exposed.tool, outcome.phases)  # the sandbox's phases, as spans when traced
             large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
             problem = await self._record(
                 state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large
@@ -658,6 +666,8 @@ def _scope_words(state: SessionState) -> str:
         return "in this server process" if state.stdio else "in this command"
     if state.scope == "token":
         return f"by the session token {state.key!r}"
+    if state.scope == "subject":
+        return f"by the signed-in subject {state.key!r}"
     if state.key == DEFAULT_LABEL:
         return "by the requests that name no label"
     return f"under the label {state.key!r}"

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 DEFAULT_LABEL = "(main)"
 
 #: The budget scope results name, by credential kind.
-_SCOPES: dict[str, BudgetScope] = {"process": "process", "token": "token", "label": "label"}
+_SCOPES: dict[str, BudgetScope] = {"process": "process", "token": "token", "label": "label", "subject": "subject"}
 
 #: Claimed sessions remembered (about 0.7 KB each); an older one is claimed in the store again when it comes back.
 _CACHED = 4_096
@@ -52,9 +52,11 @@ class Credential:
     """Who spends a budget.
 
     Attributes:
-        kind: ``process`` (stdio, the CLI), ``token`` (a session token) or ``label`` (the main token's holder, or
-            anyone on a loopback server without one, naming a label).
-        label: The session's key in the run store: the process key, the token's label, or the label named.
+        kind: ``process`` (stdio, the CLI), ``token`` (a session token), ``label`` (the main token's holder, or
+            anyone on a loopback server without one, naming a label) or ``subject`` (a signed-in token's subject,
+            ``serve --auth oauth``).
+        label: The session's key in the run store: the process key, the token's label, the label named, or the
+            subject.
         run: The run it records under; None for the server's.
     """
 
@@ -185,7 +187,7 @@ class Sessions:
             if state is not None:
                 self._claimed.move_to_end(credential)
                 return state
-        if credential.kind != "process":
+        if credential.kind not in ("process", "subject"):  # a subject is the issuer's text, checked by the sign-in
             for what, value in (("session label", credential.label), ("run label", credential.run)):
                 problem = label_problem(value, what) if value is not None and value != DEFAULT_LABEL else None
                 if problem:
@@ -252,6 +254,12 @@ class Sessions:
 
 def _taken(credential: Credential) -> str:
     where = f" in run {credential.run!r}" if credential.run else " in the server run"
+    if credential.kind == "subject":
+        return (
+            f"the signed-in subject {credential.label!r}{where} has the name of a label another kind of credential "
+            "already used (the main token's requests, or a session token); serve the contest in a run of its own "
+            "(--run)"
+        )
     if credential.kind == "token":
         return (
             f"this session token's label {credential.label!r}{where} is already used by another kind of credential "

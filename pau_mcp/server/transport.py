@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from mcp.shared._stream_protocols import ReadStream, WriteStream
     from mcp.shared.message import SessionMessage
 
+    from ..oauth import SignIn
+
 __all__ = [
     "HTTPLimits",
     "HTTPService",
@@ -118,28 +120,33 @@ def _unprotected(host: str) -> str:
     )
 
 
-def check_exposure(host: str, token: str | None) -> None:
-    """Refuse, before anything is built, to serve a non-loopback address without a token (``bind_http`` refuses too).
+def check_exposure(host: str, token: str | None, signed_in: bool = False) -> None:
+    """Refuse, before anything is built, to serve a non-loopback address without a token or sign-in (``bind_http``
+    refuses too).
 
     Raises:
-        TransportError: the address is not a loopback one and there is no token.
+        TransportError: the address is not a loopback one and there is neither a token nor sign-in.
     """
-    if not is_loopback(host) and not token:
+    if not is_loopback(host) and not token and not signed_in:
         raise TransportError(_unprotected(host))
 
 
 def bind_http(
     server: Server[Any], host: str, port: int, token: str | None, stateless: bool, limits: HTTPLimits | None = None,
     tokens: Any = None, on_session_end: Callable[[str], None] | None = None,
+    signin: Callable[[str], SignIn] | None = None, handshake_streams: bool = False,
 ) -> HTTPService:  # fmt: skip
-    """Listen on HOST:PORT and build the Streamable HTTP app of ``server`` (see ``run_http`` for the arguments).
+    """Listen on HOST:PORT and build the Streamable HTTP app of ``server`` (see ``run_http`` for the arguments;
+    ``signin`` builds the sign-in of ``--auth oauth`` from the server's URL, ``signin.sign_in``;
+    ``handshake_streams``: answer the handshake era on streams, ``http.http_app``).
 
     Raises:
-        TransportError: a non-loopback address without a token, or the port is taken.
+        TransportError: a non-loopback address without a token or sign-in, or the port is taken.
     """
     limits = limits or HTTPLimits()
-    sock = listen(host, port, token, _unprotected(host), TransportError)
+    sock = listen(host, port, token or ("(sign-in)" if signin else None), _unprotected(host), TransportError)
     bound_port = sock.getsockname()[1]
+    url = f"http://{shown_host(host)}:{bound_port}/mcp"
     app = http_app(
         server,
         bound=host,
@@ -148,10 +155,13 @@ def bind_http(
         max_sessions=limits.max_sessions,
         session_idle_s=limits.session_idle_s,
         allowed_hosts=limits.allowed_hosts,
-        token_verifier=verify_bearer(token, tokens) if token else None,
+        token_verifier=verify_bearer(token, tokens) if token and signin is None else None,
         on_session_end=on_session_end,
         sessions_per_credential=limits.sessions_per_credential,
-        session_owner=session_owner(tokens),
+        # Anonymous requests of a loopback server with neither a token nor sign-in have no cap of their own.
+        session_owner=session_owner(tokens, cap_anonymous=token is not None or signin is not None),
+        signin=signin(url) if signin is not None else None,
+        handshake_streams=handshake_streams,
     )
     protocol = guarded_protocol(limits.max_connections, limits.read_timeout_s, BUSY_BODY)
     return HTTPService(
@@ -159,7 +169,7 @@ def bind_http(
         app=app,
         protocol=protocol,
         keep_alive_s=keep_alive_s(limits.read_timeout_s),
-        url=f"http://{shown_host(host)}:{bound_port}/mcp",
+        url=url,
     )
 
 

@@ -18,11 +18,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pau_mcp"
 FLOORS: dict[int, tuple[str, ...]] = {
     # Values, storage, settings and the tool contract: no MCP, no scoring, no models.
     1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "fairness",
-        "sandboxing", "grammar", "rules", "contract"),
-    # Suites on disk, the one LLM client layer, prompts and the protocols built on them.
-    2: ("manifests", "llm", "prompts", "protocol", "knowledge"),
-    # The server and the scorer (siblings: neither imports the other), suite creation, served documentation.
-    3: ("server", "scoring", "creation", "documentation"),
+        "sandboxing", "grammar", "rules", "contract", "tracing"),
+    # Suites on disk, the one LLM client layer, prompts and the protocols built on them; sign-in (OAuth), which the
+    # server and the scorer share; what counts as a description.
+    2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth", "descriptions"),
+    # The server and the scorer (siblings: neither imports the other), suite creation, served documentation, and
+    # whether a model's score on a suite is fresh.
+    3: ("server", "scoring", "creation", "documentation", "freshness"),
     # The one run driver.
     4: ("runs",),
     # What runs and reads runs: the harness, the RL environment, the reports.

@@ -23,12 +23,17 @@ from pathlib import Path
 import pytest
 
 from pau_mcp.contract import label_problem
+from pau_mcp.creation.dating import _first_commits
 from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
+from pau_mcp.creation.tasks import unstated_input
+from pau_mcp.descriptions import description_problem
 from pau_mcp.documentation import near_gold
-from pau_mcp.grammar import read_input, read_reflection, visible_text
-from pau_mcp.llm.replies import split_thinking
-from pau_mcp.manifests import placeholders
+from pau_mcp.grammar import read_input, read_inputs, read_reflection, visible_text
+from pau_mcp.harness.agents import written_tool_calls
+from pau_mcp.llm.replies import read_json, split_thinking
+from pau_mcp.manifests import TaskStep, placeholders
+from pau_mcp.manifests.commitment import Commitment
 from pau_mcp.manifests.importers.codearc import _printed
 from pau_mcp.manifests.importers.common import description_from_docstring
 from pau_mcp.protocol import cut_at_stop, reference_triples
@@ -38,6 +43,7 @@ from pau_mcp.reports.render import _NUMBER
 from pau_mcp.rl.critic import parse_critic_rating
 from pau_mcp.scoring import judge
 from pau_mcp.scoring.codematch import extract_code, extract_code_reference
+from pau_mcp.server.fixtures import Scope, render
 from pau_mcp.server.wire import oversized
 from wasm_runtime._guest_outcome import _nests_deeper_than
 
@@ -69,9 +75,30 @@ def _times(unit: str, size: int, prefix: str = "", suffix: str = "") -> str:
     return prefix + unit * max(1, -(-(size - len(prefix) - len(suffix)) // len(unit))) + suffix
 
 
+def _commitment(text: str) -> object:
+    """A commitment file anyone may hand to `manifests verify`: read, or refused (ValueError), never slow."""
+    try:
+        return Commitment.model_validate_json(text)
+    except ValueError as exc:
+        return exc
+
+
+_STEPS = [
+    TaskStep(method="m/a", input="(57, 'Banana split', [1, -2, 3.5], {'k': None})"),
+    TaskStep(method="m/b", input="($1, True, '')"),
+]
+
+
 def _nested_calls(size: int) -> str:
     block = "f(" * 100 + "1" + ") ==> 1" * 100
     return _times(block, size)
+
+
+def _quoted_back(text: str) -> object:
+    """A fixture's result quoting an answer and an argument the client sent (``text``)."""
+    return render(
+        "${answers.k.content.text} and ${args.x}", Scope(args={"x": text}, answers={"k": {"content": {"text": text}}})
+    )
 
 
 _LONG_GOLD = "counts the steps to reach one, dividing by three when it can; " * 3
@@ -89,6 +116,9 @@ CASES = [
         lambda text: near_gold(text, _LONG_GOLD),
         lambda n: _times("\u200b\u0301", n),
     ),
+    # A client's arguments and answers, quoted back by a fixture (pau_mcp/server/fixtures.py).
+    Case("fixtures.render: a megabyte answer and argument quoted back", _quoted_back, lambda n: _times("${x}", n)),
+    Case("fixtures.render: placeholders that never close", lambda t: render(t, Scope()), lambda n: _times("${", n)),
     # Code in a submission or in the code writer's reply.
     Case("extract_code: an unclosed fence with no newline", extract_code, lambda n: _times("a", n, "```")),
     Case("extract_code: a run of backticks", extract_code, lambda n: _times("`", n)),
@@ -137,6 +167,19 @@ CASES = [
     Case("split_thinking: closing tags only", split_thinking, lambda n: _times("</think>", n)),
     Case("split_thinking: empty blocks", split_thinking, lambda n: _times("<thinking></think>", n)),
     Case("split_thinking: one block that never closes", split_thinking, lambda n: _times("x", n, "<think>")),
+    # JSON a model wrote: tool-call arguments, a call written as text, a cached reply.
+    Case("read_json: brackets nested a megabyte deep", read_json, lambda n: _times("[", n)),
+    Case("read_json: objects nested a megabyte deep", read_json, lambda n: _times('{"a":', n)),
+    Case("read_json: escaped quotes after deep brackets", read_json, lambda n: _times('\\"', n, '["' + "[" * 200)),
+    Case("read_json: an unclosed string after deep brackets", read_json, lambda n: _times("a", n, "[" * 300 + '"')),
+    # A model's text where a description belongs (the harness, export docs, the scorer ask whether it is prose).
+    Case("description_problem: fences never closed", description_problem, lambda n: _times("```json\n{", n)),
+    Case("description_problem: fenced objects", description_problem, lambda n: _times('```\n{"a": [[1]]}\n```\n', n)),
+    Case("description_problem: an object a megabyte deep", description_problem, lambda n: _times('{"a":', n)),
+    Case("description_problem: tool-call tags", description_problem, lambda n: _times("<tool_call", n)),
+    # Tool calls a model wrote as text (the tools and task agents read them as calls).
+    Case("written_tool_calls: tags never closed", written_tool_calls, lambda n: _times("<tool_call>{", n)),
+    Case("written_tool_calls: fenced calls", written_tool_calls, lambda n: _times('```\n{"name": "f"}\n```', n)),
     # What the agent observed, as the reference's code writer is shown it.
     Case(
         "reference_triples: a raised name that ends wrongly",
@@ -214,6 +257,15 @@ CASES = [
     Case("read_input: an empty marker before many fences", read_input, lambda n: _times("```\n", n, "INPUT:\n")),
     Case("read_input: marker lines only", read_input, lambda n: _times("INPUT:\n", n)),
     Case("read_input: an unclosed call", lambda text: read_input(text, 2), lambda n: _times("(", n, "INPUT: ")),
+    Case(
+        "read_inputs: one line listing inputs",
+        lambda t: read_inputs(t, 1, 64),
+        lambda n: _times("(1,), ", n, "INPUT: "),
+    ),
+    Case(
+        "read_inputs: groups that never close", lambda t: read_inputs(t, 1, 64), lambda n: _times("(1, ", n, "INPUT: ")
+    ),
+    Case("read_inputs: quotes that never close", lambda t: read_inputs(t, 2, 64), lambda n: _times("('", n, "INPUT: ")),
     Case("read_reflection: marker lines only", read_reflection, lambda n: _times("HYPOTHESIS: x\n", n)),
     Case("read_reflection: a decision and blanks", read_reflection, lambda n: _times(" ", n, "CONCLUDED:", "x")),
     Case("read_reflection: blank lines", read_reflection, lambda n: _times("\n", n, "HYPOTHESIS:")),
@@ -224,6 +276,23 @@ CASES = [
     Case("read_description: a label and blanks", read_description, lambda n: _times(" ", n, "**Description**:", "x")),
     Case("python_blocks: opening fences, never closed", _python_blocks, lambda n: _times("```python\n", n)),
     Case("python_blocks: opening fences without a line end", _python_blocks, lambda n: _times("```python", n)),
+    # A question a model wrote for `create --tasks-for`, checked for the inputs its chain needs.
+    Case("unstated_input: one long number", lambda text: unstated_input(text, _STEPS), lambda n: _times("1", n)),
+    Case("unstated_input: signs and digits", lambda text: unstated_input(text, _STEPS), lambda n: _times("-1", n)),
+    Case("unstated_input: decimal points", lambda text: unstated_input(text, _STEPS), lambda n: _times("1.", n)),
+    Case("unstated_input: exponents", lambda text: unstated_input(text, _STEPS), lambda n: _times("1e-", n)),
+    Case("unstated_input: near misses", lambda text: unstated_input(text, _STEPS), lambda n: _times("Banana spli", n)),
+    # A commitment file handed to `manifests verify`, and `git log`'s output about a user's folder (`create --after`).
+    Case("commitment: a digest that never ends", _commitment, lambda n: _times("a", n, '{"suite_digest": "', '"}')),
+    Case(
+        "commitment: many method ids",
+        _commitment,
+        lambda n: "{" + _times('"methods": {"s/m": "x", ', n, "", '"s/n": "y"}') + "}",
+    ),  # fmt: skip
+    Case("commitment: nesting", _commitment, lambda n: _times("[", n)),
+    Case("first_commits: NULs only", _first_commits, lambda n: _times("\0", n)),
+    Case("first_commits: headers without names", _first_commits, lambda n: _times("\0\02026-01-01T00:00:00Z", n)),
+    Case("first_commits: one long name", _first_commits, lambda n: _times("a", n, "\0\02026-01-01T00:00:00Z\0\n")),
     # A task's step inputs (a suite's tasks, possibly written by a model through `create --tasks-for`).
     Case("placeholders: dollar signs", placeholders, lambda n: _times("$", n)),
     Case("placeholders: placeholders only", placeholders, lambda n: _times("$1", n)),
@@ -287,6 +356,7 @@ PATTERNS: dict[tuple[str, str], tuple[str, ...] | str] = {
     ): ("parse_critic_rating",),
     ("pau_mcp/reports/failures.py", r"^label:[ \t]*([a-z_]+)[ \t]*$"): ("parse_label",),
     ("pau_mcp/llm/replies.py", r"<(/?)think(?:ing)?>"): ("split_thinking",),
+    ("pau_mcp/llm/replies.py", r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]'): ("read_json",),
     ("pau_mcp/grammar.py", r"<(/?)think(?:ing)?>"): ("visible_text",),
     ("pau_mcp/grammar.py", GRAMMAR_MARKER): ("read_input", "read_reflection"),
     ("pau_mcp/grammar.py", r"(yes|no)\b"): ("read_reflection",),

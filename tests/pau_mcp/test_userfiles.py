@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pau_mcp.userfiles import UnreadableFile, read_bytes, read_text
+from pau_mcp.userfiles import UnreadableFile, printable, read_bytes, read_text
 
 
 def test_a_regular_file_within_its_cap_is_read(tmp_path):
@@ -62,3 +62,10 @@ def test_a_directory_a_missing_file_and_bytes_that_are_not_text_are_refused_in_o
         with pytest.raises(UnreadableFile, match=expected) as refused:
             read_text(path, limit=100)
         assert "\n" not in str(refused.value)
+
+
+def test_a_name_is_shown_with_its_control_characters_as_escapes():
+    assert printable("plain naïve name.py") == "plain naïve name.py"
+    shown = printable("\x1b[31mred\x07\u202eevil\nname.py")
+    assert shown == "\\x1b[31mred\\x07\\u202eevil\\nname.py"
+    assert shown.isprintable()

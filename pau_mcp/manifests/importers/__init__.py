@@ -23,6 +23,7 @@ from .common import (
 from .humaneval import import_humaneval
 from .pau import import_pau, reference_arguments
 from .python_files import import_python
+from .slicing import Slice, slice_function
 
 __all__ = [
     "ENTRY",
@@ -37,6 +38,7 @@ __all__ = [
     "Progress",
     "Recorded",
     "Refusal",
+    "Slice",
     "anonymise",
     "build_suite",
     "description_from_docstring",
@@ -46,4 +48,5 @@ __all__ = [
     "import_pau",
     "import_python",
     "reference_arguments",
+    "slice_function",
 ]

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from wasm_runtime import Limits, SandboxInterface, engine_for, numpy_engine_installed, outcomes_match
 from wasm_runtime.engines import NUMPY_INSTALL_HINT
 
+from ...userfiles import printable
 from ..checks import Problem, check_methods, freeze_methods
 from ..model import Case, FrozenOutcome, Method, Original, Provenance, SuiteInfo, Tags
 from ..store import ManifestStore, Suite
@@ -233,7 +234,7 @@ class ImportReport:
             )
             out.extend(f"  FAILED {failure}" for failure in self.gold_failures)
         out.extend(self.notes)
-        return out
+        return [printable(line) for line in out]  # keys carry file names, which may hold terminal escapes
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form of the whole report."""

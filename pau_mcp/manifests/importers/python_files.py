@@ -1,13 +1,17 @@
 """Your own Python functions as a suite: benchmark agents on your APIs.
 
 Every top-level public function (no leading ``_``) of a ``.py`` file, or of
-each ``.py`` file directly in a folder, becomes a method; its file is its
-source, so helpers and imports come along. Descriptions come from docstrings,
+each ``.py`` file directly in a folder, becomes a method; its source is the
+function and the module-level code it reaches (helpers, constants, imports:
+``slicing``), so siblings it never uses stay out. Descriptions come from docstrings,
 or from a sidecar ``<stem>.descriptions.json`` (function name -> text), which
 wins. Inputs come from ``--inputs FILE`` or a sidecar ``<stem>.inputs.json``:
 function name (or ``<stem>.<name>``) -> list of argument literals, in the
 sandbox's form (a tuple is the argument list, anything else one argument).
-Outcomes are frozen in the sandbox; the files never run on the host.
+Outcomes are frozen in the sandbox; the files never run on the host. Files are
+read as ``userfiles`` reads what a user hands over: in a folder, only regular
+files whose real path lies inside it (a ``.py`` link to a file elsewhere is
+refused, not read), at most ``MAX_SOURCE_BYTES`` each, as UTF-8 text.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 from wasm_runtime import Limits, SandboxInterface, parse_python
 
+from ...userfiles import UnreadableFile, printable, read_text
 from ..model import SuiteInfo
 from ..store import ManifestStore
 from .anonymise import docstring_of
@@ -36,8 +41,13 @@ from .common import (
     split_probes,
     suite_name_from,
 )
+from .slicing import slice_function
 
-__all__ = ["import_python", "public_functions"]
+__all__ = ["MAX_SOURCE_BYTES", "import_python", "public_functions", "python_files", "read_python"]
+
+#: The largest .py file read (a module of functions, not a data dump).
+MAX_SOURCE_BYTES = 1024 * 1024
+_MAX_SIDECAR_BYTES = 16 * 1024 * 1024
 
 
 def public_functions(source: str) -> list[str]:
@@ -54,11 +64,13 @@ def public_functions(source: str) -> list[str]:
     ]
 
 
-def _json_mapping(path: Path, what: str) -> dict[str, Any]:
+def _json_mapping(path: Path, what: str, inside: Path | None = None) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetUnavailable(f"{path}: cannot read the {what} file ({exc})") from None
+        data = json.loads(read_text(path, limit=_MAX_SIDECAR_BYTES, inside=inside))
+    except UnreadableFile as exc:
+        raise DatasetUnavailable(printable(f"cannot read the {what} file: {exc}")) from None
+    except RecursionError:
+        raise DatasetUnavailable(printable(f"{path}: the {what} file nests too deep")) from None
     except json.JSONDecodeError as exc:
         raise DatasetUnavailable(f"{path}: the {what} file is not JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(data, dict):
@@ -66,17 +78,36 @@ def _json_mapping(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def _files(path: Path) -> list[Path]:
-    if path.is_file():
-        if path.suffix != ".py":
-            raise DatasetUnavailable(f"{path}: not a .py file")
-        return [path]
+def python_files(path: Path) -> tuple[list[Path], Path | None]:
+    """The .py files a path names (the file itself, or the ``*.py`` entries directly in a folder, links included:
+    ``read_python`` refuses those leading out), and the folder they must stay in (None for a file named alone).
+
+    Raises:
+        DatasetUnavailable: The path is missing, is not a .py file, or is a folder without .py files.
+    """
     if path.is_dir():
-        files = sorted(p for p in path.glob("*.py") if p.is_file())
+        files = sorted(p for p in path.glob("*.py") if not p.is_dir())
         if not files:
             raise DatasetUnavailable(f"{path}: no .py files in this folder")
-        return files
+        return files, path
+    if path.exists() or path.is_symlink():
+        if path.suffix != ".py":
+            raise DatasetUnavailable(f"{path}: not a .py file")
+        return [path], None
     raise DatasetUnavailable(f"{path}: no such file or folder")
+
+
+def read_python(file: Path, inside: Path | None) -> str:
+    """The text of one .py file a user handed over: a regular file, inside ``inside`` when given, UTF-8, at most
+    ``MAX_SOURCE_BYTES``.
+
+    Raises:
+        UnreadableFile: One line naming the file (its name printable) and what is wrong.
+    """
+    try:
+        return read_text(file, limit=MAX_SOURCE_BYTES, inside=inside)
+    except UnreadableFile as exc:
+        raise UnreadableFile(printable(str(exc))) from None
 
 
 def _lookup(mapping: dict[str, Any], stem: str, function: str) -> Any:
@@ -124,14 +155,18 @@ def import_python(
     source = Path(source)
     name = suite or suite_name_from(source.stem if source.is_file() else source.resolve().name)
     prepare_target(store, name, replace)
-    files = _files(source)
+    files, folder = python_files(source)
     given = _json_mapping(inputs, "inputs") if inputs is not None else None
     report = ImportReport(dataset=str(source), suite=name)
     items: list[Draft | Refusal] = []
     used: set[str] = set()
     found: list[tuple[Path, str, str]] = []
     for file in files:
-        text = file.read_text(encoding="utf-8")
+        try:
+            text = read_python(file, folder)
+        except UnreadableFile as exc:
+            items.append(Refusal(file.name, f"unreadable: {exc}"))
+            continue
         try:
             functions = public_functions(text)
         except SyntaxError as exc:
@@ -145,9 +180,12 @@ def import_python(
     for position, (file, text, function) in enumerate(found):
         key = f"{file.name}::{function}"
         sidecar = file.with_name(f"{file.stem}.inputs.json")
-        mapping = given if given is not None else (_json_mapping(sidecar, "inputs") if sidecar.is_file() else {})
+        beside = folder or file.parent
+        exists = sidecar.exists() or sidecar.is_symlink()
+        mapping = given if given is not None else (_json_mapping(sidecar, "inputs", beside) if exists else {})
         described = file.with_name(f"{file.stem}.descriptions.json")
-        descriptions = _json_mapping(described, "descriptions") if described.is_file() else {}
+        exists = described.exists() or described.is_symlink()
+        descriptions = _json_mapping(described, "descriptions", beside) if exists else {}
         # Every missing piece at once, so one round of fixes is enough.
         missing: list[str] = []
         where = inputs or sidecar
@@ -176,7 +214,7 @@ def import_python(
         items.append(Draft(
             key=key,
             name=method_name("f", position, len(found)),
-            source=text,
+            source=slice_function(text, function).source,
             entry=function,
             description=description,
             examples=examples,

@@ -279,3 +279,71 @@ def test_the_limits_given_to_eval_are_the_limits_of_the_runs_own_server(tmp_path
     ran = {run: {c.method_id: c.status for c in store.calls(store.run_id(run))} for run in ("generous", "default")}
     assert ran["generous"] == {"hungry/memory": "ok", "hungry/output": "ok"}
     assert ran["default"] == {"hungry/memory": "memory", "hungry/output": "output_limit"}
+
+
+def _never_acts(body: dict) -> str:
+    """A paper agent's model that never gives an input: every action is malformed, so no call is ever made."""
+    text = str(body["messages"][-1].get("content") or "")
+    if "Write your final answer" in text:
+        return "DESCRIPTION: a function"
+    return "I would rather think about it some more."
+
+
+def test_a_run_whose_agent_never_acts_counts_its_malformed_actions_and_says_no_episode_made_a_query(tmp_path):
+    with FakeLLM(responder=_never_acts) as fake:
+        result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", "--no-score", *METHODS, "--budget", "3")
+    assert result.exit_code == 0, result.output
+    assert "whole run: 2 episodes, 2 done, 0 failed" in result.output  # done, as before: the lines below say the rest
+    (conduct,) = [line for line in result.output.splitlines() if line.startswith("conduct: ")]
+    assert conduct == (
+        "conduct: 6 malformed actions, 0 calls with invalid arguments, 0 refused calls, 2 of 2 done episodes with zero "
+        "queries"
+    )
+    assert "every episode of run r made zero queries" in result.output
+
+    table = tmp_path / "report.csv"
+    reported = CliRunner().invoke(
+        main, ["report", "r", "--csv", str(table), "--db", str(tmp_path / "runs.db")], catch_exceptions=False
+    )
+    assert reported.exit_code == 0, reported.output
+    # The notes are folded to the terminal's width: read them as one line.
+    assert "Run r: every one of its 2 done episodes made zero queries (6 malformed actions)." in " ".join(
+        reported.output.split()
+    )
+    with table.open(newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert (row["malformed_actions"], row["zero_query_episodes"], row["refusals"]) == ("6", "2", "0")
+
+
+def test_a_run_that_queried_says_nothing_of_zero_queries_and_counts_its_refusals(tmp_path):
+    with FakeLLM(responder=_paper) as fake:
+        result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", "--no-score", *ONE)
+    assert result.exit_code == 0, result.output
+    assert "conduct: 0 malformed actions, 0 calls with invalid arguments, 0 refused calls, 0 of 1 done episodes" in (
+        result.output
+    )
+    assert "made zero queries" not in result.output
+
+
+def test_the_summary_says_whether_the_models_score_on_the_suite_is_fresh(tmp_path):
+    from datetime import UTC, datetime
+
+    from pau_mcp.manifests import ManifestStore, Suite, SuiteInfo
+
+    suites = tmp_path / "suites"
+    made = Suite.create(suites, SuiteInfo(name="fresh", created=datetime(2026, 1, 5, tzinfo=UTC), models=["openai/w"]))
+    made.save(ManifestStore().method("builtin/b001").model_copy(update={"id": "fresh/b001"}))
+    later = tmp_path / "later.json"
+    later.write_text('{"models": [{"match": ["gpt-4o-mini"], "released": "2026-02-01"}]}')
+    args = ("--model", "openai/gpt-4o-mini", "--no-score", "--budget", "1", "--manifests", str(suites))
+    with FakeLLM(responder=_paper) as fake:
+        fresh = _served(fake, tmp_path, *args, "--suite", "fresh", "--run", "a")
+        stale = _served(fake, tmp_path, *args, "--suite", "fresh", "--run", "b", "--model-capabilities", str(later))
+        public = _served(fake, tmp_path, *args, "--run", "c", "--methods", "builtin/b001")
+    assert fresh.exit_code == 0, fresh.output
+    assert (
+        "openai/gpt-4o-mini on suite fresh: fresh (suite fresh was created on 2026-01-05, after openai/gpt-4o-mini "
+        "was released 2024-07-18)" in fresh.output
+    )
+    assert "openai/gpt-4o-mini on suite fresh: not fresh (" in stale.output and "released 2026-02-01" in stale.output
+    assert "on suite builtin: freshness unknown (suite builtin records no creation date" in public.output

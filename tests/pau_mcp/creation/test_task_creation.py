@@ -10,8 +10,8 @@ from fakellm import FakeLLM, Reply
 from pau_command import run_pau
 from tasksuite import make_task_suite
 
-from pau_mcp.creation.tasks import read_question
-from pau_mcp.manifests import ManifestStore, placeholders
+from pau_mcp.creation.tasks import read_question, unstated_input
+from pau_mcp.manifests import ManifestStore, TaskStep, placeholders
 
 
 def writer(body: dict) -> Reply | str:
@@ -77,3 +77,38 @@ def test_the_packaged_suite_is_not_rewritten_and_a_question_is_read_after_its_ma
     assert refused.returncode == 2 and "part of the pau-mcp installation" in refused.stderr
     assert read_question("Sure.\nQUESTION:  What is  2 + 2?\n") == "What is 2 + 2?"
     assert read_question("x" * (2 * 1024 * 1024)) == "x" * 2000  # capped before it is copied
+
+
+def vague(body: dict) -> str:
+    """Writes questions that never say which values to start from."""
+    return "QUESTION: Take my number through these steps; what comes out at the end?"
+
+
+def test_a_question_that_does_not_state_its_inputs_is_refused_and_reported(tmp_path, monkeypatch):
+    make_task_suite(tmp_path / "manifests", tasks=[])
+    with FakeLLM(responder=vague) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        made = _create(tmp_path)
+    assert made.returncode == 1, made.stdout + made.stderr
+    refused = [line for line in made.stdout.splitlines() if "refused:" in line]
+    assert refused and all("does not state the input" in line for line in refused), refused
+    assert "0 tasks written" in made.stdout
+
+
+def test_every_literal_input_must_be_in_the_question_as_written():
+    steps = [
+        TaskStep(method="m/a", input="(57, 'Banana split', [1, -2], {'k': None})"),
+        TaskStep(method="m/b", input="($1, True, '', 3.5)"),
+    ]
+    stated = (
+        "Take 57, 'Banana split', the list [1, -2] and {'k': None}; then the result, True, an empty string and 3.5."
+    )
+    assert unstated_input(stated, steps) is None
+    assert unstated_input(stated.replace("57", "fifty-seven"), steps) == "57 (step 1)"
+    assert unstated_input(stated.replace("Banana split", "banana"), steps) == "'Banana split' (step 1)"
+    assert unstated_input(stated.replace("-2", "2"), steps) == "-2 in [1, -2] (step 1)"
+    assert unstated_input(stated.replace("3.5", "three and a half"), steps) == "3.5 (step 2)"
+    assert unstated_input(stated.replace("True", "on"), steps) == "True (step 2)"
+    # Small numbers may be words; the earlier result ($1) needs no stating.
+    assert unstated_input("Count from two.", [TaskStep(method="m/a", input="(2,)")]) is None

@@ -115,3 +115,45 @@ def test_variant_options_need_variants_of(tmp_path, serve):
     env = create_env(serve(ScriptedModel([])), tmp_path)
     ran = run_pau("create", tmp_path, "--change", "constant", "--model", "openai/x", "--manifests", tmp_path, env=env)
     assert ran.returncode == 2 and "go with --variants-of" in ran.stderr
+
+
+ENDLESS = (
+    "def test_func(arg0):\n    tag = 'm1603'\n    n = arg0\n    count = 0\n    while n:\n        n //= 2\n"
+    "        count += 1\n    return count\n"
+)
+
+
+def test_a_change_that_makes_a_loop_endless_costs_a_small_budget_not_the_time_limit_per_input(tmp_path, serve):
+    """`n //= 2` -> `n *= 2` never ends: it is run within 50 times the original's CPU (at least 10 ms) per input,
+    left out, and the next change is tried; at the full 2 s limit, its 6 endless inputs alone took 12 s of CPU."""
+    import resource
+
+    from wasm_runtime import Sandbox
+
+    inputs = ["(1,)", "(8,)", "(0,)", "(5,)", "(100,)", "(3,)", "(64,)"]
+    suite = Suite.create(tmp_path / "suites", SuiteInfo(name="loops", dataset="mine"))
+    method = Method(
+        id="loops/l1", header="def test_func(arg0):", params=["arg0"], source=ENDLESS, description="gold",
+        examples=[Case(input=i) for i in inputs[:2]], tests=[Case(input=i) for i in inputs[2:]],
+        provenance=Provenance(dataset="mine"), tags=Tags(arity=1),
+    )  # fmt: skip
+    suite.save(freeze_method(method, Sandbox()))
+    known = Known(
+        "m1603",
+        None,
+        "Minus the bit length of arg0.",
+        "bit length",
+        "def test_func(arg0):\n    return -arg0.bit_length()",
+    )
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    ran = run_create(
+        serve(ScriptedModel([known])), tmp_path / "data", tmp_path / "suites", "--variants-of", "loops",
+        "--change", "arithmetic", "--per-method", "2", "--timeout", "2",
+    )  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    record = records(report_of(ran))["loops/l1"]
+    behaviour = [s["detail"] for s in record["steps"] if s["step"] == "behaviour"]
+    assert any("6 ran out of its time budget and are left out" in d for d in behaviour), behaviour
+    assert record["outcome"] == "kept" and len(record["methods"]) == 1, record
+    spent = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert spent < 8, f"{spent:.1f} s of CPU"

@@ -3,6 +3,7 @@ against a real server."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -120,6 +121,44 @@ def test_a_reply_with_no_usable_input_is_asked_again_once_then_recorded_as_malfo
     assert len(reminders) == 2
     malformed = [s for s in episode.trajectory if s["kind"] == "note" and s.get("event") == "malformed_action"]
     assert len(malformed) == 1 and malformed[0]["reply"] == "No idea at all."
+
+
+def test_the_action_prompts_example_changes_every_step_so_a_model_that_copies_it_asks_something_new(tmp_path, served):
+    shown: list[str] = []
+
+    def copier(body: dict) -> Reply | str:
+        text = str(body["messages"][-1].get("content") or "")
+        if "Give the exact input" in text:
+            (example,) = re.findall(r"for example `INPUT: (.*?)`", text)
+            shown.append(example)
+            return f"INPUT: {example}"  # what a small model does with the example it is shown
+        return paper_brain([])(body)
+
+    served(copier)
+    calls = _calls(_run(tmp_path, "openai/m", budget=4))
+    assert calls == shown and len(set(calls)) == 4  # never (1,) four times: each copied example was a new input
+    b001 = ManifestStore().method(METHOD)
+    assert not {example.input for example in b001.examples} & set(calls)  # nor an initial example already shown
+
+
+def test_a_final_reply_of_json_is_asked_for_again_as_prose(tmp_path, served):
+    answers = iter([
+        'DESCRIPTION: {"name": "submit", "arguments": {"description": "d"}}', "DESCRIPTION: the product of its digits"
+    ])  # fmt: skip
+
+    def brain(body: dict) -> Reply | str:
+        text = str(body["messages"][-1].get("content") or "")
+        if "Write your final answer" in text or "not a description" in text:
+            return next(answers)
+        return paper_brain([])(body)
+
+    fake = served(brain)
+    _run(tmp_path, "openai/m", budget=1)
+    (again,) = [p for p in fake.prompts() if "Your answer was not a description" in p]
+    assert "JSON" in again
+    store = RunStore(tmp_path / "runs.db")
+    (row,) = store.submissions(store.run_id("t"))
+    assert row.description == "the product of its digits"
 
 
 def test_a_reasoning_model_gets_room_to_think_and_no_temperature_from_the_paper_agent(tmp_path, served):

@@ -139,6 +139,20 @@ def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(
     assert b001.description not in "\n".join(p for p in fake.prompts() if "Update your hypothesis" in p)
 
 
+def test_a_run_whose_replies_come_from_the_cache_reports_its_agent_tokens_and_no_cost(tmp_path, fake):
+    settings = _settings(tmp_path)
+    _run(settings, agent="paper", run="first", kinds=("direct",))
+    asked = len(fake.requests)
+    _run(settings, agent="paper", run="replayed", kinds=("direct",))
+    assert len(fake.requests) == asked  # every reply of the second run came from the cache
+    first, replayed = (
+        {e.method_id: (e.input_tokens, e.output_tokens) for e in _episodes(settings, run)}
+        for run in ("first", "replayed")
+    )
+    assert replayed == first and all(tokens > (0, 0) for tokens in replayed.values())
+    assert all(e.cost_usd == 0 for e in _episodes(settings, "replayed"))
+
+
 def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path, fake):
     settings = _settings(tmp_path, budget=5)
     progress = _run(settings, agent="tools", run="tools", budget=5)

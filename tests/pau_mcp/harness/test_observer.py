@@ -150,6 +150,37 @@ def test_the_observers_documentation_is_served_to_any_mcp_client_and_the_report_
     assert "| 1 | 0 of 1 (0.0%) |" in table
 
 
+def test_an_observer_reads_every_input_on_a_line_that_lists_several(tmp_path, monkeypatch):
+    def listing(body: dict) -> Reply | str:
+        text = str(body["messages"][-1]["content"])
+        if "new inputs where your description" in text and REVISED not in text:
+            return "INPUT: (105,), (7,), (-23,), (12,)"  # one line, four inputs
+        return brain(body)
+
+    with FakeLLM(responder=listing) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        _, episode = _observe(tmp_path)
+    first = next(step for step in episode.trajectory if step["kind"] == "check")
+    assert first["fresh"] == ["(105,)", "(7,)", "(-23,)", "(12,)"]
+
+
+@pytest.mark.parametrize(
+    ("line", "arity", "inputs"),
+    [
+        ("INPUT: (1,), (2,), (3,)", 1, ["(1,)", "(2,)", "(3,)"]),
+        ("INPUT: (1, 2); (3, 4) and (5, 6)", 2, ["(1, 2)", "(3, 4)", "(5, 6)"]),
+        ("INPUT: (1, 2), (3, 4)", 2, ["(1, 2)", "(3, 4)"]),
+        ("INPUT: ((1, 2), (3, 4))", 2, ["((1, 2), (3, 4))"]),  # one input of two tuples, as the rules ask
+        ("INPUT: test_func(1) or test_func(-1)", 1, ["(1,)", "(-1,)"]),
+        ("INPUT: (1,) to check the sign", 1, ["(1,)"]),
+        ("INPUT: [1, 2], 3", 2, ["[1, 2], 3"]),
+    ],
+)
+def test_each_input_a_line_lists_is_read(line, arity, inputs):
+    assert read_inputs(line, arity, limit=8) == inputs
+
+
 def test_a_megabyte_of_input_lines_is_read_in_linear_time_and_capped():
     flood = "INPUT:\n```\n" + "(1,)\n" * (200 * 1024)
     assert read_inputs(flood, 1, limit=4) == ["(1,)"] * 4  # only the capped tail is read: its marker is not in it

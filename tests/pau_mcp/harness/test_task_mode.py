@@ -150,3 +150,56 @@ def test_an_answer_written_as_text_is_read_after_its_last_marker_within_a_capped
     assert _plain_answer("42") == "42"
     flood = "answer:" * (300 * 1024)  # a megabyte of markers: only the last 64 KiB are searched, once
     assert _plain_answer(flood) == ""
+
+
+def _first_request(tmp_path: Path, monkeypatch, reply: Reply | None = None) -> tuple[dict, object]:  # type: ignore[no-untyped-def]
+    """The first request of a task run on the built-in suite (its first task only), and the finished command."""
+    monkeypatch.setenv("PAU_MCP_TOOL_KEY", KEY)
+    with FakeLLM(responder=lambda body: reply or Reply(tool_calls=[("answer", {"answer": "0", "calls": []})])) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        done = run_pau(
+            "eval", "--mode", "tasks", "--model", MODEL, "--limit", "1", "--db", str(tmp_path / "runs.db"),
+            "--data-dir", str(tmp_path),
+        )  # fmt: skip
+        return fake.requests[0], done
+
+
+def test_the_first_request_states_what_every_tool_says_once_and_each_tool_keeps_its_own(tmp_path, monkeypatch):
+    first, done = _first_request(tmp_path, monkeypatch)
+    assert done.returncode in (0, 1), done.stderr
+    text = json.dumps(first)
+    hidden = [tool["function"] for tool in first["tools"] if tool["function"]["name"].startswith("fn_")]
+    assert len(hidden) == 65  # and `answer`
+    # Said once for all 66 tools, where each description used to say it: how to call, what the budget is.
+    assert text.count("You cannot read its code; call it to find out what it does.") == 1
+    assert text.count("each result says how many calls you have left") == 1
+    assert "call `submit`" not in text  # the task offers no submit: that sentence is left out, not stated
+    assert "one parameter, `args`" in first["messages"][1]["content"]
+    # Each tool keeps its header and its examples, with a bare schema (its one parameter is said once).
+    for function in hidden:
+        assert function["description"].startswith("`def test_func(") and "test_func(" in function["description"]
+        assert function["parameters"] == {"type": "object"}
+    # 98,430 characters (22-28 thousand tokens) before; an 8k-context model reads this one (docs/harness.md).
+    assert len(text) < 20_000
+
+
+def test_a_first_task_request_too_long_for_the_model_says_to_serve_a_longer_context_not_a_lower_budget(
+    tmp_path, monkeypatch
+):
+    too_long = {"error": {"code": 400, "message": "request (9216 tokens) exceeds the available context size (4096 "
+                "tokens)", "type": "exceed_context_size_error", "n_prompt_tokens": 9216, "n_ctx": 4096}}  # fmt: skip
+    monkeypatch.setenv("PAU_MCP_TOOL_KEY", KEY)
+    with FakeLLM() as fake:
+        fake.answer_bytes(json.dumps(too_long).encode(), status=400)
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        done = run_pau(
+            "eval", "--mode", "tasks", "--model", MODEL, "--limit", "1", "--db", str(tmp_path / "runs.db"),
+            "--data-dir", str(tmp_path),
+        )  # fmt: skip
+    assert done.returncode == 1 and len(fake.requests) == 1  # not retried: it would fail the same way
+    said = " ".join(done.stderr.split())
+    assert "task mode's first request" in said and "(65 tools)" in said, said
+    assert "9,216 tokens; the model's context is 4,096" in said and "of at least 10,240 tokens" in said
+    assert "llama-server -c" in said and "--budget and --max-tokens do not shorten it" in said

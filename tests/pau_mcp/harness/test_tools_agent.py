@@ -142,10 +142,92 @@ def test_calling_the_headers_function_name_is_answered_with_the_tools_real_name(
         ('<tool_call>{"name": "fn", "arguments": "{\\"args\\": \\"(2,)\\"}"}</tool_call>', [("fn", {"args": "(2,)"})]),
         ('<tool_call>{"name": "fn", "arguments": {"args": </tool_call>', []),
         ("It counts vowels.", None),
-        ('{"name": "count_vowels", "description": "counts vowels"}', None),  # JSON prose, not a call
+        # The shapes small models improvise: the arguments beside the name, OpenAI's own, a list, a fence in prose.
+        ('{"name": "submit", "description": "Counts vowels."}', [("submit", {"description": "Counts vowels."})]),
+        ('{"name": "count_vowels", "description": "counts"}', [("count_vowels", {"description": "counts"})]),
+        ('{"function": {"name": "fn", "arguments": "{\\"args\\": \\"(4,)\\"}"}}', [("fn", {"args": "(4,)"})]),
+        (
+            '[{"name": "fn", "arguments": {"args": "(1,)"}}, {"name": "fn", "parameters": {"args": "(2,)"}}]',
+            [("fn", {"args": "(1,)"}), ("fn", {"args": "(2,)"})],
+        ),
+        ('I will test it:\n```json\n{"name": "fn", "arguments": {"args": "(3,)"}}\n```', [("fn", {"args": "(3,)"})]),
+        ('{"name": "fn", "arguments": {"args": "(1,)"', []),  # a call cut short: refused, never a description
+        ('{"name": "fn", "arguments": ' + "[" * 60_000, []),  # nested far too deep: refused, not a crash
+        ('{"vowels": 2}', None),  # JSON that is no call: the agent refuses it as a description
     ],
 )
 def test_tool_calls_written_as_text_are_read_or_marked_unreadable(reply, calls):
     found = written_tool_calls(reply, "t")
     assert (None if found is None else [(c.name, c.parsed_arguments()) for c in found]) == calls
     assert found is None or all(c.id == f"t_{i}" for i, c in enumerate(found))
+
+
+def test_a_submission_written_as_a_json_object_is_read_as_the_submit_call(vowels_environment, strict):
+    strict.responder = _script(
+        lambda tool: _call(tool, {"args": "('hello',)"}),
+        lambda tool: json.dumps({"name": "submit", "method": tool, "description": "Counts the vowels."}),
+    )
+    result, env = _play(vowels_environment, strict)
+    assert result.concluded and result.description == "Counts the vowels."
+    assert any(step.data.get("event") == "text_tool_call" for step in env.trajectory)
+
+
+def test_json_where_the_description_belongs_is_refused_with_feedback_and_never_taken(vowels_environment, strict):
+    strict.responder = _script(
+        lambda tool: _call(tool, {"args": "('hello',)"}),
+        lambda tool: '```json\n{"vowels": 2, "input": "hello"}\n```',
+        lambda tool: "It counts the vowels of its argument.",
+        lambda tool: "It counts the vowels a, e, i, o and u of its argument, in either case.",
+    )
+    result, env = _play(vowels_environment, strict)
+    assert result.description == "It counts the vowels a, e, i, o and u of its argument, in either case."
+    feedback = strict.requests[2]["messages"][-1]
+    assert feedback["role"] == "user" and "not a description" in feedback["content"] and "JSON" in feedback["content"]
+    (refused,) = [step for step in env.trajectory if step.data.get("event") == "not_a_description"]
+    assert "JSON" in refused.data["problem"]
+
+
+def test_a_submit_call_whose_description_is_json_is_refused_and_the_model_submits_prose(vowels_environment, strict):
+    strict.responder = _script(
+        lambda tool: _call("submit", {"method": tool, "description": '{"name": "count_vowels", "arguments": {}}'}),
+        lambda tool: _call("submit", {"method": tool, "description": "Counts the vowels."}),
+    )
+    result, env = _play(vowels_environment, strict)
+    assert result.description == "Counts the vowels."
+    answer = next(m for m in strict.requests[1]["messages"] if m.get("role") == "tool")["content"]
+    assert answer.startswith("Not submitted: the description") and "in words" in answer
+
+
+def test_an_agent_that_never_gives_prose_ends_with_no_description_rather_than_a_placeholder(vowels_environment, strict):
+    strict.responder = _script(lambda tool: '{"result": "vowels"}')
+    result, env = _play(vowels_environment, strict)
+    assert result.description == "" and not result.concluded
+
+
+def test_the_harness_answers_to_unknown_and_malformed_calls_are_in_the_trajectory(vowels_environment, strict):
+    strict.responder = _script(
+        lambda tool: _call("count_vowels", {"s": "hello"}),
+        lambda tool: _call(tool, '{"args": "(1,'),
+        lambda tool: _call("submit", {"method": tool, "description": "Counts vowels."}),
+    )
+    _, env = _play(vowels_environment, strict)
+    steps = [(step.kind, step.data) for step in env.trajectory if step.kind in ("tool_call", "tool_result")]
+    assert [kind for kind, _ in steps] == ["tool_call", "tool_result", "tool_call", "tool_result"]
+    assert steps[0][1] == {"tool": "count_vowels", "arguments": {"s": "hello"}}
+    assert "no tool 'count_vowels'" in steps[1][1]["text"] and steps[1][1]["refused"] and steps[1][1]["is_error"]
+    assert steps[2][1]["arguments"] == {"unparsed_arguments": '{"args": "(1,'}
+    assert "not a JSON object" in steps[3][1]["text"] and steps[3][1]["refused"]
+
+
+def test_arguments_nested_a_megabyte_deep_are_one_corrected_call_and_the_episode_goes_on(vowels_environment, strict):
+    strict.responder = _script(
+        lambda tool: _call(tool, '{"args": ' + "[" * (1 << 20)),
+        lambda tool: _call(tool, {"args": "('hello',)"}),
+        lambda tool: _call("submit", {"method": tool, "description": "Counts the vowels."}),
+    )
+    result, env = _play(vowels_environment, strict)
+    assert result.description == "Counts the vowels." and [o.arguments for o in env.observations] == [
+        {"args": "('hello',)"}
+    ]
+    answer = next(m for m in strict.requests[1]["messages"] if m.get("role") == "tool")["content"]
+    assert "nested deeper than 100 levels" in answer and "nothing was run" in answer

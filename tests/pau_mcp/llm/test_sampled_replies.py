@@ -74,3 +74,28 @@ def test_no_temperature_is_the_providers_default_which_samples_unless_the_model_
     run(lambda: llm.complete("openai/o4-mini", USER))
     assert run(lambda: llm.complete("openai/o4-mini", USER, temperature=0)).cached
     assert len(fake.requests) == 3
+
+
+def test_a_seeded_client_sends_its_seed_and_never_replays_a_reply_drawn_under_another_seed(
+    fake, make_client, run, cache
+):
+    fake.responder = lambda body: f"greedy {len(fake.requests)}"
+    first = _client(make_client, fake, cache, seed=0)
+    one = run(lambda: first.complete("openai/m", USER, temperature=0))
+    assert run(lambda: first.complete("openai/m", USER, temperature=0)).text == one.text  # its own, from the cache
+    other = run(lambda: _client(make_client, fake, cache, seed=1).complete("openai/m", USER, temperature=0))
+    unseeded = run(lambda: _client(make_client, fake, cache).complete("openai/m", USER, temperature=0))
+    assert not other.cached and not unseeded.cached and len({one.text, other.text, unseeded.text}) == 3
+    assert [body.get("seed") for body in fake.requests] == [0, 1, None]
+
+
+def test_a_seed_is_kept_out_of_a_request_to_an_api_that_takes_none_but_still_keys_the_cache(
+    fake, make_client, run, cache
+):
+    fake.responder = lambda body: f"claude {len(fake.requests)}"
+    env = {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "test"}
+    first = make_client(env, cache_path=cache, seed=0)
+    run(lambda: first.complete("anthropic/claude-x", USER, max_tokens=50))
+    second = make_client(env, cache_path=cache, seed=1)
+    assert not run(lambda: second.complete("anthropic/claude-x", USER, max_tokens=50)).cached
+    assert len(fake.requests) == 2 and all("seed" not in body for body in fake.requests)

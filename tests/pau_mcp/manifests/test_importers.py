@@ -484,6 +484,48 @@ def test_python_sidecar_inputs_are_used_without_an_inputs_option(tmp_path, sandb
     assert report.imported == ["mine/f000", "mine/f001"]
 
 
+FOUR = '''import os
+
+TEXT = "a sibling's constant"
+
+
+def here(x):
+    """Where x would be written."""
+    return os.sep + str(x)
+
+
+def double(x):
+    """Twice x."""
+    return x * 2
+
+
+def quadruple(x):
+    """Four times x."""
+    return double(double(x))
+
+
+def label():
+    """A label."""
+    return TEXT
+'''
+
+
+def test_each_imported_function_carries_only_the_code_it_reaches(tmp_path, sandbox):
+    (tmp_path / "four.py").write_text(FOUR)
+    inputs = {"here": ["(1,)", "(2,)"], "double": ["(1,)", "(3,)"], "quadruple": ["(1,)", "(5,)"], "label": ["()"]}
+    (tmp_path / "four.inputs.json").write_text(json.dumps(inputs))
+    report = import_python(store_at(tmp_path / "out"), sandbox, tmp_path / "four.py")
+    assert report.imported == ["four/f000", "four/f001", "four/f002", "four/f003"], report.refused
+    suite = assert_suite_validates(report.path, sandbox)
+    here, double, quadruple, label = suite.methods.values()
+    assert "import os" in here.source
+    for method in (double, quadruple, label):
+        assert "import os" not in method.source and "os.sep" not in method.source
+    assert "def double(" in quadruple.source and "TEXT" not in quadruple.source
+    assert "TEXT = " in label.source and "double" not in label.source
+    assert [c.outcome.value for c in quadruple.examples + quadruple.tests] == ["4", "20"]
+
+
 # --- the command -----------------------------------------------------------------------------------
 
 

@@ -92,6 +92,16 @@ def test_a_missing_store_says_how_to_get_one(tmp_path: Path) -> None:
     assert not (tmp_path / "none.db").exists()
 
 
+def test_classify_failures_counts_only_the_episodes_it_labelled(db: Path, tmp_path: Path) -> None:
+    replies = iter(["Label: insufficient_exploration", "It is hard to say.", "Label: something_else"])
+    with FakeLLM(responder=lambda body: next(replies)) as fake:
+        env = {"OPENAI_BASE_URL": fake.base_url, "PAU_JUDGE_MODEL": "openai/fake", "PAU_MCP_DATA_DIR": str(tmp_path)}
+        result = _report("alpha-int", "--db", str(db), "--classify-failures", "--no-cache", env=env)
+    assert result.returncode == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "classified 1 of 3 failed episodes" in said and "2 left unclassified" in said
+
+
 def test_classify_failures_needs_a_model(db: Path) -> None:
     result = _report("alpha-int", "--db", str(db), "--classify-failures")
     assert result.returncode == 2 and "--judge-model" in result.stderr and "PAU_JUDGE_MODEL" in result.stderr
@@ -109,7 +119,47 @@ def test_classify_failures_adds_the_failure_table(db: Path, tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     assert "Failure modes" in result.stdout
     assert re.search(r"alpha-int\s+│ 3\s+│ 3 \(100\.0%\)", result.stdout)
-    assert "classified 3 failed episodes with openai/fake" in result.stderr
+    assert "classified 3 of 3 failed episodes with openai/fake" in result.stderr
     (row,) = csv.DictReader((tmp_path / "r.csv").open())
     assert (row["failure_insufficient_exploration"], row["failure_unclassified"]) == ("3", "0")
     assert (tmp_path / "data" / "llm-cache.db").exists()
+
+
+def test_a_report_on_an_rl_rollout_shows_its_returns_and_suggests_no_score(tmp_path: Path) -> None:
+    from pau_mcp.runstore import EpisodeResult, RunStore
+
+    path = tmp_path / "runs.db"
+    store = RunStore(path)
+    run_id = store.ensure_run("rollout", "rl", {"model": "openai/policy", "suite": "builtin"})
+    store.plan_episodes(run_id, ["b/m1", "b/m2", "b/m3"])
+    for method, value in (("b/m1", 4.5), ("b/m2", 1.5), ("b/m3", None)):
+        store.start_episode(run_id, method)
+        if value is None:
+            store.finish_episode(run_id, method, EpisodeResult(state="failed", error="LLMError: refused"))
+            continue
+        steps = [{"return": value, "steps": [{"reward": value}]}]
+        store.finish_episode(run_id, method, EpisodeResult(state="done", queries=3, trajectory=steps))
+    store.close()
+    result = _report("rollout", "--db", str(path), "--markdown", str(tmp_path / "r.md"))
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "r.md").read_text()
+    assert "## RL returns" in text and "| rollout | 2 | 3.000 | 1.500 | 1.500 | 4.500 |" in text
+    assert "pau-mcp score rollout" not in text and "is an RL rollout" in text
+
+
+def test_episodes_that_ended_without_a_description_are_counted_and_no_score_is_suggested(tmp_path: Path) -> None:
+    from pau_mcp.runstore import EpisodeResult, RunStore
+
+    path = tmp_path / "runs.db"
+    store = RunStore(path)
+    run_id = store.ensure_run("quiet", "eval", {"model": "openai/m", "agent": "tools", "suite": "builtin"})
+    store.plan_episodes(run_id, ["b/m1", "b/m2"])
+    for method in ("b/m1", "b/m2"):
+        store.start_episode(run_id, method)
+        store.finish_episode(run_id, method, EpisodeResult(state="done", queries=2))  # nothing submitted
+    store.close()
+    result = _report("quiet", "--db", str(path), "--markdown", str(tmp_path / "r.md"))
+    assert result.returncode == 0, result.stderr
+    text = " ".join((tmp_path / "r.md").read_text().split())
+    assert "2 episodes ended without a description" in text and "nothing to score" in text
+    assert "pau-mcp score quiet" not in text

@@ -171,11 +171,24 @@ def test_a_policy_server_answering_pages_fails_its_episode_in_one_line_and_the_r
             *_args(tmp_path, "r", "--limit", "2", "--concurrency", "1", "--llm-retries", "1"), env=_env(fake), cwd=ROOT
         )
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert "1 episodes finished now, 0 earlier, 1 failed" in done.stdout
+    assert "1 episodes finished now, 0 earlier, 1 failed now; whole run: 2 episodes, 1 done, 1 failed" in done.stdout
     assert "retrying in" in done.stderr and "upstream connect error" in done.stderr
     states = sqlite3.connect(tmp_path / "runs.db").execute("SELECT state, error FROM episodes ORDER BY id").fetchall()
     assert [state for state, _ in states] == ["failed", "done"]
     assert "not JSON" in states[0][1] and "upstream connect error" in states[0][1]
+    # Run again against a healthy server: the failed episode is not played without --retry-failed, and said so.
+    with FakeLLM(responder=brain) as fake:
+        again = run_pau(*_args(tmp_path, "r", "--limit", "2", "--concurrency", "1"), env=_env(fake), cwd=ROOT)
+        assert again.returncode == 1, again.stdout + again.stderr
+        assert (
+            "0 episodes finished now, 2 earlier, 0 failed now; whole run: 2 episodes, 1 done, 1 failed" in again.stdout
+        )
+        assert "1 episode(s) of this run failed earlier" in again.stderr and "--retry-failed" in again.stderr
+        retried = run_pau(
+            *_args(tmp_path, "r", "--limit", "2", "--concurrency", "1", "--retry-failed"), env=_env(fake), cwd=ROOT
+        )
+    assert retried.returncode == 0, retried.stdout + retried.stderr
+    assert "1 episodes finished now, 1 earlier, 0 failed now; whole run: 2 episodes, 2 done, 0 failed" in retried.stdout
 
 
 def test_with_deployment_examples_the_policy_sees_the_examples_a_server_of_the_deployment_serves(tmp_path, sandbox):

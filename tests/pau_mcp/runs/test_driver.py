@@ -18,8 +18,8 @@ METHODS = list(ManifestStore().suite("builtin").methods.values())[:4]
 
 
 class Scripted:
-    """An episode source playing each method as told: ``done``, ``failed``, ``fatal`` or ``lost`` (the source can
-    play no more)."""
+    """An episode source playing each method as told: ``done``, ``failed``, ``fatal``, ``lost`` (the source can
+    play no more) or ``crash`` (its play raises what no source foresees, as a reply nested too deep once did)."""
 
     workers = 0
     rerun = 0
@@ -34,6 +34,8 @@ class Scripted:
             how = self.endings.get(method.id, "done")
             if how == "lost":
                 raise RunError("no worker is left")
+            if how == "crash":
+                raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
             self.played.append(method.id)
             state = "done" if how == "done" else "failed"
             result = EpisodeResult(state=state, error=None if state == "done" else "LLMError: refused", queries=1)
@@ -82,6 +84,21 @@ def test_a_fatal_ending_is_recorded_and_then_ends_the_run(tmp_path):
     states = store.episode_states(store.run_id("r"))
     assert states[METHODS[0].id] == "done" and states[METHODS[1].id] == "failed"
     assert states[METHODS[3].id] == "pending"
+
+
+def test_an_episode_whose_play_raises_an_unforeseen_error_is_recorded_failed_and_the_run_goes_on(tmp_path):
+    store = RunStore(tmp_path / "runs.db")
+    progress = _drive(store, _spec(), Scripted({METHODS[1].id: "crash"}))
+    states = store.episode_states(store.run_id("r"))
+    assert states[METHODS[1].id] == "failed" and list(states.values()).count("done") == 3  # never left running
+    assert (progress.done, progress.failed) == (3, 1)
+    (line,) = progress.errors
+    assert line == f"{METHODS[1].id}: RecursionError: maximum recursion depth exceeded while decoding a JSON array"
+    (episode,) = [e for e in store.episodes(store.run_id("r")) if e.method_id == METHODS[1].id]
+    assert episode.error.startswith("internal error: RecursionError")
+    again = Scripted()
+    spec = RunSpec(name="r", kind="eval", identity={"model": "m"}, keys=("model", "budget"), retry_failed=True)
+    assert _drive(store, spec, again).done == 1 and again.played == [METHODS[1].id]
 
 
 def test_a_run_recorded_with_another_configuration_is_refused_with_the_difference_named(tmp_path):

@@ -49,12 +49,37 @@ def test_a_two_hop_answer_counts_only_when_its_calls_re_execute_to_it(suite, san
     written_out = _check(suite, sandbox, "mini/t2", "'220'", ("fn_b001", "(234,)"), ("fn_b023", "(24,)"))
     assert written_out.value == 1.0 and written_out.same_methods  # the values it saw, written out, re-execute too
     shortcut = _check(suite, sandbox, "mini/t2", "'220'", ("fn_b023", "(24,)"))
-    assert shortcut.verified and not shortcut.same_methods  # verified as VAKRA does: by what the calls give
+    assert (shortcut.value, shortcut.verified, shortcut.same_methods) == (0.0, False, False)  # the answer, no chain
+    assert shortcut.reason == "the calls are not the task's chain (its methods, in its order)"
     guessed = _check(suite, sandbox, "mini/t2", "'220'")
     assert (guessed.value, guessed.answer_matched, guessed.verified) == (0.0, True, False)
     assert guessed.reason == "no calls were given"
     wrong_chain = _check(suite, sandbox, "mini/t2", "'220'", ("fn_b001", "(235,)"), ("fn_b023", "($1,)"))
     assert wrong_chain.value == 0.0 and wrong_chain.reason == "re-executing the calls does not give the answer"
+
+
+def test_one_unrelated_call_that_happens_to_give_the_answer_is_not_the_tasks_chain(suite, sandbox):
+    # t3 chains b001, b005 and b023 to '12' (57 -> 35 -> 5 steps); base 3 of any 5 gives it too.
+    for calls in (
+        [("fn_b023", "(5,)")],
+        [("fn_b005", "(35,)"), ("fn_b023", "($1,)")],  # the first hop skipped
+        [("fn_b001", "(5,)"), ("fn_b023", "($1,)")],
+    ):
+        checked = _check(suite, sandbox, "mini/t3", "'12'", *calls)
+        assert checked.answer_matched and checked.verified is False and checked.value == 0.0, calls
+        assert checked.reason == "the calls are not the task's chain (its methods, in its order)", calls
+    right = _check(suite, sandbox, "mini/t3", "'12'", ("fn_b001", "(57,)"), ("fn_b005", "($1,)"), ("fn_b023", "($2,)"))
+    assert (right.value, right.verified, right.same_methods) == (1.0, True, True)
+
+
+def test_the_tasks_methods_in_order_from_other_inputs_are_no_chain_unless_each_step_gives_the_same(suite, sandbox):
+    # b001(75) = 35 as b001(57) does, so its chain is the task's; b001(5) = 5 skips a step's value.
+    same_values = _check(suite, sandbox, "mini/t3", "'12'", ("fn_b001", "(75,)"), ("fn_b005", "($1,)"),
+                         ("fn_b023", "($2,)"))  # fmt: skip
+    assert same_values.value == 1.0
+    skipped = _check(suite, sandbox, "mini/t3", "'12'", ("fn_b001", "(1,)"), ("fn_b005", "(35,)"), ("fn_b023", "(5,)"))
+    assert skipped.value == 0.0 and skipped.same_methods
+    assert skipped.reason == "call 1 does not give what the task's step 1 gives"
 
 
 def test_calls_that_cannot_run_are_refused_in_fixed_words(suite, sandbox):

@@ -319,6 +319,66 @@ class RawSession:
         self.client.close()
 
 
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+class ModernSession:
+    """Raw 2026-07-28 requests to one HTTP server (no handshake: each carries its version, capabilities and the
+    routing headers), as a client of that era sends them; answers read from JSON or from an SSE stream.
+
+    Args:
+        url: The server's MCP endpoint.
+        tasks: Declare the Tasks extension in every request's capabilities.
+        headers: Extra headers of every request (e.g. ``Authorization``).
+    """
+
+    def __init__(self, url: str, tasks: bool = False, headers: dict[str, str] | None = None) -> None:
+        import httpx2
+
+        self.url = url
+        self.tasks = tasks
+        self.headers = headers or {}
+        self.client = httpx2.Client(timeout=60)
+        self.ids = iter(range(1, 1_000_000))
+
+    def send(
+        self, method: str, params: dict, capabilities: dict | None = None, meta: dict | None = None, **headers: str
+    ) -> tuple[int, dict]:
+        """One request (``meta``: more ``_meta`` keys); the HTTP status and the JSON-RPC reply to it."""
+        declared = capabilities if capabilities is not None else {"elicitation": {}, "sampling": {}, "roots": {}}
+        if self.tasks:
+            declared = {**declared, "extensions": {TASKS: {}}}
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": declared,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw-modern", "version": "1"},
+            **(meta or {}),
+        }
+        name = params.get("name") or params.get("uri") or params.get("taskId")
+        routing = {"mcp-protocol-version": "2026-07-28", "mcp-method": method, **({"mcp-name": name} if name else {})}
+        request_id = next(self.ids)
+        reply = self.client.post(
+            self.url,
+            headers={"accept": "application/json, text/event-stream", **routing, **self.headers, **headers},
+            json={"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params, "_meta": meta}},
+        )
+        if reply.headers.get("content-type", "").startswith("text/event-stream"):
+            import json
+
+            frames = [json.loads(line[5:]) for line in reply.text.splitlines() if line.startswith("data:")]
+            return reply.status_code, next(f for f in frames if f.get("id") == request_id)
+        return reply.status_code, reply.json()
+
+    def request(self, method: str, params: dict, meta: dict | None = None, **headers: str) -> dict:
+        """One request expected to succeed; its result."""
+        status, reply = self.send(method, params, meta=meta, **headers)
+        assert status == 200 and "result" in reply, (status, reply)
+        return reply["result"]
+
+    def close(self) -> None:
+        self.client.close()
+
+
 def served(reply: dict) -> bool:
     """True when a raw ``tools/call`` reply ran the function (a result whose status is not a refusal)."""
     if "result" not in reply or reply["result"].get("isError"):

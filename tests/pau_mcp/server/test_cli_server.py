@@ -8,7 +8,9 @@ import os
 import threading
 
 import anyio
+import pytest
 from conftest import ROOT, memory_session, tool_of
+from mcp.shared.exceptions import MCPError
 from pau_command import Ran, run_pau, run_pau_process
 
 
@@ -153,7 +155,7 @@ def test_the_production_server_has_no_benchmark_only_tool(tmp_path):
         async with memory_session("--db", str(tmp_path / "runs.db")) as session:
             names = [t.name for t in (await session.list_tools()).tools]
             assert "noop" not in names and {"submit", "open"} <= set(names)
-            refused = await session.call_tool("noop", {})
-            assert refused.structured_content["status"] == "unknown_tool"
+            with pytest.raises(MCPError, match="Unknown tool 'noop'"):
+                await session.call_tool("noop", {})
 
     anyio.run(main)

@@ -55,7 +55,11 @@ async def _recorded_session(manifests, db, transcript: list[str]) -> None:
                     ):  # fmt: skip
                         await session.call_tool(tool_of(m1.id), arguments)
                     await session.call_tool(tool_of(m2.id), {"arg0": 1})
-                    await session.call_tool("fn_0000000000", {"arg0": 1})
+                    for unknown in ("fn_0000000000", "secret/m1"):  # a method id is answered as any unknown name
+                        try:
+                            await session.call_tool(unknown, {"arg0": 1})
+                        except Exception as exc:
+                            transcript.append(str(exc))
                     await session.call_tool("submit", {"method": tool_of(m1.id), "description": "shouts"})
                     await session.call_tool("submit", {"method": "secret/m1", "description": ""})
                     await session.call_tool("open", {"methods": ["nope"]})

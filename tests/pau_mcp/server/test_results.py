@@ -6,9 +6,12 @@ from __future__ import annotations
 import anyio
 import httpx2
 import jsonschema
+import pytest
 from conftest import http_server, memory_session, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from pau_mcp.contract import OUTPUT_SCHEMA
 
@@ -35,7 +38,7 @@ def test_a_call_over_the_budget_is_an_observation_with_status_over_budget(tmp_pa
     assert "spent" in over.content[0].text and "submit" in over.content[0].text
 
 
-def test_refused_arguments_and_unknown_tools_are_tool_errors_with_a_status(tmp_path):
+def test_refused_arguments_are_tool_errors_with_a_status_and_unknown_tools_are_protocol_errors(tmp_path):
     tool = tool_of(B001)
 
     async def main() -> dict:
@@ -44,7 +47,10 @@ def test_refused_arguments_and_unknown_tools_are_tool_errors_with_a_status(tmp_p
             out["malformed"] = await session.call_tool(tool, {"args": "(len('x'),)"})
             out["missing"] = await session.call_tool(tool, {})
             out["extra"] = await session.call_tool(tool, {"arg0": 1, "arg9": 2})
-            out["unknown"] = await session.call_tool(tool_of("builtin/b002"), {"arg0": 1})
+            # An unknown tool (here one narrowed away by --methods) is the specification's protocol error, -32602.
+            with pytest.raises(MCPError) as unknown:
+                await session.call_tool(tool_of("builtin/b002"), {"arg0": 1})
+            out["unknown"] = unknown.value
             out["submit_unknown"] = await session.call_tool("submit", {"method": "fn_0", "description": "d"})
             out["submit_empty"] = await session.call_tool("submit", {"method": tool, "description": " "})
             out["submitted"] = await session.call_tool("submit", {"method": tool, "description": "d", "code": None})
@@ -60,7 +66,7 @@ def test_refused_arguments_and_unknown_tools_are_tool_errors_with_a_status(tmp_p
         assert got[key].structured_content["queries_used"] == 1
         assert got[key].structured_content["error_message"] in got[key].content[0].text
     assert "arg9" in got["extra"].content[0].text
-    assert got["unknown"].is_error and got["unknown"].structured_content["status"] == "unknown_tool"
+    assert got["unknown"].error.code == INVALID_PARAMS and "list the tools" in got["unknown"].error.message
     assert got["submit_unknown"].is_error and got["submit_unknown"].structured_content["status"] == "unknown_tool"
     assert got["submit_empty"].is_error and got["submit_empty"].structured_content["status"] == "invalid_input"
     assert got["open_unknown"].is_error and got["open_unknown"].structured_content["status"] == "unknown_tool"

@@ -107,6 +107,31 @@ def test_one_session_token_cannot_take_every_session_and_another_token_still_get
         assert called.status_code == 200 and served(called.json())
 
 
+def test_anonymous_local_clients_of_a_loopback_server_without_a_token_are_not_capped_per_credential(tmp_path):
+    # Every tokenless client of a loopback server is the one anonymous credential: twenty of them holding streams
+    # (hosts, inspectors, agents, the conformance suite) must all get in, up to the server's own cap.
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--max-sessions", "30") as url, _clients(url) as clients:
+        local = _Client(url, None)
+        clients.append(local)
+        assert [local.open(busy=True).status_code for _ in range(20)] == [200] * 20
+        # A label or a run named on the URL is a credential of its own again, capped as before.
+        labelled = _Client(url, None, session="agent-1")
+        clients.append(labelled)
+        assert [labelled.open(busy=True).status_code for _ in range(9)] == [200] * 8 + [429]
+        # Up to the server's cap, and there it gets the server's 503, never a 429.
+        assert [local.open(busy=True).status_code for _ in range(2)] == [200, 200]
+        full = local.open(busy=True)
+        assert full.status_code == 503 and "--max-sessions" in full.json()["error"]["message"]
+
+
+def test_anonymous_clients_of_a_server_with_a_token_keep_the_cap_per_credential(tmp_path):
+    args = ("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--max-sessions-per-credential", "3")
+    with memory_http_server(*args) as url, _clients(url) as clients:
+        unlabelled = _Client(url, MAIN)
+        clients.append(unlabelled)
+        assert [unlabelled.open(busy=True).status_code for _ in range(4)] == [200, 200, 200, 429]
+
+
 def test_changing_the_url_label_or_run_does_not_escape_a_session_tokens_cap(tmp_path):
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url, _clients(url) as clients:
         hog = _Client(url, _token("hog", run="contest"))

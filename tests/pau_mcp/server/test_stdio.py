@@ -12,7 +12,9 @@ import sys
 
 import anyio
 import mcp_types as types
+import pytest
 from conftest import ROOT, memory_session, stdio_session, tool_of
+from mcp.shared.exceptions import MCPError
 
 from pau_mcp.manifests import ManifestStore, call_text
 
@@ -145,8 +147,8 @@ def test_open_narrows_the_session_and_announces_the_change(tmp_path):
             names = [t.name for t in (await session.list_tools()).tools]
             assert names == ["submit", "open", tool_of(b010.id)]
             hidden = tool_of("builtin/b011")
-            refused = await session.call_tool(hidden, {"args": "(1,)"})
-            assert refused.is_error and "Unknown tool" in refused.content[0].text
+            with pytest.raises(MCPError, match="Unknown tool"):
+                await session.call_tool(hidden, {"args": "(1,)"})
             with anyio.fail_after(10):
                 while not any(isinstance(n, types.ToolListChangedNotification) for n in notes):
                     await anyio.sleep(0.05)

@@ -38,6 +38,8 @@ def _post(client: httpx2.Client, url: str, token: str, tool: str, arguments: dic
         "authorization": f"Bearer {token}", "accept": "application/json, text/event-stream",
         "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": tool,
     }  # fmt: skip
+    if tool == "submit" and isinstance(arguments.get("method"), str):
+        headers["mcp-param-method"] = arguments["method"]  # submit's method is mirrored in a header (SEP-2243)
     reply = client.post(url, json=body, headers=headers)
     assert reply.status_code == 200, reply.text
     return reply.json()["result"]

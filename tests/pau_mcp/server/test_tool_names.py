@@ -19,6 +19,8 @@ import anyio
 from conftest import ROOT, TEST_KEY, RawSession, memory_http_server, memory_session, served, stdio_session, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from pau_command import Ran, run_pau
 
 from pau_mcp.manifests import ManifestStore
@@ -146,6 +148,27 @@ def test_open_answers_a_method_id_exactly_as_an_unknown_name(tmp_path):
     assert by_id.is_error and unknown.is_error
     assert _same_error(by_id.content[0].text, "builtin/b007", unknown.content[0].text, "fn_0123456789")
     assert len(names) == len(BUILTIN) + 2  # nothing was narrowed
+
+
+def test_calling_a_method_id_as_a_tool_is_answered_exactly_as_an_unknown_name(tmp_path):
+    db = tmp_path / "runs.db"
+
+    async def main() -> list[MCPError]:
+        errors = []
+        async with memory_session("--db", str(db)) as session:
+            for name in ("builtin/b001", "fn_0123456789"):
+                try:
+                    await session.call_tool(name, {"arg0": 105})
+                except MCPError as exc:
+                    errors.append(exc)
+        return errors
+
+    by_id, unknown = anyio.run(main)
+    assert by_id.error.code == unknown.error.code == INVALID_PARAMS
+    assert _same_error(by_id.error.message, "builtin/b001", unknown.error.message, "fn_0123456789")
+    import sqlite3
+
+    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM calls").fetchone() == (0,)
 
 
 def test_the_methods_url_parameter_treats_a_method_id_as_an_unknown_name(tmp_path):
