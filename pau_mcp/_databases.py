@@ -11,7 +11,13 @@ hands it to a ``Database``: ``transaction()`` for writes, ``read()`` for reads. 
   version lives in a table of its own.
 
 Errors of the database itself (unreachable, full, read-only, locked too long) become ``StoreError`` with one
-line that says what to do; errors in the caller's SQL stay what the driver raised.
+line that says what to do; errors in the caller's SQL stay what the driver raised. A store that another writer holds
+longer than the busy timeout raises ``StoreBusy``, a ``StoreError`` that passes: the same request later succeeds.
+
+``immediately()`` runs a store operation without waiting for anything (for an event loop, which must never wait on
+a lock): SQLite within it takes its in-process lock without blocking and has a busy timeout of 0, so a store held
+by another thread or process raises ``StoreBusy`` at once, before anything was written; PostgreSQL, where every
+statement is a network round trip, always raises it (do the operation in a thread).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ __all__ = [
     "PostgresDatabase",
     "Row",
     "SqliteDatabase",
+    "StoreBusy",
     "StoreError",
     "is_postgres_url",
     "open_database",
@@ -69,6 +76,13 @@ class StoreError(RuntimeError):
     def __init__(self, message: str, reason: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason or message
+
+
+class StoreBusy(StoreError):
+    """Another writer holds the run store: nothing was written, and the same request may succeed a moment later.
+
+    Raised at once inside ``Database.immediately()``, and after the busy timeout otherwise.
+    """
 
 
 def is_postgres_url(where: object) -> bool:
@@ -174,6 +188,11 @@ class Database(Protocol):
         """How many migrations the store has had."""
         ...
 
+    def immediately(self) -> AbstractContextManager[None]:
+        """Within it, this thread's transactions and reads never wait: a store busy with another writer (or, in
+        PostgreSQL, any store) raises ``StoreBusy`` before anything is written."""
+        ...
+
     def close(self) -> None:
         """Close its connections."""
         ...
@@ -229,6 +248,7 @@ class SqliteDatabase:
         self.path = path
         self.location = str(path)
         self._lock = threading.RLock()
+        self._immediate = False  # set, under the lock, by the thread in ``immediately()``
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(path, check_same_thread=False, timeout=_BUSY_S, isolation_level=None)
@@ -255,7 +275,38 @@ class SqliteDatabase:
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                if _sqlite_busy(exc):
+                    raise self._busy(exc) from exc
+                raise
+
+    @contextmanager
+    def immediately(self) -> Iterator[None]:
+        if not self._lock.acquire(blocking=False):
+            raise StoreBusy("another thread of this process is using the run store", reason="database is busy")
+        try:
+            if self._immediate:  # already inside (reentrant): nothing to set
+                yield
+                return
+            self._conn.execute("PRAGMA busy_timeout = 0")
+            self._immediate = True
+            try:
+                yield
+            finally:
+                self._immediate = False
+                self._conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_S * 1000)}")
+        finally:
+            self._lock.release()
+
+    def _busy(self, exc: BaseException) -> StoreBusy:
+        if self._immediate:
+            return StoreBusy(f"the run store {self.location} is busy: {exc}", reason="database is busy")
+        return StoreBusy(
+            f"the run store {self.location} stayed locked by another writer for {_BUSY_S:.0f} s: {exc}",
+            reason="database is locked",
+        )
 
     @contextmanager
     def transaction(self, exclusive: bool = True) -> Iterator[Connection]:
@@ -263,6 +314,8 @@ class SqliteDatabase:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
+                if _sqlite_busy(exc):
+                    raise self._busy(exc) from exc
                 if _sqlite_unwritable(exc):
                     raise StoreError(_unusable(self.location, exc), reason=str(exc)) from exc
                 raise
@@ -275,9 +328,19 @@ class SqliteDatabase:
                 if self._conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error) and _sqlite_busy(exc):
+                    raise self._busy(exc) from exc
                 if _sqlite_unwritable(exc):
                     raise StoreError(_unusable(self.location, exc), reason=str(exc)) from exc
                 raise
+
+
+def _sqlite_busy(exc: sqlite3.Error) -> bool:
+    """True for SQLITE_BUSY and SQLITE_LOCKED (and their extended codes): another writer holds the file."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _sqlite_unwritable(exc: BaseException) -> bool:
@@ -409,7 +472,7 @@ class _Pool:
                     self._open += 1
                     break
                 if not self._ready.wait(timeout=max(0.0, deadline - time.monotonic())):
-                    raise StoreError(
+                    raise StoreBusy(
                         f"all {self._size} connections of this process to the run store stayed busy for "
                         f"{_BUSY_S:.0f} s; the database is overloaded or a transaction is stuck (see pg_stat_activity)",
                         reason="database is busy",
@@ -492,6 +555,12 @@ class PostgresDatabase:
 
     def close(self) -> None:
         self._pool.close()
+
+    @contextmanager
+    def immediately(self) -> Iterator[None]:
+        # Every statement is a network round trip (and a write may wait for the advisory lock): never on a loop.
+        raise StoreBusy("a PostgreSQL run store is used from a thread", reason="database is busy")
+        yield  # pragma: no cover
 
     def version(self) -> int:
         present = self.read(_HAS_VERSION_TABLE)[0]["present"]
@@ -590,6 +659,11 @@ def _connect(driver: Any, conninfo: str, location: str) -> psycopg.Connection[An
 
 
 def _postgres_error(location: str, exc: BaseException) -> StoreError:
+    if getattr(exc, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+        return StoreBusy(
+            f"the run store {location} stayed locked by another writer for {_BUSY_S:.0f} s ({_one_line(exc)})",
+            reason="database is locked",
+        )
     return StoreError(
         f"cannot use the run store {location}: {_one_line(exc)}; check that PostgreSQL runs there, that the "
         "database exists (createdb -O USER DBNAME) and that its user may log in and write to it (a password "
@@ -610,6 +684,9 @@ def _pg_unusable(psycopg: Any, exc: BaseException) -> bool:
         | errors.InvalidAuthorizationSpecification,
     )
 
+
+#: The SQLSTATE of a lock not taken within ``lock_timeout``.
+_LOCK_NOT_AVAILABLE = "55P03"
 
 #: Short reasons by SQLSTATE (or its class), for the one-line note an agent's call result carries.
 _REASONS = {

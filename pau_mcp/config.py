@@ -193,6 +193,14 @@ SETTINGS: dict[str, SettingSpec] = {
             int,
         ),
         SettingSpec(
+            "score_seconds",
+            "PAU_MCP_SCORE_SECONDS",
+            "--score-seconds",
+            "Most time one piece of scored code (submitted, or written by the code writer) spends in the sandbox over "
+            "a method's whole test suite; the inputs left then count as timeouts (0: no total).",
+            float,
+        ),
+        SettingSpec(
             "log_file",
             "PAU_MCP_LOG_FILE",
             "--log-file",
@@ -407,6 +415,7 @@ class Settings(BaseModel):
     token: str | None = Field(None, min_length=8)
     tool_key: str | None = Field(None, min_length=16, max_length=4096)
     feedback_limit: int = Field(3, ge=0, le=1_000_000)
+    score_seconds: float = Field(10.0, ge=0, le=24 * 3600)
     log_file: Path | None = None
     judge_model: str | None = None
     coder_model: str | None = None
@@ -517,9 +526,13 @@ class Settings(BaseModel):
         run's own server, ``pau_mcp.server.launch``), secrets included, so never on a command line.
 
         Paths are written absolute: the other process may run in another directory, and a relative ``--data-dir``
-        would otherwise name another run store there.
+        would otherwise name another run store there. Only the fields set (by a flag, a variable or the code that
+        built this object; ``model_fields_set``) are written, and the data directory, so that the other process
+        knows which ones the operator chose: a protocol's own limits apply where none was (``--protocol reference``:
+        30 s and 1 MiB per call), and every field written counts as chosen there.
         """
-        return self.model_copy(update=self._absolute_paths()).model_dump_json()
+        chosen = self.model_fields_set | {"data_dir"}
+        return self.model_copy(update=self._absolute_paths()).model_dump_json(include=chosen)
 
     def _absolute_paths(self) -> dict[str, Any]:
         """The settings' file and directory paths made absolute against this process's working directory."""
@@ -555,6 +568,12 @@ class Settings(BaseModel):
             if raw is not None and raw != "":
                 values[spec.name] = raw.split(os.pathsep) if spec.multiple else raw
         return cls._validated(values)
+
+    def deployment_key_source(self) -> str:
+        """Where ``deployment_key`` comes from, as a log line may name it (never the key itself)."""
+        if self.tool_key is not None:
+            return f"{SETTINGS['tool_key'].flag} / {SETTINGS['tool_key'].env}"
+        return f"the key file {self.data_dir / 'tool.key'}"
 
     def deployment_key(self) -> str:
         """The deployment's secret: ``tool_key`` if set, else ``DATA_DIR/tool.key``, created on first use.

@@ -10,13 +10,16 @@ the header-and-examples text, so any MCP client can use tools an explorer docume
 * ``gold``: the gold descriptions, the upper bound. Only ever when the operator names it.
 
 No source but ``gold`` may carry a gold description: a run of gold descriptions (``pau-mcp score --gold``) is
-refused, and so is any text that quotes its method's gold description; a learned text is data, so it is capped.
+refused, and a text that holds its method's gold description, or nearly (``near_gold``: case, spacing,
+punctuation, invisible characters and small edits aside), is left out, that method served with its header only,
+while the others are served; a learned text is data, so it is capped.
 This module builds what the server serves (``Documentation``); the server itself reads no run and no gold text.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +46,7 @@ __all__ = [
     "docs_markdown",
     "learned_docs",
     "load_documentation",
+    "near_gold",
     "quotes_gold",
 ]
 
@@ -59,6 +63,12 @@ FORMAT = "pau-mcp/tool-docs"
 MAX_DOC_CHARS = 32 * 1024
 #: The largest exported file read.
 _MAX_FILE_BYTES = 64 * 1024 * 1024
+#: Characters in a shingle of ``near_gold``, and the share of a gold text's shingles a text may hold at most.
+_SHINGLE = 8
+_NEAR_SHARE = 0.8
+#: Under this many normalised characters, a gold text is near only a text within ``_SHORT_EDITS`` edit of it.
+_SHORT_GOLD = 40
+_SHORT_EDITS = 1
 
 
 class DocsError(ValueError):
@@ -73,11 +83,13 @@ class Documentation:
         source: The source as the operator named it (``none``, ``gold``, a run, a file).
         texts: Each method's documentation by method id.
         skipped: Methods of the source left without documentation, with the reason.
+        quoting: Those of them left out because their text holds the gold description or nearly (``near_gold``).
     """
 
     source: str
     texts: dict[str, str]
     skipped: dict[str, str]
+    quoting: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -227,6 +239,76 @@ def _read_file(path: Path) -> dict[str, str]:
     return {method_id: entry.documentation.strip() for method_id, entry in document.methods.items()}
 
 
+#: Every ASCII character but a letter or a digit, as a space.
+_ASCII_SPACES = str.maketrans({chr(code): " " for code in range(128) if not chr(code).isalnum()})
+
+
+def _folded(text: str) -> str:
+    """``text`` as ``near_gold`` compares it: compatibility-normalised, case-folded, letters and digits only, with
+    one space for every run of anything else; format characters (zero-width spaces, joiners, bidi marks) and
+    combining marks dropped, so that they cannot split a word."""
+    if text.isascii():  # the common case, in C: nothing to drop, and every other character a space
+        return " ".join(text.lower().translate(_ASCII_SPACES).split())
+    kept: list[str] = []
+    space = True
+    for char in unicodedata.normalize("NFKC", text).casefold():
+        category = unicodedata.category(char)
+        if category in ("Cf", "Mn", "Me"):
+            continue
+        if char.isalnum():
+            kept.append(char)
+            space = False
+        elif not space:
+            kept.append(" ")
+            space = True
+    return "".join(kept).strip()
+
+
+def _holds_within_edits(text: str, pattern: str, edits: int) -> bool:
+    """True when some part of ``text`` becomes ``pattern`` in at most ``edits`` insertions, deletions or
+    substitutions: Myers' bit-parallel search (1999), one pass over ``text`` with a few operations on integers of
+    ``len(pattern)`` bits per character (linear for the short patterns it is given)."""
+    size = len(pattern)
+    if size <= edits:
+        return True
+    where: dict[str, int] = {}
+    for i, char in enumerate(pattern):
+        where[char] = where.get(char, 0) | (1 << i)
+    full, top = (1 << size) - 1, 1 << (size - 1)
+    plus, minus, score = full, 0, size  # the vertical deltas of the column, and its last row's distance
+    for char in text:
+        equal = where.get(char, 0)
+        vertical = equal | minus
+        horizontal = (((equal & plus) + plus) ^ plus) | equal
+        up = minus | (~(horizontal | plus) & full)
+        down = plus & horizontal
+        score += 1 if up & top else -1 if down & top else 0
+        up, down = (up << 1) & full, (down << 1) & full  # the pattern may start anywhere in the text: no carry in
+        plus, minus = down | (~(vertical | up) & full), up & vertical
+        if score <= edits:
+            return True
+    return False
+
+
+def near_gold(text: str, gold: str) -> bool:
+    """True when ``text`` holds ``gold`` or nearly: compared folded (``_folded``), a long gold text is near when
+    the text holds 80% of its 8-character shingles; a short one, when the whole text is within one edit of it.
+
+    Linear in both texts (sets of shingles; a bit-parallel search for short ones), so a megabyte of a hostile text
+    is read once.
+    """
+    wanted, found = _folded(gold), _folded(text)
+    if not wanted:
+        return False
+    if wanted in found:
+        return True
+    if len(wanted) < _SHORT_GOLD:  # a short one only when the whole text is it, give or take one character
+        return len(found) <= len(wanted) + _SHORT_EDITS and _holds_within_edits(found, wanted, _SHORT_EDITS)
+    shingles = {wanted[i : i + _SHINGLE] for i in range(len(wanted) - _SHINGLE + 1)}
+    held = {found[i : i + _SHINGLE] for i in range(len(found) - _SHINGLE + 1)} & shingles
+    return len(held) >= _NEAR_SHARE * len(shingles)
+
+
 def load_documentation(
     source: str, store_path: Path | str, manifests: ManifestStore, suites: Iterable[str]
 ) -> Documentation | None:
@@ -235,9 +317,12 @@ def load_documentation(
     ``none``, ``examples`` and ``gold`` are the sources' names, whatever runs are called; any other value is a file
     ``export docs`` wrote when one exists at that path, else a run of the run store at ``store_path``.
 
+    A text that holds its method's gold description or nearly (``near_gold``) is left out, for any source but
+    ``gold``: that method is served with its header only, and ``skipped`` says why.
+
     Raises:
-        DocsError: an unknown run or a file that is not documentation; a run of gold descriptions, or a text that
-            quotes its method's gold description, for any source but ``gold``.
+        DocsError: an unknown run or a file that is not documentation; a run of gold descriptions, for any source
+            but ``gold``.
         ManifestError: a suite does not exist or is broken.
     """
     if source == DOCS_EXAMPLES:
@@ -264,14 +349,13 @@ def load_documentation(
         if problem is not None:  # a file written before descriptions had to be prose: served as none
             skipped[method_id] = f"its description is not prose ({problem})"
             del texts[method_id]
-    for method_id, text in texts.items():
-        if quotes_gold(text, methods[method_id].description):
-            raise DocsError(
-                f"the documentation of {method_id} in {source} quotes its gold description; gold text is served "
-                "only with --docs gold"
-            )
+    quoting = tuple(method_id for method_id, text in texts.items() if near_gold(text, methods[method_id].description))
+    for method_id in quoting:
+        del texts[method_id]
+        skipped[method_id] = "its documentation quotes its gold description (gold text is served only with --docs gold)"
     missing = {m: "the source has no documentation of it" for m in methods if m not in texts and m not in skipped}
-    return Documentation(source, texts, {**{m: why for m, why in skipped.items() if m in methods}, **missing})
+    kept = {m: why for m, why in skipped.items() if m in methods}
+    return Documentation(source, texts, {**kept, **missing}, quoting=quoting)
 
 
 def docs_json(document: Mapping[str, Any]) -> str:

@@ -10,6 +10,13 @@ subclass of uvicorn's HTTP protocol (``connection_guard``) that keeps:
 * a read timeout: every request, head and body, must arrive within ``read_timeout_s`` of the moment the server
   starts waiting for it (the connection is opened, or the previous response is sent);
 * a request head of at most 64 KiB (431 beyond);
+* at most ``MAX_PIPELINED`` requests in flight per connection: HTTP/1.1 lets a client send requests before the
+  answers to earlier ones (pipelining), and the parser read every request a read brought in at once, so 200
+  connections each writing 400 requests and never reading cost the MCP server 7-9 s of CPU and stalled it for
+  seconds (issue 32). The request past the bound stops the parser where it is: nothing more is read from that
+  connection, the requests already in are answered, and then it is closed;
+* unread answers bound the connection: once what it has not read fills the socket's buffers and the transport's
+  (the transport pauses writing), the connection has ``read_timeout_s`` to read some, or is closed;
 * a lingering close for a request answered before its body was read (a 413): the rest is read and dropped until
   the client stops sending, so that the answer is not lost to a reset.
 
@@ -25,12 +32,14 @@ import math
 import os
 from typing import Any
 
-__all__ = ["MAX_HEAD_BYTES", "connection_cap", "connection_guard", "guarded_protocol", "keep_alive_s"]
+__all__ = ["MAX_HEAD_BYTES", "MAX_PIPELINED", "connection_cap", "connection_guard", "guarded_protocol", "keep_alive_s"]
 
 log = logging.getLogger(__name__)
 
 #: Largest request head (request line and headers).
 MAX_HEAD_BYTES = 64 * 1024
+#: Requests one connection may have in flight (received, not yet answered): a client pipelining more is cut off.
+MAX_PIPELINED = 8
 #: Open files kept free beside the connections (a store, worker pipes, logs, one connection being refused).
 _SPARE_FILES = 64
 
@@ -92,6 +101,10 @@ _BUSY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n
 _TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 
 
+class _Pipelined(Exception):
+    """A connection sent more requests than it may have in flight; raised in the parser's callback to stop it."""
+
+
 def connection_guard(
     base: type[asyncio.Protocol], cap: int, read_timeout_s: float, busy_body: bytes = _BUSY_BODY
 ) -> type[asyncio.Protocol]:
@@ -115,6 +128,9 @@ def connection_guard(
         _pau_counted = False
         _pau_head = 0
         _pau_lingering = False
+        _pau_in_flight = 0  # requests received and not yet answered
+        _pau_closing = False  # pipelined past the bound: answer what is in, read nothing more, then close
+        _pau_unread: asyncio.TimerHandle | None = None  # set while the client leaves its answers unread
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
@@ -128,11 +144,51 @@ def connection_guard(
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._pau_forget()
+            self._pau_reading_again()
             super().connection_lost(exc)
 
+        def on_message_begin(self) -> None:
+            # httptools' parser calls this at the start of each request, however many one read brought in. (h11's
+            # protocol never does: it parses a connection's next request only once the previous one is answered.)
+            if self._pau_in_flight >= MAX_PIPELINED:
+                self._pau_closing = True
+                raise _Pipelined
+            self._pau_in_flight += 1
+            super().on_message_begin()
+
+        def send_400_response(self, msg: str) -> None:
+            if not self._pau_closing:
+                super().send_400_response(msg)
+                return
+            # Stopped by _Pipelined, not a malformed request: the requests already in are answered in order first.
+            log.warning(
+                "a client sent more than %d requests on one connection without reading the answers; answering those "
+                "and closing it",
+                MAX_PIPELINED,
+            )
+            self.flow.pause_reading()
+            self._pau_stop_waiting()
+            if not self._pau_in_flight:
+                self._pau_drop()
+
+        def pause_writing(self) -> None:
+            # The client leaves its answers unread: the socket's buffers and the transport's are full.
+            super().pause_writing()
+            if self._pau_unread is None and not self.transport.is_closing():
+                self._pau_unread = self.loop.call_later(connections.read_timeout_s, self._pau_abort)
+
+        def resume_writing(self) -> None:
+            self._pau_reading_again()
+            super().resume_writing()
+
+        def _pau_reading_again(self) -> None:
+            if self._pau_unread is not None:
+                self._pau_unread.cancel()
+                self._pau_unread = None
+
         def data_received(self, data: bytes) -> None:
-            if self._pau_lingering:
-                return  # the rest of a request already answered: read and dropped
+            if self._pau_lingering or self._pau_closing:
+                return  # the rest of a request already answered, or of a client cut off: read and dropped
             in_head = self.cycle is None or self.cycle.response_complete
             super().data_received(data)
             if self._pau_timer is None or self.transport.is_closing():
@@ -148,7 +204,14 @@ def connection_guard(
 
         def on_response_complete(self) -> None:
             unread = self.cycle is not None and self.cycle.more_body
+            self._pau_in_flight = max(0, self._pau_in_flight - 1)
             super().on_response_complete()
+            if self._pau_closing:
+                if not self._pau_in_flight:
+                    self._pau_drop()
+                else:
+                    self.flow.pause_reading()  # answering the rest of what is in: nothing more is read
+                return
             if unread:
                 self._pau_linger()
                 return
@@ -189,8 +252,16 @@ def connection_guard(
                 self._pau_counted = False
                 connections.count -= 1
 
+        def _pau_abort(self) -> None:
+            """End a connection whose client left its answers unread: at once, with what is buffered thrown away
+            (``close`` would keep the connection until the client read it all)."""
+            self._pau_forget()
+            self._pau_unread = None
+            self.transport.abort()
+
         def _pau_drop(self) -> None:
             self._pau_forget()
+            self._pau_reading_again()
             if not self.transport.is_closing():
                 self.transport.close()
 

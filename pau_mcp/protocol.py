@@ -216,7 +216,7 @@ def reference_triples(pairs: Sequence[Sequence[Any]]) -> list[tuple[str, str, st
 
     ``pairs`` are ``(input literal, shown outcome)`` as this project records them, or triples already
     in the reference's form (passed through). A shown ``raises Type: message`` becomes no output and
-    the message as the error; a returned value, its ``repr`` text.
+    the message as the error (``''`` for ``raises Type``, an empty message); a returned value, its ``repr`` text.
     """
     triples = []
     for item in pairs:
@@ -226,7 +226,8 @@ def reference_triples(pairs: Sequence[Sequence[Any]]) -> list[tuple[str, str, st
         literal, shown = str(item[0]), str(item[1])
         raised = _RAISES.match(shown)
         if raised:
-            triples.append((repr(literal), repr(None), repr(raised.group(2) or raised.group(1))))
+            # Python's str of the exception: its message, empty for an empty one (never the type's name).
+            triples.append((repr(literal), repr(None), repr(raised.group(2) or "")))
         else:
             triples.append((repr(literal), _output_repr(shown), repr(None)))
     return triples

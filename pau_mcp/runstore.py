@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ._databases import Connection, StoreError, is_postgres_url, open_database
+from ._databases import Connection, StoreBusy, StoreError, is_postgres_url, open_database
 
 __all__ = [
     "MIGRATIONS",
@@ -54,6 +54,7 @@ __all__ = [
     "RunStore",
     "ScoreRow",
     "SessionRecord",
+    "StoreBusy",
     "StoreError",
     "SubmissionRow",
     "TERMINAL_STATUSES",
@@ -582,6 +583,12 @@ class RunStore:
         """The schema version (number of migrations applied)."""
         return self._db.version()
 
+    def immediately(self) -> AbstractContextManager[None]:
+        """Within it, this thread's use of the store never waits for a lock: a store busy with another writer (and
+        a PostgreSQL store, whose every statement is a network round trip) raises ``StoreBusy`` at once, before
+        anything is written. For an event loop: try there, and do the operation in a thread on ``StoreBusy``."""
+        return self._db.immediately()
+
     def _migrate(self) -> None:
         if self._db.version() == len(MIGRATIONS):
             return  # the common case reads one number and takes no lock
@@ -792,6 +799,26 @@ class RunStore:
                 (session_id, method_id, description, code, int(feedback), utc_now()),
             )
             return int(cursor.fetchone()["id"])
+
+    def submission_receipt(self, session_id: int, method_id: str, submission_id: int) -> int:
+        """A submission's number among its session's submissions of the method (1 for the first): what its receipt
+        says, where the store's own id would show how many submissions every session has made."""
+        rows = self._query(
+            "SELECT COUNT(*) AS made FROM submissions WHERE session_id = ? AND method_id = ? AND id <= ?",
+            (session_id, method_id, submission_id),
+        )
+        return int(rows[0]["made"])
+
+    def submission_by_receipt(self, run: str, key: str, method_id: str, receipt: int) -> int | None:
+        """The id of a session's submission of a method from its receipt number (``submission_receipt``), or None."""
+        if receipt < 1:
+            return None
+        rows = self._query(
+            "SELECT s.id FROM submissions s JOIN sessions ss ON ss.id = s.session_id JOIN runs r ON r.id = ss.run_id"
+            " WHERE r.name = ? AND ss.key = ? AND s.method_id = ? ORDER BY s.id LIMIT 1 OFFSET ?",
+            (run, key, method_id, receipt - 1),
+        )
+        return int(rows[0]["id"]) if rows else None
 
     def record_submission(
         self, session_id: int, method_id: str, description: str, code: str | None, feedback: bool = False

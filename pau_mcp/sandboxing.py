@@ -7,6 +7,7 @@ Typed builders over ``wasm_runtime`` for the places that wire a sandbox (the com
 from __future__ import annotations
 
 import atexit
+import os
 import subprocess
 import sys
 import threading
@@ -21,8 +22,12 @@ from wasm_runtime.build import artifacts
 from wasm_runtime.workers import WorkerSandbox
 
 from .config import Settings
+from .fairness import FairShare
 
-__all__ = ["BackgroundSandbox", "SandboxMaker", "SandboxNotReady", "background", "make_sandbox", "sandbox_limits"]
+__all__ = [
+    "BackgroundSandbox", "SandboxMaker", "SandboxNotReady", "background", "make_sandbox", "sandbox_limits",
+    "shared_sandbox",
+]  # fmt: skip
 
 
 class SandboxMaker(Protocol):
@@ -76,6 +81,21 @@ def make_sandbox(
         limits=sandbox_limits(settings), cache_dir=settings.cache_dir, progress=progress,
         python_engine=settings.sandbox_engine,
     )  # fmt: skip
+
+
+def shared_sandbox(settings: Settings) -> tuple[Settings, FairShare]:
+    """The settings of a sandbox that many credentials share (a server's calls, submissions scored for feedback or
+    by the scorer endpoint), and the fair share in front of it.
+
+    The workers for everyone are ``workers`` (one per CPU by default); as many again are reserved for a credential
+    holding no turn, so that its call starts at once however long others' calls run (``FairShare``): they are
+    started only when needed. With ``workers`` 0 (calls in the process itself) the share still orders the calls.
+    """
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    everyone = settings.workers or max(1, cpus)
+    if settings.workers == 0:
+        return settings, FairShare(2, 1)
+    return settings.model_copy(update={"workers": 2 * everyone}), FairShare(2 * everyone, everyone)
 
 
 class SandboxNotReady(RuntimeError):

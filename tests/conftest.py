@@ -97,8 +97,10 @@ def sandbox() -> Sandbox:
 
 @pytest.fixture(scope="session")
 def worker_sandbox():
-    """The same sandbox behind two worker processes."""
-    box = WorkerSandbox(workers=2)
+    """The same sandbox behind worker processes, as a server on this 2-core machine makes it: two for every
+    credential's calls and two reserved for a credential holding none (``sandboxing.shared_sandbox``), started as
+    calls need them."""
+    box = WorkerSandbox(workers=4)
     yield box
     box.close()
 

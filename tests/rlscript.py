@@ -28,9 +28,13 @@ def critic_reply(body: dict) -> str:
     """A critic that rates by its rubric and quotes what it rates before its verdict (as real models do).
 
     Hypotheses that mention the method's real behaviour (for builtin/b005: steps and ValueError) rate high;
-    reasoning that names an input it has not tried rates 6, anything else 1.
+    reasoning that names an input it has not tried rates 6, anything else 1; the evidence (asked without the
+    hypothesis) settles the function once four different inputs have been tried.
     """
     text = str(body["messages"][-1]["content"])
+    if "judge the evidence alone" in text:  # what the calls so far settle: four different inputs settle b005
+        tried = set(_fenced(text, "experiments").splitlines()) - {"(none yet)"}
+        return f"{len(tried)} different experiments.\nRating: {9 if len(tried) >= 4 else 3}"
     quoted = _fenced(text, "hypothesis") if "hypothesis to rate" in text else _fenced(text, "reasoning")
     if "hypothesis to rate" in text:
         words = quoted.lower()

@@ -2,8 +2,9 @@
 
 A tiny OpenAI-compatible server on a loopback port plays both the policy (an
 explorer that tries fresh inputs and concludes after four) and the critic
-(which rates by a fixed rubric); ``pau-mcp rl rollout`` and ``pau-mcp export
-sft`` talk to it exactly as they would talk to vLLM, SGLang or a provider.
+(which rates by a fixed rubric, and judges the evidence settled after four
+calls); ``pau-mcp rl rollout`` and ``pau-mcp export sft`` talk to it exactly
+as they would talk to vLLM, SGLang or a provider.
 
 Usage: python docs/examples/rl_offline.py [WORK_DIR]
 """
@@ -35,6 +36,9 @@ def policy(prompt: str) -> str:
 def critic(prompt: str) -> str:
     if "hypothesis to rate" in prompt:
         return "It names the step count and the error.\nRating: 8"
+    if "judge the evidence alone" in prompt:  # what the calls so far settle: four of them settle it
+        calls = len(re.findall(r"^test_func", prompt.split("experiments so far")[1], re.M))
+        return f"{calls} calls.\nRating: {8 if calls >= 4 else 3}"
     return "A fresh input.\nRating: 6"
 
 

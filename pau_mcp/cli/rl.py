@@ -32,8 +32,11 @@ def rl() -> None:
 
 
 def _reward_overrides(pairs: tuple[str, ...], schedule: str | None) -> dict[str, Any]:
-    from ..rl.rewards import SCHEDULES
+    from ..rl.rewards import SCHEDULES, RewardConfig
     from ..userfiles import UnreadableFile, read_text
+
+    # Fields whose values are words (length_measure=words): given as they are, not as JSON.
+    words = {name for name, value in RewardConfig().to_dict().items() if isinstance(value, str)}
 
     values: dict[str, Any] = {}
     if schedule in SCHEDULES:
@@ -54,6 +57,9 @@ def _reward_overrides(pairs: tuple[str, ...], schedule: str | None) -> dict[str,
         name, sep, raw = pair.partition("=")
         if not sep:
             raise click.BadParameter(f"{pair!r} is not FIELD=VALUE, e.g. timeout_penalty=-0.5", param_hint="--reward")
+        if name.strip() in words:
+            values[name.strip()] = raw.strip()
+            continue
         try:
             values[name.strip()] = json.loads(raw)
         except ValueError:

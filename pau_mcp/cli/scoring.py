@@ -23,6 +23,7 @@ from ..manifests import ManifestError, call_arguments, call_text
 from ..prompts import PromptsError
 from ..protocol import load_protocol, protocol_of, reference_example
 from ..runstore import CallRecord, CallRow, RunStore, StoreError, shown_outcome
+from ..sandboxing import shared_sandbox
 from ..scoring.records import record_scores
 from .common import (
     CommandFunction,
@@ -41,7 +42,9 @@ __all__ = ["no_cache_option", "score", "scorer"]
 _LLM_SETTINGS = (
     "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency", "llm_retries", "model_capabilities",
 )  # fmt: skip
-_SANDBOX_SETTINGS = ("timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers", "sandbox_engine")
+_SANDBOX_SETTINGS = (
+    "timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers", "sandbox_engine", "score_seconds",
+)  # fmt: skip
 
 
 def no_cache_option(function: CommandFunction) -> CommandFunction:
@@ -678,8 +681,10 @@ def scorer(host: str, port: int, max_request_kb: int, no_cache: bool, **values: 
     settings = settings_from(values)
     _log_to_stderr()
     log = logging.getLogger("pau_mcp.scoring")
-    sandbox = make_sandbox(settings, progress=step_printer(), processes=True)  # concurrent requests: worker processes
-    scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox)
+    # Concurrent requests: worker processes, shared fairly between the submissions being scored.
+    box_settings, shares = shared_sandbox(settings)
+    sandbox = make_sandbox(box_settings, progress=step_printer(), processes=True)
+    scorer_ = Scorer.from_settings(settings, use_cache=not no_cache, sandbox=sandbox, shares=shares)
     for kind in ("judge", "codematch"):
         try:
             scorer_.check({kind})

@@ -46,7 +46,8 @@ _HTTP_SETTINGS = (
 _SIGNIN_SETTINGS = ("auth", "issuer", "resource", "introspection_client", "introspection_secret", "clock_skew_s")
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
-    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency", "llm_retries",
+    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb",
+    "llm_concurrency", "llm_retries", "score_seconds",
 )  # fmt: skip
 
 
@@ -334,7 +335,7 @@ def _build(
     catalog_suites, fixtures = fixture_suites(list(suites) or ["builtin"])
     try:
         served_docs = tool_docs(settings, docs, catalog_suites)
-        tokens = TokenSigner(settings.deployment_key())
+        tokens = TokenSigner(settings.deployment_key(), source=settings.deployment_key_source())
         service, sessions = create_service(
             settings, catalog_suites, _split(methods), run_name, transport, feedback_fn, progress=progress,
             processes=True, sandboxes=sandboxes, docs=served_docs, allow_empty=fixtures is not None,
@@ -365,6 +366,11 @@ def tool_docs(settings: Settings, source: str, suites: list[str]) -> Any:
         raise click.ClickException(str(exc)) from None
     if found is None:
         return None
+    for method_id in found.quoting:
+        logging.getLogger("pau_mcp.server").warning(
+            "--docs %s: the documentation of %s holds its gold description or nearly; it is served with its header "
+            "only", source, method_id,
+        )  # fmt: skip
     if found.skipped and found.source not in ("none", "gold"):
         logging.getLogger("pau_mcp.server").warning(
             "--docs %s documents %d of %d methods; the others are served with their header only (e.g. %s: %s)",

@@ -79,6 +79,8 @@ class Environment:
     submit_tool: types.Tool
     trajectory: list[Step] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
+    #: The receipt number of the session's submission (``submit``'s ``submission``: its count of its submissions of
+    #: the method); the run store's id comes from ``RunStore.submission_by_receipt``.
     submission_id: int | None = None
 
     @classmethod

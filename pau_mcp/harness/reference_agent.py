@@ -34,14 +34,14 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..contract import ToolStatus
+from ..contract import ToolResult, ToolStatus
 from ..llm import LLMClient, Overrides
 from ..prompts import PromptSet
 from ..protocol import cut_at_stop, reference_example, reference_reply, results_list
 from .agents import AgentResult, sample_key
 from .environment import Environment
 
-__all__ = ["ReferenceAgent", "reference_input"]
+__all__ = ["ReferenceAgent", "reference_input", "reference_result"]
 
 #: What the results list says when an action gave no input, or one that is not a Python literal.
 _NOT_A_LITERAL = "the input is not a valid Python literal"
@@ -73,6 +73,31 @@ def _arguments(text: str) -> tuple[Any, ...] | None:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+#: Types of values the reference's forked process cannot pickle back to its parent: there the call's result is its
+#: catch-all error, where this sandbox shows the value's repr.
+_UNPICKLABLE = frozenset({"generator", "coroutine", "async_generator"})
+#: What the reference shows for a result it could not hand back.
+_UNKNOWN_ERROR = "Unknown error during execution"
+
+
+def reference_result(result: ToolResult) -> tuple[Any, Any, str]:
+    """A counted call's result as the reference holds it: the value as ``str`` shows it (or None), the error (or
+    None), and the ``repr`` of the value it stores.
+
+    A function that raised shows its exception's message as Python's ``str`` gives it, empty for an empty one (the
+    reference writes ``Error: ``; the status was shown before, ``Error: error``). A generator, which the
+    reference's process cannot pickle, is its ``Unknown error during execution``. A limit (timeout, memory, output)
+    shows the sandbox's message (docs/protocol.md, row 4e).
+    """
+    if result.status == ToolStatus.OK:
+        if result.value_type in _UNPICKLABLE:
+            return None, _UNKNOWN_ERROR, repr(None)
+        return _as_str(str(result.value)), None, str(result.value)
+    if result.status == ToolStatus.ERROR:
+        return None, result.error_message or "", repr(None)
+    return None, result.error_message or result.status, repr(None)
 
 
 def _as_str(value_repr: str) -> str:
@@ -204,6 +229,4 @@ class ReferenceAgent:
         result = observation.result
         if observation.is_error or result is None:
             return None, observation.text, repr(None)
-        if result.status == ToolStatus.OK:
-            return _as_str(str(result.value)), None, str(result.value)
-        return None, result.error_message or result.status, repr(None)
+        return reference_result(result)

@@ -382,24 +382,29 @@ async def play_episode(
             env = await Environment.open(session, tool)
             result = await agent.run(env, config.mode, config.budget)
             problem = _not_described(result, config)
+            submission: int | None = None
             if problem is None:
                 submitted = await env.submit(result.description, result.code)
                 if submitted.is_error or env.submission_id is None:
                     raise EvalError(f"the server refused the submission: {submitted.text}")
+                # The receipt numbers the session's own submissions; the store, which the server shares, has its id.
+                submission = store.submission_by_receipt(config.run, key, method.id, env.submission_id)
+                if submission is None:
+                    raise EvalError(f"the server's receipt names no submission of {key} in this run store")
             else:  # nothing to submit: never a placeholder the judge would rate, or an export would serve
                 env.note("note", event="no_description", problem=problem)
         record = EpisodeRecord(method.id, attempt, EpisodeResult(state="done"))
         examples = result.examples if result.examples is not None else env.observed_examples()
         kinds = [k for k in config.kinds if k != "direct" or result.code]
         # Without a description nothing was submitted, so nothing is scored (the report counts such episodes apart).
-        if config.score and kinds and env.submission_id is not None:
+        if config.score and kinds and submission is not None:
             scored = await scorer.score(method.id, result.description, result.code, examples=examples, kinds=kinds)
-            record.values = record_scores(store, env.submission_id, scored, with_examples=True)
+            record.values = record_scores(store, submission, scored, with_examples=True)
             record.scoring_input_tokens = scored.usage.input_tokens
             record.scoring_output_tokens = scored.usage.output_tokens
             record.scoring_cost_usd = scored.cost_usd
         record.result = EpisodeResult(
-            state="done", session_key=key, submission_id=env.submission_id, concluded=result.concluded,
+            state="done", session_key=key, submission_id=submission, concluded=result.concluded,
             queries=env.queries, input_tokens=result.usage.input_tokens, output_tokens=result.usage.output_tokens,
             cost_usd=result.cost_usd, trajectory=[s.to_json() for s in env.trajectory],
             examples=[list(e) for e in examples],
@@ -418,7 +423,9 @@ async def play_episode(
             )
         failed = EpisodeResult(
             state="failed", session_key=key, error=f"{type(exc).__name__}: {said}",
-            submission_id=env.submission_id if env else None,
+            submission_id=store.submission_by_receipt(config.run, key, method.id, env.submission_id)
+            if env and env.submission_id
+            else None,
             input_tokens=result.usage.input_tokens if result else 0,
             output_tokens=result.usage.output_tokens if result else 0,
             trajectory=[s.to_json() for s in env.trajectory] if env else [],

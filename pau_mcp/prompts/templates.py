@@ -88,6 +88,7 @@ SPECS: dict[str, dict[str, frozenset[str]]] = {
             "critic_reasoning": (),
             "critic_hypothesis_asymmetric": (),
             "critic_hypothesis_symmetric": (),
+            "critic_evidence": (),
             "critic_ending": (),
         }.items()
     },

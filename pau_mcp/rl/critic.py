@@ -150,6 +150,11 @@ class Critic(Protocol):
         """How well ``hypothesis`` describes the method."""
         ...
 
+    async def rate_evidence(self, view: CriticView) -> Rating:
+        """How completely the examples and experiments of ``view`` already determine the method, whatever the
+        explorer believes (its hypothesis is not read); ``empty`` from a critic that cannot know (a symmetric one)."""
+        ...
+
     async def code_match(self, method: Method, hypothesis: str, examples: Sequence[tuple[str, str]]) -> float | None:
         """The fraction of the method's hidden tests that code written from ``hypothesis`` passes; None if unavailable."""
         ...
@@ -167,6 +172,9 @@ class ScriptedCritic:
         hypothesis: ``(view, hypothesis) -> score`` from 0 to 9 (or None).
         matcher: ``(method, hypothesis) -> fraction`` for the terminal code-match reward (None: unavailable).
         mode: ``asymmetric`` (the environment hands it the gold data) or ``symmetric``.
+        evidence: ``view -> score`` from 0 to 9 (or None) for how completely the evidence gathered so far
+            determines the method; without it (the default) the critic does not judge evidence (``empty``), as a
+            symmetric critic cannot, and the environment falls back to the stated hypothesis.
 
     Its ratings never wait on anything (``synchronous``), so the environment computes them in the stepping
     thread instead of on the runtime's event loop.
@@ -178,6 +186,7 @@ class ScriptedCritic:
     hypothesis: Callable[[CriticView, str], int | None] = lambda view, text: 5
     matcher: Callable[[Method, str], float] | None = None
     mode: str = "asymmetric"
+    evidence: Callable[[CriticView], int | None] | None = None
     calls: int = 0
 
     async def rate_reasoning(self, view: CriticView, reasoning: str) -> Rating:
@@ -188,8 +197,18 @@ class ScriptedCritic:
         self.calls += 1
         return _scripted(self.hypothesis(view, hypothesis))
 
+    async def rate_evidence(self, view: CriticView) -> Rating:
+        if self.evidence is None or view.gold is None:
+            return Rating(status="empty", reason=_NO_EVIDENCE_RULE)
+        self.calls += 1
+        return _scripted(self.evidence(view))
+
     async def code_match(self, method: Method, hypothesis: str, examples: Sequence[tuple[str, str]]) -> float | None:
         return None if self.matcher is None else self.matcher(method, hypothesis)
+
+
+#: Why a critic gave no rating of the evidence (the environment then judges by the stated hypothesis).
+_NO_EVIDENCE_RULE = "this critic does not judge what the evidence settles (it is not told the answer)"
 
 
 def _scripted(score: int | None) -> Rating:
@@ -205,6 +224,7 @@ _SYSTEM = _PROMPTS.text("critic_system")
 _REASONING_TASK = _PROMPTS.text("critic_reasoning")
 _HYPOTHESIS_TASK_ASYMMETRIC = _PROMPTS.text("critic_hypothesis_asymmetric")
 _HYPOTHESIS_TASK_SYMMETRIC = _PROMPTS.text("critic_hypothesis_symmetric")
+_EVIDENCE_TASK = _PROMPTS.text("critic_evidence")
 _ENDING = _PROMPTS.text("critic_ending")
 
 # Possessive repeats, as the judge's (``scoring.judge``): a long run of blanks is read once.
@@ -292,12 +312,18 @@ class LLMCritic:
         task = _HYPOTHESIS_TASK_ASYMMETRIC if view.gold is not None else _HYPOTHESIS_TASK_SYMMETRIC
         return self._messages("critic-hypothesis", view, [], task, rated=hypothesis)
 
+    def evidence_messages(self, view: CriticView) -> list[dict[str, str]]:
+        """The critic's messages for rating what the evidence settles: the gold data and the experiments, and
+        neither the explorer's hypothesis nor its reasoning, so that nothing the explorer claims can sway it."""
+        return self._messages("critic-evidence", view, [], _EVIDENCE_TASK, claims=False)
+
     def _messages(
-        self, purpose: str, view: CriticView, extra: list[tuple[str, str]], task: str, rated: str | None = None
-    ) -> list[dict[str, str]]:
+        self, purpose: str, view: CriticView, extra: list[tuple[str, str]], task: str, rated: str | None = None,
+        claims: bool = True,
+    ) -> list[dict[str, str]]:  # fmt: skip
         experiments = "\n".join(view.experiments) or "(none yet)"
         hypothesis = rated if rated is not None else (view.hypothesis or "(none yet)")
-        untrusted = [("experiments", experiments), ("hypothesis", hypothesis), *extra]
+        untrusted = [("experiments", experiments), *([("hypothesis", hypothesis)] if claims else []), *extra]
         trusted = (
             [] if view.gold is None else [("true-description", view.gold.description), ("source", view.gold.source)]
         )
@@ -318,8 +344,9 @@ class LLMCritic:
             "The explorer's experiments so far (its inputs and what came back):\n"
             + fences.fence("experiments", experiments, tag)
         )
-        label = "The hypothesis to rate" if rated is not None else "The explorer's current hypothesis"
-        parts.append(f"{label}:\n" + fences.fence("hypothesis", hypothesis, tag))
+        if claims:
+            label = "The hypothesis to rate" if rated is not None else "The explorer's current hypothesis"
+            parts.append(f"{label}:\n" + fences.fence("hypothesis", hypothesis, tag))
         for name, text in extra:
             parts.append(f"The explorer's {name}:\n" + fences.fence(name, text, tag))
         parts += [task, _ENDING]
@@ -330,6 +357,11 @@ class LLMCritic:
 
     async def rate_hypothesis(self, view: CriticView, hypothesis: str) -> Rating:
         return await self._rate(self.hypothesis_messages(view, hypothesis))
+
+    async def rate_evidence(self, view: CriticView) -> Rating:
+        if view.gold is None:  # a symmetric critic: what the evidence leaves open is what it cannot know
+            return Rating(status="empty", reason=_NO_EVIDENCE_RULE)
+        return await self._rate(self.evidence_messages(view))
 
     async def _rate(self, messages: list[dict[str, str]]) -> Rating:
         try:

@@ -163,7 +163,7 @@ class ExplorationEnv:
         self.done = False
         self.concluded = False
         self.hypothesis = ""
-        self.concludable = False  # a reflection's hypothesis was rated good enough to conclude on
+        self.concludable = False  # the critic rated the evidence (or the hypothesis) good enough to conclude on
         self.plan = ""
         self.budget = QueryBudget(self.config.budget)
         self.experiments: list[str] = []
@@ -276,7 +276,8 @@ class ExplorationEnv:
         )
 
     def _learned(self) -> bool:
-        """True when exploring can teach nothing the schedule pays for: the hypothesis was rated concludable."""
+        """True when exploring can teach nothing the schedule pays for: the evidence (or, from a critic that cannot
+        judge evidence, the hypothesis) was rated good enough to conclude on."""
         return self.concludable and self.config.rewards.exploration_pays_until_concludable
 
     def _reason(self, text: str) -> StepResult:
@@ -284,7 +285,7 @@ class ExplorationEnv:
         if not text.strip():
             rating = Rating(status="empty", reason="no reasoning was given")
         elif self._learned():
-            rating = Rating(status="empty", reason="the hypothesis was already rated good enough to conclude on")
+            rating = Rating(status="empty", reason="the function was already rated settled enough to conclude on")
         else:
             rating = self._ask(self.critic.rate_reasoning(self._view(), text))
         components = {
@@ -364,13 +365,18 @@ class ExplorationEnv:
         components: dict[str, float] = {}
         if not reflection.clean:
             components["parse"] = rewards.parse_penalty
-        critic: dict[str, Any] | None = None
+        extra: dict[str, Any] = {"hypothesis": self.hypothesis, "decision": "yes" if reflection.concluded else "no"}
         paid = rewards.judge_every_reflection or done
-        if paid or rewards.exploration_pays_until_concludable:
-            if self.hypothesis:
-                rating = self._ask(self.critic.rate_hypothesis(self._view(self.hypothesis), self.hypothesis))
-            else:
-                rating = Rating(status="empty", reason="no hypothesis was given")
+        # Whether exploring has anything left to teach, asked while it may: only of a reflection that goes on.
+        gating = rewards.exploration_pays_until_concludable and not self.concludable and not done
+        evidence: Rating | None = None
+        if gating and rewards.concludable_from == "evidence":
+            evidence = self._ask(self.critic.rate_evidence(self._view()))
+            extra["evidence"] = evidence.summary()
+            if evidence.status == "empty":  # a critic that cannot judge evidence: the hypothesis decides
+                evidence = None
+        if paid or (gating and evidence is None):
+            rating = self._hypothesis_rating()
             if paid:
                 # A critic reply without a rating, or one that could not be asked, says nothing about whether
                 # stopping was right: it pays nothing, as the reference implementation's does.
@@ -380,17 +386,23 @@ class ExplorationEnv:
                     if rated
                     else 0.0
                 )
-            # Once concludable, always: restating a worse hypothesis later does not make exploring pay again.
-            self.concludable = self.concludable or rating.fraction > rewards.conclude_threshold
-            critic = rating.summary()
+            if gating and evidence is None:
+                evidence = rating
+            extra["critic"] = rating.summary()
+        # Once concludable, always: a worse hypothesis later does not make exploring pay again. An unscored rating
+        # (fraction 0) leaves exploring paid.
+        if evidence is not None:
+            self.concludable = evidence.fraction > rewards.conclude_threshold
         components["length"] = rewards.penalty(text, rewards.reflection_tau, rewards.reflection_alpha)
-        extra: dict[str, Any] = {"hypothesis": self.hypothesis, "decision": "yes" if reflection.concluded else "no"}
-        if critic is not None:
-            extra["critic"] = critic
         if done:
             return self._finish(self._result("", components, **extra), components, concluded=reflection.concluded)
         self.phase = "reason"
         return self._result(self._reason_prompt(), components, **extra)
+
+    def _hypothesis_rating(self) -> Rating:
+        if not self.hypothesis:
+            return Rating(status="empty", reason="no hypothesis was given")
+        return self._ask(self.critic.rate_hypothesis(self._view(self.hypothesis), self.hypothesis))
 
     def _finish(self, result: StepResult, components: dict[str, float], concluded: bool) -> StepResult:
         """End the episode: the terminal code-match reward, if configured, joins this step's components."""

@@ -5,14 +5,18 @@ default; ``paper``, Table 3 exactly as this project reads it; and
 ``reference``, the reference implementation's ``env.py`` step by step (below).
 ``pau-mcp`` and ``paper`` differ in two rules, both fields:
 
-* ``exploration_pays_until_concludable``: in ``pau-mcp`` the hypothesis is
-  rated at every reflection, and once a rating is above
-  ``conclude_threshold`` (good enough to conclude on), exploring earns nothing
-  more (no reasoning rating, no clean-execution reward) while every penalty
-  still applies: going on can then pay no more than concluding, and only a
-  better hypothesis at the end pays more. Exploring while the hypothesis is
-  still wrong pays as in the paper. In ``paper`` every reasoning step pays,
-  so a policy that is right but never concludes out-earns one that concludes.
+* ``exploration_pays_until_concludable``: in ``pau-mcp`` a critic that knows
+  the answer rates, at every reflection, how completely the evidence gathered
+  so far (the initial examples and the explorer's calls) determines the
+  function, without reading the explorer's hypothesis (``concludable_from``
+  ``evidence``); once a rating is above ``conclude_threshold``, exploring earns
+  nothing more (no reasoning rating, no clean-execution reward) while every
+  penalty still applies. What the policy claims cannot move that point: stating
+  a vague hypothesis does not keep exploration paid, and stating the right one
+  early does not end it. A critic that cannot know (symmetric) leaves the
+  decision to the stated hypothesis's rating (``concludable_from``
+  ``hypothesis``, the rule before). In ``paper`` every reasoning step pays, so
+  a policy that is right but never concludes out-earns one that concludes.
 * ``length_measure``: ``characters`` (``pau-mcp``) counts the larger of the
   words and the characters divided by ``chars_per_word``, so text padded with
   zero-width spaces, or with no spaces at all, pays for its length;
@@ -58,6 +62,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_SCHEDULE",
+    "CONCLUDABLE_FROM",
     "INPUT_LENGTHS",
     "LENGTH_MEASURES",
     "LENGTH_SHAPES",
@@ -81,6 +86,11 @@ LENGTH_SHAPES = ("capped", "floored")
 #: What the input step's length penalty counts: the whole ``reply``, or only the ``input`` read from it (the
 #: reference implementation's; no input read counts nothing).
 INPUT_LENGTHS = ("reply", "input")
+
+#: What says that exploring has nothing left to teach: the critic's rating of the ``evidence`` gathered so far (it
+#: never reads the hypothesis, so a policy cannot steer it by what it claims), or of the ``hypothesis`` the policy
+#: states (the rule before; what a critic that cannot judge evidence falls back to).
+CONCLUDABLE_FROM = ("evidence", "hypothesis")
 
 #: The reference implementation's worst case is a reply this many times ``tau`` long; its penalty is divided by the
 #: penalty there (``alpha`` cancels).
@@ -115,10 +125,14 @@ class RewardConfig:
             termination term each time, as the reference implementation does; by default only the concluding
             hypothesis is paid (the paper's Table 3): paying every reflection pays ``H`` per reflection for
             restating a good hypothesis, so stalling out-earns concluding.
-        exploration_pays_until_concludable: Rate the hypothesis at every reflection (without paying it unless
-            the reflection concludes), and once a rating is above ``conclude_threshold``, pay no reasoning
-            rating and no clean-execution reward for the rest of the episode (penalties still apply). False
-            (the paper's schedule): every reasoning step and clean call pays, however long the policy goes on.
+        exploration_pays_until_concludable: At every reflection, have the critic rate what ``concludable_from``
+            names (without paying it unless the reflection concludes), and once a rating is above
+            ``conclude_threshold``, pay no reasoning rating and no clean-execution reward for the rest of the
+            episode (penalties still apply). False (the paper's schedule): every reasoning step and clean call
+            pays, however long the policy goes on.
+        concludable_from: ``evidence`` (how completely the examples and calls so far determine the function, the
+            hypothesis unread; a critic that cannot judge it falls back to the hypothesis) or ``hypothesis`` (the
+            stated hypothesis's rating, which the policy controls) (``CONCLUDABLE_FROM``).
         length_measure: ``words`` or ``characters`` (``LENGTH_MEASURES``); the ``tau`` fields count in words
             either way.
         chars_per_word: Characters that count as one word under ``characters``.
@@ -151,6 +165,7 @@ class RewardConfig:
     reflection_alpha: float = 0.05
     judge_every_reflection: bool = False
     exploration_pays_until_concludable: bool = True
+    concludable_from: str = "evidence"
     length_measure: str = "characters"
     chars_per_word: int = 6
     timeout_penalty: float = -1.0
@@ -162,7 +177,8 @@ class RewardConfig:
 
     def __post_init__(self) -> None:
         for name, allowed in (
-            ("length_measure", LENGTH_MEASURES), ("length_shape", LENGTH_SHAPES), ("input_length_of", INPUT_LENGTHS)
+            ("length_measure", LENGTH_MEASURES), ("length_shape", LENGTH_SHAPES), ("input_length_of", INPUT_LENGTHS),
+            ("concludable_from", CONCLUDABLE_FROM),
         ):  # fmt: skip
             if getattr(self, name) not in allowed:
                 raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose {' or '.join(allowed)}")

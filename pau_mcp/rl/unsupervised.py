@@ -99,6 +99,11 @@ class UnsupervisedCritic:
             cost_usd=written.cost_usd, cached=written.cached,
         )  # fmt: skip
 
+    async def rate_evidence(self, view: CriticView) -> Rating:
+        """What ``rate_hypothesis`` gives: it never reads the hypothesis, so it already judges the evidence (whether
+        the examples gathered so far make the gold description implementable)."""
+        return await self.rate_hypothesis(view, "")
+
     async def code_match(self, method: Method, hypothesis: str, examples: Sequence[tuple[str, str]]) -> float | None:
         """The terminal code-match reward, from the hypothesis (as the asymmetric critic's)."""
         return await self._rater.code_match(method, hypothesis, examples)

@@ -11,7 +11,8 @@ server's ``submit`` tool (``pau-mcp serve --feedback score``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,16 +23,18 @@ from wasm_runtime import Limits, SandboxInterface
 from ..config import Settings
 from ..contract import Feedback as ShownFeedback
 from ..descriptions import description_problem, is_description
+from ..fairness import FairShare
 from ..knowledge import COMPONENTS
 from ..llm import LLMClient, LLMError, LLMNotConfigured, Usage
 from ..manifests import ManifestError, ManifestStore, Method, Task, call_arguments, call_text
 from ..protocol import Protocol, load_protocol
 from ..runstore import RunStore
-from ..sandboxing import SandboxMaker, make_sandbox, sandbox_limits
+from ..sandboxing import SandboxMaker, make_sandbox, sandbox_limits, shared_sandbox
 from ..tracing import scoring_span
 from .codematch import CodeMatch, Counterexample, extract_code, failing_tests, match_code, write_code
 from .cpu import off_loop
 from .judge import JudgeResult, judge_description
+from .metering import DEFAULT_SECONDS, MeteredSandbox
 from .records import record_scores
 from .tasks import TaskCall, TaskCheck, check_answer
 
@@ -165,6 +168,9 @@ class Scorer:
         temperature: Sampling temperature of both models (None: the provider's default; default: the
             protocol's, 0 for this project's).
         protocol: Whose prompts and rules (default: this project's).
+        seconds: Most time one piece of scored code (submitted, or written by the code writer) spends in the sandbox
+            over a method's tests (``--score-seconds``; None: no total; ``metering``).
+        shares: The fair share of the sandbox's workers across whose submissions are scored (None: no turns).
     """
 
     def __init__(
@@ -178,6 +184,8 @@ class Scorer:
         limits: Limits | None = None,
         temperature: float | None = _FROM_PROTOCOL,
         protocol: Protocol | None = None,
+        seconds: float | None = DEFAULT_SECONDS,
+        shares: FairShare | None = None,
     ) -> None:
         self.manifests = manifests
         self.sandbox = sandbox
@@ -187,7 +195,14 @@ class Scorer:
         self.limits = limits
         self.protocol = protocol if protocol is not None else load_protocol()
         self.temperature = self.protocol.rules.temperature if temperature is _FROM_PROTOCOL else temperature
+        self.seconds = seconds
+        self.shares = shares
         self._suites: set[str] = set()
+
+    def metered(self, party: Hashable | None = None) -> MeteredSandbox:
+        """The sandbox as one piece of scored code gets it: turns for ``party`` (a credential; by default a party of
+        its own) and ``seconds`` in all."""
+        return MeteredSandbox(self.sandbox, self.seconds, self.shares, party)
 
     @classmethod
     def from_settings(
@@ -198,6 +213,7 @@ class Scorer:
         sandbox: SandboxInterface | None = None,
         progress: Any = None,
         protocol: Protocol | None = None,
+        shares: FairShare | None = None,
     ) -> Scorer:
         """A scorer as the settings describe it (models, price table, cache, sandbox limits, manifests, protocol).
 
@@ -213,6 +229,8 @@ class Scorer:
             coder_model=settings.coder_model,
             limits=sandbox_limits(settings),
             protocol=protocol if protocol is not None else load_protocol(settings.protocol, settings.data_dir),
+            seconds=settings.score_seconds or None,
+            shares=shares,
         )
 
     def method(self, method_id: str) -> Method:
@@ -311,6 +329,7 @@ class Scorer:
         gold: bool = False,
         counterexample: bool = False,
         knowledge: Collection[str] | None = None,
+        party: Hashable | None = None,
     ) -> ScoreResult:
         """Score one submission.
 
@@ -326,6 +345,7 @@ class Scorer:
             knowledge: Hand the code writer only these components (``pau_mcp.knowledge.COMPONENTS``); the
                 examples are ``examples``, or the method's initial examples when none are given. None: the
                 header, the description and ``examples``, as always.
+            party: Whose submission it is (a credential), for the fair share of the workers; None: its own.
 
         Raises:
             UnknownMethod: no such method.
@@ -340,6 +360,7 @@ class Scorer:
         if components is not None and "examples" in components and not examples:
             examples = initial_examples(method)
         results: dict[str, Any] = {}
+        party = party if party is not None else object()
 
         async def judge() -> None:
             assert self.judge_model is not None
@@ -354,7 +375,7 @@ class Scorer:
             text = method.description if gold else self._description(description)
             with scoring_span("codematch", method.id, self.coder_model):
                 results["codematch"] = await write_code(
-                    self._client(), self.coder_model, self.sandbox, method, text,
+                    self._client(), self.coder_model, self.metered(party), method, text,
                     examples=examples, limits=self.limits, temperature=self.temperature, protocol=self.protocol,
                     knowledge=components,
                 )  # fmt: skip
@@ -363,7 +384,7 @@ class Scorer:
             submitted = await off_loop(extract_code, code or "", method.entry)
             with scoring_span("direct", method.id):
                 results["direct"] = await match_code(
-                    self.sandbox,
+                    self.metered(party),
                     method,
                     submitted,
                     limits=self.limits,
@@ -459,7 +480,7 @@ class Scorer:
 
 
 #: What ``feedback_for`` returns: ``await feedback(method_id, description, code, *, submission_id=None,
-#: counterexample=False) -> dict``, the agent's view of the scores.
+#: counterexample=False, credential=None) -> dict``, the agent's view of the scores.
 Feedback = Callable[..., Awaitable[dict[str, Any]]]
 
 _UNAVAILABLE = {"scores": "unavailable: the scorer failed; your submission is recorded"}
@@ -483,7 +504,8 @@ def feedback_for(
         sandboxes: Builds the scorer's sandbox from the settings (default: ``make_sandbox``).
 
     Returns:
-        ``async feedback(method_id, description, code, *, submission_id=None, counterexample=False) -> dict``:
+        ``async feedback(method_id, description, code, *, submission_id=None, counterexample=False,
+        credential=None) -> dict`` (``credential``: whose submission, for the fair share of the scorer's workers):
         ``ScoreResult.feedback()``. With ``counterexample=False`` the dict never holds one; with True
         it may hold ``"counterexample": {"input": ..., "expected": ...}`` (the first test input the
         submitted code gets wrong, and what the hidden function does with it, as agents see call
@@ -514,8 +536,12 @@ def feedback_for(
                 # Worker processes, as the scorer endpoint's: the host side of running scored code (reading what
                 # it hands back, parsing it to choose an engine) then holds no lock the server's event loop needs.
                 maker = sandboxes or make_sandbox
+                # Shared fairly by every credential's submissions (``fairness``), as the server's calls are.
+                box_settings, shares = shared_sandbox(settings)
                 state["scorer"] = await anyio.to_thread.run_sync(
-                    lambda: Scorer.from_settings(settings, use_cache=use_cache, sandbox=maker(settings, processes=True))
+                    lambda: Scorer.from_settings(
+                        settings, use_cache=use_cache, sandbox=maker(box_settings, processes=True), shares=shares
+                    )
                 )
         return state["scorer"]
 
@@ -526,6 +552,7 @@ def feedback_for(
         *,
         submission_id: int | None = None,
         counterexample: bool = False,
+        credential: Hashable | None = None,
     ) -> dict[str, Any]:
         active = await build()
         has_code = bool(code and code.strip())
@@ -535,15 +562,27 @@ def feedback_for(
         if not kinds:
             return {}
         try:
-            result = await active.score(method_id, description, code, kinds=kinds, counterexample=counterexample)
+            result = await active.score(
+                method_id, description, code, kinds=kinds, counterexample=counterexample, party=credential
+            )
         except Exception as exc:
             # Whatever failed, its message stays in the operator's log: it could quote what the code handed back.
             log.warning("scoring a submission for %s failed: %s: %s", method_id, type(exc).__name__, str(exc)[:500])
             return dict(_UNAVAILABLE)
         if submission_id is not None:
-            if not stores:
-                stores.append(RunStore(settings.db_path))
-            record_scores(stores[0], submission_id, result)
+            # In a thread: a store write may wait for its lock, and the server's event loop must never wait on one.
+            await anyio.to_thread.run_sync(_record, stores, settings, submission_id, result)
         return result.feedback()
 
     return feedback
+
+
+_OPENING = threading.Lock()
+
+
+def _record(stores: list[RunStore], settings: Settings, submission_id: int, result: Any) -> None:
+    """Record a submission's scores in the run store (opened on the first)."""
+    with _OPENING:
+        if not stores:
+            stores.append(RunStore(settings.db_path))
+    record_scores(stores[0], submission_id, result)

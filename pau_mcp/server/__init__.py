@@ -12,7 +12,7 @@ from ..config import Settings
 from ..manifests import ManifestStore
 from ..protocol import DEFAULT_PROTOCOL, RULES
 from ..runstore import RunStore
-from ..sandboxing import SandboxMaker, make_sandbox
+from ..sandboxing import SandboxMaker, make_sandbox, shared_sandbox
 from .app import PAGE_SIZE, build_server, verify_bearer
 from .catalog import Catalog, Exposed, ToolDocs
 from .examples import EXAMPLE_SOURCES, ServedExamples, cache_path, deployment_examples
@@ -149,11 +149,14 @@ def create_service(
         config["docs"] = docs.source
     run_id = store.ensure_run(run_name, kind="serve", config=config)
     rules = RULES[settings.protocol]
-    sandbox = sandboxes(exploration_settings(settings), progress=progress, processes=processes)
+    # Calls of every credential share the workers fairly (``FairShare``): the sandbox gets the reserved ones too.
+    box_settings, shares = shared_sandbox(exploration_settings(settings))
+    sandbox = sandboxes(box_settings if processes else exploration_settings(settings), progress=progress,
+                        processes=processes)  # fmt: skip
     catalog = serve_examples(catalog, settings, sandbox, progress=progress)
     service = MethodService(
         catalog, sandbox, store, settings.budget, feedback, feedback_limit=settings.feedback_limit,
         max_argument_bytes=settings.max_argument_kb * 1024, run_wrong_arity=rules.runs_wrong_arity,
-        max_submissions=settings.max_submissions,
+        max_submissions=settings.max_submissions, shares=shares,
     )  # fmt: skip
     return service, Sessions(store, run_id, transport)

@@ -39,6 +39,7 @@ from ..contract import (
     label_problem,
 )
 from ..oauth import OPERATE, signed_in
+from ..runstore import StoreBusy, StoreError
 from .catalog import Exposed
 from .features import Features
 from .fixtures import FixtureSuite
@@ -279,7 +280,7 @@ def build_server(
             )
         return token
 
-    def caller(ctx: ServerRequestContext[Any]) -> tuple[SessionState, str | None]:
+    async def caller(ctx: ServerRequestContext[Any]) -> tuple[SessionState, str | None]:
         """Who spends this request's budget and what it sees; and the connection ``open`` narrows, if it has one.
 
         A connection holds a narrowing only in the handshake era (a stdio process, an MCP session): in the
@@ -295,14 +296,14 @@ def build_server(
         handshake = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         if request is None:  # stdio: the server process is the credential, whatever a request names
             connection = process_key if handshake else None
-            state = _session(Credential("process", process_key), client)
+            state = await _session(Credential("process", process_key), client)
             return state.narrowed(sessions.narrowing(connection) if connection else None), connection
         label, run = _named(request, ctx.meta)
         token = session_token(request)
         access = getattr(request.scope.get("user"), "access_token", None)
         subject = subject_credential(access, label, run)
         if subject is not None:  # recorded with the subject's session: the OAuth client that first spoke for it
-            state = _session(subject, f"{client}; OAuth client {str(getattr(access, 'client_id', ''))[:200]}")
+            state = await _session(subject, f"{client}; OAuth client {str(getattr(access, 'client_id', ''))[:200]}")
         elif token is not None:
             for given, own, what in ((label, token.label, "session label"), (run, token.run, "run")):
                 if given is not None and given != own:
@@ -313,20 +314,26 @@ def build_server(
                         + f"; a request cannot name another {what} (?session=, ?run=, X-PAU-Session, X-PAU-Run or "
                         "_meta): leave it out",
                     )
-            state = _session(Credential("token", token.label, token.run), client).narrowed(token.methods)
+            state = (await _session(Credential("token", token.label, token.run), client)).narrowed(token.methods)
         else:
-            state = _session(Credential("label", label or DEFAULT_LABEL, run), client)
+            state = await _session(Credential("label", label or DEFAULT_LABEL, run), client)
         wanted = request.query_params.get("methods")
         if wanted:
             state = state.narrowed(e.tool for e in map(catalog.by_tool, _names(wanted)) if e is not None)
         connection = request.headers.get("mcp-session-id") if handshake and not stateless else None
         return state.narrowed(sessions.narrowing(connection) if connection else None), connection
 
-    def _session(credential: Credential, client: str | None) -> SessionState:
+    async def _session(credential: Credential, client: str | None) -> SessionState:
         try:
-            return sessions.get(credential, client=client)
+            return await sessions.claim(credential, client=client)
         except SessionRefused as exc:
             raise MCPError(types.INVALID_REQUEST, str(exc)) from None
+        except StoreError as exc:  # the reason only: an agent reads this, and the store's path or URL is not its
+            log.error("a session of %s could not be claimed in the run store: %s", credential.kind, exc)
+            busy = " another process holds its write lock; try again in a few seconds" * isinstance(exc, StoreBusy)
+            raise MCPError(
+                types.INTERNAL_ERROR, f"the server's run store cannot be used ({exc.reason}){busy}"
+            ) from None
 
     everything = list(catalog)
 
@@ -352,7 +359,7 @@ def build_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        state, connection = caller(ctx)
+        state, connection = await caller(ctx)
         # Only the requested page is built (each tool once per server): a list of 5,000 methods used to be built
         # whole for every page, 0.3 s of server CPU that any client could ask for again and again.
         listed: list[types.Tool | Exposed] = [_SUBMIT, *([_OPEN] if connection else []), *extra.tools()]
@@ -362,7 +369,7 @@ def build_server(
         return types.ListToolsResult(tools=tools, next_cursor=cursor)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
-        state, connection = caller(ctx)
+        state, connection = await caller(ctx)
         if fixture := extra.tool(params.name):
             return await _slotted(
                 state, functools.partial(extra.call, ctx, state.store_id, connection, fixture, params)
@@ -440,7 +447,7 @@ def build_server(
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        state, _ = caller(ctx)
+        state, _ = await caller(ctx)
         listed: list[types.Resource | Exposed] = [*extra.resources()]
         listed += visible(state)
         page, cursor = _page(listed, params.cursor if params else None, page_size)
@@ -456,7 +463,7 @@ def build_server(
     async def read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        state, _ = caller(ctx)
+        state, _ = await caller(ctx)
         uri = str(params.uri)
         if found := extra.read(uri):
             return found
@@ -475,7 +482,7 @@ def build_server(
     async def list_prompts(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        state, _ = caller(ctx)
+        state, _ = await caller(ctx)
         listed: list[types.Prompt | Exposed] = [*extra.prompts()]
         listed += visible(state)
         page, cursor = _page(listed, params.cursor if params else None, page_size)
@@ -490,7 +497,7 @@ def build_server(
         return types.ListPromptsResult(prompts=prompts, next_cursor=cursor)
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
-        state, connection = caller(ctx)
+        state, connection = await caller(ctx)
         if fixture := extra.prompt(params.name):
             return await extra.get_prompt(ctx, state.store_id, connection, fixture, params)
         exposed = catalog.by_tool(params.name)

@@ -45,7 +45,7 @@ METHOD_TEMPLATE = types.ResourceTemplate(
 _COMPLETIONS = 100
 
 #: The server's resolution of a request: the credential's session state, and the connection it came by (if any).
-Caller = Callable[[ServerRequestContext[Any]], tuple[SessionState, str | None]]
+Caller = Callable[[ServerRequestContext[Any]], Awaitable[tuple[SessionState, str | None]]]
 #: The tool names of the catalog a credential's request sees, in the order lists show them.
 Seen = Callable[[SessionState], list[str]]
 
@@ -94,7 +94,7 @@ class Features:
         async def list_templates(
             ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
         ) -> types.ListResourceTemplatesResult:
-            caller(ctx)
+            await caller(ctx)
             templates = [METHOD_TEMPLATE, *fixtures.templates()]
             start = _start(params.cursor if params else None, len(templates))
             end = start + page_size
@@ -103,7 +103,7 @@ class Features:
             )
 
         async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
-            state, _ = caller(ctx)
+            state, _ = await caller(ctx)
             ref, argument = params.ref, params.argument
             offered = fixtures.complete(ref, argument.name, argument.value)
             if offered is None:
@@ -111,23 +111,23 @@ class Features:
             return types.CompleteResult(completion=offered)
 
         async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
-            _, connection = caller(ctx)
+            _, connection = await caller(ctx)
             self.levels.set(connection or process_key, params.level)
             return types.EmptyResult()
 
         async def subscribe(ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
             # The fixtures' resources never change by themselves; a subscription is accepted for one that exists.
-            caller(ctx)
+            await caller(ctx)
             uri = str(params.uri)
             if fixtures.read(uri) is None:
                 raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri[:200]}", data={"uri": uri[:2000]})
             return types.EmptyResult()
 
-        def owner(ctx: ServerRequestContext[Any]) -> int:
-            return caller(ctx)[0].store_id
+        async def owner(ctx: ServerRequestContext[Any]) -> int:
+            return (await caller(ctx))[0].store_id
 
         async def owned_tasks(ctx: ServerRequestContext[Any], task_ids: Any) -> tuple[int, list[str]]:
-            mine = owner(ctx)
+            mine = await owner(ctx)
             return mine, await tasks.owned(mine, task_ids)
 
         @contextlib.asynccontextmanager

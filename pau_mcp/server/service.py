@@ -6,6 +6,7 @@ call from the command line behaves exactly like a call from an agent.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -25,12 +26,14 @@ from wasm_runtime import EngineUnavailable, InvalidInput, Outcome, SandboxInterf
 
 from ..contract import Feedback as ShownFeedback
 from ..contract import SubmitResult, SubmitStatus, ToolResult, ToolStatus, queries_left
+from ..fairness import FairShare
 from ..manifests import call_text
 from ..rules import arity_problem
-from ..runstore import CallRecord, RunStore, StoreError
+from ..runstore import CallRecord, RunStore, StoreBusy, StoreError
 from ..sandboxing import SandboxNotReady
 from ..tracing import record_phases
 from .catalog import Catalog, Exposed
+from .loopstore import LoopStore
 from .schemas import describe, example_json
 from .sessions import DEFAULT_LABEL, SessionState, StoreBudget
 
@@ -52,14 +55,17 @@ _LARGE_PARSES = 1
 _KEPT_CHARS = 1024
 #: Refused calls kept in the run store per method per credential; later ones are answered alike, not kept.
 _KEPT_REFUSALS = 100
+#: Credentials and methods remembered as having all their refusals kept (about 0.2 KB each).
+_KEPT_FULL = 4096
 #: The longest refusal message answered and recorded: messages quote at most a short piece of the arguments.
 _MESSAGE_CHARS = 2048
 #: The longest ``args`` form a refusal quotes as its example; longer ones are shown with their values elided.
 _EXAMPLE_CHARS = 200
 
-#: Feedback on a submission: ``await feedback(method_id, description, code, *, submission_id, counterexample)``
-#: returns the scores in the shape of ``contract.Feedback`` (and records them under the submission); with
-#: ``counterexample`` it may add one ``{"input", "expected"}`` pair, which costs the session one query.
+#: Feedback on a submission: ``await feedback(method_id, description, code, *, submission_id, counterexample,
+#: credential)`` returns the scores in the shape of ``contract.Feedback`` (and records them under the submission);
+#: with ``counterexample`` it may add one ``{"input", "expected"}`` pair, which costs the session one query;
+#: ``credential`` says whose submission it is, for the fair share of the scorer's workers.
 Feedback = Callable[..., Awaitable[dict[str, Any]]]
 
 
@@ -100,12 +106,14 @@ class MethodService:
         run_wrong_arity: Run a call with another number of arguments than the header has (it counts, and
             Python's ``TypeError`` is its result), as the reference protocol does, instead of refusing it.
         max_submissions: Submissions recorded per method per credential (``--max-submissions``); 0 for no limit.
+        shares: Hands out the sandbox's workers fairly across credentials (``pau_mcp.fairness``); None runs calls
+            in the order they come.
     """
 
     def __init__(
         self, catalog: Catalog, sandbox: SandboxInterface, store: RunStore, budget: int, feedback: Feedback | None = None,
         feedback_limit: int = 3, max_argument_bytes: int = 64 * 1024, run_wrong_arity: bool = False,
-        max_submissions: int = 0,
+        max_submissions: int = 0, shares: FairShare | None = None,
     ) -> None:  # fmt: skip
         self.catalog = catalog
         self.sandbox = sandbox
@@ -116,7 +124,12 @@ class MethodService:
         self.max_argument_bytes = max_argument_bytes
         self.run_wrong_arity = run_wrong_arity
         self.max_submissions = max_submissions
+        self.shares = shares
+        # Every store operation goes through it: nothing waits for the store's lock on the event loop.
+        self.stored = LoopStore(store)
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        # (session, method) whose refused calls are all kept (``_KEPT_REFUSALS``): bounded, oldest forgotten first.
+        self._refusals_kept: dict[tuple[int, str], None] = {}
         self._large_parses = anyio.CapacityLimiter(_LARGE_PARSES)
 
     def arguments(
@@ -230,10 +243,10 @@ class MethodService:
         method_id = exposed.method.id
         budget = self._queries(state, method_id)
         try:
-            used = budget.reserve()
+            used = await self.stored.run(budget.reserve)
         except StoreError as exc:
             log.error("a call of %s could not be counted: %s", exposed.tool, exc)
-            return _unrecorded(f"run store: {exc.reason}")
+            return _unrecorded(exc)
         if used is None:
             message = (
                 f"The query budget for {exposed.tool} is spent ({self.budget} of {self.budget} calls used "
@@ -242,26 +255,29 @@ class MethodService:
             size = len(literal.encode("utf-8", "surrogatepass"))
             # Not a tool error: nothing is wrong with the call, and clients that retry tool errors (pydantic-ai) or
             # stop on them would end the agent's run before it submits. The status says what happened.
-            return await self._refuse(state, exposed, literal, size, ToolStatus.OVER_BUDGET, message, is_error=False)
+            return await self._refuse(
+                state, exposed, literal, size, ToolStatus.OVER_BUDGET, message, is_error=False, used=self.budget
+            )
         # Shielded: a counted call runs to its end and is recorded even if the client cancels it or goes away
         # (the sandbox's limits bound the wait). Abandoned halfway, a worker's reply would be left in its pipe
         # for whichever call used that worker next, and the call would count without a record.
         with anyio.CancelScope(shield=True):
             try:
-                outcome = _printable(
-                    await self.sandbox.acall(
-                        exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
+                async with self._turn(state):
+                    outcome = _printable(
+                        await self.sandbox.acall(
+                            exposed.method.source, args, entry=exposed.method.entry, engine=exposed.method.engine
+                        )
                     )
-                )
             except SandboxNotReady as exc:
                 # The first start on this machine is still building the sandbox: not this call's fault or the
                 # agent's; it did not run or count, and the message says to call again.
-                _refund(budget)
+                await self._refund(budget)
                 return Reply(text=f"Not run: {exc}.", is_error=True)
             except EngineUnavailable as exc:
                 # Not a passing failure: this method needs the numpy engine and this server lacks it, so retrying
                 # cannot help. The call does not count; the operator is told what to install.
-                _refund(budget)
+                await self._refund(budget)
                 log.error("%s needs an engine this server lacks: %s", exposed.tool, exc)
                 return Reply(
                     text="This function cannot run on this server (its sandbox engine is not installed), so the call "
@@ -269,7 +285,7 @@ class MethodService:
                     is_error=True,
                 )
             except Exception:
-                _refund(budget)
+                await self._refund(budget)
                 log.exception("the sandbox failed on a call of %s", exposed.tool)
                 return Reply(text="The sandbox could not run this call, so it did not count; try again.", is_error=True)
             record_phases(exposed.tool, outcome.phases)  # the sandbox's phases, as spans when traced
@@ -278,7 +294,7 @@ class MethodService:
                 state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large
             )
         if problem is not None:
-            _refund(budget)
+            await self._refund(budget)
             return _unrecorded(problem)
         structured = ToolResult(
             status=outcome.status.value, value=outcome.value, value_type=outcome.value_type,
@@ -294,15 +310,21 @@ class MethodService:
             )
         return Reply(text=text, structured=structured)
 
-    def _refusal(
+    def _turn(self, state: SessionState) -> contextlib.AbstractAsyncContextManager[None]:
+        """The credential's turn at the sandbox (its session row stands for it: one per credential)."""
+        return self.shares.turn(state.store_id) if self.shares is not None else contextlib.nullcontext()
+
+    async def _refusal(
         self, state: SessionState, exposed: Exposed, status: str, message: str, text: str | None = None,
-        is_error: bool = True,
+        is_error: bool = True, used: int | None = None,
     ) -> Reply:  # fmt: skip
-        """A call that did not run: its status and the budget as it stands, in the method tool's output schema."""
-        try:
-            used = self._queries(state, exposed.method.id).used()
-        except StoreError:
-            used = 0
+        """A call that did not run: its status and the budget as it stands (``used``, when the caller knows it),
+        in the method tool's output schema."""
+        if used is None:
+            try:
+                used = await self.stored.run(self._queries(state, exposed.method.id).used)
+            except StoreError:
+                used = 0
         structured = ToolResult(
             status=status, error_message=message, queries_used=used, queries_left=self.left(used),
             budget_scope=state.scope,
@@ -311,7 +333,7 @@ class MethodService:
 
     async def _refuse(
         self, state: SessionState, exposed: Exposed, arguments: str, size: int, status: str, message: str,
-        is_error: bool = True,
+        is_error: bool = True, used: int | None = None,
     ) -> Reply:  # fmt: skip
         """A refused call: recorded with a bounded prefix of its arguments, answered with one line and its status."""
         if len(arguments) > _KEPT_CHARS:
@@ -319,13 +341,16 @@ class MethodService:
         if len(message) > _MESSAGE_CHARS:
             message = f"{message[:_MESSAGE_CHARS]}... [{len(message):,} characters in all]"
         reason = message.removeprefix("Invalid arguments: ")
-        await self._record(state, exposed, arguments, counted=False, status=status, message=reason)
-        return self._refusal(state, exposed, status, reason, text=" ".join(message.split()), is_error=is_error)
+        if (state.store_id, exposed.method.id) not in self._refusals_kept:
+            await self._record(state, exposed, arguments, counted=False, status=status, message=reason)
+        return await self._refusal(
+            state, exposed, status, reason, text=" ".join(message.split()), is_error=is_error, used=used
+        )
 
     async def _record(
         self, state: SessionState, exposed: Exposed, arguments: str, counted: bool, status: str,
         outcome: Outcome | None = None, message: str | None = None, large: bool = False,
-    ) -> str | None:  # fmt: skip
+    ) -> StoreError | None:  # fmt: skip
         """Store one call; returns None, or what kept the store from taking it (the server carries on)."""
         record = CallRecord(
             method_id=exposed.method.id,
@@ -349,16 +374,26 @@ class MethodService:
             else functools.partial(self.store.record_refusal, state.store_id, record, _KEPT_REFUSALS)
         )
         try:
-            # A PostgreSQL commit waits on the network and the database's disk: in a thread, as a large call is,
-            # so other sessions' requests go on meanwhile and several commits can share one flush.
-            if large or self.store.dialect == "postgres":
-                await anyio.to_thread.run_sync(write)
-            else:
-                write()
+            # A large record is written in a thread, so other sessions' requests go on meanwhile (a PostgreSQL
+            # commit, which waits on the network and the database's disk, always is: several can share one flush).
+            written = await self.stored.run(write, in_thread=large)
         except StoreError as exc:
             log.error("a %s call of %s could not be recorded: %s", status, exposed.tool, exc)
-            return f"run store: {exc.reason}"
+            return exc
+        if not counted and written is None:
+            # The credential's refusals of this method are all kept: they are never deleted, so no later one will
+            # be, and a flood of refused calls need not take the store's write lock again for each.
+            self._refusals_kept[(state.store_id, exposed.method.id)] = None
+            while len(self._refusals_kept) > _KEPT_FULL:
+                self._refusals_kept.pop(next(iter(self._refusals_kept)))
         return None
+
+    async def _refund(self, budget: StoreBudget) -> None:
+        """Give back a query taken for a call that did not run or was not recorded (logged if the store refuses)."""
+        try:
+            await self.stored.run(budget.refund)
+        except StoreError as exc:
+            log.error("a query taken for %s could not be given back: %s", budget.method_id, exc)
 
     async def submit(self, state: SessionState, method: str, description: str, code: str | None) -> Reply:
         """Record a final description (and optional code) for a method the session can see, by tool name.
@@ -381,37 +416,20 @@ class MethodService:
                 "The submission is too long (at most 20,000 characters of description and 100,000 of code).",
             )
         tool, method_id = exposed.tool, exposed.method.id
-        if self.max_submissions and self.store.submissions_made(state.store_id, method_id) >= self.max_submissions:
-            return self._submissions_used(tool)
         # Two budgets: the submits answered with feedback, and the queries (a counterexample costs one).
         allowance = StoreBudget(self.store, state.store_id, method_id, self.feedback_limit, feedback=True)
         queries = self._queries(state, method_id)
-        given = allowance.reserve() if self.feedback else None
-        answered = given is not None
-        # A query is held for the counterexample while one is left, and given back if none is shown.
-        held = queries.reserve() if answered else None
-        charged = held is not None
-        recorded: int | None = None
         try:
-            if self.max_submissions:
-                recorded = self.store.record_submission_within(
-                    state.store_id, method_id, description.strip(), code, self.max_submissions, feedback=answered
-                )
-            else:
-                recorded = self.store.record_submission(
-                    state.store_id, method_id, description.strip(), code, feedback=answered
-                )
-        finally:
-            if recorded is None:  # not recorded: what it reserved goes back
-                if answered:
-                    allowance.refund()
-                if charged:
-                    _refund(queries)
-        if recorded is None:  # concurrent submits took the last places first
+            kept = await self._keep_submission(state, method_id, description.strip(), code, allowance, queries)
+        except StoreError as exc:
+            # Only what went wrong, never the store's path or URL (an agent reads this).
+            log.error("a submission of %s could not be recorded: %s", tool, exc)
+            return Reply(text=_unrecorded_text("submission", exc), is_error=True)
+        if kept is None:  # the credential has made --max-submissions of them (concurrent submits took the last)
             return self._submissions_used(tool)
-        submission_id = recorded
-        result = SubmitResult(status=SubmitStatus.RECORDED, recorded=True, submission=submission_id, method=tool)
-        text = f"Recorded your description of {tool} (submission {submission_id})."
+        submission_id, receipt, given, charged = kept
+        result = SubmitResult(status=SubmitStatus.RECORDED, recorded=True, submission=receipt, method=tool)
+        text = f"Recorded your description of {tool} (your submission {receipt} of it)."
         if self.feedback is None:
             return Reply(text=text, structured=result.sent())
         if given is None:
@@ -424,26 +442,92 @@ class MethodService:
         result.feedback_left = max(0, self.feedback_limit - given)
         try:
             scores = await self.feedback(
-                method_id, description.strip(), code, submission_id=submission_id, counterexample=charged
+                method_id,
+                description.strip(),
+                code,
+                submission_id=submission_id,
+                counterexample=charged,
+                credential=state.store_id,
             )
         except BaseException:
             if charged:
-                _refund(queries)
+                with anyio.CancelScope(shield=True):
+                    await self._refund(queries)
             raise
+        return await self._scored(state, exposed, result, text, scores, queries, charged)
+
+    async def _keep_submission(
+        self, state: SessionState, method_id: str, description: str, code: str | None, allowance: StoreBudget,
+        queries: StoreBudget,
+    ) -> tuple[int, int, int | None, bool] | None:  # fmt: skip
+        """Reserve feedback (and a query for a counterexample) and record the submission; None when the credential
+        has made ``max_submissions`` of the method. Returns the submission's id in the store, its receipt number
+        (the credential's count of its submissions of the method, which is all an agent is told), the feedback
+        answers taken (None: none) and whether a query was held. What it reserved goes back if nothing is recorded.
+
+        Raises:
+            StoreError: the store cannot take it (nothing kept).
+        """
+        stored = self.stored.run
+        if self.max_submissions and (
+            await stored(self.store.submissions_made, state.store_id, method_id) >= self.max_submissions
+        ):
+            return None
+        given = await stored(allowance.reserve) if self.feedback else None
+        answered = given is not None
+        recorded: int | None = None
+        charged = False
+        try:
+            # A query is held for the counterexample while one is left, and given back if none is shown.
+            charged = answered and await stored(queries.reserve) is not None
+            if self.max_submissions:
+                recorded = await stored(
+                    self.store.record_submission_within, state.store_id, method_id, description, code,
+                    self.max_submissions, feedback=answered,
+                )  # fmt: skip
+            else:
+                recorded = await stored(
+                    self.store.record_submission, state.store_id, method_id, description, code, feedback=answered
+                )
+        finally:
+            if recorded is None:  # not recorded: what it reserved goes back
+                with anyio.CancelScope(shield=True):
+                    if answered:
+                        try:
+                            await stored(allowance.refund)
+                        except StoreError as exc:
+                            log.error("a feedback answer taken for %s could not be given back: %s", method_id, exc)
+                    if charged:
+                        await self._refund(queries)
+        if recorded is None:
+            return None
+        try:
+            receipt = await stored(self.store.submission_receipt, state.store_id, method_id, recorded)
+        except StoreError:
+            receipt = 1  # recorded; only its number could not be read back
+        return recorded, receipt, given, charged
+
+    async def _scored(
+        self, state: SessionState, exposed: Exposed, result: SubmitResult, text: str, scores: dict[str, Any],
+        queries: StoreBudget, charged: bool,
+    ) -> Reply:  # fmt: skip
+        """The reply of a submit answered with feedback: the scores an agent may see, and a paid counterexample."""
         feedback = _visible_feedback(scores)
         example = feedback.counterexample if charged else None
         if example is not None:
-            self.store.record_call(
-                state.store_id,
-                CallRecord(
-                    method_id=method_id, tool=tool, arguments=example.input, counted=True,
-                    status="counterexample", value=example.expected,
-                ),
+            record = CallRecord(
+                method_id=exposed.method.id, tool=exposed.tool, arguments=example.input, counted=True,
+                status="counterexample", value=example.expected,
             )  # fmt: skip
-        elif charged:
-            _refund(queries)
+            if await self._record_paid(state, record) is not None:
+                example = None  # not recorded, so not shown: its query goes back
+        if example is None and charged:
+            await self._refund(queries)
         shown = feedback.shown(counterexample=example is not None)
-        used = queries.used()
+        try:
+            used = await self.stored.run(queries.used)
+        except StoreError:
+            used = 0
         result.status, result.scores = SubmitStatus.SCORED, ShownFeedback.model_validate(shown)
         result.queries_used, result.queries_left = used, self.left(used)
         parts = [f"{k} {v}" for k, v in shown.items() if k != "counterexample"]
@@ -455,6 +539,15 @@ class MethodService:
             )
         return Reply(text=text + ".", structured=result.sent())
 
+    async def _record_paid(self, state: SessionState, record: CallRecord) -> StoreError | None:
+        """Record a paid counterexample as a counted call; what kept the store from taking it, or None."""
+        try:
+            await self.stored.run(self.store.record_call, state.store_id, record)
+        except StoreError as exc:
+            log.error("a counterexample for %s could not be recorded: %s", record.tool, exc)
+            return exc
+        return None
+
     def _submissions_used(self, tool: str) -> Reply:
         message = (
             f"Not recorded: this credential has submitted {self.max_submissions} descriptions of {tool}, the most "
@@ -464,20 +557,24 @@ class MethodService:
         return refused(SubmitStatus.SUBMISSIONS_USED, message)
 
 
-def _refund(budget: StoreBudget) -> None:
-    """Give back a query taken for a call that did not run or was not recorded (logged if the store refuses)."""
-    try:
-        budget.refund()
-    except StoreError as exc:
-        log.error("a query taken for %s could not be given back: %s", budget.method_id, exc)
-
-
-def _unrecorded(problem: str) -> Reply:
-    return Reply(
-        text=f"This call was not recorded ({problem}), so it did not count and its result is withheld; the server's "
-        "disk may be full or read-only: tell its operator.",
-        is_error=True,
+def _unrecorded_text(what: str, problem: StoreError) -> str:
+    """Why a call or submission was not recorded, for the agent: the store's short reason and what to do, never its
+    path or URL."""
+    if isinstance(problem, StoreBusy):
+        return (
+            f"This {what} was not recorded: the server's run store is busy ({problem.reason}; another process holds "
+            f"its write lock), so it did not count{' and its result is withheld' * (what == 'call')}. It is safe to "
+            "send it again in a few seconds."
+        )
+    return (
+        f"This {what} was not recorded (run store: {problem.reason}), so it did not count"
+        f"{' and its result is withheld' * (what == 'call')}; the server's disk may be full or read-only: tell its "
+        "operator."
     )
+
+
+def _unrecorded(problem: StoreError) -> Reply:
+    return Reply(text=_unrecorded_text("call", problem), is_error=True)
 
 
 def refused(status: StrEnum, message: str) -> Reply:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from ..contract import BudgetScope, label_problem
 from ..runstore import RunStore
+from .loopstore import LoopStore
 
 __all__ = ["DEFAULT_LABEL", "Credential", "SessionRefused", "SessionState", "Sessions", "StoreBudget", "label_problem"]
 
@@ -154,6 +155,22 @@ class Sessions:
         self._narrowed: OrderedDict[str, frozenset[str]] = OrderedDict()
         self._runs: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
+        self._stored = LoopStore(store)
+
+    async def claim(self, credential: Credential, client: str | None = None) -> SessionState:
+        """``get`` for code on an event loop: a session already claimed at once, a new one without the loop ever
+        waiting for the store's lock (``LoopStore``).
+
+        Raises:
+            SessionRefused: as ``get``.
+            StoreError: the store cannot take the claim (``StoreBusy``: it stayed locked; try again later).
+        """
+        with self._lock:
+            state = self._claimed.get(credential)
+            if state is not None:
+                self._claimed.move_to_end(credential)
+                return state
+        return await self._stored.run(self.get, credential, client)
 
     def get(self, credential: Credential, client: str | None = None) -> SessionState:
         """The session a credential's requests use (claimed in the run store the first time).

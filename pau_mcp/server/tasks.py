@@ -347,7 +347,7 @@ class TaskBoard:
         await self.bus.publish(TaskStatusChanged(row.id, row.session_id, detailed(row)))
 
     def handlers(
-        self, owner: Callable[[ServerRequestContext[Any]], int]
+        self, owner: Callable[[ServerRequestContext[Any]], Awaitable[int]]
     ) -> list[tuple[str, type[BaseModel], Callable[..., Awaitable[Any]]]]:
         """The request handlers of ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` (for
         ``Server.add_request_handler``).
@@ -356,7 +356,7 @@ class TaskBoard:
             owner: The run-store session of the credential a request speaks for (the server's own resolution).
         """
 
-        def gate(ctx: ServerRequestContext[Any], params: _TaskParams) -> int:
+        async def gate(ctx: ServerRequestContext[Any], params: _TaskParams) -> int:
             if not declares_tasks(ctx):
                 raise missing_capability(
                     {"extensions": {TASKS_EXTENSION: {}}},
@@ -364,17 +364,17 @@ class TaskBoard:
                     "request's client capabilities (extensions)",
                 )
             _check_name_header(ctx, params.task_id)
-            return owner(ctx)
+            return await owner(ctx)
 
         async def get(ctx: ServerRequestContext[Any], params: _TaskParams) -> dict[str, Any]:
-            return await self.get(gate(ctx, params), params.task_id)
+            return await self.get(await gate(ctx, params), params.task_id)
 
         async def update(ctx: ServerRequestContext[Any], params: _UpdateParams) -> _Nothing:
-            await self.update(gate(ctx, params), params.task_id, params.input_responses)
+            await self.update(await gate(ctx, params), params.task_id, params.input_responses)
             return _Nothing()
 
         async def cancel(ctx: ServerRequestContext[Any], params: _TaskParams) -> _Nothing:
-            await self.cancel(gate(ctx, params), params.task_id)
+            await self.cancel(await gate(ctx, params), params.task_id)
             return _Nothing()
 
         return [

@@ -15,11 +15,15 @@ import binascii
 import hashlib
 import hmac
 import json
+import logging
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..contract import label_problem
+
+log = logging.getLogger("pau_mcp.server")
 
 __all__ = ["TOKEN_PREFIX", "SessionToken", "TokenSigner", "looks_like_session_token"]
 
@@ -99,10 +103,14 @@ class TokenSigner:
 
     Args:
         key: The deployment's secret (``Settings.deployment_key()``); tokens are signed with a subkey of it.
+        source: Where the key comes from (``Settings.deployment_key_source()``), for the log line that says why a
+            token was refused; never the key.
     """
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, source: str = "the deployment key") -> None:
         self._key = hmac.new(key.encode(), _SUBKEY_LABEL, hashlib.sha256).digest()
+        self.source = source
+        self._refusals = _Refusals()
 
     def _sign(self, signed: str) -> str:
         return _b64(hmac.new(self._key, signed.encode("ascii"), hashlib.sha256).digest())
@@ -142,26 +150,60 @@ class TokenSigner:
         return f"{signed}.{self._sign(signed)}"
 
     def verify(self, text: str, now: float | None = None) -> SessionToken | None:
-        """The token's claims if it is one of this deployment's, well formed and not expired; else None."""
+        """The token's claims if it is one of this deployment's, well formed and not expired; else None (and the
+        reason goes to the server's log, at most once a minute for each kind of reason)."""
+        token, problem = self.check(text, now)
+        if problem is not None and looks_like_session_token(text):
+            self._refusals.note(problem)
+        return token
+
+    def check(self, text: str, now: float | None = None) -> tuple[SessionToken | None, str | None]:
+        """The token's claims, or None and why it is refused (a line for the operator's log, naming where the key
+        comes from and never the key)."""
         if len(text) > _MAX_TOKEN or not text.startswith(TOKEN_PREFIX + "."):
-            return None
+            return None, "it is not a session token of this program"
         parts = text.split(".")
         if len(parts) != 3:
-            return None
+            return None, "it is malformed (not three dot-separated parts)"
         signed = f"{parts[0]}.{parts[1]}"
         try:
             if not hmac.compare_digest(self._sign(signed), parts[2]):
-                return None
+                return None, (
+                    f"its signature does not match this deployment's key ({self.source}): it was issued with "
+                    "another key, or altered; issue it again with this server's --data-dir or --tool-key"
+                )
             claims = json.loads(_unb64(parts[1]))
         except (ValueError, TypeError, binascii.Error, UnicodeError):
-            return None
+            return None, "it is malformed (its parts are not base64 JSON)"
         try:
             token = SessionToken.from_claims(claims)
         except (KeyError, TypeError, ValueError, AttributeError):
-            return None
+            return None, "it is malformed (its payload lacks a field)"
         if token.expires_at is not None and token.expires_at <= (now if now is not None else time.time()):
-            return None
-        return token
+            return None, f"it expired at {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(token.expires_at))}"
+        return token, None
+
+
+class _Refusals:
+    """Logs why session tokens are refused: each kind of reason at once, then at most once a minute with how many
+    more there were, so that a client sending bad tokens without pause cannot fill the log."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        self.every_s = every_s
+        self._last: dict[str, tuple[float, int]] = {}
+        self._lock = threading.Lock()
+
+    def note(self, problem: str) -> None:
+        kind = problem.split(":", 1)[0].split("(", 1)[0]
+        now = time.monotonic()
+        with self._lock:
+            last, since = self._last.get(kind, (-self.every_s, 0))
+            if now - last < self.every_s:
+                self._last[kind] = (last, since + 1)
+                return
+            self._last[kind] = (now, 0)
+        more = f" ({since} more like it in the last minute)" if since else ""
+        log.warning("a session token was refused: %s%s", problem, more)
 
 
 def looks_like_session_token(text: str) -> bool:

@@ -17,8 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pau_mcp"
 #: floor or below; a new room must be given a floor here (and in docs/architecture.md).
 FLOORS: dict[int, tuple[str, ...]] = {
     # Values, storage, settings and the tool contract: no MCP, no scoring, no models.
-    1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "sandboxing",
-        "grammar", "rules", "contract", "tracing"),
+    1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "fairness",
+        "sandboxing", "grammar", "rules", "contract", "tracing"),
     # Suites on disk, the one LLM client layer, prompts and the protocols built on them; sign-in (OAuth), which the
     # server and the scorer share; what counts as a description.
     2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth", "descriptions"),

@@ -28,6 +28,7 @@ from pau_mcp.creation.messages import read_calls, read_description
 from pau_mcp.creation.sources import _python_blocks
 from pau_mcp.creation.tasks import unstated_input
 from pau_mcp.descriptions import description_problem
+from pau_mcp.documentation import near_gold
 from pau_mcp.grammar import read_input, read_inputs, read_reflection, visible_text
 from pau_mcp.harness.agents import written_tool_calls
 from pau_mcp.llm.replies import read_json, split_thinking
@@ -100,7 +101,21 @@ def _quoted_back(text: str) -> object:
     )
 
 
+_LONG_GOLD = "counts the steps to reach one, dividing by three when it can; " * 3
+
 CASES = [
+    # Learned documentation compared with its method's gold description (serve --docs).
+    Case("near_gold: shingles that never match", lambda text: near_gold(text, _LONG_GOLD), lambda n: _times("a ", n)),
+    Case(
+        "near_gold: a short gold searched everywhere",
+        lambda text: near_gold(text, "counts steps to 1."),
+        lambda n: _times("ab", n),
+    ),
+    Case(
+        "near_gold: invisible and combining characters",
+        lambda text: near_gold(text, _LONG_GOLD),
+        lambda n: _times("\u200b\u0301", n),
+    ),
     # A client's arguments and answers, quoted back by a fixture (pau_mcp/server/fixtures.py).
     Case("fixtures.render: a megabyte answer and argument quoted back", _quoted_back, lambda n: _times("${x}", n)),
     Case("fixtures.render: placeholders that never close", lambda t: render(t, Scope()), lambda n: _times("${", n)),

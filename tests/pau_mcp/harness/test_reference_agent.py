@@ -272,3 +272,25 @@ def test_a_thinking_models_reasoning_and_think_text_are_read_whole_within_the_re
     assert store.submissions(store.run_id("think"))[0].description == "multiplies digits"
     judge = episode.scores["judge"]
     assert judge.value == 2.0  # the first rating of the whole reply is the one in its reasoning
+
+
+def test_a_result_is_held_as_the_references_process_hands_it_back():
+    from pau_mcp.contract import ToolResult
+    from pau_mcp.harness.reference_agent import reference_result
+    from pau_mcp.protocol import reference_triples
+
+    def result(**fields) -> ToolResult:
+        return ToolResult(queries_used=1, queries_left=19, budget_scope="token", **fields)
+
+    # An exception with an empty message: the reference writes `Error: ` (str of it); this read `Error: error`.
+    assert reference_result(result(status="error", error_type="ValueError", error_message="")) == (None, "", "None")
+    assert reference_result(result(status="error", error_type="KeyError", error_message="'k'"))[1] == "'k'"
+    # A generator cannot be pickled out of the reference's forked process: its catch-all error, not the repr.
+    generator = result(
+        status="ok", value="<generator object test_func.<locals>.<genexpr> at 0x1>", value_type="generator"
+    )
+    assert reference_result(generator) == (None, "Unknown error during execution", "None")
+    assert reference_result(result(status="ok", value="'ab'", value_type="str")) == ("ab", None, "'ab'")
+    # The code writer's stored examples: an empty message is '' there too, never the exception's name.
+    assert reference_triples([("(1,)", "raises ValueError")]) == [("'(1,)'", "None", "''")]
+    assert reference_triples([("(1,)", "raises ValueError: bad")]) == [("'(1,)'", "None", "'bad'")]

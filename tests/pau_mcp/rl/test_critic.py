@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import anyio
 import pytest
 from fakellm import FakeLLM
@@ -100,3 +102,21 @@ def test_the_critic_cost_of_an_episode_is_summed(manifests, runtime, tmp_path):
 def test_an_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="asymmetric or symmetric"):
         LLMCritic(LLMClient(env={}), MODEL, "omniscient")
+
+
+def test_the_evidence_is_judged_with_the_answer_and_without_anything_the_explorer_claims(tmp_path):
+    with FakeLLM() as fake:
+        fake.say("settled\nRating: 8")
+        critic = LLMCritic(_client(fake, tmp_path), MODEL, "asymmetric")
+        rating = anyio.run(critic.rate_evidence, dataclasses.replace(_view(), hypothesis="it doubles its argument"))
+        prompt = fake.prompts()[0]
+    assert rating.score == 8
+    assert "Counts steps to 1." in prompt and "test_func(5) -> 3" in prompt and "test_func(12) -> 3" in prompt
+    assert "doubles" not in prompt and "<hypothesis-" not in prompt
+
+
+def test_a_symmetric_critic_does_not_judge_the_evidence(tmp_path):
+    with FakeLLM() as fake:
+        rating = anyio.run(LLMCritic(_client(fake, tmp_path), MODEL, "symmetric").rate_evidence, _view(gold=False))
+        assert not fake.requests
+    assert rating.status == "empty"

@@ -215,14 +215,15 @@ def _return_of(data: Path, method_id: str) -> float:
 
 
 def test_the_rewards_option_selects_the_papers_schedule_by_name(tmp_path):
-    # The scripted explorer states the right hypothesis from its first reflection and goes on to four calls: the
-    # default schedule stops paying exploration once that hypothesis is rated, the paper's pays every step.
+    # The scripted explorer states the right hypothesis from its first reflection and goes on to four calls. Told to
+    # stop paying exploration once the *stated* hypothesis is rated (the rule before the evidence rule), the default
+    # schedule pays its first cycle only; the paper's pays every step whatever that field says.
     returns = {}
     for schedule in ("pau-mcp", "paper"):
         data = tmp_path / schedule
         with FakeLLM(responder=brain) as fake:
-            args = _args(data, schedule, "--rewards", schedule, methods=("builtin/b005",))
-            done = run_pau(*args, env=_env(fake), cwd=ROOT)
+            extra = ("--rewards", schedule, "--reward", "concludable_from=hypothesis")
+            done = run_pau(*_args(data, schedule, *extra, methods=("builtin/b005",)), env=_env(fake), cwd=ROOT)
         assert done.returncode == 0, done.stderr[-3000:]
         returns[schedule] = _return_of(data, "builtin/b005")
     assert returns["paper"] == pytest.approx(6.77, abs=0.005)

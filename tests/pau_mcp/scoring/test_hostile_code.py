@@ -152,6 +152,8 @@ def test_an_undecodable_value_is_counted_as_could_not_be_decoded_and_alone_gives
 class _Broken:
     """A sandbox whose infrastructure fails (a worker that cannot start, an engine error)."""
 
+    limits = Limits()
+
     async def arun(self, source: str, inputs: list[str], **options: Any) -> list[Outcome]:
         raise RuntimeError("WasmtimeError: the engine gave up")
 

@@ -5,6 +5,7 @@ whose open-file limit is small, as a server's often is (each connection is a fil
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import re
 import socket
@@ -13,8 +14,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx2
+import pytest
+from loadgen import PIPELINE_FLOOD
 from scorer_process import TOKEN, clean_env
 
 from pau_mcp.manifests import ManifestStore
@@ -27,8 +31,9 @@ ATTACKERS = 400
 
 
 @contextlib.contextmanager
-def _scorer(tmp_path, *args: str, files: int = FILES) -> Iterator[str]:
-    """A `pau-mcp scorer` process with the scorer token and at most ``files`` open files; yields its URL."""
+def _scorer(tmp_path, *args: str, files: int = FILES, pids: list[int] | None = None) -> Iterator[str]:
+    """A `pau-mcp scorer` process with the scorer token and at most ``files`` open files; yields its URL (and puts
+    its process id in ``pids``)."""
     launcher = (
         "import os, resource, sys; "
         f"resource.setrlimit(resource.RLIMIT_NOFILE, ({files}, {files})); os.execv(sys.argv[1], sys.argv[1:])"
@@ -41,6 +46,8 @@ def _scorer(tmp_path, *args: str, files: int = FILES) -> Iterator[str]:
         [sys.executable, "-c", launcher, *command], env=clean_env(), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    if pids is not None:
+        pids.append(process.pid)  # the launcher execs the scorer: the same process
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()  # type: ignore[union-attr]
     try:
@@ -166,3 +173,33 @@ def test_a_scorer_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_
             assert time.monotonic() - started < 10
             assert answer == b"" or answer.startswith(b"HTTP/1.1 431"), answer[:200]
         assert _served_within(url, 10) < 10
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_flood_of_pipelined_requests_never_read_costs_the_scorer_little_and_stalls_nobody(tmp_path):
+    # As against the MCP server: 200 connections each writing 400 requests (no token) and never reading.
+    pids: list[int] = []
+    with _scorer(tmp_path, files=4096, pids=pids) as url:
+        host, port = _address(url)
+        _served_within(url, 60)
+        before = _cpu_seconds(pids[0])
+        flood = subprocess.Popen(
+            [sys.executable, "-c", PIPELINE_FLOOD, host, str(port), "/v1/score", "200", "400"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            during = [_served_within(url, 60) for _ in range(5)]
+            assert flood.stdout is not None and flood.stdout.readline().startswith("sent")
+        finally:
+            flood.stdin.close()  # type: ignore[union-attr]
+            flood.wait(timeout=60)
+        after = [_served_within(url, 60) for _ in range(3)]
+        spent = _cpu_seconds(pids[0]) - before
+    assert spent < 2.5, (spent, during, after)
+    assert max(during + after) < 5, (during, after)

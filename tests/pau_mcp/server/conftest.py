@@ -145,7 +145,7 @@ def _shared_sandboxes(owned: list[SandboxInterface]) -> Callable[..., SandboxInt
         if (
             sandbox_limits(settings) == shared.limits
             and settings.cache_dir is None
-            and (settings.workers is None or not processes)
+            and (settings.workers in (None, getattr(shared, "workers", None)) or not processes)
         ):
             return shared
         box = make_sandbox(settings, progress=progress, processes=processes)

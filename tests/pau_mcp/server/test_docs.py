@@ -14,7 +14,7 @@ from pau_command import run_pau
 
 from pau_mcp.cli.serve import build_served
 from pau_mcp.contract import FACTS_KEY
-from pau_mcp.documentation import MAX_DOC_CHARS, quotes_gold
+from pau_mcp.documentation import MAX_DOC_CHARS, load_documentation, near_gold, quotes_gold
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
 
@@ -107,12 +107,43 @@ def test_a_run_of_gold_descriptions_is_never_served_as_learned_docs(tmp_path, se
         )
 
 
-def test_learned_docs_that_quote_a_gold_description_are_refused(tmp_path, secret_manifests):
+def _near_copies(gold: str) -> dict[str, str]:
+    return {
+        "quoted": f"My finding.\n  {gold.upper()}  and more.",
+        "last-character-dropped": gold[:-1],
+        "zero-width-space-added": gold.replace(" ", " \u200b", 1),
+        "zero-width-spaces-everywhere": "\u200b".join(gold),
+        "punctuation-and-case": gold.replace(",", " ;").replace(":", "").title(),
+        "one-word-changed": gold.replace("scales", "multiplies"),
+    }
+
+
+@pytest.mark.parametrize("variant", list(_near_copies("x")), ids=str)
+def test_learned_docs_holding_a_gold_description_or_nearly_are_left_out_and_the_rest_served(
+    tmp_path, secret_manifests, variant
+):
+    # Before: the last character dropped or a zero-width space added served the gold text as learned docs; a text
+    # that quoted it made the whole source unusable.
     db = tmp_path / "runs.db"
-    gold = ManifestStore([secret_manifests]).method("secret/m1").description
-    _learned_run(db, texts={"secret/m1": f"My finding.\n  {gold.upper()}  and more."})
-    with pytest.raises(click.ClickException, match="quotes its gold description"):
-        build_served(["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(db), "--docs", "learned"])
+    store = ManifestStore([secret_manifests])
+    gold = store.method("secret/m1").description
+    _learned_run(db, texts={"secret/m1": _near_copies(gold)[variant], "secret/m2": "Loops on a true argument."})
+    args = ["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(db), "--docs", "learned"]
+    built = build_served(args)
+    built.service.store.close()
+    documentation = load_documentation("learned", db, store, ["secret"])
+    assert documentation is not None and set(documentation.texts) == {"secret/m2"}
+    assert "quotes its gold description" in documentation.skipped["secret/m1"]
+    assert documentation.quoting == ("secret/m1",)
+
+
+def test_a_learned_description_of_the_same_behaviour_in_other_words_is_served(tmp_path, secret_manifests):
+    store = ManifestStore([secret_manifests])
+    for method_id, own_words in (
+        ("secret/m1", LEARNED),
+        ("secret/m2", "Never returns for a truthy input; returns 0 for a falsy one."),
+    ):
+        assert not near_gold(own_words, store.method(method_id).description)
 
 
 def test_an_unknown_docs_source_says_what_the_sources_are(tmp_path, secret_manifests):
@@ -166,3 +197,10 @@ def test_the_gold_quote_check_reads_a_megabyte_of_its_worst_case_in_linear_time(
     assert not quotes_gold(text, gold)
     assert quotes_gold(text + gold, gold)
     assert not quotes_gold(" \n\t" * (350 * 1024), gold)  # whitespace only: normalised to nothing
+
+
+def test_the_near_gold_check_reads_a_megabyte_of_its_worst_cases_in_linear_time():
+    long_gold = "counts the steps to reach one, dividing by three when it can; " * 3
+    assert not near_gold("a " * (512 * 1024), long_gold)
+    assert not near_gold("ab" * (512 * 1024), "counts steps to 1.")  # every character a step of the short search
+    assert not near_gold("\u200b\u0301" * (512 * 1024), long_gold)  # every character dropped when folded

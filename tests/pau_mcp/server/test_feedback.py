@@ -303,3 +303,36 @@ def test_another_sessions_ping_stays_fast_while_hostile_submissions_are_scored(t
     assert waits, "no ping was sent while the submissions were scored"
     slow = [round(wait, 2) for wait in waits if wait > 0.1]
     assert max(waits) < 0.5, f"pings waited {slow} s behind hostile submissions (of {len(waits)} pings)"
+
+
+_SPIN = "def test_func(arg0):\n    while True:\n        pass\n"
+
+
+def test_another_agents_feedback_is_scored_at_once_while_spinning_submissions_hold_the_scorer(tmp_path):
+    # Issue 32: four spinning submits of one credential made another agent's feedback submit take 417 s, not 0.8 s.
+    tool = tool_of(METHOD.id)
+    args = ("--feedback", "score", "--feedback-limit", "10", "--db", str(tmp_path / "runs.db"), "--methods", METHOD.id,
+            "--timeout", "0.5", "--budget", "0")  # fmt: skip
+    with http_server(*args) as url:
+        hogs = [RawSession(url, {"session": "hog"}) for _ in range(4)]
+        victim = RawSession(url, {"session": "victim"})
+        try:
+
+            def submit(session: RawSession, code: str) -> float:
+                started = time.monotonic()
+                reply = session.call("submit", {"method": tool, "description": "d", "code": code})
+                assert "scores" in reply["result"]["structuredContent"], reply
+                return time.monotonic() - started
+
+            submit(victim, "def test_func(arg0):\n    return 0\n")  # the scorer is built; the victim's session claimed
+            with ThreadPoolExecutor(len(hogs)) as pool:
+                hog_times = [pool.submit(submit, hog, _SPIN) for hog in hogs]
+                time.sleep(1.5)  # the hog's submissions are being scored
+                victim_times = [submit(victim, METHOD.source) for _ in range(3)]
+                hog_seconds = [future.result() for future in hog_times]
+        finally:
+            for session in (victim, *hogs):
+                session.close()
+    # Before, the victim's scoring queued behind the hog's whole suites; now it takes a turn reserved for a credential
+    # holding none, and each spinning submission stops once its time in the sandbox is spent.
+    assert sorted(victim_times)[1] < min(hog_seconds) / 4, (victim_times, hog_seconds)

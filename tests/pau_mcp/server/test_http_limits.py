@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -394,3 +395,61 @@ def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_s
     # there: a median of 9 ms, nine in ten within 19 ms; before, 186 ms and 0.47-0.69 s).
     assert latencies[len(latencies) // 2] < 0.1, latencies
     assert latencies[len(latencies) * 9 // 10] < 0.5, latencies
+
+
+# -- pipelining ----------------------------------------------------------------------------------------------------
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _listed(url: str) -> float:
+    """The main token holder's 2026-07-28 tools/list: its round trip, in seconds."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "legitimate", "version": "1"},
+    }  # fmt: skip
+    started = time.perf_counter()
+    reply = _post(
+        url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
+        authorization=f"Bearer {TOKEN}", **{"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"},
+    )  # fmt: skip
+    assert reply.status_code == 200, reply.text[:300]
+    return time.perf_counter() - started
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_stalls_nobody(tmp_path):
+    # 200 connections each writing 400 requests without a credential and never reading (15 MB, 0.01 s of the
+    # attacker's CPU) cost the server 7-9 s of CPU; the next legitimate request waited 15 s here (5 s in the issue).
+    from loadgen import PIPELINE_FLOOD
+    from replicas import Replica
+
+    replica = Replica(["--token", TOKEN, "--db", str(tmp_path / "runs.db")])
+    try:
+        host, port = _address(replica.url)
+        _listed(replica.url)
+        before = _cpu_seconds(replica.process.pid)
+        flood = subprocess.Popen(
+            [sys.executable, "-c", PIPELINE_FLOOD, host, str(port), "/mcp", "200", "400"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            during = []
+            for _ in range(8):
+                during.append(_listed(replica.url))
+                time.sleep(0.2)
+            assert flood.stdout is not None and flood.stdout.readline().startswith("sent")
+        finally:
+            flood.stdin.close()  # type: ignore[union-attr]
+            flood.wait(timeout=60)
+        after = [_listed(replica.url) for _ in range(3)]
+        spent = _cpu_seconds(replica.process.pid) - before
+    finally:
+        replica.stop()
+    # Each connection has at most 8 requests answered before it is closed: a small part of the 80,000.
+    assert spent < 2.5, (spent, during, after)
+    assert max(during + after) < 5, (during, after)

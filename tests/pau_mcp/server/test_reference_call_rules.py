@@ -6,15 +6,19 @@ from __future__ import annotations
 import json
 import os
 
+import anyio
 from conftest import ROOT
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from pau_command import run_pau
 
 from pau_mcp.config import Settings
 from pau_mcp.contract import FACTS_KEY
-from pau_mcp.manifests import Case, ManifestStore, Method, Original, Provenance, Suite, SuiteInfo, Tags
+from pau_mcp.manifests import Case, ManifestStore, Method, Original, Provenance, Suite, SuiteInfo, Tags, tool_name
 from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.server import exploration_settings
 from pau_mcp.server.catalog import Exposed
+from pau_mcp.server.launch import http_server as launch_http_server
 
 
 def _suite(root, sandbox) -> None:
@@ -65,6 +69,29 @@ def test_the_reference_protocols_calls_get_thirty_seconds_unless_the_operator_se
     assert (theirs.timeout_s, theirs.max_output_kb) == (30.0, 1024)
     chosen = exploration_settings(Settings.from_options(protocol="reference", timeout_s=5, max_output_kb=128))
     assert (chosen.timeout_s, chosen.max_output_kb) == (5.0, 128)
+
+
+def test_a_server_launched_with_the_parents_settings_applies_the_reference_limits_the_operator_did_not_set(
+    tmp_path, sandbox
+):
+    # `pau-mcp eval --protocol reference` hands its server the settings as a JSON file: every field in it counted as
+    # the operator's, so the reference's limits never applied (2 s / 64 KiB where the protocol promises 30 s / 1 MiB).
+    _suite(tmp_path / "suites", sandbox)
+    given = Settings.from_options(protocol="reference", manifests=(tmp_path / "suites",), data_dir=tmp_path)
+    handed = Settings.from_json(given.to_json())
+    assert (exploration_settings(handed).timeout_s, exploration_settings(handed).max_output_kb) == (30.0, 1024)
+    chosen = Settings.from_json(Settings.from_options(protocol="reference", timeout_s=5).to_json())
+    assert (exploration_settings(chosen).timeout_s, exploration_settings(chosen).max_output_kb) == (5.0, 1024)
+    with launch_http_server(["--suite", "big", "--db", str(tmp_path / "runs.db")], settings=given) as url:
+        status = anyio.run(_one_call, url, tool_name(given.deployment_key(), "big/m"), 500_000)
+    assert status == "ok"  # 500,000 characters: within the reference's 1 MiB, past this project's 64 KiB
+
+
+async def _one_call(url: str, tool: str, size: int) -> str:
+    async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool(tool, {"arg0": size})
+        return str((result.structured_content or {}).get("status"))
 
 
 def test_the_dataset_text_of_initial_examples_is_published_only_for_suites_that_keep_it(tmp_path, sandbox):

@@ -10,6 +10,7 @@ import base64
 import json
 import os
 import sqlite3
+import time
 
 import anyio
 import httpx2
@@ -269,3 +270,30 @@ def test_the_signer_refuses_labels_outside_the_label_rule(label):
 
     with pytest.raises(ValueError, match="letters"):
         TokenSigner("deployment-key-for-unit-tests").issue(label)
+
+
+def test_a_token_of_another_deployment_is_logged_as_signed_with_another_key_naming_the_key_file(tmp_path, monkeypatch):
+    # It got a bare "Authentication required" and the log said nothing: an operator could not tell a stale token
+    # from an attack or a misconfigured replica.
+    from replicas import Replica
+
+    from pau_mcp.server import TokenSigner
+
+    monkeypatch.delenv("PAU_MCP_TOOL_KEY")  # the key file of the data directory, as a deployment has by default
+    other = TokenSigner("another-deployment-key-0123456789").issue("agent")
+    replica = Replica(["--token", "main-token-0123456789", "--data-dir", str(tmp_path), "--db", str(tmp_path / "r.db")])
+    try:
+        key = (tmp_path / "tool.key").read_text().strip()
+        reply = httpx2.post(
+            replica.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={"authorization": f"Bearer {other}", "accept": "application/json, text/event-stream"},
+        )  # fmt: skip
+        assert reply.status_code == 401
+        deadline = time.monotonic() + 30
+        while not any("signature does not match" in line for line in replica.lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        replica.stop()
+    [line] = [line for line in replica.lines if "a session token was refused" in line]
+    assert "signature does not match this deployment's key" in line and str(tmp_path / "tool.key") in line
+    assert key not in "".join(replica.lines)
