@@ -349,8 +349,11 @@ def main() -> None:
     parser.add_argument("--scenario", action="append", choices=list(SCENARIOS), help="default: all")
     parser.add_argument("--baseline", help="a git commit whose server runs the same scenarios")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="one scenario: checks the script runs")
     options = parser.parse_args()
     chosen = options.scenario or list(SCENARIOS)
+    if options.smoke:
+        chosen = chosen[:1]
     rows = []
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         trees = [("this tree", ROOT)]

@@ -179,7 +179,10 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="REF", help="also run the stages with the code of this git commit")
     parser.add_argument("--limit", type=int, help="only the first N methods in the variant stages")
     parser.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.limit = 2
     methods = list(ManifestStore([]).suite("builtin").methods.values())
     model = subprocess.Popen(
         [sys.executable, str(ROOT / "benchmarks" / "_instant_llm.py")],

@@ -7,7 +7,7 @@ encodings). Replies cannot be measured without a model: each request's reply is 
 pipeline's ``max_tokens``: the most it can cost) and at a typical length, the length of a good reply written for
 these functions (``TYPICAL``, below). Other models' tokenizers differ by some percent.
 
-    python benchmarks/creation_tokens.py
+    python benchmarks/creation_tokens.py [--smoke]
 """
 
 from __future__ import annotations
@@ -65,6 +65,10 @@ def corpus() -> list[tuple[str, str, str | None]]:
 
 
 def main() -> None:
+    # No sizes to shrink: it counts tokens of a fixed corpus offline, in seconds; ``--smoke`` is accepted like every
+    # script's (tests/benchmarks/test_smoke.py runs each one with it).
+    if sys.argv[1:] not in ([], ["--smoke"]):
+        sys.exit("usage: python benchmarks/creation_tokens.py [--smoke]")
     try:
         from bpe_openai import get_encoding
     except ImportError:

@@ -131,7 +131,10 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.episodes = 20
     if args.one:
         print(json.dumps(one(args.one, args.db, args.out)))
         return

@@ -178,7 +178,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300, help="requests per variant and round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the median is reported")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.requests, options.rounds = 5, 1
     model = subprocess.Popen(
         [sys.executable, str(ROOT / "benchmarks" / "_instant_llm.py")],
         stdin=subprocess.PIPE,

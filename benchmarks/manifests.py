@@ -269,7 +269,10 @@ def main() -> None:
     parser.add_argument("--methods", type=int, default=5000, help="methods in the synthetic suite")
     parser.add_argument("--repeat", type=int, default=7, help="measured rounds (one run of each figure per round)")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.methods, options.repeat = 50, 1
 
     with tempfile.TemporaryDirectory(prefix="pau-manifests-bench-") as tmp:
         root = Path(tmp)

@@ -58,6 +58,8 @@ from pau_mcp.manifests import ManifestStore, tool_name  # noqa: E402
 from pau_mcp.server.launch import http_server  # noqa: E402
 
 METHOD = "builtin/b001"
+#: Calls per session in a throughput round (``--smoke``: a few).
+ROUND_CALLS = 150
 MODERN = "2026-07-28"
 #: The floor: a `submit` without arguments is refused at once, after the session lookup, with no sandbox or store
 #: work. It is what every server tree has, so the production server needs no benchmark-only tool.
@@ -213,12 +215,12 @@ def _eras(url: str, db: Path, tool: str, rounds: int) -> dict[str, dict[str, lis
     for _ in range(rounds):
         for era, session in (("handshake (2025-11-25)", _raw_session), ("2026-07-28", _raw_modern)):
             before = _server_cpu(str(db))
-            rate = anyio.run(_throughput, session, url, tool, 8, 150, True)
+            rate = anyio.run(_throughput, session, url, tool, 8, ROUND_CALLS, True)
             after = _server_cpu(str(db))
             row = results.setdefault(era, {"rate": [], "server": [], "sandbox workers": []})
             row["rate"].append(rate)
             for role in ("server", "sandbox workers"):
-                row[role].append((after[role] - before[role]) / (8 * 150) * 1000)
+                row[role].append((after[role] - before[role]) / (8 * ROUND_CALLS) * 1000)
     return results
 
 
@@ -318,12 +320,12 @@ def _compare(
             ("this tree", url, str(db), tool),
         ):
             before = _server_cpu(marker)
-            rate = anyio.run(_throughput, _raw_session, target, name, 8, 150)
+            rate = anyio.run(_throughput, _raw_session, target, name, 8, ROUND_CALLS)
             after = _server_cpu(marker)
             row = results.setdefault(label, {"rate": [], "server": [], "sandbox workers": []})
             row["rate"].append(rate)
             for role in ("server", "sandbox workers"):
-                row[role].append((after[role] - before[role]) / (8 * 150) * 1000)
+                row[role].append((after[role] - before[role]) / (8 * ROUND_CALLS) * 1000)
     return results
 
 
@@ -333,7 +335,11 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--rounds", type=int, default=5, help="throughput rounds of 8 x 150 calls (median reported)")
     parser.add_argument("--baseline", metavar="REF", help="also measure the server as of this git commit, side by side")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        global ROUND_CALLS
+        options.calls, options.rounds, ROUND_CALLS = 10, 1, 5
     compared: dict[str, dict[str, list[float]]] = {}
     base_stdio: tuple[list[float], list[float]] | None = None
     rounds_cpu: list[dict[str, float]] = []
@@ -345,14 +351,14 @@ def main() -> None:
         stdio_method, stdio_noop = anyio.run(_stdio, db, tool, options.calls)
         with http_server(["--budget", "0", "--db", str(db)]) as url:
             http_method, http_noop = anyio.run(_http_session, url, tool, options.calls)
-            rate = anyio.run(_throughput, _http_session, url, tool, 8, 50)
+            rate = anyio.run(_throughput, _http_session, url, tool, 8, 5 if options.smoke else 50)
             anyio.run(_throughput, _raw_session, url, tool, 8, 20)  # warm-up
             rounds = []
             for _ in range(options.rounds):
                 before = _cpu.snapshot()
-                rounds.append(anyio.run(_throughput, _raw_session, url, tool, 8, 150))
+                rounds.append(anyio.run(_throughput, _raw_session, url, tool, 8, ROUND_CALLS))
                 used = _cpu.spent(before, _cpu.snapshot())
-                rounds_cpu.append({role: seconds / (8 * 150) * 1000 for role, seconds in used.items()})
+                rounds_cpu.append({role: seconds / (8 * ROUND_CALLS) * 1000 for role, seconds in used.items()})
             eras = _eras(url, db, tool, options.rounds)
             if options.baseline:
                 with _baseline_tree(options.baseline) as tree:
@@ -382,7 +388,7 @@ def main() -> None:
             *rows,
             "",
             f"Throughput, 8 concurrent HTTP sessions: **{statistics.median(rounds):.0f} calls/s** (median of {len(rounds)} rounds "
-            f"of 150 calls per session; range {min(rounds):.0f}-{max(rounds):.0f}) with a plain JSON-RPC load generator on "
+            f"of {ROUND_CALLS} calls per session; range {min(rounds):.0f}-{max(rounds):.0f}) with a plain JSON-RPC load generator on "
             f"keep-alive sockets; {rate:.0f} calls/s when the load comes from 8 official SDK client sessions (50 calls each) in one "
             "process, which then spends a large share of the two cores itself.",
             "",

@@ -109,7 +109,10 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=120.0, help="seconds each run may take before it is killed")
     parser.add_argument("--ceiling", type=float, default=3000.0, help="MB of memory at which a run is killed")
     parser.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.window, args.ceiling = 5.0, 600.0
     rows = []
     trees = [("this tree", None)] + ([(f"baseline {args.baseline}", args.baseline)] if args.baseline else [])
     for scenario in ("whole", "streamed"):

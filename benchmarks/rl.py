@@ -158,7 +158,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=960, help="steps per configuration")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.steps = 64  # at least two a thread at 32 threads
     store = ManifestStore(())
     methods = [store.method(m) for m in METHODS]
     scripts = [(m, _replies(m, 5)) for m in methods]

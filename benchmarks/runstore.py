@@ -164,7 +164,10 @@ def main() -> None:
     parser.add_argument("--server-calls", type=int, default=100, help="calls per session per server round")
     parser.add_argument("--postgres", metavar="URL", help="measure this database instead of a throwaway server")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.calls, options.rounds, options.server_calls = 50, 1, 5
     key = secrets.token_urlsafe(32)
     tool = tool_name(key, METHOD)
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:

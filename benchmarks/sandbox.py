@@ -22,7 +22,13 @@ batches of 200, measured in fresh processes that alternate between the two,
 with wall time and CPU time per call; ``--write`` puts that table in the
 sandbox-versus section.
 
-Usage: python benchmarks/sandbox.py [--repeat 200] [--write] [--numpy | --against DIR [--rounds 5]]
+``--lean`` measures an isolated call of the lean engine (a kept instance reset after every call, docs/sandbox.md)
+beside the first engine's fresh call, in one process, rounds alternating: CPU time (the process's, threads
+included) and wall time per call, and the ratio; ``--write`` puts that table in the sandbox-lean section.
+
+``--smoke`` runs a few calls of each mode (seconds), to check the script runs.
+
+Usage: python benchmarks/sandbox.py [--repeat 200] [--write] [--smoke] [--numpy | --lean [--rounds 5] | --against DIR [--rounds 5]]
 """
 
 from __future__ import annotations
@@ -303,6 +309,55 @@ def _numpy_table(repeat: int) -> str:
     )
 
 
+def _per_call(call: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """(CPU ms, wall ms) per call over ``repeat`` calls, after a few unmeasured ones."""
+    for _ in range(5):
+        call()
+    cpu, wall = time.process_time(), time.perf_counter()
+    for _ in range(repeat):
+        call()
+    return (time.process_time() - cpu) / repeat * 1000, (time.perf_counter() - wall) / repeat * 1000
+
+
+def _lean_table(repeat: int, rounds: int) -> str:
+    """The lean engine's isolated call beside the first engine's fresh call, rounds alternating in one process."""
+    from wasm_runtime._page_tracker import tracking_problem
+
+    fresh_box = Sandbox()
+    lean_box = Sandbox(python_engine="lean", pool_size=0)
+    samples: dict[str, dict[str, list[tuple[float, float]]]] = {name: {"fresh": [], "lean": []} for name in FUNCTIONS}
+    for _ in range(rounds):
+        for name, (source, literal, _) in FUNCTIONS.items():
+            count = repeat if name != "loop 100k" else max(5, repeat // 10)
+            samples[name]["fresh"].append(_per_call(lambda: fresh_box.call(source, literal), count))  # noqa: B023
+            samples[name]["lean"].append(_per_call(lambda: lean_box.call(source, literal), count))  # noqa: B023
+    lines = [
+        f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
+        f"{_cpus()} CPUs (load average {os.getloadavg()[0]:.1f} at the end); one process, {rounds} rounds "
+        "alternating between the engines, medians of the rounds; CPU is the process's CPU time per call (its threads "
+        "included). Lean: "
+        + (
+            "kept instances reset from the kernel's write tracking."
+            if tracking_problem() is None
+            else f"a fresh instance per call ({tracking_problem()})."
+        )  # fmt: skip
+        + "",
+        "",
+        "| function | first engine, fresh call: CPU | wall | lean engine, isolated call: CPU | wall | lean / fresh (CPU) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in FUNCTIONS:
+        fresh_cpu = statistics.median(c for c, _ in samples[name]["fresh"])
+        fresh_wall = statistics.median(w for _, w in samples[name]["fresh"])
+        lean_cpu = statistics.median(c for c, _ in samples[name]["lean"])
+        lean_wall = statistics.median(w for _, w in samples[name]["lean"])
+        lines.append(f"| {name} | {fresh_cpu:.3f} ms | {fresh_wall:.3f} ms | {lean_cpu:.3f} ms | {lean_wall:.3f} ms | "
+                     f"**{lean_cpu / fresh_cpu:.2f}x** |")  # fmt: skip
+    fresh_box.close()
+    lean_box.close()
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=200, help="calls per single-call measurement")
@@ -310,9 +365,19 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="compare with the sandbox of the checkout in this directory")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per checkout with --against")
     parser.add_argument("--numpy", action="store_true", help="measure the numpy engine")
+    parser.add_argument("--lean", action="store_true", help="measure the lean engine beside the first engine")
+    parser.add_argument("--smoke", action="store_true", help="a few calls of each measure: checks the script runs")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.smoke:
+        options.repeat, options.rounds = 5, 1
+    if options.lean:
+        table = _lean_table(options.repeat, options.rounds)
+        print(table)
+        if options.write:
+            write_section("sandbox-lean", table)
+        return
     if options.probe:
         import json
 
@@ -340,10 +405,10 @@ def main() -> None:
         inputs = [make_input(i) for i in range(200)]
         plain = _in_process(source, literal, repeat)
         fork, fresh = _fork_and_fresh(box, source, literal, repeat)
-        batch, forks = _batch_and_forks(box, source, inputs, rounds=3)
+        batch, forks = _batch_and_forks(box, source, inputs, rounds=1 if options.smoke else 3)
         rows.append((name, plain, fork, fresh, fresh / fork, batch, forks, forks / batch))
         print(f"measured {name}", file=sys.stderr)
-    first = _first_call_in_new_process(rounds=5)
+    first = _first_call_in_new_process(rounds=1 if options.smoke else 5)
 
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "

@@ -124,7 +124,10 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=65, help="episodes per run (at most the builtin suite's 65)")
     parser.add_argument("--delay-ms", type=float, default=300.0, help="the slow model's latency per reply")
     parser.add_argument("--write", action="store_true", help="update docs/scaling.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.episodes, options.delay_ms = 2, 10.0
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
         # Ray's workers inherit this process's environment: their node data directory (LLM cache) is private, and

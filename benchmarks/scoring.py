@@ -130,7 +130,10 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--reference", metavar="CASES", help=argparse.SUPPRESS)  # internal: one reference round
     parser.add_argument("--tag", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.rounds = 1
     if options.reference:
         _reference(options.reference, options.tag)
         return

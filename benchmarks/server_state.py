@@ -178,7 +178,10 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=5000, help="new labels (and new runs) per phase")
     parser.add_argument("--baseline", metavar="REF", help="also measure the server as of this git commit, first")
     parser.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.count = 20
     results: dict[str, list[tuple[str, float, float, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if options.baseline:

@@ -86,7 +86,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.requests, options.rounds = 20, 1
     seconds = anyio.run(_run, options.requests, options.rounds)
     base = statistics.median(next(iter(seconds.values())))
     lines = [

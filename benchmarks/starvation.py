@@ -88,7 +88,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per server (alternating with the baseline)")
     parser.add_argument("--baseline", help="a git commit whose server runs beside this one")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.sessions, options.rounds = 2, 1
     trees: list[tuple[str, Path]] = [("this tree", ROOT)]
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         if options.baseline:

@@ -107,7 +107,10 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--write", action="store_true", help="write the table into docs/benchmarks.md")
+    parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
+    if options.smoke:
+        options.calls, options.rounds = 10, 1
     with tempfile.TemporaryDirectory() as tmp:
         args = ["--db", f"{tmp}/runs.db", "--data-dir", tmp, "--tool-key", KEY, "--budget", "0", "--methods", METHOD]
         shipped = build_served(args)

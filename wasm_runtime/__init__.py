@@ -4,7 +4,7 @@ Knows nothing of MCP, manifests or scoring: it takes source, an entry name
 and argument literals, and returns outcomes.
 """
 
-from .build import BuildError, GuestArtifacts, default_cache_dir, ensure_built
+from .build import BuildError, CacheError, GuestArtifacts, default_cache_dir, ensure_built
 from .engines import ENGINES, EngineUnavailable, engine_for, numpy_engine_installed
 from .interface import SandboxClosed, SandboxInterface
 from .limits import FUEL_PER_SECOND, WALL_CLOCK_FACTOR, Limits
@@ -22,6 +22,7 @@ __all__ = [
     "VIRTUAL_EPOCH_S",
     "WALL_CLOCK_FACTOR",
     "BuildError",
+    "CacheError",
     "Comparison",
     "EncodingError",
     "GuestArtifacts",

@@ -42,6 +42,7 @@ __all__ = [
     "FILE_BYTE_FUEL",
     "STDLIB_GUEST",
     "InstanceState",
+    "Metadata",
     "exported_func",
     "exported_memory",
     "make_linker",
@@ -77,7 +78,7 @@ class InstanceState:
     fuel: int = 0  # what the input used, read when its turn ends
     waits_allowed: bool = False  # while priming, a wait on a clock moves the virtual clock instead of trapping
     rng: random.Random = field(default_factory=lambda: random.Random(SEED))
-    metadata: Any = None  # the exports of this instance's metadata trampoline (``_Metadata``), made on first use
+    metadata: Any = None  # the exports of this instance's metadata trampoline (``Metadata``), made on first use
 
 
 def new_numpy_engine() -> Engine:
@@ -225,6 +226,11 @@ _METADATA_CALLS = {
     "fd_readdir": "(param i32 i32 i32 i64 i32)",
     "fd_read": "(param i32 i32 i32 i32)",
     "fd_pread": "(param i32 i32 i32 i64 i32)",
+    # The calls that change WASI's descriptor table (the lean engine notes them, to replace its WASI state).
+    "fd_close": "(param i32)",
+    "fd_renumber": "(param i32 i32)",
+    "fd_fdstat_set_flags": "(param i32 i32)",
+    "fd_fdstat_set_rights": "(param i32 i64 i64)",
 }
 _METADATA_WAT = (
     "(module\n"
@@ -249,7 +255,7 @@ FILE_BYTE_FUEL = 16
 _EPOCH_NS = VIRTUAL_EPOCH_S * 1_000_000_000
 
 
-class _Metadata:
+class Metadata:
     """wasmtime's metadata calls for one engine: a linker with WASI alone, and the trampoline module."""
 
     def __init__(self, engine: Engine) -> None:
@@ -296,7 +302,7 @@ def _blank_dirents(caller: Any, at: int, used: int) -> None:
 
 
 def _metadata_shadows(engine: Engine) -> dict[str, Any]:
-    calls = _Metadata(engine)
+    calls = Metadata(engine)
 
     def fd_filestat_get(caller: Any, fd: int, out: int) -> int:
         charge(caller._context(), HOST_CALL_FUEL)

@@ -320,3 +320,185 @@ def _sleb_read(data: bytes, at: int) -> tuple[int, int]:
             if byte & 0x40:
                 value -= 1 << shift
             return value, at
+
+
+_SECTION_TABLE, _SECTION_EXPORT = 4, 7
+#: The names under which ``with_state_exports`` exports a module's mutable globals and tables.
+GLOBAL_EXPORT = "pau.global.{}"
+TABLE_EXPORT = "pau.table.{}"
+
+
+def _count(module: bytes, section: int) -> int:
+    for kind, body, _ in _sections(module):
+        if kind == section:
+            return _leb(module, body)[0]
+    return 0
+
+
+def mutable_globals(module: bytes) -> list[int]:
+    """The indices of the module's own mutable globals.
+
+    Raises:
+        ImageError: The module imports globals (their indices would shift).
+    """
+    if _imported_globals(module):
+        raise ImageError("the module imports globals")
+    found = []
+    for kind, body, _ in _sections(module):
+        if kind == _SECTION_GLOBAL:
+            count, at = _leb(module, body)
+            for index in range(count):
+                if module[at + 1]:
+                    found.append(index)
+                at += 2
+                while module[at] != 0x0B:  # a constant expression: i32.const/i64.const and its immediate
+                    at += 1
+                at += 1
+    return found
+
+
+def _imported_globals(module: bytes) -> int:
+    for kind, body, _ in _sections(module):
+        if kind == _SECTION_IMPORT:
+            count, at = _leb(module, body)
+            found = 0
+            for _ in range(count):
+                for _name in range(2):
+                    length, at = _leb(module, at)
+                    at += length
+                what = module[at]
+                at += 1
+                if what == 0:
+                    _, at = _leb(module, at)
+                elif what == 2:
+                    flags = module[at]
+                    _, at = _leb(module, at + 1)
+                    if flags & 1:
+                        _, at = _leb(module, at)
+                else:
+                    found += 1
+                    return found  # tables, globals and tags are refused here: the caller needs only "any"
+            return found
+    return 0
+
+
+def with_state_exports(module: bytes) -> bytes:
+    """``module`` with every mutable global and every table exported (``GLOBAL_EXPORT``, ``TABLE_EXPORT``).
+
+    The host reads and restores a kept instance's state through them; nothing else changes, so the compiled
+    code is the same as the original's.
+    """
+    extra = [(GLOBAL_EXPORT.format(i), 3, i) for i in mutable_globals(module)]
+    extra += [(TABLE_EXPORT.format(i), 1, i) for i in range(_count(module, _SECTION_TABLE))]
+    entries = b"".join(_uleb(len(name)) + name.encode() + bytes([kind]) + _uleb(index) for name, kind, index in extra)
+    out = bytearray(module[:8])
+    placed = False
+    for kind, body, size in _sections(module):
+        content = bytes(module[body : body + size])
+        if kind == _SECTION_EXPORT:
+            count, at = _leb(module, body)
+            content = _uleb(count + len(extra)) + bytes(module[at : body + size]) + entries
+            placed = True
+        elif not placed and kind not in (0, 1, 2, 3, 4, 5, 6, 13) and kind != _SECTION_EXPORT:
+            # No export section yet: it goes before the first section that follows exports.
+            out.append(_SECTION_EXPORT)
+            section = _uleb(len(extra)) + entries
+            out += _uleb(len(section)) + section
+            placed = True
+        out.append(kind)
+        out += _uleb(len(content))
+        out += content
+    return bytes(out)
+
+
+_SECTION_TYPE, _SECTION_FUNCTION = 1, 3
+#: The export ``with_call_export`` adds: ``(callable, pointer, length) -> i64``.
+CALL_EXPORT = "pau.call"
+#: The interpreter's functions the added export calls, by the names the module's name section gives them.
+CALL_IMPORTS = (
+    "PyBytes_FromStringAndSize",
+    "PyObject_CallOneArg",
+    "PyErr_Clear",
+    "PyBytes_AsString",
+    "PyBytes_Size",
+)
+
+
+def _call_body(index: dict[str, int]) -> bytes:
+    """The body of ``pau.call``: ``callable(bytes(memory[pointer:pointer + length]))``, a bytes result's address
+    in the high 32 bits and its size in the low ones, or 0 when anything failed (the error is cleared)."""
+
+    def call(name: str) -> bytes:
+        return b"\x10" + _uleb(index[name])
+
+    fail = b"\x04\x40" + call("PyErr_Clear") + b"\x42\x00\x0f\x0b"  # if: clear the error, return 0 (i64); end
+    code = (
+        b"\x01\x03\x7f"  # locals: 3 x i32 (argument, result, data)
+        + b"\x20\x01\x20\x02" + call("PyBytes_FromStringAndSize") + b"\x22\x03"  # local.tee 3
+        + b"\x45" + fail  # i32.eqz; if ...
+        + b"\x20\x00\x20\x03" + call("PyObject_CallOneArg") + b"\x22\x04"
+        + b"\x45" + fail
+        + b"\x20\x04" + call("PyBytes_AsString") + b"\x22\x05"
+        + b"\x45" + fail
+        + b"\x20\x05\xad\x42\x20\x86"  # i64.extend_i32_u(data) << 32
+        + b"\x20\x04" + call("PyBytes_Size") + b"\xad\x84"  # | i64.extend_i32_u(size)
+        + b"\x0b"
+    )  # fmt: skip
+    return _uleb(len(code)) + code
+
+
+def _function_names(module: bytes) -> dict[str, int]:
+    names: dict[str, int] = {}
+    for kind, body, size in _sections(module):
+        if kind != 0 or _custom_name(module, body) != "name":
+            continue
+        length, at = _leb(module, body)
+        at += length
+        end = body + size
+        while at < end:
+            subsection = module[at]
+            length, at = _leb(module, at + 1)
+            if subsection == 1:
+                count, entry = _leb(module, at)
+                for _ in range(count):
+                    index, entry = _leb(module, entry)
+                    name_length, entry = _leb(module, entry)
+                    names.setdefault(bytes(module[entry : entry + name_length]).decode("utf-8", "replace"), index)
+                    entry += name_length
+            at += length
+    return names
+
+
+def with_call_export(module: bytes) -> bytes:
+    """``module`` with one more function, exported as ``CALL_EXPORT``: it calls a Python callable (an object's
+    address in the primed memory) on the bytes at ``pointer``, so a turn costs one call instead of compiling text.
+
+    Raises:
+        ImageError: The module lacks a section or one of ``CALL_IMPORTS``.
+    """
+    names = _function_names(module)
+    missing = [name for name in CALL_IMPORTS if name not in names]
+    if missing:
+        raise ImageError(f"the module has no function named {', '.join(missing)}")
+    types = _count(module, _SECTION_TYPE)
+    functions = _imported_functions(module) + _count(module, _SECTION_FUNCTION)
+    out = bytearray(module[:8])
+    for kind, body, size in _sections(module):
+        count, at = _leb(module, body) if kind in (_SECTION_TYPE, _SECTION_FUNCTION, _SECTION_CODE, 7) else (0, body)
+        rest = bytes(module[at : body + size])
+        if kind == _SECTION_TYPE:
+            content = _uleb(count + 1) + rest + b"\x60\x03\x7f\x7f\x7f\x01\x7e"  # (i32, i32, i32) -> i64
+        elif kind == _SECTION_FUNCTION:
+            content = _uleb(count + 1) + rest + _uleb(types)
+        elif kind == _SECTION_CODE:
+            content = _uleb(count + 1) + rest + _call_body(names)
+        elif kind == _SECTION_EXPORT:
+            content = (
+                _uleb(count + 1) + rest + _uleb(len(CALL_EXPORT)) + CALL_EXPORT.encode() + b"\x00" + _uleb(functions)
+            )
+        else:
+            content = rest
+        out.append(kind)
+        out += _uleb(len(content))
+        out += content
+    return bytes(out)

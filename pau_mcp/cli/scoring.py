@@ -42,7 +42,9 @@ __all__ = ["no_cache_option", "score", "scorer"]
 _LLM_SETTINGS = (
     "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency", "llm_retries", "model_capabilities",
 )  # fmt: skip
-_SANDBOX_SETTINGS = ("timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers", "score_seconds")
+_SANDBOX_SETTINGS = (
+    "timeout_s", "memory_mb", "max_output_kb", "cache_dir", "workers", "sandbox_engine", "score_seconds",
+)  # fmt: skip
 
 
 def no_cache_option(function: CommandFunction) -> CommandFunction:

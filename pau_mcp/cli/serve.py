@@ -34,7 +34,7 @@ __all__ = [
 
 _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
-    "cache_dir", "workers", "max_argument_kb", "examples", "protocol",
+    "cache_dir", "workers", "sandbox_engine", "max_argument_kb", "examples", "protocol",
 )  # fmt: skip
 # Limits of what one credential takes of a server, on either transport.
 _CREDENTIAL_SETTINGS = ("max_concurrent_calls", "max_submissions")

@@ -335,15 +335,17 @@ def build_server(
                 types.INTERNAL_ERROR, f"the server's run store cannot be used ({exc.reason}){busy}"
             ) from None
 
-    def visible(state: SessionState) -> list[Exposed]:
-        return [e for e in catalog if state.sees(e.tool)]
+    everything = list(catalog)
 
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        state, connection = await caller(ctx)
-        tools = [_SUBMIT, *([_OPEN] if connection else []), *extra.tools()] + [
-            types.Tool(
+    def visible(state: SessionState) -> list[Exposed]:
+        return everything if state.visible is None else [e for e in everything if state.sees(e.tool)]
+
+    built: dict[str, types.Tool] = {}  # a method's tool never changes while the server runs: built once
+
+    def method_tool(e: Exposed) -> types.Tool:
+        tool = built.get(e.tool)
+        if tool is None:
+            tool = built[e.tool] = types.Tool(
                 name=e.tool,
                 title=f"Hidden function {e.tool}",
                 description=e.description(service.budget),
@@ -352,10 +354,19 @@ def build_server(
                 annotations=_ANNOTATIONS,
                 _meta=e.meta(service.budget),
             )
-            for e in visible(state)
-        ]
-        page, cursor = _page(tools, params.cursor if params else None, page_size)
-        return types.ListToolsResult(tools=page, next_cursor=cursor)
+        return tool
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        state, connection = await caller(ctx)
+        # Only the requested page is built (each tool once per server): a list of 5,000 methods used to be built
+        # whole for every page, 0.3 s of server CPU that any client could ask for again and again.
+        listed: list[types.Tool | Exposed] = [_SUBMIT, *([_OPEN] if connection else []), *extra.tools()]
+        listed += visible(state)
+        page, cursor = _page(listed, params.cursor if params else None, page_size)
+        tools = [item if isinstance(item, types.Tool) else method_tool(item) for item in page]
+        return types.ListToolsResult(tools=tools, next_cursor=cursor)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
         state, connection = await caller(ctx)
@@ -437,15 +448,17 @@ def build_server(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         state, _ = await caller(ctx)
-        resources = [*extra.resources()] + [
-            types.Resource(
+        listed: list[types.Resource | Exposed] = [*extra.resources()]
+        listed += visible(state)
+        page, cursor = _page(listed, params.cursor if params else None, page_size)
+        resources = [
+            e if isinstance(e, types.Resource) else types.Resource(
                 name=e.tool, title=f"What is known about {e.tool}", uri=f"{_RESOURCE_PREFIX}{e.tool}", mime_type="text/plain",
                 description=f"Header and initial examples of the hidden function {e.tool}.",
             )
-            for e in visible(state)
+            for e in page
         ]  # fmt: skip
-        page, cursor = _page(resources, params.cursor if params else None, page_size)
-        return types.ListResourcesResult(resources=page, next_cursor=cursor)
+        return types.ListResourcesResult(resources=resources, next_cursor=cursor)
 
     async def read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
@@ -470,16 +483,18 @@ def build_server(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         state, _ = await caller(ctx)
-        prompts = [*extra.prompts()] + [
-            types.Prompt(
+        listed: list[types.Prompt | Exposed] = [*extra.prompts()]
+        listed += visible(state)
+        page, cursor = _page(listed, params.cursor if params else None, page_size)
+        prompts = [
+            e if isinstance(e, types.Prompt) else types.Prompt(
                 name=e.tool,
                 title=f"Explore {e.tool}",
                 description=f"The starting prompt for exploring {e.tool} interactively.",
             )
-            for e in visible(state)
-        ]
-        page, cursor = _page(prompts, params.cursor if params else None, page_size)
-        return types.ListPromptsResult(prompts=page, next_cursor=cursor)
+            for e in page
+        ]  # fmt: skip
+        return types.ListPromptsResult(prompts=prompts, next_cursor=cursor)
 
     async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
         state, connection = await caller(ctx)

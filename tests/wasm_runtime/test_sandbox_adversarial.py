@@ -205,20 +205,49 @@ NUMPY_CASES = CASES | {
 }
 
 
-@pytest.fixture(params=["python", "numpy"], scope="module")
+@pytest.fixture(params=["python", "numpy", "lean"], scope="module")
 def box(request, sandbox: Sandbox):
     """The adversarial cases run against every engine."""
-    return sandbox if request.param == "python" else request.getfixturevalue("numpy_box")
+    return sandbox if request.param == "python" else request.getfixturevalue(f"{request.param}_box")
+
+
+# What differs in the lean engine: its door answers only sleeps and, once when asked, compiled code; the source
+# and the outcome cross with the call itself. Its kept instance is reset after every call, WASI state included.
+LEAN_CASES = CASES | {
+    "ask the host for the source again": (
+        "import _host\ndef test_func():\n    return _host.call(b'source')",
+        {CRASH},
+        "unknown request",
+    ),
+    "plant an outcome through the door": (
+        'import _host\ndef test_func():\n    _host.call(b\'outcome:{"status":"timeout"}\')\n    return 1',
+        {CRASH},
+        "unknown request",
+    ),
+    "plant compiled code for the host's cache": (
+        "import _host\ndef test_func():\n    _host.call(b'code:YWJj')\n    return 1",
+        {CRASH},
+        "compiled code is handed over once",
+    ),
+    "close the standard streams for the calls after": (
+        "import os\ndef test_func():\n    for fd in (0, 1, 2):\n        os.close(fd)\n    return 'closed'",
+        {OK},
+        "closed",
+    ),
+    "renumber a stream": ("import os\ndef test_func():\n    os.dup2(2, 1)\n    return 'moved'", {OK, ERROR}, None),
+}
 
 
 def _cases(box) -> dict:
-    return CASES if isinstance(box, Sandbox) else NUMPY_CASES
+    if isinstance(box, Sandbox):
+        return LEAN_CASES if box.python_engine == "lean" else CASES
+    return NUMPY_CASES
 
 
-@pytest.mark.parametrize("name", list(NUMPY_CASES))
+@pytest.mark.parametrize("name", list(NUMPY_CASES | LEAN_CASES))
 def test_hostile_code_is_contained_and_the_host_lives_on(box, name):
     if name not in _cases(box):
-        pytest.skip(f"{name!r} is a case for the numpy engine's own bridge")
+        pytest.skip(f"{name!r} is a case for another engine's own bridge")
     source, allowed, needle = _cases(box)[name]
     arguments = "()"
     listener = None

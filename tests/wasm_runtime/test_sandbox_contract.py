@@ -17,11 +17,11 @@ from wasm_runtime.workers import WorkerSandbox
 MODES = ["batch", "fresh"]
 
 
-@pytest.fixture(params=["in-process", "workers", "numpy"])
+@pytest.fixture(params=["in-process", "workers", "numpy", "lean"])
 def box(request, sandbox, worker_sandbox):
     """Every implementation of the sandbox interface, and every engine, passes the same contract."""
-    if request.param == "numpy":
-        return request.getfixturevalue("numpy_box")
+    if request.param in ("numpy", "lean"):
+        return request.getfixturevalue(f"{request.param}_box")
     return sandbox if request.param == "in-process" else worker_sandbox
 
 
