@@ -3,7 +3,7 @@
 The commands, the Ray workers (``pau_mcp.distributed``), the Inspect task and the tests build a run's scorer and a
 rollout's policy client, critic and sandbox runtime here, so a part is the same wherever the run plays (the same
 protocol, cache scope and limits on a Ray worker as in the command). The run's own MCP server is started from the
-run's whole settings object (``pau_mcp.harness.runner.server_settings``, ``pau_mcp.server.launch``).
+run's whole settings object (``pau_mcp.harness.hosting.server_settings``, ``pau_mcp.server.launch``).
 """
 
 from __future__ import annotations

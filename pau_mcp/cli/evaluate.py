@@ -30,7 +30,8 @@ from .common import (
 if TYPE_CHECKING:
     from ..config import Settings
     from ..distributed import Cluster
-    from ..harness.runner import EvalConfig, RunProgress
+    from ..harness.configuration import EvalConfig
+    from ..harness.runner import RunProgress
     from ..llm import LLMClient, Overrides
     from ..reports import RunSummary
     from ..reports.stats import ScoreStats
@@ -177,7 +178,7 @@ def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurren
     With --ray, Ray workers run the episodes (each with its own server and sandbox) and this process alone writes
     the run store; an episode whose worker dies runs again on another one, and is recorded once.
     """
-    from ..harness.runner import EvalConfig
+    from ..harness.configuration import EvalConfig
     from ..harness.runner import run_name as default_name
 
     settings = settings_from(values)
@@ -227,8 +228,8 @@ def evaluate(model: str, suite: str, agent: str, mode: str, docs: str, concurren
 
 def replayed(settings: Settings, run: str) -> bool:
     """Replay ``run`` from its record (``harness.replay``) and print the verdict; True when every score is identical."""
+    from ..harness.configuration import EvalError
     from ..harness.replay import replay_run
-    from ..harness.runner import EvalError
     from ..scoring import Scorer
 
     say = step_printer()
@@ -272,8 +273,8 @@ def _epochs(config: EvalConfig, epochs: int, seed: int) -> list[EvalConfig]:
     """The runs to play: ``config`` alone, or its epochs."""
     if epochs == 1:
         return [config]
+    from ..harness.configuration import EvalError
     from ..harness.epochs import epoch_configs
-    from ..harness.runner import EvalError
 
     try:
         return epoch_configs(config, epochs, seed)
@@ -340,7 +341,8 @@ def epoch_lines(settings: Settings, group: str) -> list[str]:
 def _check_suite(settings: Settings, config: EvalConfig) -> None:
     """An unknown or broken suite (in task mode, one without frozen tasks) ends the command in one line, before the
     models are asked and the sandbox starts."""
-    from ..harness.runner import EvalError, planned_methods
+    from ..harness.configuration import EvalError
+    from ..harness.runner import planned_methods
     from ..manifests import ManifestError
 
     try:
@@ -355,7 +357,7 @@ def _check_suite(settings: Settings, config: EvalConfig) -> None:
 
 def check_configs(configs: Sequence[EvalConfig]) -> None:
     """Refuse runs that cannot play an episode (no model, an unknown provider) before any run or sandbox exists."""
-    from ..harness.runner import EvalError, check_config
+    from ..harness.configuration import EvalError, check_config
 
     for config in configs:
         try:

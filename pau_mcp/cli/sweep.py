@@ -45,7 +45,8 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     every run spreads its episodes over the cluster (task runs play here). The file's keys are in docs/scaling.md
     ("Sweeps").
     """
-    from ..harness.runner import EvalError, planned_methods, stored_identity
+    from ..harness.configuration import EvalError, stored_identity
+    from ..harness.runner import planned_methods
     from ..harness.sweep import SweepError, expand, load_sweep, run_state
     from ..harness.tasks import planned_tasks
     from ..manifests import ManifestError

@@ -25,7 +25,8 @@ import httpx2
 
 from ..assembly import run_scorer
 from ..config import Settings, SettingsError
-from ..harness.runner import EpisodeHost, EpisodeRecord, EvalConfig, EvalError, Play, agent_llm
+from ..harness.configuration import EvalConfig, EvalError
+from ..harness.hosting import EpisodeHost, EpisodeRecord, Play, agent_llm
 from ..manifests import ManifestStore, Method, tool_name
 from ..runstore import RunStore
 from ..sandboxing import make_sandbox

@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "AGENTS": "runner",
+    "AGENTS": "configuration",
     "AgentResult": "agents",
     "ObserverAgent": "observer",
     "PaperAgent": "agents",
@@ -20,10 +20,28 @@ _EXPORTS = {
     "Environment": "environment",
     "Observation": "environment",
     "Step": "environment",
-    "EvalConfig": "runner",
-    "EvalError": "runner",
+    "EvalConfig": "configuration",
+    "EvalError": "configuration",
+    "check_config": "configuration",
+    "stored_identity": "configuration",
+    "Connect": "client",
+    "ConnectTools": "client",
+    "mcp_session": "client",
+    "EpisodeHost": "hosting",
+    "EpisodeRecord": "hosting",
+    "LocalEpisodes": "hosting",
+    "Play": "hosting",
+    "play_episode": "hosting",
+    "agent_llm": "hosting",
+    "server_settings": "hosting",
+    "session_key": "hosting",
     "RunProgress": "runner",
+    "RunTotals": "runner",
+    "drive_run": "runner",
+    "planned_methods": "runner",
     "run_eval": "runner",
+    "run_name": "runner",
+    "run_totals": "runner",
 }
 
 __all__ = sorted(_EXPORTS)

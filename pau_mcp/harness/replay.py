@@ -33,9 +33,10 @@ from ..protocol import Protocol, load_protocol
 from ..runstore import EpisodeRow, RunStore, StoreError
 from ..scoring.judge import parse_rating, parse_rating_anywhere
 from .agents import Agent, PaperAgent, ProbeAgent, ToolsAgent
+from .configuration import EvalConfig, EvalError
 from .environment import Environment
+from .hosting import EpisodeHost
 from .reference_agent import ReferenceAgent
-from .runner import EpisodeHost, EvalConfig, EvalError
 
 __all__ = ["Difference", "RecordedEnvironment", "RecordedModel", "ReplayResult", "replay_run"]
 

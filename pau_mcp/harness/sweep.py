@@ -45,7 +45,8 @@ from ..llm import LLMError, Overrides
 from ..llm.models import parse_model
 from ..runstore import RunStore
 from ..userfiles import UnreadableFile, read_text
-from .runner import EvalConfig, run_name
+from .configuration import EvalConfig
+from .runner import run_name
 
 __all__ = [
     "MAX_DOCS", "MAX_METHODS", "MAX_MODELS", "MAX_PROBLEMS", "MAX_RUNS", "MAX_SUITES", "MAX_SWEEP_BYTES", "PlannedRun",

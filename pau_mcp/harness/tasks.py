@@ -32,18 +32,11 @@ from ..runstore import EpisodeResult, RunStore
 from ..scoring.tasks import TaskCall
 from .agents import AgentResult, _listed, _note_reply, _refused, _temperature, _valid_history, written_tool_calls
 from .briefing import brief
+from .client import ConnectTools, leaf_error
+from .configuration import EvalConfig, EvalError
 from .environment import Step
-from .runner import (
-    ConnectTools,
-    EpisodeHost,
-    EpisodeRecord,
-    EvalConfig,
-    EvalError,
-    RunProgress,
-    _leaf,
-    drive_run,
-    session_key,
-)
+from .hosting import EpisodeHost, EpisodeRecord, session_key
+from .runner import RunProgress, drive_run
 
 __all__ = ["ANSWER_TOOL", "TaskAgent", "TaskAnswer", "TaskEnvironment", "planned_tasks", "play_task", "run_tasks"]
 
@@ -276,7 +269,7 @@ async def play_task(
         )  # fmt: skip
         return EpisodeRecord(task.id, attempt, ending, values={TASK_KIND: value})
     except Exception as caught:  # noqa: BLE001 - sorted just below
-        exc = _leaf(caught)
+        exc = leaf_error(caught)
         if not isinstance(exc, (LLMError, EvalError, MCPError, httpx2.HTTPError)):
             raise
         said = str(exc)
