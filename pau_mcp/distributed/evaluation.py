@@ -116,7 +116,8 @@ class EvalWorker:
     async def stop(self) -> None:
         """Stop the server and the sandbox workers, and delete the worker's directory."""
         if self._host is not None:
-            await self._host.scorer.aclose()
+            if self._host.scorer is not None:
+                await self._host.scorer.aclose()
             await self._host.close()
         if self._sandbox is not None and hasattr(self._sandbox, "close"):
             self._sandbox.close()

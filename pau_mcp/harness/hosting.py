@@ -17,6 +17,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from ..config import Settings
+from ..contract import Scoring
 from ..descriptions import description_problem
 from ..llm import LLMClient, LLMError
 from ..manifests import Method, tool_name
@@ -92,7 +93,7 @@ def session_key(run: str, method_id: str, attempt: int) -> str:
 
 
 async def play_episode(
-    method: Method, tool: str, attempt: int, connect: Connect, config: EvalConfig, agent: Agent, scorer: Any,
+    method: Method, tool: str, attempt: int, connect: Connect, config: EvalConfig, agent: Agent, scorer: Scoring | None,
     store: RunStore,
 ) -> EpisodeRecord:  # fmt: skip
     """Run one attempt of an episode over the MCP session ``connect`` opens for it: explore, submit, score.
@@ -125,7 +126,7 @@ async def play_episode(
         examples = result.examples if result.examples is not None else env.observed_examples()
         kinds = [k for k in config.kinds if k != "direct" or result.code]
         # Without a description nothing was submitted, so nothing is scored (the report counts such episodes apart).
-        if config.score and kinds and submission is not None:
+        if config.score and kinds and submission is not None and scorer is not None:
             scored = await scorer.score(method.id, result.description, result.code, examples=examples, kinds=kinds)
             record.values = record_scores(store, submission, scored, with_examples=True)
             record.scoring_input_tokens = scored.usage.input_tokens
@@ -217,15 +218,16 @@ class EpisodeHost:
     Args:
         settings: The ``Settings`` (manifests, sandbox cache, token for ``--server``).
         config: The run.
-        scorer: A ``pau_mcp.scoring.Scorer`` (used only when ``config.score``).
+        scorer: Scores the submissions (used only when ``config.score``).
         store: The run store the server records sessions in.
         deployment_key: Keys tool names; the started server gets it in its settings.
         llm: The agent's LLM client (default: one made from ``settings``); closed with the host.
+        protocol: The run's protocol, as the run resolved it (default: loaded here, as a Ray worker does).
     """
 
     def __init__(
-        self, settings: Any, config: EvalConfig, scorer: Any, store: RunStore, deployment_key: str,
-        llm: LLMClient | None = None,
+        self, settings: Any, config: EvalConfig, scorer: Scoring | None, store: RunStore, deployment_key: str,
+        llm: LLMClient | None = None, protocol: Protocol | None = None,
     ) -> None:  # fmt: skip
         self.settings = settings
         self.config = config
@@ -234,10 +236,11 @@ class EpisodeHost:
         self.url: str | None = None
         self._key = deployment_key
         self._llm = llm if llm is not None else agent_llm(settings, config)
-        try:
-            protocol = load_protocol(config.protocol, settings.data_dir)
-        except PromptsError as exc:
-            raise EvalError(str(exc)) from None
+        if protocol is None:
+            try:
+                protocol = load_protocol(config.protocol, settings.data_dir)
+            except PromptsError as exc:
+                raise EvalError(str(exc)) from None
         self._agent = _make_agent(config, self._llm, protocol, settings)
         self._stack = contextlib.AsyncExitStack()
         if isinstance(self._agent, ObserverAgent):
@@ -330,27 +333,30 @@ class LocalEpisodes:
     Args:
         settings: The ``Settings`` (manifests, sandbox cache and limits, token for ``--server``).
         config: The run.
-        scorer: A ``pau_mcp.scoring.Scorer`` (used only when ``config.score``).
+        scorer: Scores the submissions (used only when ``config.score``).
         store: The run store the server records sessions in.
         deployment_key: Names the tools and signs each episode's session token.
+        protocol: The run's protocol, as the run resolved it.
     """
 
     workers = 0
     rerun = 0
 
     def __init__(
-        self, settings: Settings, config: EvalConfig, scorer: Any, store: RunStore, deployment_key: str
-    ) -> None:
+        self, settings: Settings, config: EvalConfig, scorer: Scoring | None, store: RunStore, deployment_key: str,
+        protocol: Protocol,
+    ) -> None:  # fmt: skip
         self._settings = settings
         self._config = config
         self._scorer = scorer
         self._store = store
         self._key = deployment_key
+        self._protocol = protocol
 
     @contextlib.asynccontextmanager
     async def episodes(self, todo: Sequence[Method]) -> AsyncIterator[Play]:
         """Start the run's server (or check ``--server``) for ``todo``; yields the play function."""
-        host = EpisodeHost(self._settings, self._config, self._scorer, self._store, self._key)
+        host = EpisodeHost(self._settings, self._config, self._scorer, self._store, self._key, protocol=self._protocol)
 
         async def play(method: Method, attempt: int) -> EpisodeRecord:
             record = await host.play(method, tool_name(self._key, method.id), attempt)

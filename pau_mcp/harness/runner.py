@@ -1,10 +1,10 @@
-"""Evaluation runs: one agent over a suite, one MCP session per method, resumable after any crash.
+"""Driving evaluation runs: the run driver (``pau_mcp.runs.drive``) over a run's episodes, and the run's totals.
 
-``run_eval`` prepares a run (its methods, protocol and server checks) and hands it to the one run driver
-(``pau_mcp.runs.drive``) with an episode source: ``LocalEpisodes`` (this process, against the run's own server or
-``--server``) unless the caller chose another (``pau_mcp.distributed.RayEpisodes``). The run store keeps the
-run's state, so running the same command again after ``kill -9`` finishes the unfinished episodes and never
-repeats a finished one. LLM replies are cached, so the repeat costs almost nothing.
+An evaluation run is resolved once (``harness.evalrun``) and driven here with an episode source: ``LocalEpisodes``
+(this process, against the run's own server or ``--server``: ``harness.hosting``), the task source, or another the
+caller chose (``pau_mcp.distributed.RayEpisodes``). The run store keeps the run's state, so running the same command
+again after ``kill -9`` finishes the unfinished episodes and never repeats a finished one. LLM replies are cached,
+so the repeat costs almost nothing.
 """
 
 from __future__ import annotations
@@ -12,20 +12,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from ..config import Settings, SettingsError
+from ..config import Settings
 from ..contract import TASK_KIND
-from ..manifests import ManifestError, ManifestStore, Method, tool_name
-from ..prompts import PromptsError
-from ..protocol import load_protocol
+from ..manifests import ManifestStore, Method
 from ..runs import EpisodeSource, Planned, Progress, RunError, RunSpec, drive
 from ..runstore import RunStore
-from .client import check_served, http_client
-from .configuration import EvalConfig, EvalError, check_config
-from .hosting import EpisodeRecord, LocalEpisodes
+from .configuration import EvalConfig, EvalError
+from .hosting import EpisodeRecord
 
-__all__ = ["RunProgress", "RunTotals", "drive_run", "planned_methods", "run_eval", "run_name", "run_totals"]
+__all__ = ["RunProgress", "RunTotals", "drive_run", "planned_methods", "run_name", "run_totals"]
 
 
 #: What a run's episodes are about: a method (an exploration) or a task.
@@ -155,66 +152,6 @@ def planned_methods(settings: Settings, config: EvalConfig) -> list[Method]:
     wanted = set(config.methods)
     methods = [m for m in suite.methods.values() if not wanted or m.id in wanted]
     return methods[: config.limit] if config.limit else methods
-
-
-async def run_eval(
-    settings: Settings, config: EvalConfig, scorer: Any, on_progress: Callable[[RunProgress], None] | None = None,
-    source: EpisodeSource[Method, EpisodeRecord] | None = None,
-) -> RunProgress:  # fmt: skip
-    """Run (or resume) an evaluation: its episodes played by ``source``, here by default.
-
-    Whichever source plays the episodes, this process alone writes the run store, and each episode's ending (with
-    its session, when a Ray worker recorded it) is recorded exactly once (``pau_mcp.runs.drive``).
-
-    Args:
-        settings: The ``Settings`` (run store, manifests, sandbox cache and limits, token for ``--server``).
-        config: What to evaluate.
-        scorer: A ``pau_mcp.scoring.Scorer`` (used only when ``config.score``, and only by ``LocalEpisodes``).
-        on_progress: Called after every episode with the live totals.
-        source: Where episodes are played (``pau_mcp.distributed.RayEpisodes`` on a Ray cluster); None: here
-            (``LocalEpisodes``).
-
-    Raises:
-        EvalError: the run exists with another configuration, the suite is missing, broken or empty, the server
-            fails, or the source can play no more episodes (no Ray worker left).
-    """
-    check_config(config)
-    if config.mode == "tasks":  # tasks are not methods: their runs go through ``tasks.run_tasks``
-        raise EvalError("a task run is played by pau_mcp.harness.tasks.run_tasks (`pau-mcp eval --mode tasks`)")
-    try:
-        deployment_key = settings.deployment_key()
-    except SettingsError as exc:
-        raise EvalError(str(exc)) from None
-    try:
-        methods = planned_methods(settings, config)
-    except ManifestError as exc:
-        raise EvalError(str(exc)) from None
-    if not methods:
-        raise EvalError(f"no methods to evaluate in suite {config.suite!r} with these options")
-    try:
-        protocol = load_protocol(config.protocol, settings.data_dir)
-    except PromptsError as exc:
-        raise EvalError(str(exc)) from None
-    scoring = getattr(scorer, "protocol", None) if config.score and source is None else None
-    if scoring is not None and scoring.name != protocol.name:
-        raise EvalError(
-            f"the scorer follows the {scoring.name} protocol and the run {protocol.name}: build both from the same "
-            "--protocol"
-        )
-    if config.server:  # a wrong URL, token, tool key or era ends the command here, before the run exists
-        async with http_client(settings.token) as client:
-            await check_served(
-                client,
-                config.server,
-                config.suite,
-                {tool_name(deployment_key, m.id) for m in methods},
-                settings.mcp_era,
-            )
-    return await drive_run(
-        settings, config, config.spec(protocol.prompts.digest), methods,
-        lambda store: source if source is not None else LocalEpisodes(settings, config, scorer, store, deployment_key),
-        on_progress,
-    )  # fmt: skip
 
 
 async def drive_run(

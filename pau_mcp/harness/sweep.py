@@ -43,15 +43,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..llm import LLMError, Overrides
 from ..llm.models import parse_model
+from ..manifests import ManifestError
 from ..runstore import RunStore
 from ..userfiles import UnreadableFile, read_text
-from .configuration import EvalConfig
-from .runner import run_name
+from .configuration import EvalConfig, EvalError, stored_identity
+from .runner import planned_methods, run_name
+from .tasks import planned_tasks
 
 __all__ = [
     "MAX_DOCS", "MAX_METHODS", "MAX_MODELS", "MAX_PROBLEMS", "MAX_RUNS", "MAX_SUITES", "MAX_SWEEP_BYTES", "PlannedRun",
     "Sweep",
-    "SweepError", "SweepModel", "expand", "load_sweep", "run_state",
+    "Standing", "SweepError", "SweepModel", "expand", "load_sweep", "run_state", "standings",
 ]  # fmt: skip
 
 #: The largest sweep file read (a leaderboard's is a few kilobytes; MAX_METHODS method ids take about 2 MB).
@@ -307,3 +309,51 @@ def run_state(store: RunStore, config: EvalConfig, method_ids: list[str]) -> str
     ended = ("done",) if config.retry_failed else ("done", "failed")
     states = store.episode_states(run_id)
     return "finished" if all(states.get(m) in ended for m in method_ids) else "partial"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where one run of a sweep stands.
+
+    Attributes:
+        planned: The run.
+        episodes: Its episodes: its methods (in task mode, its tasks).
+        state: ``new``, ``finished``, ``partial`` or ``conflict`` (``run_state``).
+        conflict: For a conflict, what the store holds and what the file asks for.
+    """
+
+    planned: PlannedRun
+    episodes: int
+    state: str
+    conflict: str | None = None
+
+
+def standings(settings: Any, store: RunStore, plan: list[PlannedRun]) -> list[Standing]:
+    """Where each run of ``plan`` stands in ``store`` (runs of one suite share their methods, or tasks).
+
+    Raises:
+        SweepError: a run's suite is missing or broken, or has nothing to run with the file's methods and limit.
+    """
+    planned_ids: dict[tuple[str, tuple[str, ...], int, bool], list[str]] = {}
+    found: list[Standing] = []
+    for planned in plan:
+        config = planned.config
+        tasks = config.mode == "tasks"
+        selection = (config.suite, config.methods, config.limit, tasks)
+        try:
+            if selection not in planned_ids:
+                items = planned_tasks(settings, config) if tasks else planned_methods(settings, config)
+                planned_ids[selection] = [item.id for item in items]
+        except (ManifestError, EvalError) as exc:
+            raise SweepError(str(exc)) from None
+        ids = planned_ids[selection]
+        if not ids:
+            what = "tasks" if tasks else "methods"
+            raise SweepError(f"no {what} in suite {config.suite!r} with these methods and limit")
+        state = run_state(store, config, ids)
+        conflict = None
+        if state == "conflict":
+            stored = stored_identity(store.run_config(store.run_id(config.run)))
+            conflict = f"stored with {stored}, the file asks for {config.identity()}"
+        found.append(Standing(planned, len(ids), state, conflict))
+    return found
