@@ -124,14 +124,9 @@ async def play_episode(
                 env.note("note", event="no_description", problem=problem)
         record = EpisodeRecord(method.id, attempt, EpisodeResult(state="done"))
         examples = result.examples if result.examples is not None else env.observed_examples()
-        kinds = [k for k in config.kinds if k != "direct" or result.code]
         # Without a description nothing was submitted, so nothing is scored (the report counts such episodes apart).
-        if config.score and kinds and submission is not None and scorer is not None:
-            scored = await scorer.score(method.id, result.description, result.code, examples=examples, kinds=kinds)
-            record.values = record_scores(store, submission, scored, with_examples=True)
-            record.scoring_input_tokens = scored.usage.input_tokens
-            record.scoring_output_tokens = scored.usage.output_tokens
-            record.scoring_cost_usd = scored.cost_usd
+        if submission is not None and scorer is not None:
+            await _score(record, scorer, store, submission, result, examples, config)
         record.result = EpisodeResult(
             state="done", session_key=key, submission_id=submission, concluded=result.concluded,
             queries=env.queries, input_tokens=result.usage.input_tokens, output_tokens=result.usage.output_tokens,
@@ -144,14 +139,8 @@ async def play_episode(
         if not isinstance(exc, (LLMError, EvalError, MCPError, httpx2.HTTPError)):
             raise
         # Permanent for this episode (transient provider errors were already retried): recorded, reported, not dropped.
-        said = str(exc)
-        if isinstance(exc, LLMError) and exc.too_long and env is not None and not _replied(env):
-            said = (
-                f"{exc.model}: the agent's first request is longer than the model's context: serve the model with a "
-                "longer context (llama-server -c, vLLM --max-model-len, Ollama num_ctx); --budget does not shorten it"
-            )
         failed = EpisodeResult(
-            state="failed", session_key=key, error=f"{type(exc).__name__}: {said}",
+            state="failed", session_key=key, error=f"{type(exc).__name__}: {_why_failed(exc, env)}",
             submission_id=store.submission_by_receipt(config.run, key, method.id, env.submission_id)
             if env and env.submission_id
             else None,
@@ -160,6 +149,31 @@ async def play_episode(
             trajectory=[s.to_json() for s in env.trajectory] if env else [],
         )  # fmt: skip
         return EpisodeRecord(method.id, attempt, failed)
+
+
+async def _score(
+    record: EpisodeRecord, scorer: Scoring, store: RunStore, submission: int, result: AgentResult,
+    examples: Sequence[Sequence[Any]], config: EvalConfig,
+) -> None:  # fmt: skip
+    """Score a submission as the run asks (direct code only when the agent wrote code), into ``store`` and ``record``."""
+    kinds = [k for k in config.kinds if k != "direct" or result.code]
+    if not config.score or not kinds:
+        return
+    scored = await scorer.score(record.method_id, result.description, result.code, examples=examples, kinds=kinds)
+    record.values = record_scores(store, submission, scored, with_examples=True)
+    record.scoring_input_tokens = scored.usage.input_tokens
+    record.scoring_output_tokens = scored.usage.output_tokens
+    record.scoring_cost_usd = scored.cost_usd
+
+
+def _why_failed(exc: BaseException, env: Environment | None) -> str:
+    """What an episode's failure says: a first request longer than the model's context is named as such."""
+    if isinstance(exc, LLMError) and exc.too_long and env is not None and not _replied(env):
+        return (
+            f"{exc.model}: the agent's first request is longer than the model's context: serve the model with a "
+            "longer context (llama-server -c, vLLM --max-model-len, Ollama num_ctx); --budget does not shorten it"
+        )
+    return str(exc)
 
 
 def _replied(env: Environment) -> bool:
