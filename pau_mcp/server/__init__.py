@@ -9,6 +9,7 @@ from typing import Any
 from wasm_runtime import SandboxInterface
 
 from ..config import Settings
+from ..limits import ServiceLimits
 from ..manifests import ManifestStore
 from ..protocol import DEFAULT_PROTOCOL, RULES
 from ..runstore import RunStore
@@ -155,8 +156,7 @@ def create_service(
                         processes=processes)  # fmt: skip
     catalog = serve_examples(catalog, settings, sandbox, progress=progress)
     service = MethodService(
-        catalog, sandbox, store, settings.budget, feedback, feedback_limit=settings.feedback_limit,
-        max_argument_bytes=settings.max_argument_kb * 1024, run_wrong_arity=rules.runs_wrong_arity,
-        max_submissions=settings.max_submissions, shares=shares,
+        catalog, sandbox, store, ServiceLimits.from_settings(settings), feedback,
+        run_wrong_arity=rules.runs_wrong_arity, shares=shares,
     )  # fmt: skip
     return service, Sessions(store, run_id, transport)

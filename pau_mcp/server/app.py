@@ -38,6 +38,7 @@ from ..contract import (
     SubmitStatus,
     label_problem,
 )
+from ..limits import PAGE_SIZE, ProtocolLimits
 from ..oauth import OPERATE, signed_in
 from ..runstore import StoreBusy, StoreError
 from .catalog import Exposed
@@ -53,7 +54,8 @@ __all__ = ["PAGE_SIZE", "build_server", "session_owner", "verify_bearer"]
 
 log = logging.getLogger("pau_mcp.server")
 
-PAGE_SIZE = 100
+#: What a server built without limits gives: 100 items a list page, no limit on calls at once.
+_NO_LIMITS = ProtocolLimits()
 _RESOURCE_PREFIX = "pau://method/"
 _ANNOTATIONS = types.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -226,42 +228,96 @@ def verify_bearer(expected: str | None, tokens: TokenSigner | None = None) -> To
 def build_server(
     service: MethodService,
     sessions: Sessions,
-    stdio_key: str | None = None,
-    page_size: int = PAGE_SIZE,
+    limits: ProtocolLimits = _NO_LIMITS,
+    *,
     tokens: TokenSigner | None = None,
     stateless: bool = False,
-    slots: CallSlots | None = None,
     fixtures: FixtureSuite | None = None,
     state_key: str | None = None,
+    stdio_key: str | None = None,
 ) -> Server[Any]:
     """The low-level MCP server for one catalog, in both protocol eras.
 
     Every request is resolved once, here at the edge, to the credential that spends its budget and to what it
-    sees (``caller``); nothing below knows which era or transport it came by. Beside the catalog's tools it serves a
-    fixture suite's (``fixture_service``), the Tasks extension (``tasks``: a long call answered with a task, for a
-    client that negotiated it) and ``subscriptions/listen`` streams (``listen``).
+    sees (``_Handlers.caller``); nothing below knows which era or transport it came by. Beside the catalog's tools it
+    serves a fixture suite's (``fixture_service``), the Tasks extension (``tasks``: a long call answered with a task,
+    for a client that negotiated it) and ``subscriptions/listen`` streams (``listen``).
 
     Args:
         service: Runs calls and submissions.
         sessions: The sessions credentials own, and the narrowing of open connections.
-        stdio_key: The session key of a stdio server (its process); None over HTTP.
-        page_size: Items per page of the tools, resources and prompts lists.
+        limits: Items per list page and the calls of one credential at once (``ProtocolLimits.from_settings``);
+            the default: 100 items a page and no limit on calls.
         tokens: Verifies session tokens (the deployment's signer); None accepts none.
         stateless: HTTP without MCP sessions (``--stateless``): no request has a connection to narrow with ``open``.
-        slots: How many calls and submits of one credential run at once (``--max-concurrent-calls``); None for no
-            limit.
         fixtures: A fixture suite to serve beside the catalog (``serve --suite conformance``); None: none.
         state_key: The secret the 2026-07-28 era's ``requestState`` is sealed with (the deployment key, so replicas
             read each other's); None: a key of this process alone.
+        stdio_key: The session key of a stdio server (its process); None: a new one.
     """
-    catalog = service.catalog
-    slots = slots or CallSlots(running=0, waiting=0)
-    process_key = stdio_key or f"stdio-{uuid.uuid4().hex[:12]}"
-    schemas = {SUBMIT_TOOL: _SUBMIT.input_schema, OPEN_TOOL: _OPEN.input_schema}
     features = Features(service.store, fixtures, state_key)
-    extra = features.fixtures
+    handlers = _Handlers(
+        service, sessions, CallSlots(running=limits.calls_running, waiting=limits.calls_waiting), features,
+        tokens=tokens, stateless=stateless, process_key=stdio_key or f"stdio-{uuid.uuid4().hex[:12]}",
+        page_size=limits.page_size,
+    )  # fmt: skip
+    server = Server(
+        "pau-mcp",
+        version=__version__,
+        title="pau-mcp hidden functions",
+        instructions=_INSTRUCTIONS,
+        get_tool_input_schema=handlers.input_schema,
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_read_resource=handlers.read_resource,
+        on_list_prompts=handlers.list_prompts,
+        on_get_prompt=handlers.get_prompt,
+    )
+    features.install(server, handlers.caller, handlers.seen, handlers.process_key, limits.page_size)
+    return server
 
-    def session_token(request: Any) -> SessionToken | None:
+
+_INSTRUCTIONS = (
+    "Each fn_... tool is a hidden Python function you cannot read. Call it with inputs you choose to work out "
+    "what it does, then call `submit` with its tool name and your description. Calls are limited per function "
+    "and per credential: over stdio that is this server process, so a client that starts a new server for "
+    "every call starts its count again each time (keep one server running); over HTTP it is your session "
+    "token, or the label your requests name, whatever connections or sessions carry them. Every result has a "
+    "`status`: over_budget means the function was not run and you should submit."
+)
+
+
+class _Handlers:
+    """The request handlers of one server (``build_server``), over its catalog, sessions and limits."""
+
+    def __init__(
+        self, service: MethodService, sessions: Sessions, slots: CallSlots, features: Features, *,
+        tokens: TokenSigner | None, stateless: bool, process_key: str, page_size: int,
+    ) -> None:  # fmt: skip
+        self.service = service
+        self.catalog = service.catalog
+        self.sessions = sessions
+        self.slots = slots
+        self.features = features
+        self.extra = features.fixtures
+        self.tokens = tokens
+        self.stateless = stateless
+        self.process_key = process_key
+        self.page_size = page_size
+        self.schemas = {SUBMIT_TOOL: _SUBMIT.input_schema, OPEN_TOOL: _OPEN.input_schema}
+        self.everything = list(service.catalog)
+        self.built: dict[str, types.Tool] = {}  # a method's tool never changes while the server runs: built once
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of tool ``name`` (pau-mcp's own, a method's or a fixture's), for the SDK's validation."""
+        return (
+            self.schemas.get(name)
+            or (e.input_schema() if (e := self.catalog.by_tool(name)) else None)
+            or self.extra.input_schema(name)
+        )
+
+    def session_token(self, request: Any) -> SessionToken | None:
         """The request's session token, if it carries one (verified by the SDK's auth, or here without it)."""
         access = getattr(request.scope.get("user"), "access_token", None)
         if access is not None:
@@ -271,7 +327,7 @@ def build_server(
         credential = header[7:].strip() if header[:7].lower() == "bearer " else ""
         if not looks_like_session_token(credential):
             return None
-        token = tokens.verify(credential) if tokens is not None else None
+        token = self.tokens.verify(credential) if self.tokens is not None else None
         if token is None:
             raise MCPError(
                 types.INVALID_REQUEST,
@@ -280,7 +336,7 @@ def build_server(
             )
         return token
 
-    async def caller(ctx: ServerRequestContext[Any]) -> tuple[SessionState, str | None]:
+    async def caller(self, ctx: ServerRequestContext[Any]) -> tuple[SessionState, str | None]:
         """Who spends this request's budget and what it sees; and the connection ``open`` narrows, if it has one.
 
         A connection holds a narrowing only in the handshake era (a stdio process, an MCP session): in the
@@ -295,16 +351,25 @@ def build_server(
         ) + f"MCP {ctx.protocol_version}"
         handshake = ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
         if request is None:  # stdio: the server process is the credential, whatever a request names
-            connection = process_key if handshake else None
-            state = await _session(Credential("process", process_key), client)
-            return state.narrowed(sessions.narrowing(connection) if connection else None), connection
-        label, run = _named(request, ctx.meta)
-        token = session_token(request)
+            connection = self.process_key if handshake else None
+            state = await self._session(Credential("process", self.process_key), client)
+            return state.narrowed(self.sessions.narrowing(connection) if connection else None), connection
+        state = await self._http_session(request, ctx.meta, client)
+        wanted = request.query_params.get("methods")
+        if wanted:
+            state = state.narrowed(e.tool for e in map(self.catalog.by_tool, _names(wanted)) if e is not None)
+        connection = request.headers.get("mcp-session-id") if handshake and not self.stateless else None
+        return state.narrowed(self.sessions.narrowing(connection) if connection else None), connection
+
+    async def _http_session(self, request: Any, meta: Any, client: str) -> SessionState:
+        """The session of an HTTP request's credential: a signed-in subject, a session token, or a label."""
+        label, run = _named(request, meta)
+        token = self.session_token(request)
         access = getattr(request.scope.get("user"), "access_token", None)
         subject = subject_credential(access, label, run)
         if subject is not None:  # recorded with the subject's session: the OAuth client that first spoke for it
-            state = await _session(subject, f"{client}; OAuth client {str(getattr(access, 'client_id', ''))[:200]}")
-        elif token is not None:
+            return await self._session(subject, f"{client}; OAuth client {str(getattr(access, 'client_id', ''))[:200]}")
+        if token is not None:
             for given, own, what in ((label, token.label, "session label"), (run, token.run, "run")):
                 if given is not None and given != own:
                     raise MCPError(
@@ -314,18 +379,12 @@ def build_server(
                         + f"; a request cannot name another {what} (?session=, ?run=, X-PAU-Session, X-PAU-Run or "
                         "_meta): leave it out",
                     )
-            state = (await _session(Credential("token", token.label, token.run), client)).narrowed(token.methods)
-        else:
-            state = await _session(Credential("label", label or DEFAULT_LABEL, run), client)
-        wanted = request.query_params.get("methods")
-        if wanted:
-            state = state.narrowed(e.tool for e in map(catalog.by_tool, _names(wanted)) if e is not None)
-        connection = request.headers.get("mcp-session-id") if handshake and not stateless else None
-        return state.narrowed(sessions.narrowing(connection) if connection else None), connection
+            return (await self._session(Credential("token", token.label, token.run), client)).narrowed(token.methods)
+        return await self._session(Credential("label", label or DEFAULT_LABEL, run), client)
 
-    async def _session(credential: Credential, client: str | None) -> SessionState:
+    async def _session(self, credential: Credential, client: str | None) -> SessionState:
         try:
-            return await sessions.claim(credential, client=client)
+            return await self.sessions.claim(credential, client=client)
         except SessionRefused as exc:
             raise MCPError(types.INVALID_REQUEST, str(exc)) from None
         except StoreError as exc:  # the reason only: an agent reads this, and the store's path or URL is not its
@@ -335,75 +394,68 @@ def build_server(
                 types.INTERNAL_ERROR, f"the server's run store cannot be used ({exc.reason}){busy}"
             ) from None
 
-    everything = list(catalog)
+    def visible(self, state: SessionState) -> list[Exposed]:
+        return self.everything if state.visible is None else [e for e in self.everything if state.sees(e.tool)]
 
-    def visible(state: SessionState) -> list[Exposed]:
-        return everything if state.visible is None else [e for e in everything if state.sees(e.tool)]
+    def seen(self, state: SessionState) -> list[str]:
+        """The catalog tool names ``state`` sees."""
+        return [e.tool for e in self.visible(state)]
 
-    built: dict[str, types.Tool] = {}  # a method's tool never changes while the server runs: built once
-
-    def method_tool(e: Exposed) -> types.Tool:
-        tool = built.get(e.tool)
+    def method_tool(self, e: Exposed) -> types.Tool:
+        tool = self.built.get(e.tool)
         if tool is None:
-            tool = built[e.tool] = types.Tool(
+            budget = self.service.budget
+            tool = self.built[e.tool] = types.Tool(
                 name=e.tool,
                 title=f"Hidden function {e.tool}",
-                description=e.description(service.budget),
+                description=e.description(budget),
                 input_schema=e.input_schema(),
                 output_schema=OUTPUT_SCHEMA,
                 annotations=_ANNOTATIONS,
-                _meta=e.meta(service.budget),
+                _meta=e.meta(budget),
             )
         return tool
 
     async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        state, connection = await caller(ctx)
+        state, connection = await self.caller(ctx)
         # Only the requested page is built (each tool once per server): a list of 5,000 methods used to be built
         # whole for every page, 0.3 s of server CPU that any client could ask for again and again.
-        listed: list[types.Tool | Exposed] = [_SUBMIT, *([_OPEN] if connection else []), *extra.tools()]
-        listed += visible(state)
-        page, cursor = _page(listed, params.cursor if params else None, page_size)
-        tools = [item if isinstance(item, types.Tool) else method_tool(item) for item in page]
+        listed: list[types.Tool | Exposed] = [_SUBMIT, *([_OPEN] if connection else []), *self.extra.tools()]
+        listed += self.visible(state)
+        page, cursor = _page(listed, params.cursor if params else None, self.page_size)
+        tools = [item if isinstance(item, types.Tool) else self.method_tool(item) for item in page]
         return types.ListToolsResult(tools=tools, next_cursor=cursor)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
-        state, connection = await caller(ctx)
+    async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Any:
+        state, connection = await self.caller(ctx)
+        extra = self.extra
         if fixture := extra.tool(params.name):
-            return await _slotted(
+            return await self._slotted(
                 state, functools.partial(extra.call, ctx, state.store_id, connection, fixture, params)
             )
-        work = functools.partial(_slotted, state, functools.partial(_call_tool, ctx, params, state, connection))
-        if params.name == SUBMIT_TOOL and service.feedback is not None or catalog.by_tool(params.name):
-            return await features.call(ctx, state.store_id, params.name, work)  # may take long: maybe a task
+        work = functools.partial(
+            self._slotted, state, functools.partial(self._call_tool, ctx, params, state, connection)
+        )
+        if params.name == SUBMIT_TOOL and self.service.feedback is not None or self.catalog.by_tool(params.name):
+            return await self.features.call(ctx, state.store_id, params.name, work)  # may take long: maybe a task
         return await work()
 
-    async def _slotted(state: SessionState, call: Callable[[], Any]) -> Any:
+    async def _slotted(self, state: SessionState, call: Callable[[], Any]) -> Any:
         try:
-            async with slots.slot(state.store_id):
+            async with self.slots.slot(state.store_id):
                 return await call()
         except TooManyCalls as exc:
             raise MCPError(types.INVALID_REQUEST, str(exc)) from None
 
     async def _call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, state: SessionState, connection: str | None
-    ) -> types.CallToolResult:
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, state: SessionState,
+        connection: str | None,
+    ) -> types.CallToolResult:  # fmt: skip
         arguments = params.arguments or {}
         if params.name == SUBMIT_TOOL:
-            method, description, code = arguments.get("method"), arguments.get("description"), arguments.get("code")
-            if (
-                not isinstance(method, str)
-                or not isinstance(description, str)
-                or not isinstance(code, (str, type(None)))
-            ):
-                return _result(
-                    refused(
-                        SubmitStatus.INVALID_INPUT,
-                        "submit needs `method` (a tool name) and `description` (text); `code` is optional text.",
-                    )
-                )
-            return _result(await service.submit(state, method, description, code))
+            return _result(await self._submit(state, arguments))
         if params.name == OPEN_TOOL:
             if connection is None:
                 return _result(
@@ -413,28 +465,37 @@ def build_server(
                         "only); add ?methods=fn_...,fn_... to the server's URL to list fewer functions.",
                     )
                 )
-            return _result(await _open(ctx, state, connection, arguments))
-        exposed = catalog.by_tool(params.name)
+            return _result(await self._open(ctx, state, connection, arguments))
+        exposed = self.catalog.by_tool(params.name)
         if exposed is None or not state.sees(exposed.tool):
             # A protocol error, as the specification has it (and as a method id is answered: like any unknown name).
             raise MCPError(
                 types.INVALID_PARAMS,
                 f"Unknown tool {params.name[:80]!r}; list the tools to see the functions available.",
             )
-        return _result(await service.call(state, exposed, arguments))
+        return _result(await self.service.call(state, exposed, arguments))
+
+    async def _submit(self, state: SessionState, arguments: dict[str, Any]) -> Reply:
+        method, description, code = arguments.get("method"), arguments.get("description"), arguments.get("code")
+        if not isinstance(method, str) or not isinstance(description, str) or not isinstance(code, (str, type(None))):
+            return refused(
+                SubmitStatus.INVALID_INPUT,
+                "submit needs `method` (a tool name) and `description` (text); `code` is optional text.",
+            )
+        return await self.service.submit(state, method, description, code)
 
     async def _open(
-        ctx: ServerRequestContext[Any], state: SessionState, connection: str, arguments: dict[str, Any]
+        self, ctx: ServerRequestContext[Any], state: SessionState, connection: str, arguments: dict[str, Any]
     ) -> Reply:
         names = arguments.get("methods")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             return refused(OpenStatus.INVALID_INPUT, "open needs `methods`: a non-empty list of tool names.")
-        found = {n: catalog.by_tool(n) for n in names}
+        found = {n: self.catalog.by_tool(n) for n in names}
         chosen = {e.tool for e in found.values() if e is not None and state.sees(e.tool)}
         unknown = [n for n, e in found.items() if e is None or not state.sees(e.tool)]
         if unknown:
             return refused(OpenStatus.UNKNOWN_TOOL, f"Unknown tools: {', '.join(unknown)}.")
-        sessions.narrow(connection, chosen)
+        self.sessions.narrow(connection, chosen)
         try:
             await ctx.session.send_tool_list_changed()
         except Exception as exc:  # a client that cannot take notifications still gets the narrowed list
@@ -445,12 +506,12 @@ def build_server(
         )
 
     async def list_resources(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        state, _ = await caller(ctx)
-        listed: list[types.Resource | Exposed] = [*extra.resources()]
-        listed += visible(state)
-        page, cursor = _page(listed, params.cursor if params else None, page_size)
+        state, _ = await self.caller(ctx)
+        listed: list[types.Resource | Exposed] = [*self.extra.resources()]
+        listed += self.visible(state)
+        page, cursor = _page(listed, params.cursor if params else None, self.page_size)
         resources = [
             e if isinstance(e, types.Resource) else types.Resource(
                 name=e.tool, title=f"What is known about {e.tool}", uri=f"{_RESOURCE_PREFIX}{e.tool}", mime_type="text/plain",
@@ -461,31 +522,30 @@ def build_server(
         return types.ListResourcesResult(resources=resources, next_cursor=cursor)
 
     async def read_resource(
-        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        state, _ = await caller(ctx)
+        state, _ = await self.caller(ctx)
         uri = str(params.uri)
-        if found := extra.read(uri):
+        if found := self.extra.read(uri):
             return found
         tool = uri[len(_RESOURCE_PREFIX) :] if uri.startswith(_RESOURCE_PREFIX) else ""
-        exposed = catalog.by_tool(tool)
+        exposed = self.catalog.by_tool(tool)
         if exposed is None or not state.sees(tool):
             raise MCPError(
                 types.INVALID_PARAMS, f"unknown resource {uri[:200]}; list the resources", data={"uri": uri[:2000]}
             )
+        text = exposed.resource_text(self.service.budget)
         return types.ReadResourceResult(
-            contents=[
-                types.TextResourceContents(uri=uri, mime_type="text/plain", text=exposed.resource_text(service.budget))
-            ]
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
         )
 
     async def list_prompts(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        state, _ = await caller(ctx)
-        listed: list[types.Prompt | Exposed] = [*extra.prompts()]
-        listed += visible(state)
-        page, cursor = _page(listed, params.cursor if params else None, page_size)
+        state, _ = await self.caller(ctx)
+        listed: list[types.Prompt | Exposed] = [*self.extra.prompts()]
+        listed += self.visible(state)
+        page, cursor = _page(listed, params.cursor if params else None, self.page_size)
         prompts = [
             e if isinstance(e, types.Prompt) else types.Prompt(
                 name=e.tool,
@@ -496,48 +556,18 @@ def build_server(
         ]  # fmt: skip
         return types.ListPromptsResult(prompts=prompts, next_cursor=cursor)
 
-    async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
-        state, connection = await caller(ctx)
-        if fixture := extra.prompt(params.name):
-            return await extra.get_prompt(ctx, state.store_id, connection, fixture, params)
-        exposed = catalog.by_tool(params.name)
+    async def get_prompt(self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> Any:
+        state, connection = await self.caller(ctx)
+        if fixture := self.extra.prompt(params.name):
+            return await self.extra.get_prompt(ctx, state.store_id, connection, fixture, params)
+        exposed = self.catalog.by_tool(params.name)
         if exposed is None or not state.sees(exposed.tool):
             raise MCPError(types.INVALID_PARAMS, f"unknown prompt {params.name!r}")
+        text = exposed.prompt_text(self.service.budget)
         return types.GetPromptResult(
             description=f"Explore {exposed.tool}",
-            messages=[
-                types.PromptMessage(
-                    role="user", content=types.TextContent(type="text", text=exposed.prompt_text(service.budget))
-                )
-            ],
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
         )
-
-    server = Server(
-        "pau-mcp",
-        version=__version__,
-        title="pau-mcp hidden functions",
-        instructions=(
-            "Each fn_... tool is a hidden Python function you cannot read. Call it with inputs you choose to work out "
-            "what it does, then call `submit` with its tool name and your description. Calls are limited per function "
-            "and per credential: over stdio that is this server process, so a client that starts a new server for "
-            "every call starts its count again each time (keep one server running); over HTTP it is your session "
-            "token, or the label your requests name, whatever connections or sessions carry them. Every result has a "
-            "`status`: over_budget means the function was not run and you should submit."
-        ),
-        get_tool_input_schema=lambda name: (
-            schemas.get(name)
-            or (e.input_schema() if (e := catalog.by_tool(name)) else None)
-            or extra.input_schema(name)
-        ),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-    )
-    features.install(server, caller, lambda state: [e.tool for e in visible(state)], process_key, page_size)
-    return server
 
 
 def initialization_options(server: Server[Any]) -> Any:
