@@ -8,12 +8,14 @@
   allowed ``Host`` headers); ``pau_mcp.server.bind_http`` enforces them.
 
 A new limit is a field of ``Settings`` (``pau_mcp.config``: its flag and ``PAU_*`` variable), a field of one group
-here (and its line in that group's ``from_settings``), and the code of the feature that enforces it.
+here (its line in the group's ``from_settings`` and its name in the group's ``SETTINGS``, which gives
+``pau-mcp serve`` its flag), and the code of the feature that enforces it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from .config import Settings
 
@@ -47,6 +49,9 @@ class ServiceLimits:
     max_argument_bytes: int = 64 * 1024
     max_submissions: int = 0
 
+    #: The settings these limits are made from (``pau-mcp serve`` takes the flag of each).
+    SETTINGS: ClassVar[tuple[str, ...]] = ("budget", "feedback_limit", "max_argument_kb", "max_submissions")
+
     @classmethod
     def from_settings(cls, settings: Settings) -> ServiceLimits:
         """The service limits ``settings`` give."""
@@ -73,6 +78,9 @@ class ProtocolLimits:
     page_size: int = PAGE_SIZE
     calls_running: int = 0
     calls_waiting: int = 0
+
+    #: The settings these limits are made from (``pau-mcp serve`` takes the flag of each).
+    SETTINGS: ClassVar[tuple[str, ...]] = ("max_argument_kb", "max_concurrent_calls")
 
     @classmethod
     def from_settings(cls, settings: Settings, page_size: int = PAGE_SIZE) -> ProtocolLimits:
@@ -107,6 +115,12 @@ class HTTPLimits:
     max_connections: int = 1000
     read_timeout_s: float = 10.0
     allowed_hosts: tuple[str, ...] = ()
+
+    #: The settings these limits are made from (``pau-mcp serve`` takes the flag of each).
+    SETTINGS: ClassVar[tuple[str, ...]] = (
+        "max_argument_kb", "max_sessions", "max_sessions_per_credential", "session_idle_s", "max_connections",
+        "read_timeout_s", "allowed_hosts",
+    )  # fmt: skip
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HTTPLimits:

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from .. import eventloop
 from ..config import Settings, SettingsError, options
+from ..limits import HTTPLimits, ProtocolLimits, ServiceLimits
 from ..manifests import ManifestError
 from ..runstore import StoreError
 from .common import CommandFunction, err, make_sandbox, manifest_store, settings_from, step_printer
@@ -29,18 +30,18 @@ _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
     "cache_dir", "workers", "sandbox_engine", "max_argument_kb", "examples", "protocol",
 )  # fmt: skip
-# Limits of what one credential takes of a server, on either transport.
-_CREDENTIAL_SETTINGS = ("max_concurrent_calls", "max_submissions")
-# Limits of the HTTP transport only.
-_HTTP_SETTINGS = (
-    "max_sessions", "max_sessions_per_credential", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts",
-)  # fmt: skip
+# The server's limits (pau_mcp.limits): a limit added to a group there gets its flag here.
+_LIMIT_SETTINGS = tuple(
+    name
+    for name in dict.fromkeys((*ServiceLimits.SETTINGS, *ProtocolLimits.SETTINGS, *HTTPLimits.SETTINGS))
+    if name not in _SERVE_SETTINGS
+)
 # Sign-in (--auth oauth): HTTP only.
 _SIGNIN_SETTINGS = ("auth", "issuer", "resource", "introspection_client", "introspection_secret", "clock_skew_s")
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
-    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb",
-    "llm_concurrency", "llm_retries", "score_seconds",
+    "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency",
+    "llm_retries", "score_seconds",
 )  # fmt: skip
 
 
@@ -147,7 +148,7 @@ def _tracing() -> None:
 )
 @docs_option
 @_selection
-@options(*_SERVE_SETTINGS, *_CREDENTIAL_SETTINGS, *_HTTP_SETTINGS, *_SIGNIN_SETTINGS, *_FEEDBACK_SETTINGS)
+@options(*_SERVE_SETTINGS, *_LIMIT_SETTINGS, *_SIGNIN_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: Literal["stdio", "http"], host: str, port: int, stateless: bool, run_name: str | None,
           feedback: Literal["none", "score"], page_size: int, exit_with_stdin: bool, launched: bool,
           settings_file: Path | None, docs: str, suites: tuple[str, ...], methods: tuple[str, ...],
