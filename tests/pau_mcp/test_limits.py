@@ -27,20 +27,22 @@ class _Reads:
 
 
 @pytest.mark.parametrize("group", GROUPS, ids=lambda group: group.__name__)
-def test_each_limits_group_reads_exactly_the_settings_it_declares(group):
-    reads = _Reads(Settings())
+def test_each_limits_group_reads_exactly_the_settings_it_declares(
+    group: type[ServiceLimits] | type[ProtocolLimits] | type[HTTPLimits],
+) -> None:
+    reads = _Reads(Settings.from_options())
     group.from_settings(cast(Settings, reads))
     assert reads.read == set(group.SETTINGS)
     assert set(group.SETTINGS) <= set(SETTINGS)
 
 
-def test_serve_takes_the_flag_of_every_limit_setting():
+def test_serve_takes_the_flag_of_every_limit_setting() -> None:
     flags = {param.name for param in serve.params}
     for group in GROUPS:
         assert set(group.SETTINGS) <= flags, group.__name__
 
 
-def test_limits_set_by_their_settings_reach_their_groups():
+def test_limits_set_by_their_settings_reach_their_groups() -> None:
     settings = Settings.from_options(
         budget=7, feedback_limit=2, max_argument_kb=2048, max_submissions=4, max_concurrent_calls=3, max_sessions=9,
         max_sessions_per_credential=2, session_idle_s=6, max_connections=30, read_timeout_s=1.5,
@@ -55,6 +57,6 @@ def test_limits_set_by_their_settings_reach_their_groups():
     )
 
 
-def test_a_message_holds_the_largest_arguments_escaped_and_never_less_than_a_mebibyte():
+def test_a_message_holds_the_largest_arguments_escaped_and_never_less_than_a_mebibyte() -> None:
     assert message_limit(64 * 1024) == 1 << 20
     assert message_limit(2048 * 1024) == 2 * 2048 * 1024 + 64 * 1024

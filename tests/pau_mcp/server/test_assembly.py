@@ -13,18 +13,22 @@ from mcp.client.client import Client
 
 from pau_mcp.config import Settings
 from pau_mcp.server_assembly import AssemblyError, ServeRequest, assemble_server
+from wasm_runtime import SandboxInterface
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_a_server_is_built_from_settings_and_a_request_with_their_limits(tmp_path, worker_sandbox):
+def test_a_server_is_built_from_settings_and_a_request_with_their_limits(
+    tmp_path: Path, worker_sandbox: SandboxInterface
+) -> None:
     settings = Settings.from_options(db=tmp_path / "runs.db", tool_key=TEST_KEY, budget=1, max_concurrent_calls=2)
     request = ServeRequest(page_size=1, methods=("builtin/b001", "builtin/b002"), run="assembled")
     built = assemble_server(settings, request, sandboxes=lambda *args, **kwargs: worker_sandbox)
 
     async def pages() -> list[int]:
-        sizes, cursor = [], None
-        async with Client(built.server, mode="2026-07-28") as client:  # type: ignore[arg-type]
+        sizes: list[int] = []
+        cursor: str | None = None
+        async with Client(built.server, mode="2026-07-28") as client:
             while True:
                 listed = await client.list_tools(cursor=cursor)
                 sizes.append(len(listed.tools))
@@ -41,14 +45,14 @@ def test_a_server_is_built_from_settings_and_a_request_with_their_limits(tmp_pat
         built.service.store.close()
 
 
-def test_an_unknown_suite_is_an_assembly_error_that_names_it(tmp_path):
+def test_an_unknown_suite_is_an_assembly_error_that_names_it(tmp_path: Path) -> None:
     settings = Settings.from_options(db=tmp_path / "runs.db", tool_key=TEST_KEY)
     with pytest.raises(AssemblyError, match="no suite named 'nope'") as refused:
         assemble_server(settings, ServeRequest(suites=("nope",)))
     assert not refused.value.usage
 
 
-def test_nothing_outside_the_commands_parses_a_command_line_with_click():
+def test_nothing_outside_the_commands_parses_a_command_line_with_click() -> None:
     parsing = [
         str(path.relative_to(ROOT))
         for folder in ("pau_mcp", "tests", "benchmarks")
