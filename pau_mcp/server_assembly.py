@@ -1,7 +1,8 @@
 """The composition root of the served MCP server: built from ``Settings`` and a ``ServeRequest`` in one place.
 
 ``pau-mcp serve`` parses its options into both and calls ``assemble_server``; the tests and the benchmarks build
-their servers with the same call, so the server they speak to is the command's. The limits the server enforces are
+their servers with the same call, so the server they speak to is the command's. ``create_service`` builds the method
+service alone (``pau-mcp call`` runs one call through it). The limits the server enforces are
 made from the settings here (``pau_mcp.limits``), each group once; a transport then runs ``Served.server``
 (``pau_mcp.server.run_stdio``) or ``Served.http_service()``.
 
@@ -12,22 +13,38 @@ apart because the two roots share no part and change for different reasons.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .config import Settings, SettingsError
-from .limits import PAGE_SIZE, HTTPLimits, ProtocolLimits
+from .limits import PAGE_SIZE, HTTPLimits, ProtocolLimits, ServiceLimits
 from .manifests import ManifestError, ManifestStore
-from .runstore import StoreError
-from .sandboxing import SandboxMaker
+from .protocol import DEFAULT_PROTOCOL, RULES
+from .runstore import RunStore, StoreError
+from .sandboxing import SandboxMaker, background, make_sandbox, shared_sandbox
+from .server import (
+    Catalog,
+    Feedback,
+    MethodService,
+    Sessions,
+    TokenSigner,
+    ToolDocs,
+    build_server,
+    exploration_settings,
+    serve_examples,
+)  # fmt: skip
+from .server.fixtures import fixture_suites
 
 if TYPE_CHECKING:
     from mcp.server import Server
 
-    from .server import Feedback, HTTPService, MethodService, Sessions, TokenSigner, ToolDocs
+    from .server import HTTPService
 
-__all__ = ["DEFAULT_SUITES", "AssemblyError", "ServeRequest", "Served", "assemble_server", "exposure_warning"]
+__all__ = [
+    "DEFAULT_SUITES", "AssemblyError", "ServeRequest", "Served", "assemble_server", "create_service", "exposure_warning",
+]  # fmt: skip
 
 log = logging.getLogger("pau_mcp.server")
 
@@ -151,10 +168,6 @@ def assemble_server(
         AssemblyError: an unknown suite, method or documentation source, a store that cannot be opened, a key that
             cannot be read, or ``--feedback score`` without the scorer (``usage``).
     """
-    from .sandboxing import background, make_sandbox
-    from .server import TokenSigner, build_server, create_service
-    from .server.fixtures import fixture_suites
-
     if sandboxes is None:
         # A stdio server answers its host at once, even on the first start: the sandbox is built meanwhile.
         sandboxes = background(make_sandbox) if request.transport == "stdio" else make_sandbox
@@ -205,7 +218,6 @@ def _tool_docs(settings: Settings, source: str, suites: list[str]) -> ToolDocs |
         ManifestError: a suite does not exist or is broken.
     """
     from .documentation import DocsError, load_documentation
-    from .server import ToolDocs
 
     try:
         found = load_documentation(source, settings.db_path, ManifestStore(settings.manifests), suites)
@@ -234,3 +246,45 @@ def _feedback(settings: Settings, sandboxes: SandboxMaker) -> Feedback:
             "--feedback score needs the scorer, which this installation does not have", usage=True
         ) from None
     return feedback_for(settings, sandboxes=sandboxes)
+
+
+def create_service(
+    settings: Settings, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
+    feedback: Feedback | None = None, progress: Any = None, processes: bool = False,
+    sandboxes: SandboxMaker = make_sandbox, docs: ToolDocs | None = None, allow_empty: bool = False,
+) -> tuple[MethodService, Sessions]:  # fmt: skip
+    """A method service and its session registry from settings (``assemble_server``'s, and ``pau-mcp call``'s).
+
+    ``processes`` runs calls in sandbox worker processes (a server under load); ``call`` runs one in-process.
+    ``sandboxes`` builds the sandbox from the settings (``make_sandbox``, unless a caller has an equivalent one).
+    The initial examples are those of ``settings.examples`` (``serve_examples``), drawn in that sandbox.
+    ``docs`` is documentation to serve in place of the initial examples (``serve --docs``), built by the caller.
+    ``allow_empty`` serves no method when ``suites`` is empty (a server of fixture suites only).
+
+    Raises:
+        ManifestError: an unknown suite or method.
+        SettingsError: the deployment key cannot be read or created.
+    """
+    catalog = Catalog(
+        ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key(), docs=docs,
+        allow_empty=allow_empty,
+    )  # fmt: skip
+    store = RunStore(settings.db_path)
+    run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
+    config: dict[str, Any] = {"suites": list(suites), "budget": settings.budget, "examples": settings.examples}
+    if settings.protocol != DEFAULT_PROTOCOL:
+        config["protocol"] = settings.protocol
+    if docs is not None:
+        config["docs"] = docs.source
+    run_id = store.ensure_run(run_name, kind="serve", config=config)
+    rules = RULES[settings.protocol]
+    # Calls of every credential share the workers fairly (``FairShare``): the sandbox gets the reserved ones too.
+    box_settings, shares = shared_sandbox(exploration_settings(settings))
+    sandbox = sandboxes(box_settings if processes else exploration_settings(settings), progress=progress,
+                        processes=processes)  # fmt: skip
+    catalog = serve_examples(catalog, settings, sandbox, progress=progress)
+    service = MethodService(
+        catalog, sandbox, store, ServiceLimits.from_settings(settings), feedback,
+        run_wrong_arity=rules.runs_wrong_arity, shares=shares,
+    )  # fmt: skip
+    return service, Sessions(store, run_id, transport)

@@ -245,7 +245,8 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
     The call is recorded in the run store under the run "cli". Exits 1 when the call was refused.
     """
     from ..contract import REFUSED
-    from ..server import Credential, create_service
+    from ..server import Credential
+    from ..server_assembly import create_service
 
     settings = settings_from(values)
     try:
