@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from conftest import http_server, memory_session, tool_of
+from conftest import ModernSession, http_server, memory_http_server, memory_session, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -255,3 +255,55 @@ def test_an_over_budget_flood_on_a_store_other_writers_keep_locking_leaves_anoth
     assert refused and set(refused) == {"over_budget"}  # the flood's calls were answered, between the locks
     assert len(pings) >= 10, pings
     assert statistics.median(pings) < 0.1, sorted(pings)
+
+
+def test_a_held_store_lock_does_not_hold_up_a_ping_beside_fixture_calls_and_tasks(tmp_path):
+    # The Tasks board and the fixture calls wrote and read the run store on the event loop: a fixture call's record
+    # waited there for another writer's lock (its whole hold: 5-6 s for each ping), as did a new task, and a running
+    # task's watcher read the store every half second behind a reservation waiting for the lock in a thread.
+    db = tmp_path / "runs.db"
+    args = ("--suite", "conformance", "--db", str(db), "--token", MAIN, "--run", "locked")
+    with memory_http_server(*args) as url:
+        sessions = {
+            label: ModernSession(url, tasks=True, headers={"authorization": f"Bearer {MAIN}", "x-pau-session": label})
+            for label in ("pinger", "recorder", "owner")
+        }
+        pinger, recorder, owner = sessions.values()
+        try:
+            pinger.request("server/discover", {})  # the 2026-07-28 era has no ping
+            recorder.request("tools/call", {"name": "test_simple_text", "arguments": {}})
+            running = owner.request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}})
+            assert running["resultType"] == "task"
+            answered: list[str] = []
+
+            def recorded_call() -> None:
+                result = recorder.request("tools/call", {"name": "test_simple_text", "arguments": {}})
+                answered.append(result["content"][0]["type"])
+
+            def task_work() -> None:
+                answered.append(owner.request("tasks/get", {"taskId": running["taskId"]})["status"])
+                answered.append(owner.request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 60}})[
+                    "resultType"])  # fmt: skip
+
+            pings: list[float] = []
+            with store_write_lock(db):
+                workers = [threading.Thread(target=work, daemon=True) for work in (recorded_call, task_work)]
+                for worker in workers:
+                    worker.start()
+                time.sleep(0.5)  # each of them waits for the lock now
+                started = time.monotonic()
+                while time.monotonic() - started < HELD_S - 1:
+                    began = time.perf_counter()
+                    pinger.request("server/discover", {})
+                    pings.append(time.perf_counter() - began)
+                    time.sleep(0.1)
+            for worker in workers:
+                worker.join(timeout=60)
+        finally:
+            for session in sessions.values():
+                session.close()
+    assert len(pings) >= 10, pings
+    assert statistics.median(pings) < 0.1, pings
+    assert max(pings) < HELD_S / 3, pings
+    # Once the lock was let go, each request that needed the store was answered.
+    assert sorted(answered) == ["task", "text", "working"], answered
