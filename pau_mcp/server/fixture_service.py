@@ -16,7 +16,6 @@ import json
 import logging
 from typing import Any
 
-import jsonschema
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -60,9 +59,7 @@ class FixtureService:
         self.bus = bus
         self.levels = levels
         self.tasks = tasks
-        self._validators = {
-            tool.name: jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema) for tool in suite.tools
-        }
+        self._validators = {tool.name: _validator(tool.input_schema) for tool in suite.tools}
 
     # -- listings ---------------------------------------------------------------------------------------------------
 
@@ -239,6 +236,12 @@ class FixtureService:
             await self._stored.run(self.store.record_call, owner, record)
         except StoreError as exc:
             log.error("a call of the fixture %s could not be recorded: %s", tool, exc)
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    import jsonschema  # only a fixture suite's tools need it here: not imported at every start (30 ms)
+
+    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def _asked(steps: tuple[Step, ...]) -> set[str]:
