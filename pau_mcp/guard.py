@@ -9,7 +9,8 @@ subclass of uvicorn's HTTP protocol (``connection_guard``) that keeps:
   with a request does a newcomer get a 503;
 * a read timeout: every request, head and body, must arrive within ``read_timeout_s`` of the moment the server
   starts waiting for it (the connection is opened, or the previous response is sent);
-* a request head of at most 64 KiB (431 beyond);
+* a request head of at most 64 KiB (431 beyond), however its bytes arrive: a 100 KB head written at once went
+  through unchecked, since one read brought it whole to the parser (``_Guard`` says how each head is measured);
 * at most ``MAX_PIPELINED`` requests in flight per connection: HTTP/1.1 lets a client send requests before the
   answers to earlier ones (pipelining), and the parser read every request a read brought in at once, so 200
   connections each writing 400 requests and never reading cost the MCP server 7-9 s of CPU and stalled it for
