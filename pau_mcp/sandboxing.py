@@ -133,6 +133,7 @@ class BackgroundSandbox(SandboxInterface):
         self._box: SandboxInterface | None = None
         self._failure: str | None = None
         self._builder: subprocess.Popen[bytes] | None = None
+        self._building = False
         self._started = time.monotonic()
         self.wait_s = wait_s
         say = progress or (lambda _line: None)
@@ -140,6 +141,7 @@ class BackgroundSandbox(SandboxInterface):
         def prepare() -> None:
             try:
                 if not artifacts(settings.cache_dir).built:
+                    self._building = True
                     self._build(settings, say)
                 if not self._closed:
                     self._box = maker(settings, progress=say, processes=processes)
@@ -187,6 +189,11 @@ class BackgroundSandbox(SandboxInterface):
     def _not_ready(self) -> str:
         if self._failure is not None:
             return f"{self._failure}; tell the server's operator (pau-mcp sandbox build shows the error)"
+        if not self._building:  # built already: only its worker processes are starting
+            return (
+                f"the sandbox is still starting ({time.monotonic() - self._started:.0f} s so far): this call did not "
+                "run and does not count; call again shortly"
+            )
         return (
             f"the sandbox is still being built (first start on this machine, {time.monotonic() - self._started:.0f} s "
             "so far; it takes a minute or two): this call did not run and does not count; call again shortly"
