@@ -16,10 +16,9 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import jsonschema
 from pydantic import ValidationError
 
 from wasm_runtime import EngineUnavailable, InvalidInput, Outcome, SandboxInterface, Status, parse_arguments
@@ -37,6 +36,9 @@ from .catalog import Catalog, Exposed
 from .loopstore import LoopStore
 from .schemas import describe, example_json
 from .sessions import DEFAULT_LABEL, SessionState, StoreBudget
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["Feedback", "MethodService", "Reply", "refused"]
 
@@ -187,6 +189,8 @@ class MethodService:
         key = json.dumps(schema, sort_keys=True)
         validator = self._validators.get(key)
         if validator is None:
+            import jsonschema  # on the first call that needs it, not at every start (30 ms of a stdio handshake)
+
             validator = self._validators[key] = jsonschema.Draft202012Validator(schema)
         return validator
 
