@@ -9,7 +9,9 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -18,6 +20,7 @@ from fakellm import FakeLLM, Reply
 from pau_mcp.config import Settings
 from pau_mcp.harness import EvalConfig, run_eval
 from pau_mcp.manifests import ManifestStore
+from pau_mcp.protocol import Protocol
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
 
@@ -140,22 +143,22 @@ def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(
 
 
 @pytest.fixture
-def protocol_loads():
+def protocol_loads() -> Iterator[list[tuple[Any, ...]]]:
     """Every call of the real ``load_protocol`` in this process, whichever module calls it (each module that imported
     it by name, and any imported while the test runs, gets a counting wrapper round the real loader)."""
     import pau_mcp.protocol
 
     real = pau_mcp.protocol.load_protocol
-    loads: list[tuple] = []
+    loads: list[tuple[Any, ...]] = []
 
-    def counted(*args, **kwargs):
+    def counted(*args: Any, **kwargs: Any) -> Protocol:
         loads.append(args)
         return real(*args, **kwargs)
 
-    def swap(old, new) -> None:
+    def swap(old: object, new: object) -> None:
         for module in list(sys.modules.values()):
             if getattr(module, "__name__", "").startswith("pau_mcp") and getattr(module, "load_protocol", None) is old:
-                module.load_protocol = new
+                setattr(module, "load_protocol", new)  # noqa: B010 - any module's name, not one known to the checker
 
     swap(real, counted)
     try:
@@ -164,7 +167,7 @@ def protocol_loads():
         swap(counted, real)
 
 
-def test_one_eval_loads_its_protocol_once(tmp_path, fake, protocol_loads):
+def test_one_eval_loads_its_protocol_once(tmp_path: Path, fake: FakeLLM, protocol_loads: list[tuple[Any, ...]]) -> None:
     from click.testing import CliRunner
 
     from pau_mcp.cli import main
