@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import get_args
 
 import jsonschema
 import pytest
+from pydantic import ValidationError
 
 from pau_mcp.contract import (
     OPEN_INPUT_SCHEMA,
@@ -15,10 +17,13 @@ from pau_mcp.contract import (
     REFUSED,
     SUBMIT_INPUT_SCHEMA,
     SUBMIT_OUTPUT_SCHEMA,
+    EpisodeEnd,
+    EpisodeState,
     Feedback,
     OpenResult,
     OpenStatus,
     QueryBudget,
+    ScoreStatus,
     SubmitResult,
     SubmitStatus,
     ToolResult,
@@ -60,6 +65,31 @@ def test_every_result_the_tools_send_holds_to_the_schema_published_from_its_mode
         jsonschema.validate({"methods": []}, OPEN_INPUT_SCHEMA)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**scored.sent(), "scores": {"judge_rating": 9}}, SUBMIT_OUTPUT_SCHEMA)
+
+
+def test_a_result_read_from_the_wire_holds_a_status_of_the_contract_and_an_unknown_one_is_refused():
+    read = ToolResult.model_validate({"status": "timeout", "queries_used": 1, "queries_left": None})
+    assert read.status is ToolStatus.TIMEOUT and not read.shown().startswith("ToolStatus")
+    assert SubmitResult.model_validate({"status": "scored"}).status is SubmitStatus.SCORED
+    assert OpenResult.model_validate({"status": "ok"}).status is OpenStatus.OK
+    with pytest.raises(ValidationError):
+        ToolResult.model_validate({"status": "timed_out", "queries_used": 1, "queries_left": None})
+    with pytest.raises(ValidationError):
+        SubmitResult.model_validate({"status": "score"})
+    with pytest.raises(ValidationError):
+        OpenResult.model_validate({"status": "opened"})
+    # Sent as the plain strings the schemas list.
+    assert read.model_dump(mode="json")["status"] == "timeout"
+    jsonschema.validate(read.model_dump(mode="json"), OUTPUT_SCHEMA)
+
+
+def test_the_score_and_episode_statuses_are_the_ones_the_store_and_the_scorers_write():
+    assert get_args(ScoreStatus) == ("scored", "unscored", "error")
+    assert set(get_args(EpisodeEnd)) < set(get_args(EpisodeState)) == {"pending", "running", "done", "failed"}
+    store = RunStore(":memory:")
+    run = store.ensure_run("statuses", "eval")
+    store.plan_episodes(run, ["m1"])
+    assert {e.state for e in store.episodes(run)} <= set(get_args(EpisodeState))
 
 
 def test_feedback_shows_only_its_own_keys_and_a_counterexample_only_when_it_was_paid_for():
