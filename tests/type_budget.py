@@ -33,7 +33,7 @@ BUDGET = TESTS / "type_budget.json"
 # Client libraries of extras the test extra does not install (interop, trl), which only tests import: read as Any, as
 # Ray is, so the count is the same with or without them (the README's install, CI's).
 _EXTRAS = ["inspect_ai", "agents", "pydantic_ai", "langchain_mcp_adapters", "langchain_core", "transformers", "trl"]
-_ERROR = re.compile(r"^(?P<path>[^:\n]+\.py):\d+(?::\d+)?: error: ", re.MULTILINE)
+_ERROR = re.compile(r"[^:]+\.py:\d+(?::\d+)?: error: ")
 
 
 def _batches() -> list[list[Path]]:
@@ -65,18 +65,19 @@ ignore_missing_imports = true
     return config
 
 
-def count_errors() -> Counter[str]:
-    """The strict errors mypy finds in the tests, by file (paths relative to the checkout)."""
+def find_errors() -> dict[str, list[str]]:
+    """The strict errors mypy finds in the tests (its lines), by file (paths relative to the checkout)."""
     env = {**os.environ, "MYPYPATH": _search_path()}
-    errors: Counter[str] = Counter()
+    errors: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as directory:
         config = _config(Path(directory))
         for batch in _batches():
-            errors.update(_run_mypy(config, batch, env))
+            for line in _run_mypy(config, batch, env):
+                errors.setdefault(line.split(":", 1)[0], []).append(line)
     return errors
 
 
-def _run_mypy(config: Path, files: Sequence[Path], env: Mapping[str, str]) -> Counter[str]:
+def _run_mypy(config: Path, files: Sequence[Path], env: Mapping[str, str]) -> list[str]:
     command = [sys.executable, "-m", "mypy", "--config-file", str(config), "--strict", "--no-error-summary"]
     if "MYPY_CACHE_DIR" not in env:  # a cache of its own: the packages' gate reads the extras with their types
         command += ["--cache-dir", str(ROOT / ".mypy_cache" / "type_budget")]
@@ -85,7 +86,7 @@ def _run_mypy(config: Path, files: Sequence[Path], env: Mapping[str, str]) -> Co
     if ran.returncode not in (0, 1):  # 2: mypy could not check (a syntax error, a module found twice, a crash)
         raise SystemExit(f"mypy could not check the tests (exit {ran.returncode}); fix this first:\n"
                          f"{ran.stdout}{ran.stderr}")  # fmt: skip
-    return Counter(m["path"] for m in _ERROR.finditer(ran.stdout))
+    return [line for line in ran.stdout.splitlines() if _ERROR.match(line)]
 
 
 def _recorded() -> tuple[int, dict[str, int]]:
@@ -107,16 +108,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--write", action="store_true", help="record the count in tests/type_budget.json if lower")
     args = parser.parse_args(argv)
-    errors = count_errors()
+    found = find_errors()
+    errors = Counter({path: len(lines) for path, lines in found.items()})
     total = sum(errors.values())
     budget, files = _recorded()
     if total > budget:
         grown = {f: (files.get(f, 0), n) for f, n in sorted(errors.items()) if n > files.get(f, 0)}
         print(f"tests/type_budget.py: {total} mypy --strict errors in tests/, over the budget of {budget}.")
         for path, (before, now) in grown.items():
-            print(f"  {path}: {before} -> {now}")
-        print(f"Fix the new errors (see them with: MYPYPATH={_search_path()} mypy --strict FILE); the budget is"
-              " never raised.")  # fmt: skip
+            print(f"{path}: {before} -> {now}")
+            print("\n".join(f"  {line}" for line in found[path]))
+        print(
+            "Fix the new errors (the files above, whose count grew, with all their errors); the budget is never raised."
+        )
         return 1
     if args.write and total < budget:
         _write(errors)

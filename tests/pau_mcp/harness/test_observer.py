@@ -16,7 +16,7 @@ from pau_command import run_pau
 
 from pau_mcp.cli.serve import build_served
 from pau_mcp.config import Settings
-from pau_mcp.contract import FACTS_KEY, ToolResult
+from pau_mcp.contract import FACTS_KEY, ToolResult, ToolStatus
 from pau_mcp.grammar import MAX_READ_CHARS, read_inputs
 from pau_mcp.harness import EvalConfig, run_eval
 from pau_mcp.harness.selfcheck import agrees, seen_from_example, seen_from_result
@@ -194,7 +194,7 @@ def test_a_megabyte_of_input_lines_is_read_in_linear_time_and_capped():
 
 
 def _ok(value: str) -> ToolResult:
-    return ToolResult(status="ok", value=value, queries_used=1, queries_left=None)
+    return ToolResult(status=ToolStatus.OK, value=value, queries_used=1, queries_left=None)
 
 
 def test_its_check_compares_values_by_the_one_equality_rule_and_reads_a_megabyte_without_parsing_it():

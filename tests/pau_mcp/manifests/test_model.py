@@ -55,7 +55,7 @@ def test_a_method_holds_every_part_the_issue_names():
     assert method.entry == "test_func" and "return arg0 + arg1" in method.source
     assert method.description == "Adds its two arguments."
     assert [c.input for c in method.examples] == ["(1, 2)", "('a', 1)"]
-    assert method.examples[0].outcome == FrozenOutcome(status="ok", value="3", value_type="int", encoded=3)
+    assert method.examples[0].outcome == FrozenOutcome(status=Status.OK, value="3", value_type="int", encoded=3)
     assert [c.input for c in method.tests] == ["(40, 2)"]
     assert (method.provenance.dataset, method.provenance.original_id, method.provenance.license) == (
         "demo set",

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 import anyio
 import pytest
 
+from pau_mcp.contract import EpisodeEnd
 from pau_mcp.harness.runner import EvalConfig, EvalError
 from pau_mcp.manifests import ManifestStore, Method
 from pau_mcp.rl.rollout import RolloutConfig
@@ -37,7 +38,7 @@ class Scripted:
             if how == "crash":
                 raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
             self.played.append(method.id)
-            state = "done" if how == "done" else "failed"
+            state: EpisodeEnd = "done" if how == "done" else "failed"
             result = EpisodeResult(state=state, error=None if state == "done" else "LLMError: refused", queries=1)
             return Ending(method.id, attempt, result, fatal=RuntimeError("bad key") if how == "fatal" else None)
 

@@ -73,7 +73,7 @@ def _secret_methods() -> list[Method]:
         "    return len(zq_xylophone_constant) * arg0",
     ]
     loop = ["def test_func(arg0):", "    while arg0:", "        pass", "    return 0"]
-    common = {"provenance": Provenance(dataset="test"), "tags": Tags(arity=1)}
+    common: dict[str, Any] = {"provenance": Provenance(dataset="test"), "tags": Tags(arity=1)}
     return [
         Method(
             id="secret/m1", header="def test_func(arg0):", params=["arg0"], source="\n".join(source) + "\n",

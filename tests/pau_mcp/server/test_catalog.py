@@ -11,7 +11,7 @@ import pytest
 from conftest import SECRETS, stdio_session, tool_of
 from pydantic import ValidationError
 
-from pau_mcp.contract import FACTS_KEY, OUTPUT_SCHEMA, RAN, REFUSED, MethodFacts, ToolResult
+from pau_mcp.contract import FACTS_KEY, OUTPUT_SCHEMA, RAN, REFUSED, MethodFacts, ToolResult, ToolStatus
 from pau_mcp.manifests import ManifestStore, call_text
 from pau_mcp.manifests.model import FrozenOutcome
 from pau_mcp.server.catalog import Exposed
@@ -23,9 +23,9 @@ def test_the_statuses_of_results_and_of_frozen_outcomes_are_the_sandboxs_one_lis
     assert {*RAN, "invalid_input"} == {status.value for status in Status}
     assert set(REFUSED) - {status.value for status in Status} == {"over_budget", "unknown_tool"}
     for status in Status:
-        assert FrozenOutcome(status=status.value).status == status
+        assert FrozenOutcome.model_validate({"status": status.value}).status == status
     with pytest.raises(ValidationError):
-        FrozenOutcome(status="over_budget")  # a refusal is not an outcome of a run
+        FrozenOutcome.model_validate({"status": "over_budget"})  # a refusal is not an outcome of a run
 
 
 def test_the_tool_output_schema_is_the_result_models_own():
@@ -35,7 +35,7 @@ def test_the_tool_output_schema_is_the_result_models_own():
     # Nullables stay portable (two anyOf branches) and nothing pydantic-only leaks to clients.
     assert OUTPUT_SCHEMA["properties"]["value"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
     assert "title" not in str(OUTPUT_SCHEMA)
-    result = ToolResult(status="ok", value="3", value_type="int", queries_used=1, queries_left=19)
+    result = ToolResult(status=ToolStatus.OK, value="3", value_type="int", queries_used=1, queries_left=19)
     jsonschema.validate(result.model_dump(), OUTPUT_SCHEMA)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**result.model_dump(), "status": "maybe"}, OUTPUT_SCHEMA)

@@ -13,6 +13,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -27,7 +28,11 @@ from pau_mcp.runstore import RunStore
 
 
 def _hostile_methods() -> list[Method]:
-    common = {"provenance": Provenance(dataset="test"), "tags": Tags(arity=1), "header": "def test_func(arg0):"}
+    common: dict[str, Any] = {
+        "provenance": Provenance(dataset="test"),
+        "tags": Tags(arity=1),
+        "header": "def test_func(arg0):",
+    }
     return [
         Method(
             id="hostile/shout", params=["arg0"], description="Prints its argument, then raises it as a ValueError.",
