@@ -90,7 +90,7 @@ def _answer(sock: socket.socket) -> bytes:
     return data
 
 
-def test_when_every_connection_is_busy_a_newcomer_gets_503_with_the_services_body():
+def test_when_every_connection_is_busy_a_newcomer_gets_503_with_the_services_body() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(4, release, entered) as address:
         busy = [_request(address, "/slow") for _ in range(4)]
@@ -108,7 +108,7 @@ def test_when_every_connection_is_busy_a_newcomer_gets_503_with_the_services_bod
                 sock.close()
 
 
-def test_an_idle_connection_makes_room_for_a_newcomer_before_any_is_refused():
+def test_an_idle_connection_makes_room_for_a_newcomer_before_any_is_refused() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(4, release, entered) as address:
         busy = [_request(address, "/slow") for _ in range(3)]
@@ -123,7 +123,7 @@ def test_an_idle_connection_makes_room_for_a_newcomer_before_any_is_refused():
                 sock.close()
 
 
-def test_the_mcp_server_and_the_scorer_use_the_one_guard():
+def test_the_mcp_server_and_the_scorer_use_the_one_guard() -> None:
     users = sorted(
         str(path.relative_to(ROOT))
         for path in (ROOT / "pau_mcp").rglob("*.py")
@@ -134,7 +134,7 @@ def test_the_mcp_server_and_the_scorer_use_the_one_guard():
     assert copies == ["pau_mcp/guard.py"]
 
 
-def test_an_answer_sent_before_the_body_was_read_reaches_a_client_that_goes_on_sending():
+def test_an_answer_sent_before_the_body_was_read_reaches_a_client_that_goes_on_sending() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered) as address:
         for _ in range(3):
@@ -163,7 +163,7 @@ def _answers(sock: socket.socket) -> bytes:
     return data
 
 
-def test_a_client_pipelining_a_few_requests_gets_every_answer_in_order():
+def test_a_client_pipelining_a_few_requests_gets_every_answer_in_order() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered) as address:
         with socket.create_connection(address, timeout=10) as sock:
@@ -172,7 +172,7 @@ def test_a_client_pipelining_a_few_requests_gets_every_answer_in_order():
             assert _answers(sock).count(b"HTTP/1.1 200") == 4
 
 
-def test_a_connection_pipelining_past_the_bound_gets_the_answers_already_in_and_is_closed():
+def test_a_connection_pipelining_past_the_bound_gets_the_answers_already_in_and_is_closed() -> None:
     # 200 connections each writing 400 requests and never reading cost the MCP server 7-9 s of CPU: every request a
     # read brought in was parsed at once and answered in turn, whatever the client did with the answers.
     release, entered = threading.Event(), threading.Semaphore(0)
@@ -184,7 +184,7 @@ def test_a_connection_pipelining_past_the_bound_gets_the_answers_already_in_and_
         assert _answer(_request(address, "/")).endswith(b"ok")  # everyone else is served as before
 
 
-def test_a_client_that_leaves_its_answers_unread_is_closed_after_the_read_timeout():
+def test_a_client_that_leaves_its_answers_unread_is_closed_after_the_read_timeout() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered, read_timeout_s=1) as address:
         with socket.create_connection(address, timeout=30) as sock:

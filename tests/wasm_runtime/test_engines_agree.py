@@ -133,7 +133,7 @@ def engines(sandbox: Sandbox, request) -> Sandbox:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_every_attack_ends_the_same_in_both_engines(engines: Sandbox, name):
+def test_every_attack_ends_the_same_in_both_engines(engines: Sandbox, name) -> None:
     source = CASES[name][0]
     arguments = "(9,)" if "def test_func(port)" in source else "()"  # nothing listens there: both must refuse
     first = engines.call(source, arguments, limits=LIMITS, engine="python")
@@ -146,7 +146,7 @@ def test_every_attack_ends_the_same_in_both_engines(engines: Sandbox, name):
 
 
 @pytest.mark.parametrize("name", sorted(FIDELITY))
-def test_the_same_function_gives_the_same_outcomes_in_both_engines(engines: Sandbox, name):
+def test_the_same_function_gives_the_same_outcomes_in_both_engines(engines: Sandbox, name) -> None:
     source, inputs = FIDELITY[name]
     first = engines.run(source, inputs, engine="python")
     second = engines.run(source, inputs, engine="numpy")

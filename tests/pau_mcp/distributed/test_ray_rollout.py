@@ -48,7 +48,9 @@ def _done(db: Path) -> int:
         return 0
 
 
-def test_a_rollout_that_loses_a_ray_worker_mid_run_ends_with_the_trajectories_of_a_local_one(tmp_path, ray_cluster):
+def test_a_rollout_that_loses_a_ray_worker_mid_run_ends_with_the_trajectories_of_a_local_one(
+    tmp_path: Path, ray_cluster
+) -> None:
     ray_cluster.ensure_workers(2)
 
     def slow(body: dict) -> Reply:

@@ -86,7 +86,7 @@ def verify(root: Path, out: Path, *extra: str | Path):
     return run_pau("manifests", "verify", "secret", out, "--manifests", root, *extra)
 
 
-def test_a_revealed_suite_verifies_against_its_commitment(committed):
+def test_a_revealed_suite_verifies_against_its_commitment(committed) -> None:
     root, out, ran = committed
     assert "committed to suite secret (3 methods, 1 tasks)" in ran.stdout
     salt = root / "secret" / SALT_FILE
@@ -98,7 +98,7 @@ def test_a_revealed_suite_verifies_against_its_commitment(committed):
     )
 
 
-def test_one_changed_byte_of_one_method_is_named(committed):
+def test_one_changed_byte_of_one_method_is_named(committed) -> None:
     root, out, _ = committed
     path = root / "secret" / "m2.json"
     text = path.read_text()
@@ -109,7 +109,7 @@ def test_one_changed_byte_of_one_method_is_named(committed):
     assert [line.strip() for line in checked.stdout.splitlines()[1:]] == ["differs: secret/m2"]
 
 
-def test_a_changed_gold_a_removed_method_an_added_one_and_suite_json_are_each_named(committed, sandbox):
+def test_a_changed_gold_a_removed_method_an_added_one_and_suite_json_are_each_named(committed, sandbox) -> None:
     root, out, _ = committed
     m1 = root / "secret" / "m1.json"
     m1.write_text(json.dumps(json.loads(m1.read_text()), indent=7))  # another layout, the same values: no difference
@@ -131,7 +131,7 @@ def test_a_changed_gold_a_removed_method_an_added_one_and_suite_json_are_each_na
     ]  # fmt: skip
 
 
-def test_the_commitment_reveals_no_hidden_text(committed, sandbox):
+def test_the_commitment_reveals_no_hidden_text(committed, sandbox) -> None:
     root, out, _ = committed
     text = out.read_text()
     suite = ManifestStore([root], include_packaged=False).suite("secret")
@@ -147,7 +147,7 @@ def test_the_commitment_reveals_no_hidden_text(committed, sandbox):
     assert sorted(fields["methods"]) == ["secret/m1", "secret/m2", "secret/m3"]
 
 
-def test_two_equal_methods_have_different_digests_and_another_salt_matches_nothing(tmp_path, sandbox):
+def test_two_equal_methods_have_different_digests_and_another_salt_matches_nothing(tmp_path: Path, sandbox) -> None:
     suite = make_suite(tmp_path, sandbox)
     twin = suite.methods["secret/m3"].model_copy(update={"id": "secret/m5"})
     suite.save(twin)
@@ -163,7 +163,7 @@ def read_commitment_date():
     return datetime(2026, 12, 7, tzinfo=UTC)
 
 
-def test_a_wrong_salt_says_so_and_a_missing_one_says_where_to_find_it(committed, tmp_path):
+def test_a_wrong_salt_says_so_and_a_missing_one_says_where_to_find_it(committed, tmp_path: Path) -> None:
     root, out, _ = committed
     wrong = tmp_path / "wrong.salt"
     wrong.write_text(os.urandom(32).hex())
@@ -174,7 +174,7 @@ def test_a_wrong_salt_says_so_and_a_missing_one_says_where_to_find_it(committed,
     assert missing.returncode == 1 and "give its file with --salt" in missing.stderr
 
 
-def test_a_file_that_is_not_a_commitment_is_refused_in_one_line(committed, tmp_path):
+def test_a_file_that_is_not_a_commitment_is_refused_in_one_line(committed, tmp_path: Path) -> None:
     root, _, _ = committed
     for name, text in (
         ("garbage.json", "not json at all"),
@@ -190,7 +190,7 @@ def test_a_file_that_is_not_a_commitment_is_refused_in_one_line(committed, tmp_p
         read_commitment(tmp_path / "wrong.json")
 
 
-def test_an_existing_commitment_is_kept_unless_replaced_and_the_salt_is_kept_too(committed):
+def test_an_existing_commitment_is_kept_unless_replaced_and_the_salt_is_kept_too(committed) -> None:
     root, out, _ = committed
     salt = (root / "secret" / SALT_FILE).read_text()
     again = run_pau("manifests", "commit", "secret", "--manifests", root, "--out", out)

@@ -54,7 +54,7 @@ def board(sandbox, tmp_path_factory) -> Path:
     return out
 
 
-def test_results_json_has_a_row_per_model_protocol_and_suite_with_intervals_pass_hat_k_costs_and_the_gap(board):
+def test_results_json_has_a_row_per_model_protocol_and_suite_with_intervals_pass_hat_k_costs_and_the_gap(board) -> None:
     results = json.loads((board / "results.json").read_text())
     rows = {(r["model"], r["suite"]): r for r in results["rows"]}
     assert set(rows) == {("openai/agent", "builtin"), ("openai/other", "builtin"), ("openai/agent", "bvar"),
@@ -88,7 +88,7 @@ def test_results_json_has_a_row_per_model_protocol_and_suite_with_intervals_pass
 
 
 @pytest.mark.parametrize("width", [1280, 800])
-def test_the_page_renders_every_row_and_the_plot_without_overflowing_the_window(board, width):
+def test_the_page_renders_every_row_and_the_plot_without_overflowing_the_window(board, width) -> None:
     page = open_page(
         (board / "index.html").as_uri(),
         [
@@ -107,7 +107,7 @@ def test_the_page_renders_every_row_and_the_plot_without_overflowing_the_window(
     assert not page["errors"]
 
 
-def test_clicking_a_heading_sorts_by_it_and_renumbers_the_rows(board):
+def test_clicking_a_heading_sorts_by_it_and_renumbers_the_rows(board) -> None:
     page = open_page(
         (board / "index.html").as_uri(),
         [

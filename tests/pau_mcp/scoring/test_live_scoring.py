@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import anyio
 import pytest
@@ -21,7 +22,7 @@ pytestmark = [
 ]
 
 
-def test_a_real_judge_and_code_writer_score_a_good_description_highly(sandbox, tmp_path):
+def test_a_real_judge_and_code_writer_score_a_good_description_highly(sandbox, tmp_path: Path) -> None:
     env = dict(os.environ, OPENAI_BASE_URL=BASE_URL or "")
     llm = LLMClient(env=env, cache_path=tmp_path / "llm-cache.db", timeout_s=180)
     scorer = Scorer(

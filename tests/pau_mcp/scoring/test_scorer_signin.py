@@ -37,13 +37,13 @@ def _score(url: str, token: str | None) -> httpx2.Response:
     return httpx2.post(f"{url}/v1/score", json=REQUEST, headers=headers, timeout=60)
 
 
-def test_a_token_with_the_score_scope_may_score_and_so_may_operate_and_the_scorer_token(issuer, endpoint):
+def test_a_token_with_the_score_scope_may_score_and_so_may_operate_and_the_scorer_token(issuer, endpoint) -> None:
     for token in (issuer.token(client(BOT), RESOURCE, "score"), issuer.token(client(BOT), RESOURCE, "operate"), TOKEN):
         reply = _score(endpoint, token)
         assert reply.status_code == 404, reply.text  # let in: the method is unknown
 
 
-def test_an_explore_token_gets_403_naming_the_score_scope(issuer, endpoint):
+def test_an_explore_token_gets_403_naming_the_score_scope(issuer, endpoint) -> None:
     reply = _score(endpoint, issuer.token(client(BOT), RESOURCE, "explore"))
     assert reply.status_code == 403
     assert 'error="insufficient_scope"' in reply.headers["www-authenticate"]
@@ -51,7 +51,7 @@ def test_an_explore_token_gets_403_naming_the_score_scope(issuer, endpoint):
     assert "needs the scope 'score'" in reply.json()["error_description"]
 
 
-def test_without_a_token_the_scorer_names_its_metadata(issuer, endpoint):
+def test_without_a_token_the_scorer_names_its_metadata(issuer, endpoint) -> None:
     reply = _score(endpoint, None)
     assert reply.status_code == 401
     assert (

@@ -4,6 +4,7 @@ method's facts as data that say what its description says and nothing hidden."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import anyio
 import jsonschema
@@ -19,7 +20,7 @@ from wasm_runtime import Status
 from wasm_runtime.literals import parse_arguments
 
 
-def test_the_statuses_of_results_and_of_frozen_outcomes_are_the_sandboxs_one_list():
+def test_the_statuses_of_results_and_of_frozen_outcomes_are_the_sandboxs_one_list() -> None:
     assert {*RAN, "invalid_input"} == {status.value for status in Status}
     assert set(REFUSED) - {status.value for status in Status} == {"over_budget", "unknown_tool"}
     for status in Status:
@@ -28,7 +29,7 @@ def test_the_statuses_of_results_and_of_frozen_outcomes_are_the_sandboxs_one_lis
         FrozenOutcome.model_validate({"status": "over_budget"})  # a refusal is not an outcome of a run
 
 
-def test_the_tool_output_schema_is_the_result_models_own():
+def test_the_tool_output_schema_is_the_result_models_own() -> None:
     assert set(OUTPUT_SCHEMA["properties"]) == set(ToolResult.model_fields)
     assert OUTPUT_SCHEMA["properties"]["status"]["enum"] == [*RAN, *REFUSED]
     assert OUTPUT_SCHEMA["required"] == ["status", "queries_used", "queries_left"]
@@ -42,8 +43,8 @@ def test_the_tool_output_schema_is_the_result_models_own():
 
 
 def test_each_method_tool_publishes_the_facts_its_description_states_as_data_and_nothing_hidden(
-    tmp_path, secret_manifests
-):
+    tmp_path: Path, secret_manifests
+) -> None:
     async def main() -> list:
         args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "runs.db"))
         async with stdio_session(*args, "--budget", "4") as session:
@@ -74,7 +75,7 @@ def test_each_method_tool_publishes_the_facts_its_description_states_as_data_and
         assert sorted(secret for secret in hidden if secret and secret in published) == []
 
 
-def test_an_unlimited_budget_is_published_as_null():
+def test_an_unlimited_budget_is_published_as_null() -> None:
     method = ManifestStore().method("builtin/b001")
     assert Exposed(method, "fn_0000000000").facts(0).budget is None
     assert Exposed(method, "fn_0000000000").facts(20).budget == 20

@@ -38,7 +38,7 @@ def _cpu_s(pid: int) -> float:
 
 
 @pytest.mark.parametrize("method", list(HANDSHAKES))
-def test_a_stdio_server_answers_the_handshake_before_its_first_sandbox_build_is_done(tmp_path, method):
+def test_a_stdio_server_answers_the_handshake_before_its_first_sandbox_build_is_done(tmp_path: Path, method) -> None:
     cache = tmp_path / "empty-cache"
     command = [sys.executable, "-m", "pau_mcp", "serve", "--db", str(tmp_path / "runs.db"), "--cache-dir", str(cache)]
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
@@ -66,7 +66,7 @@ def test_a_stdio_server_answers_the_handshake_before_its_first_sandbox_build_is_
     assert "building the sandbox in the background" in stderr
 
 
-def test_a_call_during_the_build_waits_for_it_then_is_refused_without_counting(tmp_path):
+def test_a_call_during_the_build_waits_for_it_then_is_refused_without_counting(tmp_path: Path) -> None:
     released = threading.Event()
     made: list[object] = []
 

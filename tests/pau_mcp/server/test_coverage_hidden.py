@@ -43,7 +43,7 @@ def forger(sandbox, tmp_path_factory) -> Path:
     return root
 
 
-def test_no_reply_of_a_session_carries_a_trace_or_the_measured_coverage(tmp_path, forger, sandbox):
+def test_no_reply_of_a_session_carries_a_trace_or_the_measured_coverage(tmp_path: Path, forger, sandbox) -> None:
     db = tmp_path / "runs.db"
     method = ManifestStore([forger]).method("cov/forger")
     tool = tool_of(method.id)

@@ -80,7 +80,7 @@ def _one_line(text: str) -> bool:
     return "\n" not in text.strip() and "Traceback" not in text
 
 
-def test_an_argument_over_the_size_cap_is_refused_in_one_line_and_does_not_count(tmp_path, hostile):
+def test_an_argument_over_the_size_cap_is_refused_in_one_line_and_does_not_count(tmp_path: Path, hostile) -> None:
     db = tmp_path / "runs.db"
     tool = _tool(hostile, "size")
 
@@ -100,7 +100,7 @@ def test_an_argument_over_the_size_cap_is_refused_in_one_line_and_does_not_count
     assert [(r["counted"], r["status"]) for r in _calls(db)] == [(0, "invalid_input"), (0, "invalid_input"), (1, "ok")]
 
 
-def test_a_raised_argument_cap_lets_a_large_argument_through(tmp_path, hostile):
+def test_a_raised_argument_cap_lets_a_large_argument_through(tmp_path: Path, hostile) -> None:
     tool = _tool(hostile, "size")
 
     async def main() -> None:
@@ -113,7 +113,7 @@ def test_a_raised_argument_cap_lets_a_large_argument_through(tmp_path, hostile):
     anyio.run(main)
 
 
-def test_refused_calls_are_recorded_as_a_bounded_prefix_with_their_size(tmp_path, hostile):
+def test_refused_calls_are_recorded_as_a_bounded_prefix_with_their_size(tmp_path: Path, hostile) -> None:
     db = tmp_path / "runs.db"
     tool = _tool(hostile, "size")
 
@@ -142,7 +142,7 @@ def test_refused_calls_are_recorded_as_a_bounded_prefix_with_their_size(tmp_path
 @pytest.mark.parametrize(
     "literal", ["(0x" + "f" * 4000 + ",)", "(" + "9" * 4400 + ",)", "([1, 0x" + "f" * 4000 + "],)"]
 )
-def test_an_integer_too_long_to_print_is_refused_in_one_line_and_recorded(tmp_path, hostile, literal):
+def test_an_integer_too_long_to_print_is_refused_in_one_line_and_recorded(tmp_path: Path, hostile, literal) -> None:
     db = tmp_path / "runs.db"
     tool = _tool(hostile, "size")
 
@@ -159,7 +159,9 @@ def test_an_integer_too_long_to_print_is_refused_in_one_line_and_recorded(tmp_pa
     assert [(r["counted"], r["status"]) for r in _calls(db)] == [(0, "invalid_input"), (1, "ok")]
 
 
-def test_a_lone_surrogate_a_function_prints_and_raises_is_answered_counted_and_recorded(tmp_path, hostile):
+def test_a_lone_surrogate_a_function_prints_and_raises_is_answered_counted_and_recorded(
+    tmp_path: Path, hostile
+) -> None:
     db = tmp_path / "runs.db"
     tool = _tool(hostile, "shout")
 
@@ -193,7 +195,7 @@ def _limited_serve(db: Path, hostile: Path, max_bytes: int) -> StdioServerParame
     )
 
 
-def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path, hostile):
+def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path: Path, hostile) -> None:
     db = tmp_path / "runs.db"
     RunStore(db).close()
     tool = _tool(hostile, "size")
@@ -222,8 +224,8 @@ def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path, ho
 
 
 def test_a_call_cancelled_while_it_runs_is_counted_and_recorded_and_the_next_call_gets_its_own_result(
-    tmp_path, hostile
-):
+    tmp_path: Path, hostile
+) -> None:
     db = tmp_path / "runs.db"
     server = Wire(db, "--manifests", str(hostile), "--suite", "hostile", "--workers", "1", "--timeout", "1")
     try:

@@ -52,7 +52,7 @@ def _client(url: str, http: httpx2.AsyncClient) -> Client:
     return Client(streamable_http_client(url, http_client=http), mode=LATEST_MODERN_VERSION, cache=None)
 
 
-def test_three_replicas_behind_a_round_robin_proxy_run_exactly_the_budget_of_24_concurrent_calls(shared_store):
+def test_three_replicas_behind_a_round_robin_proxy_run_exactly_the_budget_of_24_concurrent_calls(shared_store) -> None:
     token = TokenSigner(TEST_KEY).issue("agent", run="replicas")
     tool = tool_of(B001)
 
@@ -81,7 +81,7 @@ def test_three_replicas_behind_a_round_robin_proxy_run_exactly_the_budget_of_24_
     assert (used, counted) == (10, 10)
 
 
-def test_a_replica_killed_mid_run_loses_no_call_that_counted(shared_store):
+def test_a_replica_killed_mid_run_loses_no_call_that_counted(shared_store) -> None:
     token = TokenSigner(TEST_KEY).issue("survivor", run="replicas")
     tool = tool_of(B001)
 
