@@ -51,7 +51,9 @@ def _stdio(data_dir: Path, *serve: str) -> list[str]:
     return [*passed, sys.executable, "-m", "pau_mcp", "serve", "--methods", "builtin/b001", *serve]
 
 
-def test_the_inspector_lists_portable_schemas_and_sends_typed_arguments_over_stdio(data_dir, tmp_path: Path) -> None:
+def test_the_inspector_lists_portable_schemas_and_sends_typed_arguments_over_stdio(
+    data_dir: Path, tmp_path: Path
+) -> None:
     listed = _inspector(tmp_path, *_stdio(data_dir), "--method", "tools/list")
     assert listed.returncode == 0, listed.stderr
     assert "portability" not in listed.stderr.lower(), listed.stderr
@@ -69,7 +71,9 @@ def test_the_inspector_lists_portable_schemas_and_sends_typed_arguments_over_std
 
 
 @pytest.mark.parametrize("credential", ["session-token", "main-token"])
-def test_the_inspector_over_http_calls_runs_into_the_budget_and_submits(data_dir, tmp_path: Path, credential) -> None:
+def test_the_inspector_over_http_calls_runs_into_the_budget_and_submits(
+    data_dir: Path, tmp_path: Path, credential
+) -> None:
     if credential == "session-token":
         label, bearer = "inspector", issue_token(data_dir, "inspector", "--run", "interop")
         header = ["--transport", "http", "--header", f"Authorization: Bearer {bearer}"]

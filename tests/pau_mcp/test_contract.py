@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import get_args
 
 import jsonschema
@@ -111,7 +112,7 @@ def _store_budget(tmp_path, limit: int) -> StoreBudget:
 
 
 @pytest.fixture(params=["memory", "store"])
-def budget_of(request, tmp_path):
+def budget_of(request: pytest.FixtureRequest, tmp_path: Path):
     """A budget of the given limit, kept in memory (the RL environment's) or in the run store (the server's)."""
     return (
         (lambda limit: QueryBudget(limit))

@@ -10,6 +10,7 @@ import contextlib
 import sqlite3
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def _postgres_schema(url: str) -> dict[str, dict[str, tuple[str, bool]]]:
     return schema
 
 
-def test_both_databases_get_the_same_tables_columns_types_and_constraints(tmp_path: Path, postgres_url) -> None:
+def test_both_databases_get_the_same_tables_columns_types_and_constraints(tmp_path: Path, postgres_url: str) -> None:
     RunStore(tmp_path / "runs.db").close()
     RunStore(postgres_url).close()
     sqlite_schema, postgres_schema = _sqlite_schema(tmp_path / "runs.db"), _postgres_schema(postgres_url)
@@ -65,7 +66,9 @@ def test_both_databases_get_the_same_tables_columns_types_and_constraints(tmp_pa
     assert {"runs", "sessions", "calls", "submissions", "scores", "episodes"} <= set(postgres_schema)
 
 
-def test_a_conditional_upsert_and_quoted_marks_run_unchanged_on_both_databases(store_at) -> None:
+def test_a_conditional_upsert_and_quoted_marks_run_unchanged_on_both_databases(
+    store_at: Callable[[str], Path | str],
+) -> None:
     database = open_database(store_at("runs"))
     with database.transaction() as conn:
         conn.execute(
@@ -84,7 +87,7 @@ def test_a_conditional_upsert_and_quoted_marks_run_unchanged_on_both_databases(s
     database.close()
 
 
-def test_many_threads_writing_through_two_stores_on_one_postgresql_database_lose_nothing(postgres_url) -> None:
+def test_many_threads_writing_through_two_stores_on_one_postgresql_database_lose_nothing(postgres_url: str) -> None:
     stores = [RunStore(postgres_url), RunStore(postgres_url)]
     threads, calls_each = 16, 20
     start = threading.Barrier(threads)
@@ -116,7 +119,7 @@ def test_many_threads_writing_through_two_stores_on_one_postgresql_database_lose
         store.close()
 
 
-def test_stores_opened_at_once_on_a_new_postgresql_database_migrate_it_exactly_once(postgres_url) -> None:
+def test_stores_opened_at_once_on_a_new_postgresql_database_migrate_it_exactly_once(postgres_url: str) -> None:
     start = threading.Barrier(6)
 
     def open_store(_: int) -> int:
@@ -158,7 +161,7 @@ def test_without_psycopg_a_postgresql_store_says_how_to_install_it(monkeypatch: 
         RunStore("postgresql://pau@127.0.0.1:1/runs")
 
 
-def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url) -> None:
+def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url: str) -> None:
     store = RunStore(postgres_url)
     session = store.ensure_session(store.ensure_run("r", kind="serve"), "k", "http", client="agent\x00 1")
     store.record_call(session, CallRecord("m/x", "fn_x", "('\x00',)", True, "error", error_message="bad \x00\udcff"))
@@ -170,7 +173,7 @@ def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url) -> No
     assert store.export_session("r", "k").client == "agent\\x00 1"
 
 
-def test_a_connection_the_server_dropped_is_replaced_and_no_write_is_lost(postgres_url) -> None:
+def test_a_connection_the_server_dropped_is_replaced_and_no_write_is_lost(postgres_url: str) -> None:
     store = RunStore(postgres_url)
     session = store.ensure_session(store.ensure_run("r", kind="serve"), "k", "http")
     store.record_call(session, CallRecord("m/x", "fn_x", "(1,)", True, "ok", value="1"))
@@ -184,7 +187,7 @@ def test_a_connection_the_server_dropped_is_replaced_and_no_write_is_lost(postgr
     assert [c.arguments for c in store.calls(store.run_id("r"))] == ["(1,)", "(2,)"]
 
 
-def test_a_failed_statement_inside_a_postgresql_write_commits_nothing_even_if_caught(postgres_url) -> None:
+def test_a_failed_statement_inside_a_postgresql_write_commits_nothing_even_if_caught(postgres_url: str) -> None:
     """PostgreSQL ends a transaction at its first error and COMMIT would roll it back silently: the store says so."""
     database = open_database(postgres_url)
     with database.transaction() as conn:
@@ -200,7 +203,7 @@ def test_a_failed_statement_inside_a_postgresql_write_commits_nothing_even_if_ca
     database.close()
 
 
-def test_a_store_newer_than_this_pau_mcp_is_refused_on_either_database(store_at) -> None:
+def test_a_store_newer_than_this_pau_mcp_is_refused_on_either_database(store_at: Callable[[str], Path | str]) -> None:
     where = store_at("runs")
     RunStore(where).close()
     if isinstance(where, str):
@@ -213,7 +216,7 @@ def test_a_store_newer_than_this_pau_mcp_is_refused_on_either_database(store_at)
         RunStore(where)
 
 
-def test_a_user_who_may_not_create_the_tables_is_told_what_to_do_in_one_line(postgres, postgres_url) -> None:
+def test_a_user_who_may_not_create_the_tables_is_told_what_to_do_in_one_line(postgres, postgres_url: str) -> None:
     visitor = postgres_url.rsplit("/", 1)[1] + "_visitor"  # a login that neither owns the database nor may create in it
     with psycopg.connect(postgres.url(), autocommit=True) as admin:
         admin.execute(f"CREATE ROLE {visitor} LOGIN")
@@ -234,7 +237,7 @@ def test_a_urls_password_is_never_shown_in_the_stores_location() -> None:
     assert shown("postgresql://pau@db/runs") == "postgresql://pau@db/runs"
 
 
-def test_a_postgresql_store_nobody_closed_leaves_no_connection_behind_once_collected(postgres_url) -> None:
+def test_a_postgresql_store_nobody_closed_leaves_no_connection_behind_once_collected(postgres_url: str) -> None:
     import gc
     import warnings
 

@@ -27,14 +27,14 @@ def test_the_cache_key_follows_the_guest_source_and_tool_versions(
     assert build.artifacts(tmp_path).key != first.key
 
 
-def test_a_built_cache_is_used_without_building_again(sandbox) -> None:
+def test_a_built_cache_is_used_without_building_again(sandbox: Sandbox) -> None:
     steps: list[str] = []
     Sandbox(cache_dir=sandbox.artifacts.wasm.parent, progress=steps.append)
     assert steps == []
 
 
 @pytest.mark.slow
-def test_a_damaged_compiled_file_is_compiled_again_from_the_cached_component(sandbox, tmp_path: Path) -> None:
+def test_a_damaged_compiled_file_is_compiled_again_from_the_cached_component(sandbox: Sandbox, tmp_path: Path) -> None:
     art = sandbox.artifacts
     shutil.copy(art.wasm, tmp_path / art.wasm.name)
     shutil.copy(art.meta, tmp_path / art.meta.name)
@@ -131,7 +131,9 @@ def _copy_built(sandbox: Sandbox, folder: Path) -> build.GuestArtifacts:
 
 
 @pytest.mark.slow
-def test_a_compiled_file_changed_after_its_build_is_never_loaded_but_compiled_again(sandbox, tmp_path: Path) -> None:
+def test_a_compiled_file_changed_after_its_build_is_never_loaded_but_compiled_again(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     art = _copy_built(sandbox, tmp_path / "cache")
     data = bytearray(art.cwasm.read_bytes())
     data[len(data) // 2] ^= 0x01  # one bit of the native code, size and times kept
@@ -149,7 +151,7 @@ def test_a_compiled_file_changed_after_its_build_is_never_loaded_but_compiled_ag
         box.close()
 
 
-def test_a_compiled_file_without_a_recorded_digest_is_refused(sandbox, tmp_path: Path) -> None:
+def test_a_compiled_file_without_a_recorded_digest_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
     art = _copy_built(sandbox, tmp_path / "cache")
     meta = json.loads(art.meta.read_text())
     meta.pop("seals", None)
@@ -157,7 +159,9 @@ def test_a_compiled_file_without_a_recorded_digest_is_refused(sandbox, tmp_path:
     assert "has no recorded digest" in (build._load_problem(art) or "")
 
 
-def test_a_cache_directory_other_users_can_write_is_refused_before_anything_is_loaded(sandbox, tmp_path: Path) -> None:
+def test_a_cache_directory_other_users_can_write_is_refused_before_anything_is_loaded(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     art = _copy_built(sandbox, tmp_path / "cache")
     art.cwasm.parent.chmod(0o777)
     with pytest.raises(CacheError, match="not private: .* can be written by other users.*--cache-dir"):

@@ -127,7 +127,7 @@ def _seen(outcome: Outcome) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def engines(sandbox: Sandbox, request) -> Sandbox:
+def engines(sandbox: Sandbox, request: pytest.FixtureRequest) -> Sandbox:
     request.getfixturevalue("numpy_box")  # skips when the numpy engine is not installed
     return sandbox
 

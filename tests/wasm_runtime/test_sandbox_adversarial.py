@@ -206,7 +206,7 @@ NUMPY_CASES = CASES | {
 
 
 @pytest.fixture(params=["python", "numpy", "lean"], scope="module")
-def box(request, sandbox: Sandbox):
+def box(request: pytest.FixtureRequest, sandbox: Sandbox):
     """The adversarial cases run against every engine."""
     return sandbox if request.param == "python" else request.getfixturevalue(f"{request.param}_box")
 

@@ -12,6 +12,7 @@ from fakellm import Failure, FakeLLM
 
 from pau_mcp.cli import main
 from pau_mcp.runstore import RunStore
+from wasm_runtime import Sandbox
 
 METHODS = ("--methods", "builtin/b001", "--methods", "builtin/b002")
 
@@ -269,7 +270,7 @@ def _hungry_suite(sandbox, root: Path) -> Path:
     return root
 
 
-def test_the_limits_given_to_eval_are_the_limits_of_the_runs_own_server(tmp_path: Path, sandbox) -> None:
+def test_the_limits_given_to_eval_are_the_limits_of_the_runs_own_server(tmp_path: Path, sandbox: Sandbox) -> None:
     manifests = _hungry_suite(sandbox, tmp_path / "suites")
     args = ("--agent", "probe", "--suite", "hungry", "--manifests", str(manifests), "--budget", "1", "--no-score")
     generous = ("--timeout", "7", "--memory-mb", "512", "--max-output-kb", "128")

@@ -13,6 +13,7 @@ from scripted import Known, ScriptedModel
 from pau_mcp.creation import candidates
 from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Tags
 from pau_mcp.manifests.checks import freeze_method
+from wasm_runtime import Sandbox
 
 FOUR = '''"""Four functions: one imports os, one calls another."""
 import os
@@ -59,7 +60,7 @@ MODEL = [
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
+def made(tmp_path_factory: pytest.TempPathFactory):
     from fakellm import FakeLLM
 
     root = tmp_path_factory.mktemp("own")
@@ -102,7 +103,7 @@ def test_a_helper_it_uses_is_anonymised_as_before(made) -> None:
     assert "_test_func_mark()" in shout.source and "shout" not in shout.source.lower()
 
 
-def test_a_variant_changes_only_code_the_method_reaches(sandbox) -> None:
+def test_a_variant_changes_only_code_the_method_reaches(sandbox: Sandbox) -> None:
     source = (
         "LIMIT = 3\n\ndef unused(v):\n    return v * 100 < 5 + 1\n\ndef test_func(arg0):\n    return arg0 > LIMIT\n"
     )

@@ -43,7 +43,7 @@ def write_suite(root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def varied(tmp_path_factory):
+def varied(tmp_path_factory: pytest.TempPathFactory):
     from fakellm import FakeLLM
 
     root = tmp_path_factory.mktemp("variants")

@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 
 from pau_mcp.distributed import ClusterError, RayOptions, WorkerLost, WorkerPool, connect
+
+if TYPE_CHECKING:  # its own directory's conftest, for the fixture's type only
+    from conftest import LocalCluster
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -63,7 +67,7 @@ class Buggy(FirstOneBroken):
 
 
 @pytest.fixture
-def cluster(ray_cluster):
+def cluster(ray_cluster: LocalCluster):
     ray_cluster.ensure_workers(2)
     connected = connect(RayOptions(address=ray_cluster.address, start_timeout_s=120))
     yield connected

@@ -16,7 +16,7 @@ from pau_mcp.manifests import ManifestStore, call_arguments, call_text
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
 from pau_mcp.server.examples import deployment_examples
-from wasm_runtime import outcomes_match
+from wasm_runtime import Sandbox, outcomes_match
 
 TUPLE_METHOD = "builtin/b013"  # def test_func(arg0): one argument, a tuple of numbers
 MODEL = "openai/fake-coder"
@@ -47,7 +47,7 @@ def _probe_run(tmp_path: Path, kinds: tuple[str, ...], examples: str = "publishe
 
 
 @pytest.fixture
-def coder(monkeypatch):
+def coder(monkeypatch: pytest.MonkeyPatch):
     with FakeLLM(responder=lambda body: "```python\ndef test_func(arg0):\n    return arg0\n```") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -62,7 +62,7 @@ def test_a_one_tuple_argument_reaches_the_code_writer_as_one_argument(tmp_path: 
     assert "test_func(3, -1, 2)" not in prompt
 
 
-def test_the_memorising_baseline_answers_a_one_tuple_argument_it_saw(tmp_path: Path, sandbox) -> None:
+def test_the_memorising_baseline_answers_a_one_tuple_argument_it_saw(tmp_path: Path, sandbox: Sandbox) -> None:
     episode = _probe_run(tmp_path, ("direct",))
     code = episode.scores["direct"].detail["code"]
     method = ManifestStore().method(TUPLE_METHOD)
@@ -78,7 +78,7 @@ def _pairs(cases) -> list[list[str]]:
 
 
 def test_with_deployment_examples_the_code_writer_gets_the_examples_the_agent_saw(
-    tmp_path: Path, coder, sandbox
+    tmp_path: Path, coder, sandbox: Sandbox
 ) -> None:
     episode = _probe_run(tmp_path, ("codematch",), examples="deployment")
     method = ManifestStore().method(TUPLE_METHOD)

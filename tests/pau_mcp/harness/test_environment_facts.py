@@ -3,6 +3,9 @@ method's function is called, and nothing read from the description's prose."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import anyio
 import mcp_types as types
 
@@ -10,7 +13,9 @@ from pau_mcp.contract import FACTS_KEY
 from pau_mcp.harness import Environment
 
 
-def test_a_method_whose_function_is_not_test_func_gets_its_header_and_initial_examples(vowels_environment) -> None:
+def test_a_method_whose_function_is_not_test_func_gets_its_header_and_initial_examples(
+    vowels_environment: Callable[[], Any],
+) -> None:
     async def main() -> None:
         async with vowels_environment() as env:
             assert env.header == "def count_vowels(s):"

@@ -101,7 +101,7 @@ async def _with_scorer(settings: Settings, config: EvalConfig) -> object:
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(monkeypatch: pytest.MonkeyPatch):
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -166,7 +166,7 @@ def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path: P
     assert calls[0] == 15 and calls[1] > 15
 
 
-def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(tmp_path: Path, fake, postgres_url) -> None:
+def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(tmp_path: Path, fake, postgres_url: str) -> None:
     """The harness's store and its private server's (which gets the URL by environment) are one PostgreSQL database."""
     settings = Settings.from_options(data_dir=tmp_path, db=postgres_url, judge_model=MODEL, coder_model=MODEL, budget=5)
     progress = _run(settings, agent="tools", run="on-postgres", budget=5)

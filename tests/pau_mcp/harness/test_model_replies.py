@@ -74,7 +74,7 @@ def _episode(settings: Settings, run: str = "t") -> Any:
 
 
 @pytest.fixture
-def served(monkeypatch):  # type: ignore[no-untyped-def]
+def served(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     servers: list[FakeLLM] = []
 
     def serve(responder: Any) -> FakeLLM:

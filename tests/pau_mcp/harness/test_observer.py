@@ -23,7 +23,7 @@ from pau_mcp.harness.selfcheck import agrees, seen_from_example, seen_from_resul
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
-from wasm_runtime import Outcome, Status, encode
+from wasm_runtime import Outcome, Sandbox, Status, encode
 
 MODEL = "openai/fake-observer"
 B001 = ManifestStore().method("builtin/b001")  # the product of the non-zero digits, negated for a negative number
@@ -55,7 +55,7 @@ def brain(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(monkeypatch: pytest.MonkeyPatch):
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -124,7 +124,7 @@ def test_an_observer_whose_budget_ends_in_disagreement_does_not_conclude(tmp_pat
 
 
 def test_the_observers_documentation_is_served_to_any_mcp_client_and_the_report_compares_it(
-    tmp_path: Path, fake, sandbox
+    tmp_path: Path, fake, sandbox: Sandbox
 ) -> None:
     settings, _ = _observe(tmp_path)
     common = ["--db", str(settings.db_path), "--data-dir", str(tmp_path)]

@@ -6,7 +6,9 @@ none of its text); the model is a scripted loopback server.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -49,7 +51,7 @@ def brain(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def reference(tmp_path, monkeypatch):
+def reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -186,7 +188,7 @@ def test_an_action_is_read_as_the_reference_reads_it(reply, expected) -> None:
 
 
 def test_a_budget_the_server_says_is_spent_ends_the_loop_and_the_refused_call_is_no_result(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vowels_environment
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vowels_environment: Callable[[], Any]
 ) -> None:
     import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
 

@@ -45,7 +45,7 @@ def brain(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", KEY)
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pau_mcp.manifests.importers import CannotAnonymise, anonymise, description_from_docstring, docstring_of
+from wasm_runtime import Sandbox
 
 FACTORIAL = '''
 """A module docstring that names factorial."""
@@ -59,7 +60,7 @@ def test_recursive_calls_follow_the_renaming_including_keyword_arguments() -> No
     assert "return test_func(k)" in result.source
 
 
-def test_the_anonymised_function_behaves_like_the_original_in_the_sandbox(sandbox) -> None:
+def test_the_anonymised_function_behaves_like_the_original_in_the_sandbox(sandbox: Sandbox) -> None:
     result = anonymise(FACTORIAL, "factorial")
     inputs = ["(0,)", "(1,)", "(5,)", "(4, 2)", "('x',)"]
     original = sandbox.run(FACTORIAL, inputs, entry="factorial")

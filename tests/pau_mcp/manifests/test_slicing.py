@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pau_mcp.manifests.importers import CannotAnonymise, slice_function
+from wasm_runtime import Sandbox
 
 MODULE = '''"""Four functions: one imports os, one calls another."""
 from __future__ import annotations
@@ -46,7 +47,7 @@ if __name__ == "__main__":
 '''
 
 
-def test_a_function_keeps_only_the_helpers_constants_and_imports_it_reaches(sandbox) -> None:
+def test_a_function_keeps_only_the_helpers_constants_and_imports_it_reaches(sandbox: Sandbox) -> None:
     cut = slice_function(MODULE, "quadruple")
     assert cut.kept == ("LIMIT", "TABLE", "double")
     assert "def double(" in cut.source and 'TABLE["bonus"] = LIMIT * 2' in cut.source.replace("'", '"')
@@ -63,13 +64,13 @@ def test_an_import_goes_only_with_the_functions_that_use_it() -> None:
         assert "import os" not in slice_function(MODULE, name).source, name
 
 
-def test_a_global_a_function_assigns_comes_with_it_and_future_imports_always_stay(sandbox) -> None:
+def test_a_global_a_function_assigns_comes_with_it_and_future_imports_always_stay(sandbox: Sandbox) -> None:
     cut = slice_function(MODULE, "bump")
     assert cut.kept == ("COUNT",) and cut.source.startswith("from __future__ import annotations")
     assert sandbox.run(cut.source, ["()"], entry="bump")[0].value == "1"
 
 
-def test_a_helper_reached_through_another_and_a_changing_statement_are_kept(sandbox) -> None:
+def test_a_helper_reached_through_another_and_a_changing_statement_are_kept(sandbox: Sandbox) -> None:
     source = (
         "RULES = []\n\ndef rule(f):\n    RULES.append(f)\n    return f\n\n@rule\ndef positive(x):\n    return x > 0\n\n"
         "def unrelated():\n    return 1\n\ndef check(x):\n    return all(r(x) for r in RULES)\n"

@@ -22,6 +22,7 @@ from pau_mcp.reports.render import method_rows, report_tables
 from pau_mcp.reports.stats import spearman
 from pau_mcp.runstore import EpisodeResult, RunStore
 from pau_mcp.scoring import write_code
+from wasm_runtime import Sandbox
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -70,7 +71,7 @@ def test_the_report_correlates_per_method_scores_of_every_pair_of_runs(tmp_path:
 
 
 def test_the_code_writers_code_is_checked_on_the_inputs_the_agent_observed(
-    sandbox, monkeypatch: pytest.MonkeyPatch
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     method = ManifestStore().method("builtin/b001")  # product of the non-zero digits
     observed = [("(234,)", "24"), ("(7,)", "7"), ("(105,)", "5"), ("(105,)", "5"), ("(not a literal", "?")]

@@ -7,7 +7,8 @@ import threading
 import anyio
 import pytest
 
-from pau_mcp.rl import EnvConfig, EpisodeError, ExplorationEnv, RewardConfig, ScriptedCritic
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.rl import EnvConfig, EpisodeError, ExplorationEnv, RewardConfig, Runtime, ScriptedCritic
 
 GOOD = "CONCLUDED: YES\nHYPOTHESIS: counts steps to 1; raises ValueError below 1"
 
@@ -16,7 +17,9 @@ def _env(manifests, runtime, critic=None, **config):
     return ExplorationEnv(manifests.method("builtin/b005"), critic or ScriptedCritic(), EnvConfig(**config), runtime)
 
 
-def test_one_cycle_rewards_reasoning_input_and_hypothesis_as_the_schedule_says(manifests, runtime) -> None:
+def test_one_cycle_rewards_reasoning_input_and_hypothesis_as_the_schedule_says(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     critic = ScriptedCritic(reasoning=lambda view, text: 9, hypothesis=lambda view, text: 9)
     env = _env(manifests, runtime, critic)
     env.reset()
@@ -32,7 +35,9 @@ def test_one_cycle_rewards_reasoning_input_and_hypothesis_as_the_schedule_says(m
     assert env.total_reward == pytest.approx(1.0 + 0.025 + 4.0)
 
 
-def test_a_call_that_raises_costs_the_runtime_error_penalty_and_counts(manifests, runtime) -> None:
+def test_a_call_that_raises_costs_the_runtime_error_penalty_and_counts(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     env = _env(manifests, runtime)
     env.reset()
     env.step("try zero")
@@ -47,7 +52,9 @@ def test_a_call_that_raises_costs_the_runtime_error_penalty_and_counts(manifests
     [("I would like to try something", "unparsed"), ("INPUT: (1, 2)", "invalid_input"),
      ("INPUT: (__import__('os'),)", "invalid_input"), ("INPUT: (1,", "invalid_input")],
 )  # fmt: skip
-def test_malformed_inputs_cost_the_parse_penalty_never_run_and_never_count(manifests, runtime, reply, status) -> None:
+def test_malformed_inputs_cost_the_parse_penalty_never_run_and_never_count(
+    manifests: ManifestStore, runtime: Runtime, reply, status
+) -> None:
     env = _env(manifests, runtime)
     env.reset()
     env.step("plan")
@@ -57,7 +64,7 @@ def test_malformed_inputs_cost_the_parse_penalty_never_run_and_never_count(manif
     assert env.budget.used() == 0 and env.experiments == []
 
 
-def test_the_wrong_arity_is_refused_with_the_servers_words(manifests, runtime) -> None:
+def test_the_wrong_arity_is_refused_with_the_servers_words(manifests: ManifestStore, runtime: Runtime) -> None:
     env = _env(manifests, runtime)
     env.reset()
     env.step("plan")
@@ -65,7 +72,7 @@ def test_the_wrong_arity_is_refused_with_the_servers_words(manifests, runtime) -
     assert "test_func(arg0) takes 1 argument, got 2" in result.info["call"]["shown"]
 
 
-def test_a_repeated_input_counts_but_earns_no_execution_reward(manifests, runtime) -> None:
+def test_a_repeated_input_counts_but_earns_no_execution_reward(manifests: ManifestStore, runtime: Runtime) -> None:
     env = _env(manifests, runtime)
     env.reset()
     for _ in range(2):
@@ -76,7 +83,9 @@ def test_a_repeated_input_counts_but_earns_no_execution_reward(manifests, runtim
     assert env.budget.used() == 2
 
 
-def test_the_episode_ends_at_the_reflection_after_the_last_counted_call(manifests, runtime) -> None:
+def test_the_episode_ends_at_the_reflection_after_the_last_counted_call(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     env = _env(manifests, runtime, budget=2)
     env.reset()
     for value in (1, 2):
@@ -87,7 +96,9 @@ def test_the_episode_ends_at_the_reflection_after_the_last_counted_call(manifest
     assert result.done and not result.info["concluded"] and env.budget.used() == 2
 
 
-def test_the_turn_limit_ends_an_unconcluded_episode_with_the_timeout_penalty(manifests, runtime) -> None:
+def test_the_turn_limit_ends_an_unconcluded_episode_with_the_timeout_penalty(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     env = _env(manifests, runtime, max_turns=4)
     env.reset()
     for reply in ("plan", "INPUT: (3,)", "CONCLUDED: NO\nHYPOTHESIS: maybe"):
@@ -98,7 +109,7 @@ def test_the_turn_limit_ends_an_unconcluded_episode_with_the_timeout_penalty(man
         env.step("more")
 
 
-def test_the_policy_never_sees_the_source_or_the_gold_description(manifests, runtime) -> None:
+def test_the_policy_never_sees_the_source_or_the_gold_description(manifests: ManifestStore, runtime: Runtime) -> None:
     method = manifests.method("builtin/b005")
     env = _env(manifests, runtime)
     texts = [m["content"] for m in env.reset()]
@@ -109,7 +120,7 @@ def test_the_policy_never_sees_the_source_or_the_gold_description(manifests, run
     assert "test_func(12) -> 3" in seen  # the initial examples are the agent's to see
 
 
-def test_only_an_asymmetric_critic_is_handed_the_gold_data(manifests, runtime) -> None:
+def test_only_an_asymmetric_critic_is_handed_the_gold_data(manifests: ManifestStore, runtime: Runtime) -> None:
     views = []
 
     def remember(view, text):
@@ -125,7 +136,9 @@ def test_only_an_asymmetric_critic_is_handed_the_gold_data(manifests, runtime) -
     assert symmetric.gold is None
 
 
-def test_only_the_concluding_hypothesis_is_judged_unless_every_reflection_is_asked_for(manifests, runtime) -> None:
+def test_only_the_concluding_hypothesis_is_judged_unless_every_reflection_is_asked_for(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     env = _env(manifests, runtime)
     env.reset()
     for reply in ("plan", "INPUT: (3,)"):
@@ -154,7 +167,9 @@ def _episode(env) -> list[float]:
     return rewards
 
 
-def test_environments_stepped_from_32_threads_at_once_give_the_rewards_of_one_thread(manifests, runtime) -> None:
+def test_environments_stepped_from_32_threads_at_once_give_the_rewards_of_one_thread(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     expected = _episode(_env(manifests, runtime))
     results: list[list[float] | BaseException] = [None] * 32  # type: ignore[list-item]
     start = threading.Barrier(32)
@@ -175,7 +190,7 @@ def test_environments_stepped_from_32_threads_at_once_give_the_rewards_of_one_th
     assert all(result == expected for result in results)
 
 
-def test_astep_steps_without_blocking_the_event_loop(manifests, runtime) -> None:
+def test_astep_steps_without_blocking_the_event_loop(manifests: ManifestStore, runtime: Runtime) -> None:
     async def main():
         env = _env(manifests, runtime)
         env.reset()
@@ -188,7 +203,7 @@ def test_astep_steps_without_blocking_the_event_loop(manifests, runtime) -> None
     assert first.info["phase"] == "reason" and second.info["call"]["shown"] == "returned 2"
 
 
-def test_a_call_the_sandbox_could_not_run_does_not_count_against_the_budget(manifests) -> None:
+def test_a_call_the_sandbox_could_not_run_does_not_count_against_the_budget(manifests: ManifestStore) -> None:
     from pau_mcp.rl import Runtime
 
     class Broken:

@@ -22,6 +22,7 @@ from rlscript import brain
 
 from pau_mcp.manifests import ManifestStore, call_text
 from pau_mcp.server.examples import deployment_examples
+from wasm_runtime import Sandbox
 
 ROOT = Path(__file__).resolve().parents[3]
 METHODS = ("builtin/b001", "builtin/b002", "builtin/b003", "builtin/b004", "builtin/b005", "builtin/b006")
@@ -194,7 +195,7 @@ def test_a_policy_server_answering_pages_fails_its_episode_in_one_line_and_the_r
 
 
 def test_with_deployment_examples_the_policy_sees_the_examples_a_server_of_the_deployment_serves(
-    tmp_path: Path, sandbox
+    tmp_path: Path, sandbox: Sandbox
 ) -> None:
     key = "rollout-deployment-key-0123456789"
     with FakeLLM(responder=brain) as fake:

@@ -21,6 +21,7 @@ from pau_mcp.scoring import (
     parse_rating,
     summarise_ratings,
 )
+from wasm_runtime import Sandbox
 
 GOLD = "Returns the sum of the two arguments, or 0 when either is negative."
 CANDIDATE = "Adds its two inputs together."
@@ -44,7 +45,7 @@ def judge(fake: FakeLLM, reply: str | None = None, **options) -> JudgeResult:
     return anyio.run(go)
 
 
-def test_the_judge_prompt_carries_both_descriptions_and_the_rubric(fake) -> None:
+def test_the_judge_prompt_carries_both_descriptions_and_the_rubric(fake: FakeLLM) -> None:
     judge(fake, "They agree on the main case but the candidate misses negatives.\nRating: 3")
     (body,) = fake.requests
     prompt = fake.prompts()[0]
@@ -56,7 +57,7 @@ def test_the_judge_prompt_carries_both_descriptions_and_the_rubric(fake) -> None
     assert body["temperature"] == 0 and body["model"] == "judge"
 
 
-def test_a_rated_reply_is_scored_with_the_reply_tokens_and_model(fake) -> None:
+def test_a_rated_reply_is_scored_with_the_reply_tokens_and_model(fake: FakeLLM) -> None:
     result = judge(fake, "Close enough.\nRating: 4")
     assert (result.status, result.rating, result.reason) == ("scored", 4, None)
     assert result.reply.endswith("Rating: 4") and result.model == "openai/judge" and result.usage.total > 0
@@ -97,20 +98,20 @@ def test_replies_without_a_valid_rating_are_not_read_as_numbers(reply) -> None:
         ("", "reply was empty"),
     ],
 )
-def test_an_unparseable_reply_is_unscored_with_the_reason(fake, reply, reason) -> None:
+def test_an_unparseable_reply_is_unscored_with_the_reason(fake: FakeLLM, reply, reason) -> None:
     result = judge(fake, reply)
     assert result.status == "unscored" and result.rating is None
     assert reason in result.reason
     assert result.reply == reply
 
 
-def test_a_judge_request_the_provider_refuses_is_an_error_result_not_a_rating(fake) -> None:
+def test_a_judge_request_the_provider_refuses_is_an_error_result_not_a_rating(fake: FakeLLM) -> None:
     fake.fail(400, message="context length exceeded")
     result = judge(fake)
     assert result.status == "error" and result.rating is None and "context length exceeded" in result.reason
 
 
-def test_a_fatal_provider_error_is_raised_not_recorded(fake) -> None:
+def test_a_fatal_provider_error_is_raised_not_recorded(fake: FakeLLM) -> None:
     fake.fail(401, message="bad key")
     with pytest.raises(LLMError, match="bad key"):
         judge(fake)
@@ -132,7 +133,7 @@ def test_summaries_count_unscored_replies_as_1_only_when_asked_and_say_so() -> N
     assert summarise_ratings([("scored", 4.0)]).note() == "no unscored judge replies"
 
 
-def test_a_scorer_without_a_judge_model_names_the_flag_and_the_variable(sandbox) -> None:
+def test_a_scorer_without_a_judge_model_names_the_flag_and_the_variable(sandbox: Sandbox) -> None:
     settings = Settings(judge_model=None, coder_model=None)
     scorer = Scorer(ManifestStore(settings.manifests), sandbox, LLMClient(env={}))
     with pytest.raises(LLMNotConfigured) as info:
@@ -208,13 +209,13 @@ def test_a_rating_is_read_only_from_a_last_line_in_the_asked_form(reply) -> None
     assert parse_rating(reply) is None
 
 
-def test_a_judge_that_repeats_an_injected_rating_after_its_own_is_unscored_not_guessed(fake) -> None:
+def test_a_judge_that_repeats_an_injected_rating_after_its_own_is_unscored_not_guessed(fake: FakeLLM) -> None:
     result = judge(fake, "They differ on negatives.\nRating: 2\n(The candidate asked for Rating: 5.)")
     assert result.status == "unscored" and result.rating is None
     assert "last line" in result.reason
 
 
-def test_a_repeated_judgement_has_the_same_request_so_the_cache_answers_it(fake, tmp_path: Path) -> None:
+def test_a_repeated_judgement_has_the_same_request_so_the_cache_answers_it(fake: FakeLLM, tmp_path: Path) -> None:
     fake.say("Close.\nRating: 4")
 
     async def once() -> JudgeResult:

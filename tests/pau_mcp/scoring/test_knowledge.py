@@ -69,7 +69,7 @@ def test_combinations_are_named_in_one_order_and_unknown_ones_are_refused() -> N
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(monkeypatch: pytest.MonkeyPatch):
     with FakeLLM(responder=coder) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")

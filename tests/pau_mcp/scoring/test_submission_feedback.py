@@ -15,6 +15,7 @@ from fakellm import FakeLLM
 from pau_mcp.config import Settings
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import FAILURE_KINDS, Scorer, feedback_for
+from wasm_runtime import Sandbox
 
 RUNS = ManifestStore().method("builtin/b002")
 WRONG = "def test_func(arg0):\n    return [(c, 1) for c in arg0]\n"
@@ -29,7 +30,7 @@ def _replies(body: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def fake(monkeypatch, worker_sandbox) -> Iterator[FakeLLM]:
+def fake(monkeypatch: pytest.MonkeyPatch, worker_sandbox) -> Iterator[FakeLLM]:
     with FakeLLM(responder=_replies) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -59,7 +60,9 @@ def feedback(
     return anyio.run(go)
 
 
-def test_feedback_holds_every_score_and_no_counterexample_unless_one_is_asked_for(fake, tmp_path: Path) -> None:
+def test_feedback_holds_every_score_and_no_counterexample_unless_one_is_asked_for(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     settings = Settings(data_dir=tmp_path, judge_model="openai/judge", coder_model="openai/coder")
     shown = feedback(settings, "Pairs every character with 1.", WRONG)
     assert set(shown) == {"judge_rating", "code_match", "direct_code_match", "direct_code_note", "direct_code_failures"}
@@ -74,7 +77,9 @@ def test_feedback_holds_every_score_and_no_counterexample_unless_one_is_asked_fo
     assert len(fake.requests) == 2
 
 
-def test_a_counterexample_asked_for_holds_its_input_and_the_expected_outcome_only(fake, tmp_path: Path) -> None:
+def test_a_counterexample_asked_for_holds_its_input_and_the_expected_outcome_only(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     settings = Settings(data_dir=tmp_path, judge_model="openai/judge", coder_model="openai/coder")
     shown = feedback(settings, "Pairs every character with 1.", WRONG, counterexample=True)
     first_wrong = next(
@@ -86,12 +91,12 @@ def test_a_counterexample_asked_for_holds_its_input_and_the_expected_outcome_onl
     assert not [literal for literal in others if literal in text]
 
 
-def test_right_code_gets_no_counterexample_even_when_one_is_asked_for(fake, tmp_path: Path) -> None:
+def test_right_code_gets_no_counterexample_even_when_one_is_asked_for(fake: FakeLLM, tmp_path: Path) -> None:
     shown = feedback(Settings(data_dir=tmp_path), "Run lengths.", RUNS.source, counterexample=True)
     assert shown == {"direct_code_match": 1.0}
 
 
-def test_feedback_repeats_no_text_the_submitted_code_produced(fake, tmp_path: Path) -> None:
+def test_feedback_repeats_no_text_the_submitted_code_produced(fake: FakeLLM, tmp_path: Path) -> None:
     # Exception names, messages and printed text that spell the hidden inputs; the code writer writes the same.
     spelling = (
         "def test_func(arg0):\n"
@@ -115,7 +120,7 @@ def test_feedback_repeats_no_text_the_submitted_code_produced(fake, tmp_path: Pa
         }
 
 
-def test_a_scorer_failure_of_any_kind_answers_unavailable_without_its_message(fake, tmp_path: Path) -> None:
+def test_a_scorer_failure_of_any_kind_answers_unavailable_without_its_message(fake: FakeLLM, tmp_path: Path) -> None:
     suite = tmp_path / "suites" / "broken"
     suite.mkdir(parents=True)
     (suite / "suite.json").write_text(json.dumps({"name": "broken", "description": "x"}))
@@ -125,7 +130,7 @@ def test_a_scorer_failure_of_any_kind_answers_unavailable_without_its_message(fa
     assert list(shown) == ["scores"] and "unavailable" in shown["scores"] and "SECRET_DETAIL" not in shown["scores"]
 
 
-def test_the_feedback_callable_takes_the_agreed_keyword_arguments(sandbox, tmp_path: Path) -> None:
+def test_the_feedback_callable_takes_the_agreed_keyword_arguments(sandbox: Sandbox, tmp_path: Path) -> None:
     send = feedback_for(Settings(data_dir=tmp_path), scorer=Scorer(ManifestStore(), sandbox, llm=None))
     with pytest.raises(TypeError):
         anyio.run(lambda: send("builtin/b002", "x", RUNS.source, 7))  # submission_id is keyword-only
@@ -134,7 +139,7 @@ def test_the_feedback_callable_takes_the_agreed_keyword_arguments(sandbox, tmp_p
 
 
 def test_without_models_feedback_scores_code_only_and_the_log_names_the_settings(
-    fake, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    fake: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="pau_mcp.scoring"):
         settings = Settings(data_dir=tmp_path)
@@ -145,7 +150,7 @@ def test_without_models_feedback_scores_code_only_and_the_log_names_the_settings
 
 
 def test_a_failing_provider_leaves_the_submission_recorded_and_says_scores_are_unavailable(
-    fake, tmp_path: Path
+    fake: FakeLLM, tmp_path: Path
 ) -> None:
     fake.fail(401, times=2, message="bad key")
     settings = Settings(data_dir=tmp_path, judge_model="openai/judge", coder_model="openai/coder")

@@ -33,7 +33,7 @@ from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.sandboxing import make_sandbox, sandbox_limits
 from pau_mcp.server import serve_streams
 from pau_mcp.server.launch import http_server as launch_http_server
-from wasm_runtime import SandboxInterface
+from wasm_runtime import Sandbox, SandboxInterface
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -47,7 +47,7 @@ def tool_of(method_id: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _deployment_key(monkeypatch):
+def _deployment_key(monkeypatch: pytest.MonkeyPatch):
     """Every server started by a test (and every command) uses the shared test key unless the test says otherwise."""
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", TEST_KEY)
 
@@ -90,7 +90,7 @@ def _secret_methods() -> list[Method]:
 
 
 @pytest.fixture(scope="session")
-def secret_manifests(sandbox, tmp_path_factory) -> Path:
+def secret_manifests(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A manifests directory with suite `secret`, frozen in the real sandbox."""
     root = tmp_path_factory.mktemp("manifests")
     suite = Suite.create(root, SuiteInfo(name="secret"))

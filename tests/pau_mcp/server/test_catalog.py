@@ -43,7 +43,7 @@ def test_the_tool_output_schema_is_the_result_models_own() -> None:
 
 
 def test_each_method_tool_publishes_the_facts_its_description_states_as_data_and_nothing_hidden(
-    tmp_path: Path, secret_manifests
+    tmp_path: Path, secret_manifests: Path
 ) -> None:
     async def main() -> list:
         args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "runs.db"))

@@ -14,6 +14,8 @@ from conftest import ROOT, memory_session, tool_of
 from mcp.shared.exceptions import MCPError
 from pau_command import Ran, run_pau, run_pau_process
 
+from wasm_runtime import Sandbox
+
 
 def pau(*args: str, db=None, process: bool = False) -> Ran:
     """Run ``pau-mcp ARGS [--db DB]``: in this process, or in a process of its own."""
@@ -37,7 +39,7 @@ def test_call_runs_the_same_path_as_a_tool_and_is_recorded(tmp_path: Path) -> No
     assert [c["arguments"] for c in calls if c["counted"]] == ["(-23,)", "(105,)"]
 
 
-def test_call_on_a_method_of_a_suite_it_does_not_serve_names_the_suite_option(tmp_path: Path, sandbox) -> None:
+def test_call_on_a_method_of_a_suite_it_does_not_serve_names_the_suite_option(tmp_path: Path, sandbox: Sandbox) -> None:
     from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
     from pau_mcp.manifests.checks import freeze_method
 

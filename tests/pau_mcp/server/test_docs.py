@@ -53,7 +53,7 @@ async def _everything(*args: str, mode: str) -> tuple[str, dict]:
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 def test_tools_served_with_learned_docs_show_each_methods_final_description_in_place_of_the_examples(
-    tmp_path: Path, secret_manifests, mode
+    tmp_path: Path, secret_manifests: Path, mode
 ) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
@@ -68,7 +68,9 @@ def test_tools_served_with_learned_docs_show_each_methods_final_description_in_p
     assert SECRETS["description"] not in text
 
 
-def test_without_docs_the_tools_show_their_header_and_examples_as_always(tmp_path: Path, secret_manifests) -> None:
+def test_without_docs_the_tools_show_their_header_and_examples_as_always(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "runs.db"))
     text, tools = anyio.run(lambda: _everything(*args, mode="auto"))
     assert "Known examples" in (tools[tool_of("secret/m1")].description or "") and "test_func('ab')" in text
@@ -76,7 +78,7 @@ def test_without_docs_the_tools_show_their_header_and_examples_as_always(tmp_pat
 
 @pytest.mark.parametrize("docs", [None, "none", "examples", "learned", "exported"])
 def test_no_response_of_a_whole_session_holds_gold_text_unless_the_operator_serves_gold(
-    tmp_path: Path, secret_manifests, docs
+    tmp_path: Path, secret_manifests: Path, docs
 ) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
@@ -97,7 +99,7 @@ def test_no_response_of_a_whole_session_holds_gold_text_unless_the_operator_serv
     assert SECRETS["description"] in gold  # the same search finds gold text where the operator asked for it
 
 
-def test_a_run_of_gold_descriptions_is_never_served_as_learned_docs(tmp_path: Path, secret_manifests) -> None:
+def test_a_run_of_gold_descriptions_is_never_served_as_learned_docs(tmp_path: Path, secret_manifests: Path) -> None:
     db = tmp_path / "runs.db"
     gold = ManifestStore([secret_manifests]).method("secret/m1").description
     _learned_run(db, name="gold-secret", kind="gold", texts={"secret/m1": gold})
@@ -120,7 +122,7 @@ def _near_copies(gold: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("variant", list(_near_copies("x")), ids=str)
 def test_learned_docs_holding_a_gold_description_or_nearly_are_left_out_and_the_rest_served(
-    tmp_path: Path, secret_manifests, variant
+    tmp_path: Path, secret_manifests: Path, variant
 ) -> None:
     # Before: the last character dropped or a zero-width space added served the gold text as learned docs; a text
     # that quoted it made the whole source unusable.
@@ -137,7 +139,9 @@ def test_learned_docs_holding_a_gold_description_or_nearly_are_left_out_and_the_
     assert documentation.quoting == ("secret/m1",)
 
 
-def test_a_learned_description_of_the_same_behaviour_in_other_words_is_served(tmp_path: Path, secret_manifests) -> None:
+def test_a_learned_description_of_the_same_behaviour_in_other_words_is_served(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     store = ManifestStore([secret_manifests])
     for method_id, own_words in (
         ("secret/m1", LEARNED),
@@ -146,7 +150,7 @@ def test_a_learned_description_of_the_same_behaviour_in_other_words_is_served(tm
         assert not near_gold(own_words, store.method(method_id).description)
 
 
-def test_an_unknown_docs_source_says_what_the_sources_are(tmp_path: Path, secret_manifests) -> None:
+def test_an_unknown_docs_source_says_what_the_sources_are(tmp_path: Path, secret_manifests: Path) -> None:
     result = run_pau(
         "serve", "--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
         "--docs", "no-such-run",
@@ -154,7 +158,9 @@ def test_an_unknown_docs_source_says_what_the_sources_are(tmp_path: Path, secret
     assert result.returncode == 1 and "no run named 'no-such-run'" in result.stderr
 
 
-def test_export_docs_writes_json_that_serve_reads_and_markdown_for_people(tmp_path: Path, secret_manifests) -> None:
+def test_export_docs_writes_json_that_serve_reads_and_markdown_for_people(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
     out = tmp_path / "docs.json"
@@ -172,7 +178,7 @@ def test_export_docs_writes_json_that_serve_reads_and_markdown_for_people(tmp_pa
 
 
 def test_a_file_that_is_not_exported_documentation_is_refused_with_the_command_that_writes_one(
-    tmp_path: Path, secret_manifests
+    tmp_path: Path, secret_manifests: Path
 ) -> None:
     bad = tmp_path / "docs.json"
     bad.write_text(json.dumps({"format": "something-else", "methods": {}}))

@@ -39,7 +39,7 @@ class NoNumpyEngine(SandboxInterface):
 
 
 def test_a_call_needing_an_absent_engine_does_not_count_and_names_the_operator(
-    secret_manifests, tmp_path: Path
+    secret_manifests: Path, tmp_path: Path
 ) -> None:
     catalog = Catalog(ManifestStore([secret_manifests], include_packaged=False), ["secret"], key=TEST_KEY)
     store = RunStore(tmp_path / "runs.sqlite")

@@ -113,7 +113,7 @@ def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent
     )
 
 
-def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path: Path, secret_manifests) -> None:
+def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path: Path, secret_manifests: Path) -> None:
     async def main() -> None:
         async with memory_session(
             "--db", str(tmp_path / "r.db"), "--manifests", str(secret_manifests), "--suite", "secret"

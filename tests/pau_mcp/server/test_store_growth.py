@@ -5,6 +5,7 @@ submissions, and 60 KB of every refused call's message, before these limits)."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -120,7 +121,9 @@ def test_concurrent_submissions_never_record_more_than_the_limit(tmp_path: Path)
     assert _rows(db, "SELECT COUNT(*) FROM submissions") == [(5,)]
 
 
-def test_the_stores_kept_refusals_and_submissions_hold_under_concurrent_writers(store_at) -> None:
+def test_the_stores_kept_refusals_and_submissions_hold_under_concurrent_writers(
+    store_at: Callable[[str], Path | str],
+) -> None:
     store = RunStore(store_at("runs"))
     session = store.ensure_session(store.ensure_run("r", kind="serve"), "agent", "http")
     refusal = CallRecord("builtin/b001", "fn_x", "(1,)", False, "invalid_input", error_message="no")

@@ -27,7 +27,7 @@ async def _explore_and_submit(url: str, tool: str) -> tuple[bool, str]:
                 return ran(called), submitted.structured_content["status"]
 
 
-def test_a_server_on_postgresql_records_what_runs_and_report_then_read(postgres_url, tmp_path: Path) -> None:
+def test_a_server_on_postgresql_records_what_runs_and_report_then_read(postgres_url: str, tmp_path: Path) -> None:
     tool = tool_of("builtin/b001")
     with http_server("--db", postgres_url, "--run", "on-postgres", "--token", TOKEN, "--budget", "5") as url:
         answered, status = anyio.run(_explore_and_submit, url, tool)

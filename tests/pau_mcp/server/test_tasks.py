@@ -51,7 +51,7 @@ def _sessions(url: str, **kwargs: object) -> Iterator[ModernSession]:
 
 
 def test_a_call_near_the_cpu_limit_becomes_a_task_for_a_client_that_negotiated_tasks(
-    tmp_path: Path, secret_manifests
+    tmp_path: Path, secret_manifests: Path
 ) -> None:
     db = tmp_path / "runs.db"
     args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(db), "--tool-key", TEST_KEY)
@@ -72,7 +72,9 @@ def test_a_call_near_the_cpu_limit_becomes_a_task_for_a_client_that_negotiated_t
     assert counted == [("timeout",)]
 
 
-def test_a_client_that_does_not_negotiate_tasks_gets_the_result_as_before(tmp_path: Path, secret_manifests) -> None:
+def test_a_client_that_does_not_negotiate_tasks_gets_the_result_as_before(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "runs.db"))
     with memory_http_server(*args, "--tool-key", TEST_KEY) as url, _sessions(url) as client:
         result = client.request("tools/call", {"name": SLOW, "arguments": {"arg0": 1}})

@@ -24,7 +24,7 @@ from conftest import TEST_KEY, memory_session
 from pau_mcp.contract import FACTS_KEY, MethodFacts
 from pau_mcp.manifests import ManifestStore, Method, call_text, tool_name
 from pau_mcp.server import Catalog
-from wasm_runtime import Limits, parse_arguments
+from wasm_runtime import Limits, Sandbox, parse_arguments
 
 #: What a participant downloads: the public suite, hidden parts included.
 PUBLIC: list[Method] = list(ManifestStore().methods(["builtin"]))
@@ -215,7 +215,7 @@ def test_with_deployment_examples_no_attack_without_calls_beats_chance_among_loo
 
 
 def test_a_public_suites_behaviour_is_public_running_its_sources_on_the_served_examples_names_the_tools(
-    tmp_path: Path, sandbox
+    tmp_path: Path, sandbox: Sandbox
 ) -> None:
     """What docs/server.md says a public suite cannot hide: with the sources in hand, two examples are enough."""
     key = KEYS[1]

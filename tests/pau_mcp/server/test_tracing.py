@@ -40,7 +40,9 @@ def _named(finished: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
     return [span for span in finished if span.name == name]
 
 
-def test_a_tool_call_is_a_server_span_under_the_callers_with_a_child_per_sandbox_phase(tmp_path: Path, spans) -> None:
+def test_a_tool_call_is_a_server_span_under_the_callers_with_a_child_per_sandbox_phase(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
     tool = tool_of("builtin/b001")
     spans.clear()
     # Raw requests, as a client in another process sends them (an in-process client would add spans of its own).
@@ -72,7 +74,7 @@ def test_a_tool_call_is_a_server_span_under_the_callers_with_a_child_per_sandbox
 
 
 def test_scoring_gets_a_span_per_scorer_under_the_submit(
-    tmp_path: Path, spans, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fakellm import FakeLLM
 
