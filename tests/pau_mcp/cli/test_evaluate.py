@@ -7,7 +7,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from fakellm import Failure, FakeLLM
 
 from pau_mcp.cli import main
@@ -17,7 +17,7 @@ from wasm_runtime import Sandbox
 METHODS = ("--methods", "builtin/b001", "--methods", "builtin/b002")
 
 
-def _eval(tmp_path: Path, *args: str) -> object:
+def _eval(tmp_path: Path, *args: str) -> Result:
     env = {"PAU_MCP_TOOL_KEY": "", "PAU_JUDGE_MODEL": "", "PAU_CODER_MODEL": ""}
     return CliRunner().invoke(
         main,
@@ -135,7 +135,7 @@ def _paper(body: dict) -> str:
     return "I will try one."
 
 
-def _served(fake: FakeLLM, tmp_path: Path, *args: str) -> object:
+def _served(fake: FakeLLM, tmp_path: Path, *args: str) -> Result:
     env = {
         "PAU_MCP_TOOL_KEY": "", "PAU_JUDGE_MODEL": "", "PAU_CODER_MODEL": "", "OPENAI_BASE_URL": fake.base_url,
         "OPENAI_API_KEY": "test",

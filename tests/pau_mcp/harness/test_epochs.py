@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from fakellm import FakeLLM
 
 from pau_mcp.cli import main
@@ -35,7 +35,7 @@ def _seeded(body: dict) -> str:
     return "I will try one."
 
 
-def _invoke(fake: FakeLLM, tmp_path: Path, *args: str) -> object:
+def _invoke(fake: FakeLLM, tmp_path: Path, *args: str) -> Result:
     env = {
         "PAU_MCP_TOOL_KEY": "", "PAU_JUDGE_MODEL": "", "PAU_CODER_MODEL": "", "OPENAI_BASE_URL": fake.base_url,
         "OPENAI_API_KEY": "test",

@@ -16,7 +16,7 @@ import pytest
 from fakellm import FakeLLM, Reply
 
 from pau_mcp.config import Settings
-from pau_mcp.harness import EvalConfig, run_eval
+from pau_mcp.harness import EvalConfig, RunProgress, run_eval
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
@@ -86,13 +86,13 @@ def _settings(tmp_path: Path, **extra) -> Settings:
     )
 
 
-def _run(settings: Settings, **config) -> object:
+def _run(settings: Settings, **config) -> RunProgress:
     config.setdefault("concurrency", 2)
     eval_config = EvalConfig(run=config.pop("run", "t"), model=MODEL, suite="builtin", methods=METHODS, **config)
     return anyio.run(_with_scorer, settings, eval_config)
 
 
-async def _with_scorer(settings: Settings, config: EvalConfig) -> object:
+async def _with_scorer(settings: Settings, config: EvalConfig) -> RunProgress:
     scorer = Scorer.from_settings(settings)
     try:
         return await run_eval(settings, config, scorer, None)
@@ -358,7 +358,7 @@ def _has_episodes(db: Path) -> bool:
         return False
 
 
-def _probe(settings: Settings, run: str, server: str | None = None) -> object:
+def _probe(settings: Settings, run: str, server: str | None = None) -> RunProgress:
     config = EvalConfig(
         run=run, model="", suite="builtin", agent="probe", methods=METHODS[:2], kinds=("direct",), server=server
     )

@@ -7,14 +7,14 @@ import json
 import sqlite3
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from fakellm import FakeLLM, Reply
 from scripted_runs import pau, scripted, scripted_run
 
 from pau_mcp.cli import main
 
 
-def _replay(tmp_path: Path, run: str) -> object:
+def _replay(tmp_path: Path, run: str) -> Result:
     # No model server at all: a replay asks no provider.
     env = {"PAU_MCP_TOOL_KEY": "", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "unused"}
     return CliRunner().invoke(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from scripted_runs import scripted_run
 
 from pau_mcp.cli import main
@@ -42,7 +42,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _export(root: Path, *args: str) -> object:
+def _export(root: Path, *args: str) -> Result:
     return CliRunner().invoke(main, ["export", *args, "--db", str(root / "runs.db")], catch_exceptions=False)
 
 
