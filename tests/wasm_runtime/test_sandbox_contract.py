@@ -18,7 +18,7 @@ MODES = ["batch", "fresh"]
 
 
 @pytest.fixture(params=["in-process", "workers", "numpy", "lean"])
-def box(request: pytest.FixtureRequest, sandbox: Sandbox, worker_sandbox):
+def box(request: pytest.FixtureRequest, sandbox: Sandbox, worker_sandbox: WorkerSandbox):
     """Every implementation of the sandbox interface, and every engine, passes the same contract."""
     if request.param in ("numpy", "lean"):
         return request.getfixturevalue(f"{request.param}_box")

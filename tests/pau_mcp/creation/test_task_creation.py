@@ -4,6 +4,7 @@ written by a (scripted) model from the gold descriptions and refused when they g
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ def writer(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch):
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     with FakeLLM(responder=writer) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -40,7 +41,7 @@ def _create(tmp_path, *extra: str):
 
 
 def test_tasks_are_drawn_from_the_tests_asked_by_a_model_and_frozen_and_a_leaking_question_is_refused(
-    tmp_path: Path, fake
+    tmp_path: Path, fake: FakeLLM
 ) -> None:
     make_task_suite(tmp_path / "manifests", tasks=[])
     made = _create(tmp_path)
@@ -64,7 +65,9 @@ def test_tasks_are_drawn_from_the_tests_asked_by_a_model_and_frozen_and_a_leakin
     assert validated.returncode == 0, validated.stdout + validated.stderr
 
 
-def test_the_same_seed_makes_the_same_tasks_and_existing_tasks_are_kept_unless_replaced(tmp_path: Path, fake) -> None:
+def test_the_same_seed_makes_the_same_tasks_and_existing_tasks_are_kept_unless_replaced(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
     make_task_suite(tmp_path / "manifests", tasks=[])
     assert _create(tmp_path).returncode == 0
     folder = tmp_path / "manifests" / "mini" / "tasks"

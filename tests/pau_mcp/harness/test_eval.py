@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -101,7 +102,7 @@ async def _with_scorer(settings: Settings, config: EvalConfig) -> RunProgress:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch):
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -113,7 +114,7 @@ def _episodes(settings: Settings, run: str) -> list[dict]:
     return store.episodes(store.run_id(run), with_trajectories=True)
 
 
-def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(tmp_path: Path, fake) -> None:
+def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(tmp_path: Path, fake: FakeLLM) -> None:
     settings = _settings(tmp_path)
     progress = _run(settings, agent="paper", run="paper")
     assert (progress.done, progress.failed) == (3, 0)
@@ -139,7 +140,9 @@ def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(
     assert b001.description not in "\n".join(p for p in fake.prompts() if "Update your hypothesis" in p)
 
 
-def test_a_run_whose_replies_come_from_the_cache_reports_its_agent_tokens_and_no_cost(tmp_path: Path, fake) -> None:
+def test_a_run_whose_replies_come_from_the_cache_reports_its_agent_tokens_and_no_cost(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
     settings = _settings(tmp_path)
     _run(settings, agent="paper", run="first", kinds=("direct",))
     asked = len(fake.requests)
@@ -153,7 +156,7 @@ def test_a_run_whose_replies_come_from_the_cache_reports_its_agent_tokens_and_no
     assert all(e.cost_usd == 0 for e in _episodes(settings, "replayed"))
 
 
-def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path: Path, fake) -> None:
+def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path: Path, fake: FakeLLM) -> None:
     settings = _settings(tmp_path, budget=5)
     progress = _run(settings, agent="tools", run="tools", budget=5)
     assert progress.done == 3
@@ -166,7 +169,9 @@ def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path: P
     assert calls[0] == 15 and calls[1] > 15
 
 
-def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(tmp_path: Path, fake, postgres_url: str) -> None:
+def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(
+    tmp_path: Path, fake: FakeLLM, postgres_url: str
+) -> None:
     """The harness's store and its private server's (which gets the URL by environment) are one PostgreSQL database."""
     settings = Settings.from_options(data_dir=tmp_path, db=postgres_url, judge_model=MODEL, coder_model=MODEL, budget=5)
     progress = _run(settings, agent="tools", run="on-postgres", budget=5)
@@ -179,7 +184,7 @@ def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(tmp_path: Pa
 
 
 @pytest.mark.parametrize("agent", ["paper", "tools"])
-def test_in_context_mode_never_queries_the_function(tmp_path: Path, fake, agent) -> None:
+def test_in_context_mode_never_queries_the_function(tmp_path: Path, fake: FakeLLM, agent) -> None:
     settings = _settings(tmp_path)
     progress = _run(settings, agent=agent, mode="incontext", run=f"ic-{agent}")
     assert progress.done == 3
@@ -187,7 +192,7 @@ def test_in_context_mode_never_queries_the_function(tmp_path: Path, fake, agent)
     assert sqlite3.connect(settings.db_path).execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 0
 
 
-def test_a_permanent_provider_error_fails_only_that_episode_and_is_recorded(tmp_path: Path, fake) -> None:
+def test_a_permanent_provider_error_fails_only_that_episode_and_is_recorded(tmp_path: Path, fake: FakeLLM) -> None:
     fake.fail(401, message="invalid api key")
     settings = _settings(tmp_path)
     progress = _run(settings, agent="paper", run="broken", concurrency=1)

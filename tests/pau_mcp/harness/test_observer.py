@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -55,7 +56,7 @@ def brain(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch):
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -87,7 +88,7 @@ def _observe(tmp_path: Path, budget: int = 10) -> tuple[Settings, dict]:
 
 
 def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh_round_agrees(
-    tmp_path: Path, fake
+    tmp_path: Path, fake: FakeLLM
 ) -> None:
     settings, episode = _observe(tmp_path)
     assert episode.state == "done" and episode.concluded == 1 and episode.queries == 8
@@ -114,7 +115,7 @@ def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh
     assert episode.scores["codematch"].value == 1.0 and episode.scores["judge"].value == 4.0
 
 
-def test_an_observer_whose_budget_ends_in_disagreement_does_not_conclude(tmp_path: Path, fake) -> None:
+def test_an_observer_whose_budget_ends_in_disagreement_does_not_conclude(tmp_path: Path, fake: FakeLLM) -> None:
     _, episode = _observe(tmp_path, budget=3)
     assert episode.queries == 3 and episode.concluded == 0
     (check,) = [step for step in episode.trajectory if step["kind"] == "check"]
@@ -124,7 +125,7 @@ def test_an_observer_whose_budget_ends_in_disagreement_does_not_conclude(tmp_pat
 
 
 def test_the_observers_documentation_is_served_to_any_mcp_client_and_the_report_compares_it(
-    tmp_path: Path, fake, sandbox: Sandbox
+    tmp_path: Path, fake: FakeLLM, sandbox: Sandbox
 ) -> None:
     settings, _ = _observe(tmp_path)
     common = ["--db", str(settings.db_path), "--data-dir", str(tmp_path)]

@@ -6,7 +6,7 @@ none of its text); the model is a scripted loopback server.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ def brain(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -85,7 +85,7 @@ def _run(tmp_path: Path, mode: str = "interactive") -> tuple[dict, dict]:
 
 
 def test_the_agent_sends_the_imported_prompts_alone_with_the_references_token_limit_and_no_temperature(
-    tmp_path: Path, reference
+    tmp_path: Path, reference: FakeLLM
 ) -> None:
     _run(tmp_path)
     agent = [b for b in reference.requests if not b["messages"][0]["content"].startswith(("\nJUDGE", "\nCODER"))]
@@ -102,7 +102,7 @@ def test_the_agent_sends_the_imported_prompts_alone_with_the_references_token_li
 
 
 def test_inputs_are_read_by_the_references_rules_and_the_reflection_sees_only_the_input_it_tried(
-    tmp_path: Path, reference
+    tmp_path: Path, reference: FakeLLM
 ) -> None:
     episode, _ = _run(tmp_path)
     calls = [s["arguments"]["args"] for s in episode.trajectory if s["kind"] == "tool_call"]
@@ -118,7 +118,7 @@ def test_inputs_are_read_by_the_references_rules_and_the_reflection_sees_only_th
 
 
 def test_the_last_hypothesis_lower_cased_is_the_description_and_scores_follow_the_reference(
-    tmp_path: Path, reference
+    tmp_path: Path, reference: FakeLLM
 ) -> None:
     episode, config = _run(tmp_path)
     assert episode.concluded == 1
@@ -145,7 +145,7 @@ def test_the_last_hypothesis_lower_cased_is_the_description_and_scores_follow_th
     assert config["prompts"] == load_protocol("reference", tmp_path).prompts.digest
 
 
-def test_in_context_the_agent_asks_once_and_its_reply_is_the_description(tmp_path: Path, reference) -> None:
+def test_in_context_the_agent_asks_once_and_its_reply_is_the_description(tmp_path: Path, reference: FakeLLM) -> None:
     episode, _ = _run(tmp_path, mode="incontext")
     agent = [b for b in reference.requests if b["messages"][0]["content"].startswith("\nINCONTEXT")]
     assert len(agent) == 1
@@ -158,7 +158,7 @@ def test_in_context_the_agent_asks_once_and_its_reply_is_the_description(tmp_pat
     assert episode.queries == 0
 
 
-def test_a_run_and_its_scorer_on_different_protocols_is_refused(tmp_path: Path, reference) -> None:
+def test_a_run_and_its_scorer_on_different_protocols_is_refused(tmp_path: Path, reference: FakeLLM) -> None:
     settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", coder_model=MODEL)
     config = EvalConfig(run="mixed", model=MODEL, suite="builtin", methods=(METHOD,), protocol="reference")
 

@@ -5,6 +5,7 @@ the real sandbox; the report shows accuracy by hops and by documentation."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ def brain(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch):
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", KEY)
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -64,7 +65,7 @@ def _tasks_run(tmp_path: Path, docs: str) -> None:
 
 
 def test_a_two_hop_task_is_answered_through_the_tools_and_verified_by_re_executing_its_calls(
-    tmp_path: Path, fake
+    tmp_path: Path, fake: FakeLLM
 ) -> None:
     make_task_suite(tmp_path / "manifests")
     assert run_pau("manifests", "freeze", "--manifests", str(tmp_path / "manifests"), "--suite", "mini").returncode == 0
@@ -89,7 +90,7 @@ def test_a_two_hop_task_is_answered_through_the_tools_and_verified_by_re_executi
 
 
 def test_accuracy_is_reported_by_hops_and_by_documentation_and_gold_is_served_only_when_asked(
-    tmp_path: Path, fake
+    tmp_path: Path, fake: FakeLLM
 ) -> None:
     make_task_suite(tmp_path / "manifests")
     assert run_pau("manifests", "freeze", "--manifests", str(tmp_path / "manifests"), "--suite", "mini").returncode == 0

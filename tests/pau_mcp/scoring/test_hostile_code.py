@@ -19,6 +19,7 @@ import pytest
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import FAILURE_KINDS, CodeMatch, Scorer, match_code
 from wasm_runtime import Limits, Outcome, Sandbox, Status
+from wasm_runtime.workers import WorkerSandbox
 
 STORE = ManifestStore()
 RUNS = STORE.method("builtin/b002")  # run-length pairs of a string: 20 test inputs, all strings
@@ -239,7 +240,7 @@ def test_huge_output_and_runaway_code_are_fixed_categories(sandbox: Sandbox, cod
     assert result.reason == f"every test input fails the same way ({FAILURE_KINDS[kind]})"
 
 
-def test_code_with_a_lone_surrogate_scores_0_without_reaching_the_sandbox(worker_sandbox) -> None:
+def test_code_with_a_lone_surrogate_scores_0_without_reaching_the_sandbox(worker_sandbox: WorkerSandbox) -> None:
     # Source that is not valid Unicode aborts the sandbox's process (a native free() failure): it never goes there.
     code = "def test_func(arg0):\n    return '" + chr(0xD800) + "'\n"
     result = score(worker_sandbox, code, counterexample=True)
@@ -248,7 +249,7 @@ def test_code_with_a_lone_surrogate_scores_0_without_reaching_the_sandbox(worker
     assert score(worker_sandbox, RUNS.source).fraction == 1.0
 
 
-def test_one_hostile_submission_never_changes_anothers_score(worker_sandbox) -> None:
+def test_one_hostile_submission_never_changes_anothers_score(worker_sandbox: WorkerSandbox) -> None:
     # In worker processes, as `pau-mcp score` and `pau-mcp scorer` run code, all at once.
     hostile = [
         _THROUGH_THE_ENCODER.format(setup="v = {'set': [[1]]}"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,7 @@ def test_combinations_are_named_in_one_order_and_unknown_ones_are_refused() -> N
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch):
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     with FakeLLM(responder=coder) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -77,7 +78,7 @@ def fake(monkeypatch: pytest.MonkeyPatch):
 
 
 def test_every_combination_is_scored_for_explored_and_gold_descriptions_and_reported_side_by_side(
-    tmp_path: Path, fake
+    tmp_path: Path, fake: FakeLLM
 ) -> None:
     predictions = tmp_path / "explored.jsonl"
     line = {"id": B001.id, "predicted_description": EXPLORED, "all_examples": [list(e) for e in OBSERVED]}

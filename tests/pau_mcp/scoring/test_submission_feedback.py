@@ -16,6 +16,7 @@ from pau_mcp.config import Settings
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import FAILURE_KINDS, Scorer, feedback_for
 from wasm_runtime import Sandbox
+from wasm_runtime.workers import WorkerSandbox
 
 RUNS = ManifestStore().method("builtin/b002")
 WRONG = "def test_func(arg0):\n    return [(c, 1) for c in arg0]\n"
@@ -30,7 +31,7 @@ def _replies(body: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, worker_sandbox) -> Iterator[FakeLLM]:
+def fake(monkeypatch: pytest.MonkeyPatch, worker_sandbox: WorkerSandbox) -> Iterator[FakeLLM]:
     with FakeLLM(responder=_replies) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
