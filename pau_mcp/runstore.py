@@ -834,7 +834,13 @@ class RunStore:
             return int(cursor.fetchone()["id"])
 
     def record_score(
-        self, submission_id: int, kind: str, status: str, value: float | None, model: str | None, detail: dict[str, Any]
+        self,
+        submission_id: int,
+        kind: str,
+        status: ScoreStatus,
+        value: float | None,
+        model: str | None,
+        detail: dict[str, Any],
     ) -> int:
         """Store one score of a submission (``judge``, ``codematch`` or ``direct``); returns its id."""
         with self._transaction(exclusive=False) as conn:  # an insert: nothing to race
