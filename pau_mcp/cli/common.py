@@ -184,14 +184,15 @@ def run_bar(run: str, on_ray: bool) -> Iterator[Callable[[Any], None]]:
 # -- reports, made and shown: `pau-mcp report` and the report a sweep ends with ---------------------------------------
 
 
-def existing_run_store(settings: Settings) -> RunStore:
-    """The run store at ``db_path``, which must exist already (a report reads runs, it does not make them)."""
+def existing_run_store(
+    settings: Settings, missing: str = "; run `pau-mcp eval` first, or point --db at one"
+) -> RunStore:
+    """The run store at ``db_path``, which must exist already (a command that reads runs does not make a store);
+    ``missing`` ends the message when it does not."""
     from ..runstore import StoreError
 
     if isinstance(settings.db_path, Path) and not settings.db_path.exists():
-        raise click.ClickException(
-            f"no run store at {settings.db_path}; run `pau-mcp eval` first, or point --db at one"
-        )
+        raise click.ClickException(f"no run store at {settings.db_path}{missing}")
     try:
         return run_store(settings)
     except StoreError as exc:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..config import options
-from ..runstore import StoreError
-from .common import bar, err, make_sandbox, manifest_store, run_store, sandbox_limits, settings_from, step_printer
+from .common import (
+    bar,
+    err,
+    existing_run_store,
+    make_sandbox,
+    manifest_store,
+    sandbox_limits,
+    settings_from,
+    step_printer,
+)
 
 __all__ = ["coverage"]
 
@@ -29,14 +35,8 @@ def coverage(names: tuple[str, ...], force: bool, **values: object) -> None:
     from ..scoring.run_coverage import measure_runs
 
     settings = settings_from(values)
-    if isinstance(settings.db_path, Path) and not settings.db_path.exists():
-        raise click.ClickException(f"no run store at {settings.db_path}; point --db at one")
-    try:
-        store = run_store(settings)
-    except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
     result = measure_runs(
-        store, list(names), manifests=manifest_store(settings), limits=sandbox_limits(settings), force=force,
+        existing_run_store(settings, "; point --db at one"), list(names), manifests=manifest_store(settings), limits=sandbox_limits(settings), force=force,
         sandbox=lambda: make_sandbox(settings, progress=step_printer()), progress=bar,
     )  # fmt: skip
     if result.status == "error":

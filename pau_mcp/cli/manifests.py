@@ -14,8 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..config import Settings, SettingsError, options
-from ..manifests import ManifestError, ManifestStore, Method, call_text, dump_method, tool_name
-from ..manifests.checks import check_methods, check_task
+from ..manifests import ManifestError, ManifestStore, call_text, dump_method, tool_name
 from ..manifests.commitment import (
     SALT_FILE,
     commit_suite,
@@ -27,7 +26,8 @@ from ..manifests.commitment import (
     write_salt,
 )
 from ..manifests.freezing import freeze_suites, packaged_suite
-from ..manifests.store import load_method
+from ..manifests.lookup import find_method
+from ..manifests.validation import validate_suites
 from .common import bar, err, make_sandbox, manifest_store, settings_from, step_printer
 
 __all__ = ["manifests"]
@@ -101,28 +101,6 @@ def list_(suites: tuple[str, ...], as_json: bool, **values: object) -> None:
     Console().print(table)
 
 
-def _find(store: ManifestStore, target: str, key: str) -> Method:
-    """A method by id (``suite/name``), by tool name as this deployment serves it, or from a manifest file.
-
-    Raises:
-        ManifestError: nothing by that name, or a bad file.
-    """
-    path = Path(target).expanduser()
-    if target.endswith(".json") or path.is_file():
-        if not path.is_file():
-            raise ManifestError(f"{path}: no such manifest file")
-        return load_method(path)
-    if "/" in target:
-        return store.method(target)
-    for method in store.methods(store.names()):
-        if tool_name(key, method.id) == target:
-            return method
-    raise ManifestError(
-        f"no method or tool named {target!r} in the suites found (tool names depend on the deployment key: "
-        "give the server's --tool-key or --data-dir); see `pau-mcp manifests list --suite SUITE`"
-    )
-
-
 @manifests.command("show")
 @click.argument("target", metavar="METHOD")
 @click.option("--hidden", is_flag=True, help="Show everything, including source, gold description and tests.")
@@ -135,7 +113,7 @@ def show(target: str, hidden: bool, as_json: bool, **values: object) -> None:
     """
     settings, store = _store(values)
     try:
-        method = _find(store, target, _key(settings))
+        method = find_method(store, target, _key(settings))
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     if hidden:
@@ -191,27 +169,23 @@ def validate(suites: tuple[str, ...], **values: object) -> None:
     """Check every method: compiles, arity, every input runs, outcomes reproduce, anonymous; and every task: its answer
     reproduces, its question gives no method away. Exit 1 on any failure."""
     settings, store = _store(values)
-    try:
-        names = _selected(store, suites)
-        methods: list[Method] = list(store.methods(names))
-        tasks = [task for name in names for task in store.suite(name).tasks.values()]
-    except ManifestError as exc:
-        raise click.ClickException(str(exc)) from None
-    sandbox = make_sandbox(settings, progress=step_printer())
-    with bar("validating", len(methods)) as advance:
-        results = check_methods(methods, sandbox, progress=advance)
-    for task in tasks:
-        results[task.id] = check_task(task, store.suite(task.suite).methods, sandbox)
-    failed = {mid: problems for mid, problems in results.items() if problems}
+    checked = validate_suites(
+        store, suites, sandbox=lambda: make_sandbox(settings, progress=step_printer()), progress=bar
+    )  # fmt: skip
+    if checked.status == "usage":
+        raise click.UsageError(checked.message)
+    if checked.status == "error":
+        raise click.ClickException(checked.message)
+    failed = checked.failed
     for problems in failed.values():
         for problem in problems:
             err.print(f"[red]FAIL[/red] {escape(str(problem))}")
-    by_check = Counter(p.check for problems in failed.values() for p in problems)
-    summary = f"{len(methods)} methods checked, {len(methods) - len(failed)} passed, {len(failed)} failed"
+    methods, tasks = checked.methods, checked.tasks
+    summary = f"{methods} methods checked, {methods - len(failed)} passed, {len(failed)} failed"
     if tasks:
-        summary = f"{len(methods)} methods and {len(tasks)} tasks checked, {len(results) - len(failed)} passed, {len(failed)} failed"
-    if by_check:
-        summary += " (" + ", ".join(f"{check}: {n}" for check, n in by_check.most_common()) + ")"
+        summary = f"{methods} methods and {tasks} tasks checked, {len(checked.results) - len(failed)} passed, {len(failed)} failed"
+    if checked.by_check:
+        summary += " (" + ", ".join(f"{check}: {n}" for check, n in checked.by_check.most_common()) + ")"
     click.echo(summary)
     sys.exit(1 if failed else 0)
 
