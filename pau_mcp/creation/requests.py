@@ -4,7 +4,7 @@ models checked, then the suite, its variants or its tasks made, with what went w
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["Made", "SuiteRequest", "TasksRequest", "default_suite_name", "make_suite", "make_tasks"]
 
 ReportT = TypeVar("ReportT", CreationReport, TasksReport)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,18 @@ def _checked_llm(settings: Settings, use_cache: bool, *models: str) -> LLMClient
     return llm
 
 
+def _closing(llm: LLMClient, work: Callable[[], Awaitable[T]]) -> T:
+    """Run ``work`` on the event loop, the client's connections closed when it ends, however it ends."""
+
+    async def main() -> T:
+        try:
+            return await work()
+        finally:
+            await llm.aclose()
+
+    return eventloop.run(main)
+
+
 def make_suite(
     request: SuiteRequest,
     settings: Settings,
@@ -154,24 +167,21 @@ def make_suite(
     store = ManifestStore(settings.manifests)
     box = sandbox()
 
-    async def main() -> CreationReport:
-        try:
-            if loaded is not None:
-                return await create_suite(
-                    loaded, llm=llm, sandbox=box, store=store, suite=name, options=options,
-                    state_path=state, replace=request.replace, restart=request.restart, progress=progress,
-                )  # fmt: skip
-            assert request.variants_of is not None  # no source, so variants
-            return await create_variants(
-                request.variants_of, llm=llm, sandbox=box, store=store, suite=name, options=options,
-                state_path=state, replace=request.replace, restart=request.restart, limit=request.limit,
-                progress=progress,
+    def work() -> Awaitable[CreationReport]:
+        if loaded is not None:
+            return create_suite(
+                loaded, llm=llm, sandbox=box, store=store, suite=name, options=options,
+                state_path=state, replace=request.replace, restart=request.restart, progress=progress,
             )  # fmt: skip
-        finally:
-            await llm.aclose()
+        assert request.variants_of is not None  # no source, so variants
+        return create_variants(
+            request.variants_of, llm=llm, sandbox=box, store=store, suite=name, options=options,
+            state_path=state, replace=request.replace, restart=request.restart, limit=request.limit,
+            progress=progress,
+        )  # fmt: skip
 
     try:
-        return Made("made", report=eventloop.run(main))
+        return Made("made", report=_closing(llm, work))
     except (ImportTargetError, StateError) as exc:
         return Made("usage", str(exc))
     except ManifestError as exc:
@@ -212,17 +222,14 @@ def make_tasks(
         return Made("usage", llm)
     box = sandbox()
 
-    async def main() -> TasksReport:
-        try:
-            return await create_tasks(
-                request.suite, llm=llm, sandbox=box, store=store, options=request.options, replace=request.replace,
-                progress=progress,
-            )  # fmt: skip
-        finally:
-            await llm.aclose()
+    def work() -> Awaitable[TasksReport]:
+        return create_tasks(
+            request.suite, llm=llm, sandbox=box, store=store, options=request.options, replace=request.replace,
+            progress=progress,
+        )  # fmt: skip
 
     try:
-        return Made("made", report=eventloop.run(main))
+        return Made("made", report=_closing(llm, work))
     except ManifestError as exc:
         return Made("error", str(exc))
     except LLMError as exc:
