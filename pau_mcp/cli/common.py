@@ -132,55 +132,6 @@ def sandbox_limits(settings: Settings) -> Limits:
     return limits(settings)
 
 
-def step_printer() -> Callable[[str], None]:
-    """A callback printing each step to stderr with the time since the first one."""
-    started = time.perf_counter()
-
-    def say(line: str) -> None:
-        err.print(f"[dim]{time.perf_counter() - started:5.1f}s[/dim] {line}")
-
-    return say
-
-
-def _columns(*more: ProgressColumn) -> tuple[ProgressColumn, ...]:
-    """The bar and its count first, the description last and cut to what the terminal has left: a long run name
-    (or a narrow terminal) shortens the description, never the count."""
-    return (
-        BarColumn(bar_width=20),
-        MofNCompleteColumn(table_column=Column(no_wrap=True)),
-        TimeElapsedColumn(table_column=Column(no_wrap=True)),
-        *more,
-        TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
-    )
-
-
-@contextmanager
-def bar(description: str, total: int) -> Iterator[Callable[..., None]]:
-    """A progress bar on stderr; yields ``advance(n=1)``."""
-    columns = _columns(TimeRemainingColumn(table_column=Column(no_wrap=True)))
-    with Progress(*columns, console=err, transient=False, expand=True) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda *_args, n=1: progress.advance(task, n)
-
-
-@contextmanager
-def run_bar(run: str, on_ray: bool) -> Iterator[Callable[[Any], None]]:
-    """A run's progress on stderr (``eval``, ``rl rollout``); yields ``show(progress)`` for the run's live totals:
-    episodes counted, then failures, tokens and cost, then the run's name (what a narrow terminal cuts first)."""
-    with Progress(*_columns(), console=err, expand=True) as progress:
-        task = progress.add_task(run, total=None)
-
-        def show(p: Any) -> None:
-            tokens = p.input_tokens + p.output_tokens
-            where = f" · {p.workers} Ray workers, {p.rerun} re-run" if on_ray else ""
-            progress.update(
-                task, total=p.total, completed=p.done + p.failed + p.skipped,
-                description=f"failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}{where} · {run}",
-            )  # fmt: skip
-
-        yield show
-
-
 # -- reports, made and shown: `pau-mcp report` and the report a sweep ends with ---------------------------------------
 
 
@@ -263,3 +214,52 @@ def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     err.print(f"wrote {path}")
+
+
+def step_printer() -> Callable[[str], None]:
+    """A callback printing each step to stderr with the time since the first one."""
+    started = time.perf_counter()
+
+    def say(line: str) -> None:
+        err.print(f"[dim]{time.perf_counter() - started:5.1f}s[/dim] {line}")
+
+    return say
+
+
+def _columns(*more: ProgressColumn) -> tuple[ProgressColumn, ...]:
+    """The bar and its count first, the description last and cut to what the terminal has left: a long run name
+    (or a narrow terminal) shortens the description, never the count."""
+    return (
+        BarColumn(bar_width=20),
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
+        TimeElapsedColumn(table_column=Column(no_wrap=True)),
+        *more,
+        TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+    )
+
+
+@contextmanager
+def bar(description: str, total: int) -> Iterator[Callable[..., None]]:
+    """A progress bar on stderr; yields ``advance(n=1)``."""
+    columns = _columns(TimeRemainingColumn(table_column=Column(no_wrap=True)))
+    with Progress(*columns, console=err, transient=False, expand=True) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda *_args, n=1: progress.advance(task, n)
+
+
+@contextmanager
+def run_bar(run: str, on_ray: bool) -> Iterator[Callable[[Any], None]]:
+    """A run's progress on stderr (``eval``, ``rl rollout``); yields ``show(progress)`` for the run's live totals:
+    episodes counted, then failures, tokens and cost, then the run's name (what a narrow terminal cuts first)."""
+    with Progress(*_columns(), console=err, expand=True) as progress:
+        task = progress.add_task(run, total=None)
+
+        def show(p: Any) -> None:
+            tokens = p.input_tokens + p.output_tokens
+            where = f" · {p.workers} Ray workers, {p.rerun} re-run" if on_ray else ""
+            progress.update(
+                task, total=p.total, completed=p.done + p.failed + p.skipped,
+                description=f"failed {p.failed} · {tokens:,} tokens · ${p.cost_usd:.4f}{where} · {run}",
+            )  # fmt: skip
+
+        yield show
