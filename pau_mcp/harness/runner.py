@@ -742,12 +742,14 @@ class EpisodeHost:
             self.store,
         )  # fmt: skip
 
-    async def server_stopped(self) -> str | None:
+    async def server_stopped(self, connection_lost: bool = False) -> str | None:
         """How this host's own server stopped (its exit code or signal, its last error lines), or None while it
         runs or when the host uses ``--server``.
 
         A server on its way out closes its sockets before it has exited: a connection refused on its port means it
-        is going, and its exit is waited for (a few seconds at most) to say how it ended.
+        is going, and its exit is waited for (a few seconds at most) to say how it ended. An episode whose
+        connection was lost (``connection_lost``) may have seen the kill before the port closed: the server's exit
+        is then waited for a moment even while its port still answers.
         """
         server = self._server
         if server is None:
@@ -757,6 +759,8 @@ class EpisodeHost:
             stopped = await anyio.to_thread.run_sync(server.stopped, 5.0)
             if stopped is None:
                 return "it stopped accepting connections"
+        elif stopped is None and connection_lost:
+            stopped = await anyio.to_thread.run_sync(server.stopped, 2.0)
         return stopped
 
     async def close(self) -> None:
@@ -798,7 +802,9 @@ class LocalEpisodes:
         async def play(method: Method, attempt: int) -> EpisodeRecord:
             record = await host.play(method, tool_name(self._key, method.id), attempt)
             if record.result.state == "failed":
-                stopped = await host.server_stopped()
+                # Not the model's or the harness's own refusal: the connection, which the server's end may explain.
+                lost = not (record.result.error or "").startswith(("LLM", "EvalError"))
+                stopped = await host.server_stopped(connection_lost=lost)
                 if stopped is not None:  # the ending says nothing about the episode: it stays open, as do the rest
                     raise EvalError(
                         f"the MCP server this run started has stopped ({stopped}), so the run stops here: the "

@@ -110,21 +110,32 @@ def clients(data_dir: Path) -> list[str]:
         db.close()
 
 
-def client_venv(name: str, requirements: list[str]) -> Path:
-    """The Python of a virtual environment holding ``requirements``, made once per requirement set.
+#: Client libraries that need an environment of their own (they cannot be installed beside this project), by name.
+CLIENT_VENVS = {"langchain": ["langchain-mcp-adapters==0.3.2"]}
 
-    For client libraries that cannot be installed beside this project (langchain-mcp-adapters 0.3.2 pins
-    ``mcp<2``): they talk to a real `pau-mcp serve` over stdio or HTTP from their own environment, as a user's
-    application would. The environments live under ``PAU_TEST_VENVS`` (default: the user cache directory).
-    """
+
+def _venv_target(name: str, requirements: list[str]) -> Path:
+    """Where the client environment of ``name`` holding ``requirements`` lives (``PAU_TEST_VENVS``, default: the
+    user cache directory), keyed by the requirements and this Python."""
     import platformdirs
 
     root = Path(os.environ.get("PAU_TEST_VENVS") or Path(platformdirs.user_cache_dir("pau-mcp")) / "test-venvs")
-    root.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256(("\n".join(requirements) + sys.version).encode()).hexdigest()[:12]
-    target = root / f"{name}-{digest}"
+    return root / f"{name}-{digest}"
+
+
+def make_client_venv(name: str, requirements: list[str]) -> Path:
+    """Make (once) the virtual environment of a client library that cannot be installed beside this project, and
+    return its Python. A set-up step (``python tests/interop/client_venvs.py``, run by .ci/run), never a test: no
+    test installs packages.
+
+    Raises:
+        RuntimeError: pip could not install ``requirements``.
+    """
+    target = _venv_target(name, requirements)
+    target.parent.mkdir(parents=True, exist_ok=True)
     python = target / "bin" / "python"
-    with open(root / f"{name}.lock", "w") as lock:
+    with open(target.parent / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / ".complete").exists():
             return python
@@ -136,9 +147,25 @@ def client_venv(name: str, requirements: list[str]) -> Path:
         )  # fmt: skip
         if installed.returncode != 0:
             shutil.rmtree(target, ignore_errors=True)
-            missing(f"could not install {' '.join(requirements)} into a test environment: {installed.stderr[-800:]}")
+            raise RuntimeError(f"could not install {' '.join(requirements)}: {installed.stderr[-800:]}")
         (target / ".complete").write_text("\n".join(requirements) + "\n")
     return python
+
+
+def client_venv(name: str, requirements: list[str]) -> Path:
+    """The Python of the client environment holding ``requirements``, or skip (fail in CI) saying how to make it.
+
+    For client libraries that cannot be installed beside this project (langchain-mcp-adapters 0.3.2 pins
+    ``mcp<2``): they talk to a real `pau-mcp serve` over stdio or HTTP from their own environment, as a user's
+    application would.
+    """
+    target = _venv_target(name, requirements)
+    if not (target / ".complete").exists():
+        missing(
+            f"the {name} client environment ({' '.join(requirements)}) is not made: run "
+            "`python tests/interop/client_venvs.py` once (.ci/run does)"
+        )
+    return target / "bin" / "python"
 
 
 def node22() -> dict[str, str]:

@@ -11,17 +11,27 @@ import sys
 from pathlib import Path
 
 import pytest
-from interop_support import ROOT, TOOL, client_venv, clients, counted_calls, env, http_server, issue_token, submissions
+from interop_support import (
+    CLIENT_VENVS,
+    ROOT,
+    TOOL,
+    client_venv,
+    clients,
+    counted_calls,
+    env,
+    http_server,
+    issue_token,
+    submissions,
+)
 
 pytestmark = pytest.mark.interop
 
-REQUIREMENTS = ["langchain-mcp-adapters==0.3.2"]
 SCRIPT = Path(__file__).with_name("langchain_client.py")
 CALLS = [{"arg0": 234}, {"arg0": 57}, {"args": "(105,)"}, {"arg0": 106}]
 
 
 def _langchain(spec: dict) -> dict:
-    python = client_venv("langchain", REQUIREMENTS)
+    python = client_venv("langchain", CLIENT_VENVS["langchain"])
     done = subprocess.run(
         [str(python), str(SCRIPT), json.dumps(spec)], capture_output=True, text=True, timeout=600, cwd=ROOT
     )

@@ -342,8 +342,9 @@ def test_when_the_runs_own_server_dies_the_run_stops_says_so_and_a_rerun_finishe
         (error,) = [line for line in err.splitlines() if line.startswith("Error")]
         assert "the MCP server this run started has stopped (killed by SIGKILL" in error
         assert "Run the same command again to resume the run" in error
-        states = [row[0] for row in sqlite3.connect(db).execute("SELECT state FROM episodes")]
-        assert "failed" not in states and 1 <= states.count("done") < 8
+        rows = sqlite3.connect(db).execute("SELECT state, error FROM episodes").fetchall()
+        states = [state for state, _ in rows]
+        assert "failed" not in states and 1 <= states.count("done") < 8, rows
 
         resumed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]

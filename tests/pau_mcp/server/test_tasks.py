@@ -195,7 +195,9 @@ def test_a_submit_that_scores_slowly_becomes_a_task_whose_result_holds_the_score
     from fakellm import FakeLLM
 
     def slow_replies(body: dict) -> str:
-        time.sleep(0.8)  # a judge and a code writer taking their time: the submit outlives the second
+        # A judge and a code writer taking their time. They are asked at once, so each alone must outlive the
+        # second after which a call becomes a task (0.8 s each finished in 0.95 s on a quiet machine).
+        time.sleep(1.6)
         if "<reference-" in json.dumps(body["messages"]):
             return "Rating: 4"
         return "```python\ndef test_func(arg0):\n    return 0\n```"
