@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pau_mcp"
 FLOORS: dict[int, tuple[str, ...]] = {
     # Values, storage, settings and the tool contract: no MCP, no scoring, no models.
     1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "fairness",
-        "sandboxing", "grammar", "rules", "contract", "tracing"),
+        "sandboxing", "grammar", "rules", "contract", "tracing", "limits"),
     # Suites on disk, the one LLM client layer, prompts and the protocols built on them; sign-in (OAuth), which the
     # server and the scorer share; what counts as a description.
     2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth", "descriptions"),
@@ -29,8 +29,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
     4: ("runs",),
     # What runs and reads runs: the harness, the RL environment, the reports.
     5: ("harness", "rl", "reports"),
-    # The composition root: a run's parts, built from settings.
-    6: ("assembly",),
+    # The composition roots: a run's parts, and the served server, built from settings.
+    6: ("assembly", "server_assembly"),
     # Ray's episode sources (they import the driver, never the other way round) and the Inspect task.
     7: ("distributed", "inspect_task"),
     # The commands.

@@ -13,8 +13,8 @@ import pytest
 from fakellm import FakeLLM, Reply
 from mcp.client.client import Client
 from pau_command import run_pau
+from serve_args import serve_parts
 
-from pau_mcp.cli.serve import build_served
 from pau_mcp.config import Settings
 from pau_mcp.contract import FACTS_KEY, ToolResult
 from pau_mcp.grammar import MAX_READ_CHARS, read_inputs
@@ -23,6 +23,7 @@ from pau_mcp.harness.selfcheck import agrees, seen_from_example, seen_from_resul
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
+from pau_mcp.server_assembly import assemble_server
 from wasm_runtime import Outcome, Status, encode
 
 MODEL = "openai/fake-observer"
@@ -129,7 +130,9 @@ def test_the_observers_documentation_is_served_to_any_mcp_client_and_the_report_
     assert json.loads(exported.stdout)["methods"][B001.id]["documentation"] == REVISED
 
     async def listed() -> dict:
-        built = build_served([*common, "--methods", B001.id, "--docs", "observer"], sandboxes=lambda *a, **k: sandbox)
+        built = assemble_server(
+            *serve_parts([*common, "--methods", B001.id, "--docs", "observer"]), sandboxes=lambda *a, **k: sandbox
+        )
         try:
             async with Client(built.server, mode="2026-07-28") as client:
                 with anyio.fail_after(60):

@@ -7,16 +7,16 @@ import json
 from pathlib import Path
 
 import anyio
-import click
 import pytest
 from conftest import SECRETS, memory_client, tool_of
 from pau_command import run_pau
+from serve_args import serve_parts
 
-from pau_mcp.cli.serve import build_served
 from pau_mcp.contract import FACTS_KEY
 from pau_mcp.documentation import MAX_DOC_CHARS, load_documentation, near_gold, quotes_gold
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
+from pau_mcp.server_assembly import AssemblyError, Served, assemble_server
 
 LEARNED = "Upper-cases a string and appends an exclamation mark; multiplies a number by fifteen; 'boom' raises."
 
@@ -30,6 +30,11 @@ def _learned_run(db: Path, name: str = "learned", kind: str = "serve", texts: di
     for method_id, text in (texts if texts is not None else {"secret/m1": LEARNED}).items():
         store.record_submission(session, method_id, text, None)
     store.close()
+
+
+def _assembled(args: list[str]) -> Served:
+    """The server ``pau-mcp serve ARGS`` runs, built as the command builds it."""
+    return assemble_server(*serve_parts(args))
 
 
 async def _everything(*args: str, mode: str) -> tuple[str, dict]:
@@ -101,8 +106,8 @@ def test_a_run_of_gold_descriptions_is_never_served_as_learned_docs(tmp_path, se
     db = tmp_path / "runs.db"
     gold = ManifestStore([secret_manifests]).method("secret/m1").description
     _learned_run(db, name="gold-secret", kind="gold", texts={"secret/m1": gold})
-    with pytest.raises(click.ClickException, match="only with --docs gold"):
-        build_served(
+    with pytest.raises(AssemblyError, match="only with --docs gold"):
+        _assembled(
             ["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(db), "--docs", "gold-secret"]
         )
 
@@ -129,7 +134,7 @@ def test_learned_docs_holding_a_gold_description_or_nearly_are_left_out_and_the_
     gold = store.method("secret/m1").description
     _learned_run(db, texts={"secret/m1": _near_copies(gold)[variant], "secret/m2": "Loops on a true argument."})
     args = ["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(db), "--docs", "learned"]
-    built = build_served(args)
+    built = _assembled(args)
     built.service.store.close()
     documentation = load_documentation("learned", db, store, ["secret"])
     assert documentation is not None and set(documentation.texts) == {"secret/m2"}
@@ -176,16 +181,16 @@ def test_a_file_that_is_not_exported_documentation_is_refused_with_the_command_t
 ):
     bad = tmp_path / "docs.json"
     bad.write_text(json.dumps({"format": "something-else", "methods": {}}))
-    with pytest.raises(click.ClickException, match="pau-mcp export docs"):
-        build_served(["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
+    with pytest.raises(AssemblyError, match="pau-mcp export docs"):
+        _assembled(["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
                       "--docs", str(bad)])  # fmt: skip
     bad.write_text(
         json.dumps(
             {"format": "pau-mcp/tool-docs", "methods": {"secret/m1": {"documentation": "x" * (MAX_DOC_CHARS + 1)}}}
         )
     )
-    with pytest.raises(click.ClickException, match="not a documentation file"):
-        build_served(["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
+    with pytest.raises(AssemblyError, match="not a documentation file"):
+        _assembled(["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
                       "--docs", str(bad)])  # fmt: skip
 
 
