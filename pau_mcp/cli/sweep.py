@@ -16,11 +16,12 @@ from .common import (
     connect_cluster,
     err,
     execute,
-    invoke_command,
     ray_options,
+    report_of,
     run_store,
     settings_from,
     show_llm_notices,
+    show_report,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     ("Sweeps").
     """
     from ..harness.sweep import SweepError, expand, load_sweep, standings
+    from ..reports.requests import ReportRequest
 
     settings = settings_from(values)
     show_llm_notices()
@@ -91,10 +93,8 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     names = [planned.config.run for planned in plan if _has_finished_episode(store, planned.config.run)]
     if names:
         click.echo("")
-        invoke_command(
-            "report", names=tuple(names), markdown_path=markdown_path, html_path=html_path, db=settings.db_path,
-            data_dir=settings.data_dir,
-        )  # fmt: skip
+        report = report_of(settings, ReportRequest(names=tuple(names)), store)
+        show_report(report, markdown_path=markdown_path, html_path=html_path)
     if failed:
         err.print(f"[red]{failed} episode(s) failed[/red]; run the sweep again with retry_failed = true to retry them")
     if unscored:

@@ -301,7 +301,7 @@ class MethodService:
             await self._refund(budget)
             return _unrecorded(problem)
         structured = ToolResult(
-            status=outcome.status.value, value=outcome.value, value_type=outcome.value_type,
+            status=ToolStatus(outcome.status.value), value=outcome.value, value_type=outcome.value_type,
             error_type=outcome.error_type, error_message=outcome.error_message, printed=outcome.stdout,
             queries_used=used, queries_left=self.left(used), budget_scope=state.scope,
         ).model_dump()  # fmt: skip
@@ -319,7 +319,7 @@ class MethodService:
         return self.shares.turn(state.store_id) if self.shares is not None else contextlib.nullcontext()
 
     async def _refusal(
-        self, state: SessionState, exposed: Exposed, status: str, message: str, text: str | None = None,
+        self, state: SessionState, exposed: Exposed, status: ToolStatus, message: str, text: str | None = None,
         is_error: bool = True, used: int | None = None,
     ) -> Reply:  # fmt: skip
         """A call that did not run: its status and the budget as it stands (``used``, when the caller knows it),
@@ -336,7 +336,7 @@ class MethodService:
         return Reply(text=text or message, structured=structured, is_error=is_error)
 
     async def _refuse(
-        self, state: SessionState, exposed: Exposed, arguments: str, size: int, status: str, message: str,
+        self, state: SessionState, exposed: Exposed, arguments: str, size: int, status: ToolStatus, message: str,
         is_error: bool = True, used: int | None = None,
     ) -> Reply:  # fmt: skip
         """A refused call: recorded with a bounded prefix of its arguments, answered with one line and its status."""

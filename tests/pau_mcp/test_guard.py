@@ -97,7 +97,7 @@ def _answer(sock: socket.socket) -> bytes:
     return data
 
 
-def test_when_every_connection_is_busy_a_newcomer_gets_503_with_the_services_body():
+def test_when_every_connection_is_busy_a_newcomer_gets_503_with_the_services_body() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(4, release, entered) as address:
         busy = [_request(address, "/slow") for _ in range(4)]
@@ -115,7 +115,7 @@ def test_when_every_connection_is_busy_a_newcomer_gets_503_with_the_services_bod
                 sock.close()
 
 
-def test_an_idle_connection_makes_room_for_a_newcomer_before_any_is_refused():
+def test_an_idle_connection_makes_room_for_a_newcomer_before_any_is_refused() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(4, release, entered) as address:
         busy = [_request(address, "/slow") for _ in range(3)]
@@ -130,7 +130,7 @@ def test_an_idle_connection_makes_room_for_a_newcomer_before_any_is_refused():
                 sock.close()
 
 
-def test_the_mcp_server_and_the_scorer_use_the_one_guard():
+def test_the_mcp_server_and_the_scorer_use_the_one_guard() -> None:
     users = sorted(
         str(path.relative_to(ROOT))
         for path in (ROOT / "pau_mcp").rglob("*.py")
@@ -141,7 +141,7 @@ def test_the_mcp_server_and_the_scorer_use_the_one_guard():
     assert copies == ["pau_mcp/guard.py"]
 
 
-def test_an_answer_sent_before_the_body_was_read_reaches_a_client_that_goes_on_sending():
+def test_an_answer_sent_before_the_body_was_read_reaches_a_client_that_goes_on_sending() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered) as address:
         for _ in range(3):
@@ -170,7 +170,7 @@ def _answers(sock: socket.socket) -> bytes:
     return data
 
 
-def test_a_client_pipelining_a_few_requests_gets_every_answer_in_order():
+def test_a_client_pipelining_a_few_requests_gets_every_answer_in_order() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered) as address:
         with socket.create_connection(address, timeout=10) as sock:
@@ -179,7 +179,7 @@ def test_a_client_pipelining_a_few_requests_gets_every_answer_in_order():
             assert _answers(sock).count(b"HTTP/1.1 200") == 4
 
 
-def test_a_connection_pipelining_past_the_bound_gets_the_answers_already_in_and_is_closed():
+def test_a_connection_pipelining_past_the_bound_gets_the_answers_already_in_and_is_closed() -> None:
     # 200 connections each writing 400 requests and never reading cost the MCP server 7-9 s of CPU: every request a
     # read brought in was parsed at once and answered in turn, whatever the client did with the answers.
     release, entered = threading.Event(), threading.Semaphore(0)
@@ -191,7 +191,7 @@ def test_a_connection_pipelining_past_the_bound_gets_the_answers_already_in_and_
         assert _answer(_request(address, "/")).endswith(b"ok")  # everyone else is served as before
 
 
-def test_a_client_that_leaves_its_answers_unread_is_closed_after_the_read_timeout():
+def test_a_client_that_leaves_its_answers_unread_is_closed_after_the_read_timeout() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered, read_timeout_s=1) as address:
         with socket.create_connection(address, timeout=30) as sock:
@@ -232,7 +232,9 @@ def _refused_or_closed(sock: socket.socket, data: bytes, chunk: int | None = Non
     [(100_000, 1, None), (100_000, 200, None), (100_000, 1, 1024), (100_000, 50, 997), (1 << 20, 1000, None)],
     ids=["one-header-one-chunk", "many-headers-one-chunk", "small-chunks", "many-headers-small-chunks", "megabyte"],
 )
-def test_a_request_head_over_the_limit_gets_431_however_it_is_chunked(base, size, headers, chunk):
+def test_a_request_head_over_the_limit_gets_431_however_it_is_chunked(
+    base: type[asyncio.Protocol], size: int, headers: int, chunk: int | None
+) -> None:
     # A 100 KB head in one TCP chunk went through the httptools parser unchecked: the guard counted a head only while
     # it was still incomplete after a read, and one read brought all of it in.
     release, entered = threading.Event(), threading.Semaphore(0)
@@ -246,7 +248,7 @@ def test_a_request_head_over_the_limit_gets_431_however_it_is_chunked(base, size
 
 
 @PARSERS
-def test_a_request_head_just_under_the_limit_is_served_whole_or_in_pieces(base):
+def test_a_request_head_just_under_the_limit_is_served_whole_or_in_pieces(base: type[asyncio.Protocol]) -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered, base=base) as address:
         for chunk in (None, 1024):
@@ -260,7 +262,9 @@ def test_a_request_head_just_under_the_limit_is_served_whole_or_in_pieces(base):
 
 
 @PARSERS
-def test_a_pipelined_request_head_over_the_limit_gets_431_after_the_answer_before_it(base):
+def test_a_pipelined_request_head_over_the_limit_gets_431_after_the_answer_before_it(
+    base: type[asyncio.Protocol],
+) -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered, base=base) as address:
         with socket.create_connection(address, timeout=10) as sock:

@@ -142,7 +142,7 @@ class _Attack:
                     self.closed_by_server += 1
 
 
-def test_slow_connections_beyond_the_open_file_limit_do_not_lock_out_the_token_holder(tmp_path):
+def test_slow_connections_beyond_the_open_file_limit_do_not_lock_out_the_token_holder(tmp_path: Path) -> None:
     with _scorer(tmp_path) as url, _Attack(*_address(url), ATTACKERS) as attack:
         time.sleep(1)  # every attacker connected (or queued) before the token holder comes
         assert _served_within(url, 10) < 10
@@ -150,7 +150,7 @@ def test_slow_connections_beyond_the_open_file_limit_do_not_lock_out_the_token_h
         assert _served_within(url, 10) < 10
 
 
-def test_a_scorer_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_path):
+def test_a_scorer_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_path: Path) -> None:
     with _scorer(tmp_path, "--read-timeout", "1") as url:
         with socket.create_connection(_address(url), timeout=10) as sock:
             started = time.monotonic()
@@ -159,7 +159,7 @@ def test_a_scorer_connection_that_sends_nothing_is_closed_after_the_read_timeout
             assert time.monotonic() - started < 5
 
 
-def test_a_scorer_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path):
+def test_a_scorer_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path: Path) -> None:
     with _scorer(tmp_path, "--read-timeout", "60") as url:
         with socket.create_connection(_address(url), timeout=10) as sock:
             started = time.monotonic()
@@ -182,7 +182,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_flood_of_pipelined_requests_never_read_costs_the_scorer_little_and_stalls_nobody(tmp_path):
+def test_a_flood_of_pipelined_requests_never_read_costs_the_scorer_little_and_stalls_nobody(tmp_path: Path) -> None:
     # As against the MCP server: 200 connections each writing 400 requests (no token) and never reading.
     pids: list[int] = []
     with _scorer(tmp_path, files=4096, pids=pids) as url:

@@ -34,7 +34,7 @@ from pau_mcp.sandboxing import make_sandbox, sandbox_limits
 from pau_mcp.server import serve_streams
 from pau_mcp.server.launch import http_server as launch_http_server
 from pau_mcp.server_assembly import Served, assemble_server
-from wasm_runtime import SandboxInterface
+from wasm_runtime import Sandbox, SandboxInterface
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -48,7 +48,7 @@ def tool_of(method_id: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _deployment_key(monkeypatch):
+def _deployment_key(monkeypatch: pytest.MonkeyPatch):
     """Every server started by a test (and every command) uses the shared test key unless the test says otherwise."""
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", TEST_KEY)
 
@@ -74,7 +74,7 @@ def _secret_methods() -> list[Method]:
         "    return len(zq_xylophone_constant) * arg0",
     ]
     loop = ["def test_func(arg0):", "    while arg0:", "        pass", "    return 0"]
-    common = {"provenance": Provenance(dataset="test"), "tags": Tags(arity=1)}
+    common: dict[str, Any] = {"provenance": Provenance(dataset="test"), "tags": Tags(arity=1)}
     return [
         Method(
             id="secret/m1", header="def test_func(arg0):", params=["arg0"], source="\n".join(source) + "\n",
@@ -91,7 +91,7 @@ def _secret_methods() -> list[Method]:
 
 
 @pytest.fixture(scope="session")
-def secret_manifests(sandbox, tmp_path_factory) -> Path:
+def secret_manifests(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A manifests directory with suite `secret`, frozen in the real sandbox."""
     root = tmp_path_factory.mktemp("manifests")
     suite = Suite.create(root, SuiteInfo(name="secret"))

@@ -59,7 +59,9 @@ def _command_line(pid: int) -> bytes:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("method", list(HANDSHAKES))
-def test_a_stdio_server_answers_the_handshake_before_its_first_sandbox_build_is_done(tmp_path, method):
+def test_a_stdio_server_answers_the_handshake_before_its_first_sandbox_build_is_done(
+    tmp_path: Path, method: str
+) -> None:
     cache = tmp_path / "empty-cache"
     command = [sys.executable, "-m", "pau_mcp", "serve", "--db", str(tmp_path / "runs.db"), "--cache-dir", str(cache)]
     server = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
@@ -91,7 +93,7 @@ def test_a_stdio_server_answers_the_handshake_before_its_first_sandbox_build_is_
     assert "building the sandbox in the background" in stderr
 
 
-def test_a_call_during_the_build_waits_for_it_then_is_refused_without_counting(tmp_path):
+def test_a_call_during_the_build_waits_for_it_then_is_refused_without_counting(tmp_path: Path) -> None:
     released = threading.Event()
     made: list[object] = []
 
@@ -122,7 +124,7 @@ def test_a_call_during_the_build_waits_for_it_then_is_refused_without_counting(t
     assert made and made[0]._closed  # type: ignore[attr-defined]
 
 
-def test_with_a_built_sandbox_a_stdio_server_does_not_wait_for_its_first_worker_before_serving():
+def test_with_a_built_sandbox_a_stdio_server_does_not_wait_for_its_first_worker_before_serving() -> None:
     # The stdio server made its sandbox before it read its first request: with the component built, that was the
     # wait for a worker process to start (0.2-0.5 s of the handshake's wall time on a busy machine). Now the worker
     # starts beside the handshake, and a call waits for it.
@@ -156,7 +158,7 @@ def test_with_a_built_sandbox_a_stdio_server_does_not_wait_for_its_first_worker_
             box.close()  # type: ignore[attr-defined]
 
 
-def test_a_server_start_imports_neither_the_oauth_library_nor_a_schema_validator_nor_the_model_clients():
+def test_a_server_start_imports_neither_the_oauth_library_nor_a_schema_validator_nor_the_model_clients() -> None:
     # Each cost a stdio handshake 30-50 ms of CPU at every start, for a feature that start may never use: OAuth
     # (joserfc, with cryptography), tool argument checks (jsonschema: on the first call instead) and `--docs`
     # (pau_mcp.llm, through the description checks).

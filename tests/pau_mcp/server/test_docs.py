@@ -58,8 +58,8 @@ async def _everything(*args: str, mode: str) -> tuple[str, dict]:
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 def test_tools_served_with_learned_docs_show_each_methods_final_description_in_place_of_the_examples(
-    tmp_path, secret_manifests, mode
-):
+    tmp_path: Path, secret_manifests: Path, mode
+) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
     args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(db), "--docs", "learned")
@@ -73,7 +73,9 @@ def test_tools_served_with_learned_docs_show_each_methods_final_description_in_p
     assert SECRETS["description"] not in text
 
 
-def test_without_docs_the_tools_show_their_header_and_examples_as_always(tmp_path, secret_manifests):
+def test_without_docs_the_tools_show_their_header_and_examples_as_always(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "runs.db"))
     text, tools = anyio.run(lambda: _everything(*args, mode="auto"))
     assert "Known examples" in (tools[tool_of("secret/m1")].description or "") and "test_func('ab')" in text
@@ -81,8 +83,8 @@ def test_without_docs_the_tools_show_their_header_and_examples_as_always(tmp_pat
 
 @pytest.mark.parametrize("docs", [None, "none", "examples", "learned", "exported"])
 def test_no_response_of_a_whole_session_holds_gold_text_unless_the_operator_serves_gold(
-    tmp_path, secret_manifests, docs
-):
+    tmp_path: Path, secret_manifests: Path, docs
+) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
     exported = tmp_path / "docs.json"
@@ -102,7 +104,7 @@ def test_no_response_of_a_whole_session_holds_gold_text_unless_the_operator_serv
     assert SECRETS["description"] in gold  # the same search finds gold text where the operator asked for it
 
 
-def test_a_run_of_gold_descriptions_is_never_served_as_learned_docs(tmp_path, secret_manifests):
+def test_a_run_of_gold_descriptions_is_never_served_as_learned_docs(tmp_path: Path, secret_manifests: Path) -> None:
     db = tmp_path / "runs.db"
     gold = ManifestStore([secret_manifests]).method("secret/m1").description
     _learned_run(db, name="gold-secret", kind="gold", texts={"secret/m1": gold})
@@ -125,8 +127,8 @@ def _near_copies(gold: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("variant", list(_near_copies("x")), ids=str)
 def test_learned_docs_holding_a_gold_description_or_nearly_are_left_out_and_the_rest_served(
-    tmp_path, secret_manifests, variant
-):
+    tmp_path: Path, secret_manifests: Path, variant
+) -> None:
     # Before: the last character dropped or a zero-width space added served the gold text as learned docs; a text
     # that quoted it made the whole source unusable.
     db = tmp_path / "runs.db"
@@ -142,7 +144,9 @@ def test_learned_docs_holding_a_gold_description_or_nearly_are_left_out_and_the_
     assert documentation.quoting == ("secret/m1",)
 
 
-def test_a_learned_description_of_the_same_behaviour_in_other_words_is_served(tmp_path, secret_manifests):
+def test_a_learned_description_of_the_same_behaviour_in_other_words_is_served(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     store = ManifestStore([secret_manifests])
     for method_id, own_words in (
         ("secret/m1", LEARNED),
@@ -151,7 +155,7 @@ def test_a_learned_description_of_the_same_behaviour_in_other_words_is_served(tm
         assert not near_gold(own_words, store.method(method_id).description)
 
 
-def test_an_unknown_docs_source_says_what_the_sources_are(tmp_path, secret_manifests):
+def test_an_unknown_docs_source_says_what_the_sources_are(tmp_path: Path, secret_manifests: Path) -> None:
     result = run_pau(
         "serve", "--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
         "--docs", "no-such-run",
@@ -159,7 +163,9 @@ def test_an_unknown_docs_source_says_what_the_sources_are(tmp_path, secret_manif
     assert result.returncode == 1 and "no run named 'no-such-run'" in result.stderr
 
 
-def test_export_docs_writes_json_that_serve_reads_and_markdown_for_people(tmp_path, secret_manifests):
+def test_export_docs_writes_json_that_serve_reads_and_markdown_for_people(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
     out = tmp_path / "docs.json"
@@ -177,8 +183,8 @@ def test_export_docs_writes_json_that_serve_reads_and_markdown_for_people(tmp_pa
 
 
 def test_a_file_that_is_not_exported_documentation_is_refused_with_the_command_that_writes_one(
-    tmp_path, secret_manifests
-):
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     bad = tmp_path / "docs.json"
     bad.write_text(json.dumps({"format": "something-else", "methods": {}}))
     with pytest.raises(AssemblyError, match="pau-mcp export docs"):
@@ -194,7 +200,7 @@ def test_a_file_that_is_not_exported_documentation_is_refused_with_the_command_t
                       "--docs", str(bad)])  # fmt: skip
 
 
-def test_the_gold_quote_check_reads_a_megabyte_of_its_worst_case_in_linear_time():
+def test_the_gold_quote_check_reads_a_megabyte_of_its_worst_case_in_linear_time() -> None:
     gold = "a " * 5000 + "b"
     text = "a " * (
         512 * 1024
@@ -204,7 +210,7 @@ def test_the_gold_quote_check_reads_a_megabyte_of_its_worst_case_in_linear_time(
     assert not quotes_gold(" \n\t" * (350 * 1024), gold)  # whitespace only: normalised to nothing
 
 
-def test_the_near_gold_check_reads_a_megabyte_of_its_worst_cases_in_linear_time():
+def test_the_near_gold_check_reads_a_megabyte_of_its_worst_cases_in_linear_time() -> None:
     long_gold = "counts the steps to reach one, dividing by three when it can; " * 3
     assert not near_gold("a " * (512 * 1024), long_gold)
     assert not near_gold("ab" * (512 * 1024), "counts steps to 1.")  # every character a step of the short search

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -38,7 +39,9 @@ class NoNumpyEngine(SandboxInterface):
         pass
 
 
-def test_a_call_needing_an_absent_engine_does_not_count_and_names_the_operator(secret_manifests, tmp_path):
+def test_a_call_needing_an_absent_engine_does_not_count_and_names_the_operator(
+    secret_manifests: Path, tmp_path: Path
+) -> None:
     catalog = Catalog(ManifestStore([secret_manifests], include_packaged=False), ["secret"], key=TEST_KEY)
     store = RunStore(tmp_path / "runs.sqlite")
     run_id = store.ensure_run("missing-engine", kind="serve")

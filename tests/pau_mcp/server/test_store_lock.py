@@ -57,7 +57,9 @@ def _client(label: str) -> httpx2.AsyncClient:
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgres"])
-def test_a_held_store_lock_does_not_hold_up_another_agents_ping(database, tmp_path, request):
+def test_a_held_store_lock_does_not_hold_up_another_agents_ping(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     store: Path | str = tmp_path / "runs.db" if database == "sqlite" else str(request.getfixturevalue("postgres_url"))
     pings: list[float] = []
     answered: list[bool] = []
@@ -117,7 +119,7 @@ async def _pings_held_then_released(url: str, store: Path | str) -> tuple[list[f
     return pings, answered
 
 
-def test_a_store_operation_that_finds_the_lock_held_waits_in_a_thread_and_the_loop_runs_on(tmp_path):
+def test_a_store_operation_that_finds_the_lock_held_waits_in_a_thread_and_the_loop_runs_on(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     store = RunStore(db)
     run = store.ensure_run("r", kind="serve")
@@ -155,7 +157,9 @@ def test_a_store_operation_that_finds_the_lock_held_waits_in_a_thread_and_the_lo
     store.close()
 
 
-def test_a_store_locked_past_its_busy_timeout_answers_a_call_with_a_retryable_error(tmp_path, monkeypatch):
+def test_a_store_locked_past_its_busy_timeout_answers_a_call_with_a_retryable_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The busy timeout is 30 s; here 0.5 s, so the lock outlasts it.
     monkeypatch.setattr(_databases, "_BUSY_S", 0.5)
     db = tmp_path / "runs.db"
@@ -180,7 +184,9 @@ def test_a_store_locked_past_its_busy_timeout_answers_a_call_with_a_retryable_er
         store.close()
 
 
-def test_an_over_budget_flood_on_a_store_other_writers_keep_locking_leaves_another_agents_ping_fast(tmp_path):
+def test_an_over_budget_flood_on_a_store_other_writers_keep_locking_leaves_another_agents_ping_fast(
+    tmp_path: Path,
+) -> None:
     # Issue 32: three replicas flooding one SQLite file with over-budget calls raised another agent's ping from 2 ms
     # to a median of 398 ms: each refused call reserved and recorded on the event loop, and slept there in SQLite's
     # busy handler while another replica held the file's lock. Here the other writer takes the lock over and over
@@ -259,7 +265,9 @@ def test_an_over_budget_flood_on_a_store_other_writers_keep_locking_leaves_anoth
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgres"])
-def test_a_held_store_lock_does_not_hold_up_a_ping_beside_fixture_calls_and_tasks(database, tmp_path, request):
+def test_a_held_store_lock_does_not_hold_up_a_ping_beside_fixture_calls_and_tasks(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     # The Tasks board and the fixture calls wrote and read the run store on the event loop: a fixture call's record
     # waited there for another writer's lock (on SQLite one ping took 29.6 s: the record waited out the busy timeout),
     # as did a new task, and a running task's watcher read the store every half second behind a reservation waiting
@@ -312,7 +320,7 @@ def test_a_held_store_lock_does_not_hold_up_a_ping_beside_fixture_calls_and_task
     assert sorted(answered) == ["task", "text", "working"], answered
 
 
-def test_a_held_store_lock_does_not_hold_up_a_signed_in_subjects_requests_beside_new_subjects(tmp_path):
+def test_a_held_store_lock_does_not_hold_up_a_signed_in_subjects_requests_beside_new_subjects(tmp_path: Path) -> None:
     # `serve --auth oauth`: each subject's first request claims its session in the store, and its calls reserve its
     # budget there. While another writer holds the lock, newcomers and calls wait off the loop; a subject already
     # signed in is answered at once.
