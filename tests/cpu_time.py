@@ -20,3 +20,8 @@ def main_thread_cpu_seconds(pid: int) -> float:
 def _cpu(stat: Path) -> float:
     fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu_seconds(native_id: int) -> float:
+    """User and system CPU of one thread of this process (``threading.Thread.native_id``)."""
+    return _cpu(Path(f"/proc/self/task/{native_id}/stat"))

@@ -5,7 +5,6 @@ whose open-file limit is small, as a server's often is (each connection is a fil
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import re
 import socket
@@ -14,10 +13,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx2
 import pytest
+from cpu_time import cpu_seconds
 from loadgen import PIPELINE_FLOOD
 from scorer_process import TOKEN, clean_env
 
@@ -187,12 +186,6 @@ def test_a_scorer_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_
         _served_within(url, PATIENCE_S)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_flood_of_pipelined_requests_never_read_costs_the_scorer_little_and_stalls_nobody(tmp_path):
     # As against the MCP server: 200 connections each writing 400 requests (no token) and never reading.
@@ -200,7 +193,7 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_scorer_little_and_st
     with _scorer(tmp_path, files=4096, pids=pids) as url:
         host, port = _address(url)
         _served_within(url, PATIENCE_S)
-        before = _cpu_seconds(pids[0])
+        before = cpu_seconds(pids[0])
         flood = subprocess.Popen(
             [sys.executable, "-c", PIPELINE_FLOOD, host, str(port), "/v1/score", "200", "400"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -212,7 +205,7 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_scorer_little_and_st
             flood.stdin.close()  # type: ignore[union-attr]
             flood.wait(timeout=60)
         after = [_served_within(url, PATIENCE_S) for _ in range(3)]
-        spent = _cpu_seconds(pids[0]) - before
+        spent = cpu_seconds(pids[0]) - before
     # The stall came from that CPU (the scorer's event loop parsing the flood), so the CPU bound is what proves nobody
     # is stalled; the round trips (each served within PATIENCE_S) are only shown: on a busy machine their wall time
     # says more about the machine than the scorer.

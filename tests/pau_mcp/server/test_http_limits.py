@@ -10,17 +10,18 @@ import json
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
 from conftest import ROOT, http_server, memory_http_server, tool_of
+from cpu_time import cpu_seconds, thread_cpu_seconds
 from loadgen import LARGE_CALLS
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -367,8 +368,10 @@ def test_the_connection_cap_stays_below_the_open_file_limit(tmp_path):
 # -- one request must not stall everyone -------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_run(tmp_path):
     latencies: list[float] = []
+    loop_spent: list[float] = []
 
     async def heavy(url: str, arguments: dict) -> None:
         async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as session:
@@ -376,9 +379,10 @@ def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_
             for _ in range(3):
                 await session.call_tool(TOOL, arguments)
 
-    async def main(url: str) -> None:
+    async def main(url: str, loop_thread: int) -> None:
         async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as pinger:
             await pinger.initialize()
+            before = thread_cpu_seconds(loop_thread)
             async with anyio.create_task_group() as group:
                 group.start_soon(heavy, url, {"arg0": "x" * 1_000_000})  # refused by the argument cap
                 group.start_soon(heavy, url, {"args": "(" + "[" * 99 + "1" + "]" * 99 + ",)"})
@@ -387,14 +391,20 @@ def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_
                 await anyio.sleep(0.3)
                 for _ in range(20):
                     started = time.perf_counter()
-                    with anyio.fail_after(1):
+                    with anyio.fail_after(PATIENCE_S):
                         await pinger.send_ping()
                     latencies.append(time.perf_counter() - started)
                     await anyio.sleep(0.02)
+            loop_spent.append(thread_cpu_seconds(loop_thread) - before)
 
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "0") as url:
-        anyio.run(main, url)
-    assert max(latencies) < 0.5, latencies
+        (server,) = [thread for thread in threading.enumerate() if thread.name == "memory-http-server"]
+        assert server.native_id is not None
+        anyio.run(main, url, server.native_id)
+    # A ping stalls when the server's event loop is busy with a large call; the loop runs in the server's thread, so
+    # its CPU over the twelve calls is held (measured: 0.08-0.09 s at load 10 on 2 cores), not the pings' wall time,
+    # which a busy machine stretches with the loop free. Any stall of a third of a second would show.
+    assert loop_spent[0] < 0.4, (loop_spent, max(latencies))
 
 
 def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_sessions_ping(tmp_path):
@@ -403,11 +413,18 @@ def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_s
     # loaded machine). They are now parsed in a process of the sandbox's own. A bound on starvation, not a speed
     # test: docs/benchmarks.md has the measured numbers.
     assert len(json.dumps({"args": "(" + repr(list(range(10_900))) + ",)"}, separators=(",", ":"))) < 64 * 1024
+    baseline: list[float] = []
     latencies: list[float] = []
 
     async def main(url: str) -> None:
         async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as pinger:
             await pinger.initialize()
+            for _ in range(20):  # the same pings before the load: what this machine gives them now
+                started = time.perf_counter()
+                with anyio.fail_after(PATIENCE_S):
+                    await pinger.send_ping()
+                baseline.append(time.perf_counter() - started)
+                await anyio.sleep(0.05)
             load = subprocess.Popen(
                 [sys.executable, "-c", LARGE_CALLS, url, TOOL, "16"], stderr=subprocess.DEVNULL, cwd=ROOT
             )
@@ -416,7 +433,7 @@ def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_s
                 assert load.poll() is None, "the load generator ended early"
                 for _ in range(30):
                     started = time.perf_counter()
-                    with anyio.fail_after(30):
+                    with anyio.fail_after(PATIENCE_S):
                         await pinger.send_ping()
                     latencies.append(time.perf_counter() - started)
                     await anyio.sleep(0.05)
@@ -428,19 +445,16 @@ def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_s
     with http_server("--db", str(tmp_path / "runs.db"), "--budget", "0", "--max-sessions-per-credential", "32") as url:
         anyio.run(main, url)
     latencies.sort()
-    # Half the pings within 0.1 s and nine in ten within 0.5 s, even on a 2-core machine at load 6-8 (measured
-    # there: a median of 9 ms, nine in ten within 19 ms; before, 186 ms and 0.47-0.69 s).
-    assert latencies[len(latencies) // 2] < 0.1, latencies
-    assert latencies[len(latencies) * 9 // 10] < 0.5, latencies
+    usual = statistics.median(baseline)
+    # Ratios to the same pings before the load, not seconds: a busy machine stretches both alike. Measured at load
+    # 10-11 on 2 cores: a median 3 times the baseline's, nine in ten within 9 times; with the large literals parsed
+    # in the server's process (--workers 0, one at a time), 10 and 51 times; before the fix (sixteen at once in
+    # threads), a median of 186 ms and nine in ten within 0.47-0.69 s, some 40 and 100 times an idle server's ping.
+    assert latencies[len(latencies) // 2] < 10 * usual, (usual, latencies)
+    assert latencies[len(latencies) * 9 // 10] < 40 * usual, (usual, latencies)
 
 
 # -- pipelining ----------------------------------------------------------------------------------------------------
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _listed(url: str) -> float:
@@ -469,7 +483,7 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_st
     try:
         host, port = _address(replica.url)
         _listed(replica.url)
-        before = _cpu_seconds(replica.process.pid)
+        before = cpu_seconds(replica.process.pid)
         flood = subprocess.Popen(
             [sys.executable, "-c", PIPELINE_FLOOD, host, str(port), "/mcp", "200", "400"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -484,7 +498,7 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_st
             flood.stdin.close()  # type: ignore[union-attr]
             flood.wait(timeout=60)
         after = [_listed(replica.url) for _ in range(3)]
-        spent = _cpu_seconds(replica.process.pid) - before
+        spent = cpu_seconds(replica.process.pid) - before
     finally:
         replica.stop()
     # Each connection has at most 8 requests answered before it is closed: a small part of the 80,000. The stall
