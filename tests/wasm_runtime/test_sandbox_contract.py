@@ -302,7 +302,7 @@ def test_closing_an_in_process_sandbox_stops_its_threads():
     assert started, "the pool and the ticker run threads of their own"
     box.close()
     for thread in started:
-        thread.join(timeout=10)
+        thread.join(timeout=60)
     assert not any(t.is_alive() for t in started)
 
 
