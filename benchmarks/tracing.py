@@ -37,9 +37,10 @@ sys.path.insert(0, str(ROOT))
 from _markdown import write_section  # noqa: E402
 
 import pau_mcp.server.service as service_module  # noqa: E402
-from pau_mcp.cli.serve import build_served  # noqa: E402
+from pau_mcp.config import Settings  # noqa: E402
 from pau_mcp.manifests import tool_name  # noqa: E402
 from pau_mcp.server import serve_streams  # noqa: E402
+from pau_mcp.server_assembly import ServeRequest, assemble_server  # noqa: E402
 from wasm_runtime import Outcome, Status  # noqa: E402
 from wasm_runtime.phases import stamped  # noqa: E402
 
@@ -112,9 +113,10 @@ def main() -> None:
     if options.smoke:
         options.calls, options.rounds = 10, 1
     with tempfile.TemporaryDirectory() as tmp:
-        args = ["--db", f"{tmp}/runs.db", "--data-dir", tmp, "--tool-key", KEY, "--budget", "0", "--methods", METHOD]
-        shipped = build_served(args)
-        plain = build_served(args)
+        settings = Settings.from_options(db=f"{tmp}/runs.db", data_dir=tmp, tool_key=KEY, budget=0)
+        request = ServeRequest(methods=(METHOD,))
+        shipped = assemble_server(settings, request)
+        plain = assemble_server(settings, request)
         _untraced(plain.server)
         names = vars(service_module)  # the benchmark swaps the service's phase spans for nothing, and back
         recorded = names["record_phases"]

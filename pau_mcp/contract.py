@@ -46,6 +46,8 @@ __all__ = [
     "Budget",
     "BudgetScope",
     "Counterexample",
+    "EpisodeEnd",
+    "EpisodeState",
     "Feedback",
     "KnownExample",
     "MethodFacts",
@@ -54,6 +56,7 @@ __all__ = [
     "OpenStatus",
     "Original",
     "QueryBudget",
+    "ScoreStatus",
     "SubmitArguments",
     "SubmitResult",
     "SubmitStatus",
@@ -123,6 +126,17 @@ class OpenStatus(StrEnum):
     INVALID_INPUT = ToolStatus.INVALID_INPUT.value
 
 
+#: How a score ended: ``scored`` (it has a value), ``unscored`` (the judge's reply had no readable rating) or
+#: ``error`` (no score could be made: the model could not be asked, the sandbox failed, the method has no tests).
+#: The scorers' results, the run store's score rows and the reports' scores all hold one.
+ScoreStatus = Literal["scored", "unscored", "error"]
+#: How an episode of a run stands: planned (``pending``), started (``running``), ended with or without a submission
+#: (``done``), or ended by an error (``failed``).
+EpisodeState = Literal["pending", "running", "done", "failed"]
+#: How an episode ended, as the harness records it.
+EpisodeEnd = Literal["done", "failed"]
+
+
 # -- schemas ---------------------------------------------------------------------------------------------------------
 
 
@@ -165,7 +179,7 @@ BudgetScope = Literal["process", "token", "label", "subject"]
 class ToolResult(BaseModel):
     """The structured result of every method tool, whether it ran or was refused (``OUTPUT_SCHEMA`` is its schema)."""
 
-    status: str = Field(
+    status: ToolStatus = Field(
         json_schema_extra={"enum": [*RAN, *REFUSED]},
         description="ok: returned a value; error: raised an exception; timeout, memory, output_limit, crash: "
         "a limit ended the call; invalid_input, over_budget, unknown_tool: not run and not counted",
@@ -362,7 +376,7 @@ class SubmitArguments(BaseModel):
 class SubmitResult(BaseModel):
     """The structured result of ``submit`` (``SUBMIT_OUTPUT_SCHEMA``); only what applies is sent."""
 
-    status: str = Field(
+    status: SubmitStatus = Field(
         json_schema_extra={"enum": [s.value for s in SubmitStatus]},
         description="recorded: a receipt; scored: with feedback; feedback_used: recorded, no feedback left; "
         "submissions_used, unknown_tool, invalid_input: not recorded",
@@ -394,7 +408,7 @@ class OpenArguments(BaseModel):
 class OpenResult(BaseModel):
     """The structured result of ``open`` (``OPEN_OUTPUT_SCHEMA``); only what applies is sent."""
 
-    status: str = Field(json_schema_extra={"enum": [s.value for s in OpenStatus]})
+    status: OpenStatus = Field(json_schema_extra={"enum": [s.value for s in OpenStatus]})
     methods: Annotated[list[str] | None, WithJsonSchema({"type": "array", "items": {"type": "string"}})] = None
     error_message: _SentStr = None
 

@@ -27,7 +27,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .descriptions import PLACEHOLDERS, description_problem
 from .manifests import ManifestError, ManifestStore, Method
 from .manifests.checks import quotes_gold
 from .runstore import RunStore, StoreError
@@ -146,6 +145,8 @@ def learned_docs(store: RunStore, run: str) -> tuple[list[LearnedDoc], dict[str,
 
 
 def _keep(found: list[LearnedDoc], skipped: dict[str, str], method_id: str, text: str) -> None:
+    from .descriptions import PLACEHOLDERS, description_problem
+
     text = text.strip()
     problem = description_problem(text)
     if not text or text in PLACEHOLDERS:
@@ -343,6 +344,9 @@ def load_documentation(
         finally:
             store.close()
         texts = {doc.method_id: doc.description for doc in docs}
+    # Here, not at import: it brings the model clients (pau_mcp.llm), which every server start imported for nothing.
+    from .descriptions import description_problem
+
     texts = {method_id: text for method_id, text in texts.items() if method_id in methods and text}
     for method_id, text in list(texts.items()):
         problem = description_problem(text)

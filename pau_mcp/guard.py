@@ -9,7 +9,8 @@ subclass of uvicorn's HTTP protocol (``connection_guard``) that keeps:
   with a request does a newcomer get a 503;
 * a read timeout: every request, head and body, must arrive within ``read_timeout_s`` of the moment the server
   starts waiting for it (the connection is opened, or the previous response is sent);
-* a request head of at most 64 KiB (431 beyond);
+* a request head of at most 64 KiB (431 beyond), however its bytes arrive: a 100 KB head written at once went
+  through unchecked, since one read brought it whole to the parser (``_Guard`` says how each head is measured);
 * at most ``MAX_PIPELINED`` requests in flight per connection: HTTP/1.1 lets a client send requests before the
   answers to earlier ones (pipelining), and the parser read every request a read brought in at once, so 200
   connections each writing 400 requests and never reading cost the MCP server 7-9 s of CPU and stalled it for
@@ -105,6 +106,235 @@ class _Pipelined(Exception):
     """A connection sent more requests than it may have in flight; raised in the parser's callback to stop it."""
 
 
+class _HeadTooLarge(Exception):
+    """A request head passed ``MAX_HEAD_BYTES`` as the parser read it; raised in its callback to stop it."""
+
+
+#: The base of ``_Guard`` as mypy sees it: at run time the guard comes first in the MRO of a class of
+#: ``connection_guard`` and its ``super()`` is uvicorn's protocol, picked at run time (httptools' or h11's, which
+#: share every member used here), which mypy cannot follow.
+_UvicornHTTP: Any = asyncio.Protocol
+
+
+class _Guard(_UvicornHTTP):  # type: ignore[misc]
+    """What ``connection_guard`` adds to uvicorn's HTTP protocol (its subclass sets the two class attributes).
+
+    A request head is measured wherever its end falls, in three ways that together hold whatever the chunking:
+
+    * as it arrives: the bytes read while the connection waits for a head, across reads, bound a head that has
+      not ended (a parser holds an unfinished header whole);
+    * as httptools reads it (``on_url``, ``on_header``): one read can bring a whole head, or a request and the head
+      of the next one (pipelined), which the parser reads in one go;
+    * before h11 reads it: h11 parses a head only once all of it is in, so its buffer is looked at first.
+    """
+
+    _pau_connections: _Connections
+    _pau_busy: bytes
+    _pau_timer: asyncio.TimerHandle | None = None
+    _pau_counted = False
+    _pau_head = 0  # bytes read while waiting for a request head
+    _pau_parsed = 0  # head bytes of the current request as httptools read them
+    _pau_oversized = False  # stopped for a head over the limit: answered 431
+    _pau_lingering = False
+    _pau_in_flight = 0  # requests received and not yet answered
+    _pau_closing = False  # pipelined past the bound: answer what is in, read nothing more, then close
+    _pau_unread: asyncio.TimerHandle | None = None  # set while the client leaves its answers unread
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        conn = getattr(self, "conn", None)
+        if conn is not None:  # h11's: its own bound on an unfinished head (16 KiB by default) becomes the guard's
+            import h11
+
+            self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        connections = self._pau_connections
+        connections.count += 1
+        self._pau_counted = True
+        if connections.count > connections.cap and not connections.make_room(self):
+            self.transport.write(self._pau_busy)
+            self._pau_drop()
+            return
+        self._pau_wait()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._pau_forget()
+        self._pau_reading_again()
+        super().connection_lost(exc)
+
+    # -- httptools' parser callbacks ----------------------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        # httptools' parser calls this at the start of each request, however many one read brought in. (h11's
+        # protocol never does: it parses a connection's next request only once the previous one is answered.)
+        if self._pau_in_flight >= MAX_PIPELINED:
+            self._pau_closing = True
+            raise _Pipelined
+        self._pau_in_flight += 1
+        self._pau_parsed = 0
+        super().on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        self._pau_parsed_more(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._pau_parsed_more(len(name) + len(value) + 4)  # "name: value\r\n"
+        super().on_header(name, value)
+
+    def _pau_parsed_more(self, size: int) -> None:
+        self._pau_parsed += size
+        if self._pau_parsed > MAX_HEAD_BYTES:
+            self._pau_oversized = True
+            raise _HeadTooLarge
+
+    # -- h11's ----------------------------------------------------------------------------------------------------------
+
+    def handle_events(self) -> None:
+        import h11
+
+        if self.conn.their_state is h11.IDLE and _h11_head_size(self.conn.trailing_data[0]) > MAX_HEAD_BYTES:
+            self._pau_too_large()
+            return
+        super().handle_events()
+
+    # -- both ---------------------------------------------------------------------------------------------------------
+
+    def send_400_response(self, msg: str) -> None:
+        if self._pau_oversized:  # stopped by _HeadTooLarge: the 431 follows the answers of the requests before it
+            self._pau_in_flight -= 1  # the refused request is never answered
+            self._pau_closing = True
+        elif not self._pau_closing:
+            super().send_400_response(msg)
+            return
+        else:
+            # Stopped by _Pipelined, not a malformed request: the requests already in are answered in order first.
+            log.warning(
+                "a client sent more than %d requests on one connection without reading the answers; answering those "
+                "and closing it",
+                MAX_PIPELINED,
+            )
+        self.flow.pause_reading()
+        self._pau_stop_waiting()
+        if not self._pau_in_flight:
+            self._pau_end()
+
+    def pause_writing(self) -> None:
+        # The client leaves its answers unread: the socket's buffers and the transport's are full.
+        super().pause_writing()
+        if self._pau_unread is None and not self.transport.is_closing():
+            self._pau_unread = self.loop.call_later(self._pau_connections.read_timeout_s, self._pau_abort)
+
+    def resume_writing(self) -> None:
+        self._pau_reading_again()
+        super().resume_writing()
+
+    def _pau_reading_again(self) -> None:
+        if self._pau_unread is not None:
+            self._pau_unread.cancel()
+            self._pau_unread = None
+
+    def data_received(self, data: bytes) -> None:
+        if self._pau_lingering or self._pau_closing or self._pau_oversized:
+            return  # the rest of a request already answered, or of a client cut off: read and dropped
+        in_head = self.cycle is None or self.cycle.response_complete
+        if in_head and self._pau_timer is not None:
+            self._pau_head += len(data)
+        super().data_received(data)
+        if self._pau_timer is None or self.transport.is_closing():
+            return
+        if self.cycle is None or self.cycle.response_complete:  # still reading a request head
+            if self._pau_head > MAX_HEAD_BYTES:
+                self._pau_too_large()
+        elif not self.cycle.more_body:  # the whole request is in: it has the time it needs now
+            self._pau_stop_waiting()
+
+    def on_response_complete(self) -> None:
+        unread = self.cycle is not None and self.cycle.more_body
+        self._pau_in_flight = max(0, self._pau_in_flight - 1)
+        super().on_response_complete()
+        if self._pau_closing:
+            if not self._pau_in_flight:
+                self._pau_end()
+            else:
+                self.flow.pause_reading()  # answering the rest of what is in: nothing more is read
+            return
+        if unread:
+            self._pau_linger()
+            return
+        pipelined = self.cycle is not None and not self.cycle.response_complete
+        if not self.transport.is_closing() and not pipelined:
+            self._pau_wait()
+
+    def _pau_end(self) -> None:
+        """Close a connection cut off once the requests before the one that stopped its parser are answered."""
+        if self._pau_oversized:
+            self._pau_too_large()
+        else:
+            self._pau_drop()
+
+    def _pau_too_large(self) -> None:
+        """Answer 431 and close: a request head passed ``MAX_HEAD_BYTES``."""
+        self._pau_oversized = True
+        if not self.transport.is_closing():
+            self.transport.write(_TOO_LARGE)
+        self._pau_drop()
+
+    def _pau_linger(self) -> None:
+        """End a connection whose request was answered before its body was read (a 413, a 415).
+
+        Its answer is followed by the end of the stream, and what the client still sends is read and dropped
+        until it closes its side or the read timeout ends it: closed at once, with the rest of the body unread,
+        the connection would be reset, and a reset can reach the client before the answer it was sent.
+        Lingering, it stays among the connections to close first when others need room.
+        """
+        if self.transport.is_closing():
+            return
+        self._pau_lingering = True
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self._pau_wait()
+
+    def _pau_wait(self) -> None:
+        self._pau_stop_waiting()
+        self._pau_head = 0
+        self._pau_timer = self.loop.call_later(self._pau_connections.read_timeout_s, self._pau_drop)
+        self._pau_connections.waiting[self] = None
+
+    def _pau_stop_waiting(self) -> None:
+        if self._pau_timer is not None:
+            self._pau_timer.cancel()
+            self._pau_timer = None
+        self._pau_connections.waiting.pop(self, None)
+
+    def _pau_forget(self) -> None:
+        self._pau_stop_waiting()
+        if self._pau_counted:
+            self._pau_counted = False
+            self._pau_connections.count -= 1
+
+    def _pau_abort(self) -> None:
+        """End a connection whose client left its answers unread: at once, with what is buffered thrown away
+        (``close`` would keep the connection until the client read it all)."""
+        self._pau_forget()
+        self._pau_unread = None
+        self.transport.abort()
+
+    def _pau_drop(self) -> None:
+        self._pau_forget()
+        self._pau_reading_again()
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def _h11_head_size(buffered: bytes) -> int:
+    """The size of the request head at the start of h11's buffer: up to its blank line, or all of it if none yet."""
+    ends = [at + len(blank) for blank in (b"\n\r\n", b"\n\n") if (at := buffered.find(blank)) >= 0]
+    return min(ends, default=len(buffered))
+
+
 def connection_guard(
     base: type[asyncio.Protocol], cap: int, read_timeout_s: float, busy_body: bytes = _BUSY_BODY
 ) -> type[asyncio.Protocol]:
@@ -118,155 +348,9 @@ def connection_guard(
         read_timeout_s: Seconds a client has to send a whole request.
         busy_body: The JSON body of the 503 a newcomer gets when every connection is busy with a request.
     """
-    connections = _Connections(cap, read_timeout_s)
     busy = _BUSY + b"content-length: " + str(len(busy_body)).encode() + b"\r\n\r\n" + busy_body
-
-    # The base is the uvicorn protocol picked at run time (httptools' or h11's, which share every member used
-    # here): a class held in a variable, which mypy cannot take as a base.
-    class Guarded(base):  # type: ignore[valid-type, misc]
-        _pau_timer: asyncio.TimerHandle | None = None
-        _pau_counted = False
-        _pau_head = 0
-        _pau_lingering = False
-        _pau_in_flight = 0  # requests received and not yet answered
-        _pau_closing = False  # pipelined past the bound: answer what is in, read nothing more, then close
-        _pau_unread: asyncio.TimerHandle | None = None  # set while the client leaves its answers unread
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)
-            connections.count += 1
-            self._pau_counted = True
-            if connections.count > connections.cap and not connections.make_room(self):
-                self.transport.write(busy)
-                self._pau_drop()
-                return
-            self._pau_wait()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._pau_forget()
-            self._pau_reading_again()
-            super().connection_lost(exc)
-
-        def on_message_begin(self) -> None:
-            # httptools' parser calls this at the start of each request, however many one read brought in. (h11's
-            # protocol never does: it parses a connection's next request only once the previous one is answered.)
-            if self._pau_in_flight >= MAX_PIPELINED:
-                self._pau_closing = True
-                raise _Pipelined
-            self._pau_in_flight += 1
-            super().on_message_begin()
-
-        def send_400_response(self, msg: str) -> None:
-            if not self._pau_closing:
-                super().send_400_response(msg)
-                return
-            # Stopped by _Pipelined, not a malformed request: the requests already in are answered in order first.
-            log.warning(
-                "a client sent more than %d requests on one connection without reading the answers; answering those "
-                "and closing it",
-                MAX_PIPELINED,
-            )
-            self.flow.pause_reading()
-            self._pau_stop_waiting()
-            if not self._pau_in_flight:
-                self._pau_drop()
-
-        def pause_writing(self) -> None:
-            # The client leaves its answers unread: the socket's buffers and the transport's are full.
-            super().pause_writing()
-            if self._pau_unread is None and not self.transport.is_closing():
-                self._pau_unread = self.loop.call_later(connections.read_timeout_s, self._pau_abort)
-
-        def resume_writing(self) -> None:
-            self._pau_reading_again()
-            super().resume_writing()
-
-        def _pau_reading_again(self) -> None:
-            if self._pau_unread is not None:
-                self._pau_unread.cancel()
-                self._pau_unread = None
-
-        def data_received(self, data: bytes) -> None:
-            if self._pau_lingering or self._pau_closing:
-                return  # the rest of a request already answered, or of a client cut off: read and dropped
-            in_head = self.cycle is None or self.cycle.response_complete
-            super().data_received(data)
-            if self._pau_timer is None or self.transport.is_closing():
-                return
-            if in_head:
-                self._pau_head += len(data)
-            if self.cycle is None or self.cycle.response_complete:  # still reading a request head
-                if self._pau_head > MAX_HEAD_BYTES:
-                    self.transport.write(_TOO_LARGE)
-                    self._pau_drop()
-            elif not self.cycle.more_body:  # the whole request is in: it has the time it needs now
-                self._pau_stop_waiting()
-
-        def on_response_complete(self) -> None:
-            unread = self.cycle is not None and self.cycle.more_body
-            self._pau_in_flight = max(0, self._pau_in_flight - 1)
-            super().on_response_complete()
-            if self._pau_closing:
-                if not self._pau_in_flight:
-                    self._pau_drop()
-                else:
-                    self.flow.pause_reading()  # answering the rest of what is in: nothing more is read
-                return
-            if unread:
-                self._pau_linger()
-                return
-            pipelined = self.cycle is not None and not self.cycle.response_complete
-            if not self.transport.is_closing() and not pipelined:
-                self._pau_wait()
-
-        def _pau_linger(self) -> None:
-            """End a connection whose request was answered before its body was read (a 413, a 415).
-
-            Its answer is followed by the end of the stream, and what the client still sends is read and dropped
-            until it closes its side or the read timeout ends it: closed at once, with the rest of the body unread,
-            the connection would be reset, and a reset can reach the client before the answer it was sent.
-            Lingering, it stays among the connections to close first when others need room.
-            """
-            if self.transport.is_closing():
-                return
-            self._pau_lingering = True
-            if self.transport.can_write_eof():
-                self.transport.write_eof()
-            self._pau_wait()
-
-        def _pau_wait(self) -> None:
-            self._pau_stop_waiting()
-            self._pau_head = 0
-            self._pau_timer = self.loop.call_later(connections.read_timeout_s, self._pau_drop)
-            connections.waiting[self] = None
-
-        def _pau_stop_waiting(self) -> None:
-            if self._pau_timer is not None:
-                self._pau_timer.cancel()
-                self._pau_timer = None
-            connections.waiting.pop(self, None)
-
-        def _pau_forget(self) -> None:
-            self._pau_stop_waiting()
-            if self._pau_counted:
-                self._pau_counted = False
-                connections.count -= 1
-
-        def _pau_abort(self) -> None:
-            """End a connection whose client left its answers unread: at once, with what is buffered thrown away
-            (``close`` would keep the connection until the client read it all)."""
-            self._pau_forget()
-            self._pau_unread = None
-            self.transport.abort()
-
-        def _pau_drop(self) -> None:
-            self._pau_forget()
-            self._pau_reading_again()
-            if not self.transport.is_closing():
-                self.transport.close()
-
-    Guarded.__name__ = f"Guarded{base.__name__}"
-    return Guarded
+    attributes = {"_pau_connections": _Connections(cap, read_timeout_s), "_pau_busy": busy}
+    return type(f"Guarded{base.__name__}", (_Guard, base), attributes)
 
 
 def guarded_protocol(

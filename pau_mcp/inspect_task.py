@@ -184,7 +184,8 @@ def _inspect_tool(client: Client, tool: MCPTool) -> Tool:
 
 
 def _name(tool: Any) -> str:
-    return ToolDef(tool).name
+    name: str = ToolDef(tool).name  # annotated: Any when Inspect AI is absent (the README's type gate)
+    return name
 
 
 def _submission(state: TaskState, tool: str) -> tuple[str, str | None]:

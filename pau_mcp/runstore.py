@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ._databases import Connection, StoreBusy, StoreError, is_postgres_url, open_database
+from .contract import EpisodeEnd, EpisodeState, ScoreStatus
 
 __all__ = [
     "MIGRATIONS",
@@ -346,7 +347,7 @@ class CallRecord:
 class EpisodeResult:
     """How an evaluation episode ended, as the harness records it."""
 
-    state: str  # done | failed
+    state: EpisodeEnd
     session_key: str | None = None
     submission_id: int | None = None
     concluded: bool | None = None
@@ -437,7 +438,7 @@ class ScoreRow:
     id: int
     submission_id: int
     kind: str
-    status: str
+    status: ScoreStatus
     value: float | None
     model: str | None
     detail: dict[str, Any]
@@ -460,7 +461,7 @@ class EpisodeRow:
     id: int
     run_id: int
     method_id: str
-    state: str
+    state: EpisodeState
     attempts: int
     session_key: str | None
     submission_id: int | None
@@ -833,7 +834,13 @@ class RunStore:
             return int(cursor.fetchone()["id"])
 
     def record_score(
-        self, submission_id: int, kind: str, status: str, value: float | None, model: str | None, detail: dict[str, Any]
+        self,
+        submission_id: int,
+        kind: str,
+        status: ScoreStatus,
+        value: float | None,
+        model: str | None,
+        detail: dict[str, Any],
     ) -> int:
         """Store one score of a submission (``judge``, ``codematch`` or ``direct``); returns its id."""
         with self._transaction(exclusive=False) as conn:  # an insert: nothing to race

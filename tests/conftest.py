@@ -96,7 +96,7 @@ def sandbox() -> Sandbox:
 
 
 @pytest.fixture(scope="session")
-def worker_sandbox():
+def worker_sandbox() -> Iterator[WorkerSandbox]:
     """The same sandbox behind worker processes, as a server on this 2-core machine makes it: two for every
     credential's calls and two reserved for a credential holding none (``sandboxing.shared_sandbox``), started as
     calls need them."""

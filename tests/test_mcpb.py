@@ -38,7 +38,7 @@ def _mcpb(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(MCPB), *args], capture_output=True, text=True, timeout=120, env=env)
 
 
-def test_the_bundle_passes_the_official_validator_and_carries_what_uv_installs(bundle, tmp_path):
+def test_the_bundle_passes_the_official_validator_and_carries_what_uv_installs(bundle: Path, tmp_path: Path) -> None:
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert bundle.name == f"pau-mcp-{version}.mcpb"
     with zipfile.ZipFile(bundle) as archive:
@@ -57,7 +57,7 @@ def test_the_bundle_passes_the_official_validator_and_carries_what_uv_installs(b
     assert (tmp_path / wheel).is_file() and wheel.endswith(".whl")
 
 
-def test_the_bundles_entry_point_serves_mcp_over_stdio(bundle, tmp_path):
+def test_the_bundles_entry_point_serves_mcp_over_stdio(bundle: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(bundle) as archive:
         archive.extractall(tmp_path / "unpacked")
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -27,7 +27,7 @@ _OWNER = textwrap.dedent(
 )
 
 
-def test_a_server_whose_owner_is_killed_stops_and_its_files_are_deleted(postgres):
+def test_a_server_whose_owner_is_killed_stops_and_its_files_are_deleted(postgres) -> None:
     """As a CI run killed at its time limit would leave it (``postgres``: PostgreSQL is here, or the test skips)."""
     owner = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True)
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_readme_layout_table_names_every_package_top_level_module_and_folder():
+def test_the_readme_layout_table_names_every_package_top_level_module_and_folder() -> None:
     """A newcomer finds where each part lives from README.md's layout table."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     table = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]

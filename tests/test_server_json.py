@@ -15,7 +15,7 @@ from pau_mcp.server.card import REGISTRY_NAME, SERVER_JSON_SCHEMA
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_server_json_describes_the_package_as_pypi_and_the_readme_publishes_its_name():
+def test_server_json_describes_the_package_as_pypi_and_the_readme_publishes_its_name() -> None:
     entry = json.loads((ROOT / "server.json").read_text())
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert entry["$schema"] == SERVER_JSON_SCHEMA

@@ -28,7 +28,7 @@ def test_records_its_worker(case):
 """
 
 
-def test_each_module_and_the_whole_ray_cluster_unit_run_on_a_single_worker(tmp_path):
+def test_each_module_and_the_whole_ray_cluster_unit_run_on_a_single_worker(tmp_path: Path) -> None:
     root = tmp_path / "suite"
     (root / "tests" / "pau_mcp" / "distributed").mkdir(parents=True)
     (root / "tests" / "conftest.py").write_text(CONFTEST.read_text())
@@ -55,7 +55,7 @@ def test_each_module_and_the_whole_ray_cluster_unit_run_on_a_single_worker(tmp_p
     assert workers["test_ray_a"] == workers["test_ray_b"]
 
 
-def test_every_module_named_to_go_first_exists():
+def test_every_module_named_to_go_first_exists() -> None:
     # By path: `import conftest` gives whichever conftest.py was imported first under that name.
     named = re.findall(r'"(tests/[^"]+\.py)"', CONFTEST.read_text())
     assert len(named) >= 10

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import click
@@ -28,12 +30,14 @@ if TYPE_CHECKING:
     from wasm_runtime import Limits, Sandbox, SandboxInterface
 
     from ..manifests import ManifestStore
+    from ..reports.report import Report
+    from ..reports.requests import ReportRequest
     from ..runstore import RunStore
 
 __all__ = [
     "CommandFunction",
-    "bar", "err", "make_sandbox", "manifest_store", "run_bar", "run_store", "sandbox_limits", "settings_from",
-    "show_llm_notices", "step_printer",
+    "bar", "err", "existing_run_store", "make_sandbox", "manifest_store", "report_of", "run_bar", "run_store",
+    "sandbox_limits", "settings_from", "show_llm_notices", "show_report", "step_printer",
 ]  # fmt: skip
 
 #: A click command function, as an option decorator takes and gives it back.
@@ -126,6 +130,90 @@ def sandbox_limits(settings: Settings) -> Limits:
     from ..sandboxing import sandbox_limits as limits
 
     return limits(settings)
+
+
+# -- reports, made and shown: `pau-mcp report` and the report a sweep ends with ---------------------------------------
+
+
+def existing_run_store(
+    settings: Settings, missing: str = "; run `pau-mcp eval` first, or point --db at one"
+) -> RunStore:
+    """The run store at ``db_path``, which must exist already (a command that reads runs does not make a store);
+    ``missing`` ends the message when it does not."""
+    from ..runstore import StoreError
+
+    if isinstance(settings.db_path, Path) and not settings.db_path.exists():
+        raise click.ClickException(f"no run store at {settings.db_path}{missing}")
+    try:
+        return run_store(settings)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def report_of(settings: Settings, request: ReportRequest, store: RunStore | None) -> Report:
+    """The report ``request`` asks for (``pau_mcp.reports.requests.make_report``), what classifying failures came to on
+    stderr; a refusal ends the command (exit 2 for usage, else 1)."""
+    from ..reports.requests import make_report
+
+    made = make_report(request, settings, store, progress=bar, step=step_printer())
+    if made.status == "usage":
+        raise click.UsageError(made.message)
+    if made.report is None:
+        raise click.ClickException(made.message)
+    if (classified := made.classified) is not None:
+        if classified.unpriced:
+            err.print(
+                f"[yellow]no price for {', '.join(classified.unpriced)}: the classifier's cost is not counted[/yellow]"
+            )
+        left = classified.cases - classified.labelled
+        unclassified = f"; {left} left unclassified (the label table says why)" if left else ""
+        err.print(
+            f"classified {classified.labelled} of {classified.cases} failed episodes with {classified.model} "
+            f"(${classified.cost_usd:.4f}){unclassified}"
+        )
+    return made.report
+
+
+def show_report(
+    result: Report,
+    *,
+    markdown_path: Path | None = None,
+    csv_path: Path | None = None,
+    methods_path: Path | None = None,
+    plots_dir: Path | None = None,
+    html_path: Path | None = None,
+) -> None:
+    """Print a report's tables to the terminal, and write the files asked for (each named on stderr)."""
+    # Imported here: numpy (and matplotlib, below) take a moment to load and no other command needs them.
+    from ..reports.render import method_rows, print_report, run_rows, to_html, to_markdown, write_csv
+
+    console = Console()
+    # Piped without COLUMNS: wide, so a file gets the whole tables; a terminal or COLUMNS sets the width.
+    print_report(result, console if console.is_terminal or os.environ.get("COLUMNS") else Console(width=200))
+    plots = []
+    if plots_dir or html_path:
+        from ..reports.plots import render_plots
+
+        plots = render_plots(result)
+    if markdown_path:
+        _write(markdown_path, to_markdown(result))
+    for path, rows in ((csv_path, run_rows), (methods_path, method_rows)):
+        if path:
+            write_csv(rows(result), path)
+            err.print(f"wrote {path}")
+    if plots_dir:
+        from ..reports.plots import write_plots
+
+        for path in write_plots(plots, plots_dir):
+            err.print(f"wrote {path}")
+    if html_path:
+        _write(html_path, to_html(result, plots))
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    err.print(f"wrote {path}")
 
 
 def step_printer() -> Callable[[str], None]:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import statistics
-from pathlib import Path
-from typing import Any
-
-import anyio
 import click
 
-from .. import eventloop
 from ..config import options
-from ..runstore import StoreError
-from .common import bar, err, make_sandbox, manifest_store, run_store, sandbox_limits, settings_from, step_printer
+from .common import (
+    bar,
+    err,
+    existing_run_store,
+    make_sandbox,
+    manifest_store,
+    sandbox_limits,
+    settings_from,
+    step_printer,
+)
 
 __all__ = ["coverage"]
 
@@ -30,71 +32,29 @@ def coverage(names: tuple[str, ...], force: bool, **values: object) -> None:
     --timeout, for the tracer). `pau-mcp report` then shows the coverage per run and how it relates to the
     scores; `--classify-failures` gives it to the classifier.
     """
-    from ..manifests import ManifestError
-    from ..scoring.coverage import measure_coverage
+    from ..scoring.run_coverage import measure_runs
 
     settings = settings_from(values)
-    if isinstance(settings.db_path, Path) and not settings.db_path.exists():
-        raise click.ClickException(f"no run store at {settings.db_path}; point --db at one")
-    try:
-        store = run_store(settings)
-        runs = [(name, store.run_id(name)) for name in dict.fromkeys(names)]
-    except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
-    plan: list[tuple[str, int, str, list[str]]] = []
-    for name, run_id in runs:
-        calls: dict[tuple[str, str], list[str]] = {}
-        for call in store.calls(run_id):
-            # The agent's own calls: a counterexample (feedback) was run by the scorer, not by the agent.
-            if call.counted and call.status != "counterexample":
-                calls.setdefault((call.session_key, call.method_id), []).append(call.arguments)
-        episodes = store.episodes(run_id)
-        if not episodes:
-            err.print(f"[yellow]note:[/yellow] run {name} has no episodes (coverage is measured per episode)")
-        for episode in episodes:
-            if episode.state not in ("done", "failed") or (episode.coverage and not force):
-                continue
-            inputs = calls.get((episode.session_key or "", episode.method_id), [])
-            plan.append((name, run_id, episode.method_id, inputs))
-    manifests = manifest_store(settings)
-    # Tracing is an option of the in-process sandbox, not of worker processes.
-    sandbox = make_sandbox(settings, progress=step_printer()) if plan else None
-    measured: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in runs}
-    unknown: list[str] = []
-
-    async def main() -> None:
-        if sandbox is None:  # nothing planned
-            return
-        with bar("measuring coverage", len(plan)) as advance:
-            for name, run_id, method_id, inputs in plan:
-                try:
-                    method = manifests.method(method_id)
-                except ManifestError:
-                    unknown.append(f"{name}: {method_id}")
-                    advance()
-                    continue
-                found = await measure_coverage(sandbox, method, inputs, limits=sandbox_limits(settings))
-                await anyio.to_thread.run_sync(store.record_coverage, run_id, method_id, found)
-                measured[name].append(found)
-                advance()
-
-    eventloop.run(main)
-    for line in unknown[:10]:
+    result = measure_runs(
+        existing_run_store(settings, "; point --db at one"), list(names), manifests=manifest_store(settings), limits=sandbox_limits(settings), force=force,
+        sandbox=lambda: make_sandbox(settings, progress=step_printer()), progress=bar,
+    )  # fmt: skip
+    if result.status == "error":
+        raise click.ClickException(result.message)
+    for name in result.empty:
+        err.print(f"[yellow]note:[/yellow] run {name} has no episodes (coverage is measured per episode)")
+    for line in result.unknown[:10]:
         err.print(f"[yellow]skipped[/yellow] {line}: the method is not installed (add its suite with --manifests)")
-    for name, found in measured.items():
-        if not found:
-            click.echo(f"run {name}: nothing (more) to measure" + ("" if force else "; --force measures again"))
+    for run in result.runs:
+        if not run.episodes:
+            click.echo(f"run {run.run}: nothing (more) to measure" + ("" if force else "; --force measures again"))
             continue
-        done = [c for c in found if c["status"] == "measured"]
-        lines = [c["lines"]["agent_of_tests"] for c in done if c["lines"]["agent_of_tests"] is not None]
-        branches = [c["branches"]["agent_of_tests"] for c in done if c["branches"]["agent_of_tests"] is not None]
-        lost = sum(c["lost"] for c in done)
         click.echo(
-            f"run {name}: {len(done)} episodes measured; the agent's calls ran a median "
-            f"{_share(lines)} of the lines and {_share(branches)} of the branches the hidden tests run"
-            + (f"; {lost} traced calls stopped at a limit before reporting" if lost else "")
+            f"run {run.run}: {run.measured} episodes measured; the agent's calls ran a median "
+            f"{_share(run.lines)} of the lines and {_share(run.branches)} of the branches the hidden tests run"
+            + (f"; {run.lost} traced calls stopped at a limit before reporting" if run.lost else "")
         )
 
 
-def _share(values: list[float]) -> str:
-    return f"{statistics.median(values):.0%}" if values else "n/a"
+def _share(value: float | None) -> str:
+    return f"{value:.0%}" if value is not None else "n/a"

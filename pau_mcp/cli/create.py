@@ -17,13 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import eventloop
 from ..config import options
-from .common import bar, err, make_sandbox, manifest_store, sandbox_limits, settings_from, step_printer
+from .common import bar, err, make_sandbox, sandbox_limits, settings_from, step_printer
 
 if TYPE_CHECKING:
-    from ..creation import CreationReport, Source
-    from ..creation.tasks import TasksReport
+    from ..creation.requests import Made, ReportT
 
 __all__ = ["create"]
 
@@ -158,16 +156,53 @@ def create(
     --gold-min-match of those tests. Every function's outcome is recorded; an interrupted run goes on where it
     stopped. The suite is written under the first --manifests directory and never published.
     """
-    from ..creation import CreateOptions, StateError, create_suite, create_variants, load_source
-    from ..llm import LLMClient, LLMError
-    from ..manifests import ManifestError
-    from ..manifests.importers import DatasetUnavailable, ImportTargetError
+    from ..creation import CreateOptions
+    from ..creation.requests import SuiteRequest, make_suite
 
     if tasks_for is not None:
         if source is not None or variants_of is not None:
             raise click.UsageError("--tasks-for makes tasks for an existing suite: give no SOURCE and no --variants-of")
         _create_tasks(tasks_for, hops, tasks_per_hop, model, seed, replace, no_cache, as_json, values)
         return
+    _check_choices(source, from_path, variants_of, after, changes, per_method, tries, gold, min_tests, max_tests)
+    directories = values.get("manifests") or ()
+    if not directories:
+        raise click.UsageError(
+            "say where the new suite goes: --manifests DIR or PAU_MCP_MANIFESTS (created if missing; created suites "
+            "are yours and private, never part of the packaged ones)"
+        )
+    with contextlib.suppress(OSError):  # a path that cannot be a directory is reported by the settings
+        Path(directories[0]).expanduser().mkdir(parents=True, exist_ok=True)
+    settings = settings_from(values)
+    chosen = CreateOptions(
+        model=model, coder_model=settings.coder_model or model, gold=gold, gold_min_match=gold_min_match,
+        examples=examples, min_tests=min_tests, max_tests=max_tests, inputs=asked, validator=not no_validator,
+        seed=seed, changes=changes or _KINDS, per_method=per_method, tries=tries, limits=sandbox_limits(settings),
+        after=after.date().isoformat() if after is not None else None, jobs=settings.llm_concurrency,
+    )  # fmt: skip
+    request = SuiteRequest(
+        options=chosen, source=source, from_path=from_path, variants_of=variants_of, suite=suite, split=split,
+        after=after.date() if after is not None else None, limit=limit, state_path=state_path, replace=replace,
+        restart=restart, use_cache=not no_cache,
+    )  # fmt: skip
+    made = make_suite(request, settings, sandbox=lambda: make_sandbox(settings, progress=step_printer()), progress=bar)
+    report = _made(made)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        click.echo("\n".join(report.lines()))
+    if report.unpriced:
+        err.print(
+            f"[yellow]no price for {', '.join(report.unpriced)}: add it to a copy of pricing.json (--pricing)[/yellow]"
+        )
+    sys.exit(0 if report.wrote else 1)
+
+
+def _check_choices(
+    source: str | None, from_path: Path | None, variants_of: str | None, after: datetime | None,
+    changes: tuple[str, ...], per_method: int, tries: int, gold: str, min_tests: int, max_tests: int,
+) -> None:  # fmt: skip
+    """Refuse options that do not go together (a usage error, exit 2)."""
     if (source is None) == (variants_of is None):
         raise click.UsageError("give a SOURCE (a dataset or a .py file or folder) or --variants-of SUITE, not both")
     if from_path is not None and source not in _DATASETS:
@@ -183,77 +218,15 @@ def create(
         raise click.UsageError("a variant has no docs of its own: its gold is the model's (leave --gold out)")
     if min_tests > max_tests:
         raise click.UsageError(f"--min-tests {min_tests} is above --max-tests {max_tests}")
-    directories = values.get("manifests") or ()
-    if not directories:
-        raise click.UsageError(
-            "say where the new suite goes: --manifests DIR or PAU_MCP_MANIFESTS (created if missing; created suites "
-            "are yours and private, never part of the packaged ones)"
-        )
-    with contextlib.suppress(OSError):  # a path that cannot be a directory is reported by the settings
-        Path(directories[0]).expanduser().mkdir(parents=True, exist_ok=True)
-    settings = settings_from(values)
-    coder = settings.coder_model or model
-    store = manifest_store(settings)
-    try:
-        loaded = None
-        if source is not None:
-            loaded = load_source(
-                source, from_path, cache_dir=settings.data_dir / "datasets", limit=limit,
-                after=after.date() if after is not None else None,
-            )  # fmt: skip
-        name = suite or (_default_name(loaded, split) if loaded is not None else f"{variants_of}-variants")
-        llm = LLMClient.from_settings(settings, use_cache=not no_cache)
-        llm.check(model)
-        llm.check(coder)
-    except DatasetUnavailable as exc:
-        raise click.ClickException(str(exc)) from None
-    except LLMError as exc:
-        raise click.UsageError(str(exc)) from None
-    chosen = CreateOptions(
-        model=model, coder_model=coder, gold=gold, gold_min_match=gold_min_match, examples=examples,
-        min_tests=min_tests, max_tests=max_tests, inputs=asked, validator=not no_validator, seed=seed,
-        changes=changes or _KINDS, per_method=per_method, tries=tries,
-        split=split or (loaded.split if loaded is not None else "test"), limits=sandbox_limits(settings),
-        after=after.date().isoformat() if after is not None else None,
-        jobs=settings.llm_concurrency,
-    )  # fmt: skip
-    state = state_path or settings.data_dir / "creation" / f"{name}.jsonl"
-    sandbox = make_sandbox(settings, progress=step_printer())
 
-    async def main() -> CreationReport:
-        try:
-            if loaded is not None:
-                return await create_suite(
-                    loaded, llm=llm, sandbox=sandbox, store=store, suite=name, options=chosen,
-                    state_path=state, replace=replace, restart=restart, progress=bar,
-                )  # fmt: skip
-            assert variants_of is not None  # no SOURCE, so --variants-of (checked above)
-            return await create_variants(
-                variants_of, llm=llm, sandbox=sandbox, store=store, suite=name, options=chosen,
-                state_path=state, replace=replace, restart=restart, limit=limit, progress=bar,
-            )  # fmt: skip
-        finally:
-            await llm.aclose()
 
-    try:
-        report = eventloop.run(main)
-    except (ImportTargetError, StateError) as exc:
-        raise click.UsageError(str(exc)) from None
-    except ManifestError as exc:
-        raise click.ClickException(str(exc)) from None
-    except LLMError as exc:
-        raise click.ClickException(
-            f"{exc}\nWhat was decided so far is kept in {state}: run the same command again to go on."
-        ) from None
-    if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2))
-    else:
-        click.echo("\n".join(report.lines()))
-    if report.unpriced:
-        err.print(
-            f"[yellow]no price for {', '.join(report.unpriced)}: add it to a copy of pricing.json (--pricing)[/yellow]"
-        )
-    sys.exit(0 if report.wrote else 1)
+def _made(made: Made[ReportT]) -> ReportT:
+    """The report of what was made; a refusal ends the command (exit 2 for usage, else 1)."""
+    if made.status == "usage":
+        raise click.UsageError(made.message)
+    if made.report is None:
+        raise click.ClickException(made.message)
+    return made.report
 
 
 def _create_tasks(
@@ -261,9 +234,9 @@ def _create_tasks(
     values: dict[str, Any],
 ) -> None:  # fmt: skip
     """``create --tasks-for SUITE``: tasks drawn from the suite's tests, questions by ``model``, answers frozen."""
-    from ..creation.tasks import TaskOptions, create_tasks
-    from ..llm import LLMClient, LLMError
-    from ..manifests import MAX_TASK_STEPS, ManifestError
+    from ..creation.requests import TasksRequest, make_tasks
+    from ..creation.tasks import TaskOptions
+    from ..manifests import MAX_TASK_STEPS
 
     try:
         lengths = tuple(sorted({int(part) for part in hops.split(",") if part.strip()}))
@@ -272,61 +245,14 @@ def _create_tasks(
     if not lengths or not all(1 <= n <= MAX_TASK_STEPS for n in lengths):
         raise click.UsageError(f"--hops {hops}: each chain length is from 1 to {MAX_TASK_STEPS}")
     settings = settings_from(values)
-    store = manifest_store(settings)
-    try:
-        where = store.suite(suite).path.parent.resolve()
-    except ManifestError as exc:
-        raise click.ClickException(str(exc)) from None
-    if not any(Path(root).expanduser().resolve() == where for root in store.extra_dirs):
-        raise click.UsageError(
-            f"suite {suite!r} is part of the pau-mcp installation ({where}) and is not rewritten in place: copy it "
-            f"(cp -r {where / suite} DIR/) and pass --manifests DIR"
-        )
-    try:
-        llm = LLMClient.from_settings(settings, use_cache=not no_cache)
-        llm.check(model)
-    except LLMError as exc:
-        raise click.UsageError(str(exc)) from None
     options = TaskOptions(model=model, hops=lengths, per_hop=per_hop, seed=seed, limits=sandbox_limits(settings))
-    sandbox = make_sandbox(settings, progress=step_printer())
-
-    async def main() -> TasksReport:
-        try:
-            return await create_tasks(
-                suite,
-                llm=llm,
-                sandbox=sandbox,
-                store=store,
-                options=options,
-                replace=replace,
-                progress=step_printer(),
-            )
-        finally:
-            await llm.aclose()
-
-    try:
-        report = eventloop.run(main)
-    except ManifestError as exc:
-        raise click.ClickException(str(exc)) from None
-    except LLMError as exc:
-        raise click.ClickException(
-            f"{exc}\nRun the same command again: the questions asked so far are cached."
-        ) from None
-    finally:
-        sandbox.close()
+    request = TasksRequest(suite, options, replace=replace, use_cache=not no_cache)
+    made = make_tasks(request, settings, sandbox=lambda: make_sandbox(settings, progress=step_printer()),
+                      progress=step_printer())  # fmt: skip
+    report = _made(made)
     if as_json:
         click.echo(json.dumps({"suite": report.suite, "made": report.made, "refused": report.refused,
                                "short": report.short}, indent=2))  # fmt: skip
     else:
         click.echo("\n".join(report.lines()))
     sys.exit(0 if report.wrote else 1)
-
-
-def _default_name(loaded: Source, split: str | None) -> str:
-    """``<dataset>-<split>``, or a name made from the file or folder of your functions."""
-    from ..manifests.importers.common import suite_name_from
-
-    if loaded.name == "python":
-        path = Path(loaded.label)
-        return suite_name_from(path.stem if path.is_file() else path.resolve().name)
-    return f"{loaded.name}-{split or loaded.split}"

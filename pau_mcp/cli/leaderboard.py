@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from ..config import Settings, options
+from ..config import options
 from .common import err, manifest_store, run_store, settings_from
-
-if TYPE_CHECKING:
-    from ..freshness import Freshness
-    from ..reports.data import RunData
 
 __all__ = ["leaderboard"]
 
@@ -48,77 +42,16 @@ def leaderboard(
 
     An `eval --epochs` run's name stands for its epochs. Writes DIR/index.html and DIR/results.json.
     """
-    from ..reports.data import ReportError, load_runs
-    from ..reports.leaderboard import build_board, write_board
+    from ..reports.leaderboard import make_board, write_board
 
     settings = settings_from(values)
-    store = run_store(settings)
-    try:
-        runs = load_runs(store, names)
-        board = build_board(
-            runs, sort=sort, threshold=pass_threshold, resamples=resamples, seed=seed,
-            variant_origins=_variant_origins(settings, runs), suite_dates=_suite_dates(settings, runs),
-            cutoffs=_cutoffs(settings, runs), freshness=_freshness(settings, runs),
-        )  # fmt: skip
-    except (ReportError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+    made = make_board(
+        run_store(settings), names, manifests=manifest_store(settings), capabilities=settings.model_capabilities,
+        sort=sort, threshold=pass_threshold, resamples=resamples, seed=seed,
+    )  # fmt: skip
+    if made.board is None:
+        raise click.ClickException(made.message)
+    board = made.board
     page, data = write_board(board, out_dir)
     err.print(f"wrote {page} and {data}")
-    click.echo(f"{len(board.rows)} row{'s' * (len(board.rows) != 1)} from {len(runs)} run(s); open {page}")
-
-
-def _variant_origins(settings: Settings, runs: Sequence[RunData]) -> dict[str, str]:
-    """Each variant among the runs' methods -> the method it was made from, read from the installed suites."""
-    from ..manifests import ManifestError
-
-    manifests = manifest_store(settings)
-    known = set(manifests.names())
-    origins: dict[str, str] = {}
-    for name in sorted({m.method_id.split("/", 1)[0] for run in runs for m in run.methods} & known):
-        try:
-            suite = manifests.suite(name)
-        except ManifestError:
-            continue
-        origins.update({m.id: m.provenance.variant_of for m in suite.methods.values() if m.provenance.variant_of})
-    return origins
-
-
-def _suite_dates(settings: Settings, runs: Sequence[RunData]) -> dict[str, str | None]:
-    from ..reports.provenance import suite_identity
-
-    manifests = manifest_store(settings)
-    return {run.suite: suite_identity(manifests, run.suite).created for run in runs}
-
-
-def _cutoffs(settings: Settings, runs: Sequence[RunData]) -> dict[str, str | None]:
-    from ..llm import CapabilityTable, LLMNotConfigured
-    from ..reports.provenance import model_cutoff
-
-    try:
-        table = CapabilityTable.load(settings.model_capabilities)
-    except LLMNotConfigured as exc:
-        raise click.ClickException(str(exc)) from None
-    return {run.setting("model"): model_cutoff(table, run.setting("model")) for run in runs}
-
-
-def _freshness(settings: Settings, runs: Sequence[RunData]) -> dict[tuple[str, str], Freshness]:
-    """Each (model, suite)'s freshness: the suite made after the model's release or cutoff (``pau_mcp.freshness``)."""
-    from ..freshness import assess_freshness
-    from ..llm import CapabilityTable, LLMNotConfigured
-    from ..manifests import ManifestError
-
-    try:
-        table = CapabilityTable.load(settings.model_capabilities)
-    except LLMNotConfigured as exc:
-        raise click.ClickException(str(exc)) from None
-    manifests = manifest_store(settings)
-    verdicts: dict[tuple[str, str], Freshness] = {}
-    for run in runs:
-        model = run.setting("model")
-        try:
-            info = manifests.suite(run.suite).info
-        except ManifestError:
-            continue
-        if model:
-            verdicts[(model, run.suite)] = assess_freshness(info, model, table.dates(model))
-    return verdicts
+    click.echo(f"{len(board.rows)} row{'s' * (len(board.rows) != 1)} from {made.runs} run(s); open {page}")

@@ -14,8 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..config import Settings, SettingsError, options
-from ..manifests import ManifestError, ManifestStore, Method, call_text, dump_method, tool_name
-from ..manifests.checks import check_methods, check_task, freeze_methods, freeze_task
+from ..manifests import ManifestError, ManifestStore, call_text, dump_method, tool_name
 from ..manifests.commitment import (
     SALT_FILE,
     commit_suite,
@@ -26,7 +25,9 @@ from ..manifests.commitment import (
     verify_suite,
     write_salt,
 )
-from ..manifests.store import load_method, packaged_manifests
+from ..manifests.freezing import freeze_suites, packaged_suite
+from ..manifests.lookup import find_method
+from ..manifests.validation import validate_suites
 from .common import bar, err, make_sandbox, manifest_store, settings_from, step_printer
 
 __all__ = ["manifests"]
@@ -100,28 +101,6 @@ def list_(suites: tuple[str, ...], as_json: bool, **values: object) -> None:
     Console().print(table)
 
 
-def _find(store: ManifestStore, target: str, key: str) -> Method:
-    """A method by id (``suite/name``), by tool name as this deployment serves it, or from a manifest file.
-
-    Raises:
-        ManifestError: nothing by that name, or a bad file.
-    """
-    path = Path(target).expanduser()
-    if target.endswith(".json") or path.is_file():
-        if not path.is_file():
-            raise ManifestError(f"{path}: no such manifest file")
-        return load_method(path)
-    if "/" in target:
-        return store.method(target)
-    for method in store.methods(store.names()):
-        if tool_name(key, method.id) == target:
-            return method
-    raise ManifestError(
-        f"no method or tool named {target!r} in the suites found (tool names depend on the deployment key: "
-        "give the server's --tool-key or --data-dir); see `pau-mcp manifests list --suite SUITE`"
-    )
-
-
 @manifests.command("show")
 @click.argument("target", metavar="METHOD")
 @click.option("--hidden", is_flag=True, help="Show everything, including source, gold description and tests.")
@@ -134,7 +113,7 @@ def show(target: str, hidden: bool, as_json: bool, **values: object) -> None:
     """
     settings, store = _store(values)
     try:
-        method = _find(store, target, _key(settings))
+        method = find_method(store, target, _key(settings))
     except ManifestError as exc:
         raise click.ClickException(str(exc)) from None
     if hidden:
@@ -158,69 +137,29 @@ def freeze(suites: tuple[str, ...], method_ids: tuple[str, ...], **values: objec
     """Run every example and test input in the sandbox and store the outcomes, and each task's chain of gold
     functions to store its answer. Exit 1 when a task's chain cannot answer it (each is named with why)."""
     settings, store = _store(values)
-    try:
-        names = list(suites) or [n for n in store.names() if not _installed(store, n)]
-        if not names and not method_ids:
-            raise click.UsageError("no suites of your own to freeze; add their directory with --manifests")
-        methods = [store.method(i) for i in method_ids] if method_ids else list(store.methods(names))
-        for name in sorted({m.suite for m in methods}):
-            if _installed(store, name):
-                where = store.suite(name).path
-                raise click.ClickException(
-                    f"suite {name!r} is part of the pau-mcp installation ({where}) and is not rewritten in place: "
-                    f"copy it (cp -r {where} DIR/) and pass --manifests DIR, or pass the directory that holds it "
-                    "with --manifests to freeze it there"
-                )
-    except ManifestError as exc:
-        raise click.ClickException(str(exc)) from None
-    sandbox = make_sandbox(settings, progress=step_printer())
-    with bar("freezing", len(methods)) as advance:
-        frozen = freeze_methods(methods, sandbox, progress=advance)
-    changed = 0
-    for old, new in zip(methods, frozen, strict=False):
-        if dump_method(old) != dump_method(new):
-            store.suite(new.suite).save(new)
-            changed += 1
-    statuses = Counter(c.outcome.status for m in frozen for c in (*m.examples, *m.tests) if c.outcome)
+    frozen = freeze_suites(
+        store, suites=suites, method_ids=method_ids, sandbox=lambda: make_sandbox(settings, progress=step_printer()),
+        progress=bar,
+    )  # fmt: skip
+    if frozen.status == "usage":
+        raise click.UsageError(frozen.message)
+    if frozen.status == "error":
+        raise click.ClickException(frozen.message)
     click.echo(
-        f"froze {len(frozen)} methods ({changed} changed); outcomes: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
+        f"froze {frozen.methods} methods ({frozen.changed} changed); outcomes: "
+        + ", ".join(f"{k} {v}" for k, v in frozen.outcomes.items())
     )
-    touched = {m.id for m in methods}
-    tasks = [
-        task for name in sorted({m.suite for m in methods}) for task in store.suite(name).tasks.values()
-        if any(step.method in touched for step in task.steps)
-    ]  # fmt: skip
-    if not tasks:
+    if not frozen.tasks:
         return
-    changed = failed = 0
-    for task in tasks:
-        suite = store.suite(task.suite)
-        answered, problem = freeze_task(task, suite.methods, sandbox)
-        if problem is not None:
-            failed += 1
-            err.print(f"[red]FAIL[/red] {escape(task.id)}: {escape(problem)}")
-            continue
-        if answered != task:
-            suite.save_task(answered)
-            changed += 1
+    for task_id, problem in frozen.failures:
+        err.print(f"[red]FAIL[/red] {escape(task_id)}: {escape(problem)}")
+    failed = len(frozen.failures)
     click.echo(
-        f"froze {len(tasks) - failed} tasks ({changed} changed)"
+        f"froze {frozen.tasks - failed} tasks ({frozen.tasks_changed} changed)"
         + (f"; {failed} could not be answered" if failed else "")
     )
     if failed:
         sys.exit(1)
-
-
-def _installed(store: ManifestStore, name: str) -> bool:
-    """Whether a suite was found among the packaged suites rather than in a ``--manifests`` directory."""
-    try:
-        packaged = packaged_manifests().resolve()
-    except ManifestError:
-        return False
-    return store.suite(name).path.parent.resolve() == packaged and not any(
-        (root / name).is_dir() for root in store.extra_dirs
-    )
 
 
 @manifests.command("validate")
@@ -230,27 +169,23 @@ def validate(suites: tuple[str, ...], **values: object) -> None:
     """Check every method: compiles, arity, every input runs, outcomes reproduce, anonymous; and every task: its answer
     reproduces, its question gives no method away. Exit 1 on any failure."""
     settings, store = _store(values)
-    try:
-        names = _selected(store, suites)
-        methods: list[Method] = list(store.methods(names))
-        tasks = [task for name in names for task in store.suite(name).tasks.values()]
-    except ManifestError as exc:
-        raise click.ClickException(str(exc)) from None
-    sandbox = make_sandbox(settings, progress=step_printer())
-    with bar("validating", len(methods)) as advance:
-        results = check_methods(methods, sandbox, progress=advance)
-    for task in tasks:
-        results[task.id] = check_task(task, store.suite(task.suite).methods, sandbox)
-    failed = {mid: problems for mid, problems in results.items() if problems}
+    checked = validate_suites(
+        store, suites, sandbox=lambda: make_sandbox(settings, progress=step_printer()), progress=bar
+    )  # fmt: skip
+    if checked.status == "usage":
+        raise click.UsageError(checked.message)
+    if checked.status == "error":
+        raise click.ClickException(checked.message)
+    failed = checked.failed
     for problems in failed.values():
         for problem in problems:
             err.print(f"[red]FAIL[/red] {escape(str(problem))}")
-    by_check = Counter(p.check for problems in failed.values() for p in problems)
-    summary = f"{len(methods)} methods checked, {len(methods) - len(failed)} passed, {len(failed)} failed"
+    methods, tasks = checked.methods, checked.tasks
+    summary = f"{methods} methods checked, {methods - len(failed)} passed, {len(failed)} failed"
     if tasks:
-        summary = f"{len(methods)} methods and {len(tasks)} tasks checked, {len(results) - len(failed)} passed, {len(failed)} failed"
-    if by_check:
-        summary += " (" + ", ".join(f"{check}: {n}" for check, n in by_check.most_common()) + ")"
+        summary = f"{methods} methods and {tasks} tasks checked, {len(checked.results) - len(failed)} passed, {len(failed)} failed"
+    if checked.by_check:
+        summary += " (" + ", ".join(f"{check}: {n}" for check, n in checked.by_check.most_common()) + ")"
     click.echo(summary)
     sys.exit(1 if failed else 0)
 
@@ -283,7 +218,7 @@ def commit(suite_name: str, out: Path | None, salt_file: Path | None, replace: b
     target = out or Path(f"{suite_name}.commitment.json")
     try:
         suite = store.suite(suite_name)
-        if _installed(store, suite_name):
+        if packaged_suite(store, suite_name):
             raise click.UsageError(
                 f"suite {suite_name!r} is part of the pau-mcp installation and public: there is nothing to commit to"
             )

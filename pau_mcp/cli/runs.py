@@ -20,21 +20,13 @@ from rich.text import Text
 
 from ..config import options
 from ..runstore import CallRow, EpisodeRow, RunStore, StoreError, SubmissionRow
-from .common import run_store, settings_from
+from .common import existing_run_store, settings_from
 
 __all__ = ["runs"]
 
 
 def _open(values: dict[str, Any]) -> RunStore:
-    settings = settings_from(values)
-    if isinstance(settings.db_path, Path) and not settings.db_path.exists():
-        raise click.ClickException(
-            f"no run store at {settings.db_path} yet; serve or evaluate first, or point --db at one"
-        )
-    try:
-        return run_store(settings)
-    except StoreError as exc:
-        raise click.ClickException(str(exc)) from None
+    return existing_run_store(settings_from(values), " yet; serve or evaluate first, or point --db at one")
 
 
 def _literal(text: object, keep_lines: bool = False) -> str:

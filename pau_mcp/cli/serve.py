@@ -6,10 +6,8 @@ import json
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import click
@@ -18,36 +16,32 @@ from rich.table import Table
 
 from .. import eventloop
 from ..config import Settings, SettingsError, options
+from ..limits import HTTPLimits, ProtocolLimits, ServiceLimits
 from ..manifests import ManifestError
 from ..runstore import StoreError
 from .common import CommandFunction, err, make_sandbox, manifest_store, settings_from, step_printer
 
 if TYPE_CHECKING:
-    from mcp.server import Server
+    from ..server_assembly import Served, ServeRequest
 
-    from ..sandboxing import SandboxMaker
-    from ..server import HTTPLimits, HTTPService, MethodService, Sessions, TokenSigner
-
-__all__ = [
-    "Served", "build_served", "call", "docs_option", "http_limits", "http_service", "methods", "serve", "tool_docs",
-]  # fmt: skip
+__all__ = ["call", "docs_option", "methods", "serve"]
 
 _SERVE_SETTINGS = (
     "manifests", "budget", "db", "data_dir", "tool_key", "token", "log_file", "timeout_s", "memory_mb", "max_output_kb",
     "cache_dir", "workers", "sandbox_engine", "max_argument_kb", "examples", "protocol",
 )  # fmt: skip
-# Limits of what one credential takes of a server, on either transport.
-_CREDENTIAL_SETTINGS = ("max_concurrent_calls", "max_submissions")
-# Limits of the HTTP transport only.
-_HTTP_SETTINGS = (
-    "max_sessions", "max_sessions_per_credential", "session_idle_s", "max_connections", "read_timeout_s", "allowed_hosts",
-)  # fmt: skip
+# The server's limits (pau_mcp.limits): a limit added to a group there gets its flag here.
+_LIMIT_SETTINGS = tuple(
+    name
+    for name in dict.fromkeys((*ServiceLimits.SETTINGS, *ProtocolLimits.SETTINGS, *HTTPLimits.SETTINGS))
+    if name not in _SERVE_SETTINGS
+)
 # Sign-in (--auth oauth): HTTP only.
 _SIGNIN_SETTINGS = ("auth", "issuer", "resource", "introspection_client", "introspection_secret", "clock_skew_s")
 # --feedback score needs the scorer's models.
 _FEEDBACK_SETTINGS = (
-    "feedback_limit", "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb",
-    "llm_concurrency", "llm_retries", "score_seconds",
+    "judge_model", "coder_model", "pricing", "llm_timeout_s", "llm_deadline_s", "llm_max_reply_mb", "llm_concurrency",
+    "llm_retries", "score_seconds",
 )  # fmt: skip
 
 
@@ -79,18 +73,6 @@ def docs_option(function: CommandFunction) -> CommandFunction:
 
 def _split(values: tuple[str, ...]) -> list[str]:
     return [item.strip() for value in values for item in value.split(",") if item.strip()]
-
-
-def _public_suites(settings: Settings, suites: Sequence[str]) -> list[str]:
-    """The suites among ``suites`` that ship with pau-mcp, and so are public with their gold descriptions."""
-    from ..manifests import packaged_manifests
-
-    try:
-        packaged = packaged_manifests().resolve()
-        store = manifest_store(settings)
-        return [name for name in suites if store.suite(name).path.resolve().parent == packaged]
-    except ManifestError:
-        return []
 
 
 def _logging(settings: Settings) -> None:
@@ -166,142 +148,78 @@ def _tracing() -> None:
 )
 @docs_option
 @_selection
-@options(*_SERVE_SETTINGS, *_CREDENTIAL_SETTINGS, *_HTTP_SETTINGS, *_SIGNIN_SETTINGS, *_FEEDBACK_SETTINGS)
-def serve(transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str, page_size: int,
-          exit_with_stdin: bool, launched: bool, settings_file: Path | None, docs: str, suites: tuple[str, ...],
-          methods: tuple[str, ...], **values: object) -> None:  # fmt: skip
+@options(*_SERVE_SETTINGS, *_LIMIT_SETTINGS, *_SIGNIN_SETTINGS, *_FEEDBACK_SETTINGS)
+def serve(transport: Literal["stdio", "http"], host: str, port: int, stateless: bool, run_name: str | None,
+          feedback: Literal["none", "score"], page_size: int, exit_with_stdin: bool, launched: bool,
+          settings_file: Path | None, docs: str, suites: tuple[str, ...], methods: tuple[str, ...],
+          **values: object) -> None:  # fmt: skip
     """Serve every hidden method as an MCP tool (stdio by default).
 
     With --docs RUN the tools are documented by the descriptions an explorer wrote in that run (`pau-mcp eval`), so
     any MCP client can use them; --docs gold serves the gold descriptions, and only when asked.
     """
-    from ..server import TransportError, check_exposure, message_limit, run_stdio, serve_http
+    from ..server_assembly import DEFAULT_SUITES, ServeRequest
 
     settings = _settings(values, settings_file)
-    if transport == "http":
-        try:  # before the run store, the suites and the sandbox workers: nothing to undo
-            check_exposure(host, settings.token, signed_in=settings.auth == "oauth")
-        except TransportError as exc:
-            raise click.UsageError(str(exc)) from None
+    request = ServeRequest(
+        transport, host, port, stateless, run_name, feedback, page_size, suites or DEFAULT_SUITES,
+        tuple(_split(methods)), docs,
+    )  # fmt: skip
+    _check_exposure(settings, request)
     _logging(settings)
     _tracing()
-    built = _build(
-        settings, transport, host, port, stateless, run_name, feedback, page_size, suites, methods,
-        progress=step_printer(), docs=docs,
-    )  # fmt: skip
+    served = _assembled(settings, request)
     logging.getLogger("pau_mcp.server").info(
-        "serving %d methods over %s, budget %s", len(built.service.catalog), transport, settings.budget
+        "serving %d methods over %s, budget %s", len(served.service.catalog), transport, settings.budget
     )
-    if transport == "http":
-        from ..server.examples import exposure_warning
+    _run(served, exit_with_stdin=exit_with_stdin or launched, launched=launched)
 
-        warning = exposure_warning(settings.examples, host, _public_suites(settings, list(suites) or ["builtin"]))
+
+def _check_exposure(settings: Settings, request: ServeRequest) -> None:
+    """Refuse a non-loopback HTTP address without a token or sign-in, before the run store, the suites and the
+    sandbox workers exist: nothing to undo."""
+    from ..server import TransportError, check_exposure
+
+    if request.transport != "http":
+        return
+    try:
+        check_exposure(request.host, settings.token, signed_in=settings.auth == "oauth")
+    except TransportError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _assembled(settings: Settings, request: ServeRequest) -> Served:
+    """The server of ``request`` (``server_assembly.assemble_server``), its refusals told as the command's."""
+    from ..server_assembly import AssemblyError, assemble_server
+
+    try:
+        return assemble_server(settings, request, progress=step_printer())
+    except AssemblyError as exc:
+        raise (click.UsageError if exc.usage else click.ClickException)(str(exc)) from None
+
+
+def _run(served: Served, exit_with_stdin: bool, launched: bool) -> None:
+    """Run ``served`` on its transport until the client (stdio) or the operator (HTTP) stops it."""
+    from ..server import TransportError, run_stdio, serve_http
+    from ..server_assembly import exposure_warning
+
+    try:
+        if served.transport == "stdio":
+            eventloop.run(run_stdio, served.server, served.protocol.message_bytes)
+            return
+        warning = exposure_warning(served.settings, served.request)
         if warning:
             logging.getLogger("pau_mcp.server").warning(warning)
-    try:
-        if transport == "stdio":
-            eventloop.run(run_stdio, built.server, message_limit(settings.max_argument_kb * 1024))
-        else:
-            service = http_service(built)
-            if launched:  # listening already: connections made from now wait in the backlog
-                from ..server.launch import ready_line
+        service = served.http_service()
+        if launched:  # listening already: connections made from now wait in the backlog
+            from ..server.launch import ready_line
 
-                print(ready_line(service.url), flush=True)
-            serve_http(service, exit_with_stdin=exit_with_stdin or launched)
+            print(ready_line(service.url), flush=True)
+        serve_http(service, exit_with_stdin=exit_with_stdin)
     except TransportError as exc:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:
         pass
-
-
-@dataclass(frozen=True)
-class Served:
-    """What ``pau-mcp serve`` builds from its options before a transport runs it.
-
-    Attributes:
-        transport: ``stdio`` or ``http``.
-        settings: The settings the options and ``PAU_*`` variables give.
-        server: The MCP server.
-        service: Runs the calls and submissions (its ``store`` is the run store).
-        sessions: The session states.
-        tokens: The deployment's session-token signer.
-        host: The HTTP address to listen on (``--host``).
-        port: The HTTP port (``--port``; 0: a free one).
-        stateless: HTTP without MCP sessions for handshake-era clients too (``--stateless``).
-        fixtures: A fixture suite is served (its tools talk to the client mid-call: answers go on streams).
-    """
-
-    transport: str
-    settings: Settings
-    server: Server[Any]
-    service: MethodService
-    sessions: Sessions
-    tokens: TokenSigner
-    host: str
-    port: int
-    stateless: bool
-    fixtures: bool = False
-
-
-def http_limits(settings: Settings) -> HTTPLimits:
-    """The HTTP transport's limits the settings give (``--max-sessions``, ``--read-timeout-s`` and the rest)."""
-    from ..server import HTTPLimits, message_limit
-
-    return HTTPLimits(
-        message_bytes=message_limit(settings.max_argument_kb * 1024),
-        max_sessions=settings.max_sessions,
-        sessions_per_credential=settings.max_sessions_per_credential,
-        session_idle_s=settings.session_idle_s,
-        max_connections=settings.max_connections,
-        read_timeout_s=settings.read_timeout_s,
-        allowed_hosts=settings.allowed_hosts,
-    )
-
-
-def http_service(built: Served) -> HTTPService:
-    """The HTTP service ``pau-mcp serve --transport http`` runs for ``built``: listening on its ``--host`` and
-    ``--port``, with its token, limits and session tokens, and not yet serving.
-
-    The command serves it with ``pau_mcp.server.serve_http``; a caller with its own thread and event loop (the
-    server tests) runs ``service.uvicorn_server().serve([service.sock])`` instead.
-
-    Raises:
-        pau_mcp.server.TransportError: a non-loopback address without a token, or the port is taken.
-    """
-    from ..server import bind_http, sign_in, verify_bearer
-
-    return bind_http(
-        built.server, built.host, built.port, built.settings.token, built.stateless, limits=http_limits(built.settings),
-        tokens=built.tokens, on_session_end=built.sessions.end_mcp_session, handshake_streams=built.fixtures,
-        signin=sign_in(built.settings, verify_bearer(built.settings.token, built.tokens)),
-    )  # fmt: skip
-
-
-def build_served(args: Sequence[str] = (), sandboxes: SandboxMaker | None = None) -> Served:
-    """The server ``pau-mcp serve ARGS`` would run, built in this process and not started.
-
-    ARGS are read by the command's own parser, so flags, ``PAU_*`` variables, defaults and their checks are
-    the command's, and the server is built by the same code. Nothing process-wide is done (no logging set-up,
-    no transport): the caller runs ``server`` (``pau_mcp.server.serve_streams`` serves it as stdio does, over
-    any pair of message streams) and, when done, closes ``service.store`` and whatever sandboxes were built
-    for it.
-
-    Args:
-        args: The command's arguments, e.g. ``["--db", "runs.db", "--budget", "3"]``.
-        sandboxes: Builds the sandboxes the settings describe (default: ``make_sandbox``); a caller that
-            holds an equivalent sandbox can hand it out instead of starting another.
-
-    Raises:
-        click.ClickException: what the command would report (a usage error, an unknown suite, a store that
-            cannot be opened).
-    """
-    with serve.make_context("serve", list(args)) as ctx:
-        params = dict(ctx.params)
-    return _build(
-        _settings(params, params["settings_file"]), params["transport"], params["host"], params["port"], params["stateless"],
-        params["run_name"], params["feedback"], params["page_size"], params["suites"], params["methods"],
-        sandboxes=sandboxes, docs=params["docs"],
-    )  # fmt: skip
 
 
 def _settings(values: dict[str, Any], settings_file: Path | None) -> Settings:
@@ -316,77 +234,6 @@ def _settings(values: dict[str, Any], settings_file: Path | None) -> Settings:
         raise click.UsageError(f"--settings-file: {exc}") from None
 
 
-def _build(
-    settings: Settings, transport: str, host: str, port: int, stateless: bool, run_name: str | None, feedback: str,
-    page_size: int, suites: tuple[str, ...], methods: tuple[str, ...], progress: Callable[[str], None] | None = None,
-    sandboxes: SandboxMaker | None = None, docs: str = "examples",
-) -> Served:  # fmt: skip
-    """The service, sessions and MCP server of ``serve``'s options (``build_served`` and the command share it)."""
-    from ..sandboxing import background
-    from ..server import CallSlots, TokenSigner, build_server, create_service
-    from ..server.fixtures import fixture_suites
-
-    if sandboxes is None:
-        # A stdio server answers its host at once, even on the first start: the sandbox is built meanwhile.
-        sandboxes = background(make_sandbox) if transport == "stdio" else make_sandbox
-    feedback_fn = None
-    if feedback == "score":
-        feedback_fn = _feedback(settings, sandboxes)
-    catalog_suites, fixtures = fixture_suites(list(suites) or ["builtin"])
-    try:
-        served_docs = tool_docs(settings, docs, catalog_suites)
-        tokens = TokenSigner(settings.deployment_key(), source=settings.deployment_key_source())
-        service, sessions = create_service(
-            settings, catalog_suites, _split(methods), run_name, transport, feedback_fn, progress=progress,
-            processes=True, sandboxes=sandboxes, docs=served_docs, allow_empty=fixtures is not None,
-        )  # fmt: skip
-    except (ManifestError, SettingsError, StoreError) as exc:
-        raise click.ClickException(str(exc)) from None
-    slots = CallSlots(running=settings.max_concurrent_calls, waiting=7 * settings.max_concurrent_calls)
-    server = build_server(
-        service, sessions, page_size=page_size, tokens=tokens, stateless=stateless, slots=slots, fixtures=fixtures,
-        state_key=settings.deployment_key(),
-    )  # fmt: skip
-    return Served(transport, settings, server, service, sessions, tokens, host, port, stateless, fixtures is not None)
-
-
-def tool_docs(settings: Settings, source: str, suites: list[str]) -> Any:
-    """The ``ToolDocs`` ``--docs SOURCE`` serves for ``suites`` (None: the initial examples, as always).
-
-    Raises:
-        click.ClickException: the source cannot be read, or would serve gold text under another name.
-        ManifestError: a suite does not exist or is broken.
-    """
-    from ..documentation import DocsError, load_documentation
-    from ..server import ToolDocs
-
-    try:
-        found = load_documentation(source, settings.db_path, manifest_store(settings), suites)
-    except DocsError as exc:
-        raise click.ClickException(str(exc)) from None
-    if found is None:
-        return None
-    for method_id in found.quoting:
-        logging.getLogger("pau_mcp.server").warning(
-            "--docs %s: the documentation of %s holds its gold description or nearly; it is served with its header "
-            "only", source, method_id,
-        )  # fmt: skip
-    if found.skipped and found.source not in ("none", "gold"):
-        logging.getLogger("pau_mcp.server").warning(
-            "--docs %s documents %d of %d methods; the others are served with their header only (e.g. %s: %s)",
-            source, len(found.texts), len(found.texts) + len(found.skipped), *next(iter(found.skipped.items())),
-        )  # fmt: skip
-    return ToolDocs(found.source, found.texts)
-
-
-def _feedback(settings: Settings, sandboxes: SandboxMaker) -> Any:
-    try:
-        from ..scoring import feedback_for
-    except ImportError:
-        raise click.UsageError("--feedback score needs the scorer, which this installation does not have") from None
-    return feedback_for(settings, sandboxes=sandboxes)
-
-
 @click.command()
 @click.argument("tool")
 @click.argument("literal")
@@ -398,7 +245,8 @@ def call(tool: str, literal: str, suites: tuple[str, ...], methods: tuple[str, .
     The call is recorded in the run store under the run "cli". Exits 1 when the call was refused.
     """
     from ..contract import REFUSED
-    from ..server import Credential, create_service
+    from ..server import Credential
+    from ..server_assembly import create_service
 
     settings = settings_from(values)
     try:

@@ -6,8 +6,8 @@ import time
 
 import click
 
-from ..config import SettingsError, options
-from ..manifests import ManifestError, tool_name
+from ..config import Settings, SettingsError, options
+from ..manifests import ManifestError
 from .common import err, manifest_store, settings_from
 
 __all__ = ["token"]
@@ -54,18 +54,7 @@ def issue(
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
     wanted = [item.strip() for value in methods for item in value.split(",") if item.strip()]
-    tools: list[str] | None = None
-    if wanted:
-        store = manifest_store(settings)
-        try:
-            known = {m.id: tool_name(key, m.id) for m in store.methods(store.names())}
-        except ManifestError as exc:
-            raise click.ClickException(str(exc)) from None
-        names = set(known.values())
-        unknown = [item for item in wanted if item not in known and item not in names]
-        if unknown:
-            raise click.UsageError(f"no method {', '.join(unknown)} in any suite; see `pau-mcp methods`")
-        tools = [known.get(item, item) for item in wanted]
+    tools = _tools(settings, key, wanted) if wanted else None
     try:
         issued = TokenSigner(key).issue(label, run=run_name, methods=tools, expires_in=expires_in)
     except ValueError as exc:
@@ -78,3 +67,16 @@ def issue(
         + f", {until}; send it as `Authorization: Bearer <token>`",
         markup=False, highlight=False,
     )  # fmt: skip
+
+
+def _tools(settings: Settings, key: str, wanted: list[str]) -> list[str]:
+    """The tool names of the methods (ids or tool names) a token is limited to; an unknown one is a usage error."""
+    from ..manifests.lookup import tools_for
+
+    try:
+        chosen = tools_for(manifest_store(settings), key, wanted)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    if chosen.unknown:
+        raise click.UsageError(f"no method {', '.join(chosen.unknown)} in any suite; see `pau-mcp methods`")
+    return chosen.tools

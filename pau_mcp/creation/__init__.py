@@ -8,6 +8,7 @@ gold descriptions with the scorer's own code match. See docs/creation.md.
 from .mutations import KINDS, Candidate, candidates
 from .outcomes import REASONS, STEPS, CreationReport, Record, StepCost, StepOutcome
 from .pipeline import GOLD_MODES, CreateOptions, create_suite, create_variants, side_effects
+from .requests import Made, SuiteRequest, TasksRequest, make_suite, make_tasks
 from .selection import Ran, Selection, select_cases
 from .sources import DATASETS, Dataset, Item, Source, load_source
 from .state import StateError, StateFile
@@ -23,6 +24,7 @@ __all__ = [
     "CreationReport",
     "Dataset",
     "Item",
+    "Made",
     "Ran",
     "Record",
     "Selection",
@@ -31,10 +33,14 @@ __all__ = [
     "StateFile",
     "StepCost",
     "StepOutcome",
+    "SuiteRequest",
+    "TasksRequest",
     "candidates",
     "create_suite",
     "create_variants",
     "load_source",
+    "make_suite",
+    "make_tasks",
     "select_cases",
     "side_effects",
 ]

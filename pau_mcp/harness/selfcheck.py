@@ -47,7 +47,7 @@ def seen_from_result(literal: str, result: ToolResult) -> Seen:
         return Seen(literal, status, value, value=value)
     error_type = result.error_type or ""
     message = result.error_message or ""
-    shown = f"raises {error_type}: {message}" if status == "error" else f"{status}: {message}"
+    shown = f"raises {error_type}: {message}" if status == ToolStatus.ERROR else f"{status}: {message}"
     return Seen(literal, status, shown, error_type=error_type)
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit
 
 import anyio
 import httpx2
-from joserfc.errors import JoseError
-from joserfc.jwk import ECKey, JWKRegistry, OKPKey, RSAKey
+
+if TYPE_CHECKING:  # joserfc (with cryptography) is imported when a key set is read: a server without OAuth never does
+    from joserfc.jwk import ECKey, OKPKey, RSAKey
 
 from .fetching import FetchError, fetch_json
 
@@ -32,7 +33,7 @@ MAX_ANSWER_BYTES = 256 * 1024
 #: Keys kept from one key set.
 MAX_KEYS = 64
 
-PublicKey = ECKey | RSAKey | OKPKey
+PublicKey: TypeAlias = "ECKey | RSAKey | OKPKey"
 
 
 class UnknownKey(LookupError):
@@ -193,6 +194,9 @@ def _signing_keys(data: dict[str, Any]) -> dict[str, PublicKey]:
     Raises:
         FetchError: the answer holds no ``keys`` list.
     """
+    from joserfc.errors import JoseError
+    from joserfc.jwk import ECKey, JWKRegistry, OKPKey, RSAKey
+
     listed = data.get("keys")
     if not isinstance(listed, list):
         raise FetchError("the key set has no 'keys' list")

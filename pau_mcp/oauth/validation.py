@@ -23,8 +23,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
-from joserfc import jwt
-from joserfc.errors import JoseError
 
 from .fetching import FetchError, fetch_json
 from .issuer import MAX_ANSWER_BYTES, IssuerKeys, UnknownKey
@@ -137,6 +135,9 @@ class ResourceServer:
             key = await self.keys.key(kid if isinstance(kid, str) else None)
         except UnknownKey as exc:
             raise TokenRefused(str(exc)) from None
+        from joserfc import jwt  # here, not at import: a server without OAuth never needs it (nor its 50 ms)
+        from joserfc.errors import JoseError
+
         try:
             decoded = jwt.decode(token, key, algorithms=[alg])
         except JoseError as exc:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pau_mcp.contract import TASK_KIND
+from pau_mcp.contract import TASK_KIND, EpisodeState, ScoreStatus
 from pau_mcp.protocol import RULES, protocol_of
 from pau_mcp.runstore import EpisodeRow, RunStore, ScoreRow, StoreError
 
@@ -74,7 +74,7 @@ class Score:
             verified); None for other kinds, whose details can be large.
     """
 
-    status: str
+    status: ScoreStatus
     value: float | None = None
     observed: dict[str, int] | None = None
     detail: dict[str, Any] | None = None
@@ -103,7 +103,7 @@ class MethodScores:
     """
 
     method_id: str
-    state: str
+    state: EpisodeState
     scores: dict[str, Score] = field(default_factory=dict)
     concluded: bool | None = None
     queries: int | None = None

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import inspect_ai
 from inspect_ai.event import Event, InfoEvent, ModelEvent, ScoreEvent, ToolEvent
@@ -182,7 +182,8 @@ def _eval_id(name: str, configs: Sequence[tuple[str, str, dict[str, Any]]]) -> s
 def _results(samples: Sequence[EvalSample]) -> list[EvalScore]:
     scores = []
     for kind in KINDS:
-        values = [float(s.scores[kind].value) for s in samples if s.scores and kind in s.scores]  # type: ignore[arg-type]
+        # The samples' scores are the floats _score makes (Inspect AI types a score's value as any JSON value).
+        values = [float(cast(float, s.scores[kind].value)) for s in samples if s.scores and kind in s.scores]
         if not values:
             continue
         mean = math.fsum(values) / len(values)

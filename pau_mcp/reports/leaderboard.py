@@ -25,17 +25,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pau_mcp import __version__
 from pau_mcp.freshness import Freshness
 
 from .conduct import RunConduct, run_conduct
-from .data import RunData
+from .data import ReportError, RunData, load_runs
 from .epochs import DEFAULT_THRESHOLD, method_means, pass_hat
+from .provenance import freshness_verdicts, model_cutoffs, suite_dates, variant_origins
 from .stats import Interval, bootstrap_interval
 
-__all__ = ["SORTS", "Board", "BoardRow", "build_board", "board_json", "board_html", "write_board"]
+if TYPE_CHECKING:
+    from pau_mcp.manifests import ManifestStore
+    from pau_mcp.runstore import RunStore
+
+__all__ = [
+    "SORTS",
+    "Board",
+    "BoardMade",
+    "BoardRow",
+    "build_board",
+    "board_json",
+    "board_html",
+    "make_board",
+    "write_board",
+]
 
 #: The columns a leaderboard may be sorted by, and whether larger is better.
 SORTS: dict[str, bool] = {
@@ -216,6 +231,53 @@ def build_board(
     overlaps = tuple(_overlap(a.interval(sort), b.interval(sort)) for a, b in zip(ordered, ordered[1:], strict=False))
     notes = _notes(ordered, threshold)
     return Board(ordered, sort, overlaps, threshold, resamples, seed, datetime.now(UTC).isoformat(), notes)
+
+
+@dataclass(frozen=True)
+class BoardMade:
+    """What ranking runs came to.
+
+    Attributes:
+        status: ``made`` or ``error`` (a run is not in the store, none has episodes, or the capability table
+            cannot be read: the message says which).
+        message: Why there is no board, on error.
+        board: The board, when made.
+        runs: The runs ranked.
+    """
+
+    status: Literal["made", "error"]
+    message: str = ""
+    board: Board | None = None
+    runs: int = 0
+
+
+def make_board(
+    store: RunStore,
+    names: Sequence[str],
+    *,
+    manifests: ManifestStore,
+    capabilities: Path | None = None,
+    sort: str = "codematch",
+    threshold: float = DEFAULT_THRESHOLD,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> BoardMade:
+    """Rank the runs ``names`` (an ``eval --epochs`` run's name stands for its epochs), each row told where it came
+    from: its suite's date and what its variants were made from (the manifests), its model's cutoff and freshness
+    (the capability table at ``capabilities``; None: the packaged one)."""
+    from pau_mcp.llm import CapabilityTable, LLMNotConfigured
+
+    try:
+        runs = load_runs(store, names)
+        origins, dates = variant_origins(manifests, runs), suite_dates(manifests, runs)
+        table = CapabilityTable.load(capabilities)
+        board = build_board(
+            runs, sort=sort, threshold=threshold, resamples=resamples, seed=seed, variant_origins=origins,
+            suite_dates=dates, cutoffs=model_cutoffs(table, runs), freshness=freshness_verdicts(manifests, table, runs),
+        )  # fmt: skip
+    except (ReportError, ValueError, LLMNotConfigured) as exc:
+        return BoardMade("error", str(exc))
+    return BoardMade("made", board=board, runs=len(runs))
 
 
 def _with(row: BoardRow, created: str | None, cutoff: str | None, variant_of: str | None, gap: Gap | None) -> BoardRow:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from .conduct import conduct_line
 
 if TYPE_CHECKING:
-    from .report import Report
+    from .data import RunData
+    from .report import Report, RunSummary
 
 __all__ = ["notes"]
 
@@ -26,6 +27,16 @@ def notes(report: Report) -> list[str]:
     if not report.runs:
         return []
     notes = [report.unscored_rule]
+    _protocol_notes(report, notes)
+    for run, s in zip(report.runs, report.summaries, strict=True):
+        _run_notes(run, s, notes)
+    _table_notes(report, notes)
+    _analysis_notes(report, notes)
+    return notes
+
+
+def _protocol_notes(report: Report, notes: list[str]) -> None:
+    """Which runs followed the reference protocol, and whether the runs' protocols differ."""
     reference = [s.name for s in report.summaries if s.protocol == "reference"]
     if reference:
         notes.append(
@@ -40,50 +51,55 @@ def notes(report: Report) -> list[str]:
             "These runs followed different protocols (see the protocol column): their numbers were made by different "
             "prompts and rules, so differences between them are not only the models'."
         )
-    for run, s in zip(report.runs, report.summaries, strict=True):
-        if not run.episodes:
-            made = f"a {run.kind} run" if run.kind else "a run"
-            if not run.methods:
-                notes.append(
-                    f"Run {s.name} ({made}) has no episodes and no submissions yet: there is nothing to report."
-                )
-                continue
+
+
+def _run_notes(run: RunData, s: RunSummary, notes: list[str]) -> None:
+    """What a run leaves out or lacks: episodes unfinished, failed or undescribed, scores not made yet."""
+    if not run.episodes:
+        made = f"a {run.kind} run" if run.kind else "a run"
+        if not run.methods:
+            notes.append(f"Run {s.name} ({made}) has no episodes and no submissions yet: there is nothing to report.")
+            return
+        notes.append(
+            f"Run {s.name} ({made}) has no episodes: its {_count(s.planned, 'submission')} "
+            f"{'is' if s.planned == 1 else 'are'} reported, the latest per session and method."
+        )
+        if run.replaced:
             notes.append(
-                f"Run {s.name} ({made}) has no episodes: its {_count(s.planned, 'submission')} "
-                f"{'is' if s.planned == 1 else 'are'} reported, the latest per session and method."
+                f"Run {s.name}: {_count(run.replaced, 'earlier submission')} replaced by a later one in the same "
+                "session left out."
             )
-            if run.replaced:
-                notes.append(
-                    f"Run {s.name}: {_count(run.replaced, 'earlier submission')} replaced by a later one in the same "
-                    "session left out."
-                )
-        elif s.done == 0:
-            notes.append(f"Run {s.name} has no finished episodes: it has no scores yet (n/a).")
-        if s.unfinished:
-            notes.append(
-                f"Run {s.name}: {s.unfinished} of {_episodes(s.planned)} not finished (pending or running) and left out."
-            )
-        if s.failed:
-            notes.append(f"Run {s.name}: {_episodes(s.failed)} failed with an error and left out of the scores.")
-        if (line := conduct_line(s.name, s.conduct)) is not None:
-            notes.append(line)
-        if s.undescribed:
-            notes.append(
-                f"Run {s.name}: {_episodes(s.undescribed)} ended without a description (the agent gave none, or only "
-                "JSON or a tool call where prose belongs): nothing was submitted, so there is nothing to score."
-            )
-        if run.kind == "rl":
-            notes.append(
-                f"Run {s.name} is an RL rollout: its episodes are scored by their returns (the RL returns table), not "
-                "by `pau-mcp score`; `pau-mcp rl rollout` writes their steps and rewards."
-            )
-            continue
-        scored = any(m.scores for m in run.methods if m.done)
-        if any(m.done and m.described for m in run.methods) and not scored:
-            notes.append(
-                f"Run {s.name} has no scores yet: score it with `pau-mcp score {s.name}` and --judge-model and "
-                f"--coder-model, or, with no model, score the code it submitted: `pau-mcp score {s.name} --scores direct`."
-            )
+    elif s.done == 0:
+        notes.append(f"Run {s.name} has no finished episodes: it has no scores yet (n/a).")
+    if s.unfinished:
+        notes.append(
+            f"Run {s.name}: {s.unfinished} of {_episodes(s.planned)} not finished (pending or running) and left out."
+        )
+    if s.failed:
+        notes.append(f"Run {s.name}: {_episodes(s.failed)} failed with an error and left out of the scores.")
+    if (line := conduct_line(s.name, s.conduct)) is not None:
+        notes.append(line)
+    if s.undescribed:
+        notes.append(
+            f"Run {s.name}: {_episodes(s.undescribed)} ended without a description (the agent gave none, or only "
+            "JSON or a tool call where prose belongs): nothing was submitted, so there is nothing to score."
+        )
+    if run.kind == "rl":
+        notes.append(
+            f"Run {s.name} is an RL rollout: its episodes are scored by their returns (the RL returns table), not "
+            "by `pau-mcp score`; `pau-mcp rl rollout` writes their steps and rewards."
+        )
+        return
+    scored = any(m.scores for m in run.methods if m.done)
+    if any(m.done and m.described for m in run.methods) and not scored:
+        notes.append(
+            f"Run {s.name} has no scores yet: score it with `pau-mcp score {s.name}` and --judge-model and "
+            f"--coder-model, or, with no model, score the code it submitted: `pau-mcp score {s.name} --scores direct`."
+        )
+
+
+def _table_notes(report: Report, notes: list[str]) -> None:
+    """How the score tables compare runs: suites, Max, pairs left out, methods counted once per session."""
     if not report.kinds and not report.tasks and not report.knowledge:
         notes.append("No score of any kind is recorded in these runs, so there are no score tables.")
     suites = {s.suite for s in report.summaries}
@@ -105,6 +121,10 @@ def notes(report: Report) -> list[str]:
             "A method submitted in several sessions of one run counts once per session in that run's numbers, "
             "once (its mean) in the pairwise tests and once (its best) in Max."
         )
+
+
+def _analysis_notes(report: Report, notes: list[str]) -> None:
+    """What each of the paper's analyses shown means, and how the tests were drawn."""
     if report.correlations:
         notes.append(
             "Rank correlation: Spearman's rho of two runs' per-method scores over the methods both scored (ties share "
@@ -122,6 +142,7 @@ def notes(report: Report) -> list[str]:
                 "failed (judge below 3 or code match below 0.8, as the protocol counts them), as the paper counts "
                 "it among the functions not solved."
             )
+
     if report.coverage:
         notes.append(
             "Coverage: per episode, the share of the lines (branches) of the hidden function that its hidden tests "
@@ -150,4 +171,3 @@ def notes(report: Report) -> list[str]:
             f"Paired bootstrap: {report.resamples} resamples, each drawing half of the common methods with replacement, seed {report.seed}; "
             "p(A>B) = 1 - share of resamples in which A's mean beats B's."
         )
-    return notes

@@ -9,15 +9,23 @@ their content.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pau_mcp import __version__
 from pau_mcp.llm import CapabilityTable
 from pau_mcp.manifests import ManifestError, ManifestStore
 
-__all__ = ["SuiteIdentity", "model_cutoff", "suite_identity"]
+if TYPE_CHECKING:
+    from pau_mcp.freshness import Freshness
+
+    from .data import RunData
+
+__all__ = [
+    "SuiteIdentity", "freshness_verdicts", "model_cutoff", "model_cutoffs", "suite_dates", "suite_identity",
+    "variant_origins",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -81,3 +89,44 @@ def model_cutoff(capabilities: CapabilityTable, model: str) -> str | None:
 def suites_of(names: Iterable[str]) -> list[str]:
     """The suite names of a run's ``suite`` setting (one, or several comma-separated)."""
     return [name.strip() for value in names for name in value.split(",") if name.strip()]
+
+
+def variant_origins(manifests: ManifestStore, runs: Sequence[RunData]) -> dict[str, str]:
+    """Each variant among the runs' methods -> the method it was made from, read from the installed suites."""
+    known = set(manifests.names())
+    origins: dict[str, str] = {}
+    for name in sorted({m.method_id.split("/", 1)[0] for run in runs for m in run.methods} & known):
+        try:
+            suite = manifests.suite(name)
+        except ManifestError:
+            continue  # a broken suite is reported where it is described; the table just leaves it out
+        origins.update({m.id: m.provenance.variant_of for m in suite.methods.values() if m.provenance.variant_of})
+    return origins
+
+
+def suite_dates(manifests: ManifestStore, runs: Sequence[RunData]) -> dict[str, str | None]:
+    """Each run's suite -> its creation date, where its manifest records one."""
+    return {run.suite: suite_identity(manifests, run.suite).created for run in runs}
+
+
+def model_cutoffs(capabilities: CapabilityTable, runs: Sequence[RunData]) -> dict[str, str | None]:
+    """Each run's model -> its training-data cutoff, where the capability table records one."""
+    return {run.setting("model"): model_cutoff(capabilities, run.setting("model")) for run in runs}
+
+
+def freshness_verdicts(
+    manifests: ManifestStore, capabilities: CapabilityTable, runs: Sequence[RunData]
+) -> dict[tuple[str, str], Freshness]:
+    """Each (model, suite)'s freshness: the suite made after the model's release or cutoff (``pau_mcp.freshness``)."""
+    from pau_mcp.freshness import assess_freshness
+
+    verdicts: dict[tuple[str, str], Freshness] = {}
+    for run in runs:
+        model = run.setting("model")
+        try:
+            info = manifests.suite(run.suite).info
+        except ManifestError:
+            continue
+        if model:
+            verdicts[(model, run.suite)] = assess_freshness(info, model, capabilities.dates(model))
+    return verdicts

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 
 from wasm_runtime import SandboxInterface
 
+from ..contract import ScoreStatus
 from ..llm import Completion, LLMClient, LLMError, Usage
 from ..manifests import Method
 from ..prompts import load_prompts
@@ -37,6 +38,7 @@ __all__ = [
     "Gold",
     "LLMCritic",
     "Rating",
+    "RatingStatus",
     "ScriptedCritic",
     "parse_critic_rating",
 ]
@@ -88,6 +90,10 @@ class CriticView:
     observed: tuple[tuple[str, str], ...] = ()
 
 
+#: How a rating ended: a score's statuses, or ``empty`` (nothing to rate).
+RatingStatus = ScoreStatus | Literal["empty"]
+
+
 @dataclass(frozen=True)
 class Rating:
     """One rating by the critic.
@@ -105,7 +111,7 @@ class Rating:
         cached: True when the reply came from the response cache.
     """
 
-    status: str
+    status: RatingStatus
     score: int | None = None
     share: float | None = None
     reason: str | None = None

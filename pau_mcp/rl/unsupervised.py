@@ -24,7 +24,7 @@ from wasm_runtime import SandboxInterface
 from ..llm import LLMClient, LLMError
 from ..manifests import Method
 from ..scoring.codematch import write_code
-from .critic import CriticView, LLMCritic, Rating
+from .critic import CriticView, LLMCritic, Rating, RatingStatus
 
 __all__ = ["UnsupervisedCritic"]
 
@@ -87,6 +87,8 @@ class UnsupervisedCritic:
             if exc.fatal:
                 raise
             return Rating(status="error", reason=str(exc))
+        status: RatingStatus
+        share: float | None
         if written.status != "scored" or written.fraction is None:
             status, share = "error", None
         elif written.code is None:  # the reply held no code: nothing to score, as the reference's None

@@ -35,6 +35,7 @@ from typing import Protocol as _Protocol
 
 from wasm_runtime import Limits, Outcome, SandboxInterface, Status, decode, outcomes_match, parse_python
 
+from ..contract import ScoreStatus
 from ..llm import LLMClient, LLMError, Usage
 from ..manifests import Case, Method, call_text
 from ..prompts import load_prompts
@@ -414,7 +415,7 @@ class CodeMatch:
         observed: The code on the agent's observed inputs, when examples were given.
     """
 
-    status: str
+    status: ScoreStatus
     fraction: float | None = None
     matches: tuple[bool, ...] = ()
     reason: str | None = None

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contract import ScoreStatus
 from ..llm import Completion, LLMClient, LLMError, Usage
 from ..prompts import PromptSet, load_prompts
 from ..protocol import Protocol, cut_at_stop
@@ -105,7 +106,7 @@ class JudgeResult:
         cached: True when the reply came from the response cache.
     """
 
-    status: str
+    status: ScoreStatus
     rating: int | None = None
     reason: str | None = None
     reply: str = ""

@@ -23,6 +23,7 @@ from typing import Any
 
 from wasm_runtime import InvalidInput, Limits, Outcome, Status, decode, outcomes_match, parse_arguments, values_equal
 
+from ..contract import ScoreStatus
 from ..manifests import Method, Task, placeholders, substitute
 
 __all__ = ["MAX_CALLS", "TaskCall", "TaskCheck", "check_answer", "read_answer"]
@@ -62,7 +63,7 @@ class TaskCheck:
         calls: The calls as re-executed: tool, method id (None for an unknown tool), arguments as run, status.
     """
 
-    status: str
+    status: ScoreStatus
     value: float
     hops: int
     answer_matched: bool

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable
 from typing import Any
 
 from wasm_runtime import SandboxInterface
 
 from ..config import Settings
-from ..manifests import ManifestStore
-from ..protocol import DEFAULT_PROTOCOL, RULES
-from ..runstore import RunStore
-from ..sandboxing import SandboxMaker, make_sandbox, shared_sandbox
+from ..protocol import RULES
+from ..sandboxing import make_sandbox
 from .app import PAGE_SIZE, build_server, verify_bearer
 from .catalog import Catalog, Exposed, ToolDocs
 from .examples import EXAMPLE_SOURCES, ServedExamples, cache_path, deployment_examples
@@ -61,7 +57,6 @@ __all__ = [
     "bind_http",
     "check_exposure",
     "build_server",
-    "create_service",
     "exploration_settings",
     "http_server",
     "message_limit",
@@ -117,46 +112,3 @@ def exploration_settings(settings: Settings) -> Settings:
     if rules.exploration_output_kb is not None and "max_output_kb" not in given:
         update["max_output_kb"] = rules.exploration_output_kb
     return settings.model_copy(update=update) if update else settings
-
-
-def create_service(
-    settings: Settings, suites: Iterable[str], methods: Iterable[str], run: str | None, transport: str,
-    feedback: Feedback | None = None, progress: Any = None, processes: bool = False,
-    sandboxes: SandboxMaker = make_sandbox, docs: ToolDocs | None = None, allow_empty: bool = False,
-) -> tuple[MethodService, Sessions]:  # fmt: skip
-    """A method service and its session registry from settings (shared by ``serve`` and ``call``).
-
-    ``processes`` runs calls in sandbox worker processes (a server under load); ``call`` runs one in-process.
-    ``sandboxes`` builds the sandbox from the settings (``make_sandbox``, unless a caller has an equivalent one).
-    The initial examples are those of ``settings.examples`` (``serve_examples``), drawn in that sandbox.
-    ``docs`` is documentation to serve in place of the initial examples (``serve --docs``), built by the caller.
-    ``allow_empty`` serves no method when ``suites`` is empty (a server of fixture suites only).
-
-    Raises:
-        ManifestError: an unknown suite or method.
-        SettingsError: the deployment key cannot be read or created.
-    """
-    catalog = Catalog(
-        ManifestStore(settings.manifests), suites, methods, key=settings.deployment_key(), docs=docs,
-        allow_empty=allow_empty,
-    )  # fmt: skip
-    store = RunStore(settings.db_path)
-    run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
-    config: dict[str, Any] = {"suites": list(suites), "budget": settings.budget, "examples": settings.examples}
-    if settings.protocol != DEFAULT_PROTOCOL:
-        config["protocol"] = settings.protocol
-    if docs is not None:
-        config["docs"] = docs.source
-    run_id = store.ensure_run(run_name, kind="serve", config=config)
-    rules = RULES[settings.protocol]
-    # Calls of every credential share the workers fairly (``FairShare``): the sandbox gets the reserved ones too.
-    box_settings, shares = shared_sandbox(exploration_settings(settings))
-    sandbox = sandboxes(box_settings if processes else exploration_settings(settings), progress=progress,
-                        processes=processes)  # fmt: skip
-    catalog = serve_examples(catalog, settings, sandbox, progress=progress)
-    service = MethodService(
-        catalog, sandbox, store, settings.budget, feedback, feedback_limit=settings.feedback_limit,
-        max_argument_bytes=settings.max_argument_kb * 1024, run_wrong_arity=rules.runs_wrong_arity,
-        max_submissions=settings.max_submissions, shares=shares,
-    )  # fmt: skip
-    return service, Sessions(store, run_id, transport)

@@ -16,7 +16,6 @@ import json
 import logging
 from typing import Any
 
-import jsonschema
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -27,6 +26,7 @@ from .capabilities import TASKS_EXTENSION, declares, declares_tasks, missing_cap
 from .effects import InputNeeded, LogLevels, RequestEffects, carried_answers, input_required
 from .fixtures import FixturePrompt, FixtureSuite, FixtureTool, Scope, Step, perform, render
 from .listen import Bus
+from .loopstore import LoopStore
 from .tasks import TaskBoard, TaskEffects
 
 __all__ = ["FixtureService"]
@@ -55,12 +55,11 @@ class FixtureService:
     ) -> None:
         self.suite = suite
         self.store = store
+        self._stored = LoopStore(store)
         self.bus = bus
         self.levels = levels
         self.tasks = tasks
-        self._validators = {
-            tool.name: jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema) for tool in suite.tools
-        }
+        self._validators = {tool.name: _validator(tool.input_schema) for tool in suite.tools}
 
     # -- listings ---------------------------------------------------------------------------------------------------
 
@@ -144,7 +143,7 @@ class FixtureService:
         problem = next(iter(self._validators[tool.name].iter_errors(arguments)), None)
         if problem is not None:
             text = f"Invalid arguments for {tool.name}: {_short(problem.message)}; see its inputSchema."
-            self._record(owner, tool.name, arguments, "invalid_input", text)
+            await self._record(owner, tool.name, arguments, "invalid_input", text)
             refusal = types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
             return refusal.model_dump(by_alias=True, mode="json", exclude_none=True)
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
@@ -173,17 +172,17 @@ class FixtureService:
                 created = await self.tasks.start(
                     owner, tool.name, functools.partial(self._finish_as_task, tool, scope), declared.__getitem__
                 )
-                self._record(owner, tool.name, arguments, "task", f"task {created['taskId']}")
+                await self._record(owner, tool.name, arguments, "task", f"task {created['taskId']}")
                 return created
             await perform(tool.after_task(), scope, effects)
         except InputNeeded as needed:
-            self._record(owner, tool.name, arguments, "input_required", ", ".join(needed.questions))
+            await self._record(owner, tool.name, arguments, "input_required", ", ".join(needed.questions))
             return input_required(needed.questions, scope.answers, owner)
         except MCPError as exc:
-            self._record(owner, tool.name, arguments, "error", exc.error.message)
+            await self._record(owner, tool.name, arguments, "error", exc.error.message)
             raise
         result = self._result(tool, scope)
-        self._record(owner, tool.name, arguments, "error" if result.get("isError") else "ok", _text(result))
+        await self._record(owner, tool.name, arguments, "error" if result.get("isError") else "ok", _text(result))
         return result
 
     async def _finish_as_task(self, tool: FixtureTool, scope: Scope, effects: TaskEffects) -> dict[str, Any]:
@@ -220,8 +219,11 @@ class FixtureService:
             by_alias=True, mode="json", exclude_none=True
         )
 
-    def _record(self, owner: int, tool: str, arguments: dict[str, Any], status: str, outcome: str) -> None:
-        """Record a fixture call (not counted: no budget is spent); a store that refuses is logged, not fatal."""
+    async def _record(self, owner: int, tool: str, arguments: dict[str, Any], status: str, outcome: str) -> None:
+        """Record a fixture call (not counted: no budget is spent); a store that refuses is logged, not fatal.
+
+        Off the event loop when the store is busy (``LoopStore``): written on the loop, a record waited there for
+        another writer's lock, and every agent's requests with it."""
         try:
             shown = json.dumps(arguments, sort_keys=True, default=str)
         except ValueError:
@@ -231,9 +233,15 @@ class FixtureService:
             status=status, value=_short(outcome, _KEPT_CHARS),
         )  # fmt: skip
         try:
-            self.store.record_call(owner, record)
+            await self._stored.run(self.store.record_call, owner, record)
         except StoreError as exc:
             log.error("a call of the fixture %s could not be recorded: %s", tool, exc)
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    import jsonschema  # only a fixture suite's tools need it here: not imported at every start (30 ms)
+
+    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def _asked(steps: tuple[Step, ...]) -> set[str]:

@@ -16,10 +16,9 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import jsonschema
 from pydantic import ValidationError
 
 from wasm_runtime import EngineUnavailable, InvalidInput, Outcome, SandboxInterface, Status, parse_arguments
@@ -27,6 +26,7 @@ from wasm_runtime import EngineUnavailable, InvalidInput, Outcome, SandboxInterf
 from ..contract import Feedback as ShownFeedback
 from ..contract import SubmitResult, SubmitStatus, ToolResult, ToolStatus, queries_left
 from ..fairness import FairShare
+from ..limits import ServiceLimits
 from ..manifests import call_text
 from ..rules import arity_problem
 from ..runstore import CallRecord, RunStore, StoreBusy, StoreError
@@ -36,6 +36,9 @@ from .catalog import Catalog, Exposed
 from .loopstore import LoopStore
 from .schemas import describe, example_json
 from .sessions import DEFAULT_LABEL, SessionState, StoreBudget
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["Feedback", "MethodService", "Reply", "refused"]
 
@@ -99,31 +102,30 @@ class MethodService:
         catalog: The methods served.
         sandbox: Where calls run.
         store: Where calls and submissions are recorded.
-        budget: Counted calls allowed per method per session; 0 for no limit.
+        limits: What one credential may take: calls per method (``budget``, 0 for no limit), submits answered with
+            feedback, the largest arguments of one call, submissions per method (``ServiceLimits.from_settings``).
         feedback: Scores a submission for the agent (``--feedback score``); None records only.
-        feedback_limit: Submits answered with feedback per method per budget identity.
-        max_argument_bytes: Largest arguments of one call, in bytes of JSON (``--max-argument-kb``).
         run_wrong_arity: Run a call with another number of arguments than the header has (it counts, and
             Python's ``TypeError`` is its result), as the reference protocol does, instead of refusing it.
-        max_submissions: Submissions recorded per method per credential (``--max-submissions``); 0 for no limit.
         shares: Hands out the sandbox's workers fairly across credentials (``pau_mcp.fairness``); None runs calls
             in the order they come.
     """
 
     def __init__(
-        self, catalog: Catalog, sandbox: SandboxInterface, store: RunStore, budget: int, feedback: Feedback | None = None,
-        feedback_limit: int = 3, max_argument_bytes: int = 64 * 1024, run_wrong_arity: bool = False,
-        max_submissions: int = 0, shares: FairShare | None = None,
+        self, catalog: Catalog, sandbox: SandboxInterface, store: RunStore, limits: ServiceLimits,
+        feedback: Feedback | None = None, run_wrong_arity: bool = False, shares: FairShare | None = None,
     ) -> None:  # fmt: skip
         self.catalog = catalog
         self.sandbox = sandbox
         self.store = store
-        self.budget = budget
+        self.limits = limits
+        # The names the calls and submissions read, and the MCP layer (``service.budget`` in tool descriptions).
+        self.budget = limits.budget
         self.feedback = feedback
-        self.feedback_limit = feedback_limit
-        self.max_argument_bytes = max_argument_bytes
+        self.feedback_limit = limits.feedback_limit
+        self.max_argument_bytes = limits.max_argument_bytes
         self.run_wrong_arity = run_wrong_arity
-        self.max_submissions = max_submissions
+        self.max_submissions = limits.max_submissions
         self.shares = shares
         # Every store operation goes through it: nothing waits for the store's lock on the event loop.
         self.stored = LoopStore(store)
@@ -187,6 +189,8 @@ class MethodService:
         key = json.dumps(schema, sort_keys=True)
         validator = self._validators.get(key)
         if validator is None:
+            import jsonschema  # on the first call that needs it, not at every start (30 ms of a stdio handshake)
+
             validator = self._validators[key] = jsonschema.Draft202012Validator(schema)
         return validator
 
@@ -297,7 +301,7 @@ class MethodService:
             await self._refund(budget)
             return _unrecorded(problem)
         structured = ToolResult(
-            status=outcome.status.value, value=outcome.value, value_type=outcome.value_type,
+            status=ToolStatus(outcome.status.value), value=outcome.value, value_type=outcome.value_type,
             error_type=outcome.error_type, error_message=outcome.error_message, printed=outcome.stdout,
             queries_used=used, queries_left=self.left(used), budget_scope=state.scope,
         ).model_dump()  # fmt: skip
@@ -315,7 +319,7 @@ class MethodService:
         return self.shares.turn(state.store_id) if self.shares is not None else contextlib.nullcontext()
 
     async def _refusal(
-        self, state: SessionState, exposed: Exposed, status: str, message: str, text: str | None = None,
+        self, state: SessionState, exposed: Exposed, status: ToolStatus, message: str, text: str | None = None,
         is_error: bool = True, used: int | None = None,
     ) -> Reply:  # fmt: skip
         """A call that did not run: its status and the budget as it stands (``used``, when the caller knows it),
@@ -332,7 +336,7 @@ class MethodService:
         return Reply(text=text or message, structured=structured, is_error=is_error)
 
     async def _refuse(
-        self, state: SessionState, exposed: Exposed, arguments: str, size: int, status: str, message: str,
+        self, state: SessionState, exposed: Exposed, arguments: str, size: int, status: ToolStatus, message: str,
         is_error: bool = True, used: int | None = None,
     ) -> Reply:  # fmt: skip
         """A refused call: recorded with a bounded prefix of its arguments, answered with one line and its status."""

@@ -45,6 +45,7 @@ from ..runstore import TERMINAL_STATUSES, RunStore, TaskRow
 from .capabilities import ASKS, TASKS_EXTENSION, declares_tasks, missing_capability
 from .effects import announce
 from .listen import Bus, TaskStatusChanged
+from .loopstore import LoopStore
 
 __all__ = ["TASK_METHODS", "TaskBoard", "TaskEffects", "Work"]
 
@@ -127,6 +128,7 @@ class TaskBoard:
         self.store = store
         self.bus = bus
         self.after_s = after_s
+        self._stored = LoopStore(store)
         self._groups: list[anyio.abc.TaskGroup] = []
         self._local: dict[str, _Local] = {}
 
@@ -148,10 +150,10 @@ class TaskBoard:
         return self._groups[-1]
 
     async def _store(self, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        call = functools.partial(function, *args, **kwargs)
-        if self.store.dialect == "postgres":  # a commit waits on the network: not on the event loop
-            return await anyio.to_thread.run_sync(call)
-        return call()
+        # Never on the loop when it could wait: a task's watcher reads the store every half second, and a read on the
+        # loop waited for the store's in-process lock while another agent's reservation held it waiting for
+        # another writer's lock (issue 32), stalling every request of every agent for as long.
+        return await self._stored.run(function, *args, **kwargs)
 
     # -- making tasks ---------------------------------------------------------------------------------------------
 

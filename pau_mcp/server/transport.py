@@ -18,6 +18,7 @@ import uvicorn
 from mcp.server import Server
 
 from ..guard import guarded_protocol, keep_alive_s
+from ..limits import HTTPLimits
 from ..listening import is_loopback, listen, serve_app, shown_host, uvicorn_server
 from .app import initialization_options, session_owner, verify_bearer
 from .http import BUSY_BODY, http_app
@@ -46,19 +47,6 @@ log = logging.getLogger("pau_mcp.server")
 
 class TransportError(RuntimeError):
     """The server cannot start as asked; the message says how to fix the command."""
-
-
-@dataclass(frozen=True)
-class HTTPLimits:
-    """What one HTTP client may take of the server (see ``http`` for how each is enforced)."""
-
-    message_bytes: int = 1 << 20
-    max_sessions: int = 500
-    sessions_per_credential: int = 8
-    session_idle_s: float = 1800.0
-    max_connections: int = 1000
-    read_timeout_s: float = 10.0
-    allowed_hosts: tuple[str, ...] = ()
 
 
 async def run_stdio(server: Server[Any], max_message_bytes: int = 1 << 20) -> None:

@@ -13,6 +13,8 @@ import sys
 
 import mcp_types as types
 
+from ..limits import message_limit
+
 __all__ = ["message_limit", "oversized", "refusal"]
 
 #: Where the id of a message too large (or too broken) to parse is looked for.
@@ -22,11 +24,6 @@ _SHAPE = (
     'a JSON-RPC 2.0 request is one object with "jsonrpc": "2.0", an "id" (a string or an integer), a "method" (a '
     'string) and optional "params" (an object)'
 )
-
-
-def message_limit(max_argument_bytes: int) -> int:
-    """The largest message a transport reads: room for the largest arguments, escaped, and a submission."""
-    return max(1 << 20, 2 * max_argument_bytes + (64 << 10))
 
 
 def _size(size: int) -> str:

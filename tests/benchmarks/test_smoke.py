@@ -33,7 +33,7 @@ def _cases() -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.parametrize(("script", "mode"), _cases(), ids=[" ".join([n, *m]) for n, m in _cases()])
-def test_every_benchmark_script_runs_to_its_end_in_smoke_mode(script, mode, tmp_path):
+def test_every_benchmark_script_runs_to_its_end_in_smoke_mode(script, mode, tmp_path: Path) -> None:
     needed = NEEDS.get(script) or (NEEDS["engine_agreement.py"] if "--lean" in mode else None)
     if needed is not None and importlib.util.find_spec(needed[0]) is None:
         if os.environ.get("CI"):
@@ -49,6 +49,6 @@ def test_every_benchmark_script_runs_to_its_end_in_smoke_mode(script, mode, tmp_
     assert len(ran.stdout.strip().splitlines()) >= 2, f"{script} printed no figures:\n{ran.stdout[-2000:]}"
 
 
-def test_every_script_accepts_the_smoke_flag():
+def test_every_script_accepts_the_smoke_flag() -> None:
     missing = [name for name in SCRIPTS if "--smoke" not in (ROOT / "benchmarks" / name).read_text()]
     assert not missing, f"benchmark scripts without --smoke: {missing}"

@@ -13,7 +13,7 @@ from interop_support import KEY  # noqa: E402
 
 
 @pytest.fixture
-def data_dir(tmp_path, monkeypatch) -> Path:
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A data directory for the servers of one test; commands in the test process use the same tool key."""
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", KEY)
     path = tmp_path / "data"

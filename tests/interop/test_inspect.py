@@ -19,6 +19,7 @@ from pau_mcp.config import Settings
 from pau_mcp.manifests import ManifestStore, call_text
 from pau_mcp.server import Catalog, serve_examples
 from pau_mcp.server.examples import deployment_examples
+from wasm_runtime import Sandbox
 
 pytestmark = pytest.mark.interop
 
@@ -37,7 +38,7 @@ MOVES = [
 
 
 @pytest.fixture
-def inspect_env(data_dir, monkeypatch) -> dict[str, str]:
+def inspect_env(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """No scorer model unless a test sets one; the servers' run store in the test's data directory."""
     for name in ("PAU_JUDGE_MODEL", "PAU_CODER_MODEL"):
         monkeypatch.delenv(name, raising=False)
@@ -61,7 +62,9 @@ def _check_trajectory(texts: list[str]) -> None:
     assert "Recorded your description" in texts[3]
 
 
-def test_inspect_eval_runs_the_task_from_the_command_line_and_logs_the_trajectory(tmp_path, inspect_env, data_dir):
+def test_inspect_eval_runs_the_task_from_the_command_line_and_logs_the_trajectory(
+    tmp_path: Path, inspect_env: dict[str, str], data_dir: Path
+) -> None:
     need("inspect_ai", "inspect")
     from inspect_ai.log import list_eval_logs, read_eval_log
 
@@ -97,7 +100,9 @@ def test_inspect_eval_runs_the_task_from_the_command_line_and_logs_the_trajector
     assert [client.split("; ")[-1] for client in clients(data_dir)] == ["MCP 2026-07-28"]  # the default era
 
 
-def test_the_mock_model_explores_through_mcp_tools_offline_in_the_handshake_era(tmp_path, inspect_env, data_dir):
+def test_the_mock_model_explores_through_mcp_tools_offline_in_the_handshake_era(
+    tmp_path: Path, inspect_env: dict[str, str], data_dir: Path
+) -> None:
     """Inspect's own offline model (outputs given with their token counts: counting them would fetch a tokenizer),
     with the task's MCP client in the handshake era (``mcp_era="legacy"``)."""
     need("inspect_ai", "inspect")
@@ -129,8 +134,8 @@ def test_the_mock_model_explores_through_mcp_tools_offline_in_the_handshake_era(
 
 @pytest.mark.parametrize("credential", ["main-token", "session-token"])
 def test_inspects_own_mcp_client_over_http_runs_into_the_budget_and_submits(
-    tmp_path, inspect_env, data_dir, credential
-):
+    tmp_path: Path, inspect_env: dict[str, str], data_dir: Path, credential
+) -> None:
     """Inspect's own MCP client (``mcp_server_http``, the handshake era) as an agent's tool source against a running
     server: with the main token and a label header, and with a session token."""
     need("inspect_ai", "inspect")
@@ -172,8 +177,8 @@ def test_inspects_own_mcp_client_over_http_runs_into_the_budget_and_submits(
 
 
 def test_with_deployment_examples_the_samples_and_the_scorer_quote_the_examples_the_servers_serve(
-    inspect_env, monkeypatch, sandbox
-):
+    inspect_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, sandbox: Sandbox
+) -> None:
     need("inspect_ai", "inspect")
     from inspect_ai.solver import TaskState
 

@@ -51,7 +51,9 @@ def _stdio(data_dir: Path, *serve: str) -> list[str]:
     return [*passed, sys.executable, "-m", "pau_mcp", "serve", "--methods", "builtin/b001", *serve]
 
 
-def test_the_inspector_lists_portable_schemas_and_sends_typed_arguments_over_stdio(data_dir, tmp_path):
+def test_the_inspector_lists_portable_schemas_and_sends_typed_arguments_over_stdio(
+    data_dir: Path, tmp_path: Path
+) -> None:
     listed = _inspector(tmp_path, *_stdio(data_dir), "--method", "tools/list")
     assert listed.returncode == 0, listed.stderr
     assert "portability" not in listed.stderr.lower(), listed.stderr
@@ -69,7 +71,9 @@ def test_the_inspector_lists_portable_schemas_and_sends_typed_arguments_over_std
 
 
 @pytest.mark.parametrize("credential", ["session-token", "main-token"])
-def test_the_inspector_over_http_calls_runs_into_the_budget_and_submits(data_dir, tmp_path, credential):
+def test_the_inspector_over_http_calls_runs_into_the_budget_and_submits(
+    data_dir: Path, tmp_path: Path, credential
+) -> None:
     if credential == "session-token":
         label, bearer = "inspector", issue_token(data_dir, "inspector", "--run", "interop")
         header = ["--transport", "http", "--header", f"Authorization: Bearer {bearer}"]
@@ -101,7 +105,7 @@ def test_the_inspector_over_http_calls_runs_into_the_budget_and_submits(data_dir
     ]  # the Inspector 2.12 speaks the handshake
 
 
-def test_the_docs_mark_the_inspector_recipes_that_need_inspector_2_and_say_how_to_run_them_on_node_20():
+def test_the_docs_mark_the_inspector_recipes_that_need_inspector_2_and_say_how_to_run_them_on_node_20() -> None:
     """On Node 20 npx picks Inspector 0.15.0, which has no --strict and no --header: a user must be told which
     recipes need 2.x, and how to get it there."""
     text = (ROOT / "docs" / "clients.md").read_text(encoding="utf-8")

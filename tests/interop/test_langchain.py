@@ -50,7 +50,7 @@ def _stdio(data_dir: Path) -> dict:
     }  # fmt: skip
 
 
-def test_langchain_default_tools_over_http_with_a_session_token_share_one_budget(data_dir):
+def test_langchain_default_tools_over_http_with_a_session_token_share_one_budget(data_dir: Path) -> None:
     token = issue_token(data_dir, "langchain-agent", "--run", "interop")
     with http_server(data_dir, "--token", "main-token-0123456789", "--budget", "3") as url:
         connection = {"transport": "streamable_http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
@@ -69,7 +69,7 @@ def test_langchain_default_tools_over_http_with_a_session_token_share_one_budget
     assert {c.split("; ")[-1] for c in clients(data_dir)} == {"MCP 2025-11-25"}
 
 
-def test_langchain_default_tools_over_http_with_the_main_token_and_a_label_share_one_budget(data_dir):
+def test_langchain_default_tools_over_http_with_the_main_token_and_a_label_share_one_budget(data_dir: Path) -> None:
     main = "main-token-0123456789"
     with http_server(data_dir, "--token", main, "--budget", "3") as url:
         connection = {
@@ -84,7 +84,7 @@ def test_langchain_default_tools_over_http_with_the_main_token_and_a_label_share
     assert counted_calls(data_dir) == [("langchain-main", 3, 4)]
 
 
-def test_langchain_with_one_session_over_stdio_keeps_one_budget(data_dir):
+def test_langchain_with_one_session_over_stdio_keeps_one_budget(data_dir: Path) -> None:
     seen = _langchain({"connection": _stdio(data_dir), "tool": TOOL, "calls": CALLS, "mode": "session"})
     assert [r["structured"]["status"] for r in seen["results"]] == ["ok", "ok", "ok", "over_budget"]
     assert "new server" in seen["results"][0]["text"] and "new server" not in seen["results"][1]["text"]
@@ -92,7 +92,7 @@ def test_langchain_with_one_session_over_stdio_keeps_one_budget(data_dir):
     assert [(counted, total) for _, counted, total in counted_calls(data_dir)] == [(3, 4)]
 
 
-def test_langchain_default_tools_over_stdio_see_a_new_server_in_every_result(data_dir):
+def test_langchain_default_tools_over_stdio_see_a_new_server_in_every_result(data_dir: Path) -> None:
     """The set-up to avoid, made visible: each call starts a server whose first reply says its count starts again."""
     seen = _langchain({"connection": _stdio(data_dir), "tool": TOOL, "calls": CALLS[:2], "mode": "default"})
     for result in seen["results"]:

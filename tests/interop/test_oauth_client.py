@@ -91,7 +91,9 @@ async def _sign_in_and_explore(url: str, mode: str) -> tuple[list[dict], _Storag
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_the_official_oauth_client_signs_in_through_the_authorization_server_and_calls_a_tool(data_dir, tmp_path, mode):
+def test_the_official_oauth_client_signs_in_through_the_authorization_server_and_calls_a_tool(
+    data_dir: Path, tmp_path: Path, mode
+) -> None:
     port = _free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     with authorization_server(tmp_path, {url: {"scope": ALL_SCOPES}}, clients=[]) as issuer:

@@ -74,7 +74,7 @@ async def _explore(target: object, mode: str, headers: dict[str, str] | None = N
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize("where", ["stdio", "http-main-token", "http-session-token"])
-def test_the_official_client_connects_lists_calls_meets_its_budget_and_submits(data_dir, mode, where):
+def test_the_official_client_connects_lists_calls_meets_its_budget_and_submits(data_dir: Path, mode, where) -> None:
     if where == "stdio":
         seen = anyio.run(_explore, _claude_desktop_launch(data_dir), mode)
         label = None

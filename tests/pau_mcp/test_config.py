@@ -13,7 +13,7 @@ from pau_mcp.sandboxing import sandbox_limits
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_pau_variable_in_the_code_is_a_setting_with_a_flag():
+def test_every_pau_variable_in_the_code_is_a_setting_with_a_flag() -> None:
     used = set()
     for path in (ROOT / "pau_mcp").rglob("*.py"):
         used |= set(re.findall(r"\b(PAU_[A-Z0-9_]+)\b", path.read_text()))
@@ -25,7 +25,7 @@ def test_every_pau_variable_in_the_code_is_a_setting_with_a_flag():
     assert len(set(declared.values())) == len(declared)
 
 
-def test_every_pau_variable_the_docs_and_packaged_files_name_is_one_the_settings_read():
+def test_every_pau_variable_the_docs_and_packaged_files_name_is_one_the_settings_read() -> None:
     """A user copies a variable from the docs or a packaged file's note: it must be one the code reads (the
     tests' own PAU_TEST_* variables aside, which tests/ reads)."""
     declared = {spec.env for spec in SETTINGS.values()}
@@ -37,7 +37,7 @@ def test_every_pau_variable_the_docs_and_packaged_files_name_is_one_the_settings
     assert {name: where for name, where in named.items() if name not in declared} == {}
 
 
-def test_variables_fill_in_settings(monkeypatch):
+def test_variables_fill_in_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PAU_MCP_TIMEOUT", "0.5")
     monkeypatch.setenv("PAU_MCP_MEMORY_MB", "128")
     settings = Settings.from_env()
@@ -45,18 +45,18 @@ def test_variables_fill_in_settings(monkeypatch):
     assert sandbox_limits(settings).memory_bytes == 128 * 1024 * 1024
 
 
-def test_a_bad_value_names_its_flag_and_variable():
+def test_a_bad_value_names_its_flag_and_variable() -> None:
     with pytest.raises(SettingsError) as info:
         Settings.from_options(timeout_s=-1)
     assert "--timeout" in str(info.value) and "PAU_MCP_TIMEOUT" in str(info.value)
 
 
-def test_the_data_directory_moves_with_one_variable(monkeypatch, tmp_path):
+def test_the_data_directory_moves_with_one_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PAU_MCP_DATA_DIR", str(tmp_path))
     assert Settings.from_env().data_dir == tmp_path
 
 
-def test_settings_hold_values_only_and_import_nothing_above_them():
+def test_settings_hold_values_only_and_import_nothing_above_them() -> None:
     import ast
 
     tree = ast.parse((ROOT / "pau_mcp" / "config.py").read_text())
@@ -68,13 +68,15 @@ def test_settings_hold_values_only_and_import_nothing_above_them():
         assert not hasattr(Settings, builder)
 
 
-def test_the_scorer_names_settings_without_the_command_line_table():
+def test_the_scorer_names_settings_without_the_command_line_table() -> None:
     source = (ROOT / "pau_mcp" / "scoring" / "service.py").read_text()
     assert "SETTINGS" not in source
     assert Settings.named("judge_model") == "--judge-model or PAU_JUDGE_MODEL"
 
 
-def test_the_run_store_is_a_file_path_or_a_postgresql_url_kept_as_written(monkeypatch, tmp_path):
+def test_the_run_store_is_a_file_path_or_a_postgresql_url_kept_as_written(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     url = "postgresql://pau@db.example:5433/runs?sslmode=require"
     assert Settings.from_options(db=url).db_path == url  # as a path, its "//" would fold into "/"
     monkeypatch.setenv("PAU_MCP_DB", "postgres://db.example/runs")
@@ -83,7 +85,7 @@ def test_the_run_store_is_a_file_path_or_a_postgresql_url_kept_as_written(monkey
     assert Settings.from_options(data_dir=tmp_path).db_path == tmp_path / "runs.db"
 
 
-def test_a_run_store_url_of_another_database_is_refused_with_the_forms_it_takes():
+def test_a_run_store_url_of_another_database_is_refused_with_the_forms_it_takes() -> None:
     with pytest.raises(SettingsError) as info:
         Settings.from_options(db="mysql://root@localhost/runs")
     assert "--db / PAU_MCP_DB" in str(info.value) and "postgresql://" in str(info.value)

@@ -36,7 +36,7 @@ def _declared() -> set[str]:
     return {re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
 
 
-def test_every_third_party_import_is_a_declared_dependency():
+def test_every_third_party_import_is_a_declared_dependency() -> None:
     distributions = importlib.metadata.packages_distributions()
     undeclared = {}
     for module in sorted(_imported()):
@@ -46,7 +46,7 @@ def test_every_third_party_import_is_a_declared_dependency():
     assert undeclared == {}
 
 
-def test_the_mcp_sdk_is_a_range_within_its_major_version_not_a_pin():
+def test_the_mcp_sdk_is_a_range_within_its_major_version_not_a_pin() -> None:
     mcp = [
         r
         for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]

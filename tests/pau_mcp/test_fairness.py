@@ -16,7 +16,7 @@ async def _hold(share: FairShare, party: str, started: list[str], release: anyio
         await release.wait()
 
 
-def test_a_party_holding_no_turn_starts_at_once_while_a_hog_holds_every_shared_one():
+def test_a_party_holding_no_turn_starts_at_once_while_a_hog_holds_every_shared_one() -> None:
     async def main() -> None:
         share = FairShare(slots=4, reserved=2)
         started: list[str] = []
@@ -35,7 +35,7 @@ def test_a_party_holding_no_turn_starts_at_once_while_a_hog_holds_every_shared_o
     anyio.run(main)
 
 
-def test_a_freed_turn_goes_to_the_waiting_party_holding_fewest_whatever_order_requests_came_in():
+def test_a_freed_turn_goes_to_the_waiting_party_holding_fewest_whatever_order_requests_came_in() -> None:
     async def main() -> None:
         share = FairShare(slots=2, reserved=0)
         order: list[str] = []
@@ -69,7 +69,7 @@ def test_a_freed_turn_goes_to_the_waiting_party_holding_fewest_whatever_order_re
     anyio.run(main)
 
 
-def test_no_party_holds_more_than_its_share_while_another_waits():
+def test_no_party_holds_more_than_its_share_while_another_waits() -> None:
     async def main() -> None:
         share = FairShare(slots=3, reserved=0)
         held: list[tuple[int, int]] = []
@@ -95,7 +95,7 @@ def test_no_party_holds_more_than_its_share_while_another_waits():
     anyio.run(main)
 
 
-def test_a_request_cancelled_while_waiting_leaves_no_turn_and_no_state():
+def test_a_request_cancelled_while_waiting_leaves_no_turn_and_no_state() -> None:
     async def main() -> None:
         share = FairShare(slots=1, reserved=0)
         release = anyio.Event()
@@ -112,7 +112,7 @@ def test_a_request_cancelled_while_waiting_leaves_no_turn_and_no_state():
     anyio.run(main)
 
 
-def test_a_shared_sandbox_has_a_worker_per_cpu_for_everyone_and_as_many_reserved():
+def test_a_shared_sandbox_has_a_worker_per_cpu_for_everyone_and_as_many_reserved() -> None:
     settings, share = shared_sandbox(Settings(workers=3))
     assert settings.workers == 6 and (share.slots, share.reserved) == (6, 3)
     in_process, share = shared_sandbox(Settings(workers=0))

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pau_mcp"
 FLOORS: dict[int, tuple[str, ...]] = {
     # Values, storage, settings and the tool contract: no MCP, no scoring, no models.
     1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "fairness",
-        "sandboxing", "grammar", "rules", "contract", "tracing"),
+        "sandboxing", "grammar", "rules", "contract", "tracing", "limits"),
     # Suites on disk, the one LLM client layer, prompts and the protocols built on them; sign-in (OAuth), which the
     # server and the scorer share; what counts as a description.
     2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth", "descriptions"),
@@ -29,8 +29,8 @@ FLOORS: dict[int, tuple[str, ...]] = {
     4: ("runs",),
     # What runs and reads runs: the harness, the RL environment, the reports.
     5: ("harness", "rl", "reports"),
-    # The composition root: a run's parts, built from settings.
-    6: ("assembly",),
+    # The composition roots: a run's parts, and the served server, built from settings.
+    6: ("assembly", "server_assembly"),
     # Ray's episode sources (they import the driver, never the other way round) and the Inspect task.
     7: ("distributed", "inspect_task"),
     # The commands.
@@ -136,7 +136,7 @@ def _rooms() -> dict[str, set[str]]:
     return dict(rooms)
 
 
-def test_the_graph_sees_the_imports_it_must():
+def test_the_graph_sees_the_imports_it_must() -> None:
     # A check that found nothing would pass for the wrong reason: these imports exist.
     assert "pau_mcp.runs.driver" in GRAPH["pau_mcp.harness.runner"] or "pau_mcp.runs" in GRAPH["pau_mcp.harness.runner"]
     assert (
@@ -147,12 +147,12 @@ def test_the_graph_sees_the_imports_it_must():
     assert "pau_mcp.scoring" in GRAPH["pau_mcp.assembly"]  # an import inside a function
 
 
-def test_every_room_of_the_package_has_a_floor():
+def test_every_room_of_the_package_has_a_floor() -> None:
     unplaced = sorted(set(_rooms()) - set(FLOOR) - {"__init__"})
     assert not unplaced, f"give these a floor in FLOORS and docs/architecture.md: {unplaced}"
 
 
-def test_no_import_runs_up_a_floor():
+def test_no_import_runs_up_a_floor() -> None:
     upward = sorted(
         f"{module} -> {target}"
         for module, imported in GRAPH.items()
@@ -162,15 +162,15 @@ def test_no_import_runs_up_a_floor():
     assert not upward, upward
 
 
-def test_no_two_rooms_import_each_other_even_round_a_circle():
+def test_no_two_rooms_import_each_other_even_round_a_circle() -> None:
     assert _circles(_rooms()) == []
 
 
-def test_no_two_modules_import_each_other_even_round_a_circle():
+def test_no_two_modules_import_each_other_even_round_a_circle() -> None:
     assert _circles(GRAPH) == []
 
 
-def test_the_run_driver_the_harness_and_the_rollouts_never_import_ray_or_its_sources():
+def test_the_run_driver_the_harness_and_the_rollouts_never_import_ray_or_its_sources() -> None:
     for module in GRAPH:
         if _room(module) in ("runs", "harness") or module == "pau_mcp.rl.rollout":
             assert not any(_room(target) == "distributed" for target in GRAPH[module]), module

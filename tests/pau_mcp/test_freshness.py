@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ CREATED = datetime(2026, 3, 1, 12, tzinfo=UTC)
 RELEASED = ModelDates(released=date(2025, 8, 7), cutoff=date(2024, 9, 30))
 
 
-def test_a_suite_created_after_the_models_release_is_fresh_and_one_created_before_is_not():
+def test_a_suite_created_after_the_models_release_is_fresh_and_one_created_before_is_not() -> None:
     mine = SuiteInfo(name="mine", created=CREATED)
     assert assess_freshness(mine, "openai/m", RELEASED).status == "fresh"
     late = ModelDates(released=date(2026, 3, 1))  # the same day is not after
@@ -28,7 +29,7 @@ def test_a_suite_created_after_the_models_release_is_fresh_and_one_created_befor
     )
 
 
-def test_the_later_of_release_and_cutoff_counts_and_a_cutoff_alone_is_enough():
+def test_the_later_of_release_and_cutoff_counts_and_a_cutoff_alone_is_enough() -> None:
     mine = SuiteInfo(name="mine", created=CREATED)
     trained_late = ModelDates(released=date(2025, 1, 1), cutoff=date(2026, 6, 1))
     assert assess_freshness(mine, "openai/m", trained_late).status == "stale"
@@ -36,14 +37,14 @@ def test_the_later_of_release_and_cutoff_counts_and_a_cutoff_alone_is_enough():
     assert only_cutoff.status == "fresh" and "trained up to 2025-01-01" in only_cutoff.reason
 
 
-def test_dated_functions_count_from_their_first_publication_not_from_the_suites_creation():
+def test_dated_functions_count_from_their_first_publication_not_from_the_suites_creation() -> None:
     rotated = SuiteInfo(name="r", created=CREATED, after=date(2025, 1, 1), first_published=date(2025, 5, 2))
     assert suite_day(rotated)[0] == date(2025, 5, 2)
     assert assess_freshness(rotated, "openai/m", RELEASED).status == "stale"  # published before the model's release
     assert assess_freshness(rotated, "openai/m", ModelDates(released=date(2025, 5, 1))).status == "fresh"
 
 
-def test_public_functions_an_undated_suite_and_an_unknown_model_are_never_fresh():
+def test_public_functions_an_undated_suite_and_an_unknown_model_are_never_fresh() -> None:
     public = SuiteInfo(name="p", created=CREATED, public_source=True)
     assert assess_freshness(public, "openai/m", RELEASED).status == "unknown"
     builtin = ManifestStore().suite("builtin").info
@@ -53,7 +54,7 @@ def test_public_functions_an_undated_suite_and_an_unknown_model_are_never_fresh(
     assert unknown.status == "unknown" and "--model-capabilities" in unknown.reason
 
 
-def test_the_packaged_table_dates_known_models_and_a_table_of_ones_own_overrides_it(tmp_path):
+def test_the_packaged_table_dates_known_models_and_a_table_of_ones_own_overrides_it(tmp_path: Path) -> None:
     packaged = CapabilityTable.load()
     assert packaged.dates("openai/gpt-4o-mini") == ModelDates(date(2024, 7, 18), date(2023, 10, 1))
     assert packaged.dates("openai/gpt-4o-mini-2024-07-18") == packaged.dates("openai/gpt-4o-mini")
@@ -67,7 +68,7 @@ def test_the_packaged_table_dates_known_models_and_a_table_of_ones_own_overrides
         CapabilityTable.load(own)
 
 
-def test_every_dated_row_of_the_packaged_table_names_exact_models_and_is_released_after_its_cutoff():
+def test_every_dated_row_of_the_packaged_table_names_exact_models_and_is_released_after_its_cutoff() -> None:
     rows = json.loads(DEFAULT_CAPABILITIES.read_text())["models"]
     dated = [row for row in rows if "released" in row or "cutoff" in row]
     assert len(dated) >= 20

@@ -37,7 +37,7 @@ FENCE = "```"
         ("INPUT: ((1, 2),)", 1, "((1, 2),)"),
     ],
 )
-def test_an_input_is_read_as_written(reply, arity, expected):
+def test_an_input_is_read_as_written(reply, arity, expected) -> None:
     assert read_input(reply, arity) == expected
     assert parse_input(reply, arity) == expected  # the RL environment reads the same
 
@@ -53,16 +53,16 @@ def test_an_input_is_read_as_written(reply, arity, expected):
         "The result (it was 4) suggests doubling.",
     ],
 )
-def test_a_reply_without_an_input_gives_none(reply):
+def test_a_reply_without_an_input_gives_none(reply) -> None:
     assert read_input(reply, 2) is None
 
 
-def test_prose_that_ends_in_input_colon_is_not_a_marker():
+def test_prose_that_ends_in_input_colon_is_not_a_marker() -> None:
     reply = f"Based on the input:\n{FENCE}python\n(3, 4)\n{FENCE}\nthat should show the sign."
     assert read_input(reply, 2) == "(3, 4)"  # not the word "python"
 
 
-def test_without_an_arity_any_parenthesised_literal_is_the_arguments():
+def test_without_an_arity_any_parenthesised_literal_is_the_arguments() -> None:
     assert read_input("(5)") == "(5)"
     assert read_input("plain 5") is None
 
@@ -77,7 +77,7 @@ def test_without_an_arity_any_parenthesised_literal_is_the_arguments():
         ("I have not CONCLUDED: YES yet.\nHYPOTHESIS: adds one", False, "adds one", False),
     ],
 )
-def test_a_reflection_is_read_at_its_markers(reply, concluded, hypothesis, clean):
+def test_a_reflection_is_read_at_its_markers(reply, concluded, hypothesis, clean) -> None:
     for read in (read_reflection(reply), parse_reflection(reply)):
         assert (read.concluded, read.hypothesis, read.clean) == (concluded, hypothesis, clean)
 
@@ -105,7 +105,7 @@ WORST = {
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("name", list(WORST))
-def test_a_megabyte_of_the_worst_a_model_can_write_is_read_in_linear_time(name):
+def test_a_megabyte_of_the_worst_a_model_can_write_is_read_in_linear_time(name) -> None:
     text = WORST[name]
     # Each reading either finds nothing or what the capped tail holds; quadratic reading would take hours here.
     for arity in (1, 2, None):

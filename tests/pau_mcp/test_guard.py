@@ -16,9 +16,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from pau_mcp.guard import MAX_PIPELINED, connection_guard
+from pau_mcp.guard import MAX_HEAD_BYTES, MAX_PIPELINED, connection_guard
 from pau_mcp.listening import listening_socket, uvicorn_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +31,11 @@ BIG = 16 * 1024 * 1024
 
 @contextlib.contextmanager
 def _guarded(
-    cap: int, release: threading.Event, entered: threading.Semaphore, read_timeout_s: float = 30
+    cap: int,
+    release: threading.Event,
+    entered: threading.Semaphore,
+    read_timeout_s: float = 30,
+    base: type[asyncio.Protocol] = AutoHTTPProtocol,
 ) -> Iterator[tuple[str, int]]:
     """A guarded uvicorn on loopback whose ``/slow`` answers only once ``release`` is set (``entered`` is released as
     each ``/slow`` request reaches the app), and whose ``/big`` answers 16 MB."""
@@ -59,7 +66,7 @@ def _guarded(
         await send({"type": "http.response.body", "body": b"ok"})
 
     sock = listening_socket("127.0.0.1", 0)
-    server = uvicorn_server(app, http=connection_guard(AutoHTTPProtocol, cap, read_timeout_s, BUSY))
+    server = uvicorn_server(app, http=connection_guard(base, cap, read_timeout_s, BUSY))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve([sock])), daemon=True)
     thread.start()
     try:
@@ -90,7 +97,7 @@ def _answer(sock: socket.socket) -> bytes:
     return data
 
 
-def test_when_every_connection_is_busy_a_newcomer_gets_503_with_the_services_body():
+def test_when_every_connection_is_busy_a_newcomer_gets_503_with_the_services_body() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(4, release, entered) as address:
         busy = [_request(address, "/slow") for _ in range(4)]
@@ -108,7 +115,7 @@ def test_when_every_connection_is_busy_a_newcomer_gets_503_with_the_services_bod
                 sock.close()
 
 
-def test_an_idle_connection_makes_room_for_a_newcomer_before_any_is_refused():
+def test_an_idle_connection_makes_room_for_a_newcomer_before_any_is_refused() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(4, release, entered) as address:
         busy = [_request(address, "/slow") for _ in range(3)]
@@ -123,7 +130,7 @@ def test_an_idle_connection_makes_room_for_a_newcomer_before_any_is_refused():
                 sock.close()
 
 
-def test_the_mcp_server_and_the_scorer_use_the_one_guard():
+def test_the_mcp_server_and_the_scorer_use_the_one_guard() -> None:
     users = sorted(
         str(path.relative_to(ROOT))
         for path in (ROOT / "pau_mcp").rglob("*.py")
@@ -134,7 +141,7 @@ def test_the_mcp_server_and_the_scorer_use_the_one_guard():
     assert copies == ["pau_mcp/guard.py"]
 
 
-def test_an_answer_sent_before_the_body_was_read_reaches_a_client_that_goes_on_sending():
+def test_an_answer_sent_before_the_body_was_read_reaches_a_client_that_goes_on_sending() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered) as address:
         for _ in range(3):
@@ -163,7 +170,7 @@ def _answers(sock: socket.socket) -> bytes:
     return data
 
 
-def test_a_client_pipelining_a_few_requests_gets_every_answer_in_order():
+def test_a_client_pipelining_a_few_requests_gets_every_answer_in_order() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered) as address:
         with socket.create_connection(address, timeout=10) as sock:
@@ -172,7 +179,7 @@ def test_a_client_pipelining_a_few_requests_gets_every_answer_in_order():
             assert _answers(sock).count(b"HTTP/1.1 200") == 4
 
 
-def test_a_connection_pipelining_past_the_bound_gets_the_answers_already_in_and_is_closed():
+def test_a_connection_pipelining_past_the_bound_gets_the_answers_already_in_and_is_closed() -> None:
     # 200 connections each writing 400 requests and never reading cost the MCP server 7-9 s of CPU: every request a
     # read brought in was parsed at once and answered in turn, whatever the client did with the answers.
     release, entered = threading.Event(), threading.Semaphore(0)
@@ -184,7 +191,7 @@ def test_a_connection_pipelining_past_the_bound_gets_the_answers_already_in_and_
         assert _answer(_request(address, "/")).endswith(b"ok")  # everyone else is served as before
 
 
-def test_a_client_that_leaves_its_answers_unread_is_closed_after_the_read_timeout():
+def test_a_client_that_leaves_its_answers_unread_is_closed_after_the_read_timeout() -> None:
     release, entered = threading.Event(), threading.Semaphore(0)
     with _guarded(8, release, entered, read_timeout_s=1) as address:
         with socket.create_connection(address, timeout=30) as sock:
@@ -193,3 +200,74 @@ def test_a_client_that_leaves_its_answers_unread_is_closed_after_the_read_timeou
             received = _answers(sock)
         # Closed while most of the answer was still unsent: it did not wait for this client to read it all.
         assert received.startswith(b"HTTP/1.1 200") and len(received) < BIG / 2
+
+
+#: uvicorn's two HTTP parsers: httptools' (its default when httptools is installed, as here) and h11's.
+PARSERS = pytest.mark.parametrize("base", [HttpToolsProtocol, H11Protocol], ids=["httptools", "h11"])
+
+
+def _head(size: int, headers: int = 1) -> bytes:
+    """A GET whose head is about ``size`` bytes, in ``headers`` headers of equal length."""
+    line = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    each = max(1, (size - len(line) - 2) // headers - len(b"X-Pad-0000: \r\n"))
+    return line + b"".join(b"X-Pad-%04d: " % n + b"a" * each + b"\r\n" for n in range(headers)) + b"\r\n"
+
+
+def _refused_or_closed(sock: socket.socket, data: bytes, chunk: int | None = None) -> bytes:
+    """Send ``data`` (at once, or ``chunk`` bytes at a time with Nagle off); what the server answered."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with contextlib.suppress(OSError):  # the server may close the connection before all is sent
+        if chunk is None:
+            sock.sendall(data)
+        else:
+            for start in range(0, len(data), chunk):
+                sock.sendall(data[start : start + chunk])
+                time.sleep(0.001)
+    return _answers(sock)
+
+
+@PARSERS
+@pytest.mark.parametrize(
+    ("size", "headers", "chunk"),
+    [(100_000, 1, None), (100_000, 200, None), (100_000, 1, 1024), (100_000, 50, 997), (1 << 20, 1000, None)],
+    ids=["one-header-one-chunk", "many-headers-one-chunk", "small-chunks", "many-headers-small-chunks", "megabyte"],
+)
+def test_a_request_head_over_the_limit_gets_431_however_it_is_chunked(
+    base: type[asyncio.Protocol], size: int, headers: int, chunk: int | None
+) -> None:
+    # A 100 KB head in one TCP chunk went through the httptools parser unchecked: the guard counted a head only while
+    # it was still incomplete after a read, and one read brought all of it in.
+    release, entered = threading.Event(), threading.Semaphore(0)
+    with _guarded(8, release, entered, base=base) as address:
+        for _ in range(2):
+            with socket.create_connection(address, timeout=10) as sock:
+                answer = _refused_or_closed(sock, _head(size, headers), chunk)
+            assert answer == b"" or answer.startswith(b"HTTP/1.1 431"), answer[:200]
+            assert b"HTTP/1.1 200" not in answer
+            assert _answer(_request(address, "/")).endswith(b"ok")  # and the server answers everyone else at once
+
+
+@PARSERS
+def test_a_request_head_just_under_the_limit_is_served_whole_or_in_pieces(base: type[asyncio.Protocol]) -> None:
+    release, entered = threading.Event(), threading.Semaphore(0)
+    with _guarded(8, release, entered, base=base) as address:
+        for chunk in (None, 1024):
+            head = _head(MAX_HEAD_BYTES - 1024, 40)
+            assert len(head) <= MAX_HEAD_BYTES
+            with socket.create_connection(address, timeout=10) as sock:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                for start in range(0, len(head), chunk or len(head)):
+                    sock.sendall(head[start : start + (chunk or len(head))])
+                assert _answer(sock).endswith(b"ok")
+
+
+@PARSERS
+def test_a_pipelined_request_head_over_the_limit_gets_431_after_the_answer_before_it(
+    base: type[asyncio.Protocol],
+) -> None:
+    release, entered = threading.Event(), threading.Semaphore(0)
+    with _guarded(8, release, entered, base=base) as address:
+        with socket.create_connection(address, timeout=10) as sock:
+            answers = _refused_or_closed(sock, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + _head(100_000, 100))
+        assert answers.count(b"HTTP/1.1 200") == 1 and b"HTTP/1.1 431" in answers, answers[:400]
+        assert _answer(_request(address, "/")).endswith(b"ok")

@@ -15,7 +15,7 @@ class Refused(RuntimeError):
     pass
 
 
-def test_a_service_on_a_non_loopback_address_needs_a_token_and_a_taken_port_is_named():
+def test_a_service_on_a_non_loopback_address_needs_a_token_and_a_taken_port_is_named() -> None:
     with pytest.raises(Refused, match="needs a token"):
         listen("0.0.0.0", 0, None, "needs a token", Refused)
     taken = listen("127.0.0.1", 0, None, "unused", Refused)
@@ -26,7 +26,7 @@ def test_a_service_on_a_non_loopback_address_needs_a_token_and_a_taken_port_is_n
         taken.close()
 
 
-def test_the_server_and_the_scorer_serve_http_through_the_one_helper():
+def test_the_server_and_the_scorer_serve_http_through_the_one_helper() -> None:
     users = sorted(
         str(path.relative_to(ROOT))
         for path in (ROOT / "pau_mcp").rglob("*.py")

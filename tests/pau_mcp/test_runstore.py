@@ -36,7 +36,7 @@ _SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_write_the_disk_cannot_take_is_refused_and_the_store_recovers_when_there_is_room(tmp_path):
+def test_a_write_the_disk_cannot_take_is_refused_and_the_store_recovers_when_there_is_room(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-c", _SCRIPT, str(tmp_path / "runs.db")],
         cwd=ROOT,

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from pau_mcp.runstore import MIGRATIONS, CallRecord, RunStore
@@ -24,7 +25,9 @@ def _session(store: RunStore, key: str = "agent") -> int:
     return session
 
 
-def test_of_many_concurrent_reservations_on_a_budget_of_ten_exactly_ten_succeed(store_at):
+def test_of_many_concurrent_reservations_on_a_budget_of_ten_exactly_ten_succeed(
+    store_at: Callable[[str], Path | str],
+) -> None:
     db = store_at("runs")
     first = RunStore(db)
     session = _session(first)
@@ -66,7 +69,9 @@ _RESERVER = textwrap.dedent(
 )
 
 
-def test_processes_sharing_one_store_never_take_more_than_the_budget_between_them(store_at):
+def test_processes_sharing_one_store_never_take_more_than_the_budget_between_them(
+    store_at: Callable[[str], Path | str],
+) -> None:
     db = store_at("runs")
     store = RunStore(db)
     session = _session(store)
@@ -89,7 +94,9 @@ def test_processes_sharing_one_store_never_take_more_than_the_budget_between_the
     store.close()
 
 
-def test_a_released_query_can_be_taken_again_and_a_count_never_goes_below_zero(store_at):
+def test_a_released_query_can_be_taken_again_and_a_count_never_goes_below_zero(
+    store_at: Callable[[str], Path | str],
+) -> None:
     store = RunStore(store_at("runs"))
     session = _session(store)
     assert [store.reserve_call(session, "m/a", 2) for _ in range(3)] == [1, 2, None]
@@ -103,14 +110,16 @@ def test_a_released_query_can_be_taken_again_and_a_count_never_goes_below_zero(s
     store.close()
 
 
-def test_without_a_budget_every_query_is_still_counted(store_at):
+def test_without_a_budget_every_query_is_still_counted(store_at: Callable[[str], Path | str]) -> None:
     store = RunStore(store_at("runs"))
     session = _session(store)
     assert [store.reserve_call(session, "m/a", 0) for _ in range(25)] == list(range(1, 26))
     store.close()
 
 
-def test_feedback_answers_stop_at_their_limit_and_a_limit_of_zero_gives_none(store_at):
+def test_feedback_answers_stop_at_their_limit_and_a_limit_of_zero_gives_none(
+    store_at: Callable[[str], Path | str],
+) -> None:
     store = RunStore(store_at("runs"))
     session = _session(store)
     assert [store.reserve_feedback(session, "m/a", 2) for _ in range(3)] == [1, 2, None]
@@ -121,7 +130,9 @@ def test_feedback_answers_stop_at_their_limit_and_a_limit_of_zero_gives_none(sto
     store.close()
 
 
-def test_a_session_belongs_to_the_kind_of_credential_that_claimed_it_first(store_at):
+def test_a_session_belongs_to_the_kind_of_credential_that_claimed_it_first(
+    store_at: Callable[[str], Path | str],
+) -> None:
     db = store_at("runs")
     store, other = RunStore(db), RunStore(db)
     run = store.ensure_run("contest", kind="serve")
@@ -137,7 +148,7 @@ def test_a_session_belongs_to_the_kind_of_credential_that_claimed_it_first(store
     other.close()
 
 
-def test_a_store_from_before_budgets_keeps_what_its_sessions_spent(tmp_path):
+def test_a_store_from_before_budgets_keeps_what_its_sessions_spent(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     conn = sqlite3.connect(db)
     for script in MIGRATIONS[:4]:

@@ -10,7 +10,9 @@ import contextlib
 import sqlite3
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -56,7 +58,7 @@ def _postgres_schema(url: str) -> dict[str, dict[str, tuple[str, bool]]]:
     return schema
 
 
-def test_both_databases_get_the_same_tables_columns_types_and_constraints(tmp_path, postgres_url):
+def test_both_databases_get_the_same_tables_columns_types_and_constraints(tmp_path: Path, postgres_url: str) -> None:
     RunStore(tmp_path / "runs.db").close()
     RunStore(postgres_url).close()
     sqlite_schema, postgres_schema = _sqlite_schema(tmp_path / "runs.db"), _postgres_schema(postgres_url)
@@ -64,7 +66,9 @@ def test_both_databases_get_the_same_tables_columns_types_and_constraints(tmp_pa
     assert {"runs", "sessions", "calls", "submissions", "scores", "episodes"} <= set(postgres_schema)
 
 
-def test_a_conditional_upsert_and_quoted_marks_run_unchanged_on_both_databases(store_at):
+def test_a_conditional_upsert_and_quoted_marks_run_unchanged_on_both_databases(
+    store_at: Callable[[str], Path | str],
+) -> None:
     database = open_database(store_at("runs"))
     with database.transaction() as conn:
         conn.execute(
@@ -83,7 +87,7 @@ def test_a_conditional_upsert_and_quoted_marks_run_unchanged_on_both_databases(s
     database.close()
 
 
-def test_many_threads_writing_through_two_stores_on_one_postgresql_database_lose_nothing(postgres_url):
+def test_many_threads_writing_through_two_stores_on_one_postgresql_database_lose_nothing(postgres_url: str) -> None:
     stores = [RunStore(postgres_url), RunStore(postgres_url)]
     threads, calls_each = 16, 20
     start = threading.Barrier(threads)
@@ -115,7 +119,7 @@ def test_many_threads_writing_through_two_stores_on_one_postgresql_database_lose
         store.close()
 
 
-def test_stores_opened_at_once_on_a_new_postgresql_database_migrate_it_exactly_once(postgres_url):
+def test_stores_opened_at_once_on_a_new_postgresql_database_migrate_it_exactly_once(postgres_url: str) -> None:
     start = threading.Barrier(6)
 
     def open_store(_: int) -> int:
@@ -132,7 +136,7 @@ def test_stores_opened_at_once_on_a_new_postgresql_database_migrate_it_exactly_o
         assert db.execute("SELECT version FROM pau_mcp_schema").fetchall() == [(len(MIGRATIONS),)]
 
 
-def test_an_unreachable_postgresql_server_is_one_line_saying_what_to_do_without_the_password(postgres):
+def test_an_unreachable_postgresql_server_is_one_line_saying_what_to_do_without_the_password(postgres) -> None:
     with contextlib.closing(__import__("socket").socket()) as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # nothing listens there once the probe is closed
@@ -146,18 +150,18 @@ def test_an_unreachable_postgresql_server_is_one_line_saying_what_to_do_without_
         RunStore(postgres.url("nowhere"))
 
 
-def test_a_postgresql_url_libpq_cannot_read_is_refused_with_the_form_it_takes(postgres):
+def test_a_postgresql_url_libpq_cannot_read_is_refused_with_the_form_it_takes(postgres) -> None:
     with pytest.raises(StoreError, match=r"not a PostgreSQL URL libpq accepts .* postgresql://USER@HOST:PORT/DBNAME"):
         RunStore(postgres.url("runs") + "?colour=blue")
 
 
-def test_without_psycopg_a_postgresql_store_says_how_to_install_it(monkeypatch):
+def test_without_psycopg_a_postgresql_store_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # what `import psycopg` meets where it is not installed
     with pytest.raises(StoreError, match=r"psycopg is not installed: pip install 'pau-mcp\[postgres\]'"):
         RunStore("postgresql://pau@127.0.0.1:1/runs")
 
 
-def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url):
+def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url: str) -> None:
     store = RunStore(postgres_url)
     session = store.ensure_session(store.ensure_run("r", kind="serve"), "k", "http", client="agent\x00 1")
     store.record_call(session, CallRecord("m/x", "fn_x", "('\x00',)", True, "error", error_message="bad \x00\udcff"))
@@ -169,7 +173,7 @@ def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url):
     assert store.export_session("r", "k").client == "agent\\x00 1"
 
 
-def test_a_connection_the_server_dropped_is_replaced_and_no_write_is_lost(postgres_url):
+def test_a_connection_the_server_dropped_is_replaced_and_no_write_is_lost(postgres_url: str) -> None:
     store = RunStore(postgres_url)
     session = store.ensure_session(store.ensure_run("r", kind="serve"), "k", "http")
     store.record_call(session, CallRecord("m/x", "fn_x", "(1,)", True, "ok", value="1"))
@@ -183,7 +187,7 @@ def test_a_connection_the_server_dropped_is_replaced_and_no_write_is_lost(postgr
     assert [c.arguments for c in store.calls(store.run_id("r"))] == ["(1,)", "(2,)"]
 
 
-def test_a_failed_statement_inside_a_postgresql_write_commits_nothing_even_if_caught(postgres_url):
+def test_a_failed_statement_inside_a_postgresql_write_commits_nothing_even_if_caught(postgres_url: str) -> None:
     """PostgreSQL ends a transaction at its first error and COMMIT would roll it back silently: the store says so."""
     database = open_database(postgres_url)
     with database.transaction() as conn:
@@ -199,7 +203,7 @@ def test_a_failed_statement_inside_a_postgresql_write_commits_nothing_even_if_ca
     database.close()
 
 
-def test_a_store_newer_than_this_pau_mcp_is_refused_on_either_database(store_at):
+def test_a_store_newer_than_this_pau_mcp_is_refused_on_either_database(store_at: Callable[[str], Path | str]) -> None:
     where = store_at("runs")
     RunStore(where).close()
     if isinstance(where, str):
@@ -212,7 +216,7 @@ def test_a_store_newer_than_this_pau_mcp_is_refused_on_either_database(store_at)
         RunStore(where)
 
 
-def test_a_user_who_may_not_create_the_tables_is_told_what_to_do_in_one_line(postgres, postgres_url):
+def test_a_user_who_may_not_create_the_tables_is_told_what_to_do_in_one_line(postgres, postgres_url: str) -> None:
     visitor = postgres_url.rsplit("/", 1)[1] + "_visitor"  # a login that neither owns the database nor may create in it
     with psycopg.connect(postgres.url(), autocommit=True) as admin:
         admin.execute(f"CREATE ROLE {visitor} LOGIN")
@@ -223,7 +227,7 @@ def test_a_user_who_may_not_create_the_tables_is_told_what_to_do_in_one_line(pos
     assert info.value.reason == "permission denied"
 
 
-def test_a_urls_password_is_never_shown_in_the_stores_location():
+def test_a_urls_password_is_never_shown_in_the_stores_location() -> None:
     from pau_mcp._databases import shown
 
     assert shown("postgresql://pau:s3cret@db:5432/runs") == "postgresql://pau:***@db:5432/runs"
@@ -233,7 +237,7 @@ def test_a_urls_password_is_never_shown_in_the_stores_location():
     assert shown("postgresql://pau@db/runs") == "postgresql://pau@db/runs"
 
 
-def test_a_postgresql_store_nobody_closed_leaves_no_connection_behind_once_collected(postgres_url):
+def test_a_postgresql_store_nobody_closed_leaves_no_connection_behind_once_collected(postgres_url: str) -> None:
     import gc
     import warnings
 

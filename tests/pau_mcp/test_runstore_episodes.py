@@ -7,6 +7,8 @@ stores on different databases too.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -42,7 +44,9 @@ def _result(submission: int, key: str) -> EpisodeResult:
     return EpisodeResult(state="done", session_key=key, submission_id=submission, concluded=True, queries=3)
 
 
-def test_an_imported_session_keeps_its_calls_submission_and_scores_under_the_drivers_own_ids(store_at):
+def test_an_imported_session_keeps_its_calls_submission_and_scores_under_the_drivers_own_ids(
+    store_at: Callable[[str], Path | str],
+) -> None:
     worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
@@ -62,7 +66,9 @@ def test_an_imported_session_keeps_its_calls_submission_and_scores_under_the_dri
     assert copied == original and len(copied) == 4
 
 
-def test_an_attempt_cut_short_by_a_kill_is_no_prediction_of_the_run_once_it_is_resumed(store_at):
+def test_an_attempt_cut_short_by_a_kill_is_no_prediction_of_the_run_once_it_is_resumed(
+    store_at: Callable[[str], Path | str],
+) -> None:
     from pau_command import run_pau
 
     store, run_id = _driver(store_at)
@@ -85,7 +91,7 @@ def test_an_attempt_cut_short_by_a_kill_is_no_prediction_of_the_run_once_it_is_r
     ]
 
 
-def test_a_second_delivery_of_the_same_attempt_records_nothing(store_at):
+def test_a_second_delivery_of_the_same_attempt_records_nothing(store_at: Callable[[str], Path | str]) -> None:
     worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
@@ -101,7 +107,7 @@ def test_a_second_delivery_of_the_same_attempt_records_nothing(store_at):
     assert len(store.scores(imported.id)) == 2
 
 
-def test_a_stale_attempt_is_not_recorded_once_the_episode_started_again(store_at):
+def test_a_stale_attempt_is_not_recorded_once_the_episode_started_again(store_at: Callable[[str], Path | str]) -> None:
     worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
@@ -114,14 +120,14 @@ def test_a_stale_attempt_is_not_recorded_once_the_episode_started_again(store_at
     assert store.calls(run_id) == [] and store.open_episodes(run_id) == ["builtin/b001", "builtin/b002"]
 
 
-def test_an_episode_that_is_not_running_takes_no_import(store_at):
+def test_an_episode_that_is_not_running_takes_no_import(store_at: Callable[[str], Path | str]) -> None:
     store, run_id = _driver(store_at)
     assert not store.import_episode(run_id, "builtin/b002", 0, EpisodeResult(state="done"))
     assert not store.import_episode(run_id, "builtin/unplanned", 1, EpisodeResult(state="done"))
     assert store.open_episodes(run_id) == ["builtin/b001", "builtin/b002"]
 
 
-def test_an_import_that_fails_halfway_leaves_nothing_behind(store_at):
+def test_an_import_that_fails_halfway_leaves_nothing_behind(store_at: Callable[[str], Path | str]) -> None:
     worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
@@ -136,7 +142,9 @@ def test_an_import_that_fails_halfway_leaves_nothing_behind(store_at):
     assert store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
 
 
-def test_rows_from_a_store_with_unknown_columns_are_refused_with_what_to_do(store_at):
+def test_rows_from_a_store_with_unknown_columns_are_refused_with_what_to_do(
+    store_at: Callable[[str], Path | str],
+) -> None:
     worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
@@ -149,7 +157,7 @@ def test_rows_from_a_store_with_unknown_columns_are_refused_with_what_to_do(stor
     assert store.calls(run_id) == []
 
 
-def test_exporting_a_session_that_does_not_exist_gives_none(store_at):
+def test_exporting_a_session_that_does_not_exist_gives_none(store_at: Callable[[str], Path | str]) -> None:
     worker = RunStore(store_at("worker"))
     _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     assert worker.export_session("r", "r/builtin/b001/2") is None
@@ -157,7 +165,9 @@ def test_exporting_a_session_that_does_not_exist_gives_none(store_at):
 
 
 @pytest.mark.parametrize("worker_on", ["sqlite", "postgres"])
-def test_a_session_moves_between_stores_on_different_databases(store_at, tmp_path, worker_on, request):
+def test_a_session_moves_between_stores_on_different_databases(
+    store_at: Callable[[str], Path | str], tmp_path: Path, worker_on, request: pytest.FixtureRequest
+) -> None:
     """A Ray worker's store is a SQLite file while the driver's may be PostgreSQL (and the other way round)."""
     worker_at = tmp_path / "worker.db" if worker_on == "sqlite" else request.getfixturevalue("postgres_url")
     worker = RunStore(worker_at)
@@ -179,7 +189,9 @@ def test_a_session_moves_between_stores_on_different_databases(store_at, tmp_pat
     assert list(store.predictions(run_id)) == list(worker.predictions(worker.run_id("r")))
 
 
-def test_rescoring_a_resumed_run_scores_its_answers_not_an_attempt_a_kill_cut_short(store_at):
+def test_rescoring_a_resumed_run_scores_its_answers_not_an_attempt_a_kill_cut_short(
+    store_at: Callable[[str], Path | str],
+) -> None:
     from pau_command import run_pau
 
     store, run_id = _driver(store_at)

@@ -307,7 +307,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_a_reader_of_untrusted_text_stays_linear_up_to_a_megabyte(case: Case):
+def test_a_reader_of_untrusted_text_stays_linear_up_to_a_megabyte(case: Case) -> None:
     for size in SIZES:
         text = case.make(size)
         assert len(text) >= size * 0.9
@@ -439,7 +439,7 @@ def _patterns_in_source() -> set[tuple[str, str]]:
     return found
 
 
-def test_every_regular_expression_in_the_source_is_audited():
+def test_every_regular_expression_in_the_source_is_audited() -> None:
     found = _patterns_in_source()
     missing = sorted(found - set(PATTERNS))
     assert not missing, (
@@ -450,7 +450,7 @@ def test_every_regular_expression_in_the_source_is_audited():
     assert not stale, f"PATTERNS lists expressions no longer in the source; remove them: {stale}"
 
 
-def test_every_audited_reader_has_a_linear_time_case():
+def test_every_audited_reader_has_a_linear_time_case() -> None:
     readers = {case.name.split(":", 1)[0] for case in CASES}
     named = {reader for how in PATTERNS.values() if isinstance(how, tuple) for reader in how}
     assert named <= readers, f"PATTERNS names readers without a case: {sorted(named - readers)}"

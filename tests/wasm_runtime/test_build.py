@@ -18,21 +18,23 @@ import pytest
 from wasm_runtime import CacheError, Sandbox, _integrity, build
 
 
-def test_the_cache_key_follows_the_guest_source_and_tool_versions(monkeypatch, tmp_path):
+def test_the_cache_key_follows_the_guest_source_and_tool_versions(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     first = build.artifacts(tmp_path)
     assert first == build.artifacts(tmp_path)
     monkeypatch.setattr(build, "_versions", lambda: {"componentize-py": "0.0.0", "wasmtime": "0.0.0"})
     assert build.artifacts(tmp_path).key != first.key
 
 
-def test_a_built_cache_is_used_without_building_again(sandbox):
+def test_a_built_cache_is_used_without_building_again(sandbox: Sandbox) -> None:
     steps: list[str] = []
     Sandbox(cache_dir=sandbox.artifacts.wasm.parent, progress=steps.append)
     assert steps == []
 
 
 @pytest.mark.slow
-def test_a_damaged_compiled_file_is_compiled_again_from_the_cached_component(sandbox, tmp_path):
+def test_a_damaged_compiled_file_is_compiled_again_from_the_cached_component(sandbox: Sandbox, tmp_path: Path) -> None:
     art = sandbox.artifacts
     shutil.copy(art.wasm, tmp_path / art.wasm.name)
     shutil.copy(art.meta, tmp_path / art.meta.name)
@@ -61,7 +63,7 @@ def _processes_started_by(parent: int) -> dict[int, str]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_build_in_progress_ends_when_the_process_that_started_it_is_killed(tmp_path):
+def test_a_build_in_progress_ends_when_the_process_that_started_it_is_killed(tmp_path: Path) -> None:
     parent = subprocess.Popen(
         [sys.executable, "-c", f"from wasm_runtime import build\nbuild.ensure_built({str(tmp_path)!r})"]
     )
@@ -105,7 +107,7 @@ __attribute__((constructor)) static void planted(void) {
 
 @pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("cc"), reason="needs a C compiler to make the planted library")
-def test_a_library_planted_in_the_cache_never_runs_during_a_build(tmp_path):
+def test_a_library_planted_in_the_cache_never_runs_during_a_build(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     marker = tmp_path / "planted-ran"
@@ -129,7 +131,9 @@ def _copy_built(sandbox: Sandbox, folder: Path) -> build.GuestArtifacts:
 
 
 @pytest.mark.slow
-def test_a_compiled_file_changed_after_its_build_is_never_loaded_but_compiled_again(sandbox, tmp_path):
+def test_a_compiled_file_changed_after_its_build_is_never_loaded_but_compiled_again(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     art = _copy_built(sandbox, tmp_path / "cache")
     data = bytearray(art.cwasm.read_bytes())
     data[len(data) // 2] ^= 0x01  # one bit of the native code, size and times kept
@@ -147,7 +151,7 @@ def test_a_compiled_file_changed_after_its_build_is_never_loaded_but_compiled_ag
         box.close()
 
 
-def test_a_compiled_file_without_a_recorded_digest_is_refused(sandbox, tmp_path):
+def test_a_compiled_file_without_a_recorded_digest_is_refused(sandbox: Sandbox, tmp_path: Path) -> None:
     art = _copy_built(sandbox, tmp_path / "cache")
     meta = json.loads(art.meta.read_text())
     meta.pop("seals", None)
@@ -155,7 +159,9 @@ def test_a_compiled_file_without_a_recorded_digest_is_refused(sandbox, tmp_path)
     assert "has no recorded digest" in (build._load_problem(art) or "")
 
 
-def test_a_cache_directory_other_users_can_write_is_refused_before_anything_is_loaded(sandbox, tmp_path):
+def test_a_cache_directory_other_users_can_write_is_refused_before_anything_is_loaded(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
     art = _copy_built(sandbox, tmp_path / "cache")
     art.cwasm.parent.chmod(0o777)
     with pytest.raises(CacheError, match="not private: .* can be written by other users.*--cache-dir"):
@@ -166,7 +172,7 @@ def test_a_cache_directory_other_users_can_write_is_refused_before_anything_is_l
         Sandbox(cache_dir=art.cwasm.parent, pool_size=0)
 
 
-def test_a_sealed_file_is_hashed_again_only_when_its_stamp_changes(tmp_path):
+def test_a_sealed_file_is_hashed_again_only_when_its_stamp_changes(tmp_path: Path) -> None:
     path = tmp_path / "file.cwasm"
     path.write_bytes(b"compiled code" * 1000)
     recorded = _integrity.seal(path)

@@ -21,16 +21,16 @@ from wasm_runtime.engines import engine_for, imported_packages
         ("def test_func(x) return x", "python"),
     ],
 )
-def test_the_engine_follows_what_the_source_imports(source, engine):
+def test_the_engine_follows_what_the_source_imports(source, engine) -> None:
     assert engine_for(source) == engine
 
 
-def test_a_pinned_engine_wins_and_an_unknown_one_is_refused():
+def test_a_pinned_engine_wins_and_an_unknown_one_is_refused() -> None:
     assert engine_for("def test_func():\n    return 1", "numpy") == "numpy"
     assert engine_for("import numpy\ndef test_func():\n    return 1", "python") == "python"
     with pytest.raises(ValueError, match="the engines are python, numpy"):
         engine_for("def test_func():\n    return 1", "jax")
 
 
-def test_imported_packages_are_top_level_names():
+def test_imported_packages_are_top_level_names() -> None:
     assert imported_packages("import numpy.linalg\nfrom pandas.io import json\nimport re") == {"numpy", "pandas", "re"}

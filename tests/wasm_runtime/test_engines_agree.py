@@ -127,13 +127,13 @@ def _seen(outcome: Outcome) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def engines(sandbox: Sandbox, request) -> Sandbox:
+def engines(sandbox: Sandbox, request: pytest.FixtureRequest) -> Sandbox:
     request.getfixturevalue("numpy_box")  # skips when the numpy engine is not installed
     return sandbox
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_every_attack_ends_the_same_in_both_engines(engines: Sandbox, name):
+def test_every_attack_ends_the_same_in_both_engines(engines: Sandbox, name) -> None:
     source = CASES[name][0]
     arguments = "(9,)" if "def test_func(port)" in source else "()"  # nothing listens there: both must refuse
     first = engines.call(source, arguments, limits=LIMITS, engine="python")
@@ -146,7 +146,7 @@ def test_every_attack_ends_the_same_in_both_engines(engines: Sandbox, name):
 
 
 @pytest.mark.parametrize("name", sorted(FIDELITY))
-def test_the_same_function_gives_the_same_outcomes_in_both_engines(engines: Sandbox, name):
+def test_the_same_function_gives_the_same_outcomes_in_both_engines(engines: Sandbox, name) -> None:
     source, inputs = FIDELITY[name]
     first = engines.run(source, inputs, engine="python")
     second = engines.run(source, inputs, engine="numpy")

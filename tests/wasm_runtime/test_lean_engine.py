@@ -125,7 +125,7 @@ def _assert_kept_instance_is_primed(lean: object) -> None:
 
 
 @pytest.mark.parametrize("name", list(CALLS))
-def test_every_call_starts_from_the_primed_state_whatever_the_call_before_did(lean, name):
+def test_every_call_starts_from_the_primed_state_whatever_the_call_before_did(lean: object, name) -> None:
     source, arguments, limits, statuses = CALLS[name]
     before = lean.run(_PROBE, ["()"])[0]
     assert before.status is Status.OK, before
@@ -138,7 +138,7 @@ def test_every_call_starts_from_the_primed_state_whatever_the_call_before_did(le
     _assert_kept_instance_is_primed(lean)
 
 
-def test_a_call_that_grows_memory_gives_up_its_instance(lean):
+def test_a_call_that_grows_memory_gives_up_its_instance(lean: object) -> None:
     lean.run("def test_func():\n    return 1", ["()"])
     kept = lean._local.kept
     assert lean.run(CALLS["grows memory"][0], [CALLS["grows memory"][1]])[0].status is Status.OK
@@ -147,7 +147,7 @@ def test_a_call_that_grows_memory_gives_up_its_instance(lean):
     _assert_kept_instance_is_primed(lean)
 
 
-def test_a_batch_runs_every_input_from_the_primed_state(lean):
+def test_a_batch_runs_every_input_from_the_primed_state(lean: object) -> None:
     source = "STATE = []\ndef test_func(x):\n    STATE.append(x)\n    return (len(STATE), id(object()))"
     lean.run(source, ["(0,)", "(0,)"])  # compiled, then offered to the host's code cache: later inputs load it
     outcomes = lean.run(source, ["(1,)", "(2,)", "(3,)"])
@@ -155,7 +155,7 @@ def test_a_batch_runs_every_input_from_the_primed_state(lean):
     assert len({o.value.split(", ")[1] for o in outcomes}) == 1
 
 
-def test_a_kept_instance_is_reused_when_the_kernel_tracks_writes(lean):
+def test_a_kept_instance_is_reused_when_the_kernel_tracks_writes(lean: object) -> None:
     lean.run("def test_func():\n    return 1", ["()"])
     kept = lean._local.kept
     lean.run("def test_func():\n    return [str(i) for i in range(1000)]", ["()"])
@@ -165,7 +165,7 @@ def test_a_kept_instance_is_reused_when_the_kernel_tracks_writes(lean):
         assert kept is None and lean._local.kept is None  # every call got its own instance
 
 
-def test_the_tracker_reports_exactly_the_pages_written_and_restores_them():
+def test_the_tracker_reports_exactly_the_pages_written_and_restores_them() -> None:
     import mmap
 
     if tracking_problem() is not None:
@@ -191,7 +191,7 @@ def test_the_tracker_reports_exactly_the_pages_written_and_restores_them():
         tracker.close()
 
 
-def test_a_threads_kept_instance_goes_with_the_thread(lean):
+def test_a_threads_kept_instance_goes_with_the_thread(lean: object) -> None:
     import gc
     import threading
 

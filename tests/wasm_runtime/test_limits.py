@@ -30,7 +30,7 @@ def test_func(n):
 HELD_DEADLINES = 4
 
 
-def test_the_cpu_budget_and_the_deadline_follow_the_time_limit():
+def test_the_cpu_budget_and_the_deadline_follow_the_time_limit() -> None:
     limits = Limits(timeout_s=5)
     assert limits.fuel_budget == 5 * FUEL_PER_SECOND
     assert limits.deadline_s == 5 * WALL_CLOCK_FACTOR
@@ -38,7 +38,7 @@ def test_the_cpu_budget_and_the_deadline_follow_the_time_limit():
 
 
 @pytest.mark.slow
-def test_a_prime_sieve_to_five_million_completes_under_a_five_second_limit(sandbox: Sandbox):
+def test_a_prime_sieve_to_five_million_completes_under_a_five_second_limit(sandbox: Sandbox) -> None:
     # The five-second limit's CPU budget, with the clock's backstop at a minute (that of a 12 s limit): what is held is
     # the CPU it takes, which a busy machine does not stretch as it does the 25 s deadline (at load 14 on 2 cores, a
     # call of 2 s of CPU took over 10 s).
@@ -49,7 +49,7 @@ def test_a_prime_sieve_to_five_million_completes_under_a_five_second_limit(sandb
     assert outcome.fuel < Limits(timeout_s=5).fuel_budget / 2
 
 
-def test_an_endless_loop_still_stops_at_its_limit(sandbox: Sandbox):
+def test_an_endless_loop_still_stops_at_its_limit(sandbox: Sandbox) -> None:
     limits = Limits(timeout_s=0.25)
     outcome = sandbox.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
     assert outcome.status is Status.TIMEOUT
@@ -74,7 +74,7 @@ def _engines() -> list:
     return ["python", pytest.param("numpy", marks=pytest.mark.skipif(not numpy_engine_installed(), reason="optional"))]
 
 
-def test_the_wall_clock_rule_is_a_small_multiple_of_the_time_limit():
+def test_the_wall_clock_rule_is_a_small_multiple_of_the_time_limit() -> None:
     # docs/sandbox.md states it: a call holds a sandbox worker at most WALL_CLOCK_FACTOR times --timeout.
     assert WALL_CLOCK_FACTOR <= 5
     assert Limits(timeout_s=2).deadline_s == 10
@@ -82,7 +82,7 @@ def test_the_wall_clock_rule_is_a_small_multiple_of_the_time_limit():
 
 @pytest.mark.parametrize("engine", _engines())
 @pytest.mark.parametrize("work", sorted(HOSTILE))
-def test_no_input_holds_the_sandbox_past_its_wall_clock_deadline(sandbox: Sandbox, work, engine):
+def test_no_input_holds_the_sandbox_past_its_wall_clock_deadline(sandbox: Sandbox, work, engine) -> None:
     # With fuel out of the way (a budget no input could spend), only the clock stops the call: it must stop it
     # within a few deadlines (HELD_DEADLINES), whatever the function does.
     limits = Limits(timeout_s=0.2, fuel=10**14)
@@ -97,7 +97,9 @@ def test_no_input_holds_the_sandbox_past_its_wall_clock_deadline(sandbox: Sandbo
 
 
 @pytest.mark.parametrize("engine", _engines())
-def test_the_deadline_holds_when_the_ticker_wakes_late(sandbox: Sandbox, monkeypatch, engine):
+def test_the_deadline_holds_when_the_ticker_wakes_late(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, engine
+) -> None:
     # A loaded machine wakes the epoch thread late: here every tick's sleep lasts ten ticks. Counting wake-ups
     # (as the ticker once did) stretched a 1 s deadline to 10 s; the epoch must follow the clock instead.
     real_sleep = time.sleep
@@ -111,7 +113,7 @@ def test_the_deadline_holds_when_the_ticker_wakes_late(sandbox: Sandbox, monkeyp
     assert held < HELD_DEADLINES * limits.deadline_s, f"held {held:.2f} s with a {limits.deadline_s} s deadline"
 
 
-def test_a_function_spending_its_whole_fuel_is_stopped_by_fuel_not_the_clock(sandbox: Sandbox):
+def test_a_function_spending_its_whole_fuel_is_stopped_by_fuel_not_the_clock(sandbox: Sandbox) -> None:
     # Spinning burns about 5.5e9 fuel a CPU second: its whole budget takes about 3.6 times the limit, inside the
     # 5x deadline, so on a machine that gives the call a core the limit that stops it is fuel, which is
     # deterministic. On a busier machine the clock may come first (the same status), and nothing is claimed.
@@ -149,7 +151,7 @@ HOST_WORK = {
 
 @pytest.mark.parametrize("engine", _engines())
 @pytest.mark.parametrize("work", sorted(HOST_WORK))
-def test_host_work_a_function_asks_for_is_paid_from_its_fuel(sandbox: Sandbox, work, engine):
+def test_host_work_a_function_asks_for_is_paid_from_its_fuel(sandbox: Sandbox, work, engine) -> None:
     if work in ("file metadata", "reading a file") and engine == "python":
         pytest.skip("the python engine has no files: the C library answers without asking the host")
     # A small budget next to a long deadline: the budget, charged for the host's work, must end the loop first. The
@@ -161,7 +163,7 @@ def test_host_work_a_function_asks_for_is_paid_from_its_fuel(sandbox: Sandbox, w
     assert outcome.fuel == limits.fuel_budget
 
 
-def test_randomness_a_function_asks_for_costs_it_fuel_by_the_byte(sandbox: Sandbox):
+def test_randomness_a_function_asks_for_costs_it_fuel_by_the_byte(sandbox: Sandbox) -> None:
     source = "import os\ndef test_func(n):\n    return len(os.urandom(n))"
     small, large = sandbox.run(source, ["(16,)", "(1048576,)"])
     assert (small.value, large.value) == ("16", str(1 << 20))

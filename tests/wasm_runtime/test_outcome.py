@@ -13,46 +13,46 @@ def err(kind: str, message: str = "m") -> Outcome:
     return Outcome.failure(Status.ERROR, kind, message)
 
 
-def test_equal_values_match_and_different_values_do_not():
+def test_equal_values_match_and_different_values_do_not() -> None:
     assert outcomes_match(ok([1, 2]), ok([1, 2]))
     assert not outcomes_match(ok([1, 2]), ok([2, 1]))
     assert not outcomes_match(ok((1, 2)), ok([1, 2]))
     assert outcomes_match(ok(float("nan")), ok(float("nan")))
 
 
-def test_values_equal_under_python_equality_match_though_encoded_differently():
+def test_values_equal_under_python_equality_match_though_encoded_differently() -> None:
     assert outcomes_match(ok(1), ok(1.0))
     assert outcomes_match(ok({"a": 1, "b": 2}), ok({"b": 2, "a": 1}))
     assert outcomes_match(ok(-0.0), ok(0.0))
     assert not outcomes_match(ok({"a": 1}), ok({"a": 2}))
 
 
-def test_a_nan_matches_a_nan_in_the_same_place_inside_containers():
+def test_a_nan_matches_a_nan_in_the_same_place_inside_containers() -> None:
     nan = float("nan")
     assert outcomes_match(ok([1, (nan, 2)]), ok([1, (nan, 2)]))
     assert outcomes_match(ok({nan}), ok({nan}))
     assert not outcomes_match(ok([nan, 1]), ok([1, nan]))
 
 
-def test_same_exception_type_matches_whatever_the_message():
+def test_same_exception_type_matches_whatever_the_message() -> None:
     assert outcomes_match(err("ValueError", "a"), err("ValueError", "b"))
     assert not outcomes_match(err("ValueError"), err("TypeError"))
     assert not outcomes_match(ok(None), err("ValueError"))
 
 
-def test_other_statuses_match_only_the_same_status():
+def test_other_statuses_match_only_the_same_status() -> None:
     timeout = Outcome.failure(Status.TIMEOUT, "Timeout", "t")
     memory = Outcome.failure(Status.MEMORY, "MemoryError", "m")
     assert outcomes_match(timeout, Outcome.failure(Status.TIMEOUT, "Timeout", "other"))
     assert not outcomes_match(timeout, memory)
 
 
-def test_outcome_round_trips_through_a_dict():
+def test_outcome_round_trips_through_a_dict() -> None:
     outcome = ok({1: (2,)})
     back = Outcome.from_dict(outcome.to_dict())
     assert back == outcome
     assert back.decoded() == {1: (2,)}
 
 
-def test_failure_messages_are_cut_at_500_characters():
+def test_failure_messages_are_cut_at_500_characters() -> None:
     assert len(Outcome.failure(Status.ERROR, "E", "x" * 2000).error_message) == 500

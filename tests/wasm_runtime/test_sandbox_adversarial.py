@@ -206,7 +206,7 @@ NUMPY_CASES = CASES | {
 
 
 @pytest.fixture(params=["python", "numpy", "lean"], scope="module")
-def box(request, sandbox: Sandbox):
+def box(request: pytest.FixtureRequest, sandbox: Sandbox):
     """The adversarial cases run against every engine."""
     return sandbox if request.param == "python" else request.getfixturevalue(f"{request.param}_box")
 
@@ -245,7 +245,7 @@ def _cases(box) -> dict:
 
 
 @pytest.mark.parametrize("name", list(NUMPY_CASES | LEAN_CASES))
-def test_hostile_code_is_contained_and_the_host_lives_on(box, name):
+def test_hostile_code_is_contained_and_the_host_lives_on(box, name) -> None:
     if name not in _cases(box):
         pytest.skip(f"{name!r} is a case for another engine's own bridge")
     source, allowed, needle = _cases(box)[name]
@@ -269,7 +269,7 @@ def test_hostile_code_is_contained_and_the_host_lives_on(box, name):
     assert follow_up.value == "42"
 
 
-def test_there_are_at_least_thirty_attempts():
+def test_there_are_at_least_thirty_attempts() -> None:
     assert len(CASES) >= 30
 
 
@@ -285,17 +285,17 @@ def test_func(x, needle_head):
 """
 
 
-def test_a_call_cannot_see_the_inputs_of_earlier_calls(box):
+def test_a_call_cannot_see_the_inputs_of_earlier_calls(box) -> None:
     box.call(_SPY, "('top-secret-earlier-input', 'none')")
     assert box.call(_SPY, "('later', 'top')").decoded() == ("later", 0)
 
 
-def test_an_input_in_a_batch_cannot_see_the_inputs_that_follow(box):
+def test_an_input_in_a_batch_cannot_see_the_inputs_that_follow(box) -> None:
     outcomes = box.run(_SPY, ["('first', 'later')", "('later-secret-1', 'x')", "('later-secret-2', 'x')"])
     assert outcomes[0].decoded() == ("first", 0)
 
 
-def test_sleeping_cannot_make_the_host_wait(box):
+def test_sleeping_cannot_make_the_host_wait(box) -> None:
     # 1,000 sleeps: one that waited at all (60 ms each would do) adds up past the minute allowed, or the deadline.
     source = "import time\ndef test_func():\n    for _ in range(1_000):\n        time.sleep(100)\n    return 1"
     outcome = box.call(source, "()", limits=LIMITS)

@@ -41,14 +41,14 @@ def ok(value) -> Outcome:
     return Outcome(status=Status.OK, value=repr(value), value_type=type(value).__name__, encoded=encode(value))
 
 
-def test_an_eight_megabyte_exception_name_is_refused_at_once(sandbox: Sandbox):
+def test_an_eight_megabyte_exception_name_is_refused_at_once(sandbox: Sandbox) -> None:
     source = forge('\'{"status":"error","error_type":"\' + \'E\' * 8_000_000 + \'","error_message":"m","stdout":""}\'')
     outcome = sandbox.call(source, "()", limits=Limits(memory_bytes=256 * 1024 * 1024))
     assert outcome.status is Status.OUTPUT_LIMIT
     assert len(outcome.error_type) < 100 and "bytes long" in outcome.error_message
 
 
-def test_a_long_exception_name_within_the_outcome_limit_is_cut(sandbox: Sandbox):
+def test_a_long_exception_name_within_the_outcome_limit_is_cut(sandbox: Sandbox) -> None:
     name = "E" * 100_000
     outcome = sandbox.call(forge(repr(outcome_json(status="error", error_type=name, error_message="m"))), "()")
     assert outcome.status is Status.ERROR
@@ -59,7 +59,7 @@ def test_a_long_exception_name_within_the_outcome_limit_is_cut(sandbox: Sandbox)
     ("field", "size", "kept"),
     [("error_message", 1_000_000, 500), ("value_type", 300_000, 200), ("stdout", 500_000, 4096)],
 )
-def test_each_text_field_is_cut_to_its_limit(sandbox: Sandbox, field, size, kept):
+def test_each_text_field_is_cut_to_its_limit(sandbox: Sandbox, field, size, kept) -> None:
     fields = {field: "x" * size}
     if field == "error_message":
         fields |= {"status": "error", "error_type": "ValueError"}
@@ -67,13 +67,13 @@ def test_each_text_field_is_cut_to_its_limit(sandbox: Sandbox, field, size, kept
     assert len(getattr(outcome, field)) == kept
 
 
-def test_a_value_longer_than_the_output_limit_is_refused_by_the_host(sandbox: Sandbox):
+def test_a_value_longer_than_the_output_limit_is_refused_by_the_host(sandbox: Sandbox) -> None:
     outcome = sandbox.call(forge(repr(outcome_json(value="x" * 70_000))), "()")
     assert outcome.status is Status.OUTPUT_LIMIT
     assert outcome.value is None
 
 
-def test_an_encoding_larger_than_the_output_limit_is_refused_by_the_host(sandbox: Sandbox):
+def test_an_encoding_larger_than_the_output_limit_is_refused_by_the_host(sandbox: Sandbox) -> None:
     source = forge('\'{"status":"ok","value":"1","value_type":"int","encoded":[\' + \'1,\' * 500_000 + \'1]}\'')
     outcome = sandbox.call(source, "()")
     assert outcome.status is Status.OUTPUT_LIMIT
@@ -99,7 +99,9 @@ def test_func(x):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("engine", ["python", "numpy"])
-def test_a_workers_peak_memory_stays_bounded_when_scoring_hostile_outcomes(engine, request):
+def test_a_workers_peak_memory_stays_bounded_when_scoring_hostile_outcomes(
+    engine, request: pytest.FixtureRequest
+) -> None:
     if engine == "numpy":
         request.getfixturevalue("numpy_box")  # skips when the numpy engine is not installed
     # Scoring runs a submission's code on every input of a suite in one batch. Each hostile input hands back a
@@ -125,7 +127,7 @@ def test_a_workers_peak_memory_stays_bounded_when_scoring_hostile_outcomes(engin
 
 
 @pytest.mark.slow
-def test_hundred_megabyte_outcomes_never_pile_up_in_host_memory():
+def test_hundred_megabyte_outcomes_never_pile_up_in_host_memory() -> None:
     # A fresh process, so its peak memory is this test's alone: ten inputs of 100 MB each.
     source = forge('\'{"status":"ok","value":"\' + \'x\' * 100_000_000 + \'"}\'')
     script = textwrap.dedent(
@@ -186,7 +188,7 @@ def test_hundred_megabyte_outcomes_never_pile_up_in_host_memory():
         "an unclosed string of escaped quotes",
     ],
 )
-def test_an_outcome_the_guest_could_not_have_written_is_a_crash(sandbox: Sandbox, text):
+def test_an_outcome_the_guest_could_not_have_written_is_a_crash(sandbox: Sandbox, text) -> None:
     outcome = sandbox.call(forge(repr(text)), "()")
     assert outcome.status is Status.CRASH
     assert outcome.error_type == "SandboxViolation"
@@ -198,7 +200,7 @@ def _recurse(levels: int) -> int:
     return 0 if levels == 0 else _recurse(levels - 1)
 
 
-def test_a_deeply_nested_outcome_is_refused_before_the_host_recurses_into_it(sandbox: Sandbox):
+def test_a_deeply_nested_outcome_is_refused_before_the_host_recurses_into_it(sandbox: Sandbox) -> None:
     # Parsing 100,000 levels ran the host to its recursion limit: whatever Python code ran meanwhile (a finalizer,
     # a collector callback, on any thread's garbage) failed for want of stack. The collector is made to run at
     # every allocation, so it runs wherever the host is while it handles the outcome.
@@ -226,7 +228,7 @@ def test_a_deeply_nested_outcome_is_refused_before_the_host_recurses_into_it(san
     assert starved == []
 
 
-def test_lone_surrogates_in_returned_text_become_escapes_every_consumer_can_encode(sandbox: Sandbox):
+def test_lone_surrogates_in_returned_text_become_escapes_every_consumer_can_encode(sandbox: Sandbox) -> None:
     source = "def test_func(s):\n    print(s)\n    raise ValueError(s)"
     outcome = sandbox.call(source, "('a\\ud800b',)")
     assert outcome.status is Status.ERROR
@@ -251,7 +253,7 @@ UNDECODABLE = [
 
 
 @pytest.mark.parametrize("encoded", UNDECODABLE, ids=[json.dumps(e)[:30] for e in UNDECODABLE])
-def test_an_undecodable_forged_value_matches_nothing_and_says_why(sandbox: Sandbox, encoded):
+def test_an_undecodable_forged_value_matches_nothing_and_says_why(sandbox: Sandbox, encoded) -> None:
     outcome = sandbox.call(forge(repr(outcome_json(encoded=encoded))), "()")
     assert outcome.status is Status.OK
     assert not outcomes_match(ok(1), outcome)
@@ -260,13 +262,13 @@ def test_an_undecodable_forged_value_matches_nothing_and_says_why(sandbox: Sandb
     assert comparison.detail
 
 
-def test_forged_outcomes_for_every_input_of_a_batch_are_each_capped(sandbox: Sandbox):
+def test_forged_outcomes_for_every_input_of_a_batch_are_each_capped(sandbox: Sandbox) -> None:
     source = forge('\'{"status":"error","error_type":"\' + \'E\' * 1000 + \'","error_message":"m"}\'')
     outcomes = sandbox.run(source, [(i,) for i in range(5)])
     assert [(o.status, len(o.error_type)) for o in outcomes] == [(Status.ERROR, 200)] * 5
 
 
-def test_a_hostile_submission_through_workers_never_disturbs_the_next_one():
+def test_a_hostile_submission_through_workers_never_disturbs_the_next_one() -> None:
     box = WorkerSandbox(workers=1)
     try:
         hostile = [

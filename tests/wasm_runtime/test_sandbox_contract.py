@@ -18,7 +18,7 @@ MODES = ["batch", "fresh"]
 
 
 @pytest.fixture(params=["in-process", "workers", "numpy", "lean"])
-def box(request, sandbox, worker_sandbox):
+def box(request: pytest.FixtureRequest, sandbox: Sandbox, worker_sandbox: WorkerSandbox):
     """Every implementation of the sandbox interface, and every engine, passes the same contract."""
     if request.param in ("numpy", "lean"):
         return request.getfixturevalue(f"{request.param}_box")
@@ -41,7 +41,7 @@ def test_func(x, seen=[]):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_every_input_starts_from_a_fresh_process_state(box, mode):
+def test_every_input_starts_from_a_fresh_process_state(box, mode) -> None:
     outcomes = run(box, STATEFUL, ["(1,)", "(2,)", "(3,)"], mode)
     values = [o.decoded() for o in outcomes]
     assert all(o.ok for o in outcomes)
@@ -49,7 +49,7 @@ def test_every_input_starts_from_a_fresh_process_state(box, mode):
     assert values[0] == values[1] == values[2]
 
 
-def test_a_batch_gives_exactly_the_outcomes_of_separate_calls(box):
+def test_a_batch_gives_exactly_the_outcomes_of_separate_calls(box) -> None:
     inputs = ["(1,)", "(2,)", "('x',)", "([1, 2],)"]
     batch = box.run(STATEFUL, inputs)
     separate = [box.call(STATEFUL, literal) for literal in inputs]
@@ -59,7 +59,7 @@ def test_a_batch_gives_exactly_the_outcomes_of_separate_calls(box):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_changes_to_imported_modules_do_not_leak_into_the_next_input(box, mode):
+def test_changes_to_imported_modules_do_not_leak_into_the_next_input(box, mode) -> None:
     source = """
 import math, builtins
 def test_func(change):
@@ -74,7 +74,7 @@ def test_func(change):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_same_call_gives_the_same_result_every_time(box, mode):
+def test_same_call_gives_the_same_result_every_time(box, mode) -> None:
     source = """
 import random, os
 def test_func(words):
@@ -85,7 +85,7 @@ def test_func(words):
     assert len({o.value for o in first + again}) == 1
 
 
-def test_string_hash_order_is_the_same_on_every_machine_and_in_both_engines(box):
+def test_string_hash_order_is_the_same_on_every_machine_and_in_both_engines(box) -> None:
     numpy_engine = not isinstance(box, (Sandbox, WorkerSandbox))
     if not numpy_engine and not box.artifacts.metadata().get("deterministic_hash"):
         pytest.skip("this build could not pin CPython's hash secret (no C compiler); see docs/sandbox.md")
@@ -97,7 +97,7 @@ def test_string_hash_order_is_the_same_on_every_machine_and_in_both_engines(box)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_values_come_back_with_their_exact_types(box, mode):
+def test_values_come_back_with_their_exact_types(box, mode) -> None:
     source = "def test_func(x):\n    return x"
     inputs = ["((1, 2),)", "({1: 'a', 2: (3,)},)", "({1, 2},)", "(b'\\x00',)", "(1e999,)", "(-0.0,)", "(10**30,)"]
     inputs[-1] = "(1000000000000000000000000000000,)"
@@ -110,7 +110,7 @@ def test_values_come_back_with_their_exact_types(box, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_errors_carry_type_and_message_but_no_traceback_file_or_line(box, mode):
+def test_errors_carry_type_and_message_but_no_traceback_file_or_line(box, mode) -> None:
     source = """
 def helper(x):
     secret_local_name = x
@@ -129,7 +129,7 @@ def test_func(x):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_source_that_does_not_compile_gives_a_syntax_error_without_the_source_text(box, mode):
+def test_source_that_does_not_compile_gives_a_syntax_error_without_the_source_text(box, mode) -> None:
     outcomes = run(box, "def test_func(x):\n    return x +* secret_token\n", ["(1,)", "(2,)"], mode)
     assert [o.error_type for o in outcomes] == ["SyntaxError", "SyntaxError"]
     assert "secret_token" not in outcomes[0].error_message
@@ -137,13 +137,13 @@ def test_source_that_does_not_compile_gives_a_syntax_error_without_the_source_te
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_missing_entry_is_a_name_error(box, mode):
+def test_a_missing_entry_is_a_name_error(box, mode) -> None:
     (outcome,) = run(box, "def other(x):\n    return x", ["(1,)"], mode, entry="test_func")
     assert (outcome.status, outcome.error_type) == (Status.ERROR, "NameError")
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_invalid_literals_are_refused_on_the_host_without_running(box, mode):
+def test_invalid_literals_are_refused_on_the_host_without_running(box, mode) -> None:
     outcomes = run(box, "def test_func(x):\n    return x", ["(1,)", "(open('/etc/passwd'),)", "(2,)"], mode)
     assert [o.status for o in outcomes] == [Status.OK, Status.INVALID_INPUT, Status.OK]
     assert "literal" in outcomes[1].error_message
@@ -151,7 +151,7 @@ def test_invalid_literals_are_refused_on_the_host_without_running(box, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_trap_ends_only_its_own_input_and_the_batch_goes_on(box, mode):
+def test_a_trap_ends_only_its_own_input_and_the_batch_goes_on(box, mode) -> None:
     source = "def test_func(n):\n    while n < 0:\n        pass\n    return n"
     outcomes = run(
         box, source, ["(1,)", "(-1,)", "(2,)", "(-1,)", "(3,)"], mode, limits=Limits(timeout_s=0.5, fuel=10**9)
@@ -160,7 +160,7 @@ def test_a_trap_ends_only_its_own_input_and_the_batch_goes_on(box, mode):
     assert [o.value for o in outcomes[::2]] == ["1", "2", "3"]
 
 
-def test_cpu_limit_is_deterministic_fuel(box):
+def test_cpu_limit_is_deterministic_fuel(box) -> None:
     limits = Limits(timeout_s=5.0, fuel=200_000_000)
     first = box.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
     second = box.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
@@ -169,7 +169,7 @@ def test_cpu_limit_is_deterministic_fuel(box):
     assert first.fuel == second.fuel == 200_000_000
 
 
-def test_work_just_under_the_fuel_budget_completes(box):
+def test_work_just_under_the_fuel_budget_completes(box) -> None:
     source = "def test_func(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t"
     outcome = box.call(source, "(100000,)")
     assert outcome.ok and outcome.decoded() == sum(range(100000))
@@ -177,7 +177,7 @@ def test_work_just_under_the_fuel_budget_completes(box):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_printed_text_is_kept_up_to_the_limit(box, mode):
+def test_printed_text_is_kept_up_to_the_limit(box, mode) -> None:
     source = "def test_func(n):\n    print('hello', n)\n    print('x' * 10000)\n    return n"
     (outcome,) = run(box, source, ["(7,)"], mode, limits=Limits(stdout_chars=100))
     assert outcome.ok
@@ -186,7 +186,7 @@ def test_printed_text_is_kept_up_to_the_limit(box, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_clock_is_virtual_and_sleeping_does_not_wait(box, mode):
+def test_the_clock_is_virtual_and_sleeping_does_not_wait(box, mode) -> None:
     # The hour is slept in 1,000 sleeps, so that a sleep that waited at all (60 ms each would do) adds up past the
     # minute allowed, while a busy machine's slowness cannot.
     source = """
@@ -202,7 +202,7 @@ def test_func(seconds):
     assert outcome.duration_ms < 60_000
 
 
-def test_limits_are_configurable_per_call(box):
+def test_limits_are_configurable_per_call(box) -> None:
     big = box.call("def test_func():\n    return 'a' * 200", "()", limits=Limits(max_output_bytes=100))
     assert big.status is Status.OUTPUT_LIMIT
     small_memory = box.call(
@@ -219,7 +219,7 @@ def test_limits_are_configurable_per_call(box):
     assert roomy.decoded() == 150 * 1024 * 1024
 
 
-def test_calls_from_many_threads_run_concurrently_and_stay_separate(box):
+def test_calls_from_many_threads_run_concurrently_and_stay_separate(box) -> None:
     source = "counter = 0\ndef test_func(x):\n    global counter\n    counter += x\n    return (x, counter)"
     results: dict[int, list] = {}
     errors: list[BaseException] = []
@@ -240,7 +240,7 @@ def test_calls_from_many_threads_run_concurrently_and_stay_separate(box):
         assert results[t] == [(t * 100 + i, t * 100 + i) for i in range(15)]
 
 
-def test_async_calls_run_in_worker_threads(box):
+def test_async_calls_run_in_worker_threads(box) -> None:
     async def main() -> list:
         out: list = [None] * 6
         async with anyio.create_task_group() as group:
@@ -256,7 +256,7 @@ def test_async_calls_run_in_worker_threads(box):
     assert [o.decoded() for o in outcomes] == [i * i for i in range(6)]
 
 
-def test_outcomes_match_is_consistent_with_running_twice(box):
+def test_outcomes_match_is_consistent_with_running_twice(box) -> None:
     source = "def test_func(x):\n    return [x, float('nan'), (x,)]"
     a, b = box.call(source, "(1,)"), box.call(source, "(1,)")
     c = box.call(source, "(2,)")
@@ -264,7 +264,7 @@ def test_outcomes_match_is_consistent_with_running_twice(box):
     assert not outcomes_match(a, c)
 
 
-def test_the_wall_clock_deadline_stops_what_fuel_would_not(box):
+def test_the_wall_clock_deadline_stops_what_fuel_would_not(box) -> None:
     limits = Limits(timeout_s=0.3, fuel=10**13)  # fuel for about half an hour of spinning
     outcome = box.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
     assert outcome.status is Status.TIMEOUT
@@ -274,7 +274,7 @@ def test_the_wall_clock_deadline_stops_what_fuel_would_not(box):
     assert outcome.duration_ms < 4 * limits.deadline_s * 1000
 
 
-def test_source_is_run_the_same_whether_compiled_cached_or_reused(box):
+def test_source_is_run_the_same_whether_compiled_cached_or_reused(box) -> None:
     # The third run uses the code compiled and cached on the second; a source that begins like the
     # cache's own tag (an annotated name) must still be read as source.
     source = "marshal: int = 3\ndef test_func(x):\n    return x * marshal\n"
@@ -283,7 +283,7 @@ def test_source_is_run_the_same_whether_compiled_cached_or_reused(box):
 
 
 @pytest.mark.parametrize("kind", ["in-process", "workers"])
-def test_a_sandbox_used_as_a_context_manager_is_closed_on_exit_and_refuses_later_calls(kind):
+def test_a_sandbox_used_as_a_context_manager_is_closed_on_exit_and_refuses_later_calls(kind) -> None:
     make = (lambda: Sandbox(pool_size=1)) if kind == "in-process" else (lambda: WorkerSandbox(workers=1))
     with make() as box:
         assert box.call("def test_func(x):\n    return x + 1", "(1,)").value == "2"
@@ -294,7 +294,7 @@ def test_a_sandbox_used_as_a_context_manager_is_closed_on_exit_and_refuses_later
     box.close()  # a second close does nothing
 
 
-def test_closing_an_in_process_sandbox_stops_its_threads():
+def test_closing_an_in_process_sandbox_stops_its_threads() -> None:
     before = {t.ident for t in threading.enumerate()}
     box = Sandbox(pool_size=1)
     box.call("def test_func(x):\n    return x", "(1,)")
@@ -306,12 +306,12 @@ def test_closing_an_in_process_sandbox_stops_its_threads():
     assert not any(t.is_alive() for t in started)
 
 
-def test_every_sandbox_offers_the_same_interface(box):
+def test_every_sandbox_offers_the_same_interface(box) -> None:
     assert isinstance(box, SandboxInterface)
 
 
 @pytest.mark.parametrize("where", ["a string literal", "a comment", "the entry name"])
-def test_source_with_a_lone_surrogate_is_refused_without_running(box, where):
+def test_source_with_a_lone_surrogate_is_refused_without_running(box, where) -> None:
     source = "def test_func(x):\n    return x\n"
     entry = "test_func"
     if where == "a string literal":

@@ -29,7 +29,7 @@ def _text(outcomes) -> str:
     return " ".join(str(o.to_dict()) for o in outcomes)
 
 
-def test_hidden_code_cannot_read_its_own_source_through_the_host(sandbox: Sandbox):
+def test_hidden_code_cannot_read_its_own_source_through_the_host(sandbox: Sandbox) -> None:
     # Three runs: compiled from source, compiled and offered to the cache, loaded from the cache.
     for _ in range(3):
         outcomes = sandbox.run(READ_OWN_SOURCE, ["(1,)", "(2,)"])
@@ -39,7 +39,7 @@ def test_hidden_code_cannot_read_its_own_source_through_the_host(sandbox: Sandbo
         assert "source" in outcomes[0].error_message
 
 
-def test_hidden_code_cannot_reload_itself_through_the_guest_to_read_its_source(sandbox: Sandbox):
+def test_hidden_code_cannot_reload_itself_through_the_guest_to_read_its_source(sandbox: Sandbox) -> None:
     source = f"""# {MARKER}
 import sys
 def test_func():
@@ -84,7 +84,7 @@ def test_func(x):
 """
 
 
-def test_code_in_a_batch_cannot_read_a_later_input_through_the_host(sandbox: Sandbox):
+def test_code_in_a_batch_cannot_read_a_later_input_through_the_host(sandbox: Sandbox) -> None:
     outcomes = sandbox.run(PROBE_LATER_INPUTS, ["('first',)", "('secret-later-input',)", "('secret-last-input',)"])
     assert "secret" not in str(outcomes[0].to_dict())
     assert [o.value for o in outcomes[1:]] == ["'secret-later-input'", "'secret-last-input'"]
@@ -109,12 +109,12 @@ def test_func(x):
 """
 
 
-def test_code_in_a_batch_cannot_forge_a_later_inputs_outcome(sandbox: Sandbox):
+def test_code_in_a_batch_cannot_forge_a_later_inputs_outcome(sandbox: Sandbox) -> None:
     outcomes = sandbox.run(FORGE_LATER_OUTCOMES, ["(1,)", "(2,)", "(3,)"])
     assert [(o.status, o.value) for o in outcomes] == [(Status.OK, "10"), (Status.OK, "20"), (Status.OK, "30")]
 
 
-def test_code_planted_for_the_cache_by_running_code_is_never_taken_or_run_later(sandbox: Sandbox):
+def test_code_planted_for_the_cache_by_running_code_is_never_taken_or_run_later(sandbox: Sandbox) -> None:
     # The hidden code tries to plant other code under its own source for the calls that follow: the guest holds
     # what the host takes next, and the hidden code puts its own compiled code there, and keeps putting it there.
     # The host takes compiled code only when `load` returns, before any hidden code has run in the instance.
@@ -138,7 +138,7 @@ def test_func(x):
 
 
 @pytest.mark.parametrize("call", ["host.source()", "host.sleep(1)"])
-def test_a_host_import_called_at_module_level_of_the_hidden_code_answers_nothing_new(sandbox: Sandbox, call):
+def test_a_host_import_called_at_module_level_of_the_hidden_code_answers_nothing_new(sandbox: Sandbox, call) -> None:
     source = f"""# {MARKER}
 import sys
 host = sys.modules['wit_world.imports.host']
@@ -154,7 +154,7 @@ def test_func():
         assert outcome.status is Status.CRASH
 
 
-def test_a_batch_still_gives_the_outcomes_of_separate_calls_after_the_protocol_change(sandbox: Sandbox):
+def test_a_batch_still_gives_the_outcomes_of_separate_calls_after_the_protocol_change(sandbox: Sandbox) -> None:
     source = "import random\nn = 0\ndef test_func(x):\n    global n\n    n += 1\n    return (x, n, random.random())"
     inputs = [f"({i},)" for i in range(30)]
     batch = sandbox.run(source, inputs)

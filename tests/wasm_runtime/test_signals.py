@@ -38,7 +38,7 @@ _SCRIPT = textwrap.dedent(
         "faulthandler.enable(); faulthandler.disable(); faulthandler.enable(all_threads=False)",
     ],
 )
-def test_a_fatal_signal_handler_installed_after_the_sandbox_does_not_let_a_trap_kill_the_process(late_handler):
+def test_a_fatal_signal_handler_installed_after_the_sandbox_does_not_let_a_trap_kill_the_process(late_handler) -> None:
     script = _SCRIPT.format(late_handler=late_handler)
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
@@ -49,7 +49,7 @@ def test_a_fatal_signal_handler_installed_after_the_sandbox_does_not_let_a_trap_
     assert "put back" in done.stderr  # the operator is told once
 
 
-def test_a_fatal_signal_handler_installed_before_the_sandbox_is_left_in_place():
+def test_a_fatal_signal_handler_installed_before_the_sandbox_is_left_in_place() -> None:
     # python -X faulthandler: enabled first, so wasmtime's handlers already come first and nothing is replaced.
     script = _SCRIPT.format(late_handler="pass")
     done = subprocess.run(

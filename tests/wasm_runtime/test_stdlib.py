@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wasm_runtime import Sandbox
 from wasm_runtime.stdlib import ABSENT_FROM_WASI_BUILD, EXCLUDED, modules_to_bundle
 
 
@@ -10,7 +11,7 @@ def _guest_stdlib_names(sandbox) -> list[str]:
     return outcome.decoded()
 
 
-def test_every_module_that_can_work_without_the_os_imports_inside_the_sandbox(sandbox):
+def test_every_module_that_can_work_without_the_os_imports_inside_the_sandbox(sandbox: Sandbox) -> None:
     names = [n for n in modules_to_bundle(_guest_stdlib_names(sandbox)) if n not in ABSENT_FROM_WASI_BUILD]
     assert len(names) > 150
     source = "import importlib\ndef test_func(name):\n    return importlib.import_module(name).__name__"
@@ -19,7 +20,7 @@ def test_every_module_that_can_work_without_the_os_imports_inside_the_sandbox(sa
     assert failed == {}
 
 
-def test_modules_common_in_real_datasets_work_in_one_function(sandbox):
+def test_modules_common_in_real_datasets_work_in_one_function(sandbox: Sandbox) -> None:
     source = """
 import ipaddress, fractions, decimal, statistics, datetime, calendar, difflib, textwrap
 import unicodedata, string, heapq, bisect, itertools, functools, collections, re, math, json, operator
@@ -45,11 +46,11 @@ def test_func(text):
     assert outcome.decoded()[0] == "10.0.0.2"
 
 
-def test_the_policy_lists_have_reasons_and_do_not_overlap():
+def test_the_policy_lists_have_reasons_and_do_not_overlap() -> None:
     assert all(reason for reason in {**EXCLUDED, **ABSENT_FROM_WASI_BUILD}.values())
     assert not set(EXCLUDED) & set(ABSENT_FROM_WASI_BUILD)
 
 
-def test_the_build_reports_exactly_the_absent_modules_the_policy_expects(sandbox):
+def test_the_build_reports_exactly_the_absent_modules_the_policy_expects(sandbox: Sandbox) -> None:
     absent = set(sandbox.info()["absent"])
     assert absent == set(ABSENT_FROM_WASI_BUILD)

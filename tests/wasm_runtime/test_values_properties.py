@@ -71,13 +71,13 @@ def through_json(value):
 
 @FAST
 @given(any_values)
-def test_any_value_round_trips_through_json_with_its_type_and_value(value):
+def test_any_value_round_trips_through_json_with_its_type_and_value(value) -> None:
     assert same(through_json(value), value)
 
 
 @FAST
 @given(st.sets(hashables, max_size=8))
-def test_a_sets_encoding_does_not_depend_on_the_order_it_was_built_in(items):
+def test_a_sets_encoding_does_not_depend_on_the_order_it_was_built_in(items) -> None:
     backwards = set()
     for item in reversed(list(items)):
         backwards.add(item)
@@ -86,7 +86,7 @@ def test_a_sets_encoding_does_not_depend_on_the_order_it_was_built_in(items):
 
 @FAST
 @given(any_values, any_values)
-def test_equal_encodings_mean_equal_values_and_outcomes_match_follows_values_equal(a, b):
+def test_equal_encodings_mean_equal_values_and_outcomes_match_follows_values_equal(a, b) -> None:
     if json.dumps(encode(a)) == json.dumps(encode(b)):
         assert values_equal(decode(encode(a)), decode(encode(b)))
 
@@ -100,7 +100,7 @@ def test_equal_encodings_mean_equal_values_and_outcomes_match_follows_values_equ
 
 @FAST
 @given(any_values, st.integers(min_value=64, max_value=4096))
-def test_an_encoding_within_the_budget_is_never_refused_by_the_hosts_cap(value, budget):
+def test_an_encoding_within_the_budget_is_never_refused_by_the_hosts_cap(value, budget) -> None:
     try:
         data = encode(value, max_bytes=budget)
     except EncodingError as exc:
@@ -118,7 +118,7 @@ def _encoded_chars_for(budget: int) -> int:
 
 @FAST
 @given(st.integers(min_value=1, max_value=200), st.sampled_from(["list", "tuple", "dict"]))
-def test_nesting_up_to_the_depth_limit_round_trips_and_past_it_is_refused(depth, kind):
+def test_nesting_up_to_the_depth_limit_round_trips_and_past_it_is_refused(depth, kind) -> None:
     def wrap(inner):
         return [inner] if kind == "list" else (inner,) if kind == "tuple" else {"k": inner}
 
@@ -134,7 +134,7 @@ def test_nesting_up_to_the_depth_limit_round_trips_and_past_it_is_refused(depth,
     assert refused.value.reason == "too_deep"
 
 
-def test_the_deepest_encoding_encode_makes_is_within_what_decode_accepts():
+def test_the_deepest_encoding_encode_makes_is_within_what_decode_accepts() -> None:
     from collections import OrderedDict
 
     value: object = complex(float("nan"), 1)
@@ -167,7 +167,7 @@ tagged_garbage = st.recursive(
 
 @FAST
 @given(tagged_garbage)
-def test_decoding_any_json_data_gives_a_value_or_encoding_error(data):
+def test_decoding_any_json_data_gives_a_value_or_encoding_error(data) -> None:
     try:
         decode(data)
     except EncodingError as exc:
@@ -176,7 +176,7 @@ def test_decoding_any_json_data_gives_a_value_or_encoding_error(data):
 
 @FAST
 @given(st.binary(max_size=64))
-def test_random_bytes_parsed_as_json_or_not_never_decode_to_another_error(raw):
+def test_random_bytes_parsed_as_json_or_not_never_decode_to_another_error(raw) -> None:
     for data in (raw, raw.decode("latin-1")):
         try:
             decoded = decode(json.loads(data))
@@ -206,7 +206,7 @@ def test_random_bytes_parsed_as_json_or_not_never_decode_to_another_error(raw):
     ],
     ids=lambda d: repr(d)[:40],
 )
-def test_malformed_encodings_raise_encoding_error_and_nothing_else(data):
+def test_malformed_encodings_raise_encoding_error_and_nothing_else(data) -> None:
     with pytest.raises(EncodingError) as refused:
         decode(data)
     assert refused.value.reason == "malformed"
@@ -215,13 +215,13 @@ def test_malformed_encodings_raise_encoding_error_and_nothing_else(data):
 
 @FAST
 @given(floats)
-def test_every_float_round_trips_bit_for_bit(number):
+def test_every_float_round_trips_bit_for_bit(number) -> None:
     back = through_json(number)
     assert (math.isnan(back) and math.isnan(number)) or repr(back) == repr(number)
 
 
 @FAST
 @given(st.fractions(), st.decimals(allow_nan=True))
-def test_fractions_and_decimals_round_trip(fraction, decimal):
+def test_fractions_and_decimals_round_trip(fraction, decimal) -> None:
     assert through_json(fraction) == fraction and type(through_json(fraction)) is Fraction
     assert str(through_json(decimal)) == str(decimal)

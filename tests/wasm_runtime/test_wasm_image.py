@@ -26,7 +26,7 @@ def _instance(module_bytes: bytes):
     return store, instance.exports(store)
 
 
-def test_a_module_built_from_a_primed_memory_starts_primed():
+def test_a_module_built_from_a_primed_memory_starts_primed() -> None:
     store, exports = _instance(MODULE)
     exports["prime"](store)
     memory = exports["memory"]
@@ -38,7 +38,7 @@ def test_a_module_built_from_a_primed_memory_starts_primed():
     assert bytes(fresh["memory"].read(fresh_store, 16, 20)) == b"seed"
 
 
-def test_a_module_with_state_outside_its_memory_is_refused():
+def test_a_module_with_state_outside_its_memory_is_refused() -> None:
     two_globals = wasmtime.wat2wasm(
         '(module (memory 1) (global (mut i32) (i32.const 0)) (global (mut i32) (i32.const 0)) (data (i32.const 0) "x"))'
     )

@@ -21,7 +21,7 @@ from wasm_runtime import InvalidInput, Limits, Status, parse_arguments
 from wasm_runtime.workers import WorkerSandbox, _frame, _reply_bound, _Worker
 
 
-def test_a_worker_that_dies_is_replaced_and_the_call_reports_a_crash():
+def test_a_worker_that_dies_is_replaced_and_the_call_reports_a_crash() -> None:
     box = WorkerSandbox(workers=1)
     try:
         assert box.call("def test_func(x):\n    return x", "(1,)").value == "1"
@@ -36,7 +36,7 @@ def test_a_worker_that_dies_is_replaced_and_the_call_reports_a_crash():
         box.close()
 
 
-def test_workers_exit_when_their_parent_closes_the_pipe():
+def test_workers_exit_when_their_parent_closes_the_pipe() -> None:
     box = WorkerSandbox(workers=2)
     _start_both(box)
     processes = [w.process for w in list(box._idle.queue)]
@@ -66,7 +66,7 @@ def _wait(condition, what: str) -> None:
         time.sleep(0.01)
 
 
-def test_one_worker_starts_with_the_sandbox_and_another_only_when_calls_overlap_up_to_the_most_allowed():
+def test_one_worker_starts_with_the_sandbox_and_another_only_when_calls_overlap_up_to_the_most_allowed() -> None:
     box = WorkerSandbox(workers=2)
     try:
         assert (box.workers, box.started) == (2, 1)
@@ -85,7 +85,7 @@ def test_one_worker_starts_with_the_sandbox_and_another_only_when_calls_overlap_
         box.close()
 
 
-def test_overlapping_async_calls_start_the_second_worker_without_blocking_the_event_loop():
+def test_overlapping_async_calls_start_the_second_worker_without_blocking_the_event_loop() -> None:
     box = WorkerSandbox(workers=2)
     try:
 
@@ -127,7 +127,7 @@ async def _gather(*calls) -> list:
     return results
 
 
-def test_an_async_call_to_a_dead_worker_also_reports_a_crash_and_recovers():
+def test_an_async_call_to_a_dead_worker_also_reports_a_crash_and_recovers() -> None:
     import anyio
 
     box = WorkerSandbox(workers=1)
@@ -148,7 +148,7 @@ def test_an_async_call_to_a_dead_worker_also_reports_a_crash_and_recovers():
         box.close()
 
 
-def test_a_worker_killed_in_the_middle_of_a_batch_fails_only_that_batch():
+def test_a_worker_killed_in_the_middle_of_a_batch_fails_only_that_batch() -> None:
     box = WorkerSandbox(workers=2)
     try:
         slow = "def test_func(x):\n    while True:\n        pass"
@@ -189,7 +189,7 @@ def _busy_worker(box: WorkerSandbox, workers: list[_Worker]) -> _Worker:
     raise AssertionError("the slow call never took a worker")
 
 
-def test_a_reply_is_read_in_time_linear_in_its_length():
+def test_a_reply_is_read_in_time_linear_in_its_length() -> None:
     # 128 MB through a real pipe. Appending each 64 KB pipe read to the bytes read so far (as before) copies
     # about 130 GB on the way: minutes. Reading into one buffer of the announced size takes well under a second.
     payload = b"x" * (128 * 1024 * 1024)
@@ -209,7 +209,7 @@ def test_a_reply_is_read_in_time_linear_in_its_length():
         writer.wait()
 
 
-def test_a_reply_announced_larger_than_any_outcome_can_be_is_refused_before_it_is_read():
+def test_a_reply_announced_larger_than_any_outcome_can_be_is_refused_before_it_is_read() -> None:
     writer = subprocess.Popen(
         [sys.executable, "-c", "import struct, sys\nsys.stdout.buffer.write(struct.pack('!I', 3_000_000_000))\n"
          "sys.stdout.buffer.flush()\nimport time\ntime.sleep(30)"],
@@ -285,7 +285,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["kill -9", "SIGTERM"])
-def test_workers_die_with_their_parent_however_it_is_killed(signum):
+def test_workers_die_with_their_parent_however_it_is_killed(signum) -> None:
     parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True)
     try:
         line = parent.stdout.readline()
@@ -303,7 +303,7 @@ def test_workers_die_with_their_parent_however_it_is_killed(signum):
         parent.wait()
 
 
-def test_a_call_after_a_cancelled_async_call_on_the_same_worker_gets_its_own_result():
+def test_a_call_after_a_cancelled_async_call_on_the_same_worker_gets_its_own_result() -> None:
     # The cancelled call's reply is still on its way through the worker's pipe; the next call must not take it.
     box = WorkerSandbox(workers=1)
     try:
@@ -328,7 +328,7 @@ def test_a_call_after_a_cancelled_async_call_on_the_same_worker_gets_its_own_res
         box.close()
 
 
-def test_a_reply_cut_off_by_a_cancellation_is_read_to_its_end_before_the_next_request_is_answered():
+def test_a_reply_cut_off_by_a_cancellation_is_read_to_its_end_before_the_next_request_is_answered() -> None:
     # A reply half read when its caller was cancelled: the next request must resume it where it stopped, not
     # read the rest of it as a header of its own.
     requests_read, requests_write = os.pipe()
@@ -361,7 +361,7 @@ def _unframe(fd: int):
     return pickle.loads(os.read(fd, size))
 
 
-def test_large_argument_literals_are_parsed_in_a_process_of_their_own():
+def test_large_argument_literals_are_parsed_in_a_process_of_their_own() -> None:
     # Parsing in the caller's threads held its interpreter lock (and so its event loop) for tens of milliseconds
     # per 64 KiB literal. The worker sandbox parses them in one more process, with the same results and refusals.
     literal = "(" + repr(list(range(10_900))) + ", {'a': (1.5, b'x')})"

@@ -7,16 +7,17 @@ import os
 import sqlite3
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from fakellm import Failure, FakeLLM
 
 from pau_mcp.cli import main
 from pau_mcp.runstore import RunStore
+from wasm_runtime import Sandbox
 
 METHODS = ("--methods", "builtin/b001", "--methods", "builtin/b002")
 
 
-def _eval(tmp_path: Path, *args: str) -> object:
+def _eval(tmp_path: Path, *args: str) -> Result:
     env = {"PAU_MCP_TOOL_KEY": "", "PAU_JUDGE_MODEL": "", "PAU_CODER_MODEL": ""}
     return CliRunner().invoke(
         main,
@@ -31,7 +32,7 @@ def _runs(tmp_path: Path) -> list[str]:
     return [r.name for r in RunStore(db).runs()] if db.exists() else []
 
 
-def test_rerunning_a_run_plays_its_failed_episodes_again_and_sums_up_the_whole_run(tmp_path):
+def test_rerunning_a_run_plays_its_failed_episodes_again_and_sums_up_the_whole_run(tmp_path: Path) -> None:
     first = _eval(tmp_path, "--agent", "probe", "--run", "r", "--no-score", *METHODS)
     assert first.exit_code == 0, first.output
     with sqlite3.connect(tmp_path / "runs.db") as db:
@@ -50,7 +51,9 @@ def test_rerunning_a_run_plays_its_failed_episodes_again_and_sums_up_the_whole_r
     assert attempts == {"builtin/b001": 1, "builtin/b002": 2}
 
 
-def test_the_progress_bar_keeps_its_count_when_the_run_name_is_longer_than_the_terminal_has_room_for(tmp_path):
+def test_the_progress_bar_keeps_its_count_when_the_run_name_is_longer_than_the_terminal_has_room_for(
+    tmp_path: Path,
+) -> None:
     from pau_command import run_pau_process
 
     run = "builtin-paper-interactive-openai-gpt-4o-mini-2024-07-18-temperature-0.7-seed-1"
@@ -64,7 +67,7 @@ def test_the_progress_bar_keeps_its_count_when_the_run_name_is_longer_than_the_t
     assert "1/1" in shown and "failed 0" in shown and len(shown) <= 100
 
 
-def test_a_relative_data_dir_keeps_the_run_and_its_servers_records_in_that_directory(tmp_path):
+def test_a_relative_data_dir_keeps_the_run_and_its_servers_records_in_that_directory(tmp_path: Path) -> None:
     # The run's own server runs in another directory; given "." it once opened a store of its own there, and the
     # first score, referring to a submission the run's store did not have, ended the command with a traceback.
     from pau_command import run_pau_process
@@ -80,7 +83,7 @@ def test_a_relative_data_dir_keeps_the_run_and_its_servers_records_in_that_direc
     assert [s.method_id for s in store.submissions(store.run_id("here"))] == ["builtin/b001"]
 
 
-def test_a_missing_or_unknown_model_is_refused_in_one_line_before_a_run_exists(tmp_path):
+def test_a_missing_or_unknown_model_is_refused_in_one_line_before_a_run_exists(tmp_path: Path) -> None:
     missing = _eval(tmp_path, "--agent", "paper", *METHODS)
     assert missing.exit_code == 1
     assert missing.output.strip().splitlines() == ["Error: the paper agent needs --model (e.g. openai/gpt-4o-mini)"]
@@ -90,7 +93,7 @@ def test_a_missing_or_unknown_model_is_refused_in_one_line_before_a_run_exists(t
     assert _runs(tmp_path) == []
 
 
-def test_a_server_url_without_its_token_or_its_path_is_named_in_one_line_before_a_run_exists(tmp_path):
+def test_a_server_url_without_its_token_or_its_path_is_named_in_one_line_before_a_run_exists(tmp_path: Path) -> None:
     from pau_mcp.server.launch import http_server
 
     env = {k: v for k, v in os.environ.items() if k != "PAU_MCP_TOOL_KEY"}
@@ -108,7 +111,7 @@ def test_a_server_url_without_its_token_or_its_path_is_named_in_one_line_before_
     assert _runs(tmp_path) == []
 
 
-def test_an_unknown_suite_is_one_line_naming_the_known_ones_not_a_traceback(tmp_path):
+def test_an_unknown_suite_is_one_line_naming_the_known_ones_not_a_traceback(tmp_path: Path) -> None:
     result = _eval(tmp_path, "--agent", "probe", "--suite", "nope")
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1].startswith("Error: no suite named 'nope' (known: builtin")
@@ -132,7 +135,7 @@ def _paper(body: dict) -> str:
     return "I will try one."
 
 
-def _served(fake: FakeLLM, tmp_path: Path, *args: str) -> object:
+def _served(fake: FakeLLM, tmp_path: Path, *args: str) -> Result:
     env = {
         "PAU_MCP_TOOL_KEY": "", "PAU_JUDGE_MODEL": "", "PAU_CODER_MODEL": "", "OPENAI_BASE_URL": fake.base_url,
         "OPENAI_API_KEY": "test",
@@ -148,7 +151,7 @@ def _states(tmp_path: Path, run: str) -> list[str]:
     return [e.state for e in store.episodes(store.run_id(run))]
 
 
-def test_a_model_server_answering_pages_fails_the_episode_in_one_line_after_announced_retries(tmp_path):
+def test_a_model_server_answering_pages_fails_the_episode_in_one_line_after_announced_retries(tmp_path: Path) -> None:
     with FakeLLM() as fake:
         fake.answer_bytes(b"<html><title>502 Bad Gateway</title></html>", content_type="text/html", times=2)
         result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", "--llm-retries", "1", *ONE)
@@ -161,7 +164,7 @@ def test_a_model_server_answering_pages_fails_the_episode_in_one_line_after_anno
     assert _states(tmp_path, "r") == ["failed"]  # recorded, not left running
 
 
-def test_a_score_that_could_not_be_made_is_counted_named_and_sets_the_exit_code(tmp_path):
+def test_a_score_that_could_not_be_made_is_counted_named_and_sets_the_exit_code(tmp_path: Path) -> None:
     def judge_refuses(body: dict) -> Failure | str:
         return Failure(400, "the judge model refused: content policy")
 
@@ -178,7 +181,7 @@ def test_a_score_that_could_not_be_made_is_counted_named_and_sets_the_exit_code(
     assert "pau-mcp score r" in result.output
 
 
-def test_more_than_ten_failed_episodes_are_shown_as_ten_and_how_many_more(tmp_path):
+def test_more_than_ten_failed_episodes_are_shown_as_ten_and_how_many_more(tmp_path: Path) -> None:
     def refuses(body: dict) -> Failure:
         return Failure(400, "the model refused: content policy")
 
@@ -190,7 +193,7 @@ def test_more_than_ten_failed_episodes_are_shown_as_ten_and_how_many_more(tmp_pa
     assert "failed ... and 2 more (`pau-mcp report r`)" in result.output
 
 
-def test_no_cache_is_honoured_by_the_agents_model_too(tmp_path):
+def test_no_cache_is_honoured_by_the_agents_model_too(tmp_path: Path) -> None:
     with FakeLLM(responder=_paper) as fake:
         assert _served(fake, tmp_path, "--model", "openai/m", "--run", "a", "--no-score", *ONE).exit_code == 0
         asked = len(fake.requests)
@@ -212,8 +215,8 @@ def _paper_scored(body: dict) -> str:
 
 
 def test_the_summary_gives_the_reports_means_and_agent_tokens_counts_scoring_apart_and_names_unpriced_models(
-    tmp_path,
-):
+    tmp_path: Path,
+) -> None:
     scored = ("--judge-model", "openai/m", "--coder-model", "openai/m")
     with FakeLLM(responder=_paper_scored) as fake:
         result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", *scored, *METHODS, "--budget", "1")
@@ -235,7 +238,7 @@ def test_the_summary_gives_the_reports_means_and_agent_tokens_counts_scoring_apa
     assert "no price for openai/m" in result.output and "--pricing" in result.output
 
 
-def test_a_second_run_sampling_at_a_temperature_above_zero_samples_afresh_unless_asked_to_share(tmp_path):
+def test_a_second_run_sampling_at_a_temperature_above_zero_samples_afresh_unless_asked_to_share(tmp_path: Path) -> None:
     hot = ("--model", "openai/m", "--temperature", "0.8", "--no-score", *ONE)
     with FakeLLM(responder=_paper) as fake:
         assert _served(fake, tmp_path, "--run", "a", *hot).exit_code == 0
@@ -267,7 +270,7 @@ def _hungry_suite(sandbox, root: Path) -> Path:
     return root
 
 
-def test_the_limits_given_to_eval_are_the_limits_of_the_runs_own_server(tmp_path, sandbox):
+def test_the_limits_given_to_eval_are_the_limits_of_the_runs_own_server(tmp_path: Path, sandbox: Sandbox) -> None:
     manifests = _hungry_suite(sandbox, tmp_path / "suites")
     args = ("--agent", "probe", "--suite", "hungry", "--manifests", str(manifests), "--budget", "1", "--no-score")
     generous = ("--timeout", "7", "--memory-mb", "512", "--max-output-kb", "128")
@@ -289,7 +292,9 @@ def _never_acts(body: dict) -> str:
     return "I would rather think about it some more."
 
 
-def test_a_run_whose_agent_never_acts_counts_its_malformed_actions_and_says_no_episode_made_a_query(tmp_path):
+def test_a_run_whose_agent_never_acts_counts_its_malformed_actions_and_says_no_episode_made_a_query(
+    tmp_path: Path,
+) -> None:
     with FakeLLM(responder=_never_acts) as fake:
         result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", "--no-score", *METHODS, "--budget", "3")
     assert result.exit_code == 0, result.output
@@ -315,7 +320,7 @@ def test_a_run_whose_agent_never_acts_counts_its_malformed_actions_and_says_no_e
     assert (row["malformed_actions"], row["zero_query_episodes"], row["refusals"]) == ("6", "2", "0")
 
 
-def test_a_run_that_queried_says_nothing_of_zero_queries_and_counts_its_refusals(tmp_path):
+def test_a_run_that_queried_says_nothing_of_zero_queries_and_counts_its_refusals(tmp_path: Path) -> None:
     with FakeLLM(responder=_paper) as fake:
         result = _served(fake, tmp_path, "--model", "openai/m", "--run", "r", "--no-score", *ONE)
     assert result.exit_code == 0, result.output
@@ -325,7 +330,7 @@ def test_a_run_that_queried_says_nothing_of_zero_queries_and_counts_its_refusals
     assert "made zero queries" not in result.output
 
 
-def test_the_summary_says_whether_the_models_score_on_the_suite_is_fresh(tmp_path):
+def test_the_summary_says_whether_the_models_score_on_the_suite_is_fresh(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
     from pau_mcp.manifests import ManifestStore, Suite, SuiteInfo

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from pau_mcp.cli import main
 
 
-def test_every_command_is_listed_in_help_and_answers_its_own_help():
+def test_every_command_is_listed_in_help_and_answers_its_own_help() -> None:
     runner = CliRunner()
     listed = main.list_commands(None)  # type: ignore[arg-type]
     shown = runner.invoke(main, ["--help"]).output
@@ -23,13 +23,13 @@ def test_every_command_is_listed_in_help_and_answers_its_own_help():
         assert "Usage:" in result.output
 
 
-def test_an_unknown_command_is_a_usage_error():
+def test_an_unknown_command_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["nope"])
     assert result.exit_code == 2
     assert "No such command 'nope'" in result.output
 
 
-def test_report_loads_neither_the_server_nor_the_sandbox_nor_an_llm_sdk():
+def test_report_loads_neither_the_server_nor_the_sandbox_nor_an_llm_sdk() -> None:
     # A new process: this one has imported everything already.
     probe = (
         "import json, sys\n"

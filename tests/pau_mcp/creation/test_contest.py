@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from datetime import date
+from pathlib import Path
 
 import anyio
 from creating import create_env, records, report_of, run_create
@@ -66,7 +67,7 @@ async def _serve_and_call(suites, data, suite: str) -> tuple[str, str]:
     return json.dumps([t.model_dump(mode="json") for t in tools.tools]), json.dumps(called.model_dump(mode="json"))
 
 
-def test_a_contest_suite_is_created_after_a_date_committed_served_revealed_and_verified(tmp_path):
+def test_a_contest_suite_is_created_after_a_date_committed_served_revealed_and_verified(tmp_path: Path) -> None:
     folder = tmp_path / "funcs"
     make_repository(folder)
     suites, public = tmp_path / "suites", tmp_path / "public"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 from pau_mcp.creation.dating import _first_commits, date_files
 
@@ -17,7 +18,7 @@ def _commit(folder, message: str, when: str) -> None:
     subprocess.run(["git", "-C", str(folder), "commit", "-qm", message], check=True, env=env)
 
 
-def test_a_files_first_commit_dates_it_even_when_it_was_removed_and_added_again(tmp_path):
+def test_a_files_first_commit_dates_it_even_when_it_was_removed_and_added_again(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "funcs").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
@@ -40,7 +41,7 @@ def test_a_files_first_commit_dates_it_even_when_it_was_removed_and_added_again(
     }  # fmt: skip
 
 
-def test_a_folder_outside_git_is_dated_by_modification_time(tmp_path):
+def test_a_folder_outside_git_is_dated_by_modification_time(tmp_path: Path) -> None:
     (tmp_path / "f.py").write_text("x = 1\n")
     os.utime(tmp_path / "f.py", (0, datetime(2024, 1, 2, tzinfo=UTC).timestamp()))
     assert {p.name: (d.day, d.by) for p, d in date_files([tmp_path / "f.py"], tmp_path).items()} == {
@@ -48,7 +49,7 @@ def test_a_folder_outside_git_is_dated_by_modification_time(tmp_path):
     }
 
 
-def test_git_output_that_makes_no_sense_dates_nothing():
+def test_git_output_that_makes_no_sense_dates_nothing() -> None:
     assert _first_commits("") == {}
     assert _first_commits("\0\0not a date\0\na.py\0") == {}
     assert _first_commits("a.py\0b.py\0") == {}  # names before any commit header

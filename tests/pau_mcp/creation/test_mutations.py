@@ -10,6 +10,7 @@ import pytest
 from pau_mcp.creation import KINDS, candidates
 from pau_mcp.manifests import Case, Method, Provenance, Tags
 from pau_mcp.manifests.checks import freeze_method
+from wasm_runtime import Sandbox
 
 SOURCE = (
     "def validate_input_args(arg0, arg1):\n    if arg0 < 0:\n        raise ValueError('negative')\n\n"
@@ -36,13 +37,13 @@ def of_kind(sandbox, kind: str, suite: list[Method] | None = None):
     return original, found
 
 
-def test_constants_move_by_one_outside_the_validator(sandbox):
+def test_constants_move_by_one_outside_the_validator(sandbox: Sandbox) -> None:
     _, found = of_kind(sandbox, "constant")
     assert sorted(c.change for c in found) == ["constant 10 -> 11 (line 8)", "constant 2 -> 3 (line 7)"]
     assert all("if arg0 < 0:" in c.source for c in found)  # the validator's 0 is left alone
 
 
-def test_comparisons_and_operators_change_one_at_a_time(sandbox):
+def test_comparisons_and_operators_change_one_at_a_time(sandbox: Sandbox) -> None:
     _, comparisons = of_kind(sandbox, "comparison")
     assert [c.change for c in comparisons] == ["comparison > -> >= (line 7)"]
     assert "if arg0 >= 2:" in comparisons[0].source
@@ -52,14 +53,14 @@ def test_comparisons_and_operators_change_one_at_a_time(sandbox):
     ]  # fmt: skip
 
 
-def test_argument_order_swaps_the_parameters_everywhere(sandbox):
+def test_argument_order_swaps_the_parameters_everywhere(sandbox: Sandbox) -> None:
     original, (swapped,) = of_kind(sandbox, "argument-order")
     assert swapped.change == "argument order: arg0 and arg1 trade places"
     outcomes = sandbox.run(swapped.source, ["(2, 5)"])
     assert outcomes[0].value == sandbox.run(original.source, ["(5, 2)"])[0].value
 
 
-def test_an_edge_case_returns_another_output_above_the_median(sandbox):
+def test_an_edge_case_returns_another_output_above_the_median(sandbox: Sandbox) -> None:
     original, found = of_kind(sandbox, "edge-case")
     assert {c.change.split(" when ")[1] for c in found} == {"arg0 > 2", "arg1 > 2"}
     for candidate in found:
@@ -68,7 +69,7 @@ def test_an_edge_case_returns_another_output_above_the_median(sandbox):
         assert before != after and "validate_input_args(arg0, arg1)\n    if" in candidate.source
 
 
-def test_composition_applies_another_one_argument_method_to_the_result(sandbox):
+def test_composition_applies_another_one_argument_method_to_the_result(sandbox: Sandbox) -> None:
     other = method(
         sandbox,
         "def helper(x):\n    return x\n\ndef test_func(arg0):\n    return helper(arg0) * -1\n",
@@ -82,12 +83,12 @@ def test_composition_applies_another_one_argument_method_to_the_result(sandbox):
     assert [o.value for o in got] == ["-51", "1"]
 
 
-def test_an_unknown_kind_is_an_error_naming_the_kinds(sandbox):
+def test_an_unknown_kind_is_an_error_naming_the_kinds(sandbox: Sandbox) -> None:
     with pytest.raises(ValueError, match="choose among constant, comparison"):
         candidates(method(sandbox), [], ["typo"], random.Random(0), 5)
 
 
-def test_kinds_take_turns_and_tries_cut_the_list(sandbox):
+def test_kinds_take_turns_and_tries_cut_the_list(sandbox: Sandbox) -> None:
     found, total = candidates(method(sandbox), [], list(KINDS), random.Random(3), 4)
     assert total > 4 and len(found) == 4
     assert len({c.kind for c in found}) == 4  # one of each kind before a second of any

@@ -13,6 +13,7 @@ from scripted import Known, ScriptedModel
 from pau_mcp.creation import candidates
 from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Tags
 from pau_mcp.manifests.checks import freeze_method
+from wasm_runtime import Sandbox
 
 FOUR = '''"""Four functions: one imports os, one calls another."""
 import os
@@ -59,7 +60,7 @@ MODEL = [
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
+def made(tmp_path_factory: pytest.TempPathFactory):
     from fakellm import FakeLLM
 
     root = tmp_path_factory.mktemp("own")
@@ -78,14 +79,14 @@ def _method(made, key: str) -> Method:
     return made["store"].method(record["methods"][0])
 
 
-def test_an_import_only_one_function_uses_refuses_only_that_function(made):
+def test_an_import_only_one_function_uses_refuses_only_that_function(made) -> None:
     assert made["records"]["four.py::here"]["reason"] == "side-effects"
     assert made["records"]["four.py::here"]["detail"] == "it imports os"
     for key in ("four.py::double", "four.py::quadruple", "four.py::shout"):
         assert made["records"][key]["outcome"] == "kept", made["records"][key]
 
 
-def test_each_method_carries_only_its_function_and_what_it_reaches(made):
+def test_each_method_carries_only_its_function_and_what_it_reaches(made) -> None:
     double, quadruple, shout = (_method(made, f"four.py::{n}") for n in ("double", "quadruple", "shout"))
     assert "1701" in double.source and "1702" not in double.source and "1703" not in double.source
     assert "def double(" in quadruple.source and "1702" in quadruple.source and "1703" not in quadruple.source
@@ -97,12 +98,12 @@ def test_each_method_carries_only_its_function_and_what_it_reaches(made):
     assert "reaches double; leaves out" in read["detail"] and "here" in read["detail"]
 
 
-def test_a_helper_it_uses_is_anonymised_as_before(made):
+def test_a_helper_it_uses_is_anonymised_as_before(made) -> None:
     shout = _method(made, "four.py::shout")
     assert "_test_func_mark()" in shout.source and "shout" not in shout.source.lower()
 
 
-def test_a_variant_changes_only_code_the_method_reaches(sandbox):
+def test_a_variant_changes_only_code_the_method_reaches(sandbox: Sandbox) -> None:
     source = (
         "LIMIT = 3\n\ndef unused(v):\n    return v * 100 < 5 + 1\n\ndef test_func(arg0):\n    return arg0 > LIMIT\n"
     )

@@ -91,7 +91,7 @@ def write_corpus(folder: Path, corpus: dict[str, tuple[str, Known | None, str]])
 
 
 @pytest.fixture(scope="module")
-def outcome(tmp_path_factory) -> dict[str, Any]:
+def outcome(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The corpus created once: the report, the manifests directory and the scripted model's record."""
     from fakellm import FakeLLM
 
@@ -111,7 +111,7 @@ def expected() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("key", "end"), expected(), ids=[k for k, _ in expected()])
-def test_each_function_is_kept_or_refused_for_its_reason(outcome, key, end):
+def test_each_function_is_kept_or_refused_for_its_reason(outcome: dict[str, Any], key, end) -> None:
     record = records(outcome["report"])[key]
     assert record["outcome"] == ("kept" if end == "kept" else "refused"), record
     if end != "kept":
@@ -120,7 +120,7 @@ def test_each_function_is_kept_or_refused_for_its_reason(outcome, key, end):
         assert record["steps"][-1]["reason"] == end
 
 
-def test_every_refusal_reason_of_a_function_is_exercised_and_documented(outcome):
+def test_every_refusal_reason_of_a_function_is_exercised_and_documented(outcome: dict[str, Any]) -> None:
     seen = {end for _, _, end in CORPUS.values()} - {"kept"}
     # Variants have their own (test_variants); the numpy engine's absence has its own test below.
     assert seen | {"same-behaviour", "no-change", "needs-numpy-engine"} == set(REASONS)
@@ -131,7 +131,7 @@ def test_every_refusal_reason_of_a_function_is_exercised_and_documented(outcome)
         assert f"`{step}`" in documented, step
 
 
-def test_every_step_of_a_kept_function_is_recorded_in_order(outcome):
+def test_every_step_of_a_kept_function_is_recorded_in_order(outcome: dict[str, Any]) -> None:
     record = records(outcome["report"])["label.py::label"]
     steps = [s["step"] for s in record["steps"]]
     assert steps == [
@@ -150,7 +150,7 @@ def test_every_step_of_a_kept_function_is_recorded_in_order(outcome):
     assert all(s["status"] == "ok" for s in record["steps"])
 
 
-def test_the_suite_holds_the_kept_methods_and_validates_like_any_other(outcome):
+def test_the_suite_holds_the_kept_methods_and_validates_like_any_other(outcome: dict[str, Any]) -> None:
     root = outcome["root"]
     assert outcome["ran"].returncode == 0
     suite = ManifestStore([root / "suites"], include_packaged=False).suite("mine")
@@ -167,7 +167,7 @@ def test_the_suite_holds_the_kept_methods_and_validates_like_any_other(outcome):
     assert frozen.returncode == 0 and "(0 changed)" in frozen.stdout, frozen.stdout + frozen.stderr
 
 
-def test_gold_from_the_source_that_fails_the_check_gives_way_to_the_models(outcome):
+def test_gold_from_the_source_that_fails_the_check_gives_way_to_the_models(outcome: dict[str, Any]) -> None:
     """triple's docstring says "Multiply n by three", which the scripted coder does not know: its code fails, so the
     model's description is tried, and passes."""
     record = records(outcome["report"])["triple.py::triple"]
@@ -181,20 +181,22 @@ def test_gold_from_the_source_that_fails_the_check_gives_way_to_the_models(outco
     assert method.provenance.gold_check.min_match == 0.8
 
 
-def test_a_gold_whose_code_matches_too_few_tests_is_refused_with_the_share(outcome):
+def test_a_gold_whose_code_matches_too_few_tests_is_refused_with_the_share(outcome: dict[str, Any]) -> None:
     record = records(outcome["report"])["double.py::double"]
     assert record["reason"] == "gold-check-failed"
     found = re.search(r"matched model (\d+)% of the hidden tests; --gold-min-match is 80%", record["detail"])
     assert found is not None and int(found.group(1)) < 80, record["detail"]
 
 
-def test_the_validator_that_refuses_every_input_is_told_apart_from_one_that_is_malformed(outcome):
+def test_the_validator_that_refuses_every_input_is_told_apart_from_one_that_is_malformed(
+    outcome: dict[str, Any],
+) -> None:
     by_key = records(outcome["report"])
     assert "refuses all 8 inputs the function handles" in by_key["negate.py::negate"]["detail"]
     assert "does not parse" in by_key["halve.py::halve"]["detail"]
 
 
-def test_hidden_tests_reach_every_branch_the_inputs_reach(outcome):
+def test_hidden_tests_reach_every_branch_the_inputs_reach(outcome: dict[str, Any]) -> None:
     record = records(outcome["report"])["label.py::label"]
     selected = next(s for s in record["steps"] if s["step"] == "select")["detail"]
     # "... the tests reach L of L lines and B of B branches the inputs reach ..."
@@ -204,14 +206,14 @@ def test_hidden_tests_reach_every_branch_the_inputs_reach(outcome):
     assert lines == all_lines and branches == all_branches and all_branches >= 4
 
 
-def test_costs_are_reported_per_step_and_for_the_run(outcome):
+def test_costs_are_reported_per_step_and_for_the_run(outcome: dict[str, Any]) -> None:
     report = outcome["report"]
     assert set(report["costs_by_step"]) == {"validator", "inputs", "gold", "gold-check"}
     assert report["spend"]["calls"] >= 20 and report["spend"]["cost_usd"] > 0
     assert report["spend"]["input_tokens"] == 11 * (report["spend"]["calls"] - report["spend"]["cached"])
 
 
-def test_the_text_report_lists_every_refusal_with_its_reason(tmp_path, serve):
+def test_the_text_report_lists_every_refusal_with_its_reason(tmp_path: Path, serve) -> None:
     corpus = {k: CORPUS[k] for k in ("triple.py", "seven.py", "system.py")}
     model = write_corpus(tmp_path / "funcs", corpus)
     fake = serve(model)
@@ -229,7 +231,9 @@ def test_the_text_report_lists_every_refusal_with_its_reason(tmp_path, serve):
     assert "this run: " in ran.stdout and "creating funcs" in ran.stderr  # the progress bar
 
 
-def test_a_function_needing_the_numpy_engine_is_refused_when_it_is_not_installed(tmp_path, serve, monkeypatch):
+def test_a_function_needing_the_numpy_engine_is_refused_when_it_is_not_installed(
+    tmp_path: Path, serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pau_mcp.creation import pipeline
 
     monkeypatch.setattr(pipeline, "numpy_engine_installed", lambda: False)
@@ -243,14 +247,14 @@ def test_a_function_needing_the_numpy_engine_is_refused_when_it_is_not_installed
     assert ran.returncode == 1  # nothing kept: no suite
 
 
-def test_nothing_kept_writes_no_suite_and_exits_1(tmp_path, serve):
+def test_nothing_kept_writes_no_suite_and_exits_1(tmp_path: Path, serve) -> None:
     model = write_corpus(tmp_path / "funcs", {"seven.py": CORPUS["seven.py"]})
     ran = run_create(serve(model), tmp_path / "data", tmp_path / "suites", tmp_path / "funcs")
     assert ran.returncode == 1
     assert report_of(ran)["path"] is None and not (tmp_path / "suites" / "funcs").exists()
 
 
-def test_usage_errors_say_what_to_do(tmp_path, serve):
+def test_usage_errors_say_what_to_do(tmp_path: Path, serve) -> None:
     fake = serve(ScriptedModel([]))
     env = create_env(fake, tmp_path / "data")
     neither = run_pau("create", "--model", "openai/x", "--manifests", tmp_path, env=env)

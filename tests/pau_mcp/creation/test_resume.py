@@ -39,7 +39,7 @@ def corpus(folder: Path) -> Path:
     return folder
 
 
-def test_a_killed_run_goes_on_where_it_stopped(tmp_path):
+def test_a_killed_run_goes_on_where_it_stopped(tmp_path: Path) -> None:
     funcs = corpus(tmp_path / "funcs")
     model = ScriptedModel([FIRST, SECOND], hold="2002")
     state = tmp_path / "data" / "creation" / "funcs.jsonl"
@@ -79,7 +79,7 @@ def test_a_killed_run_goes_on_where_it_stopped(tmp_path):
     assert len(suite.methods) == 2
 
 
-def test_a_run_with_other_options_does_not_take_over_the_state(tmp_path, serve):
+def test_a_run_with_other_options_does_not_take_over_the_state(tmp_path: Path, serve) -> None:
     funcs = corpus(tmp_path / "funcs")
     fake = serve(ScriptedModel([FIRST, SECOND]))
     assert run_create(fake, tmp_path / "data", tmp_path / "suites", funcs).returncode == 0
@@ -93,7 +93,7 @@ def test_a_run_with_other_options_does_not_take_over_the_state(tmp_path, serve):
     assert "other options (seed was 0)" in other.stderr and "--restart" in other.stderr
 
 
-def test_the_same_seed_and_replies_make_the_same_suite(tmp_path, serve):
+def test_the_same_seed_and_replies_make_the_same_suite(tmp_path: Path, serve) -> None:
     funcs = corpus(tmp_path / "funcs")
     fake = serve(ScriptedModel([FIRST, SECOND]))
     made = {}
@@ -109,7 +109,7 @@ def test_the_same_seed_and_replies_make_the_same_suite(tmp_path, serve):
     assert made["one"] != made["three"]  # another seed shows other examples
 
 
-def test_a_key_the_provider_refuses_stops_the_run_and_keeps_what_was_decided(tmp_path, serve):
+def test_a_key_the_provider_refuses_stops_the_run_and_keeps_what_was_decided(tmp_path: Path, serve) -> None:
     funcs = corpus(tmp_path / "funcs")
     fake = serve(ScriptedModel([FIRST, SECOND]))
     fake.require_key = "another-key"

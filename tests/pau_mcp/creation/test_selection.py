@@ -13,7 +13,7 @@ def ran(text: str, value: object, *units: object) -> Ran:
     return Ran(text, outcome, frozenset(units))
 
 
-def test_tests_take_first_the_inputs_that_reach_something_new():
+def test_tests_take_first_the_inputs_that_reach_something_new() -> None:
     inputs = [ran(f"({i},)", i + 100, ("line", 2)) for i in range(10)]
     inputs += [ran("(50,)", "big", ("line", 3), ("branch", 2, 3)), ran("(-1,)", "neg", ("line", 4), ("branch", 2, 4))]
     chosen = select_cases(inputs, examples=2, min_tests=2, max_tests=3, rng=random.Random(0))
@@ -22,7 +22,7 @@ def test_tests_take_first_the_inputs_that_reach_something_new():
     assert len(chosen.tests) == 3 and "reach 3 of 3 lines and 2 of 2 branches" in chosen.detail
 
 
-def test_examples_differ_in_output_and_never_show_the_original_name():
+def test_examples_differ_in_output_and_never_show_the_original_name() -> None:
     inputs = [ran("('triple',)", "x"), ran("(1,)", "a"), ran("(2,)", "a"), ran("(3,)", "b"), ran("(4,)", "c")]
     for seed in range(20):
         chosen = select_cases(inputs, examples=2, min_tests=1, max_tests=10, rng=random.Random(seed), hide="triple")
@@ -32,14 +32,14 @@ def test_examples_differ_in_output_and_never_show_the_original_name():
         assert shown[chosen.examples[0]] != shown[chosen.examples[1]]
 
 
-def test_two_identities_are_never_both_shown():
+def test_two_identities_are_never_both_shown() -> None:
     inputs = [ran("(1,)", 1), ran("(2,)", 2), ran("(3,)", 9), ran("(4,)", 4), ran("(5,)", 5)]
     for seed in range(20):
         chosen = select_cases(inputs, examples=2, min_tests=1, max_tests=10, rng=random.Random(seed))
         assert not isinstance(chosen, str) and "(3,)" in chosen.examples
 
 
-def test_too_few_distinct_outputs_or_tests_say_how_many_there_were():
+def test_too_few_distinct_outputs_or_tests_say_how_many_there_were() -> None:
     same = [ran(f"({i},)", 7) for i in range(9)]
     assert select_cases(same, examples=2, min_tests=4, max_tests=20, rng=random.Random(0)) == (
         "9 working inputs give 1 distinct outputs; 2 examples need as many"

@@ -122,7 +122,7 @@ CASES: dict[str, tuple[Any, list[Known], dict[str, str]]] = {
 
 
 @pytest.mark.parametrize("dataset", list(CASES))
-def test_each_dataset_becomes_a_suite_through_the_datasets_library(dataset, tmp_path, serve):
+def test_each_dataset_becomes_a_suite_through_the_datasets_library(dataset, tmp_path: Path, serve) -> None:
     write, known, kept = CASES[dataset]
     path = write(tmp_path)
     model = ScriptedModel(known)
@@ -143,7 +143,7 @@ def test_each_dataset_becomes_a_suite_through_the_datasets_library(dataset, tmp_
         assert report["skipped"] == 1  # the row without a Python function
 
 
-def test_the_dataset_s_own_description_and_inputs_are_used(tmp_path):
+def test_the_dataset_s_own_description_and_inputs_are_used(tmp_path: Path) -> None:
     source = load_source("mbpp", mbpp(tmp_path), cache_dir=tmp_path / "cache")
     (item,) = source.items
     assert item.entry == "sum_sq"
@@ -157,19 +157,21 @@ def test_the_dataset_s_own_description_and_inputs_are_used(tmp_path):
     assert alpaca.items[0].context == "Write a function that reverses a string." and alpaca.skipped == 1
 
 
-def test_a_file_that_is_not_the_dataset_says_which_columns_it_lacks(tmp_path):
+def test_a_file_that_is_not_the_dataset_says_which_columns_it_lacks(tmp_path: Path) -> None:
     with pytest.raises(DatasetUnavailable, match="not humaneval rows .no column canonical_solution, entry_point"):
         load_source("humaneval", mbpp(tmp_path), cache_dir=tmp_path / "cache")
 
 
-def test_a_file_of_an_unknown_format_says_which_it_takes(tmp_path):
+def test_a_file_of_an_unknown_format_says_which_it_takes(tmp_path: Path) -> None:
     odd = tmp_path / "rows.txt"
     odd.write_text("x")
     with pytest.raises(DatasetUnavailable, match=r"give a \.parquet, \.jsonl, \.json or \.csv file"):
         load_source("cruxeval", odd, cache_dir=tmp_path / "cache")
 
 
-def test_without_the_datasets_library_the_error_names_the_extra(tmp_path, monkeypatch):
+def test_without_the_datasets_library_the_error_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import builtins
 
     real = builtins.__import__
@@ -184,7 +186,7 @@ def test_without_the_datasets_library_the_error_names_the_extra(tmp_path, monkey
         load_source("cruxeval", tmp_path / "x.parquet", cache_dir=tmp_path / "cache")
 
 
-def test_without_a_file_or_network_the_hub_load_says_to_pass_from(tmp_path):
+def test_without_a_file_or_network_the_hub_load_says_to_pass_from(tmp_path: Path) -> None:
     """The hub's offline switches are read when `datasets` is first imported: this runs in a process of its own."""
     import os
 
@@ -198,7 +200,7 @@ def test_without_a_file_or_network_the_hub_load_says_to_pass_from(tmp_path):
     assert "download cruxeval-org/cruxeval elsewhere and pass --from FILE" in ran.stderr
 
 
-def test_the_command_knows_the_same_datasets_and_changes_as_the_package():
+def test_the_command_knows_the_same_datasets_and_changes_as_the_package() -> None:
     """The command keeps its own copies, so that `pau-mcp --help` does not import the pipeline."""
     from pau_mcp.cli import create
     from pau_mcp.creation import KINDS

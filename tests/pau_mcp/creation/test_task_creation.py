@@ -4,6 +4,8 @@ written by a (scripted) model from the gold descriptions and refused when they g
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fakellm import FakeLLM, Reply
@@ -24,7 +26,7 @@ def writer(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     with FakeLLM(responder=writer) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -38,7 +40,9 @@ def _create(tmp_path, *extra: str):
     )  # fmt: skip
 
 
-def test_tasks_are_drawn_from_the_tests_asked_by_a_model_and_frozen_and_a_leaking_question_is_refused(tmp_path, fake):
+def test_tasks_are_drawn_from_the_tests_asked_by_a_model_and_frozen_and_a_leaking_question_is_refused(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
     make_task_suite(tmp_path / "manifests", tasks=[])
     made = _create(tmp_path)
     assert made.returncode == 0, made.stdout + made.stderr
@@ -61,7 +65,9 @@ def test_tasks_are_drawn_from_the_tests_asked_by_a_model_and_frozen_and_a_leakin
     assert validated.returncode == 0, validated.stdout + validated.stderr
 
 
-def test_the_same_seed_makes_the_same_tasks_and_existing_tasks_are_kept_unless_replaced(tmp_path, fake):
+def test_the_same_seed_makes_the_same_tasks_and_existing_tasks_are_kept_unless_replaced(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
     make_task_suite(tmp_path / "manifests", tasks=[])
     assert _create(tmp_path).returncode == 0
     folder = tmp_path / "manifests" / "mini" / "tasks"
@@ -72,7 +78,7 @@ def test_the_same_seed_makes_the_same_tasks_and_existing_tasks_are_kept_unless_r
     assert {path.name: path.read_text() for path in folder.glob("*.json")} == first
 
 
-def test_the_packaged_suite_is_not_rewritten_and_a_question_is_read_after_its_marker():
+def test_the_packaged_suite_is_not_rewritten_and_a_question_is_read_after_its_marker() -> None:
     refused = run_pau("create", "--tasks-for", "builtin", "--model", "openai/writer")
     assert refused.returncode == 2 and "part of the pau-mcp installation" in refused.stderr
     assert read_question("Sure.\nQUESTION:  What is  2 + 2?\n") == "What is 2 + 2?"
@@ -84,7 +90,9 @@ def vague(body: dict) -> str:
     return "QUESTION: Take my number through these steps; what comes out at the end?"
 
 
-def test_a_question_that_does_not_state_its_inputs_is_refused_and_reported(tmp_path, monkeypatch):
+def test_a_question_that_does_not_state_its_inputs_is_refused_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     make_task_suite(tmp_path / "manifests", tasks=[])
     with FakeLLM(responder=vague) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -96,7 +104,7 @@ def test_a_question_that_does_not_state_its_inputs_is_refused_and_reported(tmp_p
     assert "0 tasks written" in made.stdout
 
 
-def test_every_literal_input_must_be_in_the_question_as_written():
+def test_every_literal_input_must_be_in_the_question_as_written() -> None:
     steps = [
         TaskStep(method="m/a", input="(57, 'Banana split', [1, -2], {'k': None})"),
         TaskStep(method="m/b", input="($1, True, '', 3.5)"),

@@ -5,6 +5,7 @@ traceback, and a file name's terminal escapes are shown as escapes."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from creating import create_env
 from fakellm import FakeLLM
@@ -34,7 +35,7 @@ def make_folder(tmp_path):
     return folder
 
 
-def test_create_reads_nothing_outside_the_folder_and_refuses_what_it_cannot_read(tmp_path):
+def test_create_reads_nothing_outside_the_folder_and_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     folder = make_folder(tmp_path)
     (folder / "good.descriptions.json").unlink()
     known = Known("1802", ["(1,)", "(2,)", "(3,)", "(0,)", "(5,)", "(9,)"], "Doubles arg0.", "Doubles", "")
@@ -52,7 +53,7 @@ def test_create_reads_nothing_outside_the_folder_and_refuses_what_it_cannot_read
     assert "\x1b" not in ran.stdout and "\x07" not in ran.stdout and "\\x1b]0;pwned\\x07" in ran.stdout
 
 
-def test_a_sidecar_leading_out_of_the_folder_is_refused(tmp_path):
+def test_a_sidecar_leading_out_of_the_folder_is_refused(tmp_path: Path) -> None:
     folder = make_folder(tmp_path)
     with FakeLLM(ScriptedModel([])) as fake:
         ran = run_pau(
@@ -63,7 +64,7 @@ def test_a_sidecar_leading_out_of_the_folder_is_refused(tmp_path):
     assert "good.descriptions.json leads outside" in ran.stderr and SECRET not in ran.stderr
 
 
-def test_import_python_reads_nothing_outside_the_folder(tmp_path):
+def test_import_python_reads_nothing_outside_the_folder(tmp_path: Path) -> None:
     folder = make_folder(tmp_path)
     (folder / "good.descriptions.json").unlink()
     (folder / "good.inputs.json").write_text('{"good": ["(1,)", "(2,)"]}')

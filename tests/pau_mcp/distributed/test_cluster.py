@@ -25,7 +25,7 @@ print("closed")
 """
 
 
-def test_a_cluster_started_for_a_command_reports_no_usage_statistics_whatever_rays_default():
+def test_a_cluster_started_for_a_command_reports_no_usage_statistics_whatever_rays_default() -> None:
     # A short temporary directory: Ray's Unix sockets live there, and a socket path may not exceed 107 bytes.
     with tempfile.TemporaryDirectory(prefix="ray-", dir="/tmp") as temporary:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "RAY_"))}
@@ -38,7 +38,7 @@ def test_a_cluster_started_for_a_command_reports_no_usage_statistics_whatever_ra
     assert "Usage stats collection is disabled." in done.stdout + done.stderr
 
 
-def test_a_test_process_killed_at_a_time_limit_leaves_no_node_of_its_cluster_running(tmp_path):
+def test_a_test_process_killed_at_a_time_limit_leaves_no_node_of_its_cluster_running(tmp_path: Path) -> None:
     """A CI run killed at its time limit (SIGKILL: no teardown) took the tests' Ray nodes with it, not the other way."""
     from cluster_watchdog import cluster_processes
 

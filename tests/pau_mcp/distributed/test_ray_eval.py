@@ -8,12 +8,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pau_mcp.distributed import worker_key
 from pau_mcp.manifests import tool_name
 from pau_mcp.runstore import RunStore
+
+if TYPE_CHECKING:  # its own directory's conftest, for the fixture's type only
+    from conftest import LocalCluster
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +60,9 @@ def _done(db: Path) -> int:
         return 0
 
 
-def test_a_run_that_loses_a_ray_worker_mid_run_ends_with_the_results_of_a_single_machine_run(tmp_path, ray_cluster):
+def test_a_run_that_loses_a_ray_worker_mid_run_ends_with_the_results_of_a_single_machine_run(
+    tmp_path: Path, ray_cluster: LocalCluster
+) -> None:
     ray_cluster.ensure_workers(2)
     data = tmp_path / "data"
     single = subprocess.run(
@@ -97,7 +103,9 @@ def test_a_run_that_loses_a_ray_worker_mid_run_ends_with_the_results_of_a_single
     assert connection.execute("SELECT DISTINCT attempts FROM episodes").fetchall() == [(1,)]
 
 
-def test_no_ray_worker_gets_the_deployment_key_and_no_file_on_the_cluster_holds_it(tmp_path, ray_cluster):
+def test_no_ray_worker_gets_the_deployment_key_and_no_file_on_the_cluster_holds_it(
+    tmp_path: Path, ray_cluster: LocalCluster
+) -> None:
     ray_cluster.ensure_workers(2)
     data = tmp_path / "data"
     done = subprocess.run(
@@ -120,7 +128,9 @@ def test_no_ray_worker_gets_the_deployment_key_and_no_file_on_the_cluster_holds_
     assert tools <= {tool_name(worker_key(key, "probe"), m) for m in ("builtin/b001", "builtin/b002")}
 
 
-def test_a_sweep_on_a_ray_cluster_runs_there_and_a_second_time_skips_what_is_finished(tmp_path, ray_cluster):
+def test_a_sweep_on_a_ray_cluster_runs_there_and_a_second_time_skips_what_is_finished(
+    tmp_path: Path, ray_cluster: LocalCluster
+) -> None:
     ray_cluster.ensure_workers(2)
     sweep = tmp_path / "sweep.toml"
     sweep.write_text(

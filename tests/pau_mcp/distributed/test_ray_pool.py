@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
 
 from pau_mcp.distributed import ClusterError, RayOptions, WorkerLost, WorkerPool, connect
+
+if TYPE_CHECKING:  # its own directory's conftest, for the fixture's type only
+    from conftest import LocalCluster
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -63,7 +67,7 @@ class Buggy(FirstOneBroken):
 
 
 @pytest.fixture
-def cluster(ray_cluster):
+def cluster(ray_cluster: LocalCluster):
     ray_cluster.ensure_workers(2)
     connected = connect(RayOptions(address=ray_cluster.address, start_timeout_s=120))
     yield connected
@@ -82,7 +86,7 @@ async def _calls(pool: WorkerPool, numbers: list[int]) -> list:
     return [results[n] for n in numbers]
 
 
-def test_a_worker_that_cannot_start_ends_the_run_with_its_reason(cluster):
+def test_a_worker_that_cannot_start_ends_the_run_with_its_reason(cluster) -> None:
     pool = WorkerPool(cluster, Unstartable, "node setup", concurrency=2, name="test worker")
     with pytest.raises(BaseException) as raised:
         anyio.run(_calls, pool, [1])
@@ -91,7 +95,7 @@ def test_a_worker_that_cannot_start_ends_the_run_with_its_reason(cluster):
     assert "no test worker is left" in str(error) and "no sandbox here (node setup)" in str(error)
 
 
-def test_a_worker_that_finds_itself_broken_is_replaced_and_its_episodes_run_on_another(cluster, tmp_path: Path):
+def test_a_worker_that_finds_itself_broken_is_replaced_and_its_episodes_run_on_another(cluster, tmp_path: Path) -> None:
     pool = WorkerPool(cluster, FirstOneBroken, str(tmp_path / "broken"), concurrency=6, name="test worker")
     results = anyio.run(_calls, pool, list(range(6)))
     assert [value for value, _ in results] == [0, 2, 4, 6, 8, 10]
@@ -99,7 +103,7 @@ def test_a_worker_that_finds_itself_broken_is_replaced_and_its_episodes_run_on_a
     assert len({pid for _, pid in results}) >= 1
 
 
-def test_a_bug_on_a_worker_ends_the_run_with_the_workers_error(cluster, tmp_path: Path):
+def test_a_bug_on_a_worker_ends_the_run_with_the_workers_error(cluster, tmp_path: Path) -> None:
     pool = WorkerPool(cluster, Buggy, str(tmp_path / "marker"), concurrency=1, name="test worker")
     with pytest.raises(BaseException) as raised:
         anyio.run(_calls, pool, [7])

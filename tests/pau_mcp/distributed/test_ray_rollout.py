@@ -9,10 +9,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from fakellm import FakeLLM, Reply
 from rlscript import brain
+
+if TYPE_CHECKING:  # its own directory's conftest, for the fixture's type only
+    from conftest import LocalCluster
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +52,9 @@ def _done(db: Path) -> int:
         return 0
 
 
-def test_a_rollout_that_loses_a_ray_worker_mid_run_ends_with_the_trajectories_of_a_local_one(tmp_path, ray_cluster):
+def test_a_rollout_that_loses_a_ray_worker_mid_run_ends_with_the_trajectories_of_a_local_one(
+    tmp_path: Path, ray_cluster: LocalCluster
+) -> None:
     ray_cluster.ensure_workers(2)
 
     def slow(body: dict) -> Reply:

@@ -4,6 +4,9 @@ need."""
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
+
+import pytest
 
 from pau_mcp.config import Settings
 from pau_mcp.distributed.evaluation import EvalSetup, eval_shipment
@@ -14,7 +17,7 @@ from pau_mcp.manifests import tool_name
 from pau_mcp.rl.rollout import RolloutConfig
 
 
-def test_a_worker_follows_the_drivers_protocol_so_its_scorer_and_agent_agree(tmp_path):
+def test_a_worker_follows_the_drivers_protocol_so_its_scorer_and_agent_agree(tmp_path: Path) -> None:
     driver = Settings(protocol="reference", budget=7, db=tmp_path / "driver.db")
     worker = pack(driver).settings(tmp_path / "worker")
     assert worker.protocol == "reference" and worker.budget == 7
@@ -39,7 +42,9 @@ def _shipped(setup: object) -> bytes:
     return pickle.dumps(setup)
 
 
-def test_an_evaluation_worker_gets_its_providers_variables_and_never_the_deployment_key(tmp_path, monkeypatch):
+def test_an_evaluation_worker_gets_its_providers_variables_and_never_the_deployment_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name, value in VARIABLES.items():
         monkeypatch.setenv(name, value)
     settings = Settings(judge_model="anthropic/judge", coder_model="openai/coder", db=tmp_path / "d.db")
@@ -57,7 +62,9 @@ def test_an_evaluation_worker_gets_its_providers_variables_and_never_the_deploym
     assert tool_name(shipment.key, "builtin/b001") != tool_name(DEPLOYMENT_KEY, "builtin/b001")
 
 
-def test_an_evaluation_worker_that_does_not_score_gets_no_judge_or_coder_keys(tmp_path, monkeypatch):
+def test_an_evaluation_worker_that_does_not_score_gets_no_judge_or_coder_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name, value in VARIABLES.items():
         monkeypatch.setenv(name, value)
     settings = Settings(judge_model="anthropic/judge", coder_model="azure/coder", db=tmp_path / "d.db")
@@ -69,7 +76,9 @@ def test_an_evaluation_worker_that_does_not_score_gets_no_judge_or_coder_keys(tm
     assert set(eval_shipment(settings, direct, "k" * 16).env) == {"ANTHROPIC_API_KEY"}
 
 
-def test_a_rollout_worker_gets_its_models_providers_variables_and_no_key(tmp_path, monkeypatch):
+def test_a_rollout_worker_gets_its_models_providers_variables_and_no_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name, value in VARIABLES.items():
         monkeypatch.setenv(name, value)
     config = RolloutConfig(

@@ -16,6 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, tool_name
 from pau_mcp.manifests.checks import freeze_method
+from wasm_runtime import Sandbox
 
 _ROOT = Path(__file__).resolve().parents[3]
 _KEY = "harness-test-key-0123456789abcdef"
@@ -23,7 +24,7 @@ VOWELS = "vowels/count"
 
 
 @pytest.fixture(scope="session")
-def vowels(sandbox, tmp_path_factory) -> Path:
+def vowels(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A manifests directory with suite ``vowels``: one method, ``def count_vowels(s):``, frozen in the real sandbox."""
     root = tmp_path_factory.mktemp("manifests")
     method = Method(
@@ -40,7 +41,7 @@ def vowels(sandbox, tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def vowels_environment(vowels, tmp_path) -> Callable[[], Any]:
+def vowels_environment(vowels: Path, tmp_path: Path) -> Callable[[], Any]:
     """Opens an ``Environment`` on the vowels method over a `pau-mcp serve` stdio session (budget 3), as
     `pau-mcp demo` opens one."""
     from pau_mcp.harness import Environment

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -17,7 +18,7 @@ from pau_mcp.harness.runner import EvalError
 from pau_mcp.llm import CapabilityTable, Overrides
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
-from wasm_runtime import outcomes_match
+from wasm_runtime import Sandbox, outcomes_match
 
 METHOD = "builtin/b001"  # one argument
 
@@ -64,7 +65,7 @@ def _calls(episode: dict) -> list[str]:
 
 
 @pytest.fixture
-def served(monkeypatch) -> Callable[[Callable[[dict], Reply | str]], FakeLLM]:
+def served(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[dict], Reply | str]], FakeLLM]:
     servers: list[FakeLLM] = []
 
     def serve(responder: Callable[[dict], Reply | str]) -> FakeLLM:
@@ -79,7 +80,9 @@ def served(monkeypatch) -> Callable[[Callable[[dict], Reply | str]], FakeLLM]:
         server.stop()
 
 
-def test_an_input_inside_the_models_thinking_is_never_run(tmp_path, served):
+def test_an_input_inside_the_models_thinking_is_never_run(
+    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+) -> None:
     served(
         paper_brain(
             [
@@ -95,12 +98,16 @@ def test_an_input_inside_the_models_thinking_is_never_run(tmp_path, served):
     assert any("666" in t for t in thoughts) and any("777" in t for t in thoughts)  # kept for the record
 
 
-def test_a_reply_without_an_input_line_falls_back_to_its_last_literal_or_call_line(tmp_path, served):
+def test_a_reply_without_an_input_line_falls_back_to_its_last_literal_or_call_line(
+    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+) -> None:
     served(paper_brain(["I will try four.\n(4,)", "Let me see:\n`test_func(5)`", "INPUT: (6,)"]))
     assert _calls(_run(tmp_path, "openai/m")) == ["(4,)", "(5,)", "(6,)"]
 
 
-def test_an_input_is_read_from_the_fence_after_its_marker_and_prose_ending_in_input_is_not_a_marker(tmp_path, served):
+def test_an_input_is_read_from_the_fence_after_its_marker_and_prose_ending_in_input_is_not_a_marker(
+    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+) -> None:
     served(
         paper_brain(
             [
@@ -113,7 +120,9 @@ def test_an_input_is_read_from_the_fence_after_its_marker_and_prose_ending_in_in
     assert _calls(_run(tmp_path, "openai/m")) == ["(2,)", "(3,)", "(4,)"]
 
 
-def test_a_reply_with_no_usable_input_is_asked_again_once_then_recorded_as_malformed(tmp_path, served):
+def test_a_reply_with_no_usable_input_is_asked_again_once_then_recorded_as_malformed(
+    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+) -> None:
     fake = served(paper_brain(["Something vague.", "INPUT: (7,)", "Still vague.", "No idea at all.", "INPUT: (8,)"]))
     episode = _run(tmp_path, "openai/m")
     assert _calls(episode) == ["(7,)", "(8,)"]
@@ -123,7 +132,9 @@ def test_a_reply_with_no_usable_input_is_asked_again_once_then_recorded_as_malfo
     assert len(malformed) == 1 and malformed[0]["reply"] == "No idea at all."
 
 
-def test_the_action_prompts_example_changes_every_step_so_a_model_that_copies_it_asks_something_new(tmp_path, served):
+def test_the_action_prompts_example_changes_every_step_so_a_model_that_copies_it_asks_something_new(
+    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+) -> None:
     shown: list[str] = []
 
     def copier(body: dict) -> Reply | str:
@@ -141,7 +152,9 @@ def test_the_action_prompts_example_changes_every_step_so_a_model_that_copies_it
     assert not {example.input for example in b001.examples} & set(calls)  # nor an initial example already shown
 
 
-def test_a_final_reply_of_json_is_asked_for_again_as_prose(tmp_path, served):
+def test_a_final_reply_of_json_is_asked_for_again_as_prose(
+    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+) -> None:
     answers = iter([
         'DESCRIPTION: {"name": "submit", "arguments": {"description": "d"}}', "DESCRIPTION: the product of its digits"
     ])  # fmt: skip
@@ -161,14 +174,18 @@ def test_a_final_reply_of_json_is_asked_for_again_as_prose(tmp_path, served):
     assert row.description == "the product of its digits"
 
 
-def test_a_reasoning_model_gets_room_to_think_and_no_temperature_from_the_paper_agent(tmp_path, served):
+def test_a_reasoning_model_gets_room_to_think_and_no_temperature_from_the_paper_agent(
+    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+) -> None:
     fake = served(paper_brain(["INPUT: (1,)"]))
     _run(tmp_path, "openai/o4-mini", budget=1)
     assert fake.requests and all("temperature" not in body for body in fake.requests)
     assert all(body["max_completion_tokens"] > 1000 for body in fake.requests)
 
 
-def test_overrides_replace_the_agents_temperature_token_limit_and_effort(tmp_path, served):
+def test_overrides_replace_the_agents_temperature_token_limit_and_effort(
+    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+) -> None:
     fake = served(paper_brain(["INPUT: (1,)"]))
     overrides = Overrides(temperature=0.7, max_tokens=123, reasoning_effort="low")
     _run(tmp_path, "openai/gpt-oss-20b", budget=1, overrides=overrides)
@@ -177,7 +194,9 @@ def test_overrides_replace_the_agents_temperature_token_limit_and_effort(tmp_pat
     assert {body["max_tokens"] - room for body in fake.requests} == {123, 2 * 123}  # the final answer gets twice
 
 
-def test_a_run_resumed_with_other_overrides_is_refused(tmp_path, served):
+def test_a_run_resumed_with_other_overrides_is_refused(
+    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+) -> None:
     served(paper_brain(["INPUT: (1,)"]))
     _run(tmp_path, "openai/m", budget=1, overrides=Overrides(temperature=0.7))
     with pytest.raises(EvalError, match="exists with.*temperature"):
@@ -185,8 +204,8 @@ def test_a_run_resumed_with_other_overrides_is_refused(tmp_path, served):
 
 
 def test_the_probe_agent_names_the_methods_own_function_in_its_description_and_code(
-    vowels, vowels_environment, sandbox
-):
+    vowels: Path, vowels_environment: Callable[[], Any], sandbox: Sandbox
+) -> None:
     async def main():  # type: ignore[no-untyped-def]
         async with vowels_environment() as env:
             return await ProbeAgent().run(env, "interactive", 3)

@@ -22,7 +22,7 @@ def pau(*args: str, env: dict | None = None, process: bool = False) -> Ran:
     return (run_pau_process if process else run_pau)(*args, env={**clean, **(env or {})}, cwd=ROOT)
 
 
-def test_the_demo_explores_a_method_through_mcp_submits_and_prints_its_code_match(tmp_path):
+def test_the_demo_explores_a_method_through_mcp_submits_and_prints_its_code_match(tmp_path: Path) -> None:
     method = ManifestStore().method("builtin/b005")
     result = pau("demo", "--data-dir", str(tmp_path), process=True)
     assert result.returncode == 0, result.stderr
@@ -40,12 +40,12 @@ def test_the_demo_explores_a_method_through_mcp_submits_and_prints_its_code_matc
     assert sum(c["counted"] for c in listed["calls"]) == len(calls)
 
 
-def test_the_demo_refuses_an_unknown_method_clearly(tmp_path):
+def test_the_demo_refuses_an_unknown_method_clearly(tmp_path: Path) -> None:
     result = pau("demo", "--method", "builtin/nope", "--data-dir", str(tmp_path))
     assert result.returncode == 1 and "no method" in result.stderr
 
 
-def test_the_demo_with_a_run_store_it_cannot_write_says_so_in_one_line_and_starts_no_server(tmp_path):
+def test_the_demo_with_a_run_store_it_cannot_write_says_so_in_one_line_and_starts_no_server(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("")
     result = pau("demo", "--data-dir", str(tmp_path), "--db", str(tmp_path / "a-file" / "runs.db"), process=True)
     assert result.returncode == 1
@@ -55,7 +55,7 @@ def test_the_demo_with_a_run_store_it_cannot_write_says_so_in_one_line_and_start
     assert "starting `pau-mcp serve" not in result.stderr
 
 
-def test_a_demo_whose_server_stops_at_once_ends_in_a_line_after_the_servers_own_error(tmp_path):
+def test_a_demo_whose_server_stops_at_once_ends_in_a_line_after_the_servers_own_error(tmp_path: Path) -> None:
     result = pau("demo", "--data-dir", str(tmp_path), env={"PAU_MCP_WORKERS": "lots"}, process=True)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and "ExceptionGroup" not in result.stderr
@@ -64,7 +64,7 @@ def test_a_demo_whose_server_stops_at_once_ends_in_a_line_after_the_servers_own_
     assert errors[1].startswith("Error: the demo's server stopped") and "printed above" in errors[1]
 
 
-def test_episodes_export_with_their_trajectories(tmp_path):
+def test_episodes_export_with_their_trajectories(tmp_path: Path) -> None:
     ran = pau(
         "eval",
         "--agent",

@@ -16,7 +16,7 @@ from pau_mcp.manifests import ManifestStore, call_arguments, call_text
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
 from pau_mcp.server.examples import deployment_examples
-from wasm_runtime import outcomes_match
+from wasm_runtime import Sandbox, outcomes_match
 
 TUPLE_METHOD = "builtin/b013"  # def test_func(arg0): one argument, a tuple of numbers
 MODEL = "openai/fake-coder"
@@ -47,14 +47,14 @@ def _probe_run(tmp_path: Path, kinds: tuple[str, ...], examples: str = "publishe
 
 
 @pytest.fixture
-def coder(monkeypatch):
+def coder(monkeypatch: pytest.MonkeyPatch):
     with FakeLLM(responder=lambda body: "```python\ndef test_func(arg0):\n    return arg0\n```") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         yield server
 
 
-def test_a_one_tuple_argument_reaches_the_code_writer_as_one_argument(tmp_path, coder):
+def test_a_one_tuple_argument_reaches_the_code_writer_as_one_argument(tmp_path: Path, coder) -> None:
     _probe_run(tmp_path, ("codematch",))
     (prompt,) = coder.prompts()
     calls = prompt.split("Observed calls and their results:")[1]
@@ -62,7 +62,7 @@ def test_a_one_tuple_argument_reaches_the_code_writer_as_one_argument(tmp_path, 
     assert "test_func(3, -1, 2)" not in prompt
 
 
-def test_the_memorising_baseline_answers_a_one_tuple_argument_it_saw(tmp_path, sandbox):
+def test_the_memorising_baseline_answers_a_one_tuple_argument_it_saw(tmp_path: Path, sandbox: Sandbox) -> None:
     episode = _probe_run(tmp_path, ("direct",))
     code = episode.scores["direct"].detail["code"]
     method = ManifestStore().method(TUPLE_METHOD)
@@ -77,7 +77,9 @@ def _pairs(cases) -> list[list[str]]:
     return [[call_arguments(call_text("test_func", c.input)) or c.input, c.outcome.shown()] for c in cases]
 
 
-def test_with_deployment_examples_the_code_writer_gets_the_examples_the_agent_saw(tmp_path, coder, sandbox):
+def test_with_deployment_examples_the_code_writer_gets_the_examples_the_agent_saw(
+    tmp_path: Path, coder, sandbox: Sandbox
+) -> None:
     episode = _probe_run(tmp_path, ("codematch",), examples="deployment")
     method = ManifestStore().method(TUPLE_METHOD)
     key = Settings.from_options(data_dir=tmp_path).deployment_key()
@@ -91,14 +93,16 @@ def test_with_deployment_examples_the_code_writer_gets_the_examples_the_agent_sa
         assert call_text("test_func", case.input) not in prompt
 
 
-def test_a_runs_own_server_shows_the_runs_examples_whatever_the_environment_says(tmp_path, coder, monkeypatch):
+def test_a_runs_own_server_shows_the_runs_examples_whatever_the_environment_says(
+    tmp_path: Path, coder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PAU_MCP_EXAMPLES", "deployment")  # reaches the server's process, where the flag beats it
     episode = _probe_run(tmp_path, ("codematch",))
     method = ManifestStore().method(TUPLE_METHOD)
     assert episode.examples[: len(method.examples)] == _pairs(method.examples)
 
 
-def test_the_reference_protocol_refuses_a_run_with_deployment_examples(tmp_path):
+def test_the_reference_protocol_refuses_a_run_with_deployment_examples(tmp_path: Path) -> None:
     config = EvalConfig(run="r", model="", suite="builtin", agent="probe", protocol="reference", examples="deployment")
     with pytest.raises(EvalError, match="published examples"):
         check_config(config)

@@ -3,6 +3,9 @@ method's function is called, and nothing read from the description's prose."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import anyio
 import mcp_types as types
 
@@ -10,7 +13,9 @@ from pau_mcp.contract import FACTS_KEY
 from pau_mcp.harness import Environment
 
 
-def test_a_method_whose_function_is_not_test_func_gets_its_header_and_initial_examples(vowels_environment):
+def test_a_method_whose_function_is_not_test_func_gets_its_header_and_initial_examples(
+    vowels_environment: Callable[[], Any],
+) -> None:
     async def main() -> None:
         async with vowels_environment() as env:
             assert env.header == "def count_vowels(s):"
@@ -33,7 +38,7 @@ def test_a_method_whose_function_is_not_test_func_gets_its_header_and_initial_ex
     anyio.run(main)
 
 
-def test_a_tool_without_published_facts_gives_a_placeholder_header_no_examples_and_its_schemas_parameters():
+def test_a_tool_without_published_facts_gives_a_placeholder_header_no_examples_and_its_schemas_parameters() -> None:
     description = "A hidden Python function `def guess(a, b):`.\nKnown examples:\n  test_func(1, 2) -> 3\n"
     tool = types.Tool(
         name="other",
@@ -47,7 +52,7 @@ def test_a_tool_without_published_facts_gives_a_placeholder_header_no_examples_a
     assert env.examples == [] and env.observed_examples() == []
 
 
-def test_published_facts_that_do_not_validate_are_no_facts():
+def test_published_facts_that_do_not_validate_are_no_facts() -> None:
     facts = {"header": "def f(x):", "entry": "f(); import os #", "params": ["x"], "examples": [], "budget": None}
     tool = types.Tool(name="other", input_schema={"type": "object", "properties": {"x": {}}}, _meta={FACTS_KEY: facts})
     env = Environment(session=None, tool=tool, submit_tool=tool)  # type: ignore[arg-type]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from fakellm import FakeLLM
 
 from pau_mcp.cli import main
@@ -35,7 +35,7 @@ def _seeded(body: dict) -> str:
     return "I will try one."
 
 
-def _invoke(fake: FakeLLM, tmp_path: Path, *args: str) -> object:
+def _invoke(fake: FakeLLM, tmp_path: Path, *args: str) -> Result:
     env = {
         "PAU_MCP_TOOL_KEY": "", "PAU_JUDGE_MODEL": "", "PAU_CODER_MODEL": "", "OPENAI_BASE_URL": fake.base_url,
         "OPENAI_API_KEY": "test",
@@ -45,7 +45,9 @@ def _invoke(fake: FakeLLM, tmp_path: Path, *args: str) -> object:
     )
 
 
-def test_three_epochs_draw_their_own_replies_under_recorded_seeds_and_report_pass_hat_k_and_consistency(tmp_path):
+def test_three_epochs_draw_their_own_replies_under_recorded_seeds_and_report_pass_hat_k_and_consistency(
+    tmp_path: Path,
+) -> None:
     with FakeLLM(responder=_seeded) as fake:
         result = _invoke(fake, tmp_path, "eval", "--model", "openai/m", "--run", "g", "--epochs", "3", *SCORED, *TWO)
         assert result.exit_code == 0, result.output
@@ -85,7 +87,7 @@ def test_three_epochs_draw_their_own_replies_under_recorded_seeds_and_report_pas
     assert second.endswith("| 2 | 50.0% | 16.7% |  |")
 
 
-def test_epochs_refuse_to_share_samples_and_task_runs(tmp_path):
+def test_epochs_refuse_to_share_samples_and_task_runs(tmp_path: Path) -> None:
     with FakeLLM(responder=_seeded) as fake:
         shared = _invoke(fake, tmp_path, "eval", "--model", "openai/m", "--epochs", "2", "--share-samples", *TWO)
         tasks = _invoke(fake, tmp_path, "eval", "--model", "openai/m", "--epochs", "2", "--mode", "tasks")
@@ -94,7 +96,7 @@ def test_epochs_refuse_to_share_samples_and_task_runs(tmp_path):
     assert not (tmp_path / "runs.db").exists() or not RunStore(tmp_path / "runs.db").runs()
 
 
-def test_a_report_csv_of_an_epoch_group_lists_each_epoch_as_a_run(tmp_path):
+def test_a_report_csv_of_an_epoch_group_lists_each_epoch_as_a_run(tmp_path: Path) -> None:
     with FakeLLM(responder=_seeded) as fake:
         assert (
             _invoke(fake, tmp_path, "eval", "--model", "openai/m", "--run", "g", "--epochs", "2", *TWO).exit_code == 0

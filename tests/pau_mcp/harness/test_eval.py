@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -16,7 +17,7 @@ import pytest
 from fakellm import FakeLLM, Reply
 
 from pau_mcp.config import Settings
-from pau_mcp.harness import EvalConfig, run_eval
+from pau_mcp.harness import EvalConfig, RunProgress, run_eval
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
@@ -86,13 +87,13 @@ def _settings(tmp_path: Path, **extra) -> Settings:
     )
 
 
-def _run(settings: Settings, **config) -> object:
+def _run(settings: Settings, **config) -> RunProgress:
     config.setdefault("concurrency", 2)
     eval_config = EvalConfig(run=config.pop("run", "t"), model=MODEL, suite="builtin", methods=METHODS, **config)
     return anyio.run(_with_scorer, settings, eval_config)
 
 
-async def _with_scorer(settings: Settings, config: EvalConfig) -> object:
+async def _with_scorer(settings: Settings, config: EvalConfig) -> RunProgress:
     scorer = Scorer.from_settings(settings)
     try:
         return await run_eval(settings, config, scorer, None)
@@ -101,7 +102,7 @@ async def _with_scorer(settings: Settings, config: EvalConfig) -> object:
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -113,7 +114,7 @@ def _episodes(settings: Settings, run: str) -> list[dict]:
     return store.episodes(store.run_id(run), with_trajectories=True)
 
 
-def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(tmp_path, fake):
+def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(tmp_path: Path, fake: FakeLLM) -> None:
     settings = _settings(tmp_path)
     progress = _run(settings, agent="paper", run="paper")
     assert (progress.done, progress.failed) == (3, 0)
@@ -139,7 +140,9 @@ def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(
     assert b001.description not in "\n".join(p for p in fake.prompts() if "Update your hypothesis" in p)
 
 
-def test_a_run_whose_replies_come_from_the_cache_reports_its_agent_tokens_and_no_cost(tmp_path, fake):
+def test_a_run_whose_replies_come_from_the_cache_reports_its_agent_tokens_and_no_cost(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
     settings = _settings(tmp_path)
     _run(settings, agent="paper", run="first", kinds=("direct",))
     asked = len(fake.requests)
@@ -153,7 +156,7 @@ def test_a_run_whose_replies_come_from_the_cache_reports_its_agent_tokens_and_no
     assert all(e.cost_usd == 0 for e in _episodes(settings, "replayed"))
 
 
-def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path, fake):
+def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path: Path, fake: FakeLLM) -> None:
     settings = _settings(tmp_path, budget=5)
     progress = _run(settings, agent="tools", run="tools", budget=5)
     assert progress.done == 3
@@ -166,7 +169,9 @@ def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path, f
     assert calls[0] == 15 and calls[1] > 15
 
 
-def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(tmp_path, fake, postgres_url):
+def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(
+    tmp_path: Path, fake: FakeLLM, postgres_url: str
+) -> None:
     """The harness's store and its private server's (which gets the URL by environment) are one PostgreSQL database."""
     settings = Settings.from_options(data_dir=tmp_path, db=postgres_url, judge_model=MODEL, coder_model=MODEL, budget=5)
     progress = _run(settings, agent="tools", run="on-postgres", budget=5)
@@ -179,7 +184,7 @@ def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(tmp_path, fa
 
 
 @pytest.mark.parametrize("agent", ["paper", "tools"])
-def test_in_context_mode_never_queries_the_function(tmp_path, fake, agent):
+def test_in_context_mode_never_queries_the_function(tmp_path: Path, fake: FakeLLM, agent) -> None:
     settings = _settings(tmp_path)
     progress = _run(settings, agent=agent, mode="incontext", run=f"ic-{agent}")
     assert progress.done == 3
@@ -187,7 +192,7 @@ def test_in_context_mode_never_queries_the_function(tmp_path, fake, agent):
     assert sqlite3.connect(settings.db_path).execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 0
 
 
-def test_a_permanent_provider_error_fails_only_that_episode_and_is_recorded(tmp_path, fake):
+def test_a_permanent_provider_error_fails_only_that_episode_and_is_recorded(tmp_path: Path, fake: FakeLLM) -> None:
     fake.fail(401, message="invalid api key")
     settings = _settings(tmp_path)
     progress = _run(settings, agent="paper", run="broken", concurrency=1)
@@ -196,7 +201,7 @@ def test_a_permanent_provider_error_fails_only_that_episode_and_is_recorded(tmp_
     assert len(failed) == 1 and "invalid api key" in failed[0].error
 
 
-def test_the_probe_agent_needs_no_model_and_its_code_is_scored_directly(tmp_path):
+def test_the_probe_agent_needs_no_model_and_its_code_is_scored_directly(tmp_path: Path) -> None:
     settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db")
     config = EvalConfig(run="probe", model="", suite="builtin", agent="probe", methods=METHODS, kinds=("direct",))
     progress = anyio.run(_with_scorer, settings, config)
@@ -230,7 +235,7 @@ def _summary(db: Path, run: str) -> list[tuple]:
     )
 
 
-def test_a_run_killed_with_sigkill_resumes_to_the_same_result_as_an_uninterrupted_run(tmp_path):
+def test_a_run_killed_with_sigkill_resumes_to_the_same_result_as_an_uninterrupted_run(tmp_path: Path) -> None:
     def slow_brain(body: dict) -> Reply | str:
         reply = brain(body)
         reply = reply if isinstance(reply, Reply) else Reply(text=reply)
@@ -306,7 +311,7 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def test_when_the_runs_own_server_dies_the_run_stops_says_so_and_a_rerun_finishes_it(tmp_path):
+def test_when_the_runs_own_server_dies_the_run_stops_says_so_and_a_rerun_finishes_it(tmp_path: Path) -> None:
     def slow_brain(body: dict) -> Reply | str:
         reply = brain(body)
         reply = reply if isinstance(reply, Reply) else Reply(text=reply)
@@ -359,14 +364,14 @@ def _has_episodes(db: Path) -> bool:
         return False
 
 
-def _probe(settings: Settings, run: str, server: str | None = None) -> object:
+def _probe(settings: Settings, run: str, server: str | None = None) -> RunProgress:
     config = EvalConfig(
         run=run, model="", suite="builtin", agent="probe", methods=METHODS[:2], kinds=("direct",), server=server
     )
     return anyio.run(_with_scorer, settings, config)
 
 
-def test_a_run_against_a_running_server_with_the_same_data_directory_finds_its_tools(tmp_path):
+def test_a_run_against_a_running_server_with_the_same_data_directory_finds_its_tools(tmp_path: Path) -> None:
     from pau_mcp.server.launch import http_server
 
     env = {k: v for k, v in os.environ.items() if k != "PAU_MCP_TOOL_KEY"}
@@ -376,7 +381,7 @@ def test_a_run_against_a_running_server_with_the_same_data_directory_finds_its_t
     assert (progress.done, progress.failed) == (2, 0)
 
 
-def test_a_run_against_a_server_with_another_tool_key_says_how_to_give_the_key(tmp_path):
+def test_a_run_against_a_server_with_another_tool_key_says_how_to_give_the_key(tmp_path: Path) -> None:
     from pau_mcp.harness import EvalError
     from pau_mcp.server.launch import http_server
 
@@ -388,7 +393,7 @@ def test_a_run_against_a_server_with_another_tool_key_says_how_to_give_the_key(t
     assert not settings.db_path.exists()  # checked before the run was created
 
 
-def test_a_run_name_that_cannot_label_a_session_is_refused_before_anything_starts(tmp_path):
+def test_a_run_name_that_cannot_label_a_session_is_refused_before_anything_starts(tmp_path: Path) -> None:
     from pau_mcp.harness import EvalError
 
     settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db")
@@ -411,7 +416,9 @@ def _episode_sessions(db: Path, run: str) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize(("era", "spoken"), [(None, "MCP 2026-07-28"), ("legacy", "MCP 2025-11-25")])
-def test_each_episode_speaks_the_new_revision_by_default_under_a_session_token_of_its_own(tmp_path, era, spoken):
+def test_each_episode_speaks_the_new_revision_by_default_under_a_session_token_of_its_own(
+    tmp_path: Path, era, spoken
+) -> None:
     settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", mcp_era=era)
     progress = _probe(settings, "eras")
     assert (progress.done, progress.failed) == (2, 0)
@@ -420,7 +427,7 @@ def test_each_episode_speaks_the_new_revision_by_default_under_a_session_token_o
     assert all(credential == "token" and client.endswith(spoken) for _, credential, client in sessions), sessions
 
 
-def test_a_run_against_a_running_server_gives_each_episode_a_session_token_too(tmp_path):
+def test_a_run_against_a_running_server_gives_each_episode_a_session_token_too(tmp_path: Path) -> None:
     from pau_mcp.server.launch import http_server
 
     db = tmp_path / "runs.db"

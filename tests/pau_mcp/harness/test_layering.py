@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def test_code_nothing_calls_is_gone():
+def test_code_nothing_calls_is_gone() -> None:
     from pau_mcp.harness import runner
     from pau_mcp.runstore import RunStore
     from pau_mcp.server.catalog import Catalog

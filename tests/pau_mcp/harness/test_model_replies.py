@@ -74,7 +74,7 @@ def _episode(settings: Settings, run: str = "t") -> Any:
 
 
 @pytest.fixture
-def served(monkeypatch):  # type: ignore[no-untyped-def]
+def served(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     servers: list[FakeLLM] = []
 
     def serve(responder: Any) -> FakeLLM:
@@ -89,7 +89,9 @@ def served(monkeypatch):  # type: ignore[no-untyped-def]
         server.stop()
 
 
-def test_replies_cut_short_on_a_cpu_served_model_are_asked_again_and_only_whole_ones_recorded(tmp_path, served):
+def test_replies_cut_short_on_a_cpu_served_model_are_asked_again_and_only_whole_ones_recorded(
+    tmp_path: Path, served
+) -> None:
     # The first reply comes too late (the client then reads replies as a stream), and every second streamed reply is
     # cut cleanly after its first words, as a proxy in front of a CPU-served model did.
     asked: list[int] = []
@@ -116,7 +118,7 @@ def test_replies_cut_short_on_a_cpu_served_model_are_asked_again_and_only_whole_
     assert sum(1 for body in fake.requests if body.get("stream")) > len(replies)  # the cut ones were asked again
 
 
-def test_a_final_reply_of_json_is_asked_again_and_never_submitted_exported_or_judged(tmp_path, served):
+def test_a_final_reply_of_json_is_asked_again_and_never_submitted_exported_or_judged(tmp_path: Path, served) -> None:
     call = '{"name": "submit", "arguments": {"description": "returns the sign"}}'
     # No hypothesis to fall back on either: the reflections only say they are not done.
     fake = served(lambda body: _paper(str(body["messages"][-1]["content"]), final=call, reflection="CONCLUDED: NO"))
@@ -138,8 +140,8 @@ def test_a_final_reply_of_json_is_asked_again_and_never_submitted_exported_or_ju
 
 
 def test_a_tool_call_nested_fifty_thousand_deep_is_one_failed_step_and_reruns_replay_it_from_the_cache(
-    tmp_path, served
-):
+    tmp_path: Path, served
+) -> None:
     asked: list[int] = []
 
     def model(body: dict[str, Any]) -> Reply:

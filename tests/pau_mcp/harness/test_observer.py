@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -13,17 +14,18 @@ import pytest
 from fakellm import FakeLLM, Reply
 from mcp.client.client import Client
 from pau_command import run_pau
+from serve_args import serve_parts
 
-from pau_mcp.cli.serve import build_served
 from pau_mcp.config import Settings
-from pau_mcp.contract import FACTS_KEY, ToolResult
+from pau_mcp.contract import FACTS_KEY, ToolResult, ToolStatus
 from pau_mcp.grammar import MAX_READ_CHARS, read_inputs
 from pau_mcp.harness import EvalConfig, run_eval
 from pau_mcp.harness.selfcheck import agrees, seen_from_example, seen_from_result
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
-from wasm_runtime import Outcome, Status, encode
+from pau_mcp.server_assembly import assemble_server
+from wasm_runtime import Outcome, Sandbox, Status, encode
 
 MODEL = "openai/fake-observer"
 B001 = ManifestStore().method("builtin/b001")  # the product of the non-zero digits, negated for a negative number
@@ -55,7 +57,7 @@ def brain(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -86,7 +88,9 @@ def _observe(tmp_path: Path, budget: int = 10) -> tuple[Settings, dict]:
     return settings, episode
 
 
-def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh_round_agrees(tmp_path, fake):
+def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh_round_agrees(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
     settings, episode = _observe(tmp_path)
     assert episode.state == "done" and episode.concluded == 1 and episode.queries == 8
     checks = [step for step in episode.trajectory if step["kind"] == "check"]
@@ -112,7 +116,7 @@ def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh
     assert episode.scores["codematch"].value == 1.0 and episode.scores["judge"].value == 4.0
 
 
-def test_an_observer_whose_budget_ends_in_disagreement_does_not_conclude(tmp_path, fake):
+def test_an_observer_whose_budget_ends_in_disagreement_does_not_conclude(tmp_path: Path, fake: FakeLLM) -> None:
     _, episode = _observe(tmp_path, budget=3)
     assert episode.queries == 3 and episode.concluded == 0
     (check,) = [step for step in episode.trajectory if step["kind"] == "check"]
@@ -121,7 +125,9 @@ def test_an_observer_whose_budget_ends_in_disagreement_does_not_conclude(tmp_pat
     assert ending == [{"kind": "note", "event": "self_check", "agreed": False, "rounds": 1, "queries": 3}]
 
 
-def test_the_observers_documentation_is_served_to_any_mcp_client_and_the_report_compares_it(tmp_path, fake, sandbox):
+def test_the_observers_documentation_is_served_to_any_mcp_client_and_the_report_compares_it(
+    tmp_path: Path, fake: FakeLLM, sandbox: Sandbox
+) -> None:
     settings, _ = _observe(tmp_path)
     common = ["--db", str(settings.db_path), "--data-dir", str(tmp_path)]
     exported = run_pau("export", "docs", "observer", *common)
@@ -129,7 +135,9 @@ def test_the_observers_documentation_is_served_to_any_mcp_client_and_the_report_
     assert json.loads(exported.stdout)["methods"][B001.id]["documentation"] == REVISED
 
     async def listed() -> dict:
-        built = build_served([*common, "--methods", B001.id, "--docs", "observer"], sandboxes=lambda *a, **k: sandbox)
+        built = assemble_server(
+            *serve_parts([*common, "--methods", B001.id, "--docs", "observer"]), sandboxes=lambda *a, **k: sandbox
+        )
         try:
             async with Client(built.server, mode="2026-07-28") as client:
                 with anyio.fail_after(60):
@@ -150,7 +158,9 @@ def test_the_observers_documentation_is_served_to_any_mcp_client_and_the_report_
     assert "| 1 | 0 of 1 (0.0%) |" in table
 
 
-def test_an_observer_reads_every_input_on_a_line_that_lists_several(tmp_path, monkeypatch):
+def test_an_observer_reads_every_input_on_a_line_that_lists_several(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def listing(body: dict) -> Reply | str:
         text = str(body["messages"][-1]["content"])
         if "new inputs where your description" in text and REVISED not in text:
@@ -177,11 +187,11 @@ def test_an_observer_reads_every_input_on_a_line_that_lists_several(tmp_path, mo
         ("INPUT: [1, 2], 3", 2, ["[1, 2], 3"]),
     ],
 )
-def test_each_input_a_line_lists_is_read(line, arity, inputs):
+def test_each_input_a_line_lists_is_read(line, arity, inputs) -> None:
     assert read_inputs(line, arity, limit=8) == inputs
 
 
-def test_a_megabyte_of_input_lines_is_read_in_linear_time_and_capped():
+def test_a_megabyte_of_input_lines_is_read_in_linear_time_and_capped() -> None:
     flood = "INPUT:\n```\n" + "(1,)\n" * (200 * 1024)
     assert read_inputs(flood, 1, limit=4) == ["(1,)"] * 4  # only the capped tail is read: its marker is not in it
     lines = "INPUT: (1,)\n" * (90 * 1024)
@@ -194,10 +204,10 @@ def test_a_megabyte_of_input_lines_is_read_in_linear_time_and_capped():
 
 
 def _ok(value: str) -> ToolResult:
-    return ToolResult(status="ok", value=value, queries_used=1, queries_left=None)
+    return ToolResult(status=ToolStatus.OK, value=value, queries_used=1, queries_left=None)
 
 
-def test_its_check_compares_values_by_the_one_equality_rule_and_reads_a_megabyte_without_parsing_it():
+def test_its_check_compares_values_by_the_one_equality_rule_and_reads_a_megabyte_without_parsing_it() -> None:
     def returned(value: object) -> Outcome:
         return Outcome(Status.OK, value=repr(value), value_type=type(value).__name__, encoded=encode(value))
 

@@ -6,7 +6,9 @@ none of its text); the model is a scripted loopback server.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -49,7 +51,7 @@ def brain(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def reference(tmp_path, monkeypatch):
+def reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -83,8 +85,8 @@ def _run(tmp_path: Path, mode: str = "interactive") -> tuple[dict, dict]:
 
 
 def test_the_agent_sends_the_imported_prompts_alone_with_the_references_token_limit_and_no_temperature(
-    tmp_path, reference
-):
+    tmp_path: Path, reference: FakeLLM
+) -> None:
     _run(tmp_path)
     agent = [b for b in reference.requests if not b["messages"][0]["content"].startswith(("\nJUDGE", "\nCODER"))]
     assert len(agent) == 9  # three iterations of reason, act, reflect; no final-description request
@@ -99,7 +101,9 @@ def test_the_agent_sends_the_imported_prompts_alone_with_the_references_token_li
     )
 
 
-def test_inputs_are_read_by_the_references_rules_and_the_reflection_sees_only_the_input_it_tried(tmp_path, reference):
+def test_inputs_are_read_by_the_references_rules_and_the_reflection_sees_only_the_input_it_tried(
+    tmp_path: Path, reference: FakeLLM
+) -> None:
     episode, _ = _run(tmp_path)
     calls = [s["arguments"]["args"] for s in episode.trajectory if s["kind"] == "tool_call"]
     assert calls == ["(2,)", "(5,)"]  # an "input:" line, then the first "(...)" of a line; the third gave none
@@ -113,7 +117,9 @@ def test_inputs_are_read_by_the_references_rules_and_the_reflection_sees_only_th
     assert "last=None => Output: None, Error: the input is not a valid Python literal" in reflections[2]
 
 
-def test_the_last_hypothesis_lower_cased_is_the_description_and_scores_follow_the_reference(tmp_path, reference):
+def test_the_last_hypothesis_lower_cased_is_the_description_and_scores_follow_the_reference(
+    tmp_path: Path, reference: FakeLLM
+) -> None:
     episode, config = _run(tmp_path)
     assert episode.concluded == 1
     submitted = RunStore(tmp_path / "runs.db").submissions(RunStore(tmp_path / "runs.db").run_id("ref"))
@@ -139,7 +145,7 @@ def test_the_last_hypothesis_lower_cased_is_the_description_and_scores_follow_th
     assert config["prompts"] == load_protocol("reference", tmp_path).prompts.digest
 
 
-def test_in_context_the_agent_asks_once_and_its_reply_is_the_description(tmp_path, reference):
+def test_in_context_the_agent_asks_once_and_its_reply_is_the_description(tmp_path: Path, reference: FakeLLM) -> None:
     episode, _ = _run(tmp_path, mode="incontext")
     agent = [b for b in reference.requests if b["messages"][0]["content"].startswith("\nINCONTEXT")]
     assert len(agent) == 1
@@ -152,7 +158,7 @@ def test_in_context_the_agent_asks_once_and_its_reply_is_the_description(tmp_pat
     assert episode.queries == 0
 
 
-def test_a_run_and_its_scorer_on_different_protocols_is_refused(tmp_path, reference):
+def test_a_run_and_its_scorer_on_different_protocols_is_refused(tmp_path: Path, reference: FakeLLM) -> None:
     settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", coder_model=MODEL)
     config = EvalConfig(run="mixed", model=MODEL, suite="builtin", methods=(METHOD,), protocol="reference")
 
@@ -177,13 +183,13 @@ def test_a_run_and_its_scorer_on_different_protocols_is_refused(tmp_path, refere
         ("nothing to run", None),
     ],
 )
-def test_an_action_is_read_as_the_reference_reads_it(reply, expected):
+def test_an_action_is_read_as_the_reference_reads_it(reply, expected) -> None:
     assert reference_input(reply) == expected
 
 
 def test_a_budget_the_server_says_is_spent_ends_the_loop_and_the_refused_call_is_no_result(
-    tmp_path, monkeypatch, vowels_environment
-):
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vowels_environment: Callable[[], Any]
+) -> None:
     import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
 
     def steady(body: dict) -> str:
@@ -233,8 +239,8 @@ def thinking_brain(body: dict) -> Reply | str:
 
 
 def test_a_thinking_models_reasoning_and_think_text_are_read_whole_within_the_references_token_limits(
-    tmp_path, monkeypatch
-):
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
     with FakeLLM(responder=thinking_brain) as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
@@ -274,7 +280,7 @@ def test_a_thinking_models_reasoning_and_think_text_are_read_whole_within_the_re
     assert judge.value == 2.0  # the first rating of the whole reply is the one in its reasoning
 
 
-def test_a_result_is_held_as_the_references_process_hands_it_back():
+def test_a_result_is_held_as_the_references_process_hands_it_back() -> None:
     from pau_mcp.contract import ToolResult
     from pau_mcp.harness.reference_agent import reference_result
     from pau_mcp.protocol import reference_triples

@@ -315,7 +315,7 @@ def _method(index: int) -> str:
     return f"{SUITE}/t{index:04d}"
 
 
-def test_every_agent_prompt_of_an_interactive_run_is_the_references_byte_for_byte(parity):
+def test_every_agent_prompt_of_an_interactive_run_is_the_references_byte_for_byte(parity: dict[str, Any]) -> None:
     for index, data in enumerate(SPLIT):
         expected, _, queries, _ = interactive(data)
         episode = parity["episodes"]["interactive"][_method(index)]
@@ -329,7 +329,7 @@ def test_every_agent_prompt_of_an_interactive_run_is_the_references_byte_for_byt
     assert "Input: (7) => Output: [8, -20], Error: None\n  Input: (1) => Output: (2, -20), Error: None" in first
 
 
-def test_an_in_context_prompt_is_the_datasets_direct_prompt(parity):
+def test_an_in_context_prompt_is_the_datasets_direct_prompt(parity: dict[str, Any]) -> None:
     for index, data in enumerate(SPLIT):
         direct = f"\nINCONTEXT header={data['header']}\nprev={listing(dataset_examples(data))}\nDescription: "
         episode = parity["episodes"]["incontext"][_method(index)]
@@ -337,7 +337,7 @@ def test_an_in_context_prompt_is_the_datasets_direct_prompt(parity):
         assert episode.queries == 0
 
 
-def test_the_judge_and_the_code_writer_get_the_references_prompts_in_every_kind_of_run(parity):
+def test_the_judge_and_the_code_writer_get_the_references_prompts_in_every_kind_of_run(parity: dict[str, Any]) -> None:
     expected: dict[str, Counter[str]] = {"interactive": Counter(), "incontext": Counter(), "gold": Counter()}
     for data in SPLIT:
         _, hypothesis, _, stored = interactive(data)
@@ -353,7 +353,7 @@ def test_the_judge_and_the_code_writer_get_the_references_prompts_in_every_kind_
         assert sent == prompts, kind
 
 
-def test_every_score_and_every_aggregate_is_the_references(parity):
+def test_every_score_and_every_aggregate_is_the_references(parity: dict[str, Any]) -> None:
     store: RunStore = parity["store"]
     judged, matched = [], []
     for index, data in enumerate(SPLIT):
@@ -379,7 +379,7 @@ def test_every_score_and_every_aggregate_is_the_references(parity):
         assert scores["codematch_gold"].detail["with_examples"] is True  # the reference's default
 
 
-def test_this_projects_protocol_shows_the_sandboxs_examples_whatever_the_dataset_wrote(parity):
+def test_this_projects_protocol_shows_the_sandboxs_examples_whatever_the_dataset_wrote(parity: dict[str, Any]) -> None:
     method = ManifestStore([parity["suites"]]).method(_method(0))
     assert [case.original.input for case in method.examples] == ["(7)", "(1)"]
     exposed = Exposed(method, "fn_x")
@@ -387,7 +387,7 @@ def test_this_projects_protocol_shows_the_sandboxs_examples_whatever_the_dataset
     assert "[8, -20]" not in exposed.description(20) and "[8, -20]" not in exposed.prompt_text(20)
 
 
-def test_a_thinking_models_replies_are_read_whole_within_the_references_token_limits(parity):
+def test_a_thinking_models_replies_are_read_whole_within_the_references_token_limits(parity: dict[str, Any]) -> None:
     store: RunStore = parity["store"]
     for index, data in enumerate(SPLIT):
         expected, hypothesis, queries, stored = interactive(data, THINKING)

@@ -7,14 +7,14 @@ import json
 import sqlite3
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from fakellm import FakeLLM, Reply
 from scripted_runs import pau, scripted, scripted_run
 
 from pau_mcp.cli import main
 
 
-def _replay(tmp_path: Path, run: str) -> object:
+def _replay(tmp_path: Path, run: str) -> Result:
     # No model server at all: a replay asks no provider.
     env = {"PAU_MCP_TOOL_KEY": "", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "unused"}
     return CliRunner().invoke(
@@ -23,14 +23,14 @@ def _replay(tmp_path: Path, run: str) -> object:
     )  # fmt: skip
 
 
-def test_replaying_a_scored_run_of_the_paper_agent_reproduces_every_score(tmp_path):
+def test_replaying_a_scored_run_of_the_paper_agent_reproduces_every_score(tmp_path: Path) -> None:
     scripted_run(tmp_path, "paper")
     result = _replay(tmp_path, "paper")
     assert result.exit_code == 0, result.output
     assert "replay of paper: identical: 2 episodes played again step for step, all 4 scores the same" in result.output
 
 
-def test_replaying_a_run_of_the_tools_agent_reproduces_it(tmp_path):
+def test_replaying_a_run_of_the_tools_agent_reproduces_it(tmp_path: Path) -> None:
     def tools(body: dict) -> object:
         if body.get("tools"):
             names = [t["function"]["name"] for t in body["tools"]]
@@ -50,7 +50,7 @@ def test_replaying_a_run_of_the_tools_agent_reproduces_it(tmp_path):
     assert "identical: 1 episodes" in result.output
 
 
-def test_a_changed_recorded_reply_is_named_by_its_episode_and_step(tmp_path):
+def test_a_changed_recorded_reply_is_named_by_its_episode_and_step(tmp_path: Path) -> None:
     scripted_run(tmp_path, "paper")
     with sqlite3.connect(tmp_path / "runs.db") as db:
         (trajectory,) = db.execute("SELECT trajectory FROM episodes WHERE method_id = 'builtin/b002'").fetchone()
@@ -65,7 +65,7 @@ def test_a_changed_recorded_reply_is_named_by_its_episode_and_step(tmp_path):
     assert '"(41,)"' in line  # the call the replay made, beside the one recorded
 
 
-def test_a_changed_recorded_judge_reply_is_named_as_a_score_difference(tmp_path):
+def test_a_changed_recorded_judge_reply_is_named_as_a_score_difference(tmp_path: Path) -> None:
     scripted_run(tmp_path, "paper")
     with sqlite3.connect(tmp_path / "runs.db") as db:
         db.execute(

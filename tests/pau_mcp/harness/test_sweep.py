@@ -69,14 +69,14 @@ def _attempts(tmp_path: Path) -> dict[tuple[str, str], int]:
         (PROBE.replace('"incontext"', '"tasks"').replace('"probe"', '"tools"') + 'docs = ["none", "none"]\n[[models]]\nmodel = "openai/m"\n', "docs lists the same value twice"),
     ],
 )  # fmt: skip
-def test_a_bad_sweep_file_is_refused_before_anything_runs_saying_where(tmp_path, text, expected):
+def test_a_bad_sweep_file_is_refused_before_anything_runs_saying_where(tmp_path: Path, text, expected) -> None:
     done = _invoke(tmp_path, text)
     assert done.exit_code == 2, done.output
     assert expected in done.output and "sweep.toml" in done.output
     assert not (tmp_path / "runs.db").exists()
 
 
-def test_two_entries_that_would_share_a_run_name_are_refused_with_the_fix(tmp_path):
+def test_two_entries_that_would_share_a_run_name_are_refused_with_the_fix(tmp_path: Path) -> None:
     text = PROBE.replace('agents = ["probe"]', 'agents = ["paper"]')
     text += '[[models]]\nmodel = "openai/m"\ntemperature = 0\n[[models]]\nmodel = "openai/m"\ntemperature = 1\n'
     done = _invoke(tmp_path, text)
@@ -84,7 +84,7 @@ def test_two_entries_that_would_share_a_run_name_are_refused_with_the_fix(tmp_pa
     assert "builtin-paper-interactive-openai-m" in done.output and "label" in done.output
 
 
-def test_a_dry_run_lists_each_run_by_the_name_eval_gives_it(tmp_path):
+def test_a_dry_run_lists_each_run_by_the_name_eval_gives_it(tmp_path: Path) -> None:
     text = PROBE.replace('agents = ["probe"]', 'agents = ["paper", "probe"]')
     text += '[[models]]\nmodel = "openai/m-1"\n[[models]]\nmodel = "anthropic/claude-x"\nlabel = "claude"\n'
     done = _invoke(tmp_path, text, "--dry-run")
@@ -98,7 +98,7 @@ def test_a_dry_run_lists_each_run_by_the_name_eval_gives_it(tmp_path):
     assert not (tmp_path / "runs.db").exists() or not _attempts(tmp_path)
 
 
-def test_a_probe_sweep_runs_every_run_and_ends_with_the_report_over_them(tmp_path):
+def test_a_probe_sweep_runs_every_run_and_ends_with_the_report_over_them(tmp_path: Path) -> None:
     done = _sweep(tmp_path, PROBE, process=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "run builtin-probe-interactive-none: 2 episodes finished now" in done.stdout
@@ -109,7 +109,7 @@ def test_a_probe_sweep_runs_every_run_and_ends_with_the_report_over_them(tmp_pat
     assert set(_attempts(tmp_path).values()) == {1} and len(_attempts(tmp_path)) == 4
 
 
-def test_a_resumed_sweep_skips_finished_runs_and_runs_only_the_new_ones(tmp_path):
+def test_a_resumed_sweep_skips_finished_runs_and_runs_only_the_new_ones(tmp_path: Path) -> None:
     first = _sweep(tmp_path, PROBE.replace('"interactive", "incontext"', '"interactive"'))
     assert first.returncode == 0, first.stderr[-3000:]
     before = _attempts(tmp_path)
@@ -125,7 +125,7 @@ def test_a_resumed_sweep_skips_finished_runs_and_runs_only_the_new_ones(tmp_path
     assert len(after) == 4
 
 
-def test_a_sweep_whose_run_exists_with_other_options_stops_before_running_anything(tmp_path):
+def test_a_sweep_whose_run_exists_with_other_options_stops_before_running_anything(tmp_path: Path) -> None:
     first = _sweep(tmp_path, PROBE.replace('"interactive", "incontext"', '"incontext"') + "budget = 5\n")
     assert first.returncode == 0, first.stderr[-3000:]
     before = _attempts(tmp_path)
@@ -135,7 +135,7 @@ def test_a_sweep_whose_run_exists_with_other_options_stops_before_running_anythi
     assert _attempts(tmp_path) == before
 
 
-def test_a_paper_agent_sweep_gives_each_model_its_own_settings(tmp_path):
+def test_a_paper_agent_sweep_gives_each_model_its_own_settings(tmp_path: Path) -> None:
     text = """
 suites = ["builtin"]
 agents = ["paper"]
@@ -187,7 +187,7 @@ def _error_lines(done: Ran) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "directory", "oversized"])
-def test_a_sweep_file_that_is_not_a_regular_file_of_sensible_size_is_refused_in_one_line(tmp_path, kind):
+def test_a_sweep_file_that_is_not_a_regular_file_of_sensible_size_is_refused_in_one_line(tmp_path: Path, kind) -> None:
     path = tmp_path / "sweep.toml"
     expected = {"fifo": "is a FIFO", "/dev/zero": "is a character device", "directory": "is a directory"}
     if kind == "fifo":
@@ -204,7 +204,7 @@ def test_a_sweep_file_that_is_not_a_regular_file_of_sensible_size_is_refused_in_
     assert len(lines) == 1 and str(path) in lines[0] and expected.get(kind, "bytes long; at most") in lines[0], lines
 
 
-def test_a_sweep_file_nested_100000_deep_is_refused_in_one_line(tmp_path):
+def test_a_sweep_file_nested_100000_deep_is_refused_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "sweep.toml"
     path.write_text('agents = ["probe"]\nsuites = ' + "[" * 100_000 + "]" * 100_000 + "\n")
     done = _guarded(tmp_path, path)
@@ -221,7 +221,9 @@ def test_a_sweep_file_nested_100000_deep_is_refused_in_one_line(tmp_path):
     ],
     ids=["20,000 models", "20,000 bad models", "100,001 methods"],
 )  # fmt: skip
-def test_a_sweep_file_with_too_many_entries_is_refused_quickly_in_a_few_lines(tmp_path, entries, expected):
+def test_a_sweep_file_with_too_many_entries_is_refused_quickly_in_a_few_lines(
+    tmp_path: Path, entries, expected
+) -> None:
     path = tmp_path / "sweep.toml"
     path.write_text('suites = ["builtin"]\nagents = ["paper"]\n' + entries)
     # "Quickly" is the refusal's CPU, not its wall time (which a busy machine stretches): the dry run's process is
@@ -236,7 +238,7 @@ def test_a_sweep_file_with_too_many_entries_is_refused_quickly_in_a_few_lines(tm
     assert len(lines) == 2 and expected in lines[1] and len(lines[1]) < 300, lines
 
 
-def test_a_sweep_that_expands_to_more_runs_than_one_sweep_runs_is_refused_with_how_to_split_it(tmp_path):
+def test_a_sweep_that_expands_to_more_runs_than_one_sweep_runs_is_refused_with_how_to_split_it(tmp_path: Path) -> None:
     models = "".join(f'[[models]]\nmodel = "openai/m{i}"\n' for i in range(600))
     text = 'suites = ["builtin"]\nagents = ["paper", "tools"]\nmodes = ["interactive", "incontext"]\n' + models
     done = _invoke(tmp_path, text, "--dry-run")
@@ -244,13 +246,13 @@ def test_a_sweep_that_expands_to_more_runs_than_one_sweep_runs_is_refused_with_h
     assert "split it into several files" in done.output
 
 
-def test_many_problems_are_named_up_to_twenty_and_the_rest_counted(tmp_path):
+def test_many_problems_are_named_up_to_twenty_and_the_rest_counted(tmp_path: Path) -> None:
     text = 'suites = ["builtin"]\nagents = ["paper"]\n' + '[[models]]\nmodel = "nope"\n' * 50
     done = _invoke(tmp_path, text)
     assert done.exit_code == 2 and done.output.count("models[") == 20 and "and 30 more problems" in done.output
 
 
-def test_a_model_listed_twice_with_the_same_settings_is_named_as_a_duplicate(tmp_path):
+def test_a_model_listed_twice_with_the_same_settings_is_named_as_a_duplicate(tmp_path: Path) -> None:
     done = _invoke(tmp_path, PROBE.replace('["probe"]', '["paper"]') + '[[models]]\nmodel = "openai/m"\n' * 2)
     assert done.exit_code == 2 and "is listed twice" in done.output and "openai/m appears twice" in done.output
 
@@ -269,7 +271,9 @@ model = "openai/fake-answerer"
 """
 
 
-def test_a_task_sweep_answers_the_tasks_once_per_documentation_source_and_reports_accuracy_by_source(tmp_path):
+def test_a_task_sweep_answers_the_tasks_once_per_documentation_source_and_reports_accuracy_by_source(
+    tmp_path: Path,
+) -> None:
     make_task_suite(tmp_path / "manifests")
     manifests = ("--manifests", tmp_path / "manifests")
     assert run_pau("manifests", "freeze", *manifests, "--suite", "mini").returncode == 0

@@ -5,6 +5,7 @@ the real sandbox; the report shows accuracy by hops and by documentation."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,7 @@ def brain(body: dict) -> Reply | str:
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", KEY)
     with FakeLLM(responder=brain) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -63,7 +64,9 @@ def _tasks_run(tmp_path: Path, docs: str) -> None:
     assert "task accuracy 0.667 (2 of 3 correct)" in done.stdout
 
 
-def test_a_two_hop_task_is_answered_through_the_tools_and_verified_by_re_executing_its_calls(tmp_path, fake):
+def test_a_two_hop_task_is_answered_through_the_tools_and_verified_by_re_executing_its_calls(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
     make_task_suite(tmp_path / "manifests")
     assert run_pau("manifests", "freeze", "--manifests", str(tmp_path / "manifests"), "--suite", "mini").returncode == 0
     _tasks_run(tmp_path, "none")
@@ -86,7 +89,9 @@ def test_a_two_hop_task_is_answered_through_the_tools_and_verified_by_re_executi
     assert all("It has no documentation" in text for name, text in described.items() if name.startswith("fn_"))
 
 
-def test_accuracy_is_reported_by_hops_and_by_documentation_and_gold_is_served_only_when_asked(tmp_path, fake):
+def test_accuracy_is_reported_by_hops_and_by_documentation_and_gold_is_served_only_when_asked(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
     make_task_suite(tmp_path / "manifests")
     assert run_pau("manifests", "freeze", "--manifests", str(tmp_path / "manifests"), "--suite", "mini").returncode == 0
     _tasks_run(tmp_path, "examples")
@@ -107,7 +112,7 @@ def test_accuracy_is_reported_by_hops_and_by_documentation_and_gold_is_served_on
     assert "| tasks-gold | gold | 100.0% (1/1) | 100.0% (1/1) | 0.0% (0/1) | 66.7% |" in hops
 
 
-def test_task_mode_refuses_another_agent_and_docs_without_tasks(tmp_path):
+def test_task_mode_refuses_another_agent_and_docs_without_tasks(tmp_path: Path) -> None:
     agent = run_pau("eval", "--mode", "tasks", "--agent", "paper", "--model", MODEL, "--db", str(tmp_path / "r.db"))
     assert agent.returncode == 2 and "leave --agent out" in agent.stderr
     docs = run_pau("eval", "--docs", "gold", "--model", MODEL, "--db", str(tmp_path / "r.db"))
@@ -120,7 +125,9 @@ def test_task_mode_refuses_another_agent_and_docs_without_tasks(tmp_path):
     assert none.returncode == 1 and "suite 'mini' has no tasks" in none.stderr
 
 
-def test_the_built_in_suites_tasks_are_answered_and_checked_through_its_own_server(tmp_path, monkeypatch):
+def test_the_built_in_suites_tasks_are_answered_and_checked_through_its_own_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A model that knows every answer and the calls that make it: each of the nine shipped tasks (one, two and three
     # hops) reaches the real server's tools, and its answer and calls check out against the frozen answers.
     tasks = {task.question: task for task in ManifestStore().suite("builtin").tasks.values()}
@@ -144,7 +151,7 @@ def test_the_built_in_suites_tasks_are_answered_and_checked_through_its_own_serv
     assert "task accuracy 1.000 (9 of 9 correct)" in done.stdout
 
 
-def test_an_answer_written_as_text_is_read_after_its_last_marker_within_a_capped_tail():
+def test_an_answer_written_as_text_is_read_after_its_last_marker_within_a_capped_tail() -> None:
     assert _plain_answer("I think so.\nANSWER: '220'\nThat is all.") == "'220'"
     assert _plain_answer("answer: 1\nAnswer:  [2, 3]") == "[2, 3]"
     assert _plain_answer("42") == "42"
@@ -165,7 +172,9 @@ def _first_request(tmp_path: Path, monkeypatch, reply: Reply | None = None) -> t
         return fake.requests[0], done
 
 
-def test_the_first_request_states_what_every_tool_says_once_and_each_tool_keeps_its_own(tmp_path, monkeypatch):
+def test_the_first_request_states_what_every_tool_says_once_and_each_tool_keeps_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first, done = _first_request(tmp_path, monkeypatch)
     assert done.returncode in (0, 1), done.stderr
     text = json.dumps(first)
@@ -185,8 +194,8 @@ def test_the_first_request_states_what_every_tool_says_once_and_each_tool_keeps_
 
 
 def test_a_first_task_request_too_long_for_the_model_says_to_serve_a_longer_context_not_a_lower_budget(
-    tmp_path, monkeypatch
-):
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     too_long = {"error": {"code": 400, "message": "request (9216 tokens) exceeds the available context size (4096 "
                 "tokens)", "type": "exceed_context_size_error", "n_prompt_tokens": 9216, "n_ctx": 4096}}  # fmt: skip
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", KEY)

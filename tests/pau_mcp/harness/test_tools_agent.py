@@ -59,7 +59,7 @@ def _call(name: str, arguments: Any) -> Reply:
     return Reply(tool_calls=[(name, arguments)])
 
 
-def test_the_strict_server_refuses_a_history_that_echoes_invalid_arguments(strict):
+def test_the_strict_server_refuses_a_history_that_echoes_invalid_arguments(strict: FakeLLM) -> None:
     # The control: what the agent used to send back is refused, for good, by a llama-server-like server.
     history = [
         {"role": "user", "content": "go"},
@@ -74,7 +74,9 @@ def test_the_strict_server_refuses_a_history_that_echoes_invalid_arguments(stric
     anyio.run(llm.aclose)
 
 
-def test_a_malformed_tool_call_is_corrected_and_the_episode_goes_on(vowels_environment, strict):
+def test_a_malformed_tool_call_is_corrected_and_the_episode_goes_on(
+    vowels_environment: Callable[[], Any], strict: FakeLLM
+) -> None:
     strict.responder = _script(
         lambda tool: _call(tool, '{"args": "(\'hello\',)"'),  # not JSON: a closing brace is missing
         lambda tool: _call(tool, {"args": "('hello',)"}),
@@ -91,7 +93,7 @@ def test_a_malformed_tool_call_is_corrected_and_the_episode_goes_on(vowels_envir
     assert "not a JSON object" in correction["content"] and "nothing was run" in correction["content"]
 
 
-def test_a_tool_call_written_as_text_is_run_as_a_call(vowels_environment, strict):
+def test_a_tool_call_written_as_text_is_run_as_a_call(vowels_environment: Callable[[], Any], strict: FakeLLM) -> None:
     strict.responder = _script(
         lambda tool: f'<tool_call>\n{{"name": "{tool}", "arguments": {{"args": "(\'sky\',)"}}}}\n</tool_call>',
         lambda tool: (
@@ -107,7 +109,9 @@ def test_a_tool_call_written_as_text_is_run_as_a_call(vowels_environment, strict
     assert native["tool_calls"][0]["function"]["name"] == _tools(strict.requests[0])[0]
 
 
-def test_a_tool_call_written_as_text_that_cannot_be_read_is_refused_not_submitted(vowels_environment, strict):
+def test_a_tool_call_written_as_text_that_cannot_be_read_is_refused_not_submitted(
+    vowels_environment: Callable[[], Any], strict: FakeLLM
+) -> None:
     unreadable = '<tool_call>{"name": "fn", "arguments": {"args": </tool_call>'
     strict.responder = _script(
         lambda tool: unreadable,
@@ -121,7 +125,9 @@ def test_a_tool_call_written_as_text_that_cannot_be_read_is_refused_not_submitte
     assert any(step.data.get("event") == "unreadable_text_tool_call" for step in env.trajectory)
 
 
-def test_calling_the_headers_function_name_is_answered_with_the_tools_real_name(vowels_environment, strict):
+def test_calling_the_headers_function_name_is_answered_with_the_tools_real_name(
+    vowels_environment: Callable[[], Any], strict: FakeLLM
+) -> None:
     strict.responder = _script(
         lambda tool: _call("count_vowels", {"s": "hello"}),
         lambda tool: _call(tool, {"args": "('hello',)"}),
@@ -156,13 +162,15 @@ def test_calling_the_headers_function_name_is_answered_with_the_tools_real_name(
         ('{"vowels": 2}', None),  # JSON that is no call: the agent refuses it as a description
     ],
 )
-def test_tool_calls_written_as_text_are_read_or_marked_unreadable(reply, calls):
+def test_tool_calls_written_as_text_are_read_or_marked_unreadable(reply, calls) -> None:
     found = written_tool_calls(reply, "t")
     assert (None if found is None else [(c.name, c.parsed_arguments()) for c in found]) == calls
     assert found is None or all(c.id == f"t_{i}" for i, c in enumerate(found))
 
 
-def test_a_submission_written_as_a_json_object_is_read_as_the_submit_call(vowels_environment, strict):
+def test_a_submission_written_as_a_json_object_is_read_as_the_submit_call(
+    vowels_environment: Callable[[], Any], strict: FakeLLM
+) -> None:
     strict.responder = _script(
         lambda tool: _call(tool, {"args": "('hello',)"}),
         lambda tool: json.dumps({"name": "submit", "method": tool, "description": "Counts the vowels."}),
@@ -172,7 +180,9 @@ def test_a_submission_written_as_a_json_object_is_read_as_the_submit_call(vowels
     assert any(step.data.get("event") == "text_tool_call" for step in env.trajectory)
 
 
-def test_json_where_the_description_belongs_is_refused_with_feedback_and_never_taken(vowels_environment, strict):
+def test_json_where_the_description_belongs_is_refused_with_feedback_and_never_taken(
+    vowels_environment: Callable[[], Any], strict: FakeLLM
+) -> None:
     strict.responder = _script(
         lambda tool: _call(tool, {"args": "('hello',)"}),
         lambda tool: '```json\n{"vowels": 2, "input": "hello"}\n```',
@@ -187,7 +197,9 @@ def test_json_where_the_description_belongs_is_refused_with_feedback_and_never_t
     assert "JSON" in refused.data["problem"]
 
 
-def test_a_submit_call_whose_description_is_json_is_refused_and_the_model_submits_prose(vowels_environment, strict):
+def test_a_submit_call_whose_description_is_json_is_refused_and_the_model_submits_prose(
+    vowels_environment: Callable[[], Any], strict: FakeLLM
+) -> None:
     strict.responder = _script(
         lambda tool: _call("submit", {"method": tool, "description": '{"name": "count_vowels", "arguments": {}}'}),
         lambda tool: _call("submit", {"method": tool, "description": "Counts the vowels."}),
@@ -198,13 +210,17 @@ def test_a_submit_call_whose_description_is_json_is_refused_and_the_model_submit
     assert answer.startswith("Not submitted: the description") and "in words" in answer
 
 
-def test_an_agent_that_never_gives_prose_ends_with_no_description_rather_than_a_placeholder(vowels_environment, strict):
+def test_an_agent_that_never_gives_prose_ends_with_no_description_rather_than_a_placeholder(
+    vowels_environment: Callable[[], Any], strict: FakeLLM
+) -> None:
     strict.responder = _script(lambda tool: '{"result": "vowels"}')
     result, env = _play(vowels_environment, strict)
     assert result.description == "" and not result.concluded
 
 
-def test_the_harness_answers_to_unknown_and_malformed_calls_are_in_the_trajectory(vowels_environment, strict):
+def test_the_harness_answers_to_unknown_and_malformed_calls_are_in_the_trajectory(
+    vowels_environment: Callable[[], Any], strict: FakeLLM
+) -> None:
     strict.responder = _script(
         lambda tool: _call("count_vowels", {"s": "hello"}),
         lambda tool: _call(tool, '{"args": "(1,'),
@@ -219,7 +235,9 @@ def test_the_harness_answers_to_unknown_and_malformed_calls_are_in_the_trajector
     assert "not a JSON object" in steps[3][1]["text"] and steps[3][1]["refused"]
 
 
-def test_arguments_nested_a_megabyte_deep_are_one_corrected_call_and_the_episode_goes_on(vowels_environment, strict):
+def test_arguments_nested_a_megabyte_deep_are_one_corrected_call_and_the_episode_goes_on(
+    vowels_environment: Callable[[], Any], strict: FakeLLM
+) -> None:
     strict.responder = _script(
         lambda tool: _call(tool, '{"args": ' + "[" * (1 << 20)),
         lambda tool: _call(tool, {"args": "('hello',)"}),

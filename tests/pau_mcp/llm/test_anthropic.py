@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from pau_mcp.llm import CapabilityTable, LLMNotConfigured
+import pytest
+from fakellm import FakeLLM
+
+from pau_mcp.llm import CapabilityTable, LLMClient, LLMNotConfigured
 
 USER = [{"role": "user", "content": "Say something."}]
 TOOLS = [
@@ -13,11 +18,13 @@ TOOLS = [
 
 
 @pytest.fixture
-def claude(fake, make_client):
+def claude(fake: FakeLLM, make_client: Callable[..., LLMClient]):
     return make_client({"ANTHROPIC_BASE_URL": fake.root_url, "ANTHROPIC_API_KEY": "sk-ant-test"})
 
 
-def test_a_temperature_asked_of_a_claude_model_does_not_crash_and_is_not_sent(fake, claude, run):
+def test_a_temperature_asked_of_a_claude_model_does_not_crash_and_is_not_sent(
+    fake: FakeLLM, claude, run: Callable[..., Any]
+) -> None:
     fake.say("fine")
     reply = run(lambda: claude.complete("anthropic/claude-haiku-4-5", USER, temperature=0, max_tokens=300))
     assert reply.text == "fine"
@@ -26,7 +33,9 @@ def test_a_temperature_asked_of_a_claude_model_does_not_crash_and_is_not_sent(fa
     assert body["max_tokens"] == 300 and fake.paths[0] == "/v1/messages"
 
 
-def test_the_key_goes_out_as_the_sdk_sends_it_with_its_api_version(fake, claude, run):
+def test_the_key_goes_out_as_the_sdk_sends_it_with_its_api_version(
+    fake: FakeLLM, claude, run: Callable[..., Any]
+) -> None:
     fake.say("ok")
     run(lambda: claude.complete("anthropic/claude-haiku-4-5", USER))
     headers = fake.headers[0]
@@ -34,7 +43,9 @@ def test_the_key_goes_out_as_the_sdk_sends_it_with_its_api_version(fake, claude,
     assert headers["anthropic-version"]
 
 
-def test_a_missing_anthropic_key_is_one_line_naming_the_variable_before_any_request(fake, make_client, run):
+def test_a_missing_anthropic_key_is_one_line_naming_the_variable_before_any_request(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     llm = make_client({})
     with pytest.raises(LLMNotConfigured, match="ANTHROPIC_API_KEY") as info:
         llm.check("anthropic/claude-haiku-4-5")
@@ -44,7 +55,9 @@ def test_a_missing_anthropic_key_is_one_line_naming_the_variable_before_any_requ
     assert fake.requests == []
 
 
-def test_thinking_blocks_are_kept_apart_from_the_text_and_sent_back_with_tool_calls(fake, claude, run):
+def test_thinking_blocks_are_kept_apart_from_the_text_and_sent_back_with_tool_calls(
+    fake: FakeLLM, claude, run: Callable[..., Any]
+) -> None:
     fake.call_tool("fn_abc", {"arg0": 1}, text="Trying 1.", reasoning="INPUT: (999,) is what I would never send")
     fake.say("It doubles.")
     first = run(lambda: claude.complete("anthropic/claude-haiku-4-5", USER, tools=TOOLS, reasoning_effort="high"))
@@ -57,7 +70,9 @@ def test_thinking_blocks_are_kept_apart_from_the_text_and_sent_back_with_tool_ca
     assert [b["type"] for b in blocks] == ["thinking", "text", "tool_use"]
 
 
-def test_a_reasoning_effort_turns_on_extended_thinking_with_room_for_the_answer(fake, claude, run):
+def test_a_reasoning_effort_turns_on_extended_thinking_with_room_for_the_answer(
+    fake: FakeLLM, claude, run: Callable[..., Any]
+) -> None:
     fake.say("ok").say("ok")
     run(lambda: claude.complete("anthropic/claude-haiku-4-5", USER, max_tokens=300, reasoning_effort="medium"))
     body = fake.requests[0]
@@ -69,8 +84,8 @@ def test_a_reasoning_effort_turns_on_extended_thinking_with_room_for_the_answer(
 
 
 def test_a_gateway_on_an_older_api_version_gets_the_temperature_a_row_of_ones_own_allows(
-    tmp_path, fake, make_client, run
-):
+    tmp_path: Path, fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     mine = tmp_path / "capabilities.json"
     mine.write_text('{"models": [{"match": ["claude-3-5-haiku*"], "temperature": true}]}')
     env = {"ANTHROPIC_BASE_URL": fake.root_url, "ANTHROPIC_API_KEY": "k"}

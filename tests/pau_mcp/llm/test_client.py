@@ -50,7 +50,7 @@ def run(step: Callable[[], Any], seconds: float = 60) -> Any:
     return anyio.run(bounded)
 
 
-def test_a_reply_carries_text_tokens_and_the_cost_from_a_pricing_file(fake, tmp_path):
+def test_a_reply_carries_text_tokens_and_the_cost_from_a_pricing_file(fake: FakeLLM, tmp_path: Path) -> None:
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"models": {"openai/fake-model": {"input": 2.0, "output": 10.0}}}))
     llm = client(fake, pricing=Pricing.load(prices))
@@ -63,7 +63,7 @@ def test_a_reply_carries_text_tokens_and_the_cost_from_a_pricing_file(fake, tmp_
     assert fake.requests[0]["model"] == "fake-model" and fake.requests[0]["messages"] == USER
 
 
-def test_a_model_missing_from_the_price_table_costs_nothing_and_is_reported_unpriced(fake):
+def test_a_model_missing_from_the_price_table_costs_nothing_and_is_reported_unpriced(fake: FakeLLM) -> None:
     llm = client(fake)
     fake.say("hi", input_tokens=10_000, output_tokens=10_000)
     reply = run(lambda: llm.complete("openai/nobody-prices-this", USER))
@@ -71,7 +71,7 @@ def test_a_model_missing_from_the_price_table_costs_nothing_and_is_reported_unpr
     assert llm.spend.unpriced == {"openai/nobody-prices-this"}
 
 
-def test_a_dated_model_is_priced_like_its_entry_and_a_different_model_is_not():
+def test_a_dated_model_is_priced_like_its_entry_and_a_different_model_is_not() -> None:
     pricing = Pricing(
         {"openai/gpt-4o-mini": Price(input=0.15, output=0.6), "openai/gpt-4o": Price(input=2.5, output=10)}
     )
@@ -81,7 +81,7 @@ def test_a_dated_model_is_priced_like_its_entry_and_a_different_model_is_not():
     assert pricing.cost("openai/gpt-4o", Usage(1_000_000, 0)) == pytest.approx(2.5)
 
 
-def test_the_packaged_price_table_loads_and_a_broken_one_names_the_file(tmp_path):
+def test_the_packaged_price_table_loads_and_a_broken_one_names_the_file(tmp_path: Path) -> None:
     assert Pricing.load(DEFAULT_PRICING).price("openai/gpt-4o-mini") is not None
     broken = tmp_path / "broken.json"
     broken.write_text('{"models": {"openai/x": {"input": -1, "output": 2}}}')
@@ -89,7 +89,7 @@ def test_the_packaged_price_table_loads_and_a_broken_one_names_the_file(tmp_path
         Pricing.load(broken)
 
 
-def test_429_and_5xx_replies_are_retried_until_one_succeeds(fake):
+def test_429_and_5xx_replies_are_retried_until_one_succeeds(fake: FakeLLM) -> None:
     llm = client(fake)
     fake.fail(429, retry_after=0).fail(500).fail(503).say("finally")
     reply = run(lambda: llm.complete("openai/m", USER))
@@ -97,7 +97,7 @@ def test_429_and_5xx_replies_are_retried_until_one_succeeds(fake):
     assert len(fake.requests) == 4
 
 
-def test_a_retry_after_header_is_honoured(fake):
+def test_a_retry_after_header_is_honoured(fake: FakeLLM) -> None:
     llm = client(fake, backoff_s=0.001)
     fake.fail(429, retry_after=1).say("ok")
     started = time.perf_counter()
@@ -106,7 +106,7 @@ def test_a_retry_after_header_is_honoured(fake):
     assert len(fake.requests) == 2
 
 
-def test_retries_end_with_an_error_carrying_the_providers_message(fake):
+def test_retries_end_with_an_error_carrying_the_providers_message(fake: FakeLLM) -> None:
     llm = client(fake, retries=2)
     fake.fail(500, times=3, message="the model is overloaded")
     with pytest.raises(LLMError) as info:
@@ -120,14 +120,14 @@ def test_retries_end_with_an_error_carrying_the_providers_message(fake):
     "payload",
     [{"choices": []}, {"error": "nope"}, [1, 2], {"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}],
 )
-def test_a_reply_that_is_not_a_chat_completion_is_an_error_naming_the_base_url_to_check(fake, payload):
+def test_a_reply_that_is_not_a_chat_completion_is_an_error_naming_the_base_url_to_check(fake: FakeLLM, payload) -> None:
     fake.answer_raw(payload)
     with pytest.raises(LLMError) as info:
         run(lambda: client(fake).complete("openai/m", USER))
     assert "not a chat completion" in str(info.value) and "base URL" in str(info.value)
 
 
-def test_a_401_raises_at_once_with_the_providers_message_and_the_key_to_check(fake):
+def test_a_401_raises_at_once_with_the_providers_message_and_the_key_to_check(fake: FakeLLM) -> None:
     llm = client(fake)
     fake.fail(401, message="Incorrect API key provided: sk-...")
     with pytest.raises(LLMError) as info:
@@ -138,7 +138,7 @@ def test_a_401_raises_at_once_with_the_providers_message_and_the_key_to_check(fa
 
 
 @pytest.mark.parametrize("status", [400, 403, 404])
-def test_other_permanent_errors_are_not_retried(fake, status):
+def test_other_permanent_errors_are_not_retried(fake: FakeLLM, status) -> None:
     llm = client(fake)
     fake.fail(status, message=f"refused with {status}")
     with pytest.raises(LLMError, match=f"refused with {status}") as info:
@@ -147,14 +147,14 @@ def test_other_permanent_errors_are_not_retried(fake, status):
     assert len(fake.requests) == 1
 
 
-def test_an_error_page_that_is_not_json_is_reported_with_its_text(fake):
+def test_an_error_page_that_is_not_json_is_reported_with_its_text(fake: FakeLLM) -> None:
     fake.fail(400, text="upstream refused: body too large")
     with pytest.raises(LLMError, match="400: upstream refused: body too large") as info:
         run(lambda: client(fake).complete("openai/m", USER))
     assert info.value.status == 400 and len(fake.requests) == 1
 
 
-def test_text_that_is_not_valid_unicode_still_reaches_the_server_and_is_cached(fake, tmp_path):
+def test_text_that_is_not_valid_unicode_still_reaches_the_server_and_is_cached(fake: FakeLLM, tmp_path: Path) -> None:
     fake.say("seen")
     odd = [{"role": "user", "content": "caf\u00e9 \ud800 \U0001f600"}]
     llm = client(fake, cache_path=tmp_path / "cache.db")
@@ -163,14 +163,16 @@ def test_text_that_is_not_valid_unicode_still_reaches_the_server_and_is_cached(f
     assert run(lambda: llm.complete("openai/m", odd, temperature=0)).cached and len(fake.requests) == 1
 
 
-def test_organization_and_project_variables_are_sent_as_headers_and_the_client_names_itself(fake):
+def test_organization_and_project_variables_are_sent_as_headers_and_the_client_names_itself(fake: FakeLLM) -> None:
     fake.say("ok")
     run(lambda: client(fake, env={"OPENAI_ORG_ID": "org-7", "OPENAI_PROJECT_ID": "proj-9"}).complete("openai/m", USER))
     assert fake.headers[0]["openai-organization"] == "org-7" and fake.headers[0]["openai-project"] == "proj-9"
     assert fake.headers[0]["user-agent"].startswith("pau-mcp/")
 
 
-def test_requests_go_through_the_proxy_the_environment_names_unless_no_proxy_lists_the_host(fake, monkeypatch):
+def test_requests_go_through_the_proxy_the_environment_names_unless_no_proxy_lists_the_host(
+    fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in (
         "HTTP_PROXY",
         "HTTPS_PROXY",
@@ -197,7 +199,7 @@ def test_requests_go_through_the_proxy_the_environment_names_unless_no_proxy_lis
     assert len(fake.requests) == 1
 
 
-def test_an_identical_second_call_is_answered_from_the_cache_without_a_request(fake, tmp_path):
+def test_an_identical_second_call_is_answered_from_the_cache_without_a_request(fake: FakeLLM, tmp_path: Path) -> None:
     cache = tmp_path / "llm-cache.db"
     llm = client(fake, cache_path=cache, pricing=Pricing({"openai/m": Price(input=1, output=1)}))
     fake.say("first", input_tokens=100, output_tokens=50)
@@ -212,7 +214,7 @@ def test_an_identical_second_call_is_answered_from_the_cache_without_a_request(f
     assert len(fake.requests) == 1
 
 
-def test_a_call_differing_in_any_parameter_or_bypassing_the_cache_asks_again(fake, tmp_path):
+def test_a_call_differing_in_any_parameter_or_bypassing_the_cache_asks_again(fake: FakeLLM, tmp_path: Path) -> None:
     llm = client(fake, cache_path=tmp_path / "c.db")
     fake.responder = lambda body: "fresh"
     run(lambda: llm.complete("openai/m", USER, temperature=0))
@@ -226,7 +228,7 @@ def test_a_call_differing_in_any_parameter_or_bypassing_the_cache_asks_again(fak
     assert len(fake.requests) == 6
 
 
-def test_identical_requests_in_flight_at_once_make_one_call(fake, tmp_path):
+def test_identical_requests_in_flight_at_once_make_one_call(fake: FakeLLM, tmp_path: Path) -> None:
     llm = client(fake, cache_path=tmp_path / "c.db")
     fake.responder = lambda body: Reply(text="slow", delay_s=0.3)
     texts: list[str] = []
@@ -243,7 +245,7 @@ def test_identical_requests_in_flight_at_once_make_one_call(fake, tmp_path):
     assert texts == ["slow", "slow"] and len(fake.requests) == 1
 
 
-def test_requests_in_flight_never_exceed_the_concurrency_limit(fake):
+def test_requests_in_flight_never_exceed_the_concurrency_limit(fake: FakeLLM) -> None:
     llm = client(fake, concurrency=2)
     fake.responder = lambda body: Reply(text="ok", delay_s=0.2)
 
@@ -256,7 +258,7 @@ def test_requests_in_flight_never_exceed_the_concurrency_limit(fake):
     assert len(fake.requests) == 6 and fake.max_in_flight == 2
 
 
-def test_tools_are_sent_and_tool_calls_come_back_ready_for_the_next_turn(fake):
+def test_tools_are_sent_and_tool_calls_come_back_ready_for_the_next_turn(fake: FakeLLM) -> None:
     llm = client(fake)
     tools = [
         {
@@ -285,7 +287,7 @@ def test_tools_are_sent_and_tool_calls_come_back_ready_for_the_next_turn(fake):
     }
 
 
-def test_tool_arguments_that_are_not_json_are_kept_verbatim(fake):
+def test_tool_arguments_that_are_not_json_are_kept_verbatim(fake: FakeLLM) -> None:
     fake.call_tool("fn_abc", "{not json")
     reply = run(
         lambda: client(fake).complete("openai/m", USER, tools=[{"type": "function", "function": {"name": "fn_abc"}}])
@@ -293,7 +295,7 @@ def test_tool_arguments_that_are_not_json_are_kept_verbatim(fake):
     assert reply.tool_calls[0].arguments == "{not json" and reply.tool_calls[0].parsed_arguments() is None
 
 
-def test_a_custom_base_url_without_a_key_sends_a_placeholder_and_a_set_key_is_used(fake):
+def test_a_custom_base_url_without_a_key_sends_a_placeholder_and_a_set_key_is_used(fake: FakeLLM) -> None:
     fake.say("a").say("b")
     run(lambda: client(fake).complete("openai/m", USER))
     run(lambda: client(fake, env={"OPENAI_API_KEY": "sk-test-123"}).complete("openai/m", USER))
@@ -301,23 +303,23 @@ def test_a_custom_base_url_without_a_key_sends_a_placeholder_and_a_set_key_is_us
     assert fake.headers[1]["authorization"] == "Bearer sk-test-123"
 
 
-def test_the_official_endpoint_without_a_key_says_which_variables_to_set():
+def test_the_official_endpoint_without_a_key_says_which_variables_to_set() -> None:
     llm = LLMClient(env={})
     with pytest.raises(LLMNotConfigured, match="OPENAI_API_KEY.*OPENAI_BASE_URL"):
         run(lambda: llm.complete("openai/gpt-4o-mini", USER))
 
 
 @pytest.mark.parametrize("model", ["gpt-4o-mini", "mistral/large", "openai/", "", None])
-def test_a_model_string_without_a_known_provider_is_refused_with_the_expected_form(model):
+def test_a_model_string_without_a_known_provider_is_refused_with_the_expected_form(model) -> None:
     with pytest.raises(LLMNotConfigured, match="provider/model"):
         parse_model(model)
 
 
-def test_openai_compatible_model_names_may_hold_slashes():
+def test_openai_compatible_model_names_may_hold_slashes() -> None:
     assert parse_model("openai/meta-llama/Llama-3.1-8B-Instruct") == ("openai", "meta-llama/Llama-3.1-8B-Instruct")
 
 
-def test_an_unreachable_server_is_retried_then_reported_as_fatal_with_the_base_url():
+def test_an_unreachable_server_is_retried_then_reported_as_fatal_with_the_base_url() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -327,7 +329,7 @@ def test_an_unreachable_server_is_retried_then_reported_as_fatal_with_the_base_u
     assert info.value.fatal and f"127.0.0.1:{port}" in str(info.value) and "OPENAI_BASE_URL" in str(info.value)
 
 
-def test_anthropic_models_go_through_the_messages_api_with_system_tools_and_tool_results(fake):
+def test_anthropic_models_go_through_the_messages_api_with_system_tools_and_tool_results(fake: FakeLLM) -> None:
     llm = LLMClient(env={"ANTHROPIC_BASE_URL": fake.root_url}, backoff_s=0.01)
     tools = [
         {"type": "function", "function": {"name": "fn_abc", "description": "hidden", "parameters": {"type": "object"}}}
@@ -348,7 +350,7 @@ def test_anthropic_models_go_through_the_messages_api_with_system_tools_and_tool
     assert sent[2] == {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "2"}]}
 
 
-def test_anthropic_errors_carry_the_providers_message(fake):
+def test_anthropic_errors_carry_the_providers_message(fake: FakeLLM) -> None:
     llm = LLMClient(env={"ANTHROPIC_BASE_URL": fake.root_url}, backoff_s=0.01)
     fake.fail(529, message="Overloaded").fail(401, message="invalid x-api-key")
     with pytest.raises(LLMError, match="invalid x-api-key.*ANTHROPIC_API_KEY") as info:
@@ -356,14 +358,14 @@ def test_anthropic_errors_carry_the_providers_message(fake):
     assert info.value.fatal and len(fake.requests) == 2
 
 
-def test_one_client_serves_successive_event_loops(fake, tmp_path: Path):
+def test_one_client_serves_successive_event_loops(fake: FakeLLM, tmp_path: Path) -> None:
     llm = client(fake)
     fake.say("one").say("two")
     assert run(lambda: llm.complete("openai/m", USER)).text == "one"
     assert run(lambda: llm.complete("openai/m", USER)).text == "two"
 
 
-def test_a_reply_slower_than_the_timeout_is_retried_then_reported_with_the_setting_to_raise(fake):
+def test_a_reply_slower_than_the_timeout_is_retried_then_reported_with_the_setting_to_raise(fake: FakeLLM) -> None:
     llm = client(fake, timeout_s=0.3, retries=1)
     fake.responder = lambda body: Reply(text="too late", delay_s=1.0)
     with pytest.raises(LLMError, match="no response within 0.3 s, 2 times.*--llm-timeout") as info:

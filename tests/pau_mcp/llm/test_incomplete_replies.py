@@ -8,12 +8,14 @@ server cuts each API's stream cleanly at every point before its finish marker.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakellm import FakeLLM
 
-from pau_mcp.llm import CapabilityTable, LLMError
+from pau_mcp.llm import CapabilityTable, LLMClient, LLMError
 
 USER = [{"role": "user", "content": "What should we test?"}]
 WHOLE = "To test the function we call it with a negative number"
@@ -45,8 +47,8 @@ CUTS = [(model, cut) for model, last in BEFORE_FINISH.items() for cut in range(l
 
 @pytest.mark.parametrize(("model", "cut"), CUTS, ids=[f"{m}-after-{c}-events" for m, c in CUTS])
 def test_a_stream_cut_cleanly_before_its_finish_marker_is_retried_and_the_whole_reply_taken(
-    fake, make_client, run, tmp_path, model, cut
-):
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model, cut
+) -> None:
     fake.say(WHOLE, chunks=5, cut_after=cut).say(WHOLE, chunks=5)
     llm = _streaming(make_client, fake, tmp_path, model)
     reply = run(lambda: llm.complete(model, USER, temperature=0))
@@ -56,8 +58,8 @@ def test_a_stream_cut_cleanly_before_its_finish_marker_is_retried_and_the_whole_
 
 @pytest.mark.parametrize("model", list(BEFORE_FINISH))
 def test_a_stream_that_is_always_cut_fails_its_request_and_never_gives_the_partial_text(
-    fake, make_client, run, tmp_path, model
-):
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model
+) -> None:
     for _ in range(3):
         fake.say(WHOLE, chunks=5, cut_after=4)
     llm = _streaming(make_client, fake, tmp_path, model, retries=2)
@@ -70,7 +72,9 @@ def test_a_stream_that_is_always_cut_fails_its_request_and_never_gives_the_parti
 
 
 @pytest.mark.parametrize("model", list(BEFORE_FINISH))
-def test_a_cut_reply_is_not_cached_and_the_whole_one_is(fake, make_client, run, tmp_path, model):
+def test_a_cut_reply_is_not_cached_and_the_whole_one_is(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model
+) -> None:
     fake.say(WHOLE, chunks=5, cut_after=3).say(WHOLE, chunks=5)
     llm = _streaming(make_client, fake, tmp_path, model, cache_path=tmp_path / "cache.db")
     assert run(lambda: llm.complete(model, USER, temperature=0)).text == WHOLE
@@ -78,7 +82,9 @@ def test_a_cut_reply_is_not_cached_and_the_whole_one_is(fake, make_client, run, 
     assert again.text == WHOLE and again.cached and len(fake.requests) == 2
 
 
-def test_a_chat_stream_whose_finish_came_before_its_done_line_was_lost_is_whole(fake, make_client, run, tmp_path):
+def test_a_chat_stream_whose_finish_came_before_its_done_line_was_lost_is_whole(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path
+) -> None:
     # The finish reason is the marker: a stream cut after it (before "[DONE]") carried the whole reply.
     fake.say(WHOLE, chunks=5, cut_after=BEFORE_FINISH["openai/m"] + 1)
     llm = _streaming(make_client, fake, tmp_path, "openai/m")

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakellm import LLAMA_SERVER_BAD_ARGUMENTS, FakeLLM
 
-from pau_mcp.llm import LLMError
+from pau_mcp.llm import LLMClient, LLMError
 
 USER = [{"role": "user", "content": "Say something."}]
 RESPONSES = {"models": [{"match": ["resp-*"], "api": "responses"}]}
@@ -59,7 +60,9 @@ BAD_BODIES = {
 
 @pytest.mark.parametrize("model", ["openai/m", "anthropic/claude-x", "openai/resp-1"])
 @pytest.mark.parametrize("bad", list(BAD_BODIES))
-def test_a_200_that_cannot_be_read_is_retried_and_then_answered(fake, make_client, run, tmp_path, model, bad):
+def test_a_200_that_cannot_be_read_is_retried_and_then_answered(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model, bad
+) -> None:
     fake.answer_bytes(**BAD_BODIES[bad]).say("fine")
     llm = make_client(_env(fake), capabilities=_capabilities(tmp_path))
     assert run(lambda: llm.complete(model, USER, temperature=0)).text == "fine"
@@ -68,8 +71,8 @@ def test_a_200_that_cannot_be_read_is_retried_and_then_answered(fake, make_clien
 
 @pytest.mark.parametrize("model", ["openai/m", "anthropic/claude-x"])
 def test_a_server_that_keeps_answering_pages_fails_with_one_line_naming_the_body_and_the_setting(
-    fake, make_client, run, notices, model
-):
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], notices: list[str], model
+) -> None:
     fake.answer_bytes(b"<html>\n<h1>Service temporarily unavailable</h1>\n</html>", content_type="text/html", times=3)
     llm = make_client(_env(fake), retries=2)
     with pytest.raises(LLMError) as info:
@@ -82,7 +85,9 @@ def test_a_server_that_keeps_answering_pages_fails_with_one_line_naming_the_body
     assert len(notices) == 2 and all("retrying in" in line and "not JSON" in line for line in notices)
 
 
-def test_a_connection_cut_mid_reply_is_not_reported_as_an_unreachable_server(fake, make_client, run):
+def test_a_connection_cut_mid_reply_is_not_reported_as_an_unreachable_server(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.answer_bytes(b'{"choices": [' + b" " * 200 + b"]}", cut=True, times=2)
     with pytest.raises(LLMError) as info:
         run(lambda: make_client(_env(fake), retries=1).complete("openai/m", USER, temperature=0))
@@ -90,7 +95,9 @@ def test_a_connection_cut_mid_reply_is_not_reported_as_an_unreachable_server(fak
     assert "cannot reach" not in str(info.value) and not info.value.fatal
 
 
-def test_a_body_that_says_the_server_cannot_parse_the_request_is_not_retried(fake, make_client, run):
+def test_a_body_that_says_the_server_cannot_parse_the_request_is_not_retried(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     said = LLAMA_SERVER_BAD_ARGUMENTS.format(column=7)
     fake.fail(500, message=said, times=3)
     with pytest.raises(LLMError) as info:
@@ -100,21 +107,27 @@ def test_a_body_that_says_the_server_cannot_parse_the_request_is_not_retried(fak
     assert "every attempt would fail the same way" in str(info.value) and info.value.status == 500
 
 
-def test_a_conversation_too_long_for_the_model_is_not_retried_and_says_what_helps(fake, make_client, run):
+def test_a_conversation_too_long_for_the_model_is_not_retried_and_says_what_helps(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.fail(500, message="the request exceeds the available context size, try increasing it", times=3)
     with pytest.raises(LLMError, match="--max-tokens") as info:
         run(lambda: make_client(_env(fake)).complete("openai/m", USER, temperature=0))
     assert len(fake.requests) == 1 and "--budget" in str(info.value)
 
 
-def test_a_gateways_500_about_an_upstream_response_and_a_rate_limit_on_tokens_are_still_retried(fake, make_client, run):
+def test_a_gateways_500_about_an_upstream_response_and_a_rate_limit_on_tokens_are_still_retried(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.fail(502, message="failed to parse the upstream response")
     fake.fail(429, message="Rate limit reached: too many tokens per minute", retry_after=0).say("recovered")
     assert run(lambda: make_client(_env(fake)).complete("openai/m", USER, temperature=0)).text == "recovered"
     assert len(fake.requests) == 3
 
 
-def test_tool_call_arguments_sent_as_an_object_are_read_as_json_text(fake, make_client, run):
+def test_tool_call_arguments_sent_as_an_object_are_read_as_json_text(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     # Some llama-server builds put an object where the API says a string.
     fake.answer_raw(
         {
@@ -129,7 +142,14 @@ def test_tool_call_arguments_sent_as_an_object_are_read_as_json_text(fake, make_
 
 
 @pytest.mark.parametrize("model", ["openai/m", "anthropic/claude-x", "openai/resp-1"])
-def test_a_slow_but_live_server_is_read_as_a_stream_after_one_timeout(fake, make_client, run, notices, tmp_path, model):
+def test_a_slow_but_live_server_is_read_as_a_stream_after_one_timeout(
+    fake: FakeLLM,
+    make_client: Callable[..., LLMClient],
+    run: Callable[..., Any],
+    notices: list[str],
+    tmp_path: Path,
+    model,
+) -> None:
     text = "a reply written slowly, a few words at a time"
     # Each reply takes 1.2 s in all, longer than the 0.5 s timeout, but a part comes every 0.15 s.
     fake.say(text, chunks=8, chunk_s=0.15, reasoning="thinking it over", input_tokens=30, output_tokens=12)
@@ -147,7 +167,9 @@ def test_a_slow_but_live_server_is_read_as_a_stream_after_one_timeout(fake, make
     assert "no response within 0.5 s" in notice and "--llm-timeout" in notice and "stream" in notice
 
 
-def test_a_stream_that_goes_quiet_for_longer_than_the_timeout_fails_as_a_timeout(fake, make_client, run, notices):
+def test_a_stream_that_goes_quiet_for_longer_than_the_timeout_fails_as_a_timeout(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], notices: list[str]
+) -> None:
     # Silences of 100 s: a client that waited one out instead of timing out would outlast the minute given (a timeout
     # of the test, not the LLMError), however slow or fast the machine is.
     for _ in range(3):
@@ -158,7 +180,9 @@ def test_a_stream_that_goes_quiet_for_longer_than_the_timeout_fails_as_a_timeout
     assert len(notices) == 2 and "stream" in notices[0] and "no further part" in notices[1]
 
 
-def test_retries_are_announced_one_line_each_with_the_attempt_and_the_wait(fake, make_client, run, notices):
+def test_retries_are_announced_one_line_each_with_the_attempt_and_the_wait(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], notices: list[str]
+) -> None:
     fake.fail(503, message="loading model", times=2).say("ready")
     assert run(lambda: make_client(_env(fake), retries=3).complete("openai/m", USER, temperature=0)).text == "ready"
     assert len(notices) == 2

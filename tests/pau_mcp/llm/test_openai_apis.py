@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
+from fakellm import FakeLLM
 
-from pau_mcp.llm import CapabilityTable, LLMNotConfigured, Price, Pricing, Usage
+from pau_mcp.llm import CapabilityTable, LLMClient, LLMNotConfigured, Price, Pricing, Usage
 
 USER = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say something."}]
 TOOLS = [
@@ -14,7 +18,9 @@ TOOLS = [
 ]
 
 
-def test_models_the_table_routes_to_the_responses_api_get_replies_tokens_and_costs_from_it(fake, make_client, run):
+def test_models_the_table_routes_to_the_responses_api_get_replies_tokens_and_costs_from_it(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     pricing = Pricing({"openai/o3-pro": Price(input=20, output=80)})
     llm = make_client({"OPENAI_BASE_URL": fake.base_url}, pricing=pricing)
     fake.say("It adds one.", input_tokens=1000, output_tokens=500, reasoning="thought about it")
@@ -27,7 +33,9 @@ def test_models_the_table_routes_to_the_responses_api_get_replies_tokens_and_cos
     assert reply.usage == Usage(1000, 500) and reply.cost_usd == pytest.approx((1000 * 20 + 500 * 80) / 1e6)
 
 
-def test_the_responses_api_carries_tool_calls_and_their_results_across_turns(tmp_path, fake, make_client, run):
+def test_the_responses_api_carries_tool_calls_and_their_results_across_turns(
+    tmp_path: Path, fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     table = tmp_path / "caps.json"
     table.write_text(json.dumps({"models": [{"match": ["gpt-4.1*"], "api": "responses"}]}))
     llm = make_client({"OPENAI_BASE_URL": fake.base_url}, capabilities=CapabilityTable.load(table))
@@ -53,7 +61,9 @@ def test_the_responses_api_carries_tool_calls_and_their_results_across_turns(tmp
     assert items[2] == {"type": "function_call_output", "call_id": call.id, "output": "6"}
 
 
-def test_azure_deployments_go_to_the_deployment_route_with_the_api_version_and_key(fake, make_client, run):
+def test_azure_deployments_go_to_the_deployment_route_with_the_api_version_and_key(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     env = {"AZURE_OPENAI_ENDPOINT": fake.root_url, "AZURE_OPENAI_API_KEY": "az-key", "OPENAI_API_VERSION": "2024-10-21"}
     llm = make_client(env)
     fake.say("from azure")
@@ -68,14 +78,16 @@ def test_azure_deployments_go_to_the_deployment_route_with_the_api_version_and_k
     [("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_ENDPOINT"), ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_API_KEY"),
      ("OPENAI_API_VERSION", "OPENAI_API_VERSION")],
 )  # fmt: skip
-def test_an_azure_setting_missing_is_named(make_client, missing, variable):
+def test_an_azure_setting_missing_is_named(make_client: Callable[..., LLMClient], missing, variable) -> None:
     env = {"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:9", "AZURE_OPENAI_API_KEY": "k", "OPENAI_API_VERSION": "v"}
     del env[missing]
     with pytest.raises(LLMNotConfigured, match=variable):
         make_client(env).check("azure/deployment")
 
 
-def test_a_responses_reply_cut_off_by_its_limit_says_length(fake, make_client, run):
+def test_a_responses_reply_cut_off_by_its_limit_says_length(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     llm = make_client({"OPENAI_BASE_URL": fake.base_url})
     fake.say("It adds", finish="length")
     reply = run(lambda: llm.complete("openai/o3-pro", USER, max_tokens=5))

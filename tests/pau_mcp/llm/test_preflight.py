@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
+from fakellm import FakeLLM
 from pau_command import Ran, run_pau, run_pau_process
 
-from pau_mcp.llm import LLMError, LLMNotConfigured
+from pau_mcp.llm import LLMClient, LLMError, LLMNotConfigured
 
 
 def _closed_port() -> int:
@@ -17,7 +21,9 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_a_refused_connection_fails_within_seconds_in_one_line_naming_the_url(make_client, run):
+def test_a_refused_connection_fails_within_seconds_in_one_line_naming_the_url(
+    make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     port = _closed_port()
     # "Within seconds" means not retried: with a first backoff of 1000 s, one retry would outlast the minute given
     # (a timeout, not the LLMError), while a busy machine's slowness cannot.
@@ -30,14 +36,16 @@ def test_a_refused_connection_fails_within_seconds_in_one_line_naming_the_url(ma
     assert f"127.0.0.1:{port}" in message and "OPENAI_BASE_URL" in message and "\n" not in message
 
 
-def test_a_missing_key_fails_before_any_request(make_client, run):
+def test_a_missing_key_fails_before_any_request(make_client: Callable[..., LLMClient], run: Callable[..., Any]) -> None:
     with pytest.raises(LLMNotConfigured, match="OPENAI_API_KEY"):
         run(lambda: make_client({}).preflight(["openai/gpt-4o-mini"]))
     with pytest.raises(LLMNotConfigured, match="ANTHROPIC_API_KEY"):
         run(lambda: make_client({}).preflight(["anthropic/claude-haiku-4-5"]))
 
 
-def test_a_model_the_server_does_not_list_fails_naming_what_it_lists(fake, make_client, run):
+def test_a_model_the_server_does_not_list_fails_naming_what_it_lists(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.models = ["qwen2.5-coder:7b", "llama3.1:8b"]
     llm = make_client({"OPENAI_BASE_URL": fake.base_url})
     assert run(lambda: llm.preflight(["openai/llama3.1:8b", "openai/qwen2.5-coder:7b", "openai/llama3.1:8b"])) == []
@@ -48,19 +56,25 @@ def test_a_model_the_server_does_not_list_fails_naming_what_it_lists(fake, make_
     assert fake.requests == []  # no completion was asked for
 
 
-def test_an_ollama_tag_left_implicit_matches_latest_and_a_gateways_wildcard_route_matches(fake, make_client, run):
+def test_an_ollama_tag_left_implicit_matches_latest_and_a_gateways_wildcard_route_matches(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.models = ["llama3.1:latest", "anthropic/*"]
     llm = make_client({"OPENAI_BASE_URL": fake.base_url})
     assert run(lambda: llm.preflight(["openai/llama3.1", "openai/anthropic/claude-haiku-4-5"])) == []
 
 
-def test_a_server_without_a_model_list_passes_with_a_warning(fake, make_client, run):
+def test_a_server_without_a_model_list_passes_with_a_warning(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.models = None
     warnings = run(lambda: make_client({"OPENAI_BASE_URL": fake.base_url}).preflight(["openai/anything"]))
     assert len(warnings) == 1 and "openai/anything" in warnings[0] and "not checked" in warnings[0]
 
 
-def test_a_rejected_key_fails_the_check_with_the_providers_words(fake, make_client, run):
+def test_a_rejected_key_fails_the_check_with_the_providers_words(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.models = ["m"]
     fake.require_key = "sk-good"
     with pytest.raises(LLMError, match="Incorrect API key.*OPENAI_API_KEY") as info:
@@ -74,7 +88,9 @@ def test_a_rejected_key_fails_the_check_with_the_providers_words(fake, make_clie
     )
 
 
-def test_anthropic_models_are_looked_up_by_name(fake, make_client, run):
+def test_anthropic_models_are_looked_up_by_name(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.models = ["claude-haiku-4-5"]
     llm = make_client({"ANTHROPIC_BASE_URL": fake.root_url, "ANTHROPIC_API_KEY": "k"})
     assert run(lambda: llm.preflight(["anthropic/claude-haiku-4-5"])) == []
@@ -97,7 +113,7 @@ def _pau(tmp_path, env_extra: dict[str, str], *args: str, process: bool = False)
     return run_pau(*args, env=env)
 
 
-def test_eval_with_an_unreachable_model_server_fails_in_seconds_in_one_line_before_any_run(tmp_path):
+def test_eval_with_an_unreachable_model_server_fails_in_seconds_in_one_line_before_any_run(tmp_path: Path) -> None:
     port = _closed_port()
     # "In seconds" means the check is not retried: with 100 retries allowed, backing off up to a minute each, a retried
     # check would outlast the process's two minutes by far, while a busy machine's slow start-up cannot.
@@ -113,13 +129,13 @@ def test_eval_with_an_unreachable_model_server_fails_in_seconds_in_one_line_befo
     assert not (tmp_path / "runs.db").exists() or "eval" not in _run_names(tmp_path / "runs.db")
 
 
-def test_eval_with_a_missing_key_fails_at_once_naming_the_variable(tmp_path):
+def test_eval_with_a_missing_key_fails_at_once_naming_the_variable(tmp_path: Path) -> None:
     done = _pau(tmp_path, {}, "eval", "--model", "anthropic/claude-haiku-4-5", "--limit", "1")
     assert done.returncode == 1 and "ANTHROPIC_API_KEY" in done.stderr
     assert len([line for line in done.stderr.splitlines() if line.strip()]) == 1
 
 
-def test_score_with_a_model_the_server_does_not_serve_fails_before_scoring(tmp_path, fake):
+def test_score_with_a_model_the_server_does_not_serve_fails_before_scoring(tmp_path: Path, fake: FakeLLM) -> None:
     fake.models = ["judge"]
     predictions = tmp_path / "predictions.jsonl"
     predictions.write_text('{"id": "builtin/b002", "predicted_description": "Counts runs."}\n')
@@ -138,8 +154,8 @@ def _run_names(db) -> str:
 
 
 def test_azure_is_checked_for_endpoint_version_and_key_with_a_note_that_deployments_are_not_listed(
-    fake, make_client, run
-):
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.models = ["gpt-4o-mini"]
     fake.require_key = "az-key"
     env = {"AZURE_OPENAI_ENDPOINT": fake.root_url, "OPENAI_API_VERSION": "2024-10-21"}

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
+from fakellm import FakeLLM
 
-from pau_mcp.llm import DEFAULT_CAPABILITIES, CapabilityTable, LLMNotConfigured
+from pau_mcp.llm import DEFAULT_CAPABILITIES, CapabilityTable, LLMClient, LLMNotConfigured
 
 USER = [{"role": "user", "content": "Say something."}]
 
 
 @pytest.fixture
-def llm(fake, make_client):
+def llm(fake: FakeLLM, make_client: Callable[..., LLMClient]):
     return make_client({"OPENAI_BASE_URL": fake.base_url})
 
 
 @pytest.mark.parametrize("model", ["o3", "o4-mini", "gpt-5", "gpt-5-mini-2025-08-07", "o1"])
-def test_o_series_and_gpt5_get_max_completion_tokens_with_room_to_think_and_no_temperature(fake, llm, run, model):
+def test_o_series_and_gpt5_get_max_completion_tokens_with_room_to_think_and_no_temperature(
+    fake: FakeLLM, llm, run: Callable[..., Any], model
+) -> None:
     fake.say("ok")
     run(lambda: llm.complete(f"openai/{model}", USER, temperature=0, max_tokens=300))
     body = fake.requests[0]
@@ -25,14 +31,16 @@ def test_o_series_and_gpt5_get_max_completion_tokens_with_room_to_think_and_no_t
     assert body["max_completion_tokens"] > 300 + 1000  # the limit covers the hidden reasoning too
 
 
-def test_a_chat_model_keeps_temperature_and_max_tokens_as_asked(fake, llm, run):
+def test_a_chat_model_keeps_temperature_and_max_tokens_as_asked(fake: FakeLLM, llm, run: Callable[..., Any]) -> None:
     fake.say("ok")
     run(lambda: llm.complete("openai/gpt-4o-mini", USER, temperature=0, max_tokens=300))
     body = fake.requests[0]
     assert body["temperature"] == 0 and body["max_tokens"] == 300 and "max_completion_tokens" not in body
 
 
-def test_a_reasoning_effort_is_sent_to_reasoning_models_and_part_of_the_cache_key(fake, make_client, run, tmp_path):
+def test_a_reasoning_effort_is_sent_to_reasoning_models_and_part_of_the_cache_key(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path
+) -> None:
     llm = make_client({"OPENAI_BASE_URL": fake.base_url}, cache_path=tmp_path / "cache.db")
     fake.responder = lambda body: "ok"
     run(lambda: llm.complete("openai/o4-mini", USER, reasoning_effort="low"))
@@ -41,12 +49,14 @@ def test_a_reasoning_effort_is_sent_to_reasoning_models_and_part_of_the_cache_ke
     assert [body["reasoning_effort"] for body in fake.requests] == ["low", "high"]
 
 
-def test_an_unknown_reasoning_effort_is_refused_naming_the_choices(llm, run):
+def test_an_unknown_reasoning_effort_is_refused_naming_the_choices(llm, run: Callable[..., Any]) -> None:
     with pytest.raises(LLMNotConfigured, match="reasoning effort 'extreme'.*low.*high"):
         run(lambda: llm.complete("openai/o3", USER, reasoning_effort="extreme"))
 
 
-def test_qwen3_thinking_is_switched_with_the_chat_template_flag_vllm_and_sglang_read(fake, llm, run):
+def test_qwen3_thinking_is_switched_with_the_chat_template_flag_vllm_and_sglang_read(
+    fake: FakeLLM, llm, run: Callable[..., Any]
+) -> None:
     fake.say("a").say("b").say("c")
     run(lambda: llm.complete("openai/Qwen/Qwen3-8B", USER, reasoning_effort="none", max_tokens=300))
     run(lambda: llm.complete("openai/Qwen/Qwen3-8B", USER, reasoning_effort="high", max_tokens=300))
@@ -58,8 +68,8 @@ def test_qwen3_thinking_is_switched_with_the_chat_template_flag_vllm_and_sglang_
 
 
 def test_a_prompt_switch_tags_the_last_user_message_for_servers_without_template_flags(
-    tmp_path, fake, make_client, run
-):
+    tmp_path: Path, fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     mine = tmp_path / "capabilities.json"
     mine.write_text(json.dumps({"models": [{"match": ["qwen3*"], "thinking_switch": "prompt"}]}))
     llm = make_client({"OPENAI_BASE_URL": fake.base_url}, capabilities=CapabilityTable.load(mine))
@@ -74,7 +84,9 @@ def test_a_prompt_switch_tags_the_last_user_message_for_servers_without_template
     assert USER == [{"role": "user", "content": "Say something."}]  # the caller's messages are left as they were
 
 
-def test_think_blocks_and_reasoning_fields_are_kept_out_of_the_text(fake, llm, run):
+def test_think_blocks_and_reasoning_fields_are_kept_out_of_the_text(
+    fake: FakeLLM, llm, run: Callable[..., Any]
+) -> None:
     fake.say("<think>Maybe INPUT: (666,)?\nNo.</think>\nINPUT: (1,)")
     fake.say("INPUT: (2,)", reasoning="INPUT: (777,) would be silly")
     fake.say("Still thinking: INPUT: (5,)</think>INPUT: (3,)")  # the template opened the block in the prompt
@@ -85,14 +97,16 @@ def test_think_blocks_and_reasoning_fields_are_kept_out_of_the_text(fake, llm, r
     assert "8" in replies[3].reasoning and replies[3].finish_reason == "length"
 
 
-def test_the_thinking_is_not_sent_back_in_the_next_turn(fake, llm, run):
+def test_the_thinking_is_not_sent_back_in_the_next_turn(fake: FakeLLM, llm, run: Callable[..., Any]) -> None:
     fake.say("answer", reasoning="private chain of thought").say("next")
     first = run(lambda: llm.complete("openai/deepseek-r1", USER))
     run(lambda: llm.complete("openai/deepseek-r1", [*USER, first.message(), {"role": "user", "content": "more"}]))
     assert fake.requests[1]["messages"][1] == {"role": "assistant", "content": "answer"}
 
 
-def test_a_table_of_ones_own_adds_models_and_overrides_fields_of_the_packaged_one(tmp_path, fake, make_client, run):
+def test_a_table_of_ones_own_adds_models_and_overrides_fields_of_the_packaged_one(
+    tmp_path: Path, fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     mine = tmp_path / "capabilities.json"
     mine.write_text(json.dumps({"models": [{"match": ["my-reasoner*"], "reasoning": True, "temperature": False}]}))
     table = CapabilityTable.load(mine)
@@ -104,7 +118,7 @@ def test_a_table_of_ones_own_adds_models_and_overrides_fields_of_the_packaged_on
     assert "temperature" not in fake.requests[0] and fake.requests[0]["max_tokens"] > 100
 
 
-def test_a_broken_capability_table_names_the_file_and_field(tmp_path):
+def test_a_broken_capability_table_names_the_file_and_field(tmp_path: Path) -> None:
     broken = tmp_path / "caps.json"
     broken.write_text(json.dumps({"models": [{"match": ["x*"], "token_limit": "max_words"}]}))
     with pytest.raises(LLMNotConfigured, match="caps.json.*token_limit"):
@@ -117,8 +131,8 @@ def test_a_broken_capability_table_names_the_file_and_field(tmp_path):
     [("openai/gpt-5.4-mini", "max_completion_tokens", 16_300), ("openai/Qwen/Qwen3-8B", "max_tokens", 8_492)],
 )
 def test_a_limit_without_thinking_room_is_the_whole_replys_as_the_reference_sends_it(
-    fake, llm, run, model, field, with_room
-):
+    fake: FakeLLM, llm, run: Callable[..., Any], model, field, with_room
+) -> None:
     fake.responder = lambda body: "ok"
     run(lambda: llm.complete(model, USER, max_tokens=300))
     run(lambda: llm.complete(model, USER, max_tokens=300, thinking_room=False))
@@ -127,7 +141,9 @@ def test_a_limit_without_thinking_room_is_the_whole_replys_as_the_reference_send
     assert whole[field] == 300
 
 
-def test_claude_thinking_adaptively_gets_the_whole_replys_limit_without_room(fake, make_client, run):
+def test_claude_thinking_adaptively_gets_the_whole_replys_limit_without_room(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     claude = make_client({"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "k"})
     fake.responder = lambda body: "ok"
     run(lambda: claude.complete("anthropic/claude-opus-5", USER, max_tokens=300))
@@ -136,7 +152,9 @@ def test_claude_thinking_adaptively_gets_the_whole_replys_limit_without_room(fak
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
-def test_the_answer_as_written_and_the_reasoning_field_are_kept_beside_the_text(fake, llm, run, streamed):
+def test_the_answer_as_written_and_the_reasoning_field_are_kept_beside_the_text(
+    fake: FakeLLM, llm, run: Callable[..., Any], streamed
+) -> None:
     llm.provider("openai/qwen3-8b").streaming = streamed
     fake.say("<think>try INPUT: (9,)</think>\nINPUT: (1,)")
     fake.say("INPUT: (2,)", reasoning="maybe INPUT: (7,)", reasoning_as="reasoning")
@@ -148,7 +166,9 @@ def test_the_answer_as_written_and_the_reasoning_field_are_kept_beside_the_text(
     assert content.reasoning_field is None and "6" in content.reasoning and content.written == "INPUT: (3,)"
 
 
-def test_a_cached_reply_keeps_what_was_written_and_its_reasoning_field(fake, make_client, run, tmp_path):
+def test_a_cached_reply_keeps_what_was_written_and_its_reasoning_field(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path
+) -> None:
     llm = make_client({"OPENAI_BASE_URL": fake.base_url}, cache_path=tmp_path / "cache.db")
     fake.say("<think>hm</think>INPUT: (1,)", reasoning="first", reasoning_as="reasoning")
     asked = run(lambda: llm.complete("openai/qwen3-8b", USER, temperature=0))

@@ -11,12 +11,14 @@ import gzip
 import json
 import sqlite3
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakellm import FakeLLM
 
-from pau_mcp.llm import CapabilityTable, LLMError
+from pau_mcp.llm import CapabilityTable, LLMClient, LLMError
 
 USER = [{"role": "user", "content": "Say something."}]
 MIB = 1 << 20
@@ -36,8 +38,8 @@ def _capabilities(tmp_path: Path) -> CapabilityTable:
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("model", MODELS)
 def test_a_reply_that_never_ends_is_cut_at_the_size_cap_and_not_retried(
-    fake, make_client, run, tmp_path, model, streamed
-):
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model, streamed
+) -> None:
     fake.flood()
     llm = make_client(_env(fake), capabilities=_capabilities(tmp_path), max_reply_bytes=MIB)
     llm.provider(model).streaming = streamed
@@ -52,7 +54,9 @@ def test_a_reply_that_never_ends_is_cut_at_the_size_cap_and_not_retried(
     assert MIB < sent < 12 * MIB
 
 
-def test_a_compressed_body_that_inflates_past_the_cap_is_cut_without_being_inflated(fake, make_client, run):
+def test_a_compressed_body_that_inflates_past_the_cap_is_cut_without_being_inflated(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     # 200 MiB of zeros, about 200 KB compressed: the client asked for no compression, the server sends it anyway.
     bomb = gzip.compress(b'{"choices": [{"message": {"content": "' + b"0" * (200 * MIB), compresslevel=9)
     fake.answer_bytes(bomb, content_encoding="gzip")
@@ -62,7 +66,9 @@ def test_a_compressed_body_that_inflates_past_the_cap_is_cut_without_being_infla
 
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
-def test_a_reply_compressed_although_not_asked_is_read(fake, make_client, run, encoding):
+def test_a_reply_compressed_although_not_asked_is_read(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], encoding
+) -> None:
     body = json.dumps({
         "id": "x", "object": "chat.completion", "created": 0, "model": "m",
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "small"}}],
@@ -72,7 +78,9 @@ def test_a_reply_compressed_although_not_asked_is_read(fake, make_client, run, e
     assert run(lambda: make_client(_env(fake)).complete("openai/m", USER, temperature=0)).text == "small"
 
 
-def test_a_reply_in_an_encoding_that_is_not_read_fails_in_one_line(fake, make_client, run):
+def test_a_reply_in_an_encoding_that_is_not_read_fails_in_one_line(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.answer_bytes(b"\x1b\x00\x00", content_encoding="br")
     with pytest.raises(LLMError, match="'br' encoding.*uncompressed"):
         run(lambda: make_client(_env(fake)).complete("openai/m", USER, temperature=0))
@@ -81,8 +89,8 @@ def test_a_reply_in_an_encoding_that_is_not_read_fails_in_one_line(fake, make_cl
 
 @pytest.mark.parametrize("model", MODELS)
 def test_a_reply_that_drips_past_the_deadline_fails_its_request_without_a_retry(
-    fake, make_client, run, tmp_path, model
-):
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model
+) -> None:
     # A part every 0.2 s never trips the 5 s timeout between parts; 100 parts would take 20 s.
     fake.say("slow " * 100, chunks=100, chunk_s=0.2)
     llm = make_client(_env(fake), capabilities=_capabilities(tmp_path), timeout_s=5, deadline_s=1.0)
@@ -94,7 +102,9 @@ def test_a_reply_that_drips_past_the_deadline_fails_its_request_without_a_retry(
     assert len(fake.requests) == 1
 
 
-def test_a_whole_reply_that_drips_past_the_deadline_fails_too(fake, make_client, run):
+def test_a_whole_reply_that_drips_past_the_deadline_fails_too(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.say("slow", chunks=100, chunk_s=0.2)  # not streamed: the whole body after 20 s
     llm = make_client(_env(fake), timeout_s=60, deadline_s=1.0)
     with pytest.raises(LLMError, match="within 1 s"):
@@ -113,8 +123,8 @@ def _nested_body(depth: int) -> bytes:
 
 @pytest.mark.parametrize("model", ["openai/m", "anthropic/claude-x"])
 def test_a_body_nested_fifty_thousand_deep_fails_its_request_instead_of_raising_recursion_error(
-    fake, make_client, run, model
-):
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], model
+) -> None:
     if model.startswith("anthropic"):
         body = b'{"id": "m", "type": "message", "role": "assistant", "model": "c", "content": [{"type": "tool_use", ' \
                b'"id": "t", "name": "f", "input": {"a": ' + b"[" * 50_000 + b"]" * 50_000 + b'}}], ' \
@@ -127,14 +137,18 @@ def test_a_body_nested_fifty_thousand_deep_fails_its_request_instead_of_raising_
     assert len(fake.requests) == 1
 
 
-def test_tool_call_arguments_nested_a_megabyte_deep_read_as_no_arguments(fake, make_client, run):
+def test_tool_call_arguments_nested_a_megabyte_deep_read_as_no_arguments(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any]
+) -> None:
     fake.call_tool("fn", "[" * MIB)
     tools = [{"type": "function", "function": {"name": "fn", "parameters": {"type": "object"}}}]
     (call,) = run(lambda: make_client(_env(fake)).complete("openai/m", USER, tools=tools, temperature=0)).tool_calls
     assert call.parsed_arguments() is None  # one unreadable call for the agent to answer, not a crash
 
 
-def test_a_cached_reply_that_cannot_be_read_is_dropped_and_asked_again(fake, make_client, run, tmp_path):
+def test_a_cached_reply_that_cannot_be_read_is_dropped_and_asked_again(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path
+) -> None:
     cache = tmp_path / "cache.db"
     fake.say("first").say("second")
     assert (
@@ -148,7 +162,9 @@ def test_a_cached_reply_that_cannot_be_read_is_dropped_and_asked_again(fake, mak
     assert third.text == "second" and third.cached
 
 
-def test_a_cached_entry_of_another_shape_is_dropped_and_asked_again(fake, make_client, run, tmp_path):
+def test_a_cached_entry_of_another_shape_is_dropped_and_asked_again(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path
+) -> None:
     cache = tmp_path / "cache.db"
     fake.say("first").say("second")
     run(lambda: make_client(_env(fake), cache_path=cache).complete("openai/m", USER, temperature=0))

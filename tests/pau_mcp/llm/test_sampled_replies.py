@@ -3,13 +3,20 @@ sampled it (the same step asked again, as when a killed run resumes), never by a
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
+from fakellm import FakeLLM
+
+from pau_mcp.llm import LLMClient
 
 USER = [{"role": "user", "content": "Propose an input."}]
 
 
 @pytest.fixture
-def cache(tmp_path):  # type: ignore[no-untyped-def]
+def cache(tmp_path: Path):  # type: ignore[no-untyped-def]
     return tmp_path / "llm-cache.db"
 
 
@@ -17,7 +24,9 @@ def _client(make_client, fake, cache, **options):  # type: ignore[no-untyped-def
     return make_client({"OPENAI_BASE_URL": fake.base_url}, cache_path=cache, **options)
 
 
-def test_a_sampled_reply_is_replayed_only_for_the_same_step_of_the_same_run(fake, make_client, run, cache):
+def test_a_sampled_reply_is_replayed_only_for_the_same_step_of_the_same_run(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+) -> None:
     fake.responder = lambda body: f"sample {len(fake.requests)}"
     first_run = _client(make_client, fake, cache, sample_scope="run-a")
     one = run(lambda: first_run.complete("openai/m", USER, temperature=1.0, sample="b001/0"))
@@ -33,7 +42,9 @@ def test_a_sampled_reply_is_replayed_only_for_the_same_step_of_the_same_run(fake
     assert len(fake.requests) == 3
 
 
-def test_without_a_run_a_sampled_reply_is_neither_read_from_nor_written_to_the_cache(fake, make_client, run, cache):
+def test_without_a_run_a_sampled_reply_is_neither_read_from_nor_written_to_the_cache(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+) -> None:
     fake.responder = lambda body: "drawn"
     llm = _client(make_client, fake, cache)
     for _ in range(2):
@@ -43,7 +54,9 @@ def test_without_a_run_a_sampled_reply_is_neither_read_from_nor_written_to_the_c
         "openai/m", USER, temperature=0.7)).cached is False  # fmt: skip
 
 
-def test_asking_to_share_samples_replays_the_first_sample_any_run_drew(fake, make_client, run, cache):
+def test_asking_to_share_samples_replays_the_first_sample_any_run_drew(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+) -> None:
     fake.responder = lambda body: f"draw {len(fake.requests)}"
     run(lambda: _client(make_client, fake, cache, sample_scope="run-a").complete(
         "openai/m", USER, temperature=1.0, sample="b001/0"))  # fmt: skip
@@ -55,7 +68,9 @@ def test_asking_to_share_samples_replays_the_first_sample_any_run_drew(fake, mak
     assert len(fake.requests) == 2
 
 
-def test_replies_at_temperature_zero_are_replayed_across_runs_as_before(fake, make_client, run, cache):
+def test_replies_at_temperature_zero_are_replayed_across_runs_as_before(
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+) -> None:
     fake.responder = lambda body: "greedy"
     run(lambda: _client(make_client, fake, cache, sample_scope="run-a").complete("openai/m", USER, temperature=0))
     other = _client(make_client, fake, cache, sample_scope="run-b")
@@ -64,8 +79,8 @@ def test_replies_at_temperature_zero_are_replayed_across_runs_as_before(fake, ma
 
 
 def test_no_temperature_is_the_providers_default_which_samples_unless_the_model_takes_none(
-    fake, make_client, run, cache
-):
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+) -> None:
     fake.responder = lambda body: "default"
     llm = _client(make_client, fake, cache)
     run(lambda: llm.complete("openai/gpt-4o-mini", USER))
@@ -77,8 +92,8 @@ def test_no_temperature_is_the_providers_default_which_samples_unless_the_model_
 
 
 def test_a_seeded_client_sends_its_seed_and_never_replays_a_reply_drawn_under_another_seed(
-    fake, make_client, run, cache
-):
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+) -> None:
     fake.responder = lambda body: f"greedy {len(fake.requests)}"
     first = _client(make_client, fake, cache, seed=0)
     one = run(lambda: first.complete("openai/m", USER, temperature=0))
@@ -90,8 +105,8 @@ def test_a_seeded_client_sends_its_seed_and_never_replays_a_reply_drawn_under_an
 
 
 def test_a_seed_is_kept_out_of_a_request_to_an_api_that_takes_none_but_still_keys_the_cache(
-    fake, make_client, run, cache
-):
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+) -> None:
     fake.responder = lambda body: f"claude {len(fake.requests)}"
     env = {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "test"}
     first = make_client(env, cache_path=cache, seed=0)

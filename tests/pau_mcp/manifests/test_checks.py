@@ -82,7 +82,7 @@ def with_outcome(method: Method, index: int, **fields: Any) -> Method:
 # --- freezing -----------------------------------------------------------------------------------
 
 
-def test_freezing_records_an_outcome_for_every_example_and_test_in_order(sandbox: Sandbox):
+def test_freezing_records_an_outcome_for_every_example_and_test_in_order(sandbox: Sandbox) -> None:
     draft = make(inputs=("(1,)", "('ab',)", "(None,)", "([1],)"))
     frozen = freeze_method(draft, sandbox)
     assert not draft.frozen and frozen.frozen
@@ -96,12 +96,12 @@ def test_freezing_records_an_outcome_for_every_example_and_test_in_order(sandbox
     )
 
 
-def test_freezing_twice_changes_nothing(sandbox: Sandbox):
+def test_freezing_twice_changes_nothing(sandbox: Sandbox) -> None:
     once = freeze_method(make(SEEDED_RANDOM, ("(3,)", "(0,)", "(5,)")), sandbox)
     assert dump_method(freeze_method(once, sandbox)) == dump_method(once)
 
 
-def test_freezing_many_keeps_their_order_and_reports_each(sandbox: Sandbox):
+def test_freezing_many_keeps_their_order_and_reports_each(sandbox: Sandbox) -> None:
     drafts = [make(id=f"demo/m{i}", inputs=(f"({i},)", "(0,)")) for i in range(5)]
     seen: list[str] = []
     frozen = freeze_methods(drafts, sandbox, progress=lambda m: seen.append(m.id))
@@ -112,11 +112,11 @@ def test_freezing_many_keeps_their_order_and_reports_each(sandbox: Sandbox):
 # --- a passing method --------------------------------------------------------------------------
 
 
-def test_a_sound_frozen_method_passes(sandbox: Sandbox):
+def test_a_sound_frozen_method_passes(sandbox: Sandbox) -> None:
     assert check_method(freeze_method(make(), sandbox), sandbox) == []
 
 
-def test_a_method_that_raises_on_some_inputs_still_passes(sandbox: Sandbox):
+def test_a_method_that_raises_on_some_inputs_still_passes(sandbox: Sandbox) -> None:
     method = freeze_method(
         make(["def test_func(arg0):", "    return {1: 'a'}[arg0]"], ("(1,)", "(1,)", "(2,)")), sandbox
     )
@@ -124,7 +124,7 @@ def test_a_method_that_raises_on_some_inputs_still_passes(sandbox: Sandbox):
     assert check_method(method, sandbox) == []
 
 
-def test_a_random_looking_method_seeded_by_the_sandbox_validates(sandbox: Sandbox):
+def test_a_random_looking_method_seeded_by_the_sandbox_validates(sandbox: Sandbox) -> None:
     method = freeze_method(make(SEEDED_RANDOM, ("(4,)", "(4,)", "(6,)", "(1,)")), sandbox)
     first, second = method.examples
     assert first.outcome == second.outcome  # the same input gives the same "random" answer
@@ -132,7 +132,7 @@ def test_a_random_looking_method_seeded_by_the_sandbox_validates(sandbox: Sandbo
     assert check_method(method, sandbox) == []
 
 
-def test_parameters_with_defaults_or_varargs_fit_a_shorter_or_longer_header(sandbox: Sandbox):
+def test_parameters_with_defaults_or_varargs_fit_a_shorter_or_longer_header(sandbox: Sandbox) -> None:
     defaults = make(["def test_func(arg0, arg1=10):", "    return arg0 + arg1"], ("(1,)", "(2,)"))
     varargs = make(
         ["def test_func(*args):", "    return len(args)"], ("(1, 2, 3)", "(4, 5, 6)"), params=["arg0", "arg1", "arg2"]
@@ -144,48 +144,48 @@ def test_parameters_with_defaults_or_varargs_fit_a_shorter_or_longer_header(sand
 # --- each failure ------------------------------------------------------------------------------
 
 
-def test_a_source_that_does_not_compile_fails_compiles(sandbox: Sandbox):
+def test_a_source_that_does_not_compile_fails_compiles(sandbox: Sandbox) -> None:
     method = freeze_method(make(["def test_func(arg0):", "    return (arg0"]), sandbox)
     problems = check_method(method, sandbox)
     assert checks_of(problems) == ["compiles"]
     assert "'(' was never closed" in problems[0].message
 
 
-def test_a_source_without_the_entry_fails_entry(sandbox: Sandbox):
+def test_a_source_without_the_entry_fails_entry(sandbox: Sandbox) -> None:
     method = freeze_method(make(["def other(arg0):", "    return arg0"]), sandbox)
     problems = check_method(method, sandbox)
     assert set(checks_of(problems)) == {"entry"}
     assert any("no top-level function 'test_func'" in p.message for p in problems)
 
 
-def test_a_name_error_inside_the_method_is_not_a_missing_entry(sandbox: Sandbox):
+def test_a_name_error_inside_the_method_is_not_a_missing_entry(sandbox: Sandbox) -> None:
     source = ["def f(arg0):", "    if arg0:", "        return foo", "    return 0"]
     method = freeze_method(make(source, ("(0,)", "(1,)"), entry="f"), sandbox)
     assert method.examples[1].outcome.shown() == "raises NameError: name 'foo' is not defined"
     assert check_method(method, sandbox) == []
 
 
-def test_a_header_with_more_parameters_than_the_source_takes_fails_arity(sandbox: Sandbox):
+def test_a_header_with_more_parameters_than_the_source_takes_fails_arity(sandbox: Sandbox) -> None:
     method = freeze_method(make(DOUBLE, ("(1, 2)", "(3, 4)"), params=["arg0", "arg1"]), sandbox)
     problems = check_method(method, sandbox)
     assert checks_of(problems) == ["arity"]
     assert problems[0].message == "the header has 2 parameters, the source's test_func takes 1..1"
 
 
-def test_a_header_with_fewer_parameters_than_required_fails_arity(sandbox: Sandbox):
+def test_a_header_with_fewer_parameters_than_required_fails_arity(sandbox: Sandbox) -> None:
     source = ["def test_func(arg0, arg1):", "    return arg0"]
     method = freeze_method(make(source, ("(1,)", "(2,)"), params=["arg0"]), sandbox)
     assert checks_of(check_method(method, sandbox)) == ["arity"]
 
 
-def test_an_input_that_is_not_a_literal_fails_runs(sandbox: Sandbox):
+def test_an_input_that_is_not_a_literal_fails_runs(sandbox: Sandbox) -> None:
     method = freeze_method(make(inputs=("(1,)", "(2,)", "(len('x'),)")), sandbox)
     problems = check_method(method, sandbox)
     assert checks_of(problems) == ["runs"]
     assert problems[0].message.startswith("input (len('x'),) ended with invalid_input")
 
 
-def test_an_input_that_times_out_fails_runs(sandbox: Sandbox):
+def test_an_input_that_times_out_fails_runs(sandbox: Sandbox) -> None:
     source = ["def test_func(arg0):", "    while arg0:", "        pass", "    return arg0"]
     limits = Limits(timeout_s=0.05)
     method = freeze_method(make(source, ("(0,)", "(False,)", "(1,)")), sandbox, limits)
@@ -194,7 +194,7 @@ def test_an_input_that_times_out_fails_runs(sandbox: Sandbox):
     assert "input (1,) ended with timeout" in problems[0].message
 
 
-def test_an_unfrozen_input_fails_frozen(sandbox: Sandbox):
+def test_an_unfrozen_input_fails_frozen(sandbox: Sandbox) -> None:
     method = freeze_method(make(), sandbox)
     method = method.model_copy(update={"tests": [*method.tests, Case(input="(9,)")]})
     problems = check_method(method, sandbox)
@@ -202,14 +202,14 @@ def test_an_unfrozen_input_fails_frozen(sandbox: Sandbox):
     assert "input (9,) has no frozen outcome" in problems[0].message
 
 
-def test_an_outcome_edited_by_hand_fails_reproduces(sandbox: Sandbox):
+def test_an_outcome_edited_by_hand_fails_reproduces(sandbox: Sandbox) -> None:
     method = with_outcome(freeze_method(make(), sandbox), 0, value="'aaa'", encoded="aaa")
     problems = check_method(method, sandbox)
     assert checks_of(problems) == ["reproduces"]
     assert problems[0].message == "input ('a',) was frozen as \"'aaa'\" but gives \"'aa'\""
 
 
-def test_reproducing_is_exact_not_just_equal(sandbox: Sandbox):
+def test_reproducing_is_exact_not_just_equal(sandbox: Sandbox) -> None:
     method = freeze_method(make(inputs=("(1,)", "(2,)", "(3,)", "(None,)")), sandbox)
     as_float = with_outcome(
         method, 0, value="6.0", value_type="float", encoded=6.0
@@ -222,7 +222,9 @@ def test_reproducing_is_exact_not_just_equal(sandbox: Sandbox):
 @pytest.mark.parametrize(
     "source", [COUNTER_ON_BUILTINS, TOTAL_IN_A_GUEST_FRAME], ids=["print.__self__", "traceback f_globals"]
 )
-def test_a_method_whose_batch_outcomes_depend_on_earlier_inputs_fails_reproduces(sandbox: Sandbox, source: list[str]):
+def test_a_method_whose_batch_outcomes_depend_on_earlier_inputs_fails_reproduces(
+    sandbox: Sandbox, source: list[str]
+) -> None:
     method = freeze_method(make(source, ("(1,)", "(2,)", "(3,)", "(4,)")), sandbox)
     batch = [case.outcome.value for case in (*method.examples, *method.tests)]
     alone = [sandbox.call(method.source, case.input).value for case in (*method.examples, *method.tests)]
@@ -233,12 +235,12 @@ def test_a_method_whose_batch_outcomes_depend_on_earlier_inputs_fails_reproduces
     assert not any("input (1,)" in p.message for p in problems)
 
 
-def test_an_empty_description_fails_description(sandbox: Sandbox):
+def test_an_empty_description_fails_description(sandbox: Sandbox) -> None:
     method = freeze_method(make(), sandbox).model_copy(update={"description": "  "})  # the model refuses this on load
     assert checks_of(check_method(method, sandbox)) == ["description"]
 
 
-def test_a_method_without_inputs_fails_inputs(sandbox: Sandbox):
+def test_a_method_without_inputs_fails_inputs(sandbox: Sandbox) -> None:
     assert checks_of(check_method(make(inputs=()), sandbox)) == ["inputs"]
 
 
@@ -258,20 +260,20 @@ def anonymous(method: Method, original: str) -> Method:
         ("header", {"entry": "double_it", "source": ["def double_it(arg0):", "    return arg0 * 2"]}),
     ],
 )
-def test_revealing_the_original_name_fails_anonymous(sandbox: Sandbox, where: str, changes: dict[str, Any]):
+def test_revealing_the_original_name_fails_anonymous(sandbox: Sandbox, where: str, changes: dict[str, Any]) -> None:
     method = anonymous(freeze_method(make(**changes), sandbox), "double_it")
     problems = check_method(method, sandbox)
     assert checks_of(problems) == ["anonymous"], where
     assert "reveals the original name 'double_it'" in problems[0].message
 
 
-def test_the_original_name_may_appear_where_agents_never_look(sandbox: Sandbox):
+def test_the_original_name_may_appear_where_agents_never_look(sandbox: Sandbox) -> None:
     source = ["def test_func(arg0):", "    double_it = arg0 * 2", "    return double_it"]
     method = anonymous(freeze_method(make(source, ("(1,)", "(2,)", "('double_it',)")), sandbox), "double_it")
     assert check_method(method, sandbox) == []
 
 
-def test_a_generic_or_very_short_original_name_is_not_a_revelation(sandbox: Sandbox):
+def test_a_generic_or_very_short_original_name_is_not_a_revelation(sandbox: Sandbox) -> None:
     method = freeze_method(make(id="demo/fx"), sandbox)
     assert check_method(anonymous(method, "fx"), sandbox) == []
     assert check_method(anonymous(method, "test_func"), sandbox) == []
@@ -280,7 +282,7 @@ def test_a_generic_or_very_short_original_name_is_not_a_revelation(sandbox: Sand
 # --- many at once ----------------------------------------------------------------------------------
 
 
-def test_checking_many_gives_problems_by_id_in_order(sandbox: Sandbox):
+def test_checking_many_gives_problems_by_id_in_order(sandbox: Sandbox) -> None:
     good = freeze_method(make(id="demo/good"), sandbox)
     bad = freeze_method(make(id="demo/bad", source=["def test_func(arg0):", "    return (arg0"]), sandbox)
     seen: list[str] = []
@@ -301,15 +303,15 @@ def test_checking_many_gives_problems_by_id_in_order(sandbox: Sandbox):
         ("def test_func(:\n", None),
     ],
 )
-def test_source_arity_counts_positional_parameters(source: str, expected: tuple[int, int] | None):
+def test_source_arity_counts_positional_parameters(source: str, expected: tuple[int, int] | None) -> None:
     assert source_arity(source, "test_func") == expected
 
 
-def test_source_arity_ignores_nested_functions():
+def test_source_arity_ignores_nested_functions() -> None:
     with pytest.raises(ValueError, match="no top-level function 'test_func'"):
         source_arity("class A:\n    def test_func(self):\n        pass\n", "test_func")
 
 
-def test_a_frozen_outcome_equals_its_sandbox_outcome_frozen_again(sandbox: Sandbox):
+def test_a_frozen_outcome_equals_its_sandbox_outcome_frozen_again(sandbox: Sandbox) -> None:
     outcome = sandbox.call("def test_func(a):\n    return {1: (a,)}\n", "(2,)")
     assert FrozenOutcome.of(FrozenOutcome.of(outcome).outcome()) == FrozenOutcome.of(outcome)

@@ -70,7 +70,7 @@ def files(path: Path) -> dict[str, str]:
 # --- list ----------------------------------------------------------------------------------------
 
 
-def test_list_shows_every_suite_with_its_counts(tmp_path):
+def test_list_shows_every_suite_with_its_counts(tmp_path: Path) -> None:
     make_suite(tmp_path, [method("m1", DOUBLE), method("m2", DOUBLE)])
     result = pau("manifests", "list", "--manifests", str(tmp_path), process=True)
     assert result.returncode == 0, result.stderr
@@ -80,7 +80,7 @@ def test_list_shows_every_suite_with_its_counts(tmp_path):
     assert str(tmp_path / "demo") in rows["demo"]
 
 
-def test_list_json_prints_one_object_per_method_of_the_chosen_suite(tmp_path):
+def test_list_json_prints_one_object_per_method_of_the_chosen_suite(tmp_path: Path) -> None:
     make_suite(tmp_path, [method("m1", DOUBLE), method("m2", DOUBLE, ("(1,)",))])
     result = pau("manifests", "list", "--suite", "demo", "--json", "--manifests", str(tmp_path))
     assert result.returncode == 0, result.stderr
@@ -92,14 +92,14 @@ def test_list_json_prints_one_object_per_method_of_the_chosen_suite(tmp_path):
     assert "hidden_line_marker" not in result.stdout and "Gold description" not in result.stdout
 
 
-def test_an_unknown_suite_is_an_error_listing_the_known_ones(tmp_path):
+def test_an_unknown_suite_is_an_error_listing_the_known_ones(tmp_path: Path) -> None:
     make_suite(tmp_path, [method("m1", DOUBLE)])
     result = pau("manifests", "list", "--suite", "nope", "--manifests", str(tmp_path))
     assert result.returncode == 1
     assert "no suite named 'nope' (known: builtin, demo)" in result.stderr
 
 
-def test_a_bad_file_is_an_error_naming_the_file_and_the_field(tmp_path):
+def test_a_bad_file_is_an_error_naming_the_file_and_the_field(tmp_path: Path) -> None:
     suite = make_suite(tmp_path, [method("m1", DOUBLE)])
     data = json.loads((suite.path / "m1.json").read_text())
     data["params"] = "arg0"
@@ -109,7 +109,7 @@ def test_a_bad_file_is_an_error_naming_the_file_and_the_field(tmp_path):
     assert str(suite.path / "m1.json") in result.stderr and "params: Input should be a valid array" in result.stderr
 
 
-def test_the_same_suite_in_two_directories_is_an_error(tmp_path):
+def test_the_same_suite_in_two_directories_is_an_error(tmp_path: Path) -> None:
     make_suite(tmp_path / "a", [method("m1", DOUBLE)])
     make_suite(tmp_path / "b", [method("m1", DOUBLE)])
     result = pau(
@@ -118,7 +118,7 @@ def test_the_same_suite_in_two_directories_is_an_error(tmp_path):
     assert result.returncode == 1 and "suite 'demo' exists twice" in result.stderr
 
 
-def test_the_manifests_variable_with_colons_works_like_repeated_flags(tmp_path):
+def test_the_manifests_variable_with_colons_works_like_repeated_flags(tmp_path: Path) -> None:
     make_suite(tmp_path / "a", [method("m1", DOUBLE, suite="alpha")], name="alpha")
     make_suite(tmp_path / "b", [method("m1", DOUBLE, suite="beta")], name="beta")
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
@@ -138,7 +138,9 @@ def test_the_manifests_variable_with_colons_works_like_repeated_flags(tmp_path):
 @pytest.mark.parametrize(
     "command", [("manifests", "list"), ("serve",), ("eval", "--agent", "probe"), ("demo",), ("score", "x")]
 )
-def test_a_manifests_directory_that_does_not_exist_is_a_usage_error_naming_flag_and_variable(tmp_path, command):
+def test_a_manifests_directory_that_does_not_exist_is_a_usage_error_naming_flag_and_variable(
+    tmp_path: Path, command
+) -> None:
     missing = tmp_path / "typo"
     data = {"PAU_MCP_DATA_DIR": str(tmp_path)}
     by_flag = pau(*command, "--manifests", str(missing), env=data)
@@ -159,7 +161,7 @@ def frozen_suite(tmp_path: Path, sandbox: Sandbox) -> Suite:
     return make_suite(tmp_path, [freeze_method(draft, sandbox)])
 
 
-def test_show_prints_what_an_agent_would_see_and_nothing_hidden(frozen_suite: Suite):
+def test_show_prints_what_an_agent_would_see_and_nothing_hidden(frozen_suite: Suite) -> None:
     result = pau("manifests", "show", "demo/m1", "--manifests", str(frozen_suite.path.parent))
     assert result.returncode == 0, result.stderr
     shown = frozen_suite.methods["demo/m1"]
@@ -181,7 +183,7 @@ def test_show_prints_what_an_agent_would_see_and_nothing_hidden(frozen_suite: Su
         assert hidden not in result.stdout
 
 
-def test_show_json_gives_the_agent_view(frozen_suite: Suite):
+def test_show_json_gives_the_agent_view(frozen_suite: Suite) -> None:
     result = pau("manifests", "show", "demo/m1", "--json", "--manifests", str(frozen_suite.path.parent))
     view = json.loads(result.stdout)
     assert view == frozen_suite.methods["demo/m1"].agent_view(KEY)
@@ -189,7 +191,7 @@ def test_show_json_gives_the_agent_view(frozen_suite: Suite):
     assert "hidden_line_marker" not in result.stdout and "zebra_test_input" not in result.stdout
 
 
-def test_show_hidden_prints_everything(frozen_suite: Suite):
+def test_show_hidden_prints_everything(frozen_suite: Suite) -> None:
     result = pau("manifests", "show", "demo/m1", "--hidden", "--manifests", str(frozen_suite.path.parent))
     assert result.returncode == 0, result.stderr
     for everything in (
@@ -205,12 +207,12 @@ def test_show_hidden_prints_everything(frozen_suite: Suite):
     assert Method.model_validate_json(as_json.stdout) == frozen_suite.methods["demo/m1"]
 
 
-def test_show_an_unknown_method_is_an_error(frozen_suite: Suite):
+def test_show_an_unknown_method_is_an_error(frozen_suite: Suite) -> None:
     result = pau("manifests", "show", "demo/nope", "--manifests", str(frozen_suite.path.parent))
     assert result.returncode == 1 and "suite 'demo' has no method 'demo/nope'" in result.stderr
 
 
-def test_show_finds_a_method_by_its_served_tool_name_or_its_manifest_file(frozen_suite: Suite):
+def test_show_finds_a_method_by_its_served_tool_name_or_its_manifest_file(frozen_suite: Suite) -> None:
     by_id = pau("manifests", "show", "demo/m1", "--manifests", str(frozen_suite.path.parent))
     tool = tool_name(KEY, "demo/m1")
     by_tool = pau("manifests", "show", tool, "--manifests", str(frozen_suite.path.parent))
@@ -221,14 +223,14 @@ def test_show_finds_a_method_by_its_served_tool_name_or_its_manifest_file(frozen
     assert by_file.stdout == dump_method(frozen_suite.methods["demo/m1"]) + "\n"
 
 
-def test_show_a_tool_name_of_another_deployment_key_is_an_error_naming_the_key(frozen_suite: Suite):
+def test_show_a_tool_name_of_another_deployment_key_is_an_error_naming_the_key(frozen_suite: Suite) -> None:
     other = tool_name("another-deployment-key-000", "demo/m1")
     result = pau("manifests", "show", other, "--manifests", str(frozen_suite.path.parent))
     assert result.returncode == 1 and f"no method or tool named {other!r}" in result.stderr
     assert "--tool-key" in result.stderr
 
 
-def test_show_says_when_an_example_is_not_frozen(tmp_path):
+def test_show_says_when_an_example_is_not_frozen(tmp_path: Path) -> None:
     make_suite(tmp_path, [method("m1", DOUBLE)])
     result = pau("manifests", "show", "demo/m1", "--manifests", str(tmp_path))
     assert "  test_func(1) -> (not frozen)" in result.stdout.splitlines()
@@ -237,7 +239,7 @@ def test_show_says_when_an_example_is_not_frozen(tmp_path):
 # --- freeze --------------------------------------------------------------------------------------
 
 
-def test_freeze_never_rewrites_the_packaged_suites_and_says_how_to_freeze_a_copy(tmp_path):
+def test_freeze_never_rewrites_the_packaged_suites_and_says_how_to_freeze_a_copy(tmp_path: Path) -> None:
     from pau_mcp.manifests import packaged_manifests
 
     before = files(packaged_manifests() / "builtin")
@@ -250,7 +252,7 @@ def test_freeze_never_rewrites_the_packaged_suites_and_says_how_to_freeze_a_copy
     assert files(packaged_manifests() / "builtin") == before
 
 
-def test_freeze_runs_every_input_and_stores_the_outcomes_and_a_second_freeze_changes_nothing(tmp_path):
+def test_freeze_runs_every_input_and_stores_the_outcomes_and_a_second_freeze_changes_nothing(tmp_path: Path) -> None:
     raises = ["def test_func(arg0):", "    return [10, 20][arg0]"]
     make_suite(tmp_path, [method("m1", DOUBLE), method("m2", raises, ("(0,)", "(1,)", "(2,)", "('x',)"))])
     first = pau("manifests", "freeze", "--suite", "demo", "--manifests", str(tmp_path))
@@ -268,7 +270,7 @@ def test_freeze_runs_every_input_and_stores_the_outcomes_and_a_second_freeze_cha
     assert files(tmp_path / "demo") == before
 
 
-def test_freeze_one_method_leaves_the_others_alone(tmp_path):
+def test_freeze_one_method_leaves_the_others_alone(tmp_path: Path) -> None:
     make_suite(tmp_path, [method("m1", DOUBLE), method("m2", DOUBLE)])
     result = pau("manifests", "freeze", "--method", "demo/m2", "--manifests", str(tmp_path))
     assert result.returncode == 0, result.stderr
@@ -293,7 +295,7 @@ SEEDED_RANDOM = [
 ]
 
 
-def test_validate_passes_a_sound_suite_and_exits_zero(tmp_path, sandbox: Sandbox):
+def test_validate_passes_a_sound_suite_and_exits_zero(tmp_path: Path, sandbox: Sandbox) -> None:
     make_suite(
         tmp_path, [freeze_method(method("m1", DOUBLE), sandbox), freeze_method(method("m2", SEEDED_RANDOM), sandbox)]
     )
@@ -303,7 +305,7 @@ def test_validate_passes_a_sound_suite_and_exits_zero(tmp_path, sandbox: Sandbox
     assert "FAIL" not in result.stderr
 
 
-def test_validate_reports_every_kind_of_failure_and_exits_one(tmp_path, sandbox: Sandbox):
+def test_validate_reports_every_kind_of_failure_and_exits_one(tmp_path: Path, sandbox: Sandbox) -> None:
     def frozen(item: Method) -> Method:
         return freeze_method(item, sandbox)
 

@@ -13,6 +13,7 @@ from pau_command import run_pau
 from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Suite, SuiteInfo, Tags, Task, TaskStep
 from pau_mcp.manifests.checks import freeze_method, freeze_task
 from pau_mcp.manifests.commitment import SALT_FILE, commit_suite, read_commitment, verify_suite
+from wasm_runtime import Sandbox
 
 SOURCES = {
     "m1": "QX_TABLE = {'kiwi-zebra': 7}\n\ndef test_func(arg0):\n    return QX_TABLE.get(arg0, 'no-such-fruit')\n",
@@ -72,7 +73,7 @@ def hidden_strings(suite: Suite) -> set[str]:
 
 
 @pytest.fixture
-def committed(tmp_path, sandbox):
+def committed(tmp_path: Path, sandbox: Sandbox):
     root = tmp_path / "suites"
     make_suite(root, sandbox)
     out = tmp_path / "public" / "secret.commitment.json"
@@ -86,7 +87,7 @@ def verify(root: Path, out: Path, *extra: str | Path):
     return run_pau("manifests", "verify", "secret", out, "--manifests", root, *extra)
 
 
-def test_a_revealed_suite_verifies_against_its_commitment(committed):
+def test_a_revealed_suite_verifies_against_its_commitment(committed) -> None:
     root, out, ran = committed
     assert "committed to suite secret (3 methods, 1 tasks)" in ran.stdout
     salt = root / "secret" / SALT_FILE
@@ -98,7 +99,7 @@ def test_a_revealed_suite_verifies_against_its_commitment(committed):
     )
 
 
-def test_one_changed_byte_of_one_method_is_named(committed):
+def test_one_changed_byte_of_one_method_is_named(committed) -> None:
     root, out, _ = committed
     path = root / "secret" / "m2.json"
     text = path.read_text()
@@ -109,7 +110,9 @@ def test_one_changed_byte_of_one_method_is_named(committed):
     assert [line.strip() for line in checked.stdout.splitlines()[1:]] == ["differs: secret/m2"]
 
 
-def test_a_changed_gold_a_removed_method_an_added_one_and_suite_json_are_each_named(committed, sandbox):
+def test_a_changed_gold_a_removed_method_an_added_one_and_suite_json_are_each_named(
+    committed, sandbox: Sandbox
+) -> None:
     root, out, _ = committed
     m1 = root / "secret" / "m1.json"
     m1.write_text(json.dumps(json.loads(m1.read_text()), indent=7))  # another layout, the same values: no difference
@@ -131,7 +134,7 @@ def test_a_changed_gold_a_removed_method_an_added_one_and_suite_json_are_each_na
     ]  # fmt: skip
 
 
-def test_the_commitment_reveals_no_hidden_text(committed, sandbox):
+def test_the_commitment_reveals_no_hidden_text(committed, sandbox: Sandbox) -> None:
     root, out, _ = committed
     text = out.read_text()
     suite = ManifestStore([root], include_packaged=False).suite("secret")
@@ -147,7 +150,9 @@ def test_the_commitment_reveals_no_hidden_text(committed, sandbox):
     assert sorted(fields["methods"]) == ["secret/m1", "secret/m2", "secret/m3"]
 
 
-def test_two_equal_methods_have_different_digests_and_another_salt_matches_nothing(tmp_path, sandbox):
+def test_two_equal_methods_have_different_digests_and_another_salt_matches_nothing(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     suite = make_suite(tmp_path, sandbox)
     twin = suite.methods["secret/m3"].model_copy(update={"id": "secret/m5"})
     suite.save(twin)
@@ -163,7 +168,7 @@ def read_commitment_date():
     return datetime(2026, 12, 7, tzinfo=UTC)
 
 
-def test_a_wrong_salt_says_so_and_a_missing_one_says_where_to_find_it(committed, tmp_path):
+def test_a_wrong_salt_says_so_and_a_missing_one_says_where_to_find_it(committed, tmp_path: Path) -> None:
     root, out, _ = committed
     wrong = tmp_path / "wrong.salt"
     wrong.write_text(os.urandom(32).hex())
@@ -174,7 +179,7 @@ def test_a_wrong_salt_says_so_and_a_missing_one_says_where_to_find_it(committed,
     assert missing.returncode == 1 and "give its file with --salt" in missing.stderr
 
 
-def test_a_file_that_is_not_a_commitment_is_refused_in_one_line(committed, tmp_path):
+def test_a_file_that_is_not_a_commitment_is_refused_in_one_line(committed, tmp_path: Path) -> None:
     root, _, _ = committed
     for name, text in (
         ("garbage.json", "not json at all"),
@@ -190,7 +195,7 @@ def test_a_file_that_is_not_a_commitment_is_refused_in_one_line(committed, tmp_p
         read_commitment(tmp_path / "wrong.json")
 
 
-def test_an_existing_commitment_is_kept_unless_replaced_and_the_salt_is_kept_too(committed):
+def test_an_existing_commitment_is_kept_unless_replaced_and_the_salt_is_kept_too(committed) -> None:
     root, out, _ = committed
     salt = (root / "secret" / SALT_FILE).read_text()
     again = run_pau("manifests", "commit", "secret", "--manifests", root, "--out", out)

@@ -27,7 +27,7 @@ from pau_mcp.manifests.importers import (
     reference_arguments,
 )
 from pau_mcp.manifests.importers import common as importer_common
-from wasm_runtime import Limits, numpy_engine_installed
+from wasm_runtime import Limits, Sandbox, numpy_engine_installed
 
 ROOT = Path(__file__).resolve().parents[3]
 FAST = Limits(timeout_s=0.3)
@@ -96,20 +96,20 @@ PAU_ROWS = [
 
 
 @pytest.fixture(scope="module")
-def pau_parquet(tmp_path_factory) -> Path:
+def pau_parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("pau") / "test.parquet"
     pq.write_table(pa.Table.from_pylist(PAU_ROWS), path)
     return path
 
 
 @pytest.fixture(scope="module")
-def pau_store(tmp_path_factory) -> Path:
+def pau_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The manifests directory ``pau_import`` writes its suite into."""
     return tmp_path_factory.mktemp("pau-import")
 
 
 @pytest.fixture(scope="module")
-def pau_import(pau_store, pau_parquet, sandbox) -> ImportReport:
+def pau_import(pau_store: Path, pau_parquet: Path, sandbox: Sandbox) -> ImportReport:
     """``PAU_ROWS`` imported once, for the tests that only read what the import reported and wrote.
 
     Each import runs every row in the sandbox, the looping one up to its timeout on each input: about 1.6 s of
@@ -118,7 +118,7 @@ def pau_import(pau_store, pau_parquet, sandbox) -> ImportReport:
     return import_pau(store_at(pau_store), sandbox, source=pau_parquet, limits=FAST)
 
 
-def test_reference_inputs_are_rewritten_to_argument_tuples_with_the_same_meaning():
+def test_reference_inputs_are_rewritten_to_argument_tuples_with_the_same_meaning() -> None:
     assert reference_arguments("[1, 2]") == "(1, 2)"
     assert reference_arguments("[[1, 2]]") == "([1, 2],)"
     assert reference_arguments("[]") == "()"
@@ -129,7 +129,9 @@ def test_reference_inputs_are_rewritten_to_argument_tuples_with_the_same_meaning
     assert reference_arguments("not python (") == "not python ("
 
 
-def test_pau_import_from_parquet_freezes_outcomes_in_the_sandbox(pau_store, pau_import, sandbox):
+def test_pau_import_from_parquet_freezes_outcomes_in_the_sandbox(
+    pau_store: Path, pau_import: ImportReport, sandbox: Sandbox
+) -> None:
     report = pau_import
 
     assert report.path == pau_store / "pau-test"
@@ -145,7 +147,7 @@ def test_pau_import_from_parquet_freezes_outcomes_in_the_sandbox(pau_store, pau_
     assert suite.info.dataset == "DJ-Research/PAU-Benchmark"
 
 
-def test_pau_list_inputs_are_unpacked_as_the_reference_does(pau_import):
+def test_pau_list_inputs_are_unpacked_as_the_reference_does(pau_import: ImportReport) -> None:
     report = pau_import
     adder = Suite.load(report.path).methods["pau-test/t0001"]
     assert [c.input for c in adder.examples] == ["(1, 2)", "(10, 20)"]
@@ -153,7 +155,7 @@ def test_pau_list_inputs_are_unpacked_as_the_reference_does(pau_import):
     assert [c.outcome.value for c in adder.examples + adder.tests] == ["3", "30", "[1, 2]", "'ab'", "0"]
 
 
-def test_pau_keeps_each_initial_examples_dataset_text_for_the_reference_protocol(pau_import):
+def test_pau_keeps_each_initial_examples_dataset_text_for_the_reference_protocol(pau_import: ImportReport) -> None:
     suite = Suite.load(pau_import.path)
     pair, adder = suite.methods["pau-test/t0000"], suite.methods["pau-test/t0001"]
     # The input as written and the stored output as JSON text: a value first, repr text second (creation.py's way).
@@ -166,7 +168,7 @@ def test_pau_keeps_each_initial_examples_dataset_text_for_the_reference_protocol
     assert '"original"' in (pau_import.path / "t0000.json").read_text()
 
 
-def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(pau_import):
+def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(pau_import: ImportReport) -> None:
     report = pau_import
     causes = {(d.method_id, d.input): d.cause for d in report.disagreements if d.method_id <= "pau-test/t0002"}
     assert causes == {
@@ -185,7 +187,7 @@ def test_pau_disagreements_with_stored_outputs_are_reported_with_their_cause(pau
     assert any("json round-trip" in line for line in report.lines())
 
 
-def test_pau_methods_that_fail_validation_are_refused_with_a_reason(pau_import):
+def test_pau_methods_that_fail_validation_are_refused_with_a_reason(pau_import: ImportReport) -> None:
     report = pau_import
     reasons = {r.method_id: r.reason for r in report.refused}
     assert {"pau-test/t0003", "pau-test/t0005"} <= set(reasons)
@@ -195,7 +197,7 @@ def test_pau_methods_that_fail_validation_are_refused_with_a_reason(pau_import):
 
 
 @pytest.mark.skipif(not numpy_engine_installed(), reason="the numpy engine is an optional extra")
-def test_pau_rows_that_need_numpy_are_kept_when_the_numpy_engine_is_installed(pau_import):
+def test_pau_rows_that_need_numpy_are_kept_when_the_numpy_engine_is_installed(pau_import: ImportReport) -> None:
     report = pau_import
     assert "pau-test/t0004" in report.imported
     (case,) = Suite.load(report.path).methods["pau-test/t0004"].tests
@@ -204,8 +206,8 @@ def test_pau_rows_that_need_numpy_are_kept_when_the_numpy_engine_is_installed(pa
 
 
 def test_pau_rows_that_need_numpy_are_refused_without_the_engine_and_counted_by_reason(
-    tmp_path, pau_parquet, sandbox, monkeypatch
-):
+    tmp_path: Path, pau_parquet: Path, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(importer_common, "numpy_engine_installed", lambda: False)
     report = import_pau(store_at(tmp_path), sandbox, source=pau_parquet, limits=FAST)
     reasons = {r.method_id: r.reason for r in report.refused}
@@ -218,7 +220,7 @@ def test_pau_rows_that_need_numpy_are_refused_without_the_engine_and_counted_by_
     assert "needs the numpy engine, which is not installed 1" in summary and "[runs] 1" in summary
 
 
-def test_pau_import_from_jsonl_gives_the_same_suite(tmp_path, sandbox):
+def test_pau_import_from_jsonl_gives_the_same_suite(tmp_path: Path, sandbox: Sandbox) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in PAU_ROWS[:3]))
     report = import_pau(store_at(tmp_path / "out"), sandbox, source=path, suite="pau-jsonl", split="train")
@@ -226,7 +228,9 @@ def test_pau_import_from_jsonl_gives_the_same_suite(tmp_path, sandbox):
     assert report.causes() == {"json round-trip": 7, "error": 1, "mismatch": 1}
 
 
-def test_pau_loads_the_requested_split_from_the_hub_parquet_files(tmp_path, pau_parquet, sandbox, monkeypatch):
+def test_pau_loads_the_requested_split_from_the_hub_parquet_files(
+    tmp_path: Path, pau_parquet: Path, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import huggingface_hub
 
     asked: list[str] = []
@@ -244,14 +248,16 @@ def test_pau_loads_the_requested_split_from_the_hub_parquet_files(tmp_path, pau_
     assert report.imported == ["pau-test/t0000", "pau-test/t0001"]
 
 
-def test_a_file_that_is_not_pau_rows_is_an_error_saying_what_is_missing(tmp_path, sandbox):
+def test_a_file_that_is_not_pau_rows_is_an_error_saying_what_is_missing(tmp_path: Path, sandbox: Sandbox) -> None:
     path = tmp_path / "other.jsonl"
     path.write_text(json.dumps({"code": "x"}) + "\n")
     with pytest.raises(DatasetUnavailable, match="missing column"):
         import_pau(store_at(tmp_path), sandbox, source=path)
 
 
-def test_an_existing_suite_is_only_overwritten_with_replace(tmp_path, pau_parquet, sandbox):
+def test_an_existing_suite_is_only_overwritten_with_replace(
+    tmp_path: Path, pau_parquet: Path, sandbox: Sandbox
+) -> None:
     store = store_at(tmp_path)
     import_pau(store, sandbox, source=pau_parquet, limit=1)
     with pytest.raises(ImportTargetError, match="--replace"):
@@ -294,7 +300,7 @@ HE_PROBLEMS = [
 ]
 
 
-def test_humaneval_import_takes_inputs_from_literal_candidate_calls(tmp_path, sandbox):
+def test_humaneval_import_takes_inputs_from_literal_candidate_calls(tmp_path: Path, sandbox: Sandbox) -> None:
     source = tmp_path / "fixture.jsonl"
     source.write_text("".join(json.dumps(p) + "\n" for p in HE_PROBLEMS))
     report = import_humaneval(store_at(tmp_path / "out"), sandbox, source=source, suite="he-fixture")
@@ -317,7 +323,7 @@ def test_humaneval_import_takes_inputs_from_literal_candidate_calls(tmp_path, sa
     assert (len(shout.examples), len(shout.tests)) == (1, 1)
 
 
-def test_humaneval_gold_solutions_run_against_their_own_tests_in_the_sandbox(tmp_path, sandbox):
+def test_humaneval_gold_solutions_run_against_their_own_tests_in_the_sandbox(tmp_path: Path, sandbox: Sandbox) -> None:
     source = tmp_path / "fixture.jsonl"
     source.write_text("".join(json.dumps(p) + "\n" for p in HE_PROBLEMS))
     report = import_humaneval(store_at(tmp_path / "out"), sandbox, source=source)
@@ -327,7 +333,9 @@ def test_humaneval_gold_solutions_run_against_their_own_tests_in_the_sandbox(tmp
 
 
 @pytest.mark.slow
-def test_the_whole_of_humaneval_imports_and_every_gold_solution_passes_in_the_sandbox(tmp_path, sandbox):
+def test_the_whole_of_humaneval_imports_and_every_gold_solution_passes_in_the_sandbox(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     report = import_humaneval(store_at(tmp_path), sandbox)
     assert (report.gold_passed, report.gold_total) == (164, 164), report.gold_failures
     refused = {r.key: r.reason for r in report.refused}
@@ -394,7 +402,9 @@ def write_codearc(root: Path) -> Path:
     return root
 
 
-def test_codearc_import_reports_the_share_of_recorded_outputs_the_sandbox_reproduces(tmp_path, sandbox):
+def test_codearc_import_reports_the_share_of_recorded_outputs_the_sandbox_reproduces(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     checkout = write_codearc(tmp_path / "CodeARC")
     report = import_codearc(store_at(tmp_path / "out"), sandbox, checkout)
 
@@ -405,7 +415,9 @@ def test_codearc_import_reports_the_share_of_recorded_outputs_the_sandbox_reprod
     assert "recorded outputs: 9 compared, 8 reproduced exactly (88.9%)" in report.lines()
 
 
-def test_codearc_methods_use_the_anonymous_source_and_the_annotated_description(tmp_path, sandbox):
+def test_codearc_methods_use_the_anonymous_source_and_the_annotated_description(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     checkout = write_codearc(tmp_path / "CodeARC")
     report = import_codearc(store_at(tmp_path / "out"), sandbox, checkout)
     suite = assert_suite_validates(report.path, sandbox)
@@ -418,7 +430,7 @@ def test_codearc_methods_use_the_anonymous_source_and_the_annotated_description(
     assert raising.examples[0].outcome.error_type == "ValueError"
 
 
-def test_a_folder_that_is_not_a_codearc_checkout_is_an_error(tmp_path, sandbox):
+def test_a_folder_that_is_not_a_codearc_checkout_is_an_error(tmp_path: Path, sandbox: Sandbox) -> None:
     with pytest.raises(DatasetUnavailable, match="CodeARC checkout"):
         import_codearc(store_at(tmp_path / "out"), sandbox, tmp_path)
 
@@ -460,7 +472,7 @@ def write_geometry(folder: Path) -> Path:
     return folder
 
 
-def test_python_files_become_a_suite_with_outcomes_frozen_in_the_sandbox(tmp_path, sandbox):
+def test_python_files_become_a_suite_with_outcomes_frozen_in_the_sandbox(tmp_path: Path, sandbox: Sandbox) -> None:
     folder = write_geometry(tmp_path / "src")
     report = import_python(store_at(tmp_path / "out"), sandbox, folder / "geometry.py", inputs=folder / "inputs.json")
 
@@ -477,7 +489,7 @@ def test_python_files_become_a_suite_with_outcomes_frozen_in_the_sandbox(tmp_pat
     assert "area" not in area.source.replace("def test_func", "")
 
 
-def test_python_sidecar_inputs_are_used_without_an_inputs_option(tmp_path, sandbox):
+def test_python_sidecar_inputs_are_used_without_an_inputs_option(tmp_path: Path, sandbox: Sandbox) -> None:
     folder = write_geometry(tmp_path / "src")
     (folder / "inputs.json").rename(folder / "geometry.inputs.json")
     report = import_python(store_at(tmp_path / "out"), sandbox, folder, suite="mine")
@@ -510,7 +522,7 @@ def label():
 '''
 
 
-def test_each_imported_function_carries_only_the_code_it_reaches(tmp_path, sandbox):
+def test_each_imported_function_carries_only_the_code_it_reaches(tmp_path: Path, sandbox: Sandbox) -> None:
     (tmp_path / "four.py").write_text(FOUR)
     inputs = {"here": ["(1,)", "(2,)"], "double": ["(1,)", "(3,)"], "quadruple": ["(1,)", "(5,)"], "label": ["()"]}
     (tmp_path / "four.inputs.json").write_text(json.dumps(inputs))
@@ -529,7 +541,7 @@ def test_each_imported_function_carries_only_the_code_it_reaches(tmp_path, sandb
 # --- the command -----------------------------------------------------------------------------------
 
 
-def test_the_import_command_writes_a_suite_lists_refusals_and_refuses_to_overwrite(tmp_path):
+def test_the_import_command_writes_a_suite_lists_refusals_and_refuses_to_overwrite(tmp_path: Path) -> None:
     folder = write_geometry(tmp_path / "src")
     manifests = tmp_path / "manifests"
     args = [
@@ -555,7 +567,7 @@ def test_the_import_command_writes_a_suite_lists_refusals_and_refuses_to_overwri
     assert json.loads(replaced.stdout)["imported"] == ["geometry/f000", "geometry/f001"]
 
 
-def test_the_import_command_exits_one_when_nothing_could_be_imported(tmp_path):
+def test_the_import_command_exits_one_when_nothing_could_be_imported(tmp_path: Path) -> None:
     source = tmp_path / "lonely.py"
     source.write_text("def lonely(x):\n    return x\n")
     result = pau("python", str(source), "--manifests", str(tmp_path / "m"))
@@ -564,7 +576,7 @@ def test_the_import_command_exits_one_when_nothing_could_be_imported(tmp_path):
     assert not (tmp_path / "m" / "lonely").exists()
 
 
-def test_the_import_command_reports_usage_errors_with_exit_two(tmp_path):
+def test_the_import_command_reports_usage_errors_with_exit_two(tmp_path: Path) -> None:
     source = tmp_path / "f.py"
     source.write_text("def f(x):\n    return x\n")
     bad_name = pau("python", str(source), "--suite", "Bad Name", "--manifests", str(tmp_path))
@@ -573,7 +585,7 @@ def test_the_import_command_reports_usage_errors_with_exit_two(tmp_path):
     assert missing.returncode == 2
 
 
-def test_the_shipped_example_imports_cleanly(tmp_path, sandbox):
+def test_the_shipped_example_imports_cleanly(tmp_path: Path, sandbox: Sandbox) -> None:
     result = pau("python", "examples/word_stats.py", "--manifests", str(tmp_path), "--json", process=True)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
@@ -583,7 +595,7 @@ def test_the_shipped_example_imports_cleanly(tmp_path, sandbox):
     assert len(method.tests) >= 5
 
 
-def test_every_missing_piece_of_a_python_file_is_reported_at_once(tmp_path):
+def test_every_missing_piece_of_a_python_file_is_reported_at_once(tmp_path: Path) -> None:
     source = tmp_path / "bare.py"
     source.write_text(
         'def bare(x):\n    return x\n\n\ndef empty(x):\n    return x\n\n\ndef fine(x):\n    """Itself."""\n    return x\n'
@@ -602,7 +614,9 @@ def test_every_missing_piece_of_a_python_file_is_reported_at_once(tmp_path):
     assert "no public function" in refused["nothing.py"]
 
 
-def test_the_import_command_needs_a_directory_for_the_new_suite_and_never_writes_the_packaged_suites(tmp_path):
+def test_the_import_command_needs_a_directory_for_the_new_suite_and_never_writes_the_packaged_suites(
+    tmp_path: Path,
+) -> None:
     source = tmp_path / "f.py"
     source.write_text("def f(x):\n    return x\n")
     clean = {k: v for k, v in os.environ.items() if k != "PAU_MCP_MANIFESTS"}
@@ -611,7 +625,7 @@ def test_the_import_command_needs_a_directory_for_the_new_suite_and_never_writes
     assert not (packaged_manifests() / "f").exists()
 
 
-def test_the_pau_command_without_network_says_how_to_import_from_a_file(tmp_path):
+def test_the_pau_command_without_network_says_how_to_import_from_a_file(tmp_path: Path) -> None:
     # A process of its own: huggingface_hub reads HF_HUB_OFFLINE once, when it is first imported.
     result = pau("pau", "--manifests", str(tmp_path), env={"HF_HUB_OFFLINE": "1"}, process=True)
     assert result.returncode == 1

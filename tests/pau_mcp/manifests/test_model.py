@@ -48,14 +48,14 @@ def error_text(data: dict[str, Any]) -> str:
 # --- what a method holds ------------------------------------------------------------------
 
 
-def test_a_method_holds_every_part_the_issue_names():
+def test_a_method_holds_every_part_the_issue_names() -> None:
     method = Method.model_validate(method_data())
     assert method.id == "demo/add_them" and method.suite == "demo" and method.name == "add_them"
     assert method.header == "def test_func(arg0, arg1):" and method.params == ["arg0", "arg1"]
     assert method.entry == "test_func" and "return arg0 + arg1" in method.source
     assert method.description == "Adds its two arguments."
     assert [c.input for c in method.examples] == ["(1, 2)", "('a', 1)"]
-    assert method.examples[0].outcome == FrozenOutcome(status="ok", value="3", value_type="int", encoded=3)
+    assert method.examples[0].outcome == FrozenOutcome(status=Status.OK, value="3", value_type="int", encoded=3)
     assert [c.input for c in method.tests] == ["(40, 2)"]
     assert (method.provenance.dataset, method.provenance.original_id, method.provenance.license) == (
         "demo set",
@@ -65,111 +65,111 @@ def test_a_method_holds_every_part_the_issue_names():
     assert method.tags.arity == 2 and method.tags.value_types == ["int"] and method.tags.difficulty == "easy"
 
 
-def test_source_written_as_lines_is_one_string_in_memory():
+def test_source_written_as_lines_is_one_string_in_memory() -> None:
     method = Method.model_validate(method_data())
     assert method.source == "def test_func(arg0, arg1):\n    secret_marker = 1\n    return arg0 + arg1\n"
     compile(method.source, "<test>", "exec")
 
 
-def test_source_may_also_be_written_as_one_string():
+def test_source_may_also_be_written_as_one_string() -> None:
     method = Method.model_validate(method_data(source="def test_func(arg0, arg1):\n    return arg0\n"))
     assert method.source == "def test_func(arg0, arg1):\n    return arg0\n"
 
 
-def test_the_entry_defaults_to_test_func():
+def test_the_entry_defaults_to_test_func() -> None:
     data = method_data()
     del data["entry"]
     assert Method.model_validate(data).entry == "test_func"
 
 
-def test_examples_and_tests_may_be_left_unfrozen():
+def test_examples_and_tests_may_be_left_unfrozen() -> None:
     method = Method.model_validate(method_data(examples=[{"input": "(1, 2)"}], tests=[{"input": "(3, 4)"}]))
     assert method.examples[0].outcome is None
     assert not method.frozen
     assert Method.model_validate(method_data()).frozen
 
 
-def test_a_method_is_immutable():
+def test_a_method_is_immutable() -> None:
     method = Method.model_validate(method_data())
     with pytest.raises(ValidationError):
         method.description = "something else"  # type: ignore[misc]
 
 
-def test_the_description_is_stripped():
+def test_the_description_is_stripped() -> None:
     assert Method.model_validate(method_data(description="  Adds.\n")).description == "Adds."
 
 
 # --- refusals, each naming the field --------------------------------------------------------
 
 
-def test_a_missing_field_is_named():
+def test_a_missing_field_is_named() -> None:
     data = method_data()
     del data["description"]
     text = error_text(data)
     assert "description" in text and "Field required" in text
 
 
-def test_a_misspelt_field_is_refused_rather_than_ignored():
+def test_a_misspelt_field_is_refused_rather_than_ignored() -> None:
     text = error_text(method_data(descripton="typo"))
     assert "descripton" in text and "Extra inputs are not permitted" in text
 
 
-def test_a_wrong_type_is_named():
+def test_a_wrong_type_is_named() -> None:
     text = error_text(method_data(params="arg0, arg1"))
     assert "params" in text and "valid list" in text
 
 
-def test_an_empty_or_blank_description_is_refused():
+def test_an_empty_or_blank_description_is_refused() -> None:
     assert "description" in error_text(method_data(description=""))
     assert "must not be empty" in error_text(method_data(description="   \n"))
 
 
 @pytest.mark.parametrize("bad_id", ["add_them", "Demo/add", "demo/", "/add", "demo/a b", "demo/add/more"])
-def test_an_id_must_be_suite_slash_name(bad_id):
+def test_an_id_must_be_suite_slash_name(bad_id) -> None:
     text = error_text(method_data(id=bad_id))
     assert "id" in text and "suite/name" in text
 
 
-def test_a_header_that_is_not_a_def_line_is_refused():
+def test_a_header_that_is_not_a_def_line_is_refused() -> None:
     text = error_text(method_data(header="test_func(arg0, arg1)"))
     assert "header must look like" in text
 
 
-def test_header_and_params_must_agree():
+def test_header_and_params_must_agree() -> None:
     text = error_text(method_data(header="def test_func(arg0, argX):"))
     assert "header parameters ['arg0', 'argX'] differ from params ['arg0', 'arg1']" in text
 
 
-def test_the_header_must_name_the_entry():
+def test_the_header_must_name_the_entry() -> None:
     text = error_text(method_data(header="def add(arg0, arg1):"))
     assert "header names 'add' but entry is 'test_func'" in text
 
 
-def test_tags_arity_must_count_the_params():
+def test_tags_arity_must_count_the_params() -> None:
     text = error_text(method_data(tags={"arity": 3}))
     assert "tags.arity is 3 but there are 2 parameters" in text
 
 
-def test_a_nested_bad_value_is_named_by_its_path():
+def test_a_nested_bad_value_is_named_by_its_path() -> None:
     data = method_data()
     data["tests"] = [{"input": "(1, 2)", "outcome": {"status": "finished"}}]
     text = error_text(data)
     assert "tests.0.outcome.status" in text
 
 
-def test_an_empty_input_is_refused():
+def test_an_empty_input_is_refused() -> None:
     assert "input" in error_text(method_data(tests=[{"input": ""}]))
 
 
-def test_difficulty_takes_three_levels():
+def test_difficulty_takes_three_levels() -> None:
     assert "difficulty" in error_text(method_data(tags={"arity": 2, "difficulty": "trivial"}))
 
 
-def test_provenance_needs_a_dataset():
+def test_provenance_needs_a_dataset() -> None:
     assert "provenance.dataset" in error_text(method_data(provenance={"original_id": "x"}))
 
 
-def test_a_method_without_parameters_is_allowed():
+def test_a_method_without_parameters_is_allowed() -> None:
     method = Method.model_validate(
         method_data(
             header="def test_func():", params=[], source=["def test_func():", "    return 1"], tags={"arity": 0}
@@ -184,7 +184,7 @@ def test_a_method_without_parameters_is_allowed():
 KEY = "a-deployment-key-for-tests"
 
 
-def test_the_agent_view_holds_only_tool_header_and_examples():
+def test_the_agent_view_holds_only_tool_header_and_examples() -> None:
     method = Method.model_validate(method_data())
     view = method.agent_view(KEY)
     assert set(view) == {"tool", "header", "examples"} and view["tool"] == tool_name(KEY, method.id)
@@ -197,7 +197,7 @@ def test_the_agent_view_holds_only_tool_header_and_examples():
         assert hidden not in text
 
 
-def test_the_tool_name_is_keyed_stable_opaque_and_distinct():
+def test_the_tool_name_is_keyed_stable_opaque_and_distinct() -> None:
     name = tool_name(KEY, "demo/add_them")
     assert re.fullmatch(r"fn_[0-9a-f]{10}", name)
     assert name == tool_name(KEY, "demo/add_them")
@@ -207,7 +207,7 @@ def test_the_tool_name_is_keyed_stable_opaque_and_distinct():
     assert "add_them" not in name and "demo" not in name
 
 
-def test_an_unfrozen_example_shows_no_output():
+def test_an_unfrozen_example_shows_no_output() -> None:
     method = Method.model_validate(method_data(examples=[{"input": "(1, 2)"}]))
     assert method.agent_view(KEY)["examples"] == [{"input": "(1, 2)", "output": None}]
 
@@ -223,14 +223,14 @@ def test_an_unfrozen_example_shows_no_output():
         ("not python(", "test_func(not python()"),
     ],
 )
-def test_a_call_reads_like_python(literal, shown):
+def test_a_call_reads_like_python(literal, shown) -> None:
     assert call_text("test_func", literal) == shown
 
 
 # --- frozen outcomes ----------------------------------------------------------------------------
 
 
-def test_a_frozen_outcome_keeps_what_the_sandbox_returned_but_not_timing():
+def test_a_frozen_outcome_keeps_what_the_sandbox_returned_but_not_timing() -> None:
     outcome = Outcome(
         status=Status.OK,
         value="(1, 2)",
@@ -261,11 +261,11 @@ def test_a_frozen_outcome_keeps_what_the_sandbox_returned_but_not_timing():
         ),
     ],
 )
-def test_an_outcome_reads_as_its_value_or_its_exception(fields, shown):
+def test_an_outcome_reads_as_its_value_or_its_exception(fields, shown) -> None:
     assert FrozenOutcome(**fields).shown() == shown
 
 
-def test_a_case_refuses_an_unknown_status():
+def test_a_case_refuses_an_unknown_status() -> None:
     with pytest.raises(ValidationError):
         Case(input="(1,)", outcome={"status": "fine"})  # type: ignore[arg-type]
 
@@ -273,12 +273,12 @@ def test_a_case_refuses_an_unknown_status():
 # --- suite.json ---------------------------------------------------------------------------------
 
 
-def test_a_suite_name_is_lower_case():
+def test_a_suite_name_is_lower_case() -> None:
     assert SuiteInfo(name="my-suite.v2").name == "my-suite.v2"
     with pytest.raises(ValidationError, match="suite names use lower-case"):
         SuiteInfo(name="My Suite")
 
 
-def test_suite_info_refuses_unknown_fields():
+def test_suite_info_refuses_unknown_fields() -> None:
     with pytest.raises(ValidationError, match="Extra inputs"):
         SuiteInfo.model_validate({"name": "x", "licence": "MIT"})

@@ -4,6 +4,7 @@ running the gold functions in the real sandbox, and checked by `manifests valida
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pau_command import run_pau
@@ -17,7 +18,7 @@ def _task(*steps: tuple[str, str], suite: str = "mini") -> Task:
     return Task(id=f"{suite}/x", question="?", steps=[TaskStep(method=m, input=i) for m, i in steps])
 
 
-def test_a_task_is_one_chain_where_each_step_takes_an_earlier_result():
+def test_a_task_is_one_chain_where_each_step_takes_an_earlier_result() -> None:
     assert _task(("mini/b001", "(234,)"), ("mini/b023", "($1,)")).hops == 2
     for steps, why in (
         ([("mini/b001", "(234,)"), ("mini/b023", "(5,)")], "uses no earlier result"),
@@ -32,7 +33,7 @@ def test_a_task_is_one_chain_where_each_step_takes_an_earlier_result():
         _task(("mini/b001", "(2,)"), ("mini/b023", "($1,)"), ("mini/b005", "($1,)"))
 
 
-def test_tasks_are_stored_one_file_each_and_their_methods_must_exist(tmp_path):
+def test_tasks_are_stored_one_file_each_and_their_methods_must_exist(tmp_path: Path) -> None:
     make_task_suite(tmp_path)
     suite = ManifestStore([tmp_path]).suite("mini")
     assert sorted(suite.tasks) == ["mini/t1", "mini/t2", "mini/t3"] and len(suite.methods) == 5
@@ -45,7 +46,7 @@ def test_tasks_are_stored_one_file_each_and_their_methods_must_exist(tmp_path):
         ManifestStore([tmp_path]).suite("mini")
 
 
-def test_freeze_answers_each_task_by_running_its_chain_of_gold_functions(tmp_path):
+def test_freeze_answers_each_task_by_running_its_chain_of_gold_functions(tmp_path: Path) -> None:
     make_task_suite(tmp_path)
     frozen = run_pau("manifests", "freeze", "--manifests", str(tmp_path), "--suite", "mini")
     assert frozen.returncode == 0, frozen.stderr
@@ -57,7 +58,9 @@ def test_freeze_answers_each_task_by_running_its_chain_of_gold_functions(tmp_pat
     assert "5 methods and 3 tasks checked, 8 passed, 0 failed" in checked.stdout
 
 
-def test_a_chain_that_raises_cannot_be_frozen_and_a_question_that_gives_a_method_away_fails_validation(tmp_path):
+def test_a_chain_that_raises_cannot_be_frozen_and_a_question_that_gives_a_method_away_fails_validation(
+    tmp_path: Path,
+) -> None:
     gold = ManifestStore().method("builtin/b001").description
     raising = Task(
         id="mini/bad", question="How many steps does 0 need?", steps=[TaskStep(method="mini/b005", input="(0,)")]
@@ -75,7 +78,7 @@ def test_a_chain_that_raises_cannot_be_frozen_and_a_question_that_gives_a_method
     assert "mini/bad: [frozen]" in checked.stderr
 
 
-def test_placeholders_are_found_and_filled_in_linear_time_in_a_megabyte():
+def test_placeholders_are_found_and_filled_in_linear_time_in_a_megabyte() -> None:
     text = "($1, '$2" + "$" * (1024 * 1024) + "$1')"
     assert placeholders(text) == [1, 2, 1]
     filled = substitute(text, ["24", "'x'"])

@@ -66,25 +66,25 @@ def _refusal(result: object, words: str) -> str:
     return line
 
 
-def test_a_valid_token_grants_its_subject_client_and_scopes(issuer):
+def test_a_valid_token_grants_its_subject_client_and_scopes(issuer: KeyServer) -> None:
     [grant] = _check(issuer, issuer.token(scope="explore score"))
     assert (grant.subject, grant.client_id, grant.scopes) == ("team-a", "host-one", frozenset({"explore", "score"}))
 
 
-def test_an_unsigned_token_alg_none_is_refused(issuer):
+def test_an_unsigned_token_alg_none_is_refused(issuer: KeyServer) -> None:
     header = _b64(json.dumps({"alg": "none", "kid": "k1"}).encode())
     token = f"{header}.{_b64(json.dumps(_claims(issuer)).encode())}."
     _refusal(_check(issuer, token)[0], "algorithm 'none' is not accepted")
 
 
-def test_a_token_signed_with_the_public_key_as_an_hmac_secret_is_refused(issuer):
+def test_a_token_signed_with_the_public_key_as_an_hmac_secret_is_refused(issuer: KeyServer) -> None:
     public = json.dumps(issuer.keys[0].as_dict(private=False)).encode()
     signed = f"{_b64(json.dumps({'alg': 'HS256', 'kid': 'k1'}).encode())}.{_b64(json.dumps(_claims(issuer)).encode())}"
     token = f"{signed}.{_b64(hmac.new(public, signed.encode(), hashlib.sha256).digest())}"
     _refusal(_check(issuer, token)[0], "algorithm 'HS256' is not accepted")
 
 
-def test_a_token_signed_by_a_key_the_issuer_never_published_is_refused(issuer):
+def test_a_token_signed_by_a_key_the_issuer_never_published_is_refused(issuer: KeyServer) -> None:
     forged = ECKey.generate_key("P-256", parameters={"kid": "k1", "alg": "ES256"})
     stranger = ECKey.generate_key("P-256", parameters={"kid": "stranger", "alg": "ES256"})
     same_kid, unknown_kid = _check(issuer, issuer.token(forged), issuer.token(stranger))
@@ -108,7 +108,7 @@ def test_a_token_signed_by_a_key_the_issuer_never_published_is_refused(issuer):
         ({"sub": "x" * 300}, "longer than 255"),
     ],
 )
-def test_claims_out_of_place_are_refused_with_one_line(issuer, claims, words):
+def test_claims_out_of_place_are_refused_with_one_line(issuer: KeyServer, claims, words) -> None:
     _refusal(_check(issuer, issuer.token(**_at_test_time(claims)))[0], words)
 
 
@@ -120,20 +120,20 @@ def _at_test_time(claims: dict[str, object]) -> dict[str, object]:
     }
 
 
-def test_the_clock_skew_forgives_a_little_and_no_more(issuer):
+def test_the_clock_skew_forgives_a_little_and_no_more(issuer: KeyServer) -> None:
     now = int(time.time())
     just, long_ago = _check(issuer, issuer.token(exp=now - 20), issuer.token(exp=now - 100), skew=60)
     assert not isinstance(just, Exception)
     _refusal(long_ago, "expired")
 
 
-def test_the_audience_is_compared_as_a_url(issuer):
+def test_the_audience_is_compared_as_a_url(issuer: KeyServer) -> None:
     [grant] = _check(issuer, issuer.token(aud=["https://CONTEST.example:443/mcp/", "https://other.example"]))
     assert grant.subject == "team-a"
     assert canonical("HTTPS://Contest.Example:443/mcp/") == canonical(RESOURCE)
 
 
-def test_rotated_keys_are_fetched_and_a_flood_of_unknown_kids_fetches_once(issuer):
+def test_rotated_keys_are_fetched_and_a_flood_of_unknown_kids_fetches_once(issuer: KeyServer) -> None:
     issuer.add_key("k2")  # published, never seen by the resource server before it fetched
     floods = [issuer.token(ECKey.generate_key("P-256", parameters={"kid": f"x{i}", "alg": "ES256"})) for i in range(50)]
     results = _check(issuer, issuer.token(), *floods, issuer.token(issuer.keys[1]))
@@ -142,7 +142,7 @@ def test_rotated_keys_are_fetched_and_a_flood_of_unknown_kids_fetches_once(issue
     assert issuer.jwks_requests == 1  # the first token fetched k1 and k2; the 50 unknown kids fetched nothing more
 
 
-def test_cached_keys_keep_working_while_the_key_set_is_down_and_unknown_kids_are_refused(issuer):
+def test_cached_keys_keep_working_while_the_key_set_is_down_and_unknown_kids_are_refused(issuer: KeyServer) -> None:
     async def run() -> list[object]:
         async with httpx2.AsyncClient() as http:
             server = ResourceServer(issuer.issuer, RESOURCE, http)
@@ -163,26 +163,26 @@ def test_cached_keys_keep_working_while_the_key_set_is_down_and_unknown_kids_are
     assert "HTTP 503" in str(unknown)
 
 
-def test_a_huge_key_set_is_read_no_further_than_its_limit(issuer):
+def test_a_huge_key_set_is_read_no_further_than_its_limit(issuer: KeyServer) -> None:
     issuer.mode = "huge"
     line = _refusal(_check(issuer, issuer.token())[0], "the key set could not be fetched")
     assert "over 262,144 bytes" in line
 
 
-def test_a_slow_key_set_is_given_up_after_its_time_limit(issuer):
+def test_a_slow_key_set_is_given_up_after_its_time_limit(issuer: KeyServer) -> None:
     issuer.mode = "slow"
     line = _refusal(_check(issuer, issuer.token(), timeout_s=1.0)[0], "the key set could not be fetched")
     assert "did not answer within 1 s" in line
 
 
-def test_tokens_that_are_not_jws_are_refused(issuer):
+def test_tokens_that_are_not_jws_are_refused(issuer: KeyServer) -> None:
     _refusal(_check(issuer, "a.b.c.d.e")[0], "encrypted JWT")
     _refusal(_check(issuer, "abc")[0], "not a JWT")
     _refusal(_check(issuer, "!!.e30.x")[0], "header is not base64url JSON")
     _refusal(_check(issuer, "x" * 100_000)[0], "at most 16,384")
 
 
-def test_concurrent_tokens_waiting_on_the_first_fetch_are_all_accepted_after_one_fetch(issuer):
+def test_concurrent_tokens_waiting_on_the_first_fetch_are_all_accepted_after_one_fetch(issuer: KeyServer) -> None:
     """Twenty requests arrive together before any key is held: the first fetches, the others wait for its answer
     (before this, they were refused as naming an unknown key while the fetch was under way)."""
     tokens = [issuer.token(sub=f"team-{i}") for i in range(20)]

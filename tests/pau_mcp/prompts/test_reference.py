@@ -25,7 +25,7 @@ def pau(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_importing_a_checkout_writes_each_prompt_as_a_template_in_the_data_directory_only(tmp_path):
+def test_importing_a_checkout_writes_each_prompt_as_a_template_in_the_data_directory_only(tmp_path: Path) -> None:
     checkout = write_checkout(tmp_path / "checkout")
     data = tmp_path / "data"
     result = pau("prompts", "import-reference", str(checkout), "--data-dir", str(data))
@@ -40,7 +40,9 @@ def test_importing_a_checkout_writes_each_prompt_as_a_template_in_the_data_direc
     assert not any("JUDGE true=" in p.read_text() for p in package.rglob("*.txt"))
 
 
-def test_an_imported_template_fills_the_references_placeholders_and_keeps_everything_else_as_text(tmp_path):
+def test_an_imported_template_fills_the_references_placeholders_and_keeps_everything_else_as_text(
+    tmp_path: Path,
+) -> None:
     import_reference(write_checkout(tmp_path / "checkout"), tmp_path / "data")
     prompts = load_prompts("reference", tmp_path / "data")
     act = prompts.render("act", header="def test_func(arg0):", prev="[]", hypothesis="H", reasoning="R")
@@ -54,7 +56,7 @@ def test_an_imported_template_fills_the_references_placeholders_and_keeps_everyt
     assert prompts.templates["reason"].fields == {"header", "critique", "prev", "hypothesis"}
 
 
-def test_a_directory_that_is_not_a_checkout_of_the_reference_is_refused_naming_what_is_missing(tmp_path):
+def test_a_directory_that_is_not_a_checkout_of_the_reference_is_refused_naming_what_is_missing(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     result = pau("prompts", "import-reference", str(tmp_path / "empty"), "--data-dir", str(tmp_path / "data"))
     assert result.returncode == 1
@@ -62,7 +64,7 @@ def test_a_directory_that_is_not_a_checkout_of_the_reference_is_refused_naming_w
     assert not (tmp_path / "data" / "prompts" / "reference").exists()
 
 
-def test_a_prompt_whose_placeholders_differ_from_the_references_is_refused_and_the_old_set_kept(tmp_path):
+def test_a_prompt_whose_placeholders_differ_from_the_references_is_refused_and_the_old_set_kept(tmp_path: Path) -> None:
     data = tmp_path / "data"
     import_reference(write_checkout(tmp_path / "good"), data)
     broken = write_checkout(tmp_path / "broken", eval_py='eval_prompt = """JUDGE true=[TRUE] only"""\n')
@@ -75,13 +77,13 @@ def test_a_prompt_whose_placeholders_differ_from_the_references_is_refused_and_t
     )
 
 
-def test_an_interpolation_the_reference_does_not_make_is_refused(tmp_path):
+def test_an_interpolation_the_reference_does_not_make_is_refused(tmp_path: Path) -> None:
     odd = write_checkout(tmp_path / "odd", eval_py='eval_prompt = f"""JUDGE [TRUE] [HYPOTHESIS] {secret()}"""\n')
     with pytest.raises(PromptsError, match=r"interpolates \{secret\(\)\}"):
         import_reference(odd, tmp_path / "data")
 
 
-def test_the_reference_protocol_before_an_import_says_how_to_import_it(tmp_path):
+def test_the_reference_protocol_before_an_import_says_how_to_import_it(tmp_path: Path) -> None:
     with pytest.raises(PromptsMissing, match="pau-mcp prompts import-reference DIR"):
         load_prompts("reference", tmp_path)
     result = pau("eval", "--agent", "probe", "--protocol", "reference", "--data-dir", str(tmp_path), "--limit", "1")
@@ -89,7 +91,9 @@ def test_the_reference_protocol_before_an_import_says_how_to_import_it(tmp_path)
     assert "pau-mcp prompts import-reference DIR" in result.stderr
 
 
-def test_a_hand_edited_template_with_a_wrong_field_is_refused_with_its_file_and_how_to_repair_it(tmp_path):
+def test_a_hand_edited_template_with_a_wrong_field_is_refused_with_its_file_and_how_to_repair_it(
+    tmp_path: Path,
+) -> None:
     import_reference(write_checkout(tmp_path / "checkout"), tmp_path / "data")
     path = tmp_path / "data" / "prompts" / "reference" / "judge.txt"
     path.write_text(path.read_text().replace("{hypothesis}", "{guess}"))
@@ -123,7 +127,7 @@ def _origin(data: Path) -> dict:
     return json.loads((data / "prompts" / "reference" / "origin.json").read_text())
 
 
-def test_the_checkouts_commit_is_recorded_from_its_git_directory(tmp_path):
+def test_the_checkouts_commit_is_recorded_from_its_git_directory(tmp_path: Path) -> None:
     checkout = write_checkout(tmp_path / "checkout")
     (checkout / ".git" / "refs" / "heads").mkdir(parents=True)
     (checkout / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
@@ -136,7 +140,9 @@ def test_the_checkouts_commit_is_recorded_from_its_git_directory(tmp_path):
     "head",
     ["ref: ../../secret.txt", "ref: refs/../../../secret.txt", "ref: refs/heads/main", "link", "fifo", "zero"],
 )
-def test_a_git_head_that_names_anything_but_a_commit_inside_git_records_none_and_copies_nothing(tmp_path, head):
+def test_a_git_head_that_names_anything_but_a_commit_inside_git_records_none_and_copies_nothing(
+    tmp_path: Path, head
+) -> None:
     (tmp_path / "secret.txt").write_text("TOP-SECRET-" + "cd" * 20)
     checkout = write_checkout(tmp_path / "checkout")
     git = checkout / ".git"
@@ -156,7 +162,7 @@ def test_a_git_head_that_names_anything_but_a_commit_inside_git_records_none_and
     assert "TOP-SECRET" not in (tmp_path / "data" / "prompts" / "reference" / "origin.json").read_text()
 
 
-def test_a_checkout_file_that_links_out_of_the_checkout_is_refused_in_one_line(tmp_path):
+def test_a_checkout_file_that_links_out_of_the_checkout_is_refused_in_one_line(tmp_path: Path) -> None:
     elsewhere = write_checkout(tmp_path / "elsewhere")
     checkout = write_checkout(tmp_path / "checkout")
     (checkout / "eval.py").unlink()
@@ -166,7 +172,9 @@ def test_a_checkout_file_that_links_out_of_the_checkout_is_refused_in_one_line(t
 
 
 @pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "directory", "oversized"])
-def test_a_checkout_file_that_is_not_a_regular_file_of_sensible_size_is_refused_in_one_line(tmp_path, kind):
+def test_a_checkout_file_that_is_not_a_regular_file_of_sensible_size_is_refused_in_one_line(
+    tmp_path: Path, kind
+) -> None:
     checkout = write_checkout(tmp_path / "checkout")
     path = checkout / "baselines.py"
     path.unlink()
@@ -182,7 +190,7 @@ def test_a_checkout_file_that_is_not_a_regular_file_of_sensible_size_is_refused_
     _refused_in_one_line(_import(checkout, tmp_path / "data"), "baselines.py", expected)
 
 
-def test_an_expression_of_100000_terms_is_refused_in_one_line(tmp_path):
+def test_an_expression_of_100000_terms_is_refused_in_one_line(tmp_path: Path) -> None:
     terms = " + ".join(['"JUDGE [TRUE] [HYPOTHESIS]"'] * 100_000)
     checkout = write_checkout(tmp_path / "checkout", eval_py=f"eval_prompt = {terms}\n")
     _refused_in_one_line(_import(checkout, tmp_path / "data"), "eval.py", "nests deeper than Python's parser goes")

@@ -15,14 +15,14 @@ from pau_mcp.scoring import judge_messages
 PACKAGE = Path(pau_mcp.__file__).parent
 
 
-def test_the_packaged_set_holds_every_template_with_exactly_its_fields():
+def test_the_packaged_set_holds_every_template_with_exactly_its_fields() -> None:
     prompts = load_prompts()
     assert set(prompts.templates) == set(SPECS["pau-mcp"])
     for name, template in prompts.templates.items():
         assert template.fields == SPECS["pau-mcp"][name], name
 
 
-def test_no_prompt_text_is_written_in_the_code_as_well():
+def test_no_prompt_text_is_written_in_the_code_as_well() -> None:
     sources = "\n".join(p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py"))
     for name, template in load_prompts().templates.items():
         # The longest run of the template's own words (no fields, no line breaks) must appear only in its file.
@@ -31,7 +31,7 @@ def test_no_prompt_text_is_written_in_the_code_as_well():
             assert piece[:60] not in sources, f"{name}: {piece[:60]!r} is also in the code"
 
 
-def test_what_the_judge_sends_is_read_from_the_template_set_it_is_given():
+def test_what_the_judge_sends_is_read_from_the_template_set_it_is_given() -> None:
     packaged = load_prompts()
     edited = {name: t for name, t in packaged.templates.items()}
     edited["judge"] = parse_template("judge", "Compare {reference} with {candidate} ({tag}).")
@@ -50,6 +50,6 @@ def test_what_the_judge_sends_is_read_from_the_template_set_it_is_given():
         ("{a.b}", "is not a plain name"),
     ],
 )
-def test_a_template_with_a_lone_brace_or_a_field_that_is_not_a_plain_name_is_refused(text, problem):
+def test_a_template_with_a_lone_brace_or_a_field_that_is_not_a_plain_name_is_refused(text, problem) -> None:
     with pytest.raises(PromptsError, match=re.escape(problem)):
         parse_template("t", text)

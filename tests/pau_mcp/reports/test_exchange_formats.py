@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from scripted_runs import scripted_run
 
 from pau_mcp.cli import main
@@ -35,18 +35,18 @@ def _validated(root: Path) -> dict[str, list]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> Path:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("exchange")
     scripted_run(root, "one")
     scripted_run(root, "g", "--epochs", "2")
     return root
 
 
-def _export(root: Path, *args: str) -> object:
+def _export(root: Path, *args: str) -> Result:
     return CliRunner().invoke(main, ["export", *args, "--db", str(root / "runs.db")], catch_exceptions=False)
 
 
-def test_eee_records_of_a_run_validate_aggregate_and_instance_level(runs, tmp_path):
+def test_eee_records_of_a_run_validate_aggregate_and_instance_level(runs: Path, tmp_path: Path) -> None:
     result = _export(runs, "eee", "one", "--out", str(tmp_path), "--organization", "pau-mcp tests")
     assert result.exit_code == 0, result.output
     checked = _validated(tmp_path)
@@ -73,7 +73,7 @@ def test_eee_records_of_a_run_validate_aggregate_and_instance_level(runs, tmp_pa
     assert gold not in json.dumps(instances)
 
 
-def test_eee_records_of_an_epoch_group_carry_pass_hat_k_and_validate(runs, tmp_path):
+def test_eee_records_of_an_epoch_group_carry_pass_hat_k_and_validate(runs: Path, tmp_path: Path) -> None:
     result = _export(runs, "eee", "g", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     checked = _validated(tmp_path)
@@ -84,7 +84,7 @@ def test_eee_records_of_an_epoch_group_carry_pass_hat_k_and_validate(runs, tmp_p
     assert hat["metric_config"]["metric_parameters"]["k"] == 2 and hat["score_details"]["score"] == 0.0
 
 
-def test_hf_results_yaml_reads_back_with_huggingface_hubs_parser(runs, tmp_path):
+def test_hf_results_yaml_reads_back_with_huggingface_hubs_parser(runs: Path, tmp_path: Path) -> None:
     from huggingface_hub import parse_eval_result_entries
 
     result = _export(
@@ -101,6 +101,6 @@ def test_hf_results_yaml_reads_back_with_huggingface_hubs_parser(runs, tmp_path)
     assert entries["judge"].date and len(entries["judge"].date) == 10
 
 
-def test_hf_results_refuse_a_dataset_id_that_is_not_owner_slash_name(runs, tmp_path):
+def test_hf_results_refuse_a_dataset_id_that_is_not_owner_slash_name(runs: Path, tmp_path: Path) -> None:
     result = _export(runs, "hf-results", "one", "--dataset-id", "pau", "--out", str(tmp_path))
     assert result.exit_code == 1 and "owner/name" in result.output

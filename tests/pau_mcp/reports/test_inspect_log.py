@@ -26,7 +26,9 @@ def export(tmp_path: Path, run: str) -> Path:
     return path
 
 
-def test_an_exported_log_holds_every_episode_with_its_messages_tool_results_scores_usage_and_versions(tmp_path):
+def test_an_exported_log_holds_every_episode_with_its_messages_tool_results_scores_usage_and_versions(
+    tmp_path: Path,
+) -> None:
     scripted_run(tmp_path, "paper")
     log = inspect_log.read_eval_log(str(export(tmp_path, "paper")))
 
@@ -66,7 +68,7 @@ def test_an_exported_log_holds_every_episode_with_its_messages_tool_results_scor
     assert means["judge"] == 3.0 and 0 <= means["codematch"] < 1
 
 
-def test_the_epochs_of_a_group_are_one_log_whose_samples_carry_their_epoch(tmp_path):
+def test_the_epochs_of_a_group_are_one_log_whose_samples_carry_their_epoch(tmp_path: Path) -> None:
     scripted_run(tmp_path, "g", "--epochs", "2")
     log = inspect_log.read_eval_log(str(export(tmp_path, "g")))
     assert log.eval.config.epochs == 2
@@ -75,7 +77,7 @@ def test_the_epochs_of_a_group_are_one_log_whose_samples_carry_their_epoch(tmp_p
     ]  # fmt: skip
 
 
-def test_exporting_an_unknown_run_or_one_without_episodes_says_what_to_do(tmp_path):
+def test_exporting_an_unknown_run_or_one_without_episodes_says_what_to_do(tmp_path: Path) -> None:
     scripted_run(tmp_path, "paper")
     unknown = CliRunner().invoke(main, ["export", "inspect", "nope", "--db", str(tmp_path / "runs.db")])
     assert unknown.exit_code == 1 and "no run named 'nope'" in unknown.output and "paper" in unknown.output

@@ -39,7 +39,7 @@ def _wait_for(url: str, process: subprocess.Popen[bytes], timeout_s: float = 120
     raise AssertionError(f"inspect view did not answer at {url} within {timeout_s:g} s")
 
 
-def test_inspect_view_shows_an_exported_samples_transcript_with_its_tool_calls(tmp_path):
+def test_inspect_view_shows_an_exported_samples_transcript_with_its_tool_calls(tmp_path: Path) -> None:
     scripted_run(tmp_path, "paper")
     out = tmp_path / "logs"
     exported = CliRunner().invoke(

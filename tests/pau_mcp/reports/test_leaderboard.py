@@ -14,10 +14,11 @@ from scripted_runs import scripted_run
 from pau_mcp.cli import main
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
 from pau_mcp.manifests.checks import freeze_method
+from wasm_runtime import Sandbox
 
 
 @pytest.fixture(scope="module")
-def board(sandbox, tmp_path_factory) -> Path:
+def board(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Runs of the scripted model: two epochs of one model, one run of another, the first model on variants of its
     methods, and the probe; ranked into a leaderboard."""
     root = tmp_path_factory.mktemp("board")
@@ -54,7 +55,9 @@ def board(sandbox, tmp_path_factory) -> Path:
     return out
 
 
-def test_results_json_has_a_row_per_model_protocol_and_suite_with_intervals_pass_hat_k_costs_and_the_gap(board):
+def test_results_json_has_a_row_per_model_protocol_and_suite_with_intervals_pass_hat_k_costs_and_the_gap(
+    board: Path,
+) -> None:
     results = json.loads((board / "results.json").read_text())
     rows = {(r["model"], r["suite"]): r for r in results["rows"]}
     assert set(rows) == {("openai/agent", "builtin"), ("openai/other", "builtin"), ("openai/agent", "bvar"),
@@ -88,7 +91,7 @@ def test_results_json_has_a_row_per_model_protocol_and_suite_with_intervals_pass
 
 
 @pytest.mark.parametrize("width", [1280, 800])
-def test_the_page_renders_every_row_and_the_plot_without_overflowing_the_window(board, width):
+def test_the_page_renders_every_row_and_the_plot_without_overflowing_the_window(board: Path, width) -> None:
     page = open_page(
         (board / "index.html").as_uri(),
         [
@@ -107,7 +110,7 @@ def test_the_page_renders_every_row_and_the_plot_without_overflowing_the_window(
     assert not page["errors"]
 
 
-def test_clicking_a_heading_sorts_by_it_and_renumbers_the_rows(board):
+def test_clicking_a_heading_sorts_by_it_and_renumbers_the_rows(board: Path) -> None:
     page = open_page(
         (board / "index.html").as_uri(),
         [

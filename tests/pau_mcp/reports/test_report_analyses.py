@@ -22,6 +22,7 @@ from pau_mcp.reports.render import method_rows, report_tables
 from pau_mcp.reports.stats import spearman
 from pau_mcp.runstore import EpisodeResult, RunStore
 from pau_mcp.scoring import write_code
+from wasm_runtime import Sandbox
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -46,14 +47,14 @@ def _episodes(store: RunStore, name: str, config: dict, scores: dict[str, dict[s
 # -- rank correlation ---------------------------------------------------------------------------------
 
 
-def test_spearman_matches_hand_computed_values_ties_included():
+def test_spearman_matches_hand_computed_values_ties_included() -> None:
     assert spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)  # 1 - 6*2/(4*15)
     assert spearman([5, 4, 3], [4, 4, 1]) == pytest.approx(1.5 / 3**0.5)  # ranks 3,2,1 against 2.5,2.5,1
     assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
     assert spearman([1, 2, 3], [2, 2, 2]) is None and spearman([1], [1]) is None
 
 
-def test_the_report_correlates_per_method_scores_of_every_pair_of_runs(tmp_path):
+def test_the_report_correlates_per_method_scores_of_every_pair_of_runs(tmp_path: Path) -> None:
     store = build_store(tmp_path / "runs.db")
     report = build_report(load_runs(store, ["alpha-int", "alpha-ctx"]), resamples=100)
     by_kind = {c.kind: c for c in report.correlations}
@@ -69,7 +70,9 @@ def test_the_report_correlates_per_method_scores_of_every_pair_of_runs(tmp_path)
 # -- self-contradiction ---------------------------------------------------------------------------------
 
 
-def test_the_code_writers_code_is_checked_on_the_inputs_the_agent_observed(sandbox, monkeypatch):
+def test_the_code_writers_code_is_checked_on_the_inputs_the_agent_observed(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
     method = ManifestStore().method("builtin/b001")  # product of the non-zero digits
     observed = [("(234,)", "24"), ("(7,)", "7"), ("(105,)", "5"), ("(105,)", "5"), ("(not a literal", "?")]
     with FakeLLM() as fake:
@@ -93,7 +96,7 @@ def test_the_code_writers_code_is_checked_on_the_inputs_the_agent_observed(sandb
     assert (result.observed.checked, result.observed.disagree) == (3, 1) and result.observed.contradicts
 
 
-def test_self_contradiction_is_flagged_per_episode_and_counted_per_run(tmp_path):
+def test_self_contradiction_is_flagged_per_episode_and_counted_per_run(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.db")
     observed = {
         "b/m1": {"checked": 4, "disagree": 0},
@@ -118,7 +121,7 @@ def test_self_contradiction_is_flagged_per_episode_and_counted_per_run(tmp_path)
 # -- the upper bound ------------------------------------------------------------------------------------
 
 
-def test_each_runs_code_match_is_shown_beside_the_gold_descriptions_on_the_same_methods(tmp_path):
+def test_each_runs_code_match_is_shown_beside_the_gold_descriptions_on_the_same_methods(tmp_path: Path) -> None:
     store = build_store(tmp_path / "runs.db")
     gold = {"b/m1": 1.0, "b/m2": 1.0, "b/m3": 0.75, "b/m4": 0.5}  # no gold score for m5
     _episodes(store, "gold", {"suites": ["builtin"]}, {m: {"codematch_gold": (v, {})} for m, v in gold.items()})
@@ -134,7 +137,7 @@ def test_each_runs_code_match_is_shown_beside_the_gold_descriptions_on_the_same_
 # -- significance marks ---------------------------------------------------------------------------------
 
 
-def test_a_significant_mode_difference_is_marked_in_the_table_and_the_figure(tmp_path):
+def test_a_significant_mode_difference_is_marked_in_the_table_and_the_figure(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.db")
     methods = [f"b/m{i}" for i in range(12)]
     _episodes(
@@ -166,7 +169,7 @@ def test_a_significant_mode_difference_is_marked_in_the_table_and_the_figure(tmp
 # -- suite profiles ---------------------------------------------------------------------------------------
 
 
-def test_a_suite_profile_counts_methods_by_arguments_and_test_suite_size():
+def test_a_suite_profile_counts_methods_by_arguments_and_test_suite_size() -> None:
     methods = ManifestStore().suite("builtin").methods.values()
     profile = suite_profile("builtin", methods)
     assert profile.arity == {1: 33, 2: 25, 3: 5, 4: 2}
@@ -174,7 +177,7 @@ def test_a_suite_profile_counts_methods_by_arguments_and_test_suite_size():
     assert profile.size_stats() == (20, 20.0, pytest.approx((53 * 20 + 8 * 21 + 4 * 22) / 65), 22)
 
 
-def test_pau_mcp_report_describes_any_suite_without_runs(tmp_path):
+def test_pau_mcp_report_describes_any_suite_without_runs(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAU_")} | {"COLUMNS": "200"}
     done = subprocess.run(
         [sys.executable, "-m", "pau_mcp", "report", "--suite", "builtin", "--data-dir", str(tmp_path),
@@ -192,7 +195,7 @@ def test_pau_mcp_report_describes_any_suite_without_runs(tmp_path):
     assert nothing.returncode == 2 and "--suite" in nothing.stderr
 
 
-def test_under_the_reference_protocol_the_contradiction_share_is_over_the_unsolved_episodes(tmp_path):
+def test_under_the_reference_protocol_the_contradiction_share_is_over_the_unsolved_episodes(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.db")
     episodes = {  # code match and the check: m1 solved (0.9), m2 and m3 not
         "b/m1": {"codematch": (0.9, {"observed": {"checked": 4, "disagree": 1}})},

@@ -11,7 +11,7 @@ def _result(status: str) -> dict:
     return {"kind": "tool_result", "text": status, "structured": {"status": status}, "is_error": status != "ok"}
 
 
-def test_each_kind_of_misstep_in_a_trajectory_is_counted_once():
+def test_each_kind_of_misstep_in_a_trajectory_is_counted_once() -> None:
     trajectory = [
         {"kind": "model", "reply": "", "tool_calls": [{"id": "1", "name": "fn", "arguments": '{"args": "(1,'}]},
         {"kind": "model", "reply": "", "tool_calls": [{"id": "2", "name": "fn", "arguments": "[1]"}]},
@@ -28,7 +28,7 @@ def test_each_kind_of_misstep_in_a_trajectory_is_counted_once():
     assert conduct_of(trajectory) == Conduct(malformed_actions=2, invalid_arguments=3, refusals=2)
 
 
-def test_a_run_meant_to_query_whose_episodes_never_did_says_so_in_one_line():
+def test_a_run_meant_to_query_whose_episodes_never_did_says_so_in_one_line() -> None:
     quiet = run_conduct([("done", 0, Conduct(3, 0, 0)), ("done", 0, Conduct(2, 0, 0)), ("pending", None, None)])
     assert (quiet.episodes, quiet.zero_query, quiet.done) == (2, 2, 2)
     assert (
@@ -42,7 +42,7 @@ def test_a_run_meant_to_query_whose_episodes_never_did_says_so_in_one_line():
     )
 
 
-def test_a_megabyte_of_nested_tool_call_arguments_counts_as_invalid_instead_of_crashing_the_count():
+def test_a_megabyte_of_nested_tool_call_arguments_counts_as_invalid_instead_of_crashing_the_count() -> None:
     arguments = "[" * (1 << 20)  # the worst case for a JSON reader: nesting deeper than it can follow
     trajectory = [{"kind": "model", "reply": "", "tool_calls": [{"id": "1", "name": "fn", "arguments": arguments}]}]
     assert conduct_of(json.loads(json.dumps(trajectory * 4))).invalid_arguments == 4

@@ -3,6 +3,8 @@ shown per run with its distribution and its relation to the scores."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 from test_report_fixtures import build_store
@@ -21,7 +23,7 @@ def _coverage(lines: float, branches: float | None = None) -> dict:
     return {"status": "measured", "lines": part(lines), "branches": part(branches), "inputs": 3, "lost": 0}
 
 
-def test_the_report_shows_each_runs_coverage_distribution_and_how_it_relates_to_the_scores(tmp_path):
+def test_the_report_shows_each_runs_coverage_distribution_and_how_it_relates_to_the_scores(tmp_path: Path) -> None:
     store = build_store(tmp_path / "runs.db")
     run_id = store.run_id("alpha-int")
     # Code match of alpha-int: m1 1.0, m2 0.85, m3 0.5, m4 0.0, m5 0.2; judge 5, 4, 3, unscored, 2.
@@ -49,7 +51,7 @@ def test_the_report_shows_each_runs_coverage_distribution_and_how_it_relates_to_
     assert any(note.startswith("Coverage:") for note in report.notes)
 
 
-def test_a_report_without_measured_coverage_says_how_to_measure_it(tmp_path):
+def test_a_report_without_measured_coverage_says_how_to_measure_it(tmp_path: Path) -> None:
     report = build_report(load_runs(build_store(tmp_path / "runs.db"), ["alpha-int"]), resamples=10)
     assert report.coverage == [] and "coverage" not in [t.key for t in report_tables(report)]
     assert any("pau-mcp coverage RUN" in note for note in report.notes)
@@ -79,7 +81,7 @@ def _run_with_calls(path) -> RunStore:  # type: ignore[no-untyped-def]
     return store
 
 
-def test_pau_mcp_coverage_measures_each_episodes_own_calls_and_the_report_shows_it(tmp_path):
+def test_pau_mcp_coverage_measures_each_episodes_own_calls_and_the_report_shows_it(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     _run_with_calls(db).close()
     result = CliRunner().invoke(main, ["coverage", "r", "--db", str(db)], catch_exceptions=False)

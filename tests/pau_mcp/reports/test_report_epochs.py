@@ -9,7 +9,7 @@ import pytest
 from pau_mcp.reports.stats import bootstrap_interval, pass_at_k, pass_hat_k
 
 
-def test_pass_at_k_and_pass_hat_k_are_the_chances_that_one_or_all_of_k_draws_pass():
+def test_pass_at_k_and_pass_hat_k_are_the_chances_that_one_or_all_of_k_draws_pass() -> None:
     # Three epochs, two passing: one draw passes 2/3 of the time; two draws, at least one always, both 1/3.
     assert pass_at_k(3, 2, 1) == pytest.approx(2 / 3) and pass_hat_k(3, 2, 1) == pytest.approx(2 / 3)
     assert pass_at_k(3, 2, 2) == 1.0 and pass_hat_k(3, 2, 2) == pytest.approx(1 / 3)
@@ -19,7 +19,7 @@ def test_pass_at_k_and_pass_hat_k_are_the_chances_that_one_or_all_of_k_draws_pas
         pass_hat_k(3, 2, 4)
 
 
-def test_a_bootstrap_interval_holds_the_mean_narrows_with_more_values_and_repeats_with_its_seed():
+def test_a_bootstrap_interval_holds_the_mean_narrows_with_more_values_and_repeats_with_its_seed() -> None:
     few = bootstrap_interval([0.0, 1.0] * 5, resamples=2000, seed=3)
     many = bootstrap_interval([0.0, 1.0] * 500, resamples=2000, seed=3)
     assert few.low < few.mean == 0.5 < few.high and many.low < 0.5 < many.high

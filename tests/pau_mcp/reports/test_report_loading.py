@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 
-def test_building_a_report_loads_no_classifier_no_plotting_no_sandbox_and_no_model_client():
+def test_building_a_report_loads_no_classifier_no_plotting_no_sandbox_and_no_model_client() -> None:
     probe = (
         "import sys, pau_mcp.reports.build, pau_mcp.reports.render; "
         "print(sorted(m for m in ('pau_mcp.reports.failures', 'matplotlib', 'wasmtime', 'openai', 'anthropic', "

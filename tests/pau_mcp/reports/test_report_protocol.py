@@ -27,7 +27,9 @@ def _summaries(store):  # type: ignore[no-untyped-def]
     return report, {s.name: s for s in report.summaries}
 
 
-def test_under_the_reference_protocol_failed_rows_count_as_the_worst_score_and_deviations_are_the_samples(store):
+def test_under_the_reference_protocol_failed_rows_count_as_the_worst_score_and_deviations_are_the_samples(
+    store,
+) -> None:
     _, summaries = _summaries(store)
     ours, theirs = summaries["ours"], summaries["theirs"]
     # Ours: judge 4, 4, 1 (the unscored reply and the failed episode left out), population deviation.
@@ -40,7 +42,7 @@ def test_under_the_reference_protocol_failed_rows_count_as_the_worst_score_and_d
     assert theirs.judge.ddof == 1 and ours.judge.ddof == 0
 
 
-def test_the_report_shows_each_runs_protocol_and_warns_when_they_differ(store):
+def test_the_report_shows_each_runs_protocol_and_warns_when_they_differ(store) -> None:
     report, _ = _summaries(store)
     runs = next(t for t in report_tables(report) if t.key == "runs")
     column = runs.columns.index("protocol")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pau_mcp.reports import MethodScores, RunData, Score, build_report
 from pau_mcp.reports.render import report_tables, to_markdown
 
@@ -16,7 +18,7 @@ def run(name: str, model: str, scores: dict[str, float]) -> RunData:
 ORIGINS = {f"var/v{i}": f"orig/o{i}" for i in range(8)}
 
 
-def test_a_drop_on_variants_is_shown_per_model_with_its_significance():
+def test_a_drop_on_variants_is_shown_per_model_with_its_significance() -> None:
     remembering = [
         run("a-orig", "model-a", {f"orig/o{i}": 1.0 for i in range(8)}),
         run("a-var", "model-a", {f"var/v{i}": 0.2 for i in range(8)}),
@@ -36,12 +38,12 @@ def test_a_drop_on_variants_is_shown_per_model_with_its_significance():
     assert "Originals against their variants" in to_markdown(report)
 
 
-def test_without_variants_there_is_no_such_table():
+def test_without_variants_there_is_no_such_table() -> None:
     report = build_report([run("a", "m", {"orig/o1": 1.0})], resamples=10, variant_origins={})
     assert report.variants == [] and all(t.key != "variants" for t in report_tables(report))
 
 
-def test_pau_mcp_report_pairs_variants_with_their_originals_from_the_manifests(tmp_path):
+def test_pau_mcp_report_pairs_variants_with_their_originals_from_the_manifests(tmp_path: Path) -> None:
     import os
 
     from pau_command import run_pau

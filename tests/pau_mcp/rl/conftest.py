@@ -6,6 +6,7 @@ import pytest
 
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.rl import Runtime
+from wasm_runtime import Sandbox
 
 
 @pytest.fixture(scope="session")
@@ -14,5 +15,5 @@ def manifests() -> ManifestStore:
 
 
 @pytest.fixture(scope="session")
-def runtime(sandbox) -> Runtime:
+def runtime(sandbox: Sandbox) -> Runtime:
     return Runtime(lambda: sandbox)

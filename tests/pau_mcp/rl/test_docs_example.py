@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_the_worked_example_rolls_out_and_exports_offline_with_no_warning(tmp_path):
+def test_the_worked_example_rolls_out_and_exports_offline_with_no_warning(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "docs" / "examples" / "rl_offline.py"), str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=300,

@@ -7,6 +7,7 @@ import threading
 import anyio
 import pytest
 
+from pau_mcp.manifests import ManifestStore
 from pau_mcp.rl import EnvConfig, EpisodeError, ExplorationEnv, RewardConfig, Runtime, ScriptedCritic
 from wasm_runtime import Limits, Sandbox
 
@@ -17,7 +18,9 @@ def _env(manifests, runtime, critic=None, **config):
     return ExplorationEnv(manifests.method("builtin/b005"), critic or ScriptedCritic(), EnvConfig(**config), runtime)
 
 
-def test_one_cycle_rewards_reasoning_input_and_hypothesis_as_the_schedule_says(manifests, runtime):
+def test_one_cycle_rewards_reasoning_input_and_hypothesis_as_the_schedule_says(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     critic = ScriptedCritic(reasoning=lambda view, text: 9, hypothesis=lambda view, text: 9)
     env = _env(manifests, runtime, critic)
     env.reset()
@@ -33,7 +36,9 @@ def test_one_cycle_rewards_reasoning_input_and_hypothesis_as_the_schedule_says(m
     assert env.total_reward == pytest.approx(1.0 + 0.025 + 4.0)
 
 
-def test_a_call_that_raises_costs_the_runtime_error_penalty_and_counts(manifests, runtime):
+def test_a_call_that_raises_costs_the_runtime_error_penalty_and_counts(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     env = _env(manifests, runtime)
     env.reset()
     env.step("try zero")
@@ -48,7 +53,9 @@ def test_a_call_that_raises_costs_the_runtime_error_penalty_and_counts(manifests
     [("I would like to try something", "unparsed"), ("INPUT: (1, 2)", "invalid_input"),
      ("INPUT: (__import__('os'),)", "invalid_input"), ("INPUT: (1,", "invalid_input")],
 )  # fmt: skip
-def test_malformed_inputs_cost_the_parse_penalty_never_run_and_never_count(manifests, runtime, reply, status):
+def test_malformed_inputs_cost_the_parse_penalty_never_run_and_never_count(
+    manifests: ManifestStore, runtime: Runtime, reply, status
+) -> None:
     env = _env(manifests, runtime)
     env.reset()
     env.step("plan")
@@ -58,7 +65,7 @@ def test_malformed_inputs_cost_the_parse_penalty_never_run_and_never_count(manif
     assert env.budget.used() == 0 and env.experiments == []
 
 
-def test_the_wrong_arity_is_refused_with_the_servers_words(manifests, runtime):
+def test_the_wrong_arity_is_refused_with_the_servers_words(manifests: ManifestStore, runtime: Runtime) -> None:
     env = _env(manifests, runtime)
     env.reset()
     env.step("plan")
@@ -66,7 +73,7 @@ def test_the_wrong_arity_is_refused_with_the_servers_words(manifests, runtime):
     assert "test_func(arg0) takes 1 argument, got 2" in result.info["call"]["shown"]
 
 
-def test_a_repeated_input_counts_but_earns_no_execution_reward(manifests, runtime):
+def test_a_repeated_input_counts_but_earns_no_execution_reward(manifests: ManifestStore, runtime: Runtime) -> None:
     env = _env(manifests, runtime)
     env.reset()
     for _ in range(2):
@@ -77,7 +84,9 @@ def test_a_repeated_input_counts_but_earns_no_execution_reward(manifests, runtim
     assert env.budget.used() == 2
 
 
-def test_the_episode_ends_at_the_reflection_after_the_last_counted_call(manifests, runtime):
+def test_the_episode_ends_at_the_reflection_after_the_last_counted_call(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     env = _env(manifests, runtime, budget=2)
     env.reset()
     for value in (1, 2):
@@ -88,7 +97,9 @@ def test_the_episode_ends_at_the_reflection_after_the_last_counted_call(manifest
     assert result.done and not result.info["concluded"] and env.budget.used() == 2
 
 
-def test_the_turn_limit_ends_an_unconcluded_episode_with_the_timeout_penalty(manifests, runtime):
+def test_the_turn_limit_ends_an_unconcluded_episode_with_the_timeout_penalty(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     env = _env(manifests, runtime, max_turns=4)
     env.reset()
     for reply in ("plan", "INPUT: (3,)", "CONCLUDED: NO\nHYPOTHESIS: maybe"):
@@ -99,7 +110,7 @@ def test_the_turn_limit_ends_an_unconcluded_episode_with_the_timeout_penalty(man
         env.step("more")
 
 
-def test_the_policy_never_sees_the_source_or_the_gold_description(manifests, runtime):
+def test_the_policy_never_sees_the_source_or_the_gold_description(manifests: ManifestStore, runtime: Runtime) -> None:
     method = manifests.method("builtin/b005")
     env = _env(manifests, runtime)
     texts = [m["content"] for m in env.reset()]
@@ -110,7 +121,7 @@ def test_the_policy_never_sees_the_source_or_the_gold_description(manifests, run
     assert "test_func(12) -> 3" in seen  # the initial examples are the agent's to see
 
 
-def test_only_an_asymmetric_critic_is_handed_the_gold_data(manifests, runtime):
+def test_only_an_asymmetric_critic_is_handed_the_gold_data(manifests: ManifestStore, runtime: Runtime) -> None:
     views = []
 
     def remember(view, text):
@@ -126,7 +137,9 @@ def test_only_an_asymmetric_critic_is_handed_the_gold_data(manifests, runtime):
     assert symmetric.gold is None
 
 
-def test_only_the_concluding_hypothesis_is_judged_unless_every_reflection_is_asked_for(manifests, runtime):
+def test_only_the_concluding_hypothesis_is_judged_unless_every_reflection_is_asked_for(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     env = _env(manifests, runtime)
     env.reset()
     for reply in ("plan", "INPUT: (3,)"):
@@ -155,7 +168,7 @@ def _episode(env) -> list[float]:
     return rewards
 
 
-def test_environments_stepped_from_32_threads_at_once_give_the_rewards_of_one_thread(manifests):
+def test_environments_stepped_from_32_threads_at_once_give_the_rewards_of_one_thread(manifests: ManifestStore) -> None:
     # A time limit of its own: 32 threads on two cores of a busy CI machine share the GIL for the sandbox's host
     # calls, and the default limit's wall-clock backstop (5 x 2 s) is not what this test is about.
     runtime = Runtime(lambda: Sandbox(limits=Limits(timeout_s=20.0)))
@@ -179,7 +192,7 @@ def test_environments_stepped_from_32_threads_at_once_give_the_rewards_of_one_th
     assert all(result == expected for result in results), [r for r in results if r != expected][:3]
 
 
-def test_astep_steps_without_blocking_the_event_loop(manifests, runtime):
+def test_astep_steps_without_blocking_the_event_loop(manifests: ManifestStore, runtime: Runtime) -> None:
     async def main():
         env = _env(manifests, runtime)
         env.reset()
@@ -192,7 +205,7 @@ def test_astep_steps_without_blocking_the_event_loop(manifests, runtime):
     assert first.info["phase"] == "reason" and second.info["call"]["shown"] == "returned 2"
 
 
-def test_a_call_the_sandbox_could_not_run_does_not_count_against_the_budget(manifests):
+def test_a_call_the_sandbox_could_not_run_does_not_count_against_the_budget(manifests: ManifestStore) -> None:
     from pau_mcp.rl import Runtime
 
     class Broken:

@@ -60,7 +60,7 @@ _SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_child_forked_while_threads_step_environments_steps_its_own_episode():
+def test_a_child_forked_while_threads_step_environments_steps_its_own_episode() -> None:
     done = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert done.stdout.startswith("test_func(9) -> returned 2 [0, 0, 0]")

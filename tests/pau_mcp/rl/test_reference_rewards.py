@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from pau_mcp.rl import EnvConfig, ExplorationEnv, RewardConfig, ScriptedCritic
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.rl import EnvConfig, ExplorationEnv, RewardConfig, Runtime, ScriptedCritic
 from pau_mcp.rl.critic import parse_critic_rating
 from pau_mcp.rl.rewards import length_penalty
 
@@ -191,8 +192,8 @@ def replay(manifests, runtime, steps: list[Step], rewards: RewardConfig) -> tupl
     "episode", [CONCLUDING, UNSCORED_CONCLUSION, TURN_LIMIT], ids=["concluding", "unscored conclusion", "turn limit"]
 )
 def test_a_recorded_episode_pays_under_the_reference_schedule_what_the_references_rules_pay_step_for_step(
-    manifests, runtime, episode
-):
+    manifests: ManifestStore, runtime: Runtime, episode
+) -> None:
     expected = reference_episode(manifests.method(METHOD).source, episode)
     got, unread = replay(manifests, runtime, episode, RewardConfig.named("reference"))
     assert len(got) == len(expected) and unread == 0  # the same steps, and the critic asked at the same ones
@@ -201,7 +202,7 @@ def test_a_recorded_episode_pays_under_the_reference_schedule_what_the_reference
         assert done == ends, f"turn {turn}"
 
 
-def test_the_recorded_episodes_cover_each_rule_where_the_schedules_differ(manifests):
+def test_the_recorded_episodes_cover_each_rule_where_the_schedules_differ(manifests: ManifestStore) -> None:
     source = manifests.method(METHOD).source
     concluding = [reward for reward, _ in reference_episode(source, CONCLUDING)]
     assert concluding[0] == pytest.approx(6 / 9 - 1)  # 110 words: the floor's -1
@@ -214,7 +215,9 @@ def test_the_recorded_episodes_cover_each_rule_where_the_schedules_differ(manife
     assert len(turn_limit) == 40 and turn_limit[-1] == (-1.0, True)
 
 
-def test_this_projects_schedule_differs_on_those_steps_as_documented(manifests, runtime):
+def test_this_projects_schedule_differs_on_those_steps_as_documented(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     ours, _ = replay(manifests, runtime, CONCLUDING, RewardConfig())
     assert ours[0][0] == pytest.approx(6 / 9 - 0.5)  # capped: 0.05 per word beyond 100
     assert ours[1][0] == pytest.approx(-0.975)  # the whole 40-word reply counts: -1 + 0.025
@@ -226,13 +229,15 @@ def test_this_projects_schedule_differs_on_those_steps_as_documented(manifests, 
     assert timed_out[-1] == (pytest.approx(3 / 9 - 1.0), True)  # the last step is read and paid, then timed out
 
 
-def test_an_unscored_critic_reply_pays_nothing_for_a_concluding_hypothesis_under_every_schedule(manifests, runtime):
+def test_an_unscored_critic_reply_pays_nothing_for_a_concluding_hypothesis_under_every_schedule(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     for name in ("pau-mcp", "paper", "reference"):
         got, _ = replay(manifests, runtime, UNSCORED_CONCLUSION, RewardConfig.named(name))
         assert got[-1] == (0.0, True), name  # not -2: the critic's silence says nothing about stopping
 
 
-def test_the_floored_length_penalty_is_minus_one_from_tau_plus_one_and_minus_two_at_five_tau():
+def test_the_floored_length_penalty_is_minus_one_from_tau_plus_one_and_minus_two_at_five_tau() -> None:
     def floored(n: int) -> float:
         return length_penalty(words(n), tau=100, alpha=0.05, cap=1.0, shape="floored")
 
@@ -243,7 +248,7 @@ def test_the_floored_length_penalty_is_minus_one_from_tau_plus_one_and_minus_two
     assert length_penalty(words(101), 100, 0.05, 1.0) == pytest.approx(-0.05)  # capped: alpha per word
 
 
-def test_the_floored_shape_needs_a_tau_to_divide_by():
+def test_the_floored_shape_needs_a_tau_to_divide_by() -> None:
     with pytest.raises(ValueError, match="input_tau must be at least 1"):
         RewardConfig.named("reference", input_tau=0)
     with pytest.raises(ValueError, match="unknown length_shape 'square'"):

@@ -8,13 +8,15 @@ method's real behaviour.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from fakellm import FakeLLM
 from rlscript import critic_reply, honest
 
 from pau_mcp.llm import LLMClient
-from pau_mcp.rl import EnvConfig, ExplorationEnv, LLMCritic, RewardConfig, ScriptedCritic
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.rl import EnvConfig, ExplorationEnv, LLMCritic, RewardConfig, Runtime, ScriptedCritic
 
 FLOOD = " ".join(["very"] * 5000)
 GOOD = "counts steps to reach 1; raises ValueError below 1"
@@ -90,7 +92,7 @@ def _return(policy, manifests, runtime, tmp_path, rewards=None) -> float:
 
 
 @pytest.fixture(scope="module")
-def honest_return(manifests, runtime, tmp_path_factory) -> float:
+def honest_return(manifests: ManifestStore, runtime: Runtime, tmp_path_factory: pytest.TempPathFactory) -> float:
     value = _return(honest, manifests, runtime, tmp_path_factory.mktemp("honest"))
     assert value > 4  # concluded with the real behaviour
     return value
@@ -100,14 +102,16 @@ def honest_return(manifests, runtime, tmp_path_factory) -> float:
     "policy", [repeat_one_input, flood, flood_the_function, malformed, injection, Sandbagger],
     ids=lambda p: p.__name__,
 )  # fmt: skip
-def test_a_gaming_policy_earns_no_more_than_the_honest_explorer(policy, honest_return, manifests, runtime, tmp_path):
+def test_a_gaming_policy_earns_no_more_than_the_honest_explorer(
+    policy, honest_return: float, manifests: ManifestStore, runtime: Runtime, tmp_path: Path
+) -> None:
     played = policy() if isinstance(policy, type) else policy
     assert _return(played, manifests, runtime, tmp_path) <= honest_return
 
 
 def test_judging_every_reflection_as_the_reference_does_lets_stalling_out_earn_concluding(
-    honest_return, manifests, runtime, tmp_path
-):
+    honest_return: float, manifests: ManifestStore, runtime: Runtime, tmp_path: Path
+) -> None:
     # Why only the concluding hypothesis is judged by default (docs/training.md): restating a good hypothesis at
     # every reflection earns H each time.
     reference = RewardConfig.named("paper", judge_every_reflection=True)
@@ -174,7 +178,9 @@ def _scripted_return(
 LAST = 13
 
 
-def test_what_the_policy_claims_cannot_buy_exploration_the_evidence_no_longer_needs(manifests, runtime):
+def test_what_the_policy_claims_cannot_buy_exploration_the_evidence_no_longer_needs(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     # The issue's sandbagger states a vague hypothesis at every reflection, explores until the turn limit, then
     # states the right one: under the default schedule it earned 12.99 against the honest explorer's 4.69, because
     # exploration stopped paying only once the *stated* hypothesis was rated good enough.
@@ -192,7 +198,9 @@ def test_what_the_policy_claims_cannot_buy_exploration_the_evidence_no_longer_ne
     assert played(Explorer(knows_at=1, concludes_at=4)) == played(Explorer(knows_at=4, concludes_at=4))
 
 
-def test_a_critic_that_cannot_judge_the_evidence_falls_back_to_the_stated_hypothesis(manifests, runtime):
+def test_a_critic_that_cannot_judge_the_evidence_falls_back_to_the_stated_hypothesis(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     # A symmetric critic does not know the function: the stated hypothesis decides, as before this rule.
     fallback = _scripted_return(Explorer(knows_at=1, concludes_at=LAST), manifests, runtime)
     assert fallback == pytest.approx(4.69, abs=0.005)
@@ -202,7 +210,9 @@ def test_a_critic_that_cannot_judge_the_evidence_falls_back_to_the_stated_hypoth
     ) == pytest.approx(12.99, abs=0.005)
 
 
-def test_going_on_once_the_hypothesis_is_rated_at_the_top_pays_no_more_than_concluding(manifests, runtime):
+def test_going_on_once_the_hypothesis_is_rated_at_the_top_pays_no_more_than_concluding(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     concluding = _scripted_return(Explorer(knows_at=1, concludes_at=1), manifests, runtime)
     never = _scripted_return(Explorer(knows_at=1, concludes_at=None), manifests, runtime)
     at_the_last_reflection = _scripted_return(Explorer(knows_at=1, concludes_at=LAST), manifests, runtime)
@@ -211,7 +221,7 @@ def test_going_on_once_the_hypothesis_is_rated_at_the_top_pays_no_more_than_conc
     assert never < explorer and at_the_last_reflection < explorer
 
 
-def test_exploring_while_the_hypothesis_is_wrong_keeps_paying(manifests, runtime):
+def test_exploring_while_the_hypothesis_is_wrong_keeps_paying(manifests: ManifestStore, runtime: Runtime) -> None:
     wrong_at_once = _scripted_return(Explorer(knows_at=LAST + 1, concludes_at=1), manifests, runtime)
     after_four = _scripted_return(Explorer(knows_at=4, concludes_at=4), manifests, runtime)
     after_six = _scripted_return(Explorer(knows_at=6, concludes_at=6), manifests, runtime)
@@ -219,7 +229,9 @@ def test_exploring_while_the_hypothesis_is_wrong_keeps_paying(manifests, runtime
     assert after_six == pytest.approx(8.15, abs=0.005)
 
 
-def test_the_papers_schedule_stays_selectable_and_pays_as_the_issue_measured(manifests, runtime):
+def test_the_papers_schedule_stays_selectable_and_pays_as_the_issue_measured(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     paper = RewardConfig.named("paper")
     returns = [
         _scripted_return(Explorer(knows_at=1, concludes_at=None), manifests, runtime, paper),
@@ -246,7 +258,9 @@ def flood_no_spaces(observation: str) -> str:
 
 
 @pytest.mark.parametrize("policy", [flood_zero_width, flood_no_spaces], ids=lambda p: p.__name__)
-def test_padding_without_spaces_still_pays_the_length_penalty(policy, honest_return, manifests, runtime, tmp_path):
+def test_padding_without_spaces_still_pays_the_length_penalty(
+    policy, honest_return: float, manifests: ManifestStore, runtime: Runtime, tmp_path: Path
+) -> None:
     padded = _return(policy, manifests, runtime, tmp_path)
     # Every step of the padded episode pays the full penalty: it ends far below the honest explorer, as `flood` does.
     assert padded < honest_return - 5

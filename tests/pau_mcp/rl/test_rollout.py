@@ -22,6 +22,7 @@ from rlscript import brain
 
 from pau_mcp.manifests import ManifestStore, call_text
 from pau_mcp.server.examples import deployment_examples
+from wasm_runtime import Sandbox
 
 ROOT = Path(__file__).resolve().parents[3]
 METHODS = ("builtin/b001", "builtin/b002", "builtin/b003", "builtin/b004", "builtin/b005", "builtin/b006")
@@ -52,7 +53,7 @@ def _episodes(data: Path) -> list[tuple]:
     )
 
 
-def test_a_rollout_writes_trajectories_with_per_step_rewards_as_jsonl_and_parquet(tmp_path):
+def test_a_rollout_writes_trajectories_with_per_step_rewards_as_jsonl_and_parquet(tmp_path: Path) -> None:
     with FakeLLM(responder=brain) as fake:
         done = run_pau(*_args(tmp_path), env=_env(fake), cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -69,7 +70,7 @@ def test_a_rollout_writes_trajectories_with_per_step_rewards_as_jsonl_and_parque
     assert {"reward", "phase", "observation", "action", "components", "call_status", "critic_score"} <= set(table[0])
 
 
-def test_a_rollout_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted_one(tmp_path):
+def test_a_rollout_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted_one(tmp_path: Path) -> None:
     def slow(body: dict) -> Reply:
         reply = brain(body)
         return Reply(text=reply, delay_s=0.03) if isinstance(reply, str) else reply
@@ -105,7 +106,9 @@ def test_a_rollout_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted
     assert sum(a for (a,) in attempts) <= 6 + 2  # episodes finished before the kill never ran again
 
 
-def test_running_a_finished_rollout_again_gives_its_mean_return_and_names_the_models_without_a_price(tmp_path):
+def test_running_a_finished_rollout_again_gives_its_mean_return_and_names_the_models_without_a_price(
+    tmp_path: Path,
+) -> None:
     with FakeLLM(responder=brain) as fake:
         first = run_pau(*_args(tmp_path, methods=METHODS[:2]), env=_env(fake), cwd=ROOT)
         again = run_pau(*_args(tmp_path, methods=METHODS[:2]), env=_env(fake), cwd=ROOT)
@@ -119,7 +122,7 @@ def test_running_a_finished_rollout_again_gives_its_mean_return_and_names_the_mo
     assert "no price for openai/fake-critic, openai/fake-policy" in again.stdout
 
 
-def test_resuming_with_other_options_is_refused(tmp_path):
+def test_resuming_with_other_options_is_refused(tmp_path: Path) -> None:
     with FakeLLM(responder=brain) as fake:
         first = run_pau(*_args(tmp_path, "r", "--limit", "1"), env=_env(fake), cwd=ROOT)
         assert first.returncode == 0, first.stderr[-2000:]
@@ -127,7 +130,7 @@ def test_resuming_with_other_options_is_refused(tmp_path):
     assert other.returncode == 1 and "exists with another configuration" in other.stderr
 
 
-def test_a_rejected_key_ends_the_rollout_in_one_line_and_records_the_failed_episode(tmp_path):
+def test_a_rejected_key_ends_the_rollout_in_one_line_and_records_the_failed_episode(tmp_path: Path) -> None:
     with FakeLLM(responder=brain) as fake:
         fake.fail(401, message="invalid api key")
         done = run_pau(*_args(tmp_path, "r", "--concurrency", "1"), env=_env(fake), cwd=ROOT)
@@ -141,7 +144,7 @@ def _policy_requests(fake: FakeLLM) -> list[dict]:
     return [body for body in fake.requests if body.get("temperature") == 1.0]
 
 
-def test_a_second_rollout_samples_its_policy_afresh_and_a_resumed_one_replays_its_own_steps(tmp_path):
+def test_a_second_rollout_samples_its_policy_afresh_and_a_resumed_one_replays_its_own_steps(tmp_path: Path) -> None:
     few = ("--limit", "2")
     with FakeLLM(responder=brain) as fake:
         first = run_pau(*_args(tmp_path, "a", *few), env=_env(fake), cwd=ROOT)
@@ -164,7 +167,7 @@ def test_a_second_rollout_samples_its_policy_afresh_and_a_resumed_one_replays_it
     assert steps and all(step["policy"]["cached"] and step["policy"]["output_tokens"] > 0 for step in steps)
 
 
-def test_a_policy_server_answering_pages_fails_its_episode_in_one_line_and_the_run_goes_on(tmp_path):
+def test_a_policy_server_answering_pages_fails_its_episode_in_one_line_and_the_run_goes_on(tmp_path: Path) -> None:
     with FakeLLM(responder=brain) as fake:
         fake.answer_bytes(b"<html><body>upstream connect error</body></html>", content_type="text/html", times=2)
         done = run_pau(
@@ -191,7 +194,9 @@ def test_a_policy_server_answering_pages_fails_its_episode_in_one_line_and_the_r
     assert "1 episodes finished now, 1 earlier, 0 failed now; whole run: 2 episodes, 2 done, 0 failed" in retried.stdout
 
 
-def test_with_deployment_examples_the_policy_sees_the_examples_a_server_of_the_deployment_serves(tmp_path, sandbox):
+def test_with_deployment_examples_the_policy_sees_the_examples_a_server_of_the_deployment_serves(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     key = "rollout-deployment-key-0123456789"
     with FakeLLM(responder=brain) as fake:
         done = run_pau(
@@ -214,7 +219,7 @@ def _return_of(data: Path, method_id: str) -> float:
     return next(r["return"] for r in map(json.loads, lines) if r["method_id"] == method_id)
 
 
-def test_the_rewards_option_selects_the_papers_schedule_by_name(tmp_path):
+def test_the_rewards_option_selects_the_papers_schedule_by_name(tmp_path: Path) -> None:
     # The scripted explorer states the right hypothesis from its first reflection and goes on to four calls. Told to
     # stop paying exploration once the *stated* hypothesis is rated (the rule before the evidence rule), the default
     # schedule pays its first cycle only; the paper's pays every step whatever that field says.
@@ -230,6 +235,6 @@ def test_the_rewards_option_selects_the_papers_schedule_by_name(tmp_path):
     assert returns["pau-mcp"] == pytest.approx(4.69, abs=0.005)
 
 
-def test_an_unknown_schedule_is_a_usage_error_naming_the_schedules(tmp_path):
+def test_an_unknown_schedule_is_a_usage_error_naming_the_schedules(tmp_path: Path) -> None:
     done = run_pau(*_args(tmp_path, "r", "--rewards", "generous"), cwd=ROOT)
     assert done.returncode == 2 and "pau-mcp, paper" in done.stderr and "Traceback" not in done.stderr

@@ -26,7 +26,7 @@ def _pau(*args: str, env: dict[str, str] | None = None, process: bool = False) -
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory) -> Path:
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory with a rollout run, an answer-aware rollout run and an eval run of the paper agent."""
     data = tmp_path_factory.mktemp("sft")
     with FakeLLM(responder=brain) as fake:
@@ -56,7 +56,7 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_distill_keeps_good_teacher_steps_as_chat_examples(recorded, tmp_path):
+def test_distill_keeps_good_teacher_steps_as_chat_examples(recorded: Path, tmp_path: Path) -> None:
     done = _pau("export", "sft", "plain", "eval", "--kind", "distill", "--out", str(tmp_path), "--min-score", "0.5",
                 "--data-dir", str(recorded))  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -68,7 +68,7 @@ def test_distill_keeps_good_teacher_steps_as_chat_examples(recorded, tmp_path):
     assert "Poor?" not in (tmp_path / "train.jsonl").read_text()
 
 
-def test_answer_aware_examples_never_show_the_answer_in_their_prompts(recorded, tmp_path):
+def test_answer_aware_examples_never_show_the_answer_in_their_prompts(recorded: Path, tmp_path: Path) -> None:
     done = _pau("export", "sft", "aware", "--kind", "answer-aware", "--out", str(tmp_path), "--min-score", "0",
                 "--data-dir", str(recorded))  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -76,14 +76,14 @@ def test_answer_aware_examples_never_show_the_answer_in_their_prompts(recorded, 
     assert GOLD not in text and "You already know" not in text
 
 
-def test_final_answers_are_the_gold_descriptions(recorded, tmp_path):
+def test_final_answers_are_the_gold_descriptions(recorded: Path, tmp_path: Path) -> None:
     done = _pau("export", "sft", "plain", "--kind", "final", "--out", str(tmp_path), "--data-dir", str(recorded))
     assert done.returncode == 0, done.stderr
     answers = {e["messages"][-1]["content"] for e in _lines(tmp_path / "train.jsonl")}
     assert GOLD in answers and len(answers) == 2
 
 
-def test_a_run_of_the_wrong_kind_is_refused_with_what_would_do(recorded, tmp_path):
+def test_a_run_of_the_wrong_kind_is_refused_with_what_would_do(recorded: Path, tmp_path: Path) -> None:
     aware = _pau("export", "sft", "aware", "--kind", "distill", "--out", str(tmp_path), "--data-dir", str(recorded))
     assert aware.returncode == 1 and "--kind answer-aware" in aware.stderr
     plain = _pau(
@@ -92,7 +92,7 @@ def test_a_run_of_the_wrong_kind_is_refused_with_what_would_do(recorded, tmp_pat
     assert plain.returncode == 1 and "--answer-aware" in plain.stderr
 
 
-def test_the_dataset_loads_with_hugging_face_datasets(recorded, tmp_path):
+def test_the_dataset_loads_with_hugging_face_datasets(recorded: Path, tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
     done = _pau(
         "export", "sft", "plain", "--kind", "final", "--out", str(tmp_path), "--data-dir", str(recorded), process=True
@@ -131,7 +131,9 @@ def _reference_run(data: Path) -> None:
                                                               trajectory=trajectory))  # fmt: skip
 
 
-def test_distill_with_the_references_filter_keeps_its_warm_up_steps_as_its_prompts_alone(recorded, tmp_path):
+def test_distill_with_the_references_filter_keeps_its_warm_up_steps_as_its_prompts_alone(
+    recorded: Path, tmp_path: Path
+) -> None:
     _reference_run(recorded)
     done = _pau("export", "sft", "ref", "--kind", "distill", "--filter", "reference", "--out", str(tmp_path),
                 "--data-dir", str(recorded))  # fmt: skip
@@ -147,7 +149,9 @@ def test_distill_with_the_references_filter_keeps_its_warm_up_steps_as_its_promp
     assert ours.returncode == 1 and "--protocol reference" in ours.stderr and "--filter outcome" in ours.stderr
 
 
-def test_final_of_a_reference_run_is_its_in_context_prompt_answered_with_the_gold(recorded, tmp_path):
+def test_final_of_a_reference_run_is_its_in_context_prompt_answered_with_the_gold(
+    recorded: Path, tmp_path: Path
+) -> None:
     from fakereference import write_checkout
 
     from pau_mcp.prompts import import_reference
@@ -165,7 +169,7 @@ def test_final_of_a_reference_run_is_its_in_context_prompt_answered_with_the_gol
     assert assistant["content"] == ManifestStore(()).method("builtin/b001").description
 
 
-def test_the_reference_warm_up_records_every_reply_cut_at_its_stop_marker_as_the_references_client_did():
+def test_the_reference_warm_up_records_every_reply_cut_at_its_stop_marker_as_the_references_client_did() -> None:
     from pau_mcp.rl.sft import reference_step_kept
 
     # Runs recorded before replies were stored cut still hold what followed the marker.

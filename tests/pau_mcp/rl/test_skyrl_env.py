@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from fakellm import FakeLLM
 from rlscript import critic_reply, honest
@@ -11,7 +13,9 @@ skyrl_gym = pytest.importorskip("skyrl_gym")
 from pau_mcp.rl.skyrl_env import ENV_ID, PauExploreEnv, dataset_rows, register  # noqa: E402
 
 
-def test_an_episode_through_skyrl_gym_make_gives_text_observations_rewards_and_an_end(monkeypatch, tmp_path):
+def test_an_episode_through_skyrl_gym_make_gives_text_observations_rewards_and_an_end(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     with FakeLLM(responder=critic_reply) as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "k")
@@ -39,18 +43,18 @@ def test_an_episode_through_skyrl_gym_make_gives_text_observations_rewards_and_a
     assert len(fake.requests) >= len(rewards) // 3  # the critic was asked
 
 
-def test_a_row_without_a_method_id_is_refused_with_what_to_add():
+def test_a_row_without_a_method_id_is_refused_with_what_to_add() -> None:
     with pytest.raises(ValueError, match="method_id column"):
         PauExploreEnv({"critic_model": "openai/x"}, {})
 
 
-def test_dataset_rows_name_the_environment_and_the_method_but_never_show_it_to_the_policy():
+def test_dataset_rows_name_the_environment_and_the_method_but_never_show_it_to_the_policy() -> None:
     (row,) = dataset_rows(["builtin/b005"])
     assert row["env_class"] == ENV_ID and row["method_id"] == "builtin/b005"
     assert "b005" not in str(row["prompt"])
 
 
-def test_rl_dataset_writes_disjoint_training_and_validation_rows_for_a_suite(tmp_path):
+def test_rl_dataset_writes_disjoint_training_and_validation_rows_for_a_suite(tmp_path: Path) -> None:
     import os
     from pathlib import Path
 

@@ -23,7 +23,7 @@ from pau_mcp.rl.skyrl_main import RECIPE, main, overrides, run_experiment  # noq
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_the_reference_recipe_fills_every_key_the_command_line_leaves_out():
+def test_the_reference_recipe_fills_every_key_the_command_line_leaves_out() -> None:
     final = overrides(["trainer.epochs=2", "+trainer.policy.model.lora.alpha=32", "data.train_data=['t.parquet']"])
     assert "trainer.epochs=5" not in final and "trainer.epochs=2" in final
     assert "trainer.policy.model.lora.alpha=16" not in final and "+trainer.policy.model.lora.alpha=32" in final
@@ -41,7 +41,7 @@ def test_the_reference_recipe_fills_every_key_the_command_line_leaves_out():
         overrides(["--epochs", "2"])
 
 
-def test_a_dry_run_prints_the_overrides_with_nothing_but_this_package():
+def test_a_dry_run_prints_the_overrides_with_nothing_but_this_package() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pau_mcp.rl.skyrl_main", "--dry-run", "trainer.epochs=3"],
         capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
@@ -50,7 +50,9 @@ def test_a_dry_run_prints_the_overrides_with_nothing_but_this_package():
     assert done.stdout.splitlines() == overrides(["trainer.epochs=3"])
 
 
-def test_without_skyrl_train_the_entry_point_says_what_to_install(capsys, monkeypatch):
+def test_without_skyrl_train_the_entry_point_says_what_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "skyrl_train", None)  # as on a machine without it
     assert main(["trainer.epochs=1"]) == 2
     error = capsys.readouterr().err
@@ -58,7 +60,9 @@ def test_without_skyrl_train_the_entry_point_says_what_to_install(capsys, monkey
     assert main(["epochs"]) == 2 and "not a Hydra override" in capsys.readouterr().err
 
 
-def test_the_experiment_registers_the_environment_in_its_process_before_skyrl_makes_one(tmp_path, monkeypatch):
+def test_the_experiment_registers_the_environment_in_its_process_before_skyrl_makes_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     package = tmp_path / "stand-in" / "skyrl_train"
     (package / "entrypoints").mkdir(parents=True)
     (package / "__init__.py").write_text("")

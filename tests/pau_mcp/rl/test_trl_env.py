@@ -6,7 +6,8 @@ import inspect
 
 import pytest
 
-from pau_mcp.rl import EnvConfig, ScriptedCritic
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.rl import EnvConfig, Runtime, ScriptedCritic
 from pau_mcp.rl.trl_env import PauToolEnv
 
 
@@ -15,7 +16,7 @@ def _env(manifests, runtime) -> PauToolEnv:
     return PauToolEnv(critic=critic, config=EnvConfig(), runtime=runtime, manifests=manifests)
 
 
-def test_trl_finds_three_tools_with_schemas_from_their_docstrings(manifests, runtime):
+def test_trl_finds_three_tools_with_schemas_from_their_docstrings(manifests: ManifestStore, runtime: Runtime) -> None:
     pytest.importorskip("trl")
     from transformers.utils import get_json_schema
 
@@ -32,7 +33,9 @@ def test_trl_finds_three_tools_with_schemas_from_their_docstrings(manifests, run
     assert schemas["reflect"]["parameters"]["properties"]["concluded"]["type"] == "boolean"
 
 
-def test_an_episode_through_the_tools_is_rewarded_as_the_environment_would(manifests, runtime):
+def test_an_episode_through_the_tools_is_rewarded_as_the_environment_would(
+    manifests: ManifestStore, runtime: Runtime
+) -> None:
     env = _env(manifests, runtime)
     first = env.reset(method_id="builtin/b005", prompt=[{"role": "user", "content": "x"}])
     assert "call `reason`" in first and "test_func(12) -> 3" in first
@@ -42,7 +45,7 @@ def test_an_episode_through_the_tools_is_rewarded_as_the_environment_would(manif
     assert env.get_reward() == pytest.approx(1.0 + 0.025 + 4.0)
 
 
-def test_a_tool_out_of_turn_is_refused_and_costs_the_parse_penalty(manifests, runtime):
+def test_a_tool_out_of_turn_is_refused_and_costs_the_parse_penalty(manifests: ManifestStore, runtime: Runtime) -> None:
     env = _env(manifests, runtime)
     env.reset(method_id="builtin/b005")
     assert env.run("(5,)") == "Out of turn: it is time to reason; call reason(plan)."

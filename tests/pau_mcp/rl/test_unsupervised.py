@@ -12,7 +12,8 @@ from fakellm import FakeLLM
 from pau_command import run_pau
 
 from pau_mcp.llm import LLMClient
-from pau_mcp.rl import EnvConfig, ExplorationEnv, UnsupervisedCritic, critic_for
+from pau_mcp.manifests import ManifestStore
+from pau_mcp.rl import EnvConfig, ExplorationEnv, Runtime, UnsupervisedCritic, critic_for
 
 MODEL = "openai/fake-critic"
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,8 +33,8 @@ def _episode(manifests, runtime, fake: FakeLLM, tmp_path: Path) -> tuple[Explora
 
 
 def test_a_concluding_hypothesis_earns_the_hidden_test_share_of_code_written_from_the_gold_description(
-    manifests, runtime, tmp_path
-):
+    manifests: ManifestStore, runtime: Runtime, tmp_path: Path
+) -> None:
     source = manifests.method("builtin/b005").source
     with FakeLLM() as fake:
         fake.say("A fine plan.\nRating: 6")  # the reasoning step: rated as the asymmetric critic rates it
@@ -48,14 +49,16 @@ def test_a_concluding_hypothesis_earns_the_hidden_test_share_of_code_written_fro
     assert done.info["components"]["hypothesis"] == pytest.approx(2.0 * (1.0 + 1.0))  # H * (share + bonus)
 
 
-def test_a_reply_without_code_leaves_the_hypothesis_unscored(manifests, runtime, tmp_path):
+def test_a_reply_without_code_leaves_the_hypothesis_unscored(
+    manifests: ManifestStore, runtime: Runtime, tmp_path: Path
+) -> None:
     with FakeLLM() as fake:
         fake.say("Rating: 6").say("")
         _, done = _episode(manifests, runtime, fake, tmp_path)
     assert done.info["critic"]["status"] == "unscored" and "share" not in done.info["critic"]
 
 
-def test_the_unsupervised_mode_needs_a_code_writer_and_says_how_to_give_one(tmp_path):
+def test_the_unsupervised_mode_needs_a_code_writer_and_says_how_to_give_one(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="coder model"):
         critic_for(LLMClient(), MODEL, "unsupervised")
     with pytest.raises(ValueError, match="unknown critic mode"):

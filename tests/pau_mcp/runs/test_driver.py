@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
 import anyio
 import pytest
 
+from pau_mcp.contract import EpisodeEnd
 from pau_mcp.harness.runner import EvalConfig, EvalError
 from pau_mcp.manifests import ManifestStore, Method
 from pau_mcp.rl.rollout import RolloutConfig
@@ -37,7 +39,7 @@ class Scripted:
             if how == "crash":
                 raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
             self.played.append(method.id)
-            state = "done" if how == "done" else "failed"
+            state: EpisodeEnd = "done" if how == "done" else "failed"
             result = EpisodeResult(state=state, error=None if state == "done" else "LLMError: refused", queries=1)
             return Ending(method.id, attempt, result, fatal=RuntimeError("bad key") if how == "fatal" else None)
 
@@ -52,7 +54,7 @@ def _drive(store: RunStore, spec: RunSpec, source: Scripted, concurrency: int = 
     return anyio.run(drive, store, spec, METHODS, source, concurrency, Progress())
 
 
-def test_a_resumed_run_plays_only_the_episodes_that_have_not_ended(tmp_path):
+def test_a_resumed_run_plays_only_the_episodes_that_have_not_ended(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.db")
     first = Scripted({METHODS[2].id: "lost"})
     with pytest.raises(RunError, match="no worker is left"):
@@ -66,7 +68,7 @@ def test_a_resumed_run_plays_only_the_episodes_that_have_not_ended(tmp_path):
     assert set(store.episode_states(store.run_id("r")).values()) == {"done"}
 
 
-def test_failed_episodes_are_played_again_only_when_the_run_retries_them(tmp_path):
+def test_failed_episodes_are_played_again_only_when_the_run_retries_them(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.db")
     _drive(store, _spec(), Scripted({METHODS[0].id: "failed"}))
     kept = Scripted()
@@ -76,7 +78,7 @@ def test_failed_episodes_are_played_again_only_when_the_run_retries_them(tmp_pat
     assert _drive(store, spec, retried).done == 1 and retried.played == [METHODS[0].id]
 
 
-def test_a_fatal_ending_is_recorded_and_then_ends_the_run(tmp_path):
+def test_a_fatal_ending_is_recorded_and_then_ends_the_run(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.db")
     source = Scripted({METHODS[1].id: "fatal"})
     with pytest.raises(RuntimeError, match="bad key"):
@@ -86,7 +88,9 @@ def test_a_fatal_ending_is_recorded_and_then_ends_the_run(tmp_path):
     assert states[METHODS[3].id] == "pending"
 
 
-def test_an_episode_whose_play_raises_an_unforeseen_error_is_recorded_failed_and_the_run_goes_on(tmp_path):
+def test_an_episode_whose_play_raises_an_unforeseen_error_is_recorded_failed_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
     store = RunStore(tmp_path / "runs.db")
     progress = _drive(store, _spec(), Scripted({METHODS[1].id: "crash"}))
     states = store.episode_states(store.run_id("r"))
@@ -101,7 +105,7 @@ def test_an_episode_whose_play_raises_an_unforeseen_error_is_recorded_failed_and
     assert _drive(store, spec, again).done == 1 and again.played == [METHODS[1].id]
 
 
-def test_a_run_recorded_with_another_configuration_is_refused_with_the_difference_named(tmp_path):
+def test_a_run_recorded_with_another_configuration_is_refused_with_the_difference_named(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.db")
     _drive(store, _spec(budget=5), Scripted())
     with pytest.raises(RunError, match=r"exists with another configuration \(budget: stored 5, asked 6\)"):
@@ -111,7 +115,7 @@ def test_a_run_recorded_with_another_configuration_is_refused_with_the_differenc
         _drive(store, _spec(), Scripted())
 
 
-def test_evaluation_and_rollout_runs_refuse_a_changed_configuration_by_the_same_rule(tmp_path):
+def test_evaluation_and_rollout_runs_refuse_a_changed_configuration_by_the_same_rule(tmp_path: Path) -> None:
     eval_config = EvalConfig(run="e", model="openai/m", suite="builtin", budget=5)
     rollout = RolloutConfig(run="o", model="openai/m", suite="builtin", methods=(), critic={"model": "openai/c"})
     for before, after in ((eval_config.spec("digest"), EvalConfig(run="e", model="openai/m", suite="builtin", budget=6).spec("digest")),
@@ -123,12 +127,12 @@ def test_evaluation_and_rollout_runs_refuse_a_changed_configuration_by_the_same_
         assert after.conflict({}) is None  # a run a server recorded with no configuration is taken over
 
 
-def test_an_evaluation_recorded_before_protocols_were_recorded_resumes_under_ours(tmp_path):
+def test_an_evaluation_recorded_before_protocols_were_recorded_resumes_under_ours(tmp_path: Path) -> None:
     config = EvalConfig(run="e", model="openai/m", suite="builtin")
     old = {k: v for k, v in config.identity().items() if k != "protocol"}
     assert config.spec().conflict(old) is None
     assert EvalConfig(run="e", model="openai/m", suite="builtin", protocol="reference").spec().conflict(old)
 
 
-def test_evaluation_errors_are_run_errors_so_a_command_catches_one_kind():
+def test_evaluation_errors_are_run_errors_so_a_command_catches_one_kind() -> None:
     assert issubclass(EvalError, RunError)

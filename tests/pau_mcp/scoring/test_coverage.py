@@ -7,7 +7,7 @@ import pytest
 
 from pau_mcp.manifests import Case, Method, Provenance, Tags
 from pau_mcp.scoring.coverage import measure_coverage, source_shape
-from wasm_runtime import Limits
+from wasm_runtime import Limits, Sandbox
 
 SOURCE = """def test_func(a):
     if a < 0:
@@ -31,7 +31,7 @@ def _method(tests: list[str]) -> Method:
     )  # fmt: skip
 
 
-def test_a_traced_call_returns_prints_and_raises_what_an_untraced_call_does(sandbox):
+def test_a_traced_call_returns_prints_and_raises_what_an_untraced_call_does(sandbox: Sandbox) -> None:
     source = "def test_func(a):\n    print('in', a)\n    if a:\n        return {a: [a] * 2}\n    raise KeyError(a)\n"
     inputs = ["(3,)", "(0,)", "('x',)", "(not a literal"]
     for _ in range(3):  # from its third run on the source's code comes from the code cache, which costs less fuel
@@ -48,7 +48,7 @@ def test_a_traced_call_returns_prints_and_raises_what_an_untraced_call_does(sand
     assert [(o.value, o.stdout, o.fuel) for o in again] == [(o.value, o.stdout, o.fuel) for o in plain]
 
 
-def test_an_untraced_call_carries_no_trace_even_one_the_hidden_code_forged(sandbox):
+def test_an_untraced_call_carries_no_trace_even_one_the_hidden_code_forged(sandbox: Sandbox) -> None:
     forger = (
         "def test_func(a):\n    import sys\n"
         "    for m in list(sys.modules.values()):\n"
@@ -59,14 +59,14 @@ def test_an_untraced_call_carries_no_trace_even_one_the_hidden_code_forged(sandb
     assert outcome.value == "5" and outcome.extra == {} and "trace" not in outcome.to_dict()
 
 
-def test_the_shape_counts_statements_and_the_lines_that_branch():
+def test_the_shape_counts_statements_and_the_lines_that_branch() -> None:
     shape = source_shape(SOURCE)
     assert sorted(set(shape.statements.values())) == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     assert shape.branching == {2, 4, 5, 8}
     assert source_shape("def f(:\n").statements == {}
 
 
-def test_coverage_compares_what_an_episodes_calls_ran_with_what_the_hidden_tests_run(sandbox):
+def test_coverage_compares_what_an_episodes_calls_ran_with_what_the_hidden_tests_run(sandbox: Sandbox) -> None:
     method = _method(["(-1,)", "(123,)", "(0,)"])
     # 5 runs the digit loop; 99 spins and stops at the (traced) CPU budget; the broken literal never runs.
     inputs = ["(5,)", "(99,)", "(not a literal"]
@@ -88,13 +88,13 @@ def test_coverage_compares_what_an_episodes_calls_ran_with_what_the_hidden_tests
     assert (found["inputs"], found["lost"], found["test_inputs"], found["tests_lost"]) == (2, 1, 3, 0)
 
 
-def test_an_episode_without_calls_covers_nothing_and_a_method_without_tests_has_no_share(sandbox):
+def test_an_episode_without_calls_covers_nothing_and_a_method_without_tests_has_no_share(sandbox: Sandbox) -> None:
     nothing = anyio.run(lambda: measure_coverage(sandbox, _method(["(12,)"]), []))
     assert nothing["lines"]["agent_of_tests"] == 0.0 and nothing["inputs"] == 0
     untested = anyio.run(lambda: measure_coverage(sandbox, _method([]), ["(12,)"]))
     assert untested["lines"]["agent_of_tests"] is None and untested["lines"]["agent"] == 7
 
 
-def test_a_sandbox_that_cannot_trace_gives_an_unavailable_result():
+def test_a_sandbox_that_cannot_trace_gives_an_unavailable_result() -> None:
     found = anyio.run(lambda: measure_coverage(object(), _method(["(1,)"]), ["(1,)"]))
     assert found["status"] == "unavailable" and "in-process" in found["reason"]

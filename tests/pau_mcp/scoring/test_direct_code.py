@@ -9,12 +9,13 @@ import pytest
 
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import Scorer, match_code
+from wasm_runtime import Sandbox
 
 STORE = ManifestStore()
 RUNS = STORE.method("builtin/b002")  # run-length pairs of a string
 
 
-def test_the_first_wrong_input_comes_back_as_a_counterexample(sandbox):
+def test_the_first_wrong_input_comes_back_as_a_counterexample(sandbox: Sandbox) -> None:
     # Right except for strings longer than 8 characters, where it forgets the last run.
     code = RUNS.source.replace(
         "return [(ch, n) for ch, n in runs]",
@@ -29,12 +30,14 @@ def test_the_first_wrong_input_comes_back_as_a_counterexample(sandbox):
     assert example.got == repr(ast.literal_eval(first_wrong.outcome.value)[:-1])
 
 
-def test_right_code_has_no_counterexample(sandbox):
+def test_right_code_has_no_counterexample(sandbox: Sandbox) -> None:
     result = anyio.run(lambda: match_code(sandbox, RUNS, RUNS.source, counterexample=True))
     assert result.fraction == 1.0 and result.counterexample is None
 
 
-def test_the_counterexample_output_comes_from_a_fresh_run_so_batch_state_cannot_smuggle_inputs_out(sandbox):
+def test_the_counterexample_output_comes_from_a_fresh_run_so_batch_state_cannot_smuggle_inputs_out(
+    sandbox: Sandbox,
+) -> None:
     # State reached without an import (a built-in's __self__) lives on between the inputs of one batch: this code
     # answers right until it meets the target input, then returns every input it has seen so far.
     target_index = 5
@@ -58,7 +61,7 @@ def test_the_counterexample_output_comes_from_a_fresh_run_so_batch_state_cannot_
         assert repr(other) not in example.got
 
 
-def test_code_wrong_only_inside_a_batch_gets_no_counterexample_rather_than_a_leaky_one(sandbox):
+def test_code_wrong_only_inside_a_batch_gets_no_counterexample_rather_than_a_leaky_one(sandbox: Sandbox) -> None:
     code = RUNS.source.replace("def test_func(arg0):", "def _gold(arg0):", 1) + (
         "\ndef test_func(arg0):\n"
         "    seen = len.__self__.__dict__.setdefault('_seen_inputs', [])\n"
@@ -69,7 +72,7 @@ def test_code_wrong_only_inside_a_batch_gets_no_counterexample_rather_than_a_lea
     assert result.fraction < 0.1 and result.counterexample is None
 
 
-def test_submitted_code_in_a_fence_is_unwrapped_and_needs_no_model(sandbox):
+def test_submitted_code_in_a_fence_is_unwrapped_and_needs_no_model(sandbox: Sandbox) -> None:
     scorer = Scorer(STORE, sandbox, llm=None)
     result = anyio.run(
         lambda: scorer.score("builtin/b002", code=f"My code:\n```python\n{RUNS.source}```", counterexample=True)
@@ -79,7 +82,7 @@ def test_submitted_code_in_a_fence_is_unwrapped_and_needs_no_model(sandbox):
     assert result.feedback() == {"direct_code_match": 1.0}
 
 
-def test_the_agent_sees_the_score_the_reason_and_one_counterexample_only(sandbox):
+def test_the_agent_sees_the_score_the_reason_and_one_counterexample_only(sandbox: Sandbox) -> None:
     scorer = Scorer(STORE, sandbox, llm=None)
     code = "def test_func(arg0):\n    return [(c, 1) for c in arg0]\n"
     result = anyio.run(lambda: scorer.score("builtin/b002", code=code, counterexample=True))

@@ -18,7 +18,8 @@ import pytest
 
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import FAILURE_KINDS, CodeMatch, Scorer, match_code
-from wasm_runtime import Limits, Outcome, Status
+from wasm_runtime import Limits, Outcome, Sandbox, Status
+from wasm_runtime.workers import WorkerSandbox
 
 STORE = ManifestStore()
 RUNS = STORE.method("builtin/b002")  # run-length pairs of a string: 20 test inputs, all strings
@@ -80,7 +81,7 @@ _THROUGH_THE_ENCODER = (
     ],
     ids=["unknown-tag", "empty", "set", "key", "bigint", "fraction", "complex", "bytes", "nested-tag", "deep"],
 )
-def test_a_forged_encoding_is_no_match_with_a_fixed_reason_and_the_scorer_goes_on(sandbox, setup):
+def test_a_forged_encoding_is_no_match_with_a_fixed_reason_and_the_scorer_goes_on(sandbox: Sandbox, setup) -> None:
     result = score(sandbox, _THROUGH_THE_ENCODER.format(setup=setup), counterexample=True)
     assert result.status == "scored" and result.fraction == 0.0
     assert only_fixed_words(result.reason), result.reason
@@ -102,7 +103,7 @@ def test_a_forged_encoding_is_no_match_with_a_fixed_reason_and_the_scorer_goes_o
     ],
     ids=["deep", "unhashable", "not-a-list", "unknown-status", "not-json"],
 )
-def test_an_outcome_handed_straight_to_the_host_is_no_match_and_the_scorer_goes_on(sandbox, outcome):
+def test_an_outcome_handed_straight_to_the_host_is_no_match_and_the_scorer_goes_on(sandbox: Sandbox, outcome) -> None:
     code = f"from wit_world.imports import host\ndef test_func(arg0):\n    host.next({outcome!r})\n    return 1\n"
     result = score(sandbox, code, counterexample=True)
     assert result.status == "scored" and result.fraction == 0.0
@@ -110,7 +111,7 @@ def test_an_outcome_handed_straight_to_the_host_is_no_match_and_the_scorer_goes_
     assert score(sandbox, RUNS.source).fraction == 1.0
 
 
-def test_code_that_forges_some_outcomes_still_scores_the_inputs_it_answers(sandbox):
+def test_code_that_forges_some_outcomes_still_scores_the_inputs_it_answers(sandbox: Sandbox) -> None:
     code = RUNS.source.replace("def test_func(arg0):", "def _gold(arg0):", 1) + (
         "\nimport _pau_values\n"
         "def test_func(arg0):\n"
@@ -138,7 +139,7 @@ class _Forging:
         return self.outcomes[: len(inputs)] if len(inputs) > 1 else self.outcomes[:1]
 
 
-def test_an_undecodable_value_is_counted_as_could_not_be_decoded_and_alone_gives_a_counterexample():
+def test_an_undecodable_value_is_counted_as_could_not_be_decoded_and_alone_gives_a_counterexample() -> None:
     forged = Outcome(status=Status.OK, value="1", encoded={"set": [[1]]})
     result = anyio.run(lambda: match_code(_Forging([forged] * N), RUNS, "def test_func(arg0):\n    return 1\n"))
     assert result.fraction == 0.0 and result.failures == {FAILURE_KINDS["undecodable"]: N}
@@ -158,7 +159,7 @@ class _Broken:
         raise RuntimeError("WasmtimeError: the engine gave up")
 
 
-def test_a_sandbox_failure_is_an_error_result_for_that_code_not_an_exception():
+def test_a_sandbox_failure_is_an_error_result_for_that_code_not_an_exception() -> None:
     result = anyio.run(lambda: match_code(_Broken(), RUNS, RUNS.source, counterexample=True))
     assert result.status == "error" and result.fraction is None
     assert "sandbox" in result.reason
@@ -179,7 +180,9 @@ _LEAKS = {
 
 
 @pytest.mark.parametrize("code", list(_LEAKS.values()), ids=list(_LEAKS))
-def test_without_a_counterexample_nothing_the_code_produced_and_no_test_input_comes_back(sandbox, code):
+def test_without_a_counterexample_nothing_the_code_produced_and_no_test_input_comes_back(
+    sandbox: Sandbox, code
+) -> None:
     shown = agent_view(sandbox, code, counterexample=False)
     text = json.dumps(shown)
     assert "LEAK_" not in text and not [h for h in HEXES if h.strip('"') in text]
@@ -188,7 +191,9 @@ def test_without_a_counterexample_nothing_the_code_produced_and_no_test_input_co
 
 
 @pytest.mark.parametrize("code", list(_LEAKS.values()), ids=list(_LEAKS))
-def test_a_counterexample_holds_the_input_and_the_expected_outcome_but_nothing_the_code_produced(sandbox, code):
+def test_a_counterexample_holds_the_input_and_the_expected_outcome_but_nothing_the_code_produced(
+    sandbox: Sandbox, code
+) -> None:
     shown = agent_view(sandbox, code, counterexample=True)
     assert set(shown["counterexample"]) == {"input", "expected"}
     first = RUNS.tests[0]
@@ -196,13 +201,13 @@ def test_a_counterexample_holds_the_input_and_the_expected_outcome_but_nothing_t
     assert "LEAK_" not in json.dumps(shown)
 
 
-def test_the_reasons_name_fixed_categories_never_an_exception_type_the_code_chose(sandbox):
+def test_the_reasons_name_fixed_categories_never_an_exception_type_the_code_chose(sandbox: Sandbox) -> None:
     result = score(sandbox, _LEAKS["exception-name"])
     assert result.reason == f"every test input fails the same way ({FAILURE_KINDS['error']})"
     assert result.failures == {FAILURE_KINDS["error"]: N}
 
 
-def test_an_8_mb_exception_name_does_not_freeze_scoring_and_is_not_repeated(sandbox):
+def test_an_8_mb_exception_name_does_not_freeze_scoring_and_is_not_repeated(sandbox: Sandbox) -> None:
     code = "def test_func(arg0):\n    raise type('E' * 8_000_000, (Exception,), {})()\n"
     started = time.monotonic()
     result = score(sandbox, code, counterexample=True)
@@ -228,14 +233,14 @@ def test_an_8_mb_exception_name_does_not_freeze_scoring_and_is_not_repeated(sand
     ],
     ids=["printed", "print-flood", "huge-string", "huge-list", "memory", "timeout", "exit"],
 )
-def test_huge_output_and_runaway_code_are_fixed_categories(sandbox, code, kind):
+def test_huge_output_and_runaway_code_are_fixed_categories(sandbox: Sandbox, code, kind) -> None:
     # A loop burns its whole time limit on each of the 20 inputs: a short one is enough to show the category.
     result = score(sandbox, code, limits=LOOP if kind == "timeout" else FAST)
     assert result.status == "scored" and result.fraction == 0.0
     assert result.reason == f"every test input fails the same way ({FAILURE_KINDS[kind]})"
 
 
-def test_code_with_a_lone_surrogate_scores_0_without_reaching_the_sandbox(worker_sandbox):
+def test_code_with_a_lone_surrogate_scores_0_without_reaching_the_sandbox(worker_sandbox: WorkerSandbox) -> None:
     # Source that is not valid Unicode aborts the sandbox's process (a native free() failure): it never goes there.
     code = "def test_func(arg0):\n    return '" + chr(0xD800) + "'\n"
     result = score(worker_sandbox, code, counterexample=True)
@@ -244,7 +249,7 @@ def test_code_with_a_lone_surrogate_scores_0_without_reaching_the_sandbox(worker
     assert score(worker_sandbox, RUNS.source).fraction == 1.0
 
 
-def test_one_hostile_submission_never_changes_anothers_score(worker_sandbox):
+def test_one_hostile_submission_never_changes_anothers_score(worker_sandbox: WorkerSandbox) -> None:
     # In worker processes, as `pau-mcp score` and `pau-mcp scorer` run code, all at once.
     hostile = [
         _THROUGH_THE_ENCODER.format(setup="v = {'set': [[1]]}"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fakellm import FakeLLM, Reply
@@ -41,7 +43,7 @@ def _prompt(**knowledge_and_examples) -> str:
     return coder_messages(B001, EXPLORED, **knowledge_and_examples)[-1]["content"]
 
 
-def test_each_component_reaches_the_code_writer_only_when_chosen():
+def test_each_component_reaches_the_code_writer_only_when_chosen() -> None:
     full = coder_messages(B001, EXPLORED, OBSERVED)
     assert coder_messages(B001, EXPLORED, OBSERVED, knowledge=("signature", "description", "examples")) == full
     assert coder_messages(B001, EXPLORED, OBSERVED, knowledge=("signature", "description")) == coder_messages(
@@ -57,7 +59,7 @@ def test_each_component_reaches_the_code_writer_only_when_chosen():
     assert EXPLORED not in signature_only and "105" not in signature_only
 
 
-def test_combinations_are_named_in_one_order_and_unknown_ones_are_refused():
+def test_combinations_are_named_in_one_order_and_unknown_ones_are_refused() -> None:
     assert parse_knowledge("Examples, signature") == ("signature", "examples") == parse_knowledge("signature+examples")
     assert len(all_combinations()) == 7 and all_combinations()[-1] == ("signature", "description", "examples")
     assert split_kind(knowledge_kind(("description",), gold=True)) == (True, ("description",))
@@ -68,14 +70,16 @@ def test_combinations_are_named_in_one_order_and_unknown_ones_are_refused():
 
 
 @pytest.fixture
-def fake(monkeypatch):
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     with FakeLLM(responder=coder) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         yield server
 
 
-def test_every_combination_is_scored_for_explored_and_gold_descriptions_and_reported_side_by_side(tmp_path, fake):
+def test_every_combination_is_scored_for_explored_and_gold_descriptions_and_reported_side_by_side(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
     predictions = tmp_path / "explored.jsonl"
     line = {"id": B001.id, "predicted_description": EXPLORED, "all_examples": [list(e) for e in OBSERVED]}
     predictions.write_text(json.dumps(line) + "\n")
@@ -109,7 +113,7 @@ def test_every_combination_is_scored_for_explored_and_gold_descriptions_and_repo
     assert "| 1 | 0.455 | 1 | 1.000 |" in row
 
 
-def test_knowledge_goes_with_code_match_only(tmp_path):
+def test_knowledge_goes_with_code_match_only(tmp_path: Path) -> None:
     refused = run_pau("score", "x", "--scores", "judge", "--knowledge", "signature", "--db", str(tmp_path / "r.db"))
     assert refused.returncode == 2 and "--scores codematch only" in refused.stderr
     unknown = run_pau("score", "x", "--knowledge", "docs", "--db", str(tmp_path / "r.db"))

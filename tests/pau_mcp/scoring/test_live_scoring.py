@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import anyio
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from pau_mcp.llm import LLMClient
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import Scorer
+from wasm_runtime import Sandbox
 
 BASE_URL = os.environ.get("PAU_TEST_LLM_BASE_URL")
 
@@ -21,7 +23,7 @@ pytestmark = [
 ]
 
 
-def test_a_real_judge_and_code_writer_score_a_good_description_highly(sandbox, tmp_path):
+def test_a_real_judge_and_code_writer_score_a_good_description_highly(sandbox: Sandbox, tmp_path: Path) -> None:
     env = dict(os.environ, OPENAI_BASE_URL=BASE_URL or "")
     llm = LLMClient(env=env, cache_path=tmp_path / "llm-cache.db", timeout_s=180)
     scorer = Scorer(

@@ -12,6 +12,7 @@ from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import Scorer, match_code
 from pau_mcp.scoring.metering import CHUNK, MeteredSandbox
 from wasm_runtime import Limits
+from wasm_runtime.workers import WorkerSandbox
 
 RUNS = ManifestStore().method("builtin/b002")  # run-length pairs of a string: 20 test inputs
 N = len(RUNS.tests)
@@ -37,7 +38,9 @@ def _statuses(sandbox, code: str, seconds: float, limits: Limits | None = None) 
     return [o.status.value + ("-not-run" if "not run" in (o.error_message or "") else "") for o in anyio.run(go)]
 
 
-def test_code_spinning_on_every_input_stops_at_the_same_input_once_its_cpu_total_is_spent(worker_sandbox):
+def test_code_spinning_on_every_input_stops_at_the_same_input_once_its_cpu_total_is_spent(
+    worker_sandbox: WorkerSandbox,
+) -> None:
     # Each input may spin 0.5 s of CPU; the code may have 1 s in all: the first chunk shares it out, nothing more runs.
     limits = Limits(timeout_s=0.5)
     first = _statuses(worker_sandbox, SPIN, 1.0, limits)
@@ -45,7 +48,9 @@ def test_code_spinning_on_every_input_stops_at_the_same_input_once_its_cpu_total
     assert first == again == ["timeout"] * CHUNK + ["timeout-not-run"] * (N - CHUNK)  # fuel is deterministic
 
 
-def test_code_handing_back_huge_outcomes_stops_once_its_time_in_the_sandbox_is_spent(worker_sandbox):
+def test_code_handing_back_huge_outcomes_stops_once_its_time_in_the_sandbox_is_spent(
+    worker_sandbox: WorkerSandbox,
+) -> None:
     # Issue 32: the 50 MB-per-input submission was answered right, but after 42 s of scoring; no fuel measures it.
     statuses = _statuses(worker_sandbox, FLOOD_OUTCOME, 0.5)
     ran = [s for s in statuses if not s.endswith("not-run")]
@@ -53,7 +58,7 @@ def test_code_handing_back_huge_outcomes_stops_once_its_time_in_the_sandbox_is_s
     assert statuses[len(ran) :] == ["timeout-not-run"] * (N - len(ran))
 
 
-def test_honest_code_scores_as_without_the_total(worker_sandbox):
+def test_honest_code_scores_as_without_the_total(worker_sandbox: WorkerSandbox) -> None:
     async def go():
         return await match_code(MeteredSandbox(worker_sandbox, 10.0), RUNS, RUNS.source, counterexample=True)
 
@@ -61,7 +66,7 @@ def test_honest_code_scores_as_without_the_total(worker_sandbox):
     assert result.fraction == 1.0 and result.counterexample is None
 
 
-def test_a_submission_that_ran_out_of_time_says_so_in_its_reason(worker_sandbox):
+def test_a_submission_that_ran_out_of_time_says_so_in_its_reason(worker_sandbox: WorkerSandbox) -> None:
     scorer = Scorer(ManifestStore(), worker_sandbox, llm=None, limits=Limits(timeout_s=0.2), seconds=0.4)
 
     async def go():
@@ -71,7 +76,9 @@ def test_a_submission_that_ran_out_of_time_says_so_in_its_reason(worker_sandbox)
     assert result.direct.fraction == 0.0 and "timed out" in (result.direct.reason or "")
 
 
-def test_another_submission_is_scored_at_once_while_spinning_ones_hold_the_workers(worker_sandbox):
+def test_another_submission_is_scored_at_once_while_spinning_ones_hold_the_workers(
+    worker_sandbox: WorkerSandbox,
+) -> None:
     # The scorer's workers are shared fairly: four spinning submissions of one party made another's wait minutes.
     share = FairShare(slots=worker_sandbox.workers, reserved=worker_sandbox.workers // 2)
     scorer = Scorer(ManifestStore(), worker_sandbox, llm=None, limits=Limits(timeout_s=0.5), shares=share)

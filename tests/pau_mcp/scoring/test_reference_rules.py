@@ -13,14 +13,14 @@ from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.prompts import import_reference
 from pau_mcp.protocol import load_protocol
 from pau_mcp.scoring import extract_code_reference, judge_description, match_code, parse_rating_anywhere
-from wasm_runtime import Limits
+from wasm_runtime import Limits, Sandbox
 
 OURS = load_protocol()
 ROOMY = Limits(timeout_s=10)  # so only the protocol's own per-input limit can stop the slow code below
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+def reference(tmp_path_factory: pytest.TempPathFactory):
     data = tmp_path_factory.mktemp("data")
     import_reference(write_checkout(tmp_path_factory.mktemp("checkout")), data)
     return load_protocol("reference", data)
@@ -43,8 +43,8 @@ def _score(sandbox, method: Method, body: str, protocol) -> float:
 
 
 def test_a_returned_tuple_never_matches_under_the_reference_rule_because_json_made_the_expected_value_a_list(
-    sandbox, reference
-):
+    sandbox: Sandbox, reference
+) -> None:
     sorting = ManifestStore().method("builtin/b013")  # returns a tuple
     exact = "return tuple(sorted(arg0, key=lambda v: (abs(v), v)))"
     as_list = "return sorted(arg0, key=lambda v: (abs(v), v))"
@@ -54,14 +54,14 @@ def test_a_returned_tuple_never_matches_under_the_reference_rule_because_json_ma
     assert _score(sandbox, sorting, as_list, reference) == 1.0
 
 
-def test_int_dict_keys_become_strings_on_the_expected_side_only(sandbox, reference):
+def test_int_dict_keys_become_strings_on_the_expected_side_only(sandbox: Sandbox, reference) -> None:
     method = _frozen(sandbox, ["def test_func(arg0):", "    return {arg0: 'x'}"], ["(1,)", "(2,)"])
     assert _score(sandbox, method, "return {arg0: 'x'}", OURS) == 1.0
     assert _score(sandbox, method, "return {arg0: 'x'}", reference) == 0.0
     assert _score(sandbox, method, "return {str(arg0): 'x'}", reference) == 1.0
 
 
-def test_every_error_counts_as_none_under_the_reference_rule(sandbox, reference):
+def test_every_error_counts_as_none_under_the_reference_rule(sandbox: Sandbox, reference) -> None:
     method = _frozen(
         sandbox,
         ["def test_func(arg0):", "    if arg0 < 0:", "        raise ValueError('negative')", "    return arg0"],
@@ -75,7 +75,7 @@ def test_every_error_counts_as_none_under_the_reference_rule(sandbox, reference)
     assert _score(sandbox, method, returns_none, reference) == 1.0
 
 
-def test_code_slower_than_the_references_per_input_limit_scores_nothing_there(sandbox, reference):
+def test_code_slower_than_the_references_per_input_limit_scores_nothing_there(sandbox: Sandbox, reference) -> None:
     method = _frozen(sandbox, ["def test_func(arg0):", "    return arg0"], ["(1,)"])
     # About 1.4e10 fuel (1,150 a turn): over the reference's 0.5 s budget (1e10 at FUEL_PER_SECOND 2e10), well
     # within the roomy limit; natively 0.6-1.2 s, slower than the reference's per-input timeout there too.
@@ -85,8 +85,8 @@ def test_code_slower_than_the_references_per_input_limit_scores_nothing_there(sa
 
 
 def test_code_that_sleeps_past_the_references_half_second_still_matches_here_a_documented_difference(
-    sandbox, reference
-):
+    sandbox: Sandbox, reference
+) -> None:
     method = _frozen(sandbox, ["def test_func(arg0):", "    return arg0"], ["(1,)"])
     # The reference's 0.5 s is wall time, so this scores 0 there; the sandbox's clock is virtual (the same result on
     # every machine), a sleep costs no CPU, and the limit counts CPU: docs/protocol.md lists the difference.
@@ -105,13 +105,13 @@ def test_code_that_sleeps_past_the_references_half_second_still_matches_here_a_d
         ("no verdict", None),
     ],
 )
-def test_the_reference_reads_the_first_rating_anywhere_before_stop(reply, rating):
+def test_the_reference_reads_the_first_rating_anywhere_before_stop(reply, rating) -> None:
     assert parse_rating_anywhere(reply) == rating
 
 
 def test_the_reference_judge_sends_its_prompt_alone_with_300_tokens_and_scores_a_mid_reply_rating(
-    reference, monkeypatch
-):
+    reference, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with FakeLLM() as fake:
         fake.say("Mostly right. Rating: 3, though I hesitate.")
         fake.say("Nothing to say.")
@@ -147,5 +147,5 @@ def test_the_reference_judge_sends_its_prompt_alone_with_300_tokens_and_scores_a
         ("[STOP] ```python\nx = 1\n```", None),
     ],
 )
-def test_the_code_writers_code_is_read_by_the_references_rules(reply, code):
+def test_the_code_writers_code_is_read_by_the_references_rules(reply, code) -> None:
     assert extract_code_reference(reply) == code

@@ -104,7 +104,9 @@ def write_predictions(path: Path) -> None:
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
 
 
-def test_a_predictions_file_is_recorded_as_a_run_and_every_score_lands_in_the_store(fake, tmp_path):
+def test_a_predictions_file_is_recorded_as_a_run_and_every_score_lands_in_the_store(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     predictions = tmp_path / "predictions.jsonl"
     write_predictions(predictions)
     done = pau(fake, tmp_path, str(predictions), *MODELS, "--json", process=True, workers=None)
@@ -132,7 +134,7 @@ def test_a_predictions_file_is_recorded_as_a_run_and_every_score_lands_in_the_st
     assert exported[2]["all_examples"] == [["(1, 2)", "3"]]
 
 
-def test_scoring_the_same_file_again_reuses_its_run_and_answers_from_the_cache(fake, tmp_path):
+def test_scoring_the_same_file_again_reuses_its_run_and_answers_from_the_cache(fake: FakeLLM, tmp_path: Path) -> None:
     predictions = tmp_path / "predictions.jsonl"
     write_predictions(predictions)
     assert pau(fake, tmp_path, str(predictions), *MODELS).returncode == 0
@@ -150,7 +152,9 @@ def test_scoring_the_same_file_again_reuses_its_run_and_answers_from_the_cache(f
     assert json.loads(bypass.stdout)["llm"]["cached_calls"] == 0 and len(fake.requests) == asked + 6
 
 
-def test_a_stored_run_is_scored_by_name_with_the_agents_examples_for_the_code_writer(fake, tmp_path):
+def test_a_stored_run_is_scored_by_name_with_the_agents_examples_for_the_code_writer(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     store = RunStore(tmp_path / "runs.db")
     run_id = store.ensure_run("agent-run", "serve")
     session = store.ensure_session(run_id, "s1", "http")
@@ -168,7 +172,9 @@ def test_a_stored_run_is_scored_by_name_with_the_agents_examples_for_the_code_wr
     assert sorted(len(kinds) for kinds in scores.values()) == [2, 3]
 
 
-def test_an_unscored_judge_reply_is_stored_without_a_value_and_the_summary_says_how_it_counted(fake, tmp_path):
+def test_an_unscored_judge_reply_is_stored_without_a_value_and_the_summary_says_how_it_counted(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     predictions = tmp_path / "predictions.jsonl"
     write_predictions(predictions)
     fake.responder = lambda body: (
@@ -186,7 +192,7 @@ def test_an_unscored_judge_reply_is_stored_without_a_value_and_the_summary_says_
     assert unscored.detail["reply"] == "I cannot decide."
 
 
-def test_only_the_asked_scores_are_computed(fake, tmp_path):
+def test_only_the_asked_scores_are_computed(fake: FakeLLM, tmp_path: Path) -> None:
     predictions = tmp_path / "predictions.jsonl"
     write_predictions(predictions)
     done = pau(fake, tmp_path, str(predictions), "--scores", "direct")
@@ -210,7 +216,7 @@ def _sandbox_workers() -> set[int]:
     return found
 
 
-def test_the_commands_sandbox_workers_stop_when_it_returns_however_it_ends(fake, tmp_path):
+def test_the_commands_sandbox_workers_stop_when_it_returns_however_it_ends(fake: FakeLLM, tmp_path: Path) -> None:
     """A command also runs inside other programs (a notebook, a script, these tests): its workers end with it."""
     before = _sandbox_workers()
     predictions = tmp_path / "predictions.jsonl"
@@ -221,7 +227,7 @@ def test_the_commands_sandbox_workers_stop_when_it_returns_however_it_ends(fake,
     assert _sandbox_workers() - before == set()
 
 
-def test_gold_descriptions_give_each_methods_upper_bound_for_the_whole_suite(fake, tmp_path):
+def test_gold_descriptions_give_each_methods_upper_bound_for_the_whole_suite(fake: FakeLLM, tmp_path: Path) -> None:
     done = pau(fake, tmp_path, "--gold", "--suite", "builtin", "--coder-model", "openai/coder", "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
@@ -231,7 +237,7 @@ def test_gold_descriptions_give_each_methods_upper_bound_for_the_whole_suite(fak
     assert kinds == {"codematch_gold"}
 
 
-def test_a_missing_model_is_a_usage_error_naming_the_flag_and_variable(fake, tmp_path):
+def test_a_missing_model_is_a_usage_error_naming_the_flag_and_variable(fake: FakeLLM, tmp_path: Path) -> None:
     predictions = tmp_path / "predictions.jsonl"
     write_predictions(predictions)
     done = pau(fake, tmp_path, str(predictions), "--coder-model", "openai/coder")
@@ -248,7 +254,7 @@ def test_a_missing_model_is_a_usage_error_naming_the_flag_and_variable(fake, tmp
     assert asked.returncode == 2 and "--scores direct" not in asked.stderr  # the user asked for the judge
 
 
-def test_a_rejected_key_stops_scoring_with_the_providers_message(fake, tmp_path):
+def test_a_rejected_key_stops_scoring_with_the_providers_message(fake: FakeLLM, tmp_path: Path) -> None:
     predictions = tmp_path / "predictions.jsonl"
     write_predictions(predictions)
     fake.fail(401, times=20, message="Incorrect API key provided")
@@ -257,7 +263,9 @@ def test_a_rejected_key_stops_scoring_with_the_providers_message(fake, tmp_path)
     assert "Incorrect API key provided" in done.stderr and "OPENAI_API_KEY" in done.stderr
 
 
-def test_models_answering_pages_give_score_errors_each_printed_once_with_its_scores_name(fake, tmp_path):
+def test_models_answering_pages_give_score_errors_each_printed_once_with_its_scores_name(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     predictions = tmp_path / "predictions.jsonl"
     write_predictions(predictions)
     fake.responder = lambda body: Body(b"<html><h1>504 Gateway Time-out</h1></html>", content_type="text/html")
@@ -275,7 +283,7 @@ def test_models_answering_pages_give_score_errors_each_printed_once_with_its_sco
     assert statuses == ["error"] * 6
 
 
-def test_a_malformed_line_or_an_unknown_name_is_reported_clearly(fake, tmp_path):
+def test_a_malformed_line_or_an_unknown_name_is_reported_clearly(fake: FakeLLM, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "builtin/b002", "predicted_description": "x"}\n{"predicted_description": 3}\n')
     done = pau(fake, tmp_path, str(bad), *MODELS)
@@ -296,7 +304,9 @@ def test_a_malformed_line_or_an_unknown_name_is_reported_clearly(fake, tmp_path)
     assert done.returncode == 1 and "builtin/zzz" in done.stderr
 
 
-def test_hostile_submissions_in_the_middle_of_a_file_leave_every_other_score_intact(fake, tmp_path):
+def test_hostile_submissions_in_the_middle_of_a_file_leave_every_other_score_intact(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     hostile = [
         # A forged encoding the host cannot decode, an outcome handed straight to the host, nesting too deep.
         "import _pau_values\ndef test_func(*args):\n    _pau_values.encode = lambda *a, **k: {'set': [[1]]}\n"
@@ -386,8 +396,8 @@ def _evaluate(fake: FakeLLM, tmp_path: Path, monkeypatch, **config: Any) -> None
 
 
 def test_rescoring_an_evaluation_run_gives_the_code_writer_the_examples_it_had_and_the_same_score(
-    fake, tmp_path, monkeypatch
-):
+    fake: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake.responder = _eval_brain
     _evaluate(fake, tmp_path, monkeypatch)
     coder = [p for p in fake.prompts() if "Write the Python function" in p]
@@ -404,8 +414,8 @@ def test_rescoring_an_evaluation_run_gives_the_code_writer_the_examples_it_had_a
 
 
 def test_a_run_recorded_before_examples_were_stored_is_rescored_with_the_examples_its_run_gave(
-    fake, tmp_path, monkeypatch
-):
+    fake: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake.responder = _eval_brain
     _evaluate(fake, tmp_path, monkeypatch)
     coder = [p for p in fake.prompts() if "Write the Python function" in p]
@@ -417,7 +427,9 @@ def test_a_run_recorded_before_examples_were_stored_is_rescored_with_the_example
     assert [p for p in fake.prompts() if "Write the Python function" in p][len(coder) :] == coder
 
 
-def test_without_examples_can_still_be_asked_for_and_is_recorded(fake, tmp_path, monkeypatch):
+def test_without_examples_can_still_be_asked_for_and_is_recorded(
+    fake: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake.responder = _eval_brain
     _evaluate(fake, tmp_path, monkeypatch)
     again = pau(fake, tmp_path, "evaluated", *MODELS, "--without-examples", "--scores", "codematch", "--json")
@@ -428,8 +440,8 @@ def test_without_examples_can_still_be_asked_for_and_is_recorded(fake, tmp_path,
 
 
 def test_a_reference_run_is_rescored_under_the_reference_protocol_and_another_protocol_is_refused(
-    fake, tmp_path, monkeypatch
-):
+    fake: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from fakereference import write_checkout
 
     from pau_mcp.prompts import import_reference
@@ -488,7 +500,9 @@ def _reference_rows(path: Path) -> None:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
-def test_a_predictions_file_in_the_references_own_layout_is_matched_by_gold_description_and_scored(fake, tmp_path):
+def test_a_predictions_file_in_the_references_own_layout_is_matched_by_gold_description_and_scored(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     from fakereference import write_checkout
 
     from pau_mcp.prompts import import_reference
@@ -520,8 +534,8 @@ def test_a_predictions_file_in_the_references_own_layout_is_matched_by_gold_desc
 
 
 def test_a_reference_layout_file_gives_its_examples_by_default_and_its_predicted_code_scores_as_direct_code(
-    fake, tmp_path
-):
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     from fakereference import write_checkout
 
     from pau_mcp.prompts import import_reference
@@ -544,7 +558,7 @@ def test_a_reference_layout_file_gives_its_examples_by_default_and_its_predicted
     assert store.run_config(store.run_id(json.loads(done.stdout)["run"]))["with_examples"] is True
 
 
-def test_gold_with_examples_gives_the_code_writer_each_methods_initial_examples(fake, tmp_path):
+def test_gold_with_examples_gives_the_code_writer_each_methods_initial_examples(fake: FakeLLM, tmp_path: Path) -> None:
     args = ("--gold", "--suite", "builtin", "--coder-model", "openai/coder", "--with-examples", "--run", "gold-ex")
     done = pau(fake, tmp_path, *args, "--json")
     assert done.returncode == 0, done.stderr

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -146,7 +147,7 @@ class _Attack:
                     self.closed_by_server += 1
 
 
-def test_slow_connections_beyond_the_open_file_limit_do_not_lock_out_the_token_holder(tmp_path):
+def test_slow_connections_beyond_the_open_file_limit_do_not_lock_out_the_token_holder(tmp_path: Path) -> None:
     # With a 600 s read timeout, the attackers would hold every file for ten minutes unless the scorer closes one to
     # make room: that is the only way to be served within PATIENCE_S.
     with (
@@ -159,7 +160,7 @@ def test_slow_connections_beyond_the_open_file_limit_do_not_lock_out_the_token_h
         _served_within(url, PATIENCE_S)
 
 
-def test_a_scorer_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_path):
+def test_a_scorer_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_path: Path) -> None:
     # A read timeout above the default (10 s), and a lower bound: closed no sooner than 12 s shows the setting is the
     # scorer's (the default would close it first), closed at all that something closes idle connections. A busy
     # machine only closes it later, within PATIENCE_S to spare.
@@ -171,7 +172,7 @@ def test_a_scorer_connection_that_sends_nothing_is_closed_after_the_read_timeout
             assert time.monotonic() - started >= 11.9  # the clock's resolution aside
 
 
-def test_a_scorer_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path):
+def test_a_scorer_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path: Path) -> None:
     # Closed within PATIENCE_S, under a 600 s read timeout: cut at its size, not at the timeout (recv would time out).
     with _scorer(tmp_path, "--read-timeout", LONG_READ_TIMEOUT) as url:
         with socket.create_connection(_address(url), timeout=PATIENCE_S) as sock:
@@ -187,7 +188,7 @@ def test_a_scorer_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_flood_of_pipelined_requests_never_read_costs_the_scorer_little_and_stalls_nobody(tmp_path):
+def test_a_flood_of_pipelined_requests_never_read_costs_the_scorer_little_and_stalls_nobody(tmp_path: Path) -> None:
     # As against the MCP server: 200 connections each writing 400 requests (no token) and never reading.
     pids: list[int] = []
     with _scorer(tmp_path, files=4096, pids=pids) as url:

@@ -57,7 +57,7 @@ def fake() -> Iterator[FakeLLM]:
 
 
 @pytest.fixture(scope="module")
-def endpoint(fake, tmp_path_factory) -> Iterator[Endpoint]:
+def endpoint(fake: FakeLLM, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoint]:
     data = tmp_path_factory.mktemp("scorer")
     args = [
         "--port", "0", "--scorer-token", TOKEN, "--judge-model", "openai/judge", "--coder-model", "openai/coder",
@@ -70,13 +70,13 @@ def endpoint(fake, tmp_path_factory) -> Iterator[Endpoint]:
     stop(process)
 
 
-def test_the_endpoint_announces_a_loopback_url_and_answers_health_without_a_token(endpoint):
+def test_the_endpoint_announces_a_loopback_url_and_answers_health_without_a_token(endpoint: Endpoint) -> None:
     assert endpoint.url.startswith("http://127.0.0.1:")
     reply = endpoint.client.get("/v1/health")
     assert reply.status_code == 200 and reply.json()["status"] == "ok"
 
 
-def test_the_openapi_document_describes_the_score_request(endpoint):
+def test_the_openapi_document_describes_the_score_request(endpoint: Endpoint) -> None:
     document = endpoint.client.get("/openapi.json").json()
     assert document["openapi"].startswith("3.")
     operation = document["paths"]["/v1/score"]["post"]
@@ -89,13 +89,13 @@ def test_the_openapi_document_describes_the_score_request(endpoint):
 
 
 @pytest.mark.parametrize("token", [None, "wrong-token-123", ""])
-def test_scoring_without_the_right_bearer_token_is_401(endpoint, token):
+def test_scoring_without_the_right_bearer_token_is_401(endpoint: Endpoint, token) -> None:
     reply = endpoint.post({"method": "builtin/b002", "code": RUNS.source}, token=token)
     assert reply.status_code == 401 and "token" in reply.json()["error"]
     assert reply.headers["www-authenticate"] == "Bearer"
 
 
-def test_the_agents_token_scheme_alone_is_not_enough(endpoint):
+def test_the_agents_token_scheme_alone_is_not_enough(endpoint: Endpoint) -> None:
     reply = endpoint.client.post(
         "/v1/score", json={"method": "builtin/b002", "code": "x"}, headers={"Authorization": f"Basic {TOKEN}"}
     )
@@ -103,7 +103,7 @@ def test_the_agents_token_scheme_alone_is_not_enough(endpoint):
 
 
 @pytest.mark.parametrize("body", [b"{not json", b"", b"\xff\xfe"])
-def test_malformed_json_is_400(endpoint, body):
+def test_malformed_json_is_400(endpoint: Endpoint, body) -> None:
     reply = endpoint.post(body)
     assert reply.status_code == 400 and "JSON" in reply.json()["error"]
 
@@ -111,7 +111,7 @@ def test_malformed_json_is_400(endpoint, body):
 @pytest.mark.parametrize(
     "body", [{"method": "builtin/b002"}, {"method": "builtin/b002", "description": "   ", "code": "\n"}]
 )
-def test_an_empty_submission_is_400(endpoint, body):
+def test_an_empty_submission_is_400(endpoint: Endpoint, body) -> None:
     reply = endpoint.post(body)
     assert reply.status_code == 400 and "empty" in reply.json()["error"]
 
@@ -128,19 +128,19 @@ def test_an_empty_submission_is_400(endpoint, body):
         (["builtin/b002", "x"], "body"),
     ],
 )
-def test_fields_of_the_wrong_shape_are_422_naming_the_field(endpoint, body, field):
+def test_fields_of_the_wrong_shape_are_422_naming_the_field(endpoint: Endpoint, body, field) -> None:
     reply = endpoint.post(body)
     assert reply.status_code == 422
     data = reply.json()
     assert field in data["error"] or any(field in map(str, item["loc"]) for item in data["detail"])
 
 
-def test_a_body_over_the_limit_is_413(endpoint):
+def test_a_body_over_the_limit_is_413(endpoint: Endpoint) -> None:
     reply = endpoint.post({"method": "builtin/b002", "code": "#" * 70_000})
     assert reply.status_code == 413 and "larger than" in reply.json()["error"]
 
 
-def test_a_chunked_body_over_the_limit_is_413_too(endpoint):
+def test_a_chunked_body_over_the_limit_is_413_too(endpoint: Endpoint) -> None:
     def chunks() -> Iterator[bytes]:
         yield b'{"method": "builtin/b002", "code": "'
         for _ in range(80):
@@ -154,18 +154,18 @@ def test_a_chunked_body_over_the_limit_is_413_too(endpoint):
 
 
 @pytest.mark.parametrize("method", ["builtin/nope", "nosuite/b002", "b002"])
-def test_an_unknown_method_is_404(endpoint, method):
+def test_an_unknown_method_is_404(endpoint: Endpoint, method) -> None:
     reply = endpoint.post({"method": method, "code": RUNS.source})
     assert reply.status_code == 404 and method in reply.json()["error"]
 
 
-def test_unknown_routes_and_methods_are_json_errors(endpoint):
+def test_unknown_routes_and_methods_are_json_errors(endpoint: Endpoint) -> None:
     assert endpoint.client.get("/v2/anything").status_code == 404
     wrong_verb = endpoint.client.get("/v1/score")
     assert wrong_verb.status_code == 405 and "error" in wrong_verb.json()
 
 
-def test_a_description_gets_the_judges_rating_and_the_code_writers_match(endpoint, fake):
+def test_a_description_gets_the_judges_rating_and_the_code_writers_match(endpoint: Endpoint, fake: FakeLLM) -> None:
     reply = endpoint.post(
         {"method": "builtin/b002", "description": "Lists each run of equal characters with its length."}
     )
@@ -178,7 +178,7 @@ def test_a_description_gets_the_judges_rating_and_the_code_writers_match(endpoin
     assert result["unpriced"] == ["openai/coder", "openai/judge"]
 
 
-def test_the_agent_view_holds_only_what_an_agent_may_see(endpoint):
+def test_the_agent_view_holds_only_what_an_agent_may_see(endpoint: Endpoint) -> None:
     reply = endpoint.post(
         {
             "method": "builtin/b002",
@@ -196,7 +196,7 @@ def test_the_agent_view_holds_only_what_an_agent_may_see(endpoint):
     assert RUNS.description not in json.dumps(shown)
 
 
-def test_sixteen_concurrent_requests_are_all_answered_correctly(endpoint):
+def test_sixteen_concurrent_requests_are_all_answered_correctly(endpoint: Endpoint) -> None:
     bodies = [
         {
             "method": f"builtin/b{n:03d}",
@@ -217,7 +217,7 @@ def test_sixteen_concurrent_requests_are_all_answered_correctly(endpoint):
             assert direct["fraction"] < 1.0 and direct["counterexample"] is not None
 
 
-def test_a_non_loopback_address_without_a_token_is_refused(tmp_path: Path):
+def test_a_non_loopback_address_without_a_token_is_refused(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pau_mcp", "scorer", "--host", "0.0.0.0", "--port", "0", "--data-dir", str(tmp_path)],
         env=clean_env(), capture_output=True, text=True, timeout=120, check=False,
@@ -237,7 +237,7 @@ FORGED = (
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1.evil.example:{port}", "10.0.0.1"])
-def test_a_request_naming_another_host_is_refused_against_dns_rebinding(endpoint, host):
+def test_a_request_naming_another_host_is_refused_against_dns_rebinding(endpoint: Endpoint, host) -> None:
     port = endpoint.url.rsplit(":", 1)[1]
     for reply in (
         endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Host": host.format(port=port)}),
@@ -247,19 +247,19 @@ def test_a_request_naming_another_host_is_refused_against_dns_rebinding(endpoint
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "localhost", "[::1]:{port}"])
-def test_loopback_names_are_accepted_as_the_host(endpoint, host):
+def test_loopback_names_are_accepted_as_the_host(endpoint: Endpoint, host) -> None:
     port = endpoint.url.rsplit(":", 1)[1]
     reply = endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Host": host.format(port=port)})
     assert reply.status_code == 200 and reply.json()["direct"]["fraction"] == 1.0
 
 
 @pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://127.0.0.1.evil.example", "file://"])
-def test_a_request_from_another_sites_page_is_refused(endpoint, origin):
+def test_a_request_from_another_sites_page_is_refused(endpoint: Endpoint, origin) -> None:
     reply = endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Origin": origin})
     assert reply.status_code == 403 and "Origin" in reply.json()["error"]
 
 
-def test_a_request_from_a_loopback_origin_is_accepted(endpoint):
+def test_a_request_from_a_loopback_origin_is_accepted(endpoint: Endpoint) -> None:
     reply = endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Origin": endpoint.url})
     assert reply.status_code == 200
 
@@ -267,7 +267,7 @@ def test_a_request_from_a_loopback_origin_is_accepted(endpoint):
 @pytest.mark.parametrize(
     "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None]
 )
-def test_a_body_not_sent_as_json_is_415(endpoint, content_type):
+def test_a_body_not_sent_as_json_is_415(endpoint: Endpoint, content_type) -> None:
     # text/plain and form posts are what a browser page may send anywhere without asking first.
     body = json.dumps({"method": "builtin/b002", "code": RUNS.source})
     headers = {"Authorization": f"Bearer {TOKEN}"} | ({"Content-Type": content_type} if content_type else {})
@@ -275,7 +275,7 @@ def test_a_body_not_sent_as_json_is_415(endpoint, content_type):
     assert reply.status_code == 415 and "application/json" in reply.json()["error"]
 
 
-def test_the_docs_curl_commands_run_as_written_against_the_endpoint(endpoint):
+def test_the_docs_curl_commands_run_as_written_against_the_endpoint(endpoint: Endpoint) -> None:
     """docs/scoring.md's examples, each run by curl as a user pastes it (the scorer's port in place of 8100)."""
     if shutil.which("curl") is None:
         if os.environ.get("CI"):
@@ -296,7 +296,7 @@ def test_the_docs_curl_commands_run_as_written_against_the_endpoint(endpoint):
         assert answer and "error" not in answer, (command, answer)
 
 
-def test_json_with_a_charset_is_accepted(endpoint):
+def test_json_with_a_charset_is_accepted(endpoint: Endpoint) -> None:
     body = json.dumps({"method": "builtin/b002", "code": RUNS.source})
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "Application/JSON; charset=utf-8"}
     assert endpoint.client.post("/v1/score", content=body, headers=headers).status_code == 200
@@ -311,7 +311,7 @@ def test_json_with_a_charset_is_accepted(endpoint):
     ],
     ids=["top-level", "in-examples", "objects"],
 )
-def test_deeply_nested_json_is_a_json_400(endpoint, body):
+def test_deeply_nested_json_is_a_json_400(endpoint: Endpoint, body) -> None:
     reply = endpoint.post(body)
     assert reply.status_code == 400 and reply.headers["content-type"] == "application/json"
     assert "nested" in reply.json()["error"]
@@ -327,7 +327,7 @@ def test_deeply_nested_json_is_a_json_400(endpoint, body):
     ],
     ids=["forged-encoding", "forged-outcome", "long-names", "huge-output"],
 )
-def test_hostile_code_gets_a_json_result_never_a_500(endpoint, code):
+def test_hostile_code_gets_a_json_result_never_a_500(endpoint: Endpoint, code) -> None:
     for view in ("full", "agent"):
         reply = endpoint.post({"method": "builtin/b002", "code": code, "counterexample": True, "view": view})
         assert reply.status_code == 200, reply.text[:300]
@@ -338,7 +338,7 @@ def test_hostile_code_gets_a_json_result_never_a_500(endpoint, code):
     assert endpoint.post({"method": "builtin/b002", "code": RUNS.source}).json()["direct"]["fraction"] == 1.0
 
 
-def test_code_with_a_lone_surrogate_is_refused_as_422_and_the_scorer_lives_on(endpoint):
+def test_code_with_a_lone_surrogate_is_refused_as_422_and_the_scorer_lives_on(endpoint: Endpoint) -> None:
     reply = endpoint.post({"method": "builtin/b002", "code": "def test_func(arg0):\n    return '\ud800'\n"})
     assert reply.status_code == 422 and reply.json()["detail"][0]["loc"] == ["code"]
     assert endpoint.post({"method": "builtin/b002", "code": RUNS.source}).json()["direct"]["fraction"] == 1.0
@@ -353,7 +353,7 @@ def _misbehaving_endpoint(base_url: str, tmp_path: Path) -> Endpoint:
     return Endpoint(process, url)
 
 
-def test_a_model_server_answering_pages_gives_score_errors_with_the_reason_not_a_500(tmp_path):
+def test_a_model_server_answering_pages_gives_score_errors_with_the_reason_not_a_500(tmp_path: Path) -> None:
     page = Body(b"<!DOCTYPE html><html><title>Bad gateway</title></html>", content_type="text/html")
     with FakeLLM(responder=lambda body: page) as fake:
         endpoint = _misbehaving_endpoint(fake.base_url, tmp_path)
@@ -369,7 +369,7 @@ def test_a_model_server_answering_pages_gives_score_errors_with_the_reason_not_a
         assert part["status"] == "error" and "not JSON" in part["reason"] and "Bad gateway" in part["reason"]
 
 
-def test_an_unreachable_model_server_is_a_502_naming_the_setting(tmp_path):
+def test_an_unreachable_model_server_is_a_502_naming_the_setting(tmp_path: Path) -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
@@ -389,7 +389,7 @@ HOSTILE_CODE = ("```" + "a" * 60_000, "`" * 60_000, "```" + " " * 60_000 + "x", 
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_health_stays_fast_while_hostile_code_is_scored(endpoint):
+def test_health_stays_fast_while_hostile_code_is_scored(endpoint: Endpoint) -> None:
     bodies = [{"method": "builtin/b002", "code": code, "scores": ["direct"]} for code in HOSTILE_CODE * 2]
     loop_before = main_thread_cpu_seconds(endpoint.process.pid)
     with ThreadPoolExecutor(len(bodies)) as pool:

@@ -42,7 +42,7 @@ def _replies(body: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory) -> Iterator[str]:
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with FakeLLM(responder=_replies) as fake:
         args = [
             "--port", "0", "--scorer-token", TOKEN, "--judge-model", "openai/judge", "--coder-model", "openai/coder",
@@ -57,7 +57,7 @@ def live(tmp_path_factory) -> Iterator[str]:
 
 @SCHEMA.parametrize()
 @settings(max_examples=120, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-def test_every_generated_request_gets_a_documented_json_answer_never_a_5xx(case, live):
+def test_every_generated_request_gets_a_documented_json_answer_never_a_5xx(case, live: str) -> None:
     if case.headers and "Authorization" in case.headers:
         case.headers["Authorization"] = f"Bearer {TOKEN}"  # a request made without a token stays without one
     body = case.body

@@ -13,6 +13,7 @@ from fakellm import FakeLLM, Reply
 from pau_mcp.llm import LLMClient, LLMError, Price, Pricing
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import NothingToScore, Scorer, UnknownMethod
+from wasm_runtime import Sandbox
 
 STORE = ManifestStore()
 RUNS = STORE.method("builtin/b002")
@@ -31,7 +32,7 @@ def fake() -> Iterator[FakeLLM]:
 
 
 @pytest.fixture
-def scorer(fake, sandbox) -> Scorer:
+def scorer(fake: FakeLLM, sandbox: Sandbox) -> Scorer:
     pricing = Pricing({"openai/judge": Price(input=1.0, output=2.0)})
     llm = LLMClient(env={"OPENAI_BASE_URL": fake.base_url}, pricing=pricing, backoff_s=0.01)
     return Scorer(STORE, sandbox, llm, judge_model="openai/judge", coder_model="openai/coder")
@@ -45,7 +46,9 @@ def score(scorer: Scorer, *args: Any, **options: Any):
     return anyio.run(go)
 
 
-def test_a_description_with_code_gets_all_three_scores_with_tokens_and_cost_summed(scorer, fake):
+def test_a_description_with_code_gets_all_three_scores_with_tokens_and_cost_summed(
+    scorer: Scorer, fake: FakeLLM
+) -> None:
     result = score(scorer, "builtin/b002", "Run lengths of a string.", RUNS.source, counterexample=True)
     assert result.judge.rating == 5 and result.codematch.fraction == 1.0 and result.direct.fraction == 1.0
     assert (result.usage.input_tokens, result.usage.output_tokens) == (1500, 210)
@@ -55,7 +58,7 @@ def test_a_description_with_code_gets_all_three_scores_with_tokens_and_cost_summ
     assert len(fake.requests) == 2
 
 
-def test_requested_scores_the_submission_cannot_have_are_left_out(scorer, fake):
+def test_requested_scores_the_submission_cannot_have_are_left_out(scorer: Scorer, fake: FakeLLM) -> None:
     result = score(scorer, "builtin/b002", "Run lengths.", None, kinds=["judge", "direct"])
     assert result.judge.rating == 5 and result.direct is None and result.codematch is None
     with pytest.raises(NothingToScore, match="judge needs a description; direct needs code"):
@@ -67,12 +70,12 @@ def test_requested_scores_the_submission_cannot_have_are_left_out(scorer, fake):
 
 
 @pytest.mark.parametrize("method_id", ["builtin/nope", "nosuite/b002", "b002", ""])
-def test_an_unknown_method_raises_unknown_method_saying_how_ids_look(scorer, method_id):
+def test_an_unknown_method_raises_unknown_method_saying_how_ids_look(scorer: Scorer, method_id) -> None:
     with pytest.raises(UnknownMethod, match="no method"):
         score(scorer, method_id, "x")
 
 
-def test_a_fatal_provider_error_is_raised_as_itself_not_as_a_group(scorer, fake):
+def test_a_fatal_provider_error_is_raised_as_itself_not_as_a_group(scorer: Scorer, fake: FakeLLM) -> None:
     fake.fail(401, times=2, message="bad key")
     with pytest.raises(LLMError, match="bad key"):
         score(scorer, "builtin/b002", "Run lengths.")

@@ -18,13 +18,13 @@ REQUEST = {"method": "builtin/none", "code": "def test_func(arg0):\n    return a
 
 
 @pytest.fixture(scope="module")
-def issuer(tmp_path_factory) -> Iterator[AuthServer]:
+def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
     with authorization_server(tmp_path_factory.mktemp("issuer"), {RESOURCE: {"scope": ALL_SCOPES}}, [BOT]) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-def endpoint(issuer, tmp_path_factory) -> Iterator[str]:
+def endpoint(issuer: AuthServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     args = ["--port", "0", "--scorer-token", TOKEN, "--auth", "oauth", "--issuer", issuer.issuer, "--resource", RESOURCE,
             "--data-dir", str(tmp_path_factory.mktemp("scorer")), "--no-cache"]  # fmt: skip
     process, url = start(args, clean_env())
@@ -37,13 +37,15 @@ def _score(url: str, token: str | None) -> httpx2.Response:
     return httpx2.post(f"{url}/v1/score", json=REQUEST, headers=headers, timeout=60)
 
 
-def test_a_token_with_the_score_scope_may_score_and_so_may_operate_and_the_scorer_token(issuer, endpoint):
+def test_a_token_with_the_score_scope_may_score_and_so_may_operate_and_the_scorer_token(
+    issuer: AuthServer, endpoint: str
+) -> None:
     for token in (issuer.token(client(BOT), RESOURCE, "score"), issuer.token(client(BOT), RESOURCE, "operate"), TOKEN):
         reply = _score(endpoint, token)
         assert reply.status_code == 404, reply.text  # let in: the method is unknown
 
 
-def test_an_explore_token_gets_403_naming_the_score_scope(issuer, endpoint):
+def test_an_explore_token_gets_403_naming_the_score_scope(issuer: AuthServer, endpoint: str) -> None:
     reply = _score(endpoint, issuer.token(client(BOT), RESOURCE, "explore"))
     assert reply.status_code == 403
     assert 'error="insufficient_scope"' in reply.headers["www-authenticate"]
@@ -51,7 +53,7 @@ def test_an_explore_token_gets_403_naming_the_score_scope(issuer, endpoint):
     assert "needs the scope 'score'" in reply.json()["error_description"]
 
 
-def test_without_a_token_the_scorer_names_its_metadata(issuer, endpoint):
+def test_without_a_token_the_scorer_names_its_metadata(issuer: AuthServer, endpoint: str) -> None:
     reply = _score(endpoint, None)
     assert reply.status_code == 401
     assert (

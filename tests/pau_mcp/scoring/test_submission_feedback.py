@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,6 +15,8 @@ from fakellm import FakeLLM
 from pau_mcp.config import Settings
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import FAILURE_KINDS, Scorer, feedback_for
+from wasm_runtime import Sandbox
+from wasm_runtime.workers import WorkerSandbox
 
 RUNS = ManifestStore().method("builtin/b002")
 WRONG = "def test_func(arg0):\n    return [(c, 1) for c in arg0]\n"
@@ -28,7 +31,7 @@ def _replies(body: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def fake(monkeypatch, worker_sandbox) -> Iterator[FakeLLM]:
+def fake(monkeypatch: pytest.MonkeyPatch, worker_sandbox: WorkerSandbox) -> Iterator[FakeLLM]:
     with FakeLLM(responder=_replies) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -58,7 +61,9 @@ def feedback(
     return anyio.run(go)
 
 
-def test_feedback_holds_every_score_and_no_counterexample_unless_one_is_asked_for(fake, tmp_path):
+def test_feedback_holds_every_score_and_no_counterexample_unless_one_is_asked_for(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     settings = Settings(data_dir=tmp_path, judge_model="openai/judge", coder_model="openai/coder")
     shown = feedback(settings, "Pairs every character with 1.", WRONG)
     assert set(shown) == {"judge_rating", "code_match", "direct_code_match", "direct_code_note", "direct_code_failures"}
@@ -73,7 +78,9 @@ def test_feedback_holds_every_score_and_no_counterexample_unless_one_is_asked_fo
     assert len(fake.requests) == 2
 
 
-def test_a_counterexample_asked_for_holds_its_input_and_the_expected_outcome_only(fake, tmp_path):
+def test_a_counterexample_asked_for_holds_its_input_and_the_expected_outcome_only(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     settings = Settings(data_dir=tmp_path, judge_model="openai/judge", coder_model="openai/coder")
     shown = feedback(settings, "Pairs every character with 1.", WRONG, counterexample=True)
     first_wrong = next(
@@ -85,12 +92,12 @@ def test_a_counterexample_asked_for_holds_its_input_and_the_expected_outcome_onl
     assert not [literal for literal in others if literal in text]
 
 
-def test_right_code_gets_no_counterexample_even_when_one_is_asked_for(fake, tmp_path):
+def test_right_code_gets_no_counterexample_even_when_one_is_asked_for(fake: FakeLLM, tmp_path: Path) -> None:
     shown = feedback(Settings(data_dir=tmp_path), "Run lengths.", RUNS.source, counterexample=True)
     assert shown == {"direct_code_match": 1.0}
 
 
-def test_feedback_repeats_no_text_the_submitted_code_produced(fake, tmp_path):
+def test_feedback_repeats_no_text_the_submitted_code_produced(fake: FakeLLM, tmp_path: Path) -> None:
     # Exception names, messages and printed text that spell the hidden inputs; the code writer writes the same.
     spelling = (
         "def test_func(arg0):\n"
@@ -114,7 +121,7 @@ def test_feedback_repeats_no_text_the_submitted_code_produced(fake, tmp_path):
         }
 
 
-def test_a_scorer_failure_of_any_kind_answers_unavailable_without_its_message(fake, tmp_path):
+def test_a_scorer_failure_of_any_kind_answers_unavailable_without_its_message(fake: FakeLLM, tmp_path: Path) -> None:
     suite = tmp_path / "suites" / "broken"
     suite.mkdir(parents=True)
     (suite / "suite.json").write_text(json.dumps({"name": "broken", "description": "x"}))
@@ -124,7 +131,7 @@ def test_a_scorer_failure_of_any_kind_answers_unavailable_without_its_message(fa
     assert list(shown) == ["scores"] and "unavailable" in shown["scores"] and "SECRET_DETAIL" not in shown["scores"]
 
 
-def test_the_feedback_callable_takes_the_agreed_keyword_arguments(sandbox, tmp_path):
+def test_the_feedback_callable_takes_the_agreed_keyword_arguments(sandbox: Sandbox, tmp_path: Path) -> None:
     send = feedback_for(Settings(data_dir=tmp_path), scorer=Scorer(ManifestStore(), sandbox, llm=None))
     with pytest.raises(TypeError):
         anyio.run(lambda: send("builtin/b002", "x", RUNS.source, 7))  # submission_id is keyword-only
@@ -132,7 +139,9 @@ def test_the_feedback_callable_takes_the_agreed_keyword_arguments(sandbox, tmp_p
     assert "counterexample" not in shown and shown["direct_code_match"] < 1
 
 
-def test_without_models_feedback_scores_code_only_and_the_log_names_the_settings(fake, tmp_path, caplog):
+def test_without_models_feedback_scores_code_only_and_the_log_names_the_settings(
+    fake: FakeLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="pau_mcp.scoring"):
         settings = Settings(data_dir=tmp_path)
         shown = feedback(settings, "Pairs every character with 1.", RUNS.source)
@@ -141,7 +150,9 @@ def test_without_models_feedback_scores_code_only_and_the_log_names_the_settings
     assert fake.requests == []
 
 
-def test_a_failing_provider_leaves_the_submission_recorded_and_says_scores_are_unavailable(fake, tmp_path):
+def test_a_failing_provider_leaves_the_submission_recorded_and_says_scores_are_unavailable(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
     fake.fail(401, times=2, message="bad key")
     settings = Settings(data_dir=tmp_path, judge_model="openai/judge", coder_model="openai/coder")
     shown = feedback(settings, "Pairs every character with 1.", None)

@@ -14,7 +14,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,9 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.memory import create_client_server_memory_streams
+from serve_args import serve_parts
 
 from pau_mcp import eventloop
-from pau_mcp.cli.serve import build_served, http_service
 from pau_mcp.config import Settings
 from pau_mcp.contract import RAN
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, tool_name
@@ -33,7 +33,8 @@ from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.sandboxing import make_sandbox, sandbox_limits
 from pau_mcp.server import serve_streams
 from pau_mcp.server.launch import http_server as launch_http_server
-from wasm_runtime import SandboxInterface
+from pau_mcp.server_assembly import Served, assemble_server
+from wasm_runtime import Sandbox, SandboxInterface
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -47,7 +48,7 @@ def tool_of(method_id: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _deployment_key(monkeypatch):
+def _deployment_key(monkeypatch: pytest.MonkeyPatch):
     """Every server started by a test (and every command) uses the shared test key unless the test says otherwise."""
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", TEST_KEY)
 
@@ -73,7 +74,7 @@ def _secret_methods() -> list[Method]:
         "    return len(zq_xylophone_constant) * arg0",
     ]
     loop = ["def test_func(arg0):", "    while arg0:", "        pass", "    return 0"]
-    common = {"provenance": Provenance(dataset="test"), "tags": Tags(arity=1)}
+    common: dict[str, Any] = {"provenance": Provenance(dataset="test"), "tags": Tags(arity=1)}
     return [
         Method(
             id="secret/m1", header="def test_func(arg0):", params=["arg0"], source="\n".join(source) + "\n",
@@ -90,7 +91,7 @@ def _secret_methods() -> list[Method]:
 
 
 @pytest.fixture(scope="session")
-def secret_manifests(sandbox, tmp_path_factory) -> Path:
+def secret_manifests(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A manifests directory with suite `secret`, frozen in the real sandbox."""
     root = tmp_path_factory.mktemp("manifests")
     suite = Suite.create(root, SuiteInfo(name="secret"))
@@ -155,17 +156,24 @@ def _shared_sandboxes(owned: list[SandboxInterface]) -> Callable[..., SandboxInt
     return make
 
 
+def _assembled(args: Sequence[str], owned: list[SandboxInterface]) -> Served:
+    """The server ``pau-mcp serve ARGS`` runs, built as the command builds it, on the test session's shared
+    sandboxes (any other sandbox it needs is added to ``owned`` for the caller to close)."""
+    settings, request = serve_parts(args)
+    return assemble_server(settings, request, sandboxes=_shared_sandboxes(owned))
+
+
 @contextlib.asynccontextmanager
 async def memory_streams(*args: str) -> AsyncIterator[tuple[Any, Any]]:
     """The client's read and write streams of `pau-mcp serve ARGS`, built in this process, over stdio.
 
-    The server is the one the command builds from the same arguments (``pau_mcp.cli.serve.build_served``: its parser,
-    settings and code), served as ``run_stdio`` serves it (``serve_streams``), over the SDK's in-memory streams
-    instead of stdin and stdout. What stdio itself does (framing, message limits, encoding) is left to the tests
+    The server is the one the command builds from the same arguments (``pau_mcp.server_assembly.assemble_server`` of
+    the settings and request they stand for, ``serve_args.serve_parts``), served as ``run_stdio`` serves it
+    (``serve_streams``), over the SDK's in-memory streams instead of stdin and stdout. What stdio itself does (framing, message limits, encoding) is left to the tests
     that start a process.
     """
     owned: list[SandboxInterface] = []
-    built = build_served(args, sandboxes=_shared_sandboxes(owned))
+    built = _assembled(args, owned)
     if built.transport != "stdio":
         raise ValueError("memory_session builds stdio servers; use http_server for --transport http")
     try:
@@ -219,7 +227,7 @@ def memory_http_server(*args: str, env: dict[str, str] | None = None) -> Iterato
     """`pau-mcp serve --transport http --port 0 ARGS` served from this process; yields its URL: ``http_server``
     without the process.
 
-    The app is the one the command serves (``build_served``, then ``http_service``: the same host gate, token
+    The app is the one the command serves (``assemble_server``, then ``Served.http_service``: the same host gate, token
     and session-token checks, body, session and connection limits), on a real loopback socket, run by the same
     uvicorn set-up in a thread of its own with its own event loop, on the test session's shared sandboxes (as
     ``memory_session``). What only a process has (its announcement, signals, ``--exit-with-stdin``, logging
@@ -236,12 +244,12 @@ def memory_http_server(*args: str, env: dict[str, str] | None = None) -> Iterato
             yield url
         return
     owned: list[SandboxInterface] = []
-    built = build_served(["--transport", "http", "--port", "0", *args], sandboxes=_shared_sandboxes(owned))
+    built = _assembled(["--transport", "http", "--port", "0", *args], owned)
     with contextlib.ExitStack() as cleanup:
         for box in owned:
             cleanup.callback(box.close)
         cleanup.callback(built.service.store.close)
-        service = http_service(built)
+        service = built.http_service()
         cleanup.callback(service.sock.close)
         runner = service.uvicorn_server()
         failure: list[BaseException] = []
@@ -398,7 +406,7 @@ async def memory_client(*args: str, mode: str = "auto") -> AsyncIterator[Any]:
     from mcp.client.client import Client
 
     owned: list[SandboxInterface] = []
-    built = build_served(args, sandboxes=_shared_sandboxes(owned))
+    built = _assembled(args, owned)
     try:
         async with Client(built.server, mode=mode) as client:  # type: ignore[arg-type]
             yield client

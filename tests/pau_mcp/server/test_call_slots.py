@@ -5,6 +5,7 @@ workers, and past its share its calls are refused at once, without running or co
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -49,7 +50,7 @@ def _recorded(db, key: str) -> int:
         return int(store.execute(query, (key,)).fetchone()[0])
 
 
-def test_a_flood_of_slow_calls_from_one_token_does_not_queue_ahead_of_another_agents_call(tmp_path):
+def test_a_flood_of_slow_calls_from_one_token_does_not_queue_ahead_of_another_agents_call(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     signer = TokenSigner(TEST_KEY)
     hog, other = signer.issue("hog"), signer.issue("other")
@@ -92,7 +93,7 @@ def test_a_flood_of_slow_calls_from_one_token_does_not_queue_ahead_of_another_ag
     assert order.index("other") <= 4, order
 
 
-def test_a_credentials_calls_run_a_few_at_a_time_and_the_rest_wait_their_turn(tmp_path):
+def test_a_credentials_calls_run_a_few_at_a_time_and_the_rest_wait_their_turn(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     token = TokenSigner(TEST_KEY).issue("eager")
     replies: list[dict] = []
@@ -113,7 +114,7 @@ def test_a_credentials_calls_run_a_few_at_a_time_and_the_rest_wait_their_turn(tm
     assert [r["result"]["structuredContent"]["status"] for r in replies] == ["ok"] * 12
 
 
-def test_call_slots_let_a_few_run_queue_some_and_refuse_the_rest_and_forget_idle_credentials():
+def test_call_slots_let_a_few_run_queue_some_and_refuse_the_rest_and_forget_idle_credentials() -> None:
     async def main() -> None:
         slots = CallSlots(running=2, waiting=3)
         running = 0
@@ -144,7 +145,7 @@ def test_call_slots_let_a_few_run_queue_some_and_refuse_the_rest_and_forget_idle
     anyio.run(main)
 
 
-def test_the_concurrent_calls_setting_has_a_flag_and_a_variable(monkeypatch):
+def test_the_concurrent_calls_setting_has_a_flag_and_a_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Settings().max_concurrent_calls == 4
     monkeypatch.setenv("PAU_MCP_MAX_CONCURRENT_CALLS", "0")
     assert Settings.from_env().max_concurrent_calls == 0

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx2
 from conftest import ROOT, memory_http_server, tool_of
 
 
-def test_the_server_card_describes_the_server_without_a_credential_and_names_no_tool(tmp_path):
+def test_the_server_card_describes_the_server_without_a_credential_and_names_no_tool(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", "main-token-1234") as url:
         reply = httpx2.get(url.replace("/mcp", "/server-card"), timeout=30)
         refused = httpx2.post(url, json={}, timeout=30)

@@ -4,6 +4,7 @@ method's facts as data that say what its description says and nothing hidden."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import anyio
 import jsonschema
@@ -11,7 +12,7 @@ import pytest
 from conftest import SECRETS, stdio_session, tool_of
 from pydantic import ValidationError
 
-from pau_mcp.contract import FACTS_KEY, OUTPUT_SCHEMA, RAN, REFUSED, MethodFacts, ToolResult
+from pau_mcp.contract import FACTS_KEY, OUTPUT_SCHEMA, RAN, REFUSED, MethodFacts, ToolResult, ToolStatus
 from pau_mcp.manifests import ManifestStore, call_text
 from pau_mcp.manifests.model import FrozenOutcome
 from pau_mcp.server.catalog import Exposed
@@ -19,31 +20,31 @@ from wasm_runtime import Status
 from wasm_runtime.literals import parse_arguments
 
 
-def test_the_statuses_of_results_and_of_frozen_outcomes_are_the_sandboxs_one_list():
+def test_the_statuses_of_results_and_of_frozen_outcomes_are_the_sandboxs_one_list() -> None:
     assert {*RAN, "invalid_input"} == {status.value for status in Status}
     assert set(REFUSED) - {status.value for status in Status} == {"over_budget", "unknown_tool"}
     for status in Status:
-        assert FrozenOutcome(status=status.value).status == status
+        assert FrozenOutcome.model_validate({"status": status.value}).status == status
     with pytest.raises(ValidationError):
-        FrozenOutcome(status="over_budget")  # a refusal is not an outcome of a run
+        FrozenOutcome.model_validate({"status": "over_budget"})  # a refusal is not an outcome of a run
 
 
-def test_the_tool_output_schema_is_the_result_models_own():
+def test_the_tool_output_schema_is_the_result_models_own() -> None:
     assert set(OUTPUT_SCHEMA["properties"]) == set(ToolResult.model_fields)
     assert OUTPUT_SCHEMA["properties"]["status"]["enum"] == [*RAN, *REFUSED]
     assert OUTPUT_SCHEMA["required"] == ["status", "queries_used", "queries_left"]
     # Nullables stay portable (two anyOf branches) and nothing pydantic-only leaks to clients.
     assert OUTPUT_SCHEMA["properties"]["value"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
     assert "title" not in str(OUTPUT_SCHEMA)
-    result = ToolResult(status="ok", value="3", value_type="int", queries_used=1, queries_left=19)
+    result = ToolResult(status=ToolStatus.OK, value="3", value_type="int", queries_used=1, queries_left=19)
     jsonschema.validate(result.model_dump(), OUTPUT_SCHEMA)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**result.model_dump(), "status": "maybe"}, OUTPUT_SCHEMA)
 
 
 def test_each_method_tool_publishes_the_facts_its_description_states_as_data_and_nothing_hidden(
-    tmp_path, secret_manifests
-):
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     async def main() -> list:
         args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "runs.db"))
         async with stdio_session(*args, "--budget", "4") as session:
@@ -74,7 +75,7 @@ def test_each_method_tool_publishes_the_facts_its_description_states_as_data_and
         assert sorted(secret for secret in hidden if secret and secret in published) == []
 
 
-def test_an_unlimited_budget_is_published_as_null():
+def test_an_unlimited_budget_is_published_as_null() -> None:
     method = ManifestStore().method("builtin/b001")
     assert Exposed(method, "fn_0000000000").facts(0).budget is None
     assert Exposed(method, "fn_0000000000").facts(20).budget == 20

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import os
 import threading
+from pathlib import Path
 
 import anyio
 import pytest
 from conftest import ROOT, memory_session, tool_of
 from mcp.shared.exceptions import MCPError
 from pau_command import Ran, run_pau, run_pau_process
+
+from wasm_runtime import Sandbox
 
 
 def pau(*args: str, db=None, process: bool = False) -> Ran:
@@ -20,7 +23,7 @@ def pau(*args: str, db=None, process: bool = False) -> Ran:
     return (run_pau_process if process else run_pau)(*args, *extra, env=dict(os.environ), cwd=ROOT)
 
 
-def test_call_runs_the_same_path_as_a_tool_and_is_recorded(tmp_path):
+def test_call_runs_the_same_path_as_a_tool_and_is_recorded(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     ok = pau("call", tool_of("builtin/b001"), "(-23,)", db=db, process=True)
     assert ok.returncode == 0, ok.stderr
@@ -36,7 +39,7 @@ def test_call_runs_the_same_path_as_a_tool_and_is_recorded(tmp_path):
     assert [c["arguments"] for c in calls if c["counted"]] == ["(-23,)", "(105,)"]
 
 
-def test_call_on_a_method_of_a_suite_it_does_not_serve_names_the_suite_option(tmp_path, sandbox):
+def test_call_on_a_method_of_a_suite_it_does_not_serve_names_the_suite_option(tmp_path: Path, sandbox: Sandbox) -> None:
     from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
     from pau_mcp.manifests.checks import freeze_method
 
@@ -59,7 +62,7 @@ def test_call_on_a_method_of_a_suite_it_does_not_serve_names_the_suite_option(tm
     assert unknown.returncode == 2 and "pau-mcp methods" in unknown.stderr and "--suite" in unknown.stderr
 
 
-def test_call_stops_its_sandbox_when_it_returns(tmp_path):
+def test_call_stops_its_sandbox_when_it_returns(tmp_path: Path) -> None:
     """`call` also runs inside other programs (a notebook, a script, these tests): what it opened ends with it."""
     before = {thread.ident for thread in threading.enumerate()}
     for literal, code in (("(-23,)", 0), ("(__import__('os'),)", 1)):
@@ -68,7 +71,7 @@ def test_call_stops_its_sandbox_when_it_returns(tmp_path):
     assert left == []
 
 
-def test_methods_lists_what_a_server_would_expose():
+def test_methods_lists_what_a_server_would_expose() -> None:
     listed = pau("methods", "--json", "--methods", "builtin/b001,builtin/b002")
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [r["id"] for r in rows] == ["builtin/b001", "builtin/b002"]
@@ -76,7 +79,7 @@ def test_methods_lists_what_a_server_would_expose():
     assert "description" not in rows[0] and "source" not in rows[0]
 
 
-def test_runs_export_writes_the_reference_predictions_layout(tmp_path):
+def test_runs_export_writes_the_reference_predictions_layout(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of("builtin/b001")
 
@@ -103,7 +106,9 @@ def test_runs_export_writes_the_reference_predictions_layout(tmp_path):
     assert missing.returncode == 1 and "export-me" in missing.stderr
 
 
-def test_runs_show_prints_agents_text_literally_without_markup_or_terminal_escapes(tmp_path, monkeypatch):
+def test_runs_show_prints_agents_text_literally_without_markup_or_terminal_escapes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "400")  # a wide table: no cell is wrapped, so each text is found whole
     db = tmp_path / "runs.db"
     tool = tool_of("builtin/b001")
@@ -127,7 +132,7 @@ def test_runs_show_prints_agents_text_literally_without_markup_or_terminal_escap
     assert as_json["submissions"][0]["description"] == hostile  # the JSON keeps the text exactly
 
 
-def test_runs_list_and_show_print_long_run_and_session_names_whole_in_a_100_column_terminal(tmp_path):
+def test_runs_list_and_show_print_long_run_and_session_names_whole_in_a_100_column_terminal(tmp_path: Path) -> None:
     from pau_mcp.runstore import CallRecord, RunStore
 
     run = "builtin-paper-interactive-openai-gpt-4o-mini-2024-07-18-temperature-0.7"
@@ -147,7 +152,7 @@ def test_runs_list_and_show_print_long_run_and_session_names_whole_in_a_100_colu
     assert any(key in line.split() for line in shown.stdout.splitlines())
 
 
-def test_the_production_server_has_no_benchmark_only_tool(tmp_path):
+def test_the_production_server_has_no_benchmark_only_tool(tmp_path: Path) -> None:
     result = pau("serve", "--benchmark-noop", db=tmp_path / "runs.db")
     assert result.returncode == 2 and "--benchmark-noop" in result.stderr
 

@@ -145,13 +145,15 @@ def _fresh(folder: Path) -> Path:
 
 
 @pytest.mark.parametrize(("revision", "count"), [("2025-11-25", 30), ("2026-07-28", 37)])
-def test_the_fixture_suite_passes_every_required_server_scenario(fixture_runs, revision, count):
+def test_the_fixture_suite_passes_every_required_server_scenario(
+    fixture_runs: dict[str, dict[str, list[dict]]], revision, count
+) -> None:
     required = _server_list(revision, "server")
     assert len(required) == count
     assert _failures(fixture_runs[revision], required) == {}
 
 
-def test_the_fixture_suite_passes_the_tasks_extension_scenarios(fixture_runs):
+def test_the_fixture_suite_passes_the_tasks_extension_scenarios(fixture_runs: dict[str, dict[str, list[dict]]]) -> None:
     tasks = [name for name in _server_list("2026-07-28", "not_scored") if name.startswith("tasks-")]
     assert len(tasks) == 10
     assert _failures(fixture_runs["2026-07-28"], tasks) == {}
@@ -159,14 +161,18 @@ def test_the_fixture_suite_passes_the_tasks_extension_scenarios(fixture_runs):
     assert lifecycle["sep-2663-tasks-get-status-completed"] == "SUCCESS"  # it really made and finished a task
 
 
-def test_the_fixture_suite_passes_the_unscored_server_scenarios_too(fixture_runs):
+def test_the_fixture_suite_passes_the_unscored_server_scenarios_too(
+    fixture_runs: dict[str, dict[str, list[dict]]],
+) -> None:
     for revision in REVISIONS:
         unscored = [n for n in _server_list(revision, "not_scored") if not n.startswith("tasks-")]
         assert _failures(fixture_runs[revision], unscored) == {}, revision
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
-def test_the_builtin_suite_passes_every_scenario_that_needs_no_fixture(builtin_runs, revision):
+def test_the_builtin_suite_passes_every_scenario_that_needs_no_fixture(
+    builtin_runs: dict[str, dict[str, list[dict]]], revision
+) -> None:
     results = builtin_runs[revision]
     assert _failures(results, NO_FIXTURE[revision]) == {}
     # No conformant client trips a session cap on the default configuration (the ninth session used to get 429).

@@ -17,6 +17,7 @@ from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Suite, Su
 from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring.coverage import measure_coverage
+from wasm_runtime import Sandbox
 
 FORGER = (
     "def test_func(arg0):\n"
@@ -31,7 +32,7 @@ FORGER = (
 
 
 @pytest.fixture(scope="module")
-def forger(sandbox, tmp_path_factory) -> Path:
+def forger(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("forger")
     suite = Suite.create(root, SuiteInfo(name="cov"))
     method = Method(
@@ -43,7 +44,9 @@ def forger(sandbox, tmp_path_factory) -> Path:
     return root
 
 
-def test_no_reply_of_a_session_carries_a_trace_or_the_measured_coverage(tmp_path, forger, sandbox):
+def test_no_reply_of_a_session_carries_a_trace_or_the_measured_coverage(
+    tmp_path: Path, forger: Path, sandbox: Sandbox
+) -> None:
     db = tmp_path / "runs.db"
     method = ManifestStore([forger]).method("cov/forger")
     tool = tool_of(method.id)

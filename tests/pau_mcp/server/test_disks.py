@@ -74,7 +74,7 @@ COMMANDS = {
 
 
 @pytest.mark.parametrize("command", list(COMMANDS), ids=list(COMMANDS))
-def test_a_read_only_data_directory_is_one_clear_line(tmp_path, command):
+def test_a_read_only_data_directory_is_one_clear_line(tmp_path: Path, command) -> None:
     data = tmp_path / "data"
     data.mkdir()
     with read_only(data):
@@ -83,7 +83,7 @@ def test_a_read_only_data_directory_is_one_clear_line(tmp_path, command):
     assert str(data) in line and "--data-dir" in line
 
 
-def test_runs_on_a_store_in_a_read_only_directory_is_one_clear_line(tmp_path):
+def test_runs_on_a_store_in_a_read_only_directory_is_one_clear_line(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
     RunStore(data / "runs.db").close()
@@ -92,7 +92,7 @@ def test_runs_on_a_store_in_a_read_only_directory_is_one_clear_line(tmp_path):
     assert "runs.db" in line
 
 
-def test_a_read_only_store_file_is_one_clear_line(tmp_path):
+def test_a_read_only_store_file_is_one_clear_line(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     RunStore(db).close()
     with read_only(db):
@@ -101,7 +101,7 @@ def test_a_read_only_store_file_is_one_clear_line(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["serve", "call", "eval"])
-def test_a_full_disk_at_startup_is_one_clear_line(tmp_path, command):
+def test_a_full_disk_at_startup_is_one_clear_line(tmp_path: Path, command) -> None:
     db = tmp_path / "runs.db"
     RunStore(db).close()
     result = pau(*COMMANDS[command], "--db", str(db), "--data-dir", str(tmp_path), limit_file_bytes=0)

@@ -7,16 +7,16 @@ import json
 from pathlib import Path
 
 import anyio
-import click
 import pytest
 from conftest import SECRETS, memory_client, tool_of
 from pau_command import run_pau
+from serve_args import serve_parts
 
-from pau_mcp.cli.serve import build_served
 from pau_mcp.contract import FACTS_KEY
 from pau_mcp.documentation import MAX_DOC_CHARS, load_documentation, near_gold, quotes_gold
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore
+from pau_mcp.server_assembly import AssemblyError, Served, assemble_server
 
 LEARNED = "Upper-cases a string and appends an exclamation mark; multiplies a number by fifteen; 'boom' raises."
 
@@ -30,6 +30,11 @@ def _learned_run(db: Path, name: str = "learned", kind: str = "serve", texts: di
     for method_id, text in (texts if texts is not None else {"secret/m1": LEARNED}).items():
         store.record_submission(session, method_id, text, None)
     store.close()
+
+
+def _assembled(args: list[str]) -> Served:
+    """The server ``pau-mcp serve ARGS`` runs, built as the command builds it."""
+    return assemble_server(*serve_parts(args))
 
 
 async def _everything(*args: str, mode: str) -> tuple[str, dict]:
@@ -53,8 +58,8 @@ async def _everything(*args: str, mode: str) -> tuple[str, dict]:
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 def test_tools_served_with_learned_docs_show_each_methods_final_description_in_place_of_the_examples(
-    tmp_path, secret_manifests, mode
-):
+    tmp_path: Path, secret_manifests: Path, mode
+) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
     args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(db), "--docs", "learned")
@@ -68,7 +73,9 @@ def test_tools_served_with_learned_docs_show_each_methods_final_description_in_p
     assert SECRETS["description"] not in text
 
 
-def test_without_docs_the_tools_show_their_header_and_examples_as_always(tmp_path, secret_manifests):
+def test_without_docs_the_tools_show_their_header_and_examples_as_always(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "runs.db"))
     text, tools = anyio.run(lambda: _everything(*args, mode="auto"))
     assert "Known examples" in (tools[tool_of("secret/m1")].description or "") and "test_func('ab')" in text
@@ -76,8 +83,8 @@ def test_without_docs_the_tools_show_their_header_and_examples_as_always(tmp_pat
 
 @pytest.mark.parametrize("docs", [None, "none", "examples", "learned", "exported"])
 def test_no_response_of_a_whole_session_holds_gold_text_unless_the_operator_serves_gold(
-    tmp_path, secret_manifests, docs
-):
+    tmp_path: Path, secret_manifests: Path, docs
+) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
     exported = tmp_path / "docs.json"
@@ -97,12 +104,12 @@ def test_no_response_of_a_whole_session_holds_gold_text_unless_the_operator_serv
     assert SECRETS["description"] in gold  # the same search finds gold text where the operator asked for it
 
 
-def test_a_run_of_gold_descriptions_is_never_served_as_learned_docs(tmp_path, secret_manifests):
+def test_a_run_of_gold_descriptions_is_never_served_as_learned_docs(tmp_path: Path, secret_manifests: Path) -> None:
     db = tmp_path / "runs.db"
     gold = ManifestStore([secret_manifests]).method("secret/m1").description
     _learned_run(db, name="gold-secret", kind="gold", texts={"secret/m1": gold})
-    with pytest.raises(click.ClickException, match="only with --docs gold"):
-        build_served(
+    with pytest.raises(AssemblyError, match="only with --docs gold"):
+        _assembled(
             ["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(db), "--docs", "gold-secret"]
         )
 
@@ -120,8 +127,8 @@ def _near_copies(gold: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("variant", list(_near_copies("x")), ids=str)
 def test_learned_docs_holding_a_gold_description_or_nearly_are_left_out_and_the_rest_served(
-    tmp_path, secret_manifests, variant
-):
+    tmp_path: Path, secret_manifests: Path, variant
+) -> None:
     # Before: the last character dropped or a zero-width space added served the gold text as learned docs; a text
     # that quoted it made the whole source unusable.
     db = tmp_path / "runs.db"
@@ -129,7 +136,7 @@ def test_learned_docs_holding_a_gold_description_or_nearly_are_left_out_and_the_
     gold = store.method("secret/m1").description
     _learned_run(db, texts={"secret/m1": _near_copies(gold)[variant], "secret/m2": "Loops on a true argument."})
     args = ["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(db), "--docs", "learned"]
-    built = build_served(args)
+    built = _assembled(args)
     built.service.store.close()
     documentation = load_documentation("learned", db, store, ["secret"])
     assert documentation is not None and set(documentation.texts) == {"secret/m2"}
@@ -137,7 +144,9 @@ def test_learned_docs_holding_a_gold_description_or_nearly_are_left_out_and_the_
     assert documentation.quoting == ("secret/m1",)
 
 
-def test_a_learned_description_of_the_same_behaviour_in_other_words_is_served(tmp_path, secret_manifests):
+def test_a_learned_description_of_the_same_behaviour_in_other_words_is_served(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     store = ManifestStore([secret_manifests])
     for method_id, own_words in (
         ("secret/m1", LEARNED),
@@ -146,7 +155,7 @@ def test_a_learned_description_of_the_same_behaviour_in_other_words_is_served(tm
         assert not near_gold(own_words, store.method(method_id).description)
 
 
-def test_an_unknown_docs_source_says_what_the_sources_are(tmp_path, secret_manifests):
+def test_an_unknown_docs_source_says_what_the_sources_are(tmp_path: Path, secret_manifests: Path) -> None:
     result = run_pau(
         "serve", "--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
         "--docs", "no-such-run",
@@ -154,7 +163,9 @@ def test_an_unknown_docs_source_says_what_the_sources_are(tmp_path, secret_manif
     assert result.returncode == 1 and "no run named 'no-such-run'" in result.stderr
 
 
-def test_export_docs_writes_json_that_serve_reads_and_markdown_for_people(tmp_path, secret_manifests):
+def test_export_docs_writes_json_that_serve_reads_and_markdown_for_people(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
     out = tmp_path / "docs.json"
@@ -172,24 +183,24 @@ def test_export_docs_writes_json_that_serve_reads_and_markdown_for_people(tmp_pa
 
 
 def test_a_file_that_is_not_exported_documentation_is_refused_with_the_command_that_writes_one(
-    tmp_path, secret_manifests
-):
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     bad = tmp_path / "docs.json"
     bad.write_text(json.dumps({"format": "something-else", "methods": {}}))
-    with pytest.raises(click.ClickException, match="pau-mcp export docs"):
-        build_served(["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
+    with pytest.raises(AssemblyError, match="pau-mcp export docs"):
+        _assembled(["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
                       "--docs", str(bad)])  # fmt: skip
     bad.write_text(
         json.dumps(
             {"format": "pau-mcp/tool-docs", "methods": {"secret/m1": {"documentation": "x" * (MAX_DOC_CHARS + 1)}}}
         )
     )
-    with pytest.raises(click.ClickException, match="not a documentation file"):
-        build_served(["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
+    with pytest.raises(AssemblyError, match="not a documentation file"):
+        _assembled(["--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "r.db"),
                       "--docs", str(bad)])  # fmt: skip
 
 
-def test_the_gold_quote_check_reads_a_megabyte_of_its_worst_case_in_linear_time():
+def test_the_gold_quote_check_reads_a_megabyte_of_its_worst_case_in_linear_time() -> None:
     gold = "a " * 5000 + "b"
     text = "a " * (
         512 * 1024
@@ -199,7 +210,7 @@ def test_the_gold_quote_check_reads_a_megabyte_of_its_worst_case_in_linear_time(
     assert not quotes_gold(" \n\t" * (350 * 1024), gold)  # whitespace only: normalised to nothing
 
 
-def test_the_near_gold_check_reads_a_megabyte_of_its_worst_cases_in_linear_time():
+def test_the_near_gold_check_reads_a_megabyte_of_its_worst_cases_in_linear_time() -> None:
     long_gold = "counts the steps to reach one, dividing by three when it can; " * 3
     assert not near_gold("a " * (512 * 1024), long_gold)
     assert not near_gold("ab" * (512 * 1024), "counts steps to 1.")  # every character a step of the short search

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import anyio
 from conftest import TEST_KEY
 
+from pau_mcp.limits import ServiceLimits
 from pau_mcp.manifests.store import ManifestStore
 from pau_mcp.runstore import RunStore
 from pau_mcp.server.catalog import Catalog
@@ -37,13 +39,15 @@ class NoNumpyEngine(SandboxInterface):
         pass
 
 
-def test_a_call_needing_an_absent_engine_does_not_count_and_names_the_operator(secret_manifests, tmp_path):
+def test_a_call_needing_an_absent_engine_does_not_count_and_names_the_operator(
+    secret_manifests: Path, tmp_path: Path
+) -> None:
     catalog = Catalog(ManifestStore([secret_manifests], include_packaged=False), ["secret"], key=TEST_KEY)
     store = RunStore(tmp_path / "runs.sqlite")
     run_id = store.ensure_run("missing-engine", kind="serve")
     state = SessionState(key="s", store_id=store.ensure_session(run_id, "s", "stdio"))
     sandbox = NoNumpyEngine()
-    service = MethodService(catalog, sandbox, store, budget=5)
+    service = MethodService(catalog, sandbox, store, ServiceLimits(budget=5))
     exposed = next(e for e in catalog if e.method.id == "secret/m1")
 
     reply = anyio.run(service.call, state, exposed, {"arg0": "ab"})

@@ -14,6 +14,7 @@ import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -93,7 +94,7 @@ async def _explore_and_submit(client: Client) -> tuple[str, list[str], dict, dic
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("credential", ["main", "session-token", "none"])
-def test_the_official_client_lists_calls_and_submits_in_every_mode_over_http(tmp_path, mode, credential):
+def test_the_official_client_lists_calls_and_submits_in_every_mode_over_http(tmp_path: Path, mode, credential) -> None:
     args = ["--db", str(tmp_path / "runs.db"), "--methods", f"{B001},{B002}"]
     if credential != "none":
         args += ["--token", MAIN]
@@ -114,7 +115,7 @@ def test_the_official_client_lists_calls_and_submits_in_every_mode_over_http(tmp
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_official_client_lists_calls_and_submits_in_every_mode_over_stdio(tmp_path, mode):
+def test_the_official_client_lists_calls_and_submits_in_every_mode_over_stdio(tmp_path: Path, mode) -> None:
     async def main() -> tuple:
         with anyio.fail_after(60):
             streams = memory_streams("--db", str(tmp_path / "runs.db"), "--methods", B001)
@@ -128,7 +129,7 @@ def test_the_official_client_lists_calls_and_submits_in_every_mode_over_stdio(tm
     assert submitted["status"] == "recorded"
 
 
-def test_a_stdio_server_process_speaks_the_new_revision_to_a_client_in_auto_mode(tmp_path):
+def test_a_stdio_server_process_speaks_the_new_revision_to_a_client_in_auto_mode(tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "pau_mcp", "serve", "--db", str(tmp_path / "runs.db"), "--methods", B001, "--budget", "2"],
@@ -148,7 +149,7 @@ def test_a_stdio_server_process_speaks_the_new_revision_to_a_client_in_auto_mode
     assert results[2].structured_content["status"] == "over_budget" and not results[2].is_error
 
 
-def test_discover_offers_the_new_revision_and_initialize_the_newest_handshake_version_asked_for(tmp_path):
+def test_discover_offers_the_new_revision_and_initialize_the_newest_handshake_version_asked_for(tmp_path: Path) -> None:
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     discover = {
         "jsonrpc": "2.0", "id": 1, "method": "server/discover",
@@ -180,7 +181,7 @@ def test_discover_offers_the_new_revision_and_initialize_the_newest_handshake_ve
 # -- item 2: budgets belong to credentials ---------------------------------------------------------------------------
 
 
-def test_a_session_tokens_budget_holds_across_eras_and_every_per_request_field(tmp_path):
+def test_a_session_tokens_budget_holds_across_eras_and_every_per_request_field(tmp_path: Path) -> None:
     token = _token("--label", "agent-7", "--run", "contest")
     tool = tool_of(B001)
 
@@ -212,7 +213,7 @@ def test_a_session_tokens_budget_holds_across_eras_and_every_per_request_field(t
 
 
 @pytest.mark.parametrize("named_by", ["query", "header", "meta"])
-def test_a_label_of_the_main_token_keeps_one_budget_whichever_era_and_way_names_it(tmp_path, named_by):
+def test_a_label_of_the_main_token_keeps_one_budget_whichever_era_and_way_names_it(tmp_path: Path, named_by) -> None:
     tool = tool_of(B001)
 
     async def main(url: str) -> list:
@@ -237,7 +238,7 @@ def test_a_label_of_the_main_token_keeps_one_budget_whichever_era_and_way_names_
     assert results[2].structured_content["queries_used"] == 3
 
 
-def test_requests_of_the_main_token_without_a_label_share_its_default_budget_in_both_eras(tmp_path):
+def test_requests_of_the_main_token_without_a_label_share_its_default_budget_in_both_eras(tmp_path: Path) -> None:
     tool = tool_of(B001)
 
     async def main(url: str) -> list:
@@ -253,7 +254,7 @@ def test_requests_of_the_main_token_without_a_label_share_its_default_budget_in_
     assert [ran(r) for r in results] == [True] * 5 + [False] * 3
 
 
-def test_concurrent_modern_calls_of_one_credential_never_exceed_its_budget(tmp_path):
+def test_concurrent_modern_calls_of_one_credential_never_exceed_its_budget(tmp_path: Path) -> None:
     token = _token("--label", "eager")
     tool = tool_of(B001)
 
@@ -276,7 +277,7 @@ def test_concurrent_modern_calls_of_one_credential_never_exceed_its_budget(tmp_p
     assert sorted(r.structured_content["queries_used"] for r in results if ran(r)) == [1, 2, 3]
 
 
-def test_over_stdio_the_server_process_is_the_budget_whatever_a_request_names(tmp_path):
+def test_over_stdio_the_server_process_is_the_budget_whatever_a_request_names(tmp_path: Path) -> None:
     tool = tool_of(B001)
 
     async def main() -> list:
@@ -296,7 +297,7 @@ def test_over_stdio_the_server_process_is_the_budget_whatever_a_request_names(tm
 # -- item 3: tool lists ----------------------------------------------------------------------------------------------
 
 
-def test_a_modern_tool_list_depends_only_on_the_credential_never_on_an_earlier_request(tmp_path):
+def test_a_modern_tool_list_depends_only_on_the_credential_never_on_an_earlier_request(tmp_path: Path) -> None:
     narrow = _token("--label", "narrow", "--methods", f"{B001},{B002}")
 
     async def main(url: str) -> dict:
@@ -328,7 +329,7 @@ def test_a_modern_tool_list_depends_only_on_the_credential_never_on_an_earlier_r
     assert set(seen["narrow"]) == {tool_of(B001), tool_of(B002), "submit"}
 
 
-def test_the_methods_parameter_narrows_each_request_that_carries_it_and_no_other(tmp_path):
+def test_the_methods_parameter_narrows_each_request_that_carries_it_and_no_other(tmp_path: Path) -> None:
     async def main(url: str) -> tuple[list[str], list[str]]:
         with anyio.fail_after(60):
             async with http_client(f"{url}?methods={tool_of(B002)}", "auto") as client:
@@ -343,7 +344,7 @@ def test_the_methods_parameter_narrows_each_request_that_carries_it_and_no_other
     assert set(whole) == {"submit", tool_of(B001), tool_of(B002)}
 
 
-def test_stateless_requests_follow_the_credential_rules_a_fresh_run_label_gets_no_fresh_budget(tmp_path):
+def test_stateless_requests_follow_the_credential_rules_a_fresh_run_label_gets_no_fresh_budget(tmp_path: Path) -> None:
     token = _token("--label", "agent-s", "--run", "contest")
     tool = tool_of(B001)
 

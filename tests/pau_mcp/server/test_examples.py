@@ -45,12 +45,14 @@ def _json_types(schema: dict) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def drawn(sandbox) -> dict[str, ServedExamples]:
+def drawn(sandbox: Sandbox) -> dict[str, ServedExamples]:
     """Every builtin method's examples for the test key, drawn once for the module (no cache)."""
     return deployment_examples(BUILTIN, sandbox, TEST_KEY)
 
 
-def test_every_builtin_method_gets_drawn_examples_none_of_them_published_or_a_hidden_test(drawn, sandbox):
+def test_every_builtin_method_gets_drawn_examples_none_of_them_published_or_a_hidden_test(
+    drawn: dict[str, ServedExamples], sandbox: Sandbox
+) -> None:
     for method in BUILTIN:
         served = drawn[method.id]
         assert served.origin == "deployment", (method.id, served.detail)
@@ -64,7 +66,9 @@ def test_every_builtin_method_gets_drawn_examples_none_of_them_published_or_a_hi
             assert outcome.ok and outcomes_match(case.outcome.outcome(), outcome), (method.id, case.input)
 
 
-def test_the_examples_keep_the_published_types_and_where_the_published_outputs_differ_so_do_theirs(drawn):
+def test_the_examples_keep_the_published_types_and_where_the_published_outputs_differ_so_do_theirs(
+    drawn: dict[str, ServedExamples],
+) -> None:
     for method in BUILTIN:
         served = drawn[method.id].cases
         published = parameter_schemas(method.params, [case.input for case in method.examples])
@@ -75,7 +79,9 @@ def test_the_examples_keep_the_published_types_and_where_the_published_outputs_d
             assert len({case.outcome.shown() for case in served}) == len(served), method.id
 
 
-def test_the_same_key_draws_the_same_examples_and_another_key_draws_others(drawn, sandbox):
+def test_the_same_key_draws_the_same_examples_and_another_key_draws_others(
+    drawn: dict[str, ServedExamples], sandbox: Sandbox
+) -> None:
     chosen = BUILTIN[:12]
     again = deployment_examples(chosen, sandbox, TEST_KEY)
     assert all(again[m.id] == drawn[m.id] for m in chosen)
@@ -98,7 +104,9 @@ class _NothingRuns(SandboxInterface):
         pass
 
 
-def test_drawn_examples_are_kept_in_a_private_file_named_without_the_key_and_read_back_on_restart(tmp_path, sandbox):
+def test_drawn_examples_are_kept_in_a_private_file_named_without_the_key_and_read_back_on_restart(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     chosen = BUILTIN[:5]
     cache = cache_path(tmp_path, TEST_KEY)
     first = deployment_examples(chosen, sandbox, TEST_KEY, cache=cache)
@@ -115,7 +123,9 @@ def test_drawn_examples_are_kept_in_a_private_file_named_without_the_key_and_rea
     }
 
 
-def test_a_damaged_cache_is_drawn_again_with_a_warning(tmp_path, sandbox, caplog):
+def test_a_damaged_cache_is_drawn_again_with_a_warning(
+    tmp_path: Path, sandbox: Sandbox, caplog: pytest.LogCaptureFixture
+) -> None:
     cache = cache_path(tmp_path, TEST_KEY)
     cache.parent.mkdir(parents=True)
     cache.write_text('{"version": 1, "methods": {"builtin/b001": {"digest": "x"')
@@ -145,7 +155,9 @@ def _picky_suite(root: Path, sandbox: Sandbox) -> Path:
     return root
 
 
-def test_a_method_no_drawn_input_works_for_keeps_its_published_examples_and_the_operator_is_told(tmp_path, sandbox):
+def test_a_method_no_drawn_input_works_for_keeps_its_published_examples_and_the_operator_is_told(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     manifests = _picky_suite(tmp_path / "manifests", sandbox)
     method = ManifestStore([manifests]).method("picky/m1")
     served = draw_examples(method, sandbox, TEST_KEY)
@@ -162,8 +174,8 @@ def test_a_method_no_drawn_input_works_for_keeps_its_published_examples_and_the_
 
 
 def test_every_text_an_agent_sees_quotes_the_served_examples_and_none_the_published_ones(
-    tmp_path, secret_manifests, sandbox
-):
+    tmp_path: Path, secret_manifests: Path, sandbox: Sandbox
+) -> None:
     store = ManifestStore([secret_manifests])
     methods = [*BUILTIN[::6], *store.methods(["secret"])]
     args = (
@@ -209,14 +221,16 @@ def test_every_text_an_agent_sees_quotes_the_served_examples_and_none_the_publis
                 assert f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" not in seen, method.id
 
 
-def test_the_served_methods_carry_the_served_examples_for_code_that_reads_them(drawn):
+def test_the_served_methods_carry_the_served_examples_for_code_that_reads_them(
+    drawn: dict[str, ServedExamples],
+) -> None:
     methods = serving(BUILTIN[:3], {BUILTIN[0].id: drawn[BUILTIN[0].id]})
     assert methods[0].examples == list(drawn[BUILTIN[0].id].cases)
     assert methods[0].tests == BUILTIN[0].tests and methods[0].source == BUILTIN[0].source
     assert methods[1:] == BUILTIN[1:3]
 
 
-def test_the_reference_protocol_takes_only_the_published_examples():
+def test_the_reference_protocol_takes_only_the_published_examples() -> None:
     with pytest.raises(SettingsError, match="--examples deployment") as refused:
         Settings.from_options(protocol="reference", examples="deployment")
     assert "--protocol pau-mcp" in str(refused.value)
@@ -224,7 +238,9 @@ def test_the_reference_protocol_takes_only_the_published_examples():
     assert Settings.from_options(examples="deployment").examples == "deployment"
 
 
-def test_examples_default_to_the_published_ones_and_the_variable_matches_the_flag(monkeypatch):
+def test_examples_default_to_the_published_ones_and_the_variable_matches_the_flag(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert Settings().examples == "published"
     monkeypatch.setenv("PAU_MCP_EXAMPLES", "deployment")
     assert Settings.from_env().examples == "deployment"
@@ -233,7 +249,7 @@ def test_examples_default_to_the_published_ones_and_the_variable_matches_the_fla
         Settings.from_env()
 
 
-def test_an_operator_serving_a_public_suites_published_examples_beyond_loopback_is_warned():
+def test_an_operator_serving_a_public_suites_published_examples_beyond_loopback_is_warned() -> None:
     warning = exposure_warning("published", "0.0.0.0", ["builtin"])
     assert warning is not None and "--examples deployment" in warning and "pau-mcp create" in warning
     assert exposure_warning("deployment", "0.0.0.0", ["builtin"]) is None

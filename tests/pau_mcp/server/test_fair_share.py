@@ -9,6 +9,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -48,7 +49,7 @@ def _hog_seconds(db) -> list[float]:
     return [ms / 1000 for (ms,) in rows if ms]
 
 
-def test_another_credentials_fast_call_does_not_wait_for_a_hog_running_calls_to_the_cpu_limit(tmp_path):
+def test_another_credentials_fast_call_does_not_wait_for_a_hog_running_calls_to_the_cpu_limit(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     waits: list[float] = []
 

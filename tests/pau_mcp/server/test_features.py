@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 import warnings
+from pathlib import Path
 
 import anyio
 import mcp_types as types
@@ -15,7 +16,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from pau_mcp.server import TokenSigner
 
 
-def test_the_fixture_suite_is_served_only_when_it_is_named(tmp_path):
+def test_the_fixture_suite_is_served_only_when_it_is_named(tmp_path: Path) -> None:
     async def names(*args: str) -> set[str]:
         async with memory_session("--db", str(tmp_path / "runs.db"), *args) as session:
             return {tool.name for tool in (await session.list_tools()).tools}
@@ -28,7 +29,7 @@ def test_the_fixture_suite_is_served_only_when_it_is_named(tmp_path):
     assert both == builtin | fixtures
 
 
-def test_a_fixture_call_is_recorded_under_its_credential_and_spends_no_budget(tmp_path):
+def test_a_fixture_call_is_recorded_under_its_credential_and_spends_no_budget(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     token = TokenSigner(TEST_KEY).issue("tester")
     args = ("--suite", "conformance", "--db", str(db), "--tool-key", TEST_KEY, "--token", "main-1234", "--budget", "1")
@@ -52,7 +53,7 @@ def test_a_fixture_call_is_recorded_under_its_credential_and_spends_no_budget(tm
     ]
 
 
-def test_a_request_state_belongs_to_the_credential_it_was_given_to(tmp_path):
+def test_a_request_state_belongs_to_the_credential_it_was_given_to(tmp_path: Path) -> None:
     signer = TokenSigner(TEST_KEY)
     args = ("--suite", "conformance", "--db", str(tmp_path / "runs.db"), "--tool-key", TEST_KEY, "--token", "main-1234")
     tool = "test_input_required_result_multi_round"
@@ -81,7 +82,7 @@ def test_a_request_state_belongs_to_the_credential_it_was_given_to(tmp_path):
             mallory.close()
 
 
-def test_a_connections_log_level_chooses_the_messages_it_gets(tmp_path):
+def test_a_connections_log_level_chooses_the_messages_it_gets(tmp_path: Path) -> None:
     async def messages(level: types.LoggingLevel) -> list[str]:
         seen: list[str] = []
 
@@ -109,7 +110,7 @@ def test_a_connections_log_level_chooses_the_messages_it_gets(tmp_path):
     assert anyio.run(messages, "warning") == []
 
 
-def test_the_method_resources_have_a_template_that_completes_the_tools_a_credential_sees(tmp_path):
+def test_the_method_resources_have_a_template_that_completes_the_tools_a_credential_sees(tmp_path: Path) -> None:
     async def main() -> None:
         async with memory_session(
             "--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001,builtin/b002"

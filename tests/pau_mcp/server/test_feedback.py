@@ -8,6 +8,7 @@ import sqlite3
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import anyio
 import pytest
@@ -30,7 +31,7 @@ def _replies(body: dict) -> str:
     return "```python\ndef test_func(arg0):\n    return None\n```"
 
 
-def test_submit_with_feedback_returns_scores_records_them_and_reveals_no_gold(tmp_path):
+def test_submit_with_feedback_returns_scores_records_them_and_reveals_no_gold(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     with FakeLLM(responder=_replies) as fake:
         env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"}
@@ -86,7 +87,7 @@ def _feedback_server(db, *extra: str):
     return memory_session("--feedback", "score", "--db", str(db), "--methods", METHOD.id, *extra)
 
 
-def test_twenty_two_feedback_submits_reveal_no_more_counterexamples_than_the_limit(tmp_path):
+def test_twenty_two_feedback_submits_reveal_no_more_counterexamples_than_the_limit(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(METHOD.id)
 
@@ -120,7 +121,7 @@ def test_twenty_two_feedback_submits_reveal_no_more_counterexamples_than_the_lim
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM submissions").fetchone() == (22,)
 
 
-def test_each_counterexample_costs_one_query_and_none_is_given_without_a_query_left(tmp_path):
+def test_each_counterexample_costs_one_query_and_none_is_given_without_a_query_left(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(METHOD.id)
     wrong = "def test_func(arg0):\n    return []\n"
@@ -163,7 +164,7 @@ def _export(db, run: str) -> list[str]:
     return result.stdout.splitlines()
 
 
-def test_feedback_never_echoes_what_the_submitted_code_returned(tmp_path):
+def test_feedback_never_echoes_what_the_submitted_code_returned(tmp_path: Path) -> None:
     marker = "ECHO-MARKER-5521"
     code = f"def test_func(arg0):\n    return '{marker}' + str(len(arg0))\n"
 
@@ -177,7 +178,7 @@ def test_feedback_never_echoes_what_the_submitted_code_returned(tmp_path):
     assert marker not in reply.model_dump_json()
 
 
-def test_a_negative_feedback_limit_is_a_usage_error(tmp_path):
+def test_a_negative_feedback_limit_is_a_usage_error(tmp_path: Path) -> None:
     import subprocess
 
     result = subprocess.run(
@@ -188,7 +189,7 @@ def test_a_negative_feedback_limit_is_a_usage_error(tmp_path):
     assert result.returncode == 2 and "PAU_MCP_FEEDBACK_LIMIT" in result.stderr
 
 
-def test_spent_feedback_and_counterexample_queries_survive_a_restart(tmp_path):
+def test_spent_feedback_and_counterexample_queries_survive_a_restart(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(METHOD.id)
     query = {"session": "farmer", "run": "feedback-restarts"}
@@ -208,7 +209,7 @@ def test_spent_feedback_and_counterexample_queries_survive_a_restart(tmp_path):
     assert call["result"]["structuredContent"]["queries_used"] == 3
 
 
-def test_concurrent_submits_never_get_more_feedback_than_the_limit(tmp_path):
+def test_concurrent_submits_never_get_more_feedback_than_the_limit(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(METHOD.id)
     wrong = {"method": tool, "description": "d", "code": "def test_func(arg0):\n    return 0\n"}
@@ -233,7 +234,7 @@ def test_concurrent_submits_never_get_more_feedback_than_the_limit(tmp_path):
     assert rows == (2, 8) and counted == (2,)
 
 
-def test_without_a_budget_counterexamples_are_still_counted_and_limited(tmp_path):
+def test_without_a_budget_counterexamples_are_still_counted_and_limited(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(METHOD.id)
     wrong = {"method": tool, "description": "d", "code": "def test_func(arg0):\n    return 0\n"}
@@ -247,7 +248,7 @@ def test_without_a_budget_counterexamples_are_still_counted_and_limited(tmp_path
     assert replies[1].structured_content["queries_used"] == 2 and replies[1].structured_content["queries_left"] is None
 
 
-def test_a_submit_without_code_gets_no_counterexample_and_keeps_its_query(tmp_path):
+def test_a_submit_without_code_gets_no_counterexample_and_keeps_its_query(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(METHOD.id)
 
@@ -275,7 +276,7 @@ HOSTILE_CODE = (
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_another_sessions_ping_stays_fast_while_hostile_submissions_are_scored(tmp_path):
+def test_another_sessions_ping_stays_fast_while_hostile_submissions_are_scored(tmp_path: Path) -> None:
     from replicas import Replica
 
     tool = tool_of(METHOD.id)
@@ -325,7 +326,7 @@ def test_another_sessions_ping_stays_fast_while_hostile_submissions_are_scored(t
 _SPIN = "def test_func(arg0):\n    while True:\n        pass\n"
 
 
-def test_another_agents_feedback_is_scored_at_once_while_spinning_submissions_hold_the_scorer(tmp_path):
+def test_another_agents_feedback_is_scored_at_once_while_spinning_submissions_hold_the_scorer(tmp_path: Path) -> None:
     # Issue 32: four spinning submits of one credential made another agent's feedback submit take 417 s, not 0.8 s.
     tool = tool_of(METHOD.id)
     args = ("--feedback", "score", "--feedback-limit", "10", "--db", str(tmp_path / "runs.db"), "--methods", METHOD.id,

@@ -19,7 +19,7 @@ from pau_mcp.server.fixtures import (
 )
 
 
-def test_the_conformance_suite_loads_and_every_listing_is_valid_mcp():
+def test_the_conformance_suite_loads_and_every_listing_is_valid_mcp() -> None:
     suite = load_fixture_suite("conformance")
     assert "conformance" in FIXTURE_SUITES
     names = [tool.name for tool in suite.tools]
@@ -33,7 +33,7 @@ def test_the_conformance_suite_loads_and_every_listing_is_valid_mcp():
     assert suite.read("test://template/42/other") is None
 
 
-def test_fixture_suites_are_split_from_the_catalogs_suites():
+def test_fixture_suites_are_split_from_the_catalogs_suites() -> None:
     catalog, fixtures = fixture_suites(["builtin", "conformance"])
     assert catalog == ["builtin"] and fixtures is not None and fixtures.name == "conformance"
     assert fixture_suites(["builtin"]) == (["builtin"], None)
@@ -51,20 +51,20 @@ def test_fixture_suites_are_split_from_the_catalogs_suites():
         ({"result": None}, "a tool needs a result"),
     ],
 )
-def test_a_malformed_fixture_is_refused_saying_what_to_fix(tool, message):
+def test_a_malformed_fixture_is_refused_saying_what_to_fix(tool, message) -> None:
     with pytest.raises(ValidationError, match=message):
         FixtureTool.model_validate(
             {"name": "t", "description": "d", "result": {"content": [{"type": "text", "text": "x"}]}, **tool}
         )
 
 
-def test_a_suite_naming_a_tool_twice_is_refused():
+def test_a_suite_naming_a_tool_twice_is_refused() -> None:
     tool = {"name": "t", "description": "d", "result": {"content": []}}
     with pytest.raises(ValidationError, match="tools named twice: t"):
         FixtureSuite.model_validate({"name": "s", "title": "s", "description": "s", "tools": [tool, tool]})
 
 
-def test_placeholders_quote_values_and_fall_back_to_their_default():
+def test_placeholders_quote_values_and_fall_back_to_their_default() -> None:
     scope = Scope(args={"n": 3, "s": "text"}, answers={"k": {"content": {"a": [1, 2]}}}, blobs={"b": "B" * 40_000})
     assert render("${args.s}/${args.n}/${answers.k.content}/${missing|none}/${missing}", scope) == (
         'text/3/{"a":[1,2]}/none/'

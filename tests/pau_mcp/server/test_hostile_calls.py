@@ -13,6 +13,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -24,10 +25,15 @@ from test_stdio_wire import Wire
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
 from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.runstore import RunStore
+from wasm_runtime import Sandbox
 
 
 def _hostile_methods() -> list[Method]:
-    common = {"provenance": Provenance(dataset="test"), "tags": Tags(arity=1), "header": "def test_func(arg0):"}
+    common: dict[str, Any] = {
+        "provenance": Provenance(dataset="test"),
+        "tags": Tags(arity=1),
+        "header": "def test_func(arg0):",
+    }
     return [
         Method(
             id="hostile/shout", params=["arg0"], description="Prints its argument, then raises it as a ValueError.",
@@ -48,7 +54,7 @@ def _hostile_methods() -> list[Method]:
 
 
 @pytest.fixture(scope="module")
-def hostile(sandbox, tmp_path_factory) -> Path:
+def hostile(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A manifests directory with suite `hostile`, frozen in the real sandbox."""
     root = tmp_path_factory.mktemp("hostile")
     suite = Suite.create(root, SuiteInfo(name="hostile"))
@@ -75,7 +81,7 @@ def _one_line(text: str) -> bool:
     return "\n" not in text.strip() and "Traceback" not in text
 
 
-def test_an_argument_over_the_size_cap_is_refused_in_one_line_and_does_not_count(tmp_path, hostile):
+def test_an_argument_over_the_size_cap_is_refused_in_one_line_and_does_not_count(tmp_path: Path, hostile: Path) -> None:
     db = tmp_path / "runs.db"
     tool = _tool(hostile, "size")
 
@@ -95,7 +101,7 @@ def test_an_argument_over_the_size_cap_is_refused_in_one_line_and_does_not_count
     assert [(r["counted"], r["status"]) for r in _calls(db)] == [(0, "invalid_input"), (0, "invalid_input"), (1, "ok")]
 
 
-def test_a_raised_argument_cap_lets_a_large_argument_through(tmp_path, hostile):
+def test_a_raised_argument_cap_lets_a_large_argument_through(tmp_path: Path, hostile: Path) -> None:
     tool = _tool(hostile, "size")
 
     async def main() -> None:
@@ -108,7 +114,7 @@ def test_a_raised_argument_cap_lets_a_large_argument_through(tmp_path, hostile):
     anyio.run(main)
 
 
-def test_refused_calls_are_recorded_as_a_bounded_prefix_with_their_size(tmp_path, hostile):
+def test_refused_calls_are_recorded_as_a_bounded_prefix_with_their_size(tmp_path: Path, hostile: Path) -> None:
     db = tmp_path / "runs.db"
     tool = _tool(hostile, "size")
 
@@ -137,7 +143,9 @@ def test_refused_calls_are_recorded_as_a_bounded_prefix_with_their_size(tmp_path
 @pytest.mark.parametrize(
     "literal", ["(0x" + "f" * 4000 + ",)", "(" + "9" * 4400 + ",)", "([1, 0x" + "f" * 4000 + "],)"]
 )
-def test_an_integer_too_long_to_print_is_refused_in_one_line_and_recorded(tmp_path, hostile, literal):
+def test_an_integer_too_long_to_print_is_refused_in_one_line_and_recorded(
+    tmp_path: Path, hostile: Path, literal
+) -> None:
     db = tmp_path / "runs.db"
     tool = _tool(hostile, "size")
 
@@ -154,7 +162,9 @@ def test_an_integer_too_long_to_print_is_refused_in_one_line_and_recorded(tmp_pa
     assert [(r["counted"], r["status"]) for r in _calls(db)] == [(0, "invalid_input"), (1, "ok")]
 
 
-def test_a_lone_surrogate_a_function_prints_and_raises_is_answered_counted_and_recorded(tmp_path, hostile):
+def test_a_lone_surrogate_a_function_prints_and_raises_is_answered_counted_and_recorded(
+    tmp_path: Path, hostile: Path
+) -> None:
     db = tmp_path / "runs.db"
     tool = _tool(hostile, "shout")
 
@@ -188,7 +198,7 @@ def _limited_serve(db: Path, hostile: Path, max_bytes: int) -> StdioServerParame
     )
 
 
-def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path, hostile):
+def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path: Path, hostile: Path) -> None:
     db = tmp_path / "runs.db"
     RunStore(db).close()
     tool = _tool(hostile, "size")
@@ -217,8 +227,8 @@ def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path, ho
 
 
 def test_a_call_cancelled_while_it_runs_is_counted_and_recorded_and_the_next_call_gets_its_own_result(
-    tmp_path, hostile
-):
+    tmp_path: Path, hostile: Path
+) -> None:
     db = tmp_path / "runs.db"
     server = Wire(db, "--manifests", str(hostile), "--suite", "hostile", "--workers", "1", "--timeout", "1")
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -45,7 +46,7 @@ def _digit_product(n: int) -> int:
     return -product if n < 0 else product
 
 
-def test_requests_without_the_token_get_401_and_with_it_work(tmp_path):
+def test_requests_without_the_token_get_401_and_with_it_work(tmp_path: Path) -> None:
     tool = tool_of("builtin/b001")
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", TOKEN) as url:
         anonymous = httpx2.post(
@@ -62,7 +63,7 @@ def test_requests_without_the_token_get_401_and_with_it_work(tmp_path):
         assert [r[2].structured_content["status"] for r in results] == ["ok", "ok"]
 
 
-def test_eight_concurrent_sessions_of_fifty_calls_are_all_answered_recorded_and_budgeted_apart(tmp_path):
+def test_eight_concurrent_sessions_of_fifty_calls_are_all_answered_recorded_and_budgeted_apart(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     method = ManifestStore().method("builtin/b001")
     results: list = []
@@ -101,7 +102,7 @@ def test_eight_concurrent_sessions_of_fifty_calls_are_all_answered_recorded_and_
     assert all(counted == 40 and total == 50 for _, counted, total in rows)
 
 
-def test_a_url_parameter_narrows_what_a_session_sees(tmp_path):
+def test_a_url_parameter_narrows_what_a_session_sees(tmp_path: Path) -> None:
     chosen = ManifestStore().method("builtin/b007")
 
     async def main() -> list[str]:
@@ -115,7 +116,7 @@ def test_a_url_parameter_narrows_what_a_session_sees(tmp_path):
     assert names == ["submit", "open", tool_of(chosen.id)]
 
 
-def test_stateless_mode_answers_calls(tmp_path):
+def test_stateless_mode_answers_calls(tmp_path: Path) -> None:
     tool = tool_of("builtin/b001")
 
     async def main() -> dict:
@@ -128,7 +129,7 @@ def test_stateless_mode_answers_calls(tmp_path):
         assert anyio.run(main)["value"] == "-6"
 
 
-def test_serving_beyond_loopback_without_a_token_is_refused_with_advice(tmp_path):
+def test_serving_beyond_loopback_without_a_token_is_refused_with_advice(tmp_path: Path) -> None:
     result = subprocess.run(
         serve_command("--transport", "http", "--host", "0.0.0.0", "--port", "0", "--db", str(tmp_path / "r.db")),
         cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -138,7 +139,7 @@ def test_serving_beyond_loopback_without_a_token_is_refused_with_advice(tmp_path
     assert not (tmp_path / "r.db").exists()  # refused before anything was built: no run store to clean up
 
 
-def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path):
+def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         response = httpx2.post(
             url,
@@ -158,7 +159,7 @@ def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path):
 
 
 @pytest.mark.parametrize("bad", ["--budget=-1", "--token=short"])
-def test_bad_settings_are_usage_errors(tmp_path, bad):
+def test_bad_settings_are_usage_errors(tmp_path: Path, bad) -> None:
     result = run_pau("serve", bad, "--db", str(tmp_path / "r.db"), cwd=ROOT)
     assert result.returncode == 2
     assert bad.split("=")[0] in result.stderr

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -87,7 +88,7 @@ def _bindable(host: str) -> bool:
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1"])
-def test_a_foreign_host_header_is_refused_on_every_loopback_address(tmp_path, host):
+def test_a_foreign_host_header_is_refused_on_every_loopback_address(tmp_path: Path, host) -> None:
     if not _bindable(host):
         pytest.skip(f"this machine cannot bind {host}")
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--host", host) as url:
@@ -103,7 +104,7 @@ def test_a_foreign_host_header_is_refused_on_every_loopback_address(tmp_path, ho
             assert _post(url, INITIALIZE, host=own).status_code == 200, own
 
 
-def test_a_foreign_origin_is_refused(tmp_path):
+def test_a_foreign_origin_is_refused(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         _, port = _address(url)
         assert _post(url, INITIALIZE, origin="http://evil.example").status_code == 403
@@ -111,13 +112,13 @@ def test_a_foreign_origin_is_refused(tmp_path):
         assert _post(url, INITIALIZE, origin=f"http://localhost:{port}").status_code == 200
 
 
-def test_the_host_check_comes_before_authentication(tmp_path):
+def test_the_host_check_comes_before_authentication(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", TOKEN) as url:
         assert _post(url, INITIALIZE, host="evil.example").status_code == 421
         assert _post(url, INITIALIZE).status_code == 401
 
 
-def test_an_allowed_host_setting_admits_a_proxy_name(tmp_path):
+def test_an_allowed_host_setting_admits_a_proxy_name(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--allowed-host", "mcp.example.org") as url:
         assert _post(url, INITIALIZE, host="mcp.example.org").status_code == 200
         assert _post(url, INITIALIZE, host="other.example.org").status_code == 421
@@ -131,7 +132,7 @@ def test_an_allowed_host_setting_admits_a_proxy_name(tmp_path):
 # -- bodies ------------------------------------------------------------------------------------------------------
 
 
-def test_a_body_over_the_limit_is_refused_413_with_its_request_id(tmp_path):
+def test_a_body_over_the_limit_is_refused_413_with_its_request_id(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         session = _initialize(url)
         body = b'{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"x","arguments":{"arg0":"'
@@ -153,7 +154,7 @@ def test_a_body_over_the_limit_is_refused_413_with_its_request_id(tmp_path):
         assert _ping(url, session).status_code == 200
 
 
-def test_malformed_bodies_get_one_line_errors_with_their_ids(tmp_path):
+def test_malformed_bodies_get_one_line_errors_with_their_ids(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         session = _initialize(url)
         call = '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"%s","arguments":{"arg0":%s}}}'
@@ -172,7 +173,7 @@ def test_malformed_bodies_get_one_line_errors_with_their_ids(tmp_path):
 # -- sessions ----------------------------------------------------------------------------------------------------
 
 
-def test_sessions_over_the_cap_are_refused_clearly_until_the_longest_idle_one_is_reclaimed(tmp_path):
+def test_sessions_over_the_cap_are_refused_clearly_until_the_longest_idle_one_is_reclaimed(tmp_path: Path) -> None:
     # Three credentials (labels): a credential at the cap would reclaim its own idle session at once
     # (tests/pau_mcp/server/test_session_caps.py); another's only once idle long enough.
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--max-sessions", "2", "--session-idle", "6") as url:
@@ -191,7 +192,7 @@ def test_sessions_over_the_cap_are_refused_clearly_until_the_longest_idle_one_is
         assert _ping(url, second).status_code == 200 and _ping(url, third).status_code == 200
 
 
-def test_an_idle_session_expires(tmp_path):
+def test_an_idle_session_expires(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--session-idle", "1") as url:
         session = _initialize(url)
         assert _ping(url, session).status_code == 200
@@ -237,7 +238,7 @@ def _closed_by_server(sock: socket.socket, timeout: float = PATIENCE_S) -> bool:
     return True
 
 
-def test_idle_connections_beyond_the_cap_do_not_lock_out_a_real_client(tmp_path):
+def test_idle_connections_beyond_the_cap_do_not_lock_out_a_real_client(tmp_path: Path) -> None:
     # The idle connections would hold the cap for the whole read timeout (600 s) unless the server closes one to make
     # room: being served within PATIENCE_S can only come from that.
     with memory_http_server(
@@ -265,7 +266,7 @@ def _open(sock: socket.socket) -> bool:
         sock.setblocking(True)
 
 
-def test_a_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_path):
+def test_a_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_path: Path) -> None:
     # Two servers, one with a 1 s read timeout and one with 40 s (the default is 10 s): the first connection must be
     # closed, no sooner than its timeout, while the other is still open. The clock of a busy machine runs late for
     # both alike, so this holds at any load, and fails if the setting is ignored (both close at the default) or if
@@ -283,7 +284,7 @@ def test_a_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_pa
         patient.close()
 
 
-def test_headers_trickled_slowly_are_cut_off_and_a_real_client_is_still_served(tmp_path):
+def test_headers_trickled_slowly_are_cut_off_and_a_real_client_is_still_served(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "2", "--max-connections", "30") as url:
         host, port = _address(url)
         stop = threading.Event()
@@ -315,7 +316,7 @@ def test_headers_trickled_slowly_are_cut_off_and_a_real_client_is_still_served(t
                 sock.close()
 
 
-def test_a_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path):
+def test_a_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path: Path) -> None:
     # A read timeout ten times the test's patience: the connection closed within it was cut at its size.
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", str(10 * PATIENCE_S)) as url:
         host, port = _address(url)
@@ -339,7 +340,7 @@ def _serve_with_few_files(db, limit: int, *args: str) -> subprocess.Popen:
     )
 
 
-def test_the_connection_cap_stays_below_the_open_file_limit(tmp_path):
+def test_the_connection_cap_stays_below_the_open_file_limit(tmp_path: Path) -> None:
     # Out of files, the server could accept no one until the idle connections' read timeout freed some: at 600 s, a
     # client served within PATIENCE_S shows the cap kept files free.
     process = _serve_with_few_files(tmp_path / "runs.db", 256, "--read-timeout", "600")
@@ -369,7 +370,7 @@ def test_the_connection_cap_stays_below_the_open_file_limit(tmp_path):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_run(tmp_path):
+def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_run(tmp_path: Path) -> None:
     latencies: list[float] = []
     loop_spent: list[float] = []
 
@@ -407,7 +408,7 @@ def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_
     assert loop_spent[0] < 0.4, (loop_spent, max(latencies))
 
 
-def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_sessions_ping(tmp_path):
+def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_sessions_ping(tmp_path: Path) -> None:
     # Each such call's arguments take one C call of 15-50 ms to parse, holding the interpreter lock: sixteen at once
     # in sixteen threads kept the event loop from it, and another session's ping waited 1.0-1.7 s (0.7 s at p90 on a
     # loaded machine). They are now parsed in a process of the sandbox's own. A bound on starvation, not a speed
@@ -473,7 +474,7 @@ def _listed(url: str) -> float:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_stalls_nobody(tmp_path):
+def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_stalls_nobody(tmp_path: Path) -> None:
     # 200 connections each writing 400 requests without a credential and never reading (15 MB, 0.01 s of the
     # attacker's CPU) cost the server 7-9 s of CPU; the next legitimate request waited 15 s here (5 s in the issue).
     from loadgen import PIPELINE_FLOOD

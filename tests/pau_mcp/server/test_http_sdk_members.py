@@ -34,7 +34,7 @@ _OVERRIDDEN = {
 
 
 @pytest.mark.parametrize("name", sorted(_OVERRIDDEN))
-def test_the_sdk_manager_still_has_each_method_bounded_sessions_overrides_with_its_parameters(name):
+def test_the_sdk_manager_still_has_each_method_bounded_sessions_overrides_with_its_parameters(name) -> None:
     is_coroutine, parameters = _OVERRIDDEN[name]
     method = getattr(StreamableHTTPSessionManager, name, None)
     assert method is not None, f"StreamableHTTPSessionManager.{name} is gone. {_ADVICE}"
@@ -45,7 +45,7 @@ def test_the_sdk_manager_still_has_each_method_bounded_sessions_overrides_with_i
     assert getattr(BoundedSessions, name) is not method, f"BoundedSessions no longer overrides {name}"
 
 
-def test_a_session_the_sdk_admits_is_in_its_table_with_an_idle_countdown_and_discarding_it_forgets_it():
+def test_a_session_the_sdk_admits_is_in_its_table_with_an_idle_countdown_and_discarding_it_forgets_it() -> None:
     manager = StreamableHTTPSessionManager(
         app=Server("probe"), json_response=True, session_idle_timeout=30, max_sessions=1
     )

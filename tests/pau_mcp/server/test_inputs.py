@@ -37,7 +37,7 @@ def _kinds(value: object) -> set[str]:
 
 
 @pytest.mark.parametrize("way", WAYS)
-def test_every_draw_is_a_literal_of_the_templates_arity_and_types(way):
+def test_every_draw_is_a_literal_of_the_templates_arity_and_types(way) -> None:
     for method in ManifestStore().methods(["builtin"]):
         templates = [parse_arguments(case.input) for case in method.examples]
         allowed = [set().union(*(_kinds(t[i]) for t in templates)) for i in range(len(method.params))]
@@ -49,7 +49,7 @@ def test_every_draw_is_a_literal_of_the_templates_arity_and_types(way):
                 assert _kinds(value) <= allowed[position] | {"NoneType"}, (method.id, way, args)
 
 
-def test_the_same_generator_state_draws_the_same_inputs_in_every_process():
+def test_the_same_generator_state_draws_the_same_inputs_in_every_process() -> None:
     # The module alone (it needs nothing else), loaded from its file: a fresh interpreter with its own string hashing.
     code = (
         "import importlib.util, random; "
@@ -67,7 +67,7 @@ def test_the_same_generator_state_draws_the_same_inputs_in_every_process():
     assert len(runs) == 1  # sets are written in one order whatever the string hashing
 
 
-def test_a_set_is_written_with_its_items_sorted_and_reads_back_equal():
+def test_a_set_is_written_with_its_items_sorted_and_reads_back_equal() -> None:
     args = ({"b", "a", "c"}, {(3, "x"), (1,)}, set(), (1,), [()], {1: {2}})
     text = literal(args)
     assert text == "({'a', 'b', 'c'}, {(1,), (3, 'x')}, set(), (1,), [()], {1: {2}})"
@@ -75,7 +75,7 @@ def test_a_set_is_written_with_its_items_sorted_and_reads_back_equal():
     assert literal((5,)) == "(5,)" and literal(()) == "()"
 
 
-def test_shaped_draws_keep_the_form_of_structured_text():
+def test_shaped_draws_keep_the_form_of_structured_text() -> None:
     dates = [("2024-03-10", 5), ("2023-01-15", 30)]
     colours = [("#ff8000",), ("#1A2B3C",)]
     rng = random.Random(1)
@@ -85,7 +85,7 @@ def test_shaped_draws_keep_the_form_of_structured_text():
         assert re.fullmatch(r"#[0-9a-f]{6}|#[0-9A-F]{6}", colour)
 
 
-def test_fresh_draws_keep_words_sortedness_and_rows_of_one_length():
+def test_fresh_draws_keep_words_sortedness_and_rows_of_one_length() -> None:
     rng = random.Random(2)
     for (text,) in draw_inputs([("the quick brown fox",), ("HELLO   WORLD",)], "fresh", 30, rng):
         assert text and all(word.isalpha() for word in text.split())
@@ -95,7 +95,7 @@ def test_fresh_draws_keep_words_sortedness_and_rows_of_one_length():
         assert len({len(row) for row in matrix}) <= 1
 
 
-def test_fresh_draws_keep_a_relation_the_published_arguments_show_some_of_the_time():
+def test_fresh_draws_keep_a_relation_the_published_arguments_show_some_of_the_time() -> None:
     rng = random.Random(3)
     anagrams = draw_inputs([("listen", "silent"), ("apple", "paper")], "fresh", 40, rng)
     assert any(sorted(a) == sorted(b) for a, b in anagrams)
@@ -105,7 +105,7 @@ def test_fresh_draws_keep_a_relation_the_published_arguments_show_some_of_the_ti
     assert any(letter in text for text, letter in letters)
 
 
-def test_nearby_draws_change_every_argument_a_little():
+def test_nearby_draws_change_every_argument_a_little() -> None:
     rng = random.Random(4)
     template = ([3, 1, 2], 10, "abc")
     for drawn in draw_inputs([template], "nearby", 30, rng):
@@ -113,7 +113,7 @@ def test_nearby_draws_change_every_argument_a_little():
         assert abs(drawn[1] - 10) <= 2
 
 
-def test_drawing_needs_a_known_way_and_a_template():
+def test_drawing_needs_a_known_way_and_a_template() -> None:
     with pytest.raises(ValueError, match="unknown way"):
         draw_inputs([(1,)], "random", 1, random.Random(0))
     with pytest.raises(ValueError, match="at least one"):

@@ -10,6 +10,7 @@ of labelling is checked against a real process too. Session tokens, whose label 
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -27,7 +28,7 @@ def _store_rows(db, sql: str, params: tuple = ()) -> list[tuple]:
     return sqlite3.connect(db).execute(sql, params).fetchall()
 
 
-def test_the_label_a_request_names_is_the_budget_it_spends(tmp_path):
+def test_the_label_a_request_names_is_the_budget_it_spends(tmp_path: Path) -> None:
     tool = tool_of(B001)
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "2") as url:
         raw = RawSession(url, query={"session": "a"})
@@ -55,7 +56,7 @@ async def _official(url: str, calls: list[tuple[str, dict]], headers: dict | Non
     return out
 
 
-def test_two_clients_naming_one_label_share_its_one_budget_and_its_record(tmp_path):
+def test_two_clients_naming_one_label_share_its_one_budget_and_its_record(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
     with memory_http_server("--db", str(db), "--budget", "5") as url:
@@ -76,7 +77,7 @@ def test_two_clients_naming_one_label_share_its_one_budget_and_its_record(tmp_pa
     assert rows == [("alice", 5, 1)]
 
 
-def test_a_label_bound_again_after_a_restart_keeps_the_budget_it_spent(tmp_path):
+def test_a_label_bound_again_after_a_restart_keeps_the_budget_it_spent(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
     query = {"session": "long-lived", "run": "restarts"}
@@ -93,7 +94,7 @@ def test_a_label_bound_again_after_a_restart_keeps_the_budget_it_spent(tmp_path)
     assert after[0]["result"]["structuredContent"]["queries_used"] == 4
 
 
-def test_stateless_requests_that_name_no_label_share_one_budget(tmp_path):
+def test_stateless_requests_that_name_no_label_share_one_budget(tmp_path: Path) -> None:
     tool = tool_of(B001)
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "3", "--stateless") as url:
         replies = []
@@ -105,7 +106,7 @@ def test_stateless_requests_that_name_no_label_share_one_budget(tmp_path):
 
 
 @pytest.mark.parametrize("bad", ["has space", "x" * 200, "semi;colon", "\x1b[2J"])
-def test_a_malformed_label_is_refused_with_a_clear_error(tmp_path, bad):
+def test_a_malformed_label_is_refused_with_a_clear_error(tmp_path: Path, bad) -> None:
     tool = tool_of(B001)
     with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         raw = RawSession(url, query={"session": bad})
@@ -114,7 +115,7 @@ def test_a_malformed_label_is_refused_with_a_clear_error(tmp_path, bad):
     assert "error" in reply and "letters" in reply["error"]["message"]
 
 
-def test_the_evaluation_harness_way_of_labelling_still_records_each_episode_under_its_run(tmp_path):
+def test_the_evaluation_harness_way_of_labelling_still_records_each_episode_under_its_run(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
     with http_server("--db", str(db), "--budget", "3", "--token", TOKEN) as url:
@@ -135,7 +136,7 @@ def test_the_evaluation_harness_way_of_labelling_still_records_each_episode_unde
     assert rows == [(f"eval-run/{B001}/1", 3), (f"eval-run/{B001}/2", 3)]
 
 
-def test_concurrent_calls_of_one_session_never_exceed_the_budget(tmp_path):
+def test_concurrent_calls_of_one_session_never_exceed_the_budget(tmp_path: Path) -> None:
     tool = tool_of(B001)
 
     async def main(url: str) -> list:
@@ -159,7 +160,7 @@ def test_concurrent_calls_of_one_session_never_exceed_the_budget(tmp_path):
     assert len(results) == 12 and sum(ran(r) for r in results) == 3
 
 
-def test_the_same_label_in_two_runs_names_two_sessions(tmp_path):
+def test_the_same_label_in_two_runs_names_two_sessions(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
     with memory_http_server("--db", str(db), "--budget", "2") as url:
@@ -172,7 +173,7 @@ def test_the_same_label_in_two_runs_names_two_sessions(tmp_path):
     assert rows == [("day-1", "team"), ("day-2", "team")]
 
 
-def test_stateless_requests_naming_two_labels_at_once_are_refused(tmp_path):
+def test_stateless_requests_naming_two_labels_at_once_are_refused(tmp_path: Path) -> None:
     tool = tool_of(B001)
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--stateless") as url:
         raw = RawSession(url)
@@ -183,7 +184,7 @@ def test_stateless_requests_naming_two_labels_at_once_are_refused(tmp_path):
     assert served(labelled)
 
 
-def test_a_stateless_label_is_a_budget_of_its_own_that_a_restart_does_not_give_back(tmp_path):
+def test_a_stateless_label_is_a_budget_of_its_own_that_a_restart_does_not_give_back(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
     with memory_http_server("--db", str(db), "--stateless", "--budget", "2", "--run", "stateless-run") as url:
@@ -205,7 +206,7 @@ def test_a_stateless_label_is_a_budget_of_its_own_that_a_restart_does_not_give_b
 
 
 @pytest.mark.parametrize("label", ["a" * (1 << 20), {"nested": "object"}, ["a", "b"]])
-def test_a_meta_label_that_is_huge_or_not_text_is_refused_in_one_line_at_once(tmp_path, label):
+def test_a_meta_label_that_is_huge_or_not_text_is_refused_in_one_line_at_once(tmp_path: Path, label) -> None:
     tool = tool_of(B001)
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",

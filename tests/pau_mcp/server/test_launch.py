@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -31,7 +32,7 @@ def _command_lines() -> list[str]:
     return lines
 
 
-def test_a_launched_server_takes_the_parents_settings_with_no_secret_on_its_command_line(tmp_path):
+def test_a_launched_server_takes_the_parents_settings_with_no_secret_on_its_command_line(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, db=tmp_path / "runs.db", token=TOKEN, tool_key=KEY, budget=3, workers=0)
     run = f"launched-{uuid.uuid4().hex}"  # this server's own: other tests launch servers at the same time
     with http_server(["--run", run, "--methods", "builtin/b001"], settings=settings) as url:
@@ -53,7 +54,7 @@ async def _tools(url: str) -> set[str]:
                 return {tool.name for tool in (await session.list_tools()).tools}
 
 
-def test_a_server_that_cannot_start_is_reported_with_the_end_of_its_error_output(tmp_path):
+def test_a_server_that_cannot_start_is_reported_with_the_end_of_its_error_output(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, db=tmp_path / "runs.db", workers=0)
     with pytest.raises(LaunchError, match="no suite named 'nope'"), http_server(["--suite", "nope"], settings=settings):
         pass

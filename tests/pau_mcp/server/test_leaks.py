@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 import anyio
 from conftest import ROOT, SECRETS, tool_of
@@ -75,7 +76,9 @@ async def _recorded_session(manifests, db, transcript: list[str]) -> None:
             group.cancel_scope.cancel()
 
 
-def test_no_message_of_a_whole_session_reveals_source_description_or_tests(tmp_path, secret_manifests):
+def test_no_message_of_a_whole_session_reveals_source_description_or_tests(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     transcript: list[str] = []
     anyio.run(_recorded_session, secret_manifests, tmp_path / "runs.db", transcript)
     text = "\n".join(transcript)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import anyio
 from conftest import ROOT
@@ -19,6 +20,7 @@ from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.server import exploration_settings
 from pau_mcp.server.catalog import Exposed
 from pau_mcp.server.launch import http_server as launch_http_server
+from wasm_runtime import Sandbox
 
 
 def _suite(root, sandbox) -> None:
@@ -42,8 +44,8 @@ def _call(tmp_path, *args: str) -> tuple[int, str, list[dict]]:
 
 
 def test_under_the_reference_protocol_a_call_of_the_wrong_arity_runs_counts_and_shows_pythons_type_error(
-    tmp_path, sandbox
-):
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     _suite(tmp_path / "suites", sandbox)
     code, out, calls = _call(tmp_path, "big/m", "(1, 2)")
     assert code == 1 and "takes 1 argument, got 2" in out and not calls[-1]["counted"]  # this project's: refused
@@ -52,7 +54,9 @@ def test_under_the_reference_protocol_a_call_of_the_wrong_arity_runs_counts_and_
     assert calls[-1]["counted"] and calls[-1]["status"] == "error"
 
 
-def test_the_reference_protocols_results_are_bounded_at_a_mebibyte_not_unbounded(tmp_path, sandbox):
+def test_the_reference_protocols_results_are_bounded_at_a_mebibyte_not_unbounded(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     _suite(tmp_path / "suites", sandbox)
     _, _, calls = _call(tmp_path, "big/m", "(500000,)")
     assert calls[-1]["status"] == "output_limit"  # this project's 64 KiB
@@ -62,7 +66,7 @@ def test_the_reference_protocols_results_are_bounded_at_a_mebibyte_not_unbounded
     assert calls[-1]["status"] == "output_limit"  # 2 MB: past the bound that stands for the reference's none
 
 
-def test_the_reference_protocols_calls_get_thirty_seconds_unless_the_operator_sets_a_limit():
+def test_the_reference_protocols_calls_get_thirty_seconds_unless_the_operator_sets_a_limit() -> None:
     ours = exploration_settings(Settings.from_options())
     assert (ours.timeout_s, ours.max_output_kb) == (2.0, 64)
     theirs = exploration_settings(Settings.from_options(protocol="reference"))
@@ -72,8 +76,8 @@ def test_the_reference_protocols_calls_get_thirty_seconds_unless_the_operator_se
 
 
 def test_a_server_launched_with_the_parents_settings_applies_the_reference_limits_the_operator_did_not_set(
-    tmp_path, sandbox
-):
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     # `pau-mcp eval --protocol reference` hands its server the settings as a JSON file: every field in it counted as
     # the operator's, so the reference's limits never applied (2 s / 64 KiB where the protocol promises 30 s / 1 MiB).
     _suite(tmp_path / "suites", sandbox)
@@ -94,7 +98,9 @@ async def _one_call(url: str, tool: str, size: int) -> str:
         return str((result.structured_content or {}).get("status"))
 
 
-def test_the_dataset_text_of_initial_examples_is_published_only_for_suites_that_keep_it(tmp_path, sandbox):
+def test_the_dataset_text_of_initial_examples_is_published_only_for_suites_that_keep_it(
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     _suite(tmp_path / "suites", sandbox)
     kept = Exposed(ManifestStore([tmp_path / "suites"]).method("big/m"), "fn_x")
     (example,) = kept.meta(20)[FACTS_KEY]["examples"]

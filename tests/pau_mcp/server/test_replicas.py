@@ -8,6 +8,9 @@ Each test runs twice: on one SQLite file all the processes open, and on a Postgr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import anyio
 import httpx2
 import pytest
@@ -25,7 +28,7 @@ MAIN = "main-token-0123456789"
 
 
 @pytest.fixture
-def shared_store(store_at) -> str:
+def shared_store(store_at: Callable[[str], Path | str]) -> str:
     """The run store every replica of a test opens (``--db``): a SQLite file, then a PostgreSQL database."""
     return str(store_at("replicas"))
 
@@ -52,7 +55,9 @@ def _client(url: str, http: httpx2.AsyncClient) -> Client:
     return Client(streamable_http_client(url, http_client=http), mode=LATEST_MODERN_VERSION, cache=None)
 
 
-def test_three_replicas_behind_a_round_robin_proxy_run_exactly_the_budget_of_24_concurrent_calls(shared_store):
+def test_three_replicas_behind_a_round_robin_proxy_run_exactly_the_budget_of_24_concurrent_calls(
+    shared_store: str,
+) -> None:
     token = TokenSigner(TEST_KEY).issue("agent", run="replicas")
     tool = tool_of(B001)
 
@@ -81,7 +86,7 @@ def test_three_replicas_behind_a_round_robin_proxy_run_exactly_the_budget_of_24_
     assert (used, counted) == (10, 10)
 
 
-def test_a_replica_killed_mid_run_loses_no_call_that_counted(shared_store):
+def test_a_replica_killed_mid_run_loses_no_call_that_counted(shared_store: str) -> None:
     token = TokenSigner(TEST_KEY).issue("survivor", run="replicas")
     tool = tool_of(B001)
 

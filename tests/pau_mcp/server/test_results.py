@@ -3,6 +3,8 @@ budget a call spent."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import httpx2
 import jsonschema
@@ -18,7 +20,7 @@ from pau_mcp.contract import OUTPUT_SCHEMA
 B001 = "builtin/b001"
 
 
-def test_a_call_over_the_budget_is_an_observation_with_status_over_budget(tmp_path):
+def test_a_call_over_the_budget_is_an_observation_with_status_over_budget(tmp_path: Path) -> None:
     """Not a tool error: clients that retry tool errors (pydantic-ai) or stop on them must still let the agent
     submit; the status says what happened."""
     tool = tool_of(B001)
@@ -38,7 +40,7 @@ def test_a_call_over_the_budget_is_an_observation_with_status_over_budget(tmp_pa
     assert "spent" in over.content[0].text and "submit" in over.content[0].text
 
 
-def test_refused_arguments_are_tool_errors_with_a_status_and_unknown_tools_are_protocol_errors(tmp_path):
+def test_refused_arguments_are_tool_errors_with_a_status_and_unknown_tools_are_protocol_errors(tmp_path: Path) -> None:
     tool = tool_of(B001)
 
     async def main() -> dict:
@@ -74,7 +76,7 @@ def test_refused_arguments_are_tool_errors_with_a_status_and_unknown_tools_are_p
     assert got["after"].structured_content["queries_used"] == 2
 
 
-def test_a_stdio_server_says_its_budget_lasts_as_long_as_its_process(tmp_path):
+def test_a_stdio_server_says_its_budget_lasts_as_long_as_its_process(tmp_path: Path) -> None:
     """A client that starts a new server for every call (langchain-mcp-adapters' default) sees it at once."""
     tool = tool_of(B001)
     db = str(tmp_path / "r.db")
@@ -97,7 +99,7 @@ def test_a_stdio_server_says_its_budget_lasts_as_long_as_its_process(tmp_path):
     assert "server process" in instructions and "keep one server running" in instructions
 
 
-def test_the_budget_a_call_spent_is_named_for_labels_and_session_tokens(tmp_path):
+def test_the_budget_a_call_spent_is_named_for_labels_and_session_tokens(tmp_path: Path) -> None:
     from test_tokens import _token
 
     tool = tool_of(B001)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -63,7 +64,7 @@ def _unportable(schema: Any, path: str = "") -> list[str]:
     return found
 
 
-def test_each_parameter_takes_the_json_type_its_visible_examples_show():
+def test_each_parameter_takes_the_json_type_its_visible_examples_show() -> None:
     schema = _schema(
         ["n", "x", "s", "flag", "items", "table", "mixed", "maybe"],
         [
@@ -86,13 +87,13 @@ def test_each_parameter_takes_the_json_type_its_visible_examples_show():
     assert "`args`" in schema["properties"]["n"]["description"]
 
 
-def test_parameter_types_never_come_from_the_hidden_tests():
+def test_parameter_types_never_come_from_the_hidden_tests() -> None:
     schema = _schema(["arg0"], ["(1,)", "(2,)"], tests=["('hidden-text',)", "([1, 2],)", "(None,)"])
     assert _bare(schema["properties"]["arg0"]) == {"type": "integer"}
     assert "hidden-text" not in str(schema)
 
 
-def test_values_json_cannot_carry_keep_their_closest_type_and_point_to_args():
+def test_values_json_cannot_carry_keep_their_closest_type_and_point_to_args() -> None:
     schema = _schema(["pair", "raw"], ["((1, 2), b'ab')", "((3, 4), b'')"])
     pair, raw = schema["properties"]["pair"], schema["properties"]["raw"]
     assert _bare(pair) == {"type": "array", "items": {"type": "integer"}}
@@ -100,7 +101,7 @@ def test_values_json_cannot_carry_keep_their_closest_type_and_point_to_args():
     assert raw["type"] == "string" and "bytes" in raw["description"] and "`args`" in raw["description"]
 
 
-def test_every_schema_a_server_lists_is_portable_and_valid(tmp_path):
+def test_every_schema_a_server_lists_is_portable_and_valid(tmp_path: Path) -> None:
     async def main() -> list:
         async with memory_session("--db", str(tmp_path / "runs.db")) as session:
             return (await session.list_tools()).tools
@@ -124,7 +125,7 @@ def test_every_schema_a_server_lists_is_portable_and_valid(tmp_path):
             )
 
 
-def test_a_json_value_of_another_type_is_refused_and_args_still_takes_it(tmp_path):
+def test_a_json_value_of_another_type_is_refused_and_args_still_takes_it(tmp_path: Path) -> None:
     tool = tool_of("builtin/b001")
 
     async def main() -> tuple:
@@ -141,7 +142,7 @@ def test_a_json_value_of_another_type_is_refused_and_args_still_takes_it(tmp_pat
     assert not literal.is_error and literal.structured_content["queries_used"] == 1
 
 
-def test_args_is_the_call_when_it_is_a_string_and_null_leaves_it_to_the_parameters(tmp_path):
+def test_args_is_the_call_when_it_is_a_string_and_null_leaves_it_to_the_parameters(tmp_path: Path) -> None:
     """What a strict-mode client sends: every property, the unused form as null or a placeholder."""
     tool = tool_of("builtin/b001")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -88,7 +89,9 @@ def _refused_for_its_credential(reply: httpx2.Response) -> str:
 
 
 @pytest.mark.parametrize("main_token", [MAIN, None], ids=["with --token", "loopback without a token"])
-def test_one_session_token_cannot_take_every_session_and_another_token_still_gets_one(tmp_path, main_token):
+def test_one_session_token_cannot_take_every_session_and_another_token_still_gets_one(
+    tmp_path: Path, main_token
+) -> None:
     args = ("--db", str(tmp_path / "runs.db"), "--max-sessions", "20", *(("--token", main_token) if main_token else ()))
     with memory_http_server(*args) as url, _clients(url) as clients:
         hog = _Client(url, _token("hog"))
@@ -107,7 +110,9 @@ def test_one_session_token_cannot_take_every_session_and_another_token_still_get
         assert called.status_code == 200 and served(called.json())
 
 
-def test_anonymous_local_clients_of_a_loopback_server_without_a_token_are_not_capped_per_credential(tmp_path):
+def test_anonymous_local_clients_of_a_loopback_server_without_a_token_are_not_capped_per_credential(
+    tmp_path: Path,
+) -> None:
     # Every tokenless client of a loopback server is the one anonymous credential: twenty of them holding streams
     # (hosts, inspectors, agents, the conformance suite) must all get in, up to the server's own cap.
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--max-sessions", "30") as url, _clients(url) as clients:
@@ -124,7 +129,7 @@ def test_anonymous_local_clients_of_a_loopback_server_without_a_token_are_not_ca
         assert full.status_code == 503 and "--max-sessions" in full.json()["error"]["message"]
 
 
-def test_anonymous_clients_of_a_server_with_a_token_keep_the_cap_per_credential(tmp_path):
+def test_anonymous_clients_of_a_server_with_a_token_keep_the_cap_per_credential(tmp_path: Path) -> None:
     args = ("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--max-sessions-per-credential", "3")
     with memory_http_server(*args) as url, _clients(url) as clients:
         unlabelled = _Client(url, MAIN)
@@ -132,7 +137,7 @@ def test_anonymous_clients_of_a_server_with_a_token_keep_the_cap_per_credential(
         assert [unlabelled.open(busy=True).status_code for _ in range(4)] == [200, 200, 200, 429]
 
 
-def test_changing_the_url_label_or_run_does_not_escape_a_session_tokens_cap(tmp_path):
+def test_changing_the_url_label_or_run_does_not_escape_a_session_tokens_cap(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url, _clients(url) as clients:
         hog = _Client(url, _token("hog", run="contest"))
         clients.append(hog)
@@ -145,7 +150,7 @@ def test_changing_the_url_label_or_run_does_not_escape_a_session_tokens_cap(tmp_
         assert elsewhere.open(busy=True).status_code == 200
 
 
-def test_each_label_of_the_main_token_has_a_cap_of_its_own(tmp_path):
+def test_each_label_of_the_main_token_has_a_cap_of_its_own(tmp_path: Path) -> None:
     args = ("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--max-sessions-per-credential", "3")
     with memory_http_server(*args) as url, _clients(url) as clients:
         alice = _Client(url, MAIN, session="alice")
@@ -161,7 +166,7 @@ def test_each_label_of_the_main_token_has_a_cap_of_its_own(tmp_path):
         assert [unlabelled.open(busy=True).status_code for _ in range(4)] == [200, 200, 200, 429]
 
 
-def test_a_credentials_own_idle_sessions_make_room_for_its_new_ones(tmp_path):
+def test_a_credentials_own_idle_sessions_make_room_for_its_new_ones(tmp_path: Path) -> None:
     args = ("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--max-sessions-per-credential", "3")
     with memory_http_server(*args) as url, _clients(url) as clients:
         agent = _Client(url, _token("agent"))
@@ -178,7 +183,7 @@ def test_a_credentials_own_idle_sessions_make_room_for_its_new_ones(tmp_path):
         assert [agent.open(busy=True).status_code for _ in range(4)] == [200, 200, 200, 429]
 
 
-def test_at_the_servers_cap_a_credential_reclaims_its_own_idle_session_before_anyone_elses(tmp_path):
+def test_at_the_servers_cap_a_credential_reclaims_its_own_idle_session_before_anyone_elses(tmp_path: Path) -> None:
     args = ("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--max-sessions", "4", "--session-idle", "600")
     with memory_http_server(*args) as url, _clients(url) as clients:
         others = _Client(url, _token("others"))
@@ -196,7 +201,7 @@ def test_at_the_servers_cap_a_credential_reclaims_its_own_idle_session_before_an
         assert full.status_code == 503 and "--max-sessions" in full.json()["error"]["message"]
 
 
-def test_the_cap_per_credential_is_a_setting_with_a_flag_and_a_variable(monkeypatch):
+def test_the_cap_per_credential_is_a_setting_with_a_flag_and_a_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Settings().max_sessions_per_credential == 8
     monkeypatch.setenv("PAU_MCP_MAX_SESSIONS_PER_CREDENTIAL", "2")
     assert Settings.from_env().max_sessions_per_credential == 2

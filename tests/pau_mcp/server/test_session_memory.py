@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -24,7 +25,7 @@ def _sessions(tmp_path) -> tuple[RunStore, Sessions]:
     return store, Sessions(store, run_id, "http")
 
 
-def test_ended_mcp_sessions_leave_no_narrowing_behind(tmp_path):
+def test_ended_mcp_sessions_leave_no_narrowing_behind(tmp_path: Path) -> None:
     store, sessions = _sessions(tmp_path)
     for i in range(200):
         sessions.narrow(f"session-{i}", {"tool_b001"})
@@ -35,7 +36,9 @@ def test_ended_mcp_sessions_leave_no_narrowing_behind(tmp_path):
     store.close()
 
 
-def test_claimed_sessions_are_cached_up_to_a_bound_and_a_forgotten_one_keeps_its_budget(tmp_path, monkeypatch):
+def test_claimed_sessions_are_cached_up_to_a_bound_and_a_forgotten_one_keeps_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sessions_module, "_CACHED", 5)
     store, sessions = _sessions(tmp_path)
     first = sessions.get(Credential("label", "label-0"))
@@ -49,7 +52,7 @@ def test_claimed_sessions_are_cached_up_to_a_bound_and_a_forgotten_one_keeps_its
     store.close()
 
 
-def test_thousands_of_new_labels_and_runs_leave_the_servers_state_bounded(tmp_path):
+def test_thousands_of_new_labels_and_runs_leave_the_servers_state_bounded(tmp_path: Path) -> None:
     store, sessions = _sessions(tmp_path)
     first = sessions.get(Credential("label", "agent", "run-0"))
     assert store.reserve_call(first.store_id, "builtin/b001", 3) == 1
@@ -67,7 +70,7 @@ def test_thousands_of_new_labels_and_runs_leave_the_servers_state_bounded(tmp_pa
     store.close()
 
 
-def test_a_label_a_session_token_owns_stays_refused_to_the_main_token_after_a_restart(tmp_path):
+def test_a_label_a_session_token_owns_stays_refused_to_the_main_token_after_a_restart(tmp_path: Path) -> None:
     store, sessions = _sessions(tmp_path)
     sessions.get(Credential("token", "alice", "contest"))
     store.close()
@@ -78,7 +81,7 @@ def test_a_label_a_session_token_owns_stays_refused_to_the_main_token_after_a_re
     store.close()
 
 
-def test_a_served_session_closed_by_its_client_is_forgotten_by_the_server(tmp_path):
+def test_a_served_session_closed_by_its_client_is_forgotten_by_the_server(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     tool = tool_of("builtin/b001")
 

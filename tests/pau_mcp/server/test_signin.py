@@ -42,7 +42,7 @@ HOST_TWO = confidential("host-two", "authorization_code", "refresh_token", redir
 
 
 @pytest.fixture(scope="module")
-def issuer(tmp_path_factory) -> Iterator[AuthServer]:
+def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
     resources = {
         RESOURCE: {"scope": ALL_SCOPES},
         OTHER: {"scope": ALL_SCOPES},
@@ -97,7 +97,7 @@ def _store_text(db: Path) -> str:
         )
 
 
-def test_a_client_credentials_token_calls_tools_on_its_subjects_budget(issuer, tmp_path):
+def test_a_client_credentials_token_calls_tools_on_its_subjects_budget(issuer: AuthServer, tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     token = issuer.token(client(BOT_A), RESOURCE, "explore")
     with _serve(issuer, db) as url:
@@ -110,7 +110,7 @@ def test_a_client_credentials_token_calls_tools_on_its_subjects_budget(issuer, t
     assert token not in _store_text(db)  # the subject is recorded, never the token
 
 
-def test_a_person_signed_in_from_two_hosts_and_refreshing_spends_one_budget(issuer, tmp_path):
+def test_a_person_signed_in_from_two_hosts_and_refreshing_spends_one_budget(issuer: AuthServer, tmp_path: Path) -> None:
     """Authorization code with PKCE, as a host does it: the same person from two OAuth clients, then a refreshed
     token, then a re-issued one: one budget of 3 in all."""
     db = tmp_path / "runs.db"
@@ -128,7 +128,9 @@ def test_a_person_signed_in_from_two_hosts_and_refreshing_spends_one_budget(issu
     assert (key, credential, counted) == ("team-c", "subject", 3)
 
 
-def test_two_subjects_have_two_budgets_and_the_main_and_session_tokens_keep_working(issuer, tmp_path):
+def test_two_subjects_have_two_budgets_and_the_main_and_session_tokens_keep_working(
+    issuer: AuthServer, tmp_path: Path
+) -> None:
     db = tmp_path / "runs.db"
     session_token = TokenSigner(TEST_KEY).issue("agent-7", run="contest")
     with _serve(issuer, db, "--token", MAIN) as url:
@@ -142,7 +144,9 @@ def test_two_subjects_have_two_budgets_and_the_main_and_session_tokens_keep_work
     }  # fmt: skip
 
 
-def test_without_a_token_the_server_answers_401_naming_its_metadata_which_names_the_issuer(issuer, tmp_path):
+def test_without_a_token_the_server_answers_401_naming_its_metadata_which_names_the_issuer(
+    issuer: AuthServer, tmp_path: Path
+) -> None:
     with _serve(issuer, tmp_path / "runs.db") as url:
         reply = _post(url, None)
         base = url.removesuffix("/mcp")
@@ -169,7 +173,7 @@ def _refused(reply: httpx2.Response, status: int, words: str) -> str:
     return line
 
 
-def test_bad_tokens_are_refused_with_401_and_one_line_each(issuer, tmp_path):
+def test_bad_tokens_are_refused_with_401_and_one_line_each(issuer: AuthServer, tmp_path: Path) -> None:
     intruder = issuer.token(client(BOT_A), OTHER, "explore")
     id_token = issuer.id_token(client(HOST_ONE), CALLBACK, RESOURCE)
     with _serve(issuer, tmp_path / "runs.db") as url:
@@ -181,7 +185,7 @@ def test_bad_tokens_are_refused_with_401_and_one_line_each(issuer, tmp_path):
     assert 'error="invalid_token"' in reply.headers["www-authenticate"]
 
 
-def test_an_expired_token_is_refused(issuer, tmp_path):
+def test_an_expired_token_is_refused(issuer: AuthServer, tmp_path: Path) -> None:
     token = issuer.token(client(BOT_A), EXPIRING, "explore")
     with _serve(issuer, tmp_path / "runs.db", "--clock-skew", "0", resource=EXPIRING) as url:
         assert anyio.run(_call, url, token, [1])[0]["status"] == "ok"
@@ -191,7 +195,7 @@ def test_an_expired_token_is_refused(issuer, tmp_path):
     _refused(reply, 401, "the token expired")
 
 
-def test_a_token_without_the_scope_gets_403_naming_the_scope_needed(issuer, tmp_path):
+def test_a_token_without_the_scope_gets_403_naming_the_scope_needed(issuer: AuthServer, tmp_path: Path) -> None:
     scorer_only = issuer.token(client(BOT_A), RESOURCE, "score")
     explorer = issuer.token(client(BOT_A), RESOURCE, "explore")
     with _serve(issuer, tmp_path / "runs.db") as url:
@@ -206,7 +210,7 @@ def test_a_token_without_the_scope_gets_403_naming_the_scope_needed(issuer, tmp_
         assert 'scope="operate"' in refused.headers["www-authenticate"]
 
 
-def test_an_operate_token_names_labels_as_the_main_token_does(issuer, tmp_path):
+def test_an_operate_token_names_labels_as_the_main_token_does(issuer: AuthServer, tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     operator = issuer.token(client(BOT_A), RESOURCE, "operate")
     with _serve(issuer, db) as url:
@@ -216,7 +220,7 @@ def test_an_operate_token_names_labels_as_the_main_token_does(issuer, tmp_path):
     assert [r["budget_scope"] for r in alice + own] == ["label", "label", "subject"]
 
 
-def test_an_explore_token_naming_a_label_in_meta_is_refused(issuer, tmp_path):
+def test_an_explore_token_naming_a_label_in_meta_is_refused(issuer: AuthServer, tmp_path: Path) -> None:
     explorer = issuer.token(client(BOT_A), RESOURCE, "explore")
 
     async def named_in_meta(url: str) -> str:
@@ -230,7 +234,7 @@ def test_an_explore_token_naming_a_label_in_meta_is_refused(issuer, tmp_path):
         assert "needs the 'operate' scope" in anyio.run(named_in_meta, url)
 
 
-def test_a_revoked_token_is_refused_by_introspection(issuer, tmp_path):
+def test_a_revoked_token_is_refused_by_introspection(issuer: AuthServer, tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     token = issuer.token(client(BOT_A), INTROSPECTED, "explore")
     other = issuer.token(client(BOT_A), OTHER, "explore")
@@ -250,7 +254,7 @@ def test_a_revoked_token_is_refused_by_introspection(issuer, tmp_path):
     assert (key, credential, counted) == ("team-a-bot", "subject", 1)  # no sub: the client signed in as itself
 
 
-def test_one_subject_signed_in_at_two_replicas_on_postgresql_spends_one_budget(issuer, postgres):
+def test_one_subject_signed_in_at_two_replicas_on_postgresql_spends_one_budget(issuer: AuthServer, postgres) -> None:
     """Two replicas on one PostgreSQL run store; the same team signs in from two hosts, each host talking to its own
     replica, 12 calls at once on a budget of 5: exactly 5 run, and the store has one session for the team."""
     store = str(postgres.create_database("signin_replicas"))
@@ -294,7 +298,9 @@ def test_one_subject_signed_in_at_two_replicas_on_postgresql_spends_one_budget(i
         assert conn.execute("SELECT key, credential FROM sessions").fetchall() == [("team-d", "subject")]
 
 
-def test_with_the_authorization_server_down_cached_keys_keep_working_and_an_unknown_kid_is_refused(tmp_path):
+def test_with_the_authorization_server_down_cached_keys_keep_working_and_an_unknown_kid_is_refused(
+    tmp_path: Path,
+) -> None:
     """The issuer's keys are fetched at the first token and kept: with the authorization server gone, its tokens keep
     working; a token signed with a key the server never saw (the issuer came back with new keys, then went away
     again) is refused in one line."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import anyio
 import mcp_types as types
@@ -23,7 +24,7 @@ def _builtin(method_id: str):
     return ManifestStore().method(method_id)
 
 
-def test_tools_are_opaque_and_carry_header_examples_schema_and_annotations(tmp_path):
+def test_tools_are_opaque_and_carry_header_examples_schema_and_annotations(tmp_path: Path) -> None:
     async def main() -> None:
         async with memory_session("--db", str(tmp_path / "runs.db")) as session:
             listed = await session.list_tools()
@@ -51,7 +52,7 @@ def test_tools_are_opaque_and_carry_header_examples_schema_and_annotations(tmp_p
     anyio.run(main)
 
 
-def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent(tmp_path):
+def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     b005 = _builtin("builtin/b001")
 
@@ -112,7 +113,7 @@ def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent
     )
 
 
-def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path, secret_manifests):
+def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path: Path, secret_manifests: Path) -> None:
     async def main() -> None:
         async with memory_session(
             "--db", str(tmp_path / "r.db"), "--manifests", str(secret_manifests), "--suite", "secret"
@@ -132,7 +133,7 @@ def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path, secret_
     anyio.run(main)
 
 
-def test_open_narrows_the_session_and_announces_the_change(tmp_path):
+def test_open_narrows_the_session_and_announces_the_change(tmp_path: Path) -> None:
     notes: list = []
 
     async def on_message(message) -> None:
@@ -156,7 +157,7 @@ def test_open_narrows_the_session_and_announces_the_change(tmp_path):
     anyio.run(main)
 
 
-def test_tools_list_is_paginated(tmp_path):
+def test_tools_list_is_paginated(tmp_path: Path) -> None:
     async def main() -> None:
         async with memory_session("--db", str(tmp_path / "runs.db"), "--page-size", "10") as session:
             seen: list[str] = []
@@ -175,7 +176,7 @@ def test_tools_list_is_paginated(tmp_path):
     anyio.run(main)
 
 
-def test_resources_and_prompts_show_only_what_an_agent_may_see(tmp_path):
+def test_resources_and_prompts_show_only_what_an_agent_may_see(tmp_path: Path) -> None:
     b001 = _builtin("builtin/b001")
 
     async def main() -> None:
@@ -195,7 +196,7 @@ def test_resources_and_prompts_show_only_what_an_agent_may_see(tmp_path):
     anyio.run(main)
 
 
-def test_the_server_exits_when_its_stdin_closes(tmp_path):
+def test_the_server_exits_when_its_stdin_closes(tmp_path: Path) -> None:
     # ROOT comes from this directory's conftest at import time: a later `from conftest import` inside a test gets
     # whichever conftest module pytest loaded last (tests/wasm_runtime's, in a full run).
     process = subprocess.Popen(

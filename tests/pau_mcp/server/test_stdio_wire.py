@@ -63,7 +63,7 @@ class Wire:
 
 
 @pytest.fixture(scope="module")
-def wire(tmp_path_factory) -> Iterator[Wire]:
+def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wire]:
     """One server for the module: each test sends its own lines on the same session."""
     server = Wire(tmp_path_factory.mktemp("wire") / "runs.db")
     reply = server.request(
@@ -96,85 +96,85 @@ def _error(reply: dict | None, request_id: object, code: int) -> str:
     return message
 
 
-def test_a_line_that_is_not_json_gets_a_parse_error(wire):
+def test_a_line_that_is_not_json_gets_a_parse_error(wire: Wire) -> None:
     message = _error(wire.request("{not json"), None, -32700)
     assert "JSON" in message
 
 
-def test_a_truncated_request_gets_a_parse_error_with_its_id(wire):
+def test_a_truncated_request_gets_a_parse_error_with_its_id(wire: Wire) -> None:
     _error(wire.request('{"jsonrpc":"2.0","id":41,"method":"ping"'), 41, -32700)
 
 
-def test_a_batch_is_refused_with_a_reason(wire):
+def test_a_batch_is_refused_with_a_reason(wire: Wire) -> None:
     message = _error(wire.request('[{"jsonrpc":"2.0","id":1,"method":"ping"}]'), None, -32600)
     assert "one message per line" in message
 
 
 @pytest.mark.parametrize("line", ["42", '"ping"', "null", "true"])
-def test_a_json_value_that_is_not_an_object_is_an_invalid_request(wire, line):
+def test_a_json_value_that_is_not_an_object_is_an_invalid_request(wire: Wire, line) -> None:
     _error(wire.request(line), None, -32600)
 
 
-def test_a_method_that_is_not_a_string_is_an_invalid_request_with_its_id(wire):
+def test_a_method_that_is_not_a_string_is_an_invalid_request_with_its_id(wire: Wire) -> None:
     _error(wire.request({"jsonrpc": "2.0", "id": 7, "method": 5}), 7, -32600)
 
 
-def test_a_request_without_the_jsonrpc_version_is_answered(wire):
+def test_a_request_without_the_jsonrpc_version_is_answered(wire: Wire) -> None:
     _error(wire.request({"id": 8, "method": "ping"}), 8, -32600)
 
 
-def test_a_request_with_a_null_id_is_answered(wire):
+def test_a_request_with_a_null_id_is_answered(wire: Wire) -> None:
     _error(wire.request({"jsonrpc": "2.0", "id": None, "method": "ping"}), None, -32600)
 
 
-def test_an_unknown_method_is_method_not_found(wire):
+def test_an_unknown_method_is_method_not_found(wire: Wire) -> None:
     _error(wire.request({"jsonrpc": "2.0", "id": "u1", "method": "nope/nope"}), "u1", -32601)
 
 
-def test_tool_call_params_of_the_wrong_type_are_invalid_params(wire):
+def test_tool_call_params_of_the_wrong_type_are_invalid_params(wire: Wire) -> None:
     _error(wire.request({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": 5}}), 3, -32602)
     _error(wire.request(_call(4, "[1, 2]")), 4, -32602)
 
 
-def test_a_lone_surrogate_in_the_json_is_refused_with_the_request_id(wire):
+def test_a_lone_surrogate_in_the_json_is_refused_with_the_request_id(wire: Wire) -> None:
     message = _error(wire.request(_call(5, '{"arg0": "\\ud800"}')), 5, -32700)
     assert "surrogate" in message
 
 
-def test_a_number_too_long_for_json_is_refused_with_the_request_id(wire):
+def test_a_number_too_long_for_json_is_refused_with_the_request_id(wire: Wire) -> None:
     message = _error(wire.request(_call(6, '{"arg0": ' + "9" * 5000 + "}")), 6, -32700)
     assert "4,300 digits" in message
 
 
-def test_invalid_utf8_is_read_leniently(wire):
+def test_invalid_utf8_is_read_leniently(wire: Wire) -> None:
     reply = wire.request(b'{"jsonrpc":"2.0","id":10,"method":"ping","x":"\xff"}')
     assert reply == {"jsonrpc": "2.0", "id": 10, "result": {}}
 
 
-def test_a_line_over_the_message_limit_is_refused_with_its_id_and_the_server_carries_on(wire):
+def test_a_line_over_the_message_limit_is_refused_with_its_id_and_the_server_carries_on(wire: Wire) -> None:
     message = _error(wire.request(_call(11, '{"arg0": "' + "x" * 3_000_000 + '"}')), 11, -32600)
     assert "MiB" in message and "--max-argument-kb" in message
     assert wire.request({"jsonrpc": "2.0", "id": 12, "method": "ping"}) == {"jsonrpc": "2.0", "id": 12, "result": {}}
 
 
-def test_a_huge_line_of_garbage_is_refused_without_being_held_in_memory(wire):
+def test_a_huge_line_of_garbage_is_refused_without_being_held_in_memory(wire: Wire) -> None:
     message = _error(wire.request(b"x" * 50_000_000), None, -32600)
     assert "bytes" in message
     assert wire.request({"jsonrpc": "2.0", "id": 13, "method": "ping"}) == {"jsonrpc": "2.0", "id": 13, "result": {}}
 
 
-def test_a_malformed_notification_gets_no_reply_and_breaks_nothing(wire):
+def test_a_malformed_notification_gets_no_reply_and_breaks_nothing(wire: Wire) -> None:
     wire.send({"jsonrpc": "2.0", "method": "notifications/nope", "params": 5})
     assert wire.request({"jsonrpc": "2.0", "id": 14, "method": "ping"}) == {"jsonrpc": "2.0", "id": 14, "result": {}}
 
 
-def test_blank_lines_are_ignored(wire):
+def test_blank_lines_are_ignored(wire: Wire) -> None:
     wire.send(b"")
     wire.send(b"   \r")
     assert wire.request({"jsonrpc": "2.0", "id": 15, "method": "ping"}) == {"jsonrpc": "2.0", "id": 15, "result": {}}
 
 
-def test_every_request_of_a_hostile_burst_gets_exactly_one_reply(wire):
+def test_every_request_of_a_hostile_burst_gets_exactly_one_reply(wire: Wire) -> None:
     lines = [
         "{not json",
         _call(101, '{"arg0": 5}'),
@@ -195,7 +195,7 @@ def test_every_request_of_a_hostile_burst_gets_exactly_one_reply(wire):
     assert wire.receive(timeout=1) is None
 
 
-def test_a_client_that_stops_reading_ends_the_server_without_a_traceback(tmp_path):
+def test_a_client_that_stops_reading_ends_the_server_without_a_traceback(tmp_path: Path) -> None:
     server = Wire(tmp_path / "runs.db")
     assert server.process.stdout is not None and server.process.stderr is not None
     server.process.stdout.close()

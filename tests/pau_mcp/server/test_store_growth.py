@@ -5,7 +5,9 @@ submissions, and 60 KB of every refused call's message, before these limits)."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -50,7 +52,7 @@ def _rows(db, sql: str) -> list[tuple]:
         return list(store.execute(sql))
 
 
-def test_a_refused_megabyte_argument_is_answered_and_recorded_in_a_few_kilobytes(tmp_path):
+def test_a_refused_megabyte_argument_is_answered_and_recorded_in_a_few_kilobytes(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     token = TokenSigner(TEST_KEY).issue("hostile")
     with memory_http_server("--db", str(db), "--token", MAIN, "--max-argument-kb", "2048") as url:
@@ -62,7 +64,7 @@ def test_a_refused_megabyte_argument_is_answered_and_recorded_in_a_few_kilobytes
     assert len(arguments) < 1_200 and len(message) < 2_000
 
 
-def test_a_flood_of_refused_calls_is_all_answered_and_keeps_a_bounded_record_per_method(tmp_path):
+def test_a_flood_of_refused_calls_is_all_answered_and_keeps_a_bounded_record_per_method(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     kept = service_module._KEPT_REFUSALS
 
@@ -80,7 +82,7 @@ def test_a_flood_of_refused_calls_is_all_answered_and_keeps_a_bounded_record_per
     assert kept_rows == {B001: kept, B002: 5}
 
 
-def test_submissions_past_the_limit_are_refused_and_not_recorded(tmp_path):
+def test_submissions_past_the_limit_are_refused_and_not_recorded(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
 
     async def main() -> list:
@@ -103,7 +105,7 @@ def test_submissions_past_the_limit_are_refused_and_not_recorded(tmp_path):
     assert Settings().max_submissions == 10
 
 
-def test_concurrent_submissions_never_record_more_than_the_limit(tmp_path):
+def test_concurrent_submissions_never_record_more_than_the_limit(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     token = TokenSigner(TEST_KEY).issue("eager")
     submission = {"method": B001, "description": "d" * 20_000, "code": "c" * 100_000}
@@ -119,7 +121,9 @@ def test_concurrent_submissions_never_record_more_than_the_limit(tmp_path):
     assert _rows(db, "SELECT COUNT(*) FROM submissions") == [(5,)]
 
 
-def test_the_stores_kept_refusals_and_submissions_hold_under_concurrent_writers(store_at):
+def test_the_stores_kept_refusals_and_submissions_hold_under_concurrent_writers(
+    store_at: Callable[[str], Path | str],
+) -> None:
     store = RunStore(store_at("runs"))
     session = store.ensure_session(store.ensure_run("r", kind="serve"), "agent", "http")
     refusal = CallRecord("builtin/b001", "fn_x", "(1,)", False, "invalid_input", error_message="no")
@@ -139,6 +143,6 @@ def test_the_stores_kept_refusals_and_submissions_hold_under_concurrent_writers(
 
 
 @pytest.mark.parametrize("value", ["0", "25"])
-def test_the_submissions_setting_has_a_flag_and_a_variable(monkeypatch, value):
+def test_the_submissions_setting_has_a_flag_and_a_variable(monkeypatch: pytest.MonkeyPatch, value) -> None:
     monkeypatch.setenv("PAU_MCP_MAX_SUBMISSIONS", value)
     assert Settings.from_env().max_submissions == int(value)

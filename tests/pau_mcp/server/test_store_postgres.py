@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -26,7 +27,7 @@ async def _explore_and_submit(url: str, tool: str) -> tuple[bool, str]:
                 return ran(called), submitted.structured_content["status"]
 
 
-def test_a_server_on_postgresql_records_what_runs_and_report_then_read(postgres_url, tmp_path):
+def test_a_server_on_postgresql_records_what_runs_and_report_then_read(postgres_url: str, tmp_path: Path) -> None:
     tool = tool_of("builtin/b001")
     with http_server("--db", postgres_url, "--run", "on-postgres", "--token", TOKEN, "--budget", "5") as url:
         answered, status = anyio.run(_explore_and_submit, url, tool)
@@ -50,7 +51,7 @@ def test_a_server_on_postgresql_records_what_runs_and_report_then_read(postgres_
     assert "on-postgres" in reported.stdout
 
 
-def test_a_postgresql_store_that_cannot_be_reached_ends_a_command_with_one_line(postgres):
+def test_a_postgresql_store_that_cannot_be_reached_ends_a_command_with_one_line(postgres) -> None:
     import socket
 
     with socket.socket() as probe:

@@ -33,7 +33,7 @@ async def _submit(url: str, token: str, times: int) -> list[dict]:
                 return receipts
 
 
-def test_a_receipt_counts_the_credentials_own_submissions_not_everyone_elses(tmp_path):
+def test_a_receipt_counts_the_credentials_own_submissions_not_everyone_elses(tmp_path: Path) -> None:
     # The receipt carried the store's id: the newcomer's first submission said 4, telling it that others had made 3.
     db = tmp_path / "runs.db"
     signer = TokenSigner(TEST_KEY)
@@ -66,7 +66,7 @@ def _limited_serve(db: Path, max_bytes: int) -> StdioServerParameters:
     )
 
 
-def test_a_submit_the_store_cannot_take_says_so_without_naming_the_store(tmp_path):
+def test_a_submit_the_store_cannot_take_says_so_without_naming_the_store(tmp_path: Path) -> None:
     db = tmp_path / "private-store-location" / "runs.db"
     db.parent.mkdir()
     RunStore(db).close()

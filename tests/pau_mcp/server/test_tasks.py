@@ -9,6 +9,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -49,7 +50,9 @@ def _sessions(url: str, **kwargs: object) -> Iterator[ModernSession]:
         session.close()
 
 
-def test_a_call_near_the_cpu_limit_becomes_a_task_for_a_client_that_negotiated_tasks(tmp_path, secret_manifests):
+def test_a_call_near_the_cpu_limit_becomes_a_task_for_a_client_that_negotiated_tasks(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     db = tmp_path / "runs.db"
     args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(db), "--tool-key", TEST_KEY)
     with memory_http_server(*args) as url, _sessions(url, tasks=True) as client:
@@ -69,7 +72,9 @@ def test_a_call_near_the_cpu_limit_becomes_a_task_for_a_client_that_negotiated_t
     assert counted == [("timeout",)]
 
 
-def test_a_client_that_does_not_negotiate_tasks_gets_the_result_as_before(tmp_path, secret_manifests):
+def test_a_client_that_does_not_negotiate_tasks_gets_the_result_as_before(
+    tmp_path: Path, secret_manifests: Path
+) -> None:
     args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "runs.db"))
     with memory_http_server(*args, "--tool-key", TEST_KEY) as url, _sessions(url) as client:
         result = client.request("tools/call", {"name": SLOW, "arguments": {"arg0": 1}})
@@ -80,7 +85,7 @@ def test_a_client_that_does_not_negotiate_tasks_gets_the_result_as_before(tmp_pa
         assert TASKS in reply["error"]["data"]["requiredCapabilities"]["extensions"]
 
 
-def test_a_task_is_its_credentials_alone(tmp_path):
+def test_a_task_is_its_credentials_alone(tmp_path: Path) -> None:
     signer = TokenSigner(TEST_KEY)
     args = ("--suite", "conformance", "--db", str(tmp_path / "runs.db"), "--tool-key", TEST_KEY, "--token", "main-1234")
     owner_headers = {"authorization": f"Bearer {signer.issue('owner')}"}
@@ -111,7 +116,7 @@ def _meta(session: ModernSession) -> dict:
     return {"_meta": reply["result"]["_meta"]}
 
 
-def test_a_task_lives_in_the_store_so_another_replica_answers_for_it(tmp_path):
+def test_a_task_lives_in_the_store_so_another_replica_answers_for_it(tmp_path: Path) -> None:
     args = ("--suite", "conformance", "--db", str(tmp_path / "runs.db"), "--tool-key", TEST_KEY, "--run", "shared")
     with (
         memory_http_server(*args) as first,
@@ -135,7 +140,7 @@ def test_a_task_lives_in_the_store_so_another_replica_answers_for_it(tmp_path):
         assert _terminal(there, slow["taskId"], timeout_s=10)["status"] == "cancelled"
 
 
-def test_task_status_notifications_reach_a_listen_stream_that_asked_for_them(tmp_path):
+def test_task_status_notifications_reach_a_listen_stream_that_asked_for_them(tmp_path: Path) -> None:
     args = ("--suite", "conformance", "--db", str(tmp_path / "runs.db"), "--tool-key", TEST_KEY)
     with memory_http_server(*args) as url, _sessions(url, tasks=True) as client:
         created = client.request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 1}})
@@ -169,7 +174,7 @@ def test_task_status_notifications_reach_a_listen_stream_that_asked_for_them(tmp
     assert notes[-1]["params"]["result"]["content"][0]["text"].startswith("Computed")
 
 
-def test_a_tool_that_only_runs_as_a_task_is_refused_to_a_client_without_the_extension(tmp_path):
+def test_a_tool_that_only_runs_as_a_task_is_refused_to_a_client_without_the_extension(tmp_path: Path) -> None:
     args = ("--suite", "conformance", "--db", str(tmp_path / "runs.db"))
     with memory_http_server(*args) as url, _sessions(url) as client:
         status, reply = client.send("tools/call", {"name": "failing_job", "arguments": {}})
@@ -178,7 +183,7 @@ def test_a_tool_that_only_runs_as_a_task_is_refused_to_a_client_without_the_exte
 
 
 @pytest.mark.parametrize("header", ["sep-2663-wrong", None])
-def test_a_tasks_request_whose_name_header_disagrees_with_its_task_is_refused(tmp_path, header):
+def test_a_tasks_request_whose_name_header_disagrees_with_its_task_is_refused(tmp_path: Path, header) -> None:
     with memory_http_server("--suite", "conformance", "--db", str(tmp_path / "runs.db")) as url:
         with _sessions(url, tasks=True) as client:
             created = client.request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 30}})
@@ -191,7 +196,9 @@ def test_a_tasks_request_whose_name_header_disagrees_with_its_task_is_refused(tm
             client.request("tasks/cancel", {"taskId": created["taskId"]})
 
 
-def test_a_submit_that_scores_slowly_becomes_a_task_whose_result_holds_the_scores(tmp_path, monkeypatch):
+def test_a_submit_that_scores_slowly_becomes_a_task_whose_result_holds_the_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from fakellm import FakeLLM
 
     def slow_replies(body: dict) -> str:

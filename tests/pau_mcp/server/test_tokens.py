@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import time
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -54,7 +55,7 @@ async def _one_call_per_session(url: str, token: str, tool: str, calls: int) -> 
     return out
 
 
-def test_a_session_token_keeps_one_budget_across_new_mcp_sessions(tmp_path):
+def test_a_session_token_keeps_one_budget_across_new_mcp_sessions(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     token = _token("--label", "agent-7", "--run", "tokens")
     with memory_http_server("--db", str(db), "--token", MAIN, "--budget", "4") as url:
@@ -72,14 +73,14 @@ def test_a_session_token_keeps_one_budget_across_new_mcp_sessions(tmp_path):
     assert rows == [("agent-7", "tokens", 4)]
 
 
-def test_a_session_token_works_on_a_loopback_server_without_a_main_token(tmp_path):
+def test_a_session_token_works_on_a_loopback_server_without_a_main_token(tmp_path: Path) -> None:
     token = _token("--label", "local-agent")
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "2") as url:
         results = anyio.run(_one_call_per_session, url, token, tool_of(B001), 3)
     assert [ran(r) for r in results] == [True, True, False]
 
 
-def test_a_session_token_keeps_its_budget_across_a_restart(tmp_path):
+def test_a_session_token_keeps_its_budget_across_a_restart(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     token = _token("--label", "patient", "--run", "r")
     with memory_http_server("--db", str(db), "--token", MAIN, "--budget", "3") as url:
@@ -90,7 +91,7 @@ def test_a_session_token_keeps_its_budget_across_a_restart(tmp_path):
 
 
 @pytest.mark.parametrize("stateless", [False, True])
-def test_a_session_token_cannot_name_another_label_or_run(tmp_path, stateless):
+def test_a_session_token_cannot_name_another_label_or_run(tmp_path: Path, stateless) -> None:
     token = _token("--label", "mine", "--run", "r")
     args = ["--db", str(tmp_path / "runs.db"), "--token", MAIN] + (["--stateless"] if stateless else [])
     bearer = {"Authorization": f"Bearer {token}"}
@@ -112,7 +113,7 @@ def test_a_session_token_cannot_name_another_label_or_run(tmp_path, stateless):
     assert served(same)
 
 
-def test_a_label_used_by_a_session_token_is_refused_to_everyone_else(tmp_path):
+def test_a_label_used_by_a_session_token_is_refused_to_everyone_else(tmp_path: Path) -> None:
     token = _token("--label", "reserved", "--run", "r")
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
         owner = RawSession(url, headers={"Authorization": f"Bearer {token}"})
@@ -125,7 +126,7 @@ def test_a_label_used_by_a_session_token_is_refused_to_everyone_else(tmp_path):
     assert not served(refused) and "reserved" in refused["error"]["message"]
 
 
-def test_stateless_labels_bind_to_the_first_credential_that_used_them(tmp_path):
+def test_stateless_labels_bind_to_the_first_credential_that_used_them(tmp_path: Path) -> None:
     alice, bob = _token("--label", "alice"), _token("--label", "bob")
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--stateless", "--budget", "2") as url:
         as_alice = RawSession(url, headers={"Authorization": f"Bearer {alice}"})
@@ -144,7 +145,7 @@ def test_stateless_labels_bind_to_the_first_credential_that_used_them(tmp_path):
     assert not served(bob_on_it) and not served(main_on_alice)
 
 
-def test_a_session_token_sees_only_the_methods_it_was_issued_for(tmp_path):
+def test_a_session_token_sees_only_the_methods_it_was_issued_for(tmp_path: Path) -> None:
     token = _token("--label", "narrow", "--methods", f"{B001},{tool_of(B002)}")
     assert _payload(token)["methods"] == sorted([tool_of(B001), tool_of(B002)])
 
@@ -168,7 +169,7 @@ def test_a_session_token_sees_only_the_methods_it_was_issued_for(tmp_path):
     assert hidden == -32602 and opened.is_error
 
 
-def test_forged_tampered_foreign_and_expired_tokens_are_refused_with_401(tmp_path):
+def test_forged_tampered_foreign_and_expired_tokens_are_refused_with_401(tmp_path: Path) -> None:
     good = _token("--label", "honest")
     head, body, signature = good.split(".")
     claims = _payload(good) | {"label": "someone-else"}
@@ -198,7 +199,7 @@ def test_forged_tampered_foreign_and_expired_tokens_are_refused_with_401(tmp_pat
     assert statuses == {name: 200 if name == "good" else 401 for name in statuses}
 
 
-def test_a_forged_token_on_a_server_without_a_main_token_is_refused_too(tmp_path):
+def test_a_forged_token_on_a_server_without_a_main_token_is_refused_too(tmp_path: Path) -> None:
     good = _token("--label", "honest")
     head, body, signature = good.split(".")
     with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
@@ -211,7 +212,7 @@ def test_a_forged_token_on_a_server_without_a_main_token_is_refused_too(tmp_path
     assert not served(reply) and "session token" in reply["error"]["message"]
 
 
-def test_the_token_holds_tool_names_and_labels_only_never_a_method_id():
+def test_the_token_holds_tool_names_and_labels_only_never_a_method_id() -> None:
     token = _token("--label", "reader", "--run", "r", "--methods", "builtin/b001")
     claims = _payload(token)
     assert claims["label"] == "reader" and claims["run"] == "r" and claims["methods"] == [tool_of(B001)]
@@ -227,12 +228,12 @@ def test_the_token_holds_tool_names_and_labels_only_never_a_method_id():
         (["--label", "x", "--expires-in", "0"], "--expires-in"),
     ],
 )
-def test_token_issue_refuses_bad_options_with_advice(args, complaint):
+def test_token_issue_refuses_bad_options_with_advice(args, complaint) -> None:
     result = _issue(*args)
     assert result.returncode != 0 and complaint in result.stderr and "Traceback" not in result.stderr
 
 
-def test_one_client_cannot_take_over_a_session_opened_with_another_token(tmp_path):
+def test_one_client_cannot_take_over_a_session_opened_with_another_token(tmp_path: Path) -> None:
     alice, bob = _token("--label", "alice"), _token("--label", "bob")
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN) as url:
         owner = RawSession(url, headers={"Authorization": f"Bearer {alice}"})
@@ -247,7 +248,7 @@ def test_one_client_cannot_take_over_a_session_opened_with_another_token(tmp_pat
 # -- the signer itself, in process --------------------------------------------------------------------------------
 
 
-def test_a_token_round_trips_and_every_altered_byte_voids_it():
+def test_a_token_round_trips_and_every_altered_byte_voids_it() -> None:
     from pau_mcp.server import SessionToken, TokenSigner
 
     signer = TokenSigner("deployment-key-for-unit-tests")
@@ -265,14 +266,16 @@ def test_a_token_round_trips_and_every_altered_byte_voids_it():
 
 
 @pytest.mark.parametrize("label", ["", " x", "x" * 129, "a\nb", "[bold]", "ä"])
-def test_the_signer_refuses_labels_outside_the_label_rule(label):
+def test_the_signer_refuses_labels_outside_the_label_rule(label) -> None:
     from pau_mcp.server import TokenSigner
 
     with pytest.raises(ValueError, match="letters"):
         TokenSigner("deployment-key-for-unit-tests").issue(label)
 
 
-def test_a_token_of_another_deployment_is_logged_as_signed_with_another_key_naming_the_key_file(tmp_path, monkeypatch):
+def test_a_token_of_another_deployment_is_logged_as_signed_with_another_key_naming_the_key_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # It got a bare "Authentication required" and the log said nothing: an operator could not tell a stale token
     # from an attack or a misconfigured replica.
     from replicas import Replica

@@ -24,7 +24,7 @@ from conftest import TEST_KEY, memory_session
 from pau_mcp.contract import FACTS_KEY, MethodFacts
 from pau_mcp.manifests import ManifestStore, Method, call_text, tool_name
 from pau_mcp.server import Catalog
-from wasm_runtime import Limits, parse_arguments
+from wasm_runtime import Limits, Sandbox, parse_arguments
 
 #: What a participant downloads: the public suite, hidden parts included.
 PUBLIC: list[Method] = list(ManifestStore().methods(["builtin"]))
@@ -167,7 +167,7 @@ def _spearman(order: list[str]) -> float:
     return 1 - 6 * sum((r - i) ** 2 for i, r in enumerate(ranks)) / (n * (n * n - 1))
 
 
-def test_tools_resources_and_prompts_are_listed_in_the_order_of_the_keyed_names(tmp_path):
+def test_tools_resources_and_prompts_are_listed_in_the_order_of_the_keyed_names(tmp_path: Path) -> None:
     tools, resources, prompts = anyio.run(_listing, "--db", str(tmp_path / "runs.db"))
     names = [tool.name for tool in tools]
     assert len(names) == len(PUBLIC) and names == sorted(names)
@@ -175,7 +175,7 @@ def test_tools_resources_and_prompts_are_listed_in_the_order_of_the_keyed_names(
     assert [tool_name(TEST_KEY, method_id) for method_id in IDS] != names  # not the ids' order
 
 
-def test_two_deployment_keys_order_the_tools_differently_and_no_key_orders_them_like_the_ids():
+def test_two_deployment_keys_order_the_tools_differently_and_no_key_orders_them_like_the_ids() -> None:
     store = ManifestStore()
     orders = [[e.method.id for e in Catalog(store, ["builtin"], key=key)] for key in KEYS]
     assert len({tuple(order) for order in orders}) == len(KEYS)
@@ -190,14 +190,14 @@ def test_two_deployment_keys_order_the_tools_differently_and_no_key_orders_them_
 # -- identification -------------------------------------------------------------------------------------------
 
 
-def test_the_published_examples_name_almost_every_tool_so_the_attack_is_a_real_one(tmp_path):
+def test_the_published_examples_name_almost_every_tool_so_the_attack_is_a_real_one(tmp_path: Path) -> None:
     key = KEYS[0]
     tools = _serve(tmp_path, key, "published")
     assert correct(by_examples(tools), key) >= 60
     assert correct(by_order(tools), key) <= 5  # the order alone no longer says anything
 
 
-def test_with_deployment_examples_no_attack_without_calls_beats_chance_among_look_alike_tools(tmp_path):
+def test_with_deployment_examples_no_attack_without_calls_beats_chance_among_look_alike_tools(tmp_path: Path) -> None:
     nearness: list[float] = []  # how far each key's nearness attack lands above chance
     for key in KEYS[:3]:
         tools = _serve(tmp_path, key, "deployment")
@@ -215,8 +215,8 @@ def test_with_deployment_examples_no_attack_without_calls_beats_chance_among_loo
 
 
 def test_a_public_suites_behaviour_is_public_running_its_sources_on_the_served_examples_names_the_tools(
-    tmp_path, sandbox
-):
+    tmp_path: Path, sandbox: Sandbox
+) -> None:
     """What docs/server.md says a public suite cannot hide: with the sources in hand, two examples are enough."""
     key = KEYS[1]
     tools = _serve(tmp_path, key, "deployment")

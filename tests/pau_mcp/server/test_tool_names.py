@@ -14,8 +14,10 @@ import json
 import os
 import re
 import stat
+from pathlib import Path
 
 import anyio
+import pytest
 from conftest import ROOT, TEST_KEY, RawSession, memory_http_server, memory_session, served, stdio_session, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -49,7 +51,7 @@ def _pau(*args: str, env: dict | None = None) -> Ran:
     return run_pau(*args, env=env if env is not None else dict(os.environ), cwd=ROOT)
 
 
-def test_no_tool_name_can_be_reversed_by_hashing_the_public_method_ids(tmp_path):
+def test_no_tool_name_can_be_reversed_by_hashing_the_public_method_ids(tmp_path: Path) -> None:
     names = anyio.run(_tool_names, "--db", str(tmp_path / "runs.db"))
     assert len(names) == len(BUILTIN)
     guessed = {_unkeyed(method_id) for method_id in BUILTIN}
@@ -57,7 +59,9 @@ def test_no_tool_name_can_be_reversed_by_hashing_the_public_method_ids(tmp_path)
     assert all(re.fullmatch(r"fn_[0-9a-f]{10}", name) for name in names)
 
 
-def test_the_key_is_created_once_in_the_data_directory_private_and_names_survive_restarts(tmp_path, monkeypatch):
+def test_the_key_is_created_once_in_the_data_directory_private_and_names_survive_restarts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("PAU_MCP_TOOL_KEY")
     data = tmp_path / "data"
     first = anyio.run(_process_tool_names, "--data-dir", str(data))
@@ -71,7 +75,7 @@ def test_the_key_is_created_once_in_the_data_directory_private_and_names_survive
     assert set(elsewhere).isdisjoint(first)
 
 
-def test_servers_given_the_same_key_agree_on_every_name(tmp_path, monkeypatch):
+def test_servers_given_the_same_key_agree_on_every_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PAU_MCP_TOOL_KEY")
     by_flag = anyio.run(_tool_names, "--data-dir", str(tmp_path / "a"), "--tool-key", TEST_KEY)
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", TEST_KEY)
@@ -80,13 +84,13 @@ def test_servers_given_the_same_key_agree_on_every_name(tmp_path, monkeypatch):
     assert not (tmp_path / "b" / "tool.key").exists()
 
 
-def test_a_short_tool_key_is_a_usage_error_naming_the_flag_and_variable(tmp_path):
+def test_a_short_tool_key_is_a_usage_error_naming_the_flag_and_variable(tmp_path: Path) -> None:
     result = _pau("methods", "--tool-key", "short")
     assert result.returncode == 2
     assert "--tool-key" in result.stderr and "PAU_MCP_TOOL_KEY" in result.stderr
 
 
-def test_a_data_directory_where_no_key_can_be_created_says_how_to_give_one(tmp_path):
+def test_a_data_directory_where_no_key_can_be_created_says_how_to_give_one(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     env = {k: v for k, v in os.environ.items() if k != "PAU_MCP_TOOL_KEY"}
@@ -96,7 +100,7 @@ def test_a_data_directory_where_no_key_can_be_created_says_how_to_give_one(tmp_p
     assert "Traceback" not in result.stderr
 
 
-def test_the_operator_commands_show_the_servers_names_and_still_take_ids(tmp_path):
+def test_the_operator_commands_show_the_servers_names_and_still_take_ids(tmp_path: Path) -> None:
     listed = _pau("methods", "--json", "--methods", "builtin/b001,builtin/b002")
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [(r["id"], r["tool"]) for r in rows] == [(m, tool_of(m)) for m in ("builtin/b001", "builtin/b002")]
@@ -113,7 +117,7 @@ def _same_error(reply_a: str, name_a: str, reply_b: str, name_b: str) -> bool:
     return reply_a.replace(name_a, "NAME") == reply_b.replace(name_b, "NAME")
 
 
-def test_submit_answers_a_method_id_exactly_as_an_unknown_name_and_records_nothing(tmp_path):
+def test_submit_answers_a_method_id_exactly_as_an_unknown_name_and_records_nothing(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
 
     async def main() -> list:
@@ -136,7 +140,7 @@ def test_submit_answers_a_method_id_exactly_as_an_unknown_name_and_records_nothi
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM submissions").fetchone() == (0,)
 
 
-def test_open_answers_a_method_id_exactly_as_an_unknown_name(tmp_path):
+def test_open_answers_a_method_id_exactly_as_an_unknown_name(tmp_path: Path) -> None:
     async def main() -> list:
         async with memory_session("--db", str(tmp_path / "runs.db")) as session:
             by_id = await session.call_tool("open", {"methods": ["builtin/b007"]})
@@ -150,7 +154,7 @@ def test_open_answers_a_method_id_exactly_as_an_unknown_name(tmp_path):
     assert len(names) == len(BUILTIN) + 2  # nothing was narrowed
 
 
-def test_calling_a_method_id_as_a_tool_is_answered_exactly_as_an_unknown_name(tmp_path):
+def test_calling_a_method_id_as_a_tool_is_answered_exactly_as_an_unknown_name(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
 
     async def main() -> list[MCPError]:
@@ -171,7 +175,7 @@ def test_calling_a_method_id_as_a_tool_is_answered_exactly_as_an_unknown_name(tm
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM calls").fetchone() == (0,)
 
 
-def test_the_methods_url_parameter_treats_a_method_id_as_an_unknown_name(tmp_path):
+def test_the_methods_url_parameter_treats_a_method_id_as_an_unknown_name(tmp_path: Path) -> None:
     async def listed(url: str) -> list[str]:
         async with streamable_http_client(url) as (read, write, *_):
             async with ClientSession(read, write) as session:
@@ -187,7 +191,7 @@ def test_the_methods_url_parameter_treats_a_method_id_as_an_unknown_name(tmp_pat
     assert by_tool == ["submit", "open", tool_of("builtin/b007")]
 
 
-def test_tools_resources_and_prompts_refuse_method_ids_as_they_refuse_any_unknown_name(tmp_path):
+def test_tools_resources_and_prompts_refuse_method_ids_as_they_refuse_any_unknown_name(tmp_path: Path) -> None:
     with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         raw = RawSession(url)
         answers = {}
@@ -205,7 +209,7 @@ def test_tools_resources_and_prompts_refuse_method_ids_as_they_refuse_any_unknow
         assert _same_error(by_id_text, "builtin/b001", unknown_text, "fn_0123456789")
 
 
-def test_no_reply_of_an_ordinary_session_names_a_method_or_its_unkeyed_hash(tmp_path):
+def test_no_reply_of_an_ordinary_session_names_a_method_or_its_unkeyed_hash(tmp_path: Path) -> None:
     chosen = ["builtin/b001", "builtin/b002"]
 
     async def main() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -39,7 +40,9 @@ def _named(finished: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
     return [span for span in finished if span.name == name]
 
 
-def test_a_tool_call_is_a_server_span_under_the_callers_with_a_child_per_sandbox_phase(tmp_path, spans):
+def test_a_tool_call_is_a_server_span_under_the_callers_with_a_child_per_sandbox_phase(
+    tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
     tool = tool_of("builtin/b001")
     spans.clear()
     # Raw requests, as a client in another process sends them (an in-process client would add spans of its own).
@@ -70,7 +73,9 @@ def test_a_tool_call_is_a_server_span_under_the_callers_with_a_child_per_sandbox
     assert unknown.attributes["error.type"] == "-32602"
 
 
-def test_scoring_gets_a_span_per_scorer_under_the_submit(tmp_path, spans, monkeypatch):
+def test_scoring_gets_a_span_per_scorer_under_the_submit(
+    tmp_path: Path, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from fakellm import FakeLLM
 
     method = ManifestStore().method("builtin/b002")
@@ -103,7 +108,9 @@ def test_scoring_gets_a_span_per_scorer_under_the_submit(tmp_path, spans, monkey
     assert scorers["score judge"].attributes["gen_ai.request.model"] == "openai/judge"
 
 
-def test_nothing_is_exported_unless_asked_and_a_missing_exporter_says_what_to_install(monkeypatch):
+def test_nothing_is_exported_unless_asked_and_a_missing_exporter_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("OTEL_TRACES_EXPORTER", raising=False)
     assert configure() is False
     with pytest.raises(TracingError, match="console or otlp"):
