@@ -23,6 +23,12 @@ def test_func(n):
     return len(primes), primes[-1], sum(primes) % 1000003
 """
 
+#: How long a call may hold the sandbox, in deadlines: the deadline, then three more for instantiating (the numpy
+#: engine instantiates a 100 MB interpreter for every input: about 0.5 s on a loaded 2-core machine), a tick or two
+#: and a busy machine's scheduling. A ratio to the configured deadline, not seconds: what it guards against held the
+#: sandbox ten deadlines (a ticker counting its wake-ups on a loaded machine) or without end (no clock at all).
+HELD_DEADLINES = 4
+
 
 def test_the_cpu_budget_and_the_deadline_follow_the_time_limit() -> None:
     limits = Limits(timeout_s=5)
@@ -33,7 +39,10 @@ def test_the_cpu_budget_and_the_deadline_follow_the_time_limit() -> None:
 
 @pytest.mark.slow
 def test_a_prime_sieve_to_five_million_completes_under_a_five_second_limit(sandbox: Sandbox) -> None:
-    outcome = sandbox.call(SIEVE, (5_000_000,), limits=Limits(timeout_s=5))
+    # The five-second limit's CPU budget, with the clock's backstop at a minute (that of a 12 s limit): what is held is
+    # the CPU it takes, which a busy machine does not stretch as it does the 25 s deadline (at load 14 on 2 cores, a
+    # call of 2 s of CPU took over 10 s).
+    outcome = sandbox.call(SIEVE, (5_000_000,), limits=Limits(timeout_s=12, fuel=Limits(timeout_s=5).fuel_budget))
     assert outcome.status is Status.OK, outcome
     assert outcome.decoded() == (348513, 4999999, 177326)
     # CPython runs it in about 0.6 s: it must fit with room to spare, not just scrape under the budget.
@@ -44,7 +53,7 @@ def test_an_endless_loop_still_stops_at_its_limit(sandbox: Sandbox) -> None:
     limits = Limits(timeout_s=0.25)
     outcome = sandbox.call("def test_func():\n    while True:\n        pass", "()", limits=limits)
     assert outcome.status is Status.TIMEOUT
-    assert outcome.duration_ms < (limits.deadline_s + 2) * 1000
+    assert outcome.duration_ms < HELD_DEADLINES * limits.deadline_s * 1000
     if outcome.error_message == "the function used up its CPU budget":
         assert outcome.fuel == limits.fuel_budget
     else:  # only on a badly overloaded machine does the backstop come first
@@ -59,9 +68,6 @@ HOSTILE = {
     "sorting": "def test_func(n):\n    xs = list(range(100_000))\n    while n:\n        sorted(xs, key=lambda x: -x)",
     "scanning": "def test_func(n):\n    s = 'a' * 5_000_000\n    while n:\n        s.find('b')",
 }
-#: What may come on top of the deadline: instantiating, a tick or two, a busy machine's scheduling. The numpy
-#: engine instantiates a 100 MB interpreter for every input (about 0.5 s on a loaded 2-core machine).
-SLACK_S = {"python": 1.0, "numpy": 2.0}
 
 
 def _engines() -> list:
@@ -78,14 +84,14 @@ def test_the_wall_clock_rule_is_a_small_multiple_of_the_time_limit() -> None:
 @pytest.mark.parametrize("work", sorted(HOSTILE))
 def test_no_input_holds_the_sandbox_past_its_wall_clock_deadline(sandbox: Sandbox, work, engine) -> None:
     # With fuel out of the way (a budget no input could spend), only the clock stops the call: it must stop it
-    # within a tick or two of the deadline, whatever the function does.
+    # within a few deadlines (HELD_DEADLINES), whatever the function does.
     limits = Limits(timeout_s=0.2, fuel=10**14)
     started = time.monotonic()
     outcome = sandbox.call(HOSTILE[work], "(1,)", limits=limits, engine=engine)
     held = time.monotonic() - started
     assert outcome.status is Status.TIMEOUT, outcome
     assert outcome.error_message == "the function passed its wall-clock deadline"
-    assert held < limits.deadline_s + SLACK_S[engine], (
+    assert held < HELD_DEADLINES * limits.deadline_s, (
         f"{work} held the sandbox {held:.2f} s (deadline {limits.deadline_s} s)"
     )
 
@@ -104,7 +110,7 @@ def test_the_deadline_holds_when_the_ticker_wakes_late(
         outcome = box.call(HOSTILE["spin"], "(1,)", limits=limits, engine=engine)
         held = time.monotonic() - started
     assert outcome.error_message == "the function passed its wall-clock deadline"
-    assert held < limits.deadline_s + SLACK_S[engine], f"held {held:.2f} s with a {limits.deadline_s} s deadline"
+    assert held < HELD_DEADLINES * limits.deadline_s, f"held {held:.2f} s with a {limits.deadline_s} s deadline"
 
 
 def test_a_function_spending_its_whole_fuel_is_stopped_by_fuel_not_the_clock(sandbox: Sandbox) -> None:
@@ -148,8 +154,10 @@ HOST_WORK = {
 def test_host_work_a_function_asks_for_is_paid_from_its_fuel(sandbox: Sandbox, work, engine) -> None:
     if work in ("file metadata", "reading a file") and engine == "python":
         pytest.skip("the python engine has no files: the C library answers without asking the host")
-    # A small budget next to a long deadline: the budget, charged for the host's work, must end the loop first.
-    limits = Limits(timeout_s=2, fuel=2_000_000_000)
+    # A small budget next to a long deadline: the budget, charged for the host's work, must end the loop first. The
+    # deadline is a minute (that of a 12 s limit): at load 14 on 2 cores, 1.3 s of CPU here took over 10 s, past the
+    # deadline of a 2 s limit; uncharged host work would run to it.
+    limits = Limits(timeout_s=12, fuel=2_000_000_000)
     outcome = sandbox.call(HOST_WORK[work], "(1,)", limits=limits, engine=engine)
     assert (outcome.status, outcome.error_message) == (Status.TIMEOUT, "the function used up its CPU budget"), outcome
     assert outcome.fuel == limits.fuel_budget

@@ -38,6 +38,6 @@ _CHILD = textwrap.dedent(
 
 
 def test_a_forked_child_parses_although_a_parent_thread_held_the_parser_lock() -> None:
-    done = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=20)
+    done = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "(1, 'a')"

@@ -27,7 +27,7 @@ def test_a_worker_that_dies_is_replaced_and_the_call_reports_a_crash() -> None:
         assert box.call("def test_func(x):\n    return x", "(1,)").value == "1"
         worker = box._idle.queue[0]
         os.kill(worker.process.pid, signal.SIGKILL)
-        worker.process.wait(timeout=10)
+        worker.process.wait(timeout=60)
         lost = box.call("def test_func(x):\n    return x", "(2,)")
         assert lost.status is Status.CRASH and lost.error_type == "WorkerDied"
         assert box.call("def test_func(x):\n    return x * 3", "(3,)").value == "9"
@@ -134,7 +134,7 @@ def test_an_async_call_to_a_dead_worker_also_reports_a_crash_and_recovers() -> N
     try:
         worker = box._idle.queue[0]
         os.kill(worker.process.pid, signal.SIGKILL)
-        worker.process.wait(timeout=10)
+        worker.process.wait(timeout=60)
 
         async def main() -> tuple:
             with anyio.fail_after(60):
@@ -234,7 +234,7 @@ class _PipeReader(_Worker):
 
 
 async def _read_reply(reader: _Worker, limit: int):
-    with anyio.fail_after(20):
+    with anyio.fail_after(60):
         steps = reader._receiving(limit)
         try:
             while True:
@@ -340,7 +340,7 @@ def test_a_reply_cut_off_by_a_cancellation_is_read_to_its_end_before_the_next_re
     try:
 
         async def main():
-            with anyio.fail_after(20):
+            with anyio.fail_after(60):
                 async with anyio.create_task_group() as group:
                     group.start_soon(worker.arequest, "first")
                     os.write(replies_write, stale[: len(stale) // 2])

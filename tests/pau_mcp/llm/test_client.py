@@ -42,7 +42,7 @@ def client(fake: FakeLLM, **options: Any) -> LLMClient:
     return made
 
 
-def run(step: Callable[[], Any], seconds: float = 30) -> Any:
+def run(step: Callable[[], Any], seconds: float = 60) -> Any:
     async def bounded() -> Any:
         with anyio.fail_after(seconds):
             return await step()

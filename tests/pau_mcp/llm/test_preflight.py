@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,13 @@ def test_a_refused_connection_fails_within_seconds_in_one_line_naming_the_url(
     make_client: Callable[..., LLMClient], run: Callable[..., Any]
 ) -> None:
     port = _closed_port()
-    llm = make_client({"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}, retries=5, backoff_s=1.0)
-    started = time.perf_counter()
+    # "Within seconds" means not retried: with a first backoff of 1000 s, one retry would outlast the minute given
+    # (a timeout, not the LLMError), while a busy machine's slowness cannot.
+    llm = make_client(
+        {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}, retries=5, backoff_s=1000.0, max_backoff_s=1000.0
+    )
     with pytest.raises(LLMError) as info:
-        run(lambda: llm.preflight(["openai/m"]), seconds=20)
-    assert time.perf_counter() - started < 5
+        run(lambda: llm.preflight(["openai/m"]), seconds=60)
     message = str(info.value)
     assert f"127.0.0.1:{port}" in message and "OPENAI_BASE_URL" in message and "\n" not in message
 
@@ -114,14 +115,14 @@ def _pau(tmp_path, env_extra: dict[str, str], *args: str, process: bool = False)
 
 def test_eval_with_an_unreachable_model_server_fails_in_seconds_in_one_line_before_any_run(tmp_path: Path) -> None:
     port = _closed_port()
-    started = time.perf_counter()
+    # "In seconds" means the check is not retried: with 100 retries allowed, backing off up to a minute each, a retried
+    # check would outlast the process's two minutes by far, while a busy machine's slow start-up cannot.
     done = _pau(
         tmp_path,
-        {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"},
+        {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "PAU_LLM_RETRIES": "100"},
         *("eval", "--model", "openai/m", "--limit", "2"),
         process=True,
     )
-    assert time.perf_counter() - started < 20  # the interpreter's start-up included; the check itself takes ~1 s
     assert done.returncode == 1
     errors = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and f"127.0.0.1:{port}" in errors[0] and "OPENAI_BASE_URL" in errors[0]

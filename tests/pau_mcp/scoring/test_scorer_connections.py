@@ -5,7 +5,6 @@ whose open-file limit is small, as a server's often is (each connection is a fil
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import re
 import socket
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from cpu_time import cpu_seconds
 from loadgen import PIPELINE_FLOOD
 from scorer_process import TOKEN, clean_env
 
@@ -28,6 +28,11 @@ RUNS = ManifestStore().method("builtin/b002")
 FILES = 256
 #: Slow connections the attack opens: more than the scorer can hold open.
 ATTACKERS = 400
+#: How long a test waits for what must happen. No wall bound under a minute: a 2-core machine at load 6+ stretches
+#: every step. The tests that prove something happens "at once" set the scorer's read timeout far past it instead
+#: (``LONG_READ_TIMEOUT``), so the behaviour they prove is the only way to pass.
+PATIENCE_S = 60
+LONG_READ_TIMEOUT = "600"
 
 
 @contextlib.contextmanager
@@ -143,42 +148,43 @@ class _Attack:
 
 
 def test_slow_connections_beyond_the_open_file_limit_do_not_lock_out_the_token_holder(tmp_path: Path) -> None:
-    with _scorer(tmp_path) as url, _Attack(*_address(url), ATTACKERS) as attack:
+    # With a 600 s read timeout, the attackers would hold every file for ten minutes unless the scorer closes one to
+    # make room: that is the only way to be served within PATIENCE_S.
+    with (
+        _scorer(tmp_path, "--read-timeout", LONG_READ_TIMEOUT) as url,
+        _Attack(*_address(url), ATTACKERS) as attack,
+    ):
         time.sleep(1)  # every attacker connected (or queued) before the token holder comes
-        assert _served_within(url, 10) < 10
+        _served_within(url, PATIENCE_S)
         assert attack.closed_by_server > 0  # the scorer made room by closing slow connections
-        assert _served_within(url, 10) < 10
+        _served_within(url, PATIENCE_S)
 
 
 def test_a_scorer_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_path: Path) -> None:
-    with _scorer(tmp_path, "--read-timeout", "1") as url:
-        with socket.create_connection(_address(url), timeout=10) as sock:
+    # A read timeout above the default (10 s), and a lower bound: closed no sooner than 12 s shows the setting is the
+    # scorer's (the default would close it first), closed at all that something closes idle connections. A busy
+    # machine only closes it later, within PATIENCE_S to spare.
+    with _scorer(tmp_path, "--read-timeout", "12") as url:
+        with socket.create_connection(_address(url), timeout=PATIENCE_S) as sock:
             started = time.monotonic()
-            sock.settimeout(10)
+            sock.settimeout(12 + PATIENCE_S)
             assert sock.recv(1) == b""
-            assert time.monotonic() - started < 5
+            assert time.monotonic() - started >= 11.9  # the clock's resolution aside
 
 
 def test_a_scorer_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path: Path) -> None:
-    with _scorer(tmp_path, "--read-timeout", "60") as url:
-        with socket.create_connection(_address(url), timeout=10) as sock:
-            started = time.monotonic()
+    # Closed within PATIENCE_S, under a 600 s read timeout: cut at its size, not at the timeout (recv would time out).
+    with _scorer(tmp_path, "--read-timeout", LONG_READ_TIMEOUT) as url:
+        with socket.create_connection(_address(url), timeout=PATIENCE_S) as sock:
             with contextlib.suppress(OSError):  # the scorer may close it before all is sent
                 sock.sendall(b"POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * (4 << 20))
-            sock.settimeout(10)
+            sock.settimeout(PATIENCE_S)
             answer = b""
             with contextlib.suppress(ConnectionResetError):
                 while chunk := sock.recv(65536):
                     answer += chunk
-            assert time.monotonic() - started < 10
             assert answer == b"" or answer.startswith(b"HTTP/1.1 431"), answer[:200]
-        assert _served_within(url, 10) < 10
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        _served_within(url, PATIENCE_S)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -187,19 +193,21 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_scorer_little_and_st
     pids: list[int] = []
     with _scorer(tmp_path, files=4096, pids=pids) as url:
         host, port = _address(url)
-        _served_within(url, 60)
-        before = _cpu_seconds(pids[0])
+        _served_within(url, PATIENCE_S)
+        before = cpu_seconds(pids[0])
         flood = subprocess.Popen(
             [sys.executable, "-c", PIPELINE_FLOOD, host, str(port), "/v1/score", "200", "400"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         try:
-            during = [_served_within(url, 60) for _ in range(5)]
+            during = [_served_within(url, PATIENCE_S) for _ in range(5)]
             assert flood.stdout is not None and flood.stdout.readline().startswith("sent")
         finally:
             flood.stdin.close()  # type: ignore[union-attr]
             flood.wait(timeout=60)
-        after = [_served_within(url, 60) for _ in range(3)]
-        spent = _cpu_seconds(pids[0]) - before
+        after = [_served_within(url, PATIENCE_S) for _ in range(3)]
+        spent = cpu_seconds(pids[0]) - before
+    # The stall came from that CPU (the scorer's event loop parsing the flood), so the CPU bound is what proves nobody
+    # is stalled; the round trips (each served within PATIENCE_S) are only shown: on a busy machine their wall time
+    # says more about the machine than the scorer.
     assert spent < 2.5, (spent, during, after)
-    assert max(during + after) < 5, (during, after)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from cpu_time import main_thread_cpu_seconds
 from fakellm import Body, FakeLLM
 from scorer_process import TOKEN, clean_env, start, stop
 
@@ -387,17 +388,26 @@ def test_an_unreachable_model_server_is_a_502_naming_the_setting(tmp_path: Path)
 HOSTILE_CODE = ("```" + "a" * 60_000, "`" * 60_000, "```" + " " * 60_000 + "x", "\n" * 30_000 + "(")
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_health_stays_fast_while_hostile_code_is_scored(endpoint: Endpoint) -> None:
     bodies = [{"method": "builtin/b002", "code": code, "scores": ["direct"]} for code in HOSTILE_CODE * 2]
+    loop_before = main_thread_cpu_seconds(endpoint.process.pid)
     with ThreadPoolExecutor(len(bodies)) as pool:
         replies = [pool.submit(endpoint.post, body) for body in bodies]
         waits = []
         while not all(reply.done() for reply in replies):
             started = time.monotonic()
-            assert endpoint.client.get("/v1/health").status_code == 200
+            assert endpoint.client.get("/v1/health").status_code == 200  # within the client's minute
             waits.append(time.monotonic() - started)
+    loop_spent = main_thread_cpu_seconds(endpoint.process.pid) - loop_before
     for reply in replies:
         assert reply.result().status_code == 200 and reply.result().json()["direct"]["fraction"] == 0
     assert waits, "no health request was sent while the code was scored"
-    slow = [round(wait, 2) for wait in waits if wait > 0.1]
-    assert max(waits) < 0.5, f"health requests waited {slow} s behind hostile code (of {len(waits)} requests)"
+    # What stalled everyone (17 s) was the scoring's CPU work on the event loop, which runs in the endpoint's main
+    # thread: its CPU is bounded, not the requests' wall time, which a busy machine stretches (a wait of 0.64 s was
+    # seen on 2 shared cores with the loop free). Measured: 0.08-0.11 s for 230-320 health requests.
+    allowed = 0.5 + 0.003 * len(waits)
+    assert loop_spent < allowed, (
+        f"the event loop spent {loop_spent:.2f} s of CPU (allowed {allowed:.2f} s) while hostile code was scored; "
+        f"the longest of {len(waits)} health requests waited {max(waits):.2f} s"
+    )

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ import anyio
 import httpx2
 import pytest
 from conftest import ROOT, http_server, memory_http_server, tool_of
+from cpu_time import cpu_seconds, thread_cpu_seconds
 from loadgen import LARGE_CALLS
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -49,7 +51,9 @@ def _post(url: str, body: bytes | dict, host: str | None = None, **headers: str)
     }
     if host is not None:
         sent["host"] = host
-    return httpx2.post(url, content=content, headers=sent, timeout=30)
+    # A request that hangs fails the test; one that is merely slow on a busy machine must not (no wall bound under
+    # a minute: a 2-core machine at load 6+ stretches every step).
+    return httpx2.post(url, content=content, headers=sent, timeout=60)
 
 
 def _initialize(url: str) -> str:
@@ -199,12 +203,18 @@ def test_an_idle_session_expires(tmp_path: Path) -> None:
 # -- connections -------------------------------------------------------------------------------------------------
 
 
+#: How long a test waits for what must happen. The tests that prove something happens "at once" (a client served
+#: while attackers hold the connections, a head cut off at its size) set the server's own time-outs far beyond it,
+#: so that the behaviour they prove is the only way to pass; a busy machine only makes them slower, never red.
+PATIENCE_S = 60
+
+
 def _connect(host: str, port: int) -> socket.socket:
-    return socket.create_connection((host, port), timeout=10)
+    return socket.create_connection((host, port), timeout=PATIENCE_S)
 
 
-def _served(url: str, deadline_s: float) -> float:
-    """Seconds until a fresh client is served (an initialize answered 200)."""
+def _served(url: str, deadline_s: float = PATIENCE_S) -> float:
+    """Seconds until a fresh client is served (an initialize answered 200); fails the test past ``deadline_s``."""
     started = time.monotonic()
     while True:
         try:
@@ -216,7 +226,7 @@ def _served(url: str, deadline_s: float) -> float:
         time.sleep(0.1)
 
 
-def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
+def _closed_by_server(sock: socket.socket, timeout: float = PATIENCE_S) -> bool:
     sock.settimeout(timeout)
     try:
         while sock.recv(65536):
@@ -229,24 +239,49 @@ def _closed_by_server(sock: socket.socket, timeout: float) -> bool:
 
 
 def test_idle_connections_beyond_the_cap_do_not_lock_out_a_real_client(tmp_path: Path) -> None:
+    # The idle connections would hold the cap for the whole read timeout (600 s) unless the server closes one to make
+    # room: being served within PATIENCE_S can only come from that.
     with memory_http_server(
-        "--db", str(tmp_path / "runs.db"), "--max-connections", "20", "--read-timeout", "30"
+        "--db", str(tmp_path / "runs.db"), "--max-connections", "20", "--read-timeout", "600"
     ) as url:
         host, port = _address(url)
         idle = [_connect(host, port) for _ in range(150)]
         try:
-            assert _served(url, 5) < 5
+            _served(url)
         finally:
             for sock in idle:
                 sock.close()
 
 
+def _open(sock: socket.socket) -> bool:
+    """Whether the other end has not closed ``sock`` (nothing was ever sent on it)."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.setblocking(True)
+
+
 def test_a_connection_that_sends_nothing_is_closed_after_the_read_timeout(tmp_path: Path) -> None:
-    with memory_http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "1") as url:
+    # Two servers, one with a 1 s read timeout and one with 40 s (the default is 10 s): the first connection must be
+    # closed, no sooner than its timeout, while the other is still open. The clock of a busy machine runs late for
+    # both alike, so this holds at any load, and fails if the setting is ignored (both close at the default) or if
+    # nothing closes an idle connection (uvicorn alone waits forever).
+    with (
+        memory_http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "1") as url,
+        memory_http_server("--db", str(tmp_path / "patient.db"), "--read-timeout", "40") as patient_url,
+    ):
+        patient = _connect(*_address(patient_url))
         sock = _connect(*_address(url))
         started = time.monotonic()
-        assert _closed_by_server(sock, 10)
-        assert time.monotonic() - started < 5
+        assert _closed_by_server(sock)
+        assert time.monotonic() - started >= 0.9  # not before its time out (less the clock's resolution)
+        assert _open(patient), "the connection with a 40 s read timeout was closed as soon as the 1 s one"
+        patient.close()
 
 
 def test_headers_trickled_slowly_are_cut_off_and_a_real_client_is_still_served(tmp_path: Path) -> None:
@@ -269,8 +304,11 @@ def test_headers_trickled_slowly_are_cut_off_and_a_real_client_is_still_served(t
         for thread in threads:
             thread.start()
         try:
-            assert _served(url, 10) < 10
-            time.sleep(3)
+            _served(url)
+            # Each trickler is cut at its 2 s read timeout, or never (a head's time is not reset by each line).
+            deadline = time.monotonic() + PATIENCE_S
+            while len(cut) < len(socks) and time.monotonic() < deadline:
+                time.sleep(0.1)
             assert len(cut) == len(socks)
         finally:
             stop.set()
@@ -279,32 +317,33 @@ def test_headers_trickled_slowly_are_cut_off_and_a_real_client_is_still_served(t
 
 
 def test_a_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path: Path) -> None:
-    with memory_http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", "60") as url:
+    # A read timeout ten times the test's patience: the connection closed within it was cut at its size.
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--read-timeout", str(10 * PATIENCE_S)) as url:
         host, port = _address(url)
         sock = _connect(host, port)
-        started = time.monotonic()
         with contextlib.suppress(OSError):
             sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * (4 << 20))
-        assert _closed_by_server(sock, 10)
-        assert time.monotonic() - started < 10
+        assert _closed_by_server(sock)
         sock.close()
-        assert _served(url, 5) < 5
+        _served(url)
 
 
-def _serve_with_few_files(db, limit: int) -> subprocess.Popen:
-    """`pau-mcp serve --transport http` with at most ``limit`` open files (RLIMIT_NOFILE)."""
+def _serve_with_few_files(db, limit: int, *args: str) -> subprocess.Popen:
+    """`pau-mcp serve --transport http ARGS` with at most ``limit`` open files (RLIMIT_NOFILE)."""
     launcher = (
         "import os, resource, sys; "
         f"resource.setrlimit(resource.RLIMIT_NOFILE, ({limit}, {limit})); os.execv(sys.argv[1], sys.argv[1:])"
     )
-    command = [sys.executable, "-m", "pau_mcp", "serve", "--transport", "http", "--port", "0", "--db", str(db)]
+    command = [sys.executable, "-m", "pau_mcp", "serve", "--transport", "http", "--port", "0", "--db", str(db), *args]
     return subprocess.Popen(
         [sys.executable, "-c", launcher, *command], cwd=ROOT, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
     )
 
 
 def test_the_connection_cap_stays_below_the_open_file_limit(tmp_path: Path) -> None:
-    process = _serve_with_few_files(tmp_path / "runs.db", 256)
+    # Out of files, the server could accept no one until the idle connections' read timeout freed some: at 600 s, a
+    # client served within PATIENCE_S shows the cap kept files free.
+    process = _serve_with_few_files(tmp_path / "runs.db", 256, "--read-timeout", "600")
     idle: list[socket.socket] = []
     try:
         assert process.stderr is not None
@@ -318,7 +357,7 @@ def test_the_connection_cap_stays_below_the_open_file_limit(tmp_path: Path) -> N
         threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()  # type: ignore[union-attr]
         host, port = _address(url)
         idle = [_connect(host, port) for _ in range(400)]
-        assert _served(url, 5) < 5
+        _served(url)
         assert process.poll() is None
     finally:
         for sock in idle:
@@ -330,8 +369,10 @@ def test_the_connection_cap_stays_below_the_open_file_limit(tmp_path: Path) -> N
 # -- one request must not stall everyone -------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_run(tmp_path: Path) -> None:
     latencies: list[float] = []
+    loop_spent: list[float] = []
 
     async def heavy(url: str, arguments: dict) -> None:
         async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as session:
@@ -339,9 +380,10 @@ def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_
             for _ in range(3):
                 await session.call_tool(TOOL, arguments)
 
-    async def main(url: str) -> None:
+    async def main(url: str, loop_thread: int) -> None:
         async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as pinger:
             await pinger.initialize()
+            before = thread_cpu_seconds(loop_thread)
             async with anyio.create_task_group() as group:
                 group.start_soon(heavy, url, {"arg0": "x" * 1_000_000})  # refused by the argument cap
                 group.start_soon(heavy, url, {"args": "(" + "[" * 99 + "1" + "]" * 99 + ",)"})
@@ -350,14 +392,20 @@ def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_
                 await anyio.sleep(0.3)
                 for _ in range(20):
                     started = time.perf_counter()
-                    with anyio.fail_after(1):
+                    with anyio.fail_after(PATIENCE_S):
                         await pinger.send_ping()
                     latencies.append(time.perf_counter() - started)
                     await anyio.sleep(0.02)
+            loop_spent.append(thread_cpu_seconds(loop_thread) - before)
 
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--budget", "0") as url:
-        anyio.run(main, url)
-    assert max(latencies) < 0.5, latencies
+        (server,) = [thread for thread in threading.enumerate() if thread.name == "memory-http-server"]
+        assert server.native_id is not None
+        anyio.run(main, url, server.native_id)
+    # A ping stalls when the server's event loop is busy with a large call; the loop runs in the server's thread, so
+    # its CPU over the twelve calls is held (measured: 0.08-0.09 s at load 10 on 2 cores), not the pings' wall time,
+    # which a busy machine stretches with the loop free. Any stall of a third of a second would show.
+    assert loop_spent[0] < 0.4, (loop_spent, max(latencies))
 
 
 def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_sessions_ping(tmp_path: Path) -> None:
@@ -366,11 +414,18 @@ def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_s
     # loaded machine). They are now parsed in a process of the sandbox's own. A bound on starvation, not a speed
     # test: docs/benchmarks.md has the measured numbers.
     assert len(json.dumps({"args": "(" + repr(list(range(10_900))) + ",)"}, separators=(",", ":"))) < 64 * 1024
+    baseline: list[float] = []
     latencies: list[float] = []
 
     async def main(url: str) -> None:
         async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as pinger:
             await pinger.initialize()
+            for _ in range(20):  # the same pings before the load: what this machine gives them now
+                started = time.perf_counter()
+                with anyio.fail_after(PATIENCE_S):
+                    await pinger.send_ping()
+                baseline.append(time.perf_counter() - started)
+                await anyio.sleep(0.05)
             load = subprocess.Popen(
                 [sys.executable, "-c", LARGE_CALLS, url, TOOL, "16"], stderr=subprocess.DEVNULL, cwd=ROOT
             )
@@ -379,7 +434,7 @@ def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_s
                 assert load.poll() is None, "the load generator ended early"
                 for _ in range(30):
                     started = time.perf_counter()
-                    with anyio.fail_after(30):
+                    with anyio.fail_after(PATIENCE_S):
                         await pinger.send_ping()
                     latencies.append(time.perf_counter() - started)
                     await anyio.sleep(0.05)
@@ -391,19 +446,16 @@ def test_sixteen_sessions_of_calls_at_the_argument_limit_do_not_starve_another_s
     with http_server("--db", str(tmp_path / "runs.db"), "--budget", "0", "--max-sessions-per-credential", "32") as url:
         anyio.run(main, url)
     latencies.sort()
-    # Half the pings within 0.1 s and nine in ten within 0.5 s, even on a 2-core machine at load 6-8 (measured
-    # there: a median of 9 ms, nine in ten within 19 ms; before, 186 ms and 0.47-0.69 s).
-    assert latencies[len(latencies) // 2] < 0.1, latencies
-    assert latencies[len(latencies) * 9 // 10] < 0.5, latencies
+    usual = statistics.median(baseline)
+    # Ratios to the same pings before the load, not seconds: a busy machine stretches both alike. Measured at load
+    # 10-11 on 2 cores: a median 3 times the baseline's, nine in ten within 9 times; with the large literals parsed
+    # in the server's process (--workers 0, one at a time), 10 and 51 times; before the fix (sixteen at once in
+    # threads), a median of 186 ms and nine in ten within 0.47-0.69 s, some 40 and 100 times an idle server's ping.
+    assert latencies[len(latencies) // 2] < 10 * usual, (usual, latencies)
+    assert latencies[len(latencies) * 9 // 10] < 40 * usual, (usual, latencies)
 
 
 # -- pipelining ----------------------------------------------------------------------------------------------------
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _listed(url: str) -> float:
@@ -432,7 +484,7 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_st
     try:
         host, port = _address(replica.url)
         _listed(replica.url)
-        before = _cpu_seconds(replica.process.pid)
+        before = cpu_seconds(replica.process.pid)
         flood = subprocess.Popen(
             [sys.executable, "-c", PIPELINE_FLOOD, host, str(port), "/mcp", "200", "400"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -447,9 +499,11 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_st
             flood.stdin.close()  # type: ignore[union-attr]
             flood.wait(timeout=60)
         after = [_listed(replica.url) for _ in range(3)]
-        spent = _cpu_seconds(replica.process.pid) - before
+        spent = cpu_seconds(replica.process.pid) - before
     finally:
         replica.stop()
-    # Each connection has at most 8 requests answered before it is closed: a small part of the 80,000.
+    # Each connection has at most 8 requests answered before it is closed: a small part of the 80,000. The stall
+    # came from that CPU (7-9 s of it, in the event loop), so the CPU bound is what proves nobody is stalled; the
+    # round trips (each answered 200 within _post's minute) are only shown, as their wall time on a busy machine
+    # says more about the machine than the server.
     assert spent < 2.5, (spent, during, after)
-    assert max(during + after) < 5, (during, after)
