@@ -1,15 +1,16 @@
 """The composition root of runs: the parts an evaluation or a rollout is made of, built from ``Settings`` in one place.
 
-The commands, the Ray workers (``pau_mcp.distributed``), the Inspect task and the tests build a run's scorer and a
-rollout's policy client, critic and sandbox runtime here, so a part is the same wherever the run plays (the same
+The commands, the Ray workers (``pau_mcp.distributed``), the Inspect task and the tests build an evaluation run
+(``eval_run``: its protocol loaded once, its scorer), a run's scorer and a rollout's policy client, critic and sandbox
+runtime here, so a part is the same wherever the run plays (the same
 protocol, cache scope and limits on a Ray worker as in the command). The run's own MCP server is started from the
-run's whole settings object (``pau_mcp.harness.runner.server_settings``, ``pau_mcp.server.launch``).
+run's whole settings object (``pau_mcp.harness.hosting.server_settings``, ``pau_mcp.server.launch``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -23,11 +24,14 @@ from .protocol import Protocol, load_protocol
 from .sandboxing import make_sandbox, sandbox_limits
 
 if TYPE_CHECKING:
+    from .harness import EpisodeRecord, EvalConfig, EvalRun
+    from .manifests import Method
     from .rl import Critic, Runtime
     from .rl.rollout import RolloutConfig
+    from .runs import EpisodeSource
     from .scoring import Scorer
 
-__all__ = ["RolloutParts", "rollout_parts", "run_scorer"]
+__all__ = ["RolloutParts", "eval_run", "rollout_parts", "run_scorer"]
 
 
 def run_scorer(
@@ -110,3 +114,42 @@ def rollout_parts(
         client(), critic["model"], critic["mode"], coder_model=critic.get("coder_model"), sandbox=runtime.sandbox
     )
     return RolloutParts(client(), runtime, judge)
+
+
+def eval_run(
+    settings: Settings,
+    config: EvalConfig,
+    *,
+    source: EpisodeSource[Method, EpisodeRecord] | None = None,
+    use_cache: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> EvalRun:
+    """An evaluation (or task) run resolved once: its protocol loaded once, and, when this process plays the episodes,
+    a scorer following that protocol over a sandbox of its own (both closed by ``EvalRun.aclose``).
+
+    Scoring runs in sandbox worker processes: the harness's one event loop is what limits a run's throughput, and
+    sandbox work in its own process competed with it (docs/benchmarks.md).
+
+    Args:
+        settings: The run's settings.
+        config: What to evaluate.
+        source: Where the episodes are played (``pau_mcp.distributed.RayEpisodes``: its workers score); None: here.
+        use_cache: Read and write the LLM response cache (the agent's model's too).
+        progress: Receives progress lines while the sandbox is built.
+
+    Raises:
+        pau_mcp.harness.EvalError: the run cannot start (the message says why).
+    """
+    from .harness.evalrun import resolve_run
+
+    if not use_cache:
+        config = replace(config, cache=False)
+    run = resolve_run(settings, config, None, source=source)
+    if source is None:
+        sandbox = make_sandbox(settings, progress=progress, processes=config.score)
+        run.cleanup.append(sandbox.close)
+        run.scorer = run_scorer(
+            settings, sandbox, run=config.run, share_samples=config.share_samples, use_cache=use_cache,
+            protocol=run.protocol,
+        )  # fmt: skip
+    return run

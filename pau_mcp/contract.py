@@ -18,6 +18,8 @@ in it, and the reports name its score kinds; none of them reaches into another's
   ``QueryBudget`` keeps the count in memory (the RL environment); the server keeps it in the run store, shared by
   every process (``pau_mcp.server.sessions.StoreBudget``).
 * **Labels.** What a session label or run name may be (``label_problem``).
+* **Scoring.** What a run's episodes are scored with (``Scoring``: ``pau_mcp.scoring.Scorer`` is one), as the harness
+  and the Ray workers use it, without importing the scorer.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Protocol
@@ -42,6 +45,7 @@ __all__ = [
     "SUBMIT_INPUT_SCHEMA",
     "SUBMIT_OUTPUT_SCHEMA",
     "SUBMIT_TOOL",
+    "Scoring",
     "TASK_KIND",
     "Budget",
     "BudgetScope",
@@ -510,3 +514,81 @@ def label_problem(value: str, what: str = "session label") -> str | None:
         f"the {what} {shown} is not allowed: use 1 to 128 letters, digits and _ . : / @ + - "
         "(starting with a letter or digit)"
     )
+
+
+# -- scoring, as a run uses it --------------------------------------------------------------------------------------
+
+
+class TokenCount(Protocol):
+    """Tokens some model requests spent."""
+
+    @property
+    def input_tokens(self) -> int: ...
+
+    @property
+    def output_tokens(self) -> int: ...
+
+
+class Scores(Protocol):
+    """Every score of one submission, as a run records it (``pau_mcp.scoring.ScoreResult``)."""
+
+    @property
+    def usage(self) -> TokenCount: ...
+
+    @property
+    def cost_usd(self) -> float: ...
+
+    @property
+    def direct(self) -> Any: ...
+
+
+class TaskChecked(Protocol):
+    """How an answer to a task was checked (``pau_mcp.scoring.tasks.TaskCheck``)."""
+
+    @property
+    def status(self) -> ScoreStatus: ...
+
+    @property
+    def value(self) -> float: ...
+
+    def detail(self) -> dict[str, Any]: ...
+
+
+class ProtocolName(Protocol):
+    """Whose prompts and rules scores follow (``pau_mcp.protocol.Protocol``): its name."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class Scoring(Protocol):
+    """What a run scores its episodes with: submissions, task answers, and the protocol they follow.
+
+    ``pau_mcp.scoring.Scorer`` is one; the harness and the Ray workers type their scorer by this, so that they never
+    import the scorer's internals.
+    """
+
+    @property
+    def protocol(self) -> ProtocolName: ...
+
+    async def score(
+        self,
+        method_id: str,
+        description: str | None = None,
+        code: str | None = None,
+        *,
+        examples: Sequence[Sequence[Any]] | None = None,
+        kinds: Collection[str] | None = None,
+    ) -> Scores:
+        """Score one submission (the kinds asked for: ``judge``, ``codematch``, ``direct``)."""
+        ...
+
+    async def check_task(
+        self, task_id: str, answer: str, calls: Sequence[Any], tools: Mapping[str, str]
+    ) -> TaskChecked:
+        """Check an answer to a task, its calls re-executed with the gold functions."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the models' clients."""
+        ...

@@ -263,3 +263,142 @@ def run_bar(run: str, on_ray: bool) -> Iterator[Callable[[Any], None]]:
             )  # fmt: skip
 
         yield show
+
+
+# -- what the commands that play runs share (eval, sweep, rl rollout) -------------------------------------------------
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..distributed import Cluster
+    from ..harness import EvalConfig, RunProgress
+    from ..llm import LLMClient
+
+__all__ += ["check_configs", "check_models", "connect_cluster", "execute", "ray_options"]
+
+
+def ray_options(command: CommandFunction) -> CommandFunction:
+    """The ``--ray`` and ``--ray-workers`` options of the commands that can spread episodes over a cluster."""
+    command = click.option(
+        "--ray-workers",
+        type=click.IntRange(1, 4096),
+        help="Episode workers on the Ray cluster, each holding one CPU (default: one per node with a CPU).",
+    )(command)
+    return click.option(
+        "--ray",
+        "ray_address",
+        is_flag=False,
+        flag_value="auto",
+        default=None,
+        metavar="[ADDRESS]",
+        help="Spread episodes over a Ray cluster: its ADDRESS (host:port, ray://host:10001); alone, RAY_ADDRESS or "
+        "the cluster started on this machine; `local`, a cluster of this machine for this command "
+        "(pip install 'pau-mcp[ray]'; docs/scaling.md).",
+    )(command)
+
+
+def connect_cluster(address: str | None, workers: int | None) -> Cluster | None:
+    """The Ray cluster ``--ray`` names, or None without ``--ray``; a cluster that cannot be used ends the command."""
+    if address is None:
+        if workers is not None:
+            raise click.UsageError("--ray-workers needs --ray")
+        return None
+    from ..distributed import ClusterError, RayOptions, connect
+
+    try:
+        cluster = connect(RayOptions(address=address, workers=workers))
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    err.print(f"Ray cluster: {cluster.nodes} node(s) with CPUs; {cluster.workers} episode worker(s) per run")
+    return cluster
+
+
+def check_configs(configs: Sequence[EvalConfig]) -> None:
+    """Refuse runs that cannot play an episode (no model, an unknown provider) before any run or sandbox exists."""
+    from ..harness import EvalError, check_config
+
+    for config in configs:
+        try:
+            check_config(config)
+        except EvalError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+def check_models(settings: Settings, configs: Sequence[EvalConfig]) -> None:
+    """One cheap check per model of these runs before any run exists (and before the sandbox starts).
+
+    A wrong key, URL or model name fails in seconds, in one line, instead of in every episode.
+    """
+    from .. import eventloop
+    from ..llm import LLMClient, LLMError
+
+    models: list[str] = []
+    for config in configs:
+        if config.agent != "probe" and config.model:
+            models.append(config.model)
+        if config.agent == "observer" and settings.coder_model:
+            models.append(settings.coder_model)
+        if config.score and config.mode != "tasks":  # a task's answer is checked with no model
+            models += [m for m in (settings.judge_model, settings.coder_model) if m]
+    models = list(dict.fromkeys(models))
+    if not models:
+        return
+    try:
+        for warning in eventloop.run(_preflight, LLMClient.from_settings(settings, use_cache=False), models):
+            err.print(f"[yellow]note:[/yellow] {warning}")
+    except LLMError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+async def _preflight(llm: LLMClient, models: list[str]) -> list[str]:
+    try:
+        return await llm.preflight(models)
+    finally:
+        await llm.aclose()
+
+
+def execute(
+    settings: Settings, config: EvalConfig, *, no_cache: bool = False, cluster: Cluster | None = None, note: bool = True
+) -> RunProgress:
+    """Run (or resume) one evaluation (``assembly.eval_run``, then ``harness.play_run``) with a progress bar on stderr;
+    returns its progress.
+
+    ``note``: say when judge and code-match scores are off for want of their models.
+
+    Raises:
+        click.ClickException: the run cannot start or continue (the message says why).
+    """
+    from .. import eventloop
+    from ..assembly import eval_run
+    from ..harness import play_run
+    from ..llm import LLMNotConfigured
+    from ..runs import RunError
+
+    try:
+        source = None
+        if cluster is not None:
+            from ..distributed.evaluation import RayEpisodes
+
+            source = RayEpisodes(cluster, settings, config)
+        run = eval_run(settings, config, source=source, use_cache=not no_cache, progress=step_printer())
+    except RunError as exc:
+        raise click.ClickException(str(exc)) from None
+    context = click.get_current_context(silent=True)
+    if context is not None:  # the run closes them; should it never start, the command's end does (twice: no-op)
+        for close in run.cleanup:
+            context.call_on_close(close)
+    if note and config.score and len(config.kinds) < 3 and config.mode != "tasks":
+        err.print("[yellow]note:[/yellow] judge and code-match scores need --judge-model/PAU_JUDGE_MODEL and "
+                  "--coder-model/PAU_CODER_MODEL; without them only code the agent submits is scored")  # fmt: skip
+    with run_bar(config.run, on_ray=cluster is not None) as show:
+
+        async def main() -> RunProgress:
+            try:
+                return await play_run(run, show)
+            finally:
+                await run.aclose()
+
+        try:
+            return eventloop.run(main)
+        except (RunError, LLMNotConfigured) as exc:
+            raise click.ClickException(str(exc)) from None

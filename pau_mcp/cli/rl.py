@@ -12,11 +12,25 @@ import click
 
 from .. import eventloop
 from ..config import options
-from .common import err, make_sandbox, manifest_store, run_bar, run_store, settings_from, show_llm_notices, step_printer
-from .evaluate import connect_cluster, ray_options, unpriced_note
+from .common import (
+    connect_cluster,
+    err,
+    make_sandbox,
+    manifest_store,
+    ray_options,
+    run_bar,
+    run_store,
+    settings_from,
+    show_llm_notices,
+    step_printer,
+)
 
 if TYPE_CHECKING:
-    from ..rl.rollout import RolloutProgress
+    from ..config import Settings
+    from ..distributed import Cluster
+    from ..manifests import Method
+    from ..rl import EnvConfig
+    from ..rl.rollout import RolloutConfig, RolloutProgress
 
 __all__ = ["rl"]
 
@@ -182,18 +196,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     with kill -9) and running the same command again finishes the run: no episode is lost or done twice. With --ray,
     Ray workers run the episodes (each with its own sandbox and critic) and this process alone writes the store.
     """
-    from ..assembly import rollout_parts
-    from ..llm import LLMError
-    from ..manifests import ManifestError
-    from ..rl import EnvConfig, RewardConfig
-    from ..rl.rollout import (
-        LocalRollouts,
-        RolloutConfig,
-        RolloutError,
-        finished_returns,
-        run_rollout,
-        write_trajectories,
-    )
+    from ..rl.rollout import RolloutConfig
 
     settings = settings_from(values)
     show_llm_notices()
@@ -203,8 +206,33 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
     critic_model = critic_model or settings.judge_model
     if not critic_model:
         raise click.UsageError("the critic needs a model: --critic-model (or --judge-model / PAU_JUDGE_MODEL)")
+    env_config = _env_config(settings, max_turns, window, reward_pairs, rewards_file, critic_mode)
+    if not no_parquet:
+        _need_pyarrow()
+    methods = _rollout_methods(settings, suite, split, method_ids, limit)
+    coded = env_config.rewards.code_match_weight or critic_mode == "unsupervised"
+    config = RolloutConfig(
+        run=run_name or _default_run(suite, model, critic_mode, answer_aware), model=model, suite=suite,
+        methods=tuple(m.id for m in methods),
+        critic={"model": critic_model, "mode": critic_mode, "coder_model": settings.coder_model if coded else None},
+        env=env_config, answer_aware=answer_aware, temperature=temperature, max_tokens=max_tokens,
+        concurrency=concurrency, retry_failed=retry_failed, share_samples=share_samples, examples=settings.examples,
+    )  # fmt: skip
+    cluster = connect_cluster(ray_address, ray_workers)
+    progress = _rolled_out(settings, config, methods, cluster, use_cache=not no_cache)
+    if _ended(settings, config, progress, out_dir or settings.data_dir / "rl" / config.run, not no_parquet, cluster):
+        sys.exit(1)
+
+
+def _env_config(
+    settings: Settings, max_turns: int, window: int, pairs: tuple[str, ...], schedule: str | None, critic_mode: str
+) -> EnvConfig:
+    """The environment ``--max-turns``, ``--window``, ``--reward`` and ``--rewards`` ask for, refused when its rewards
+    need a code writer the run lacks."""
+    from ..rl import EnvConfig, RewardConfig
+
     try:
-        rewards = RewardConfig.from_dict(_reward_overrides(reward_pairs, rewards_file))
+        rewards = RewardConfig.from_dict(_reward_overrides(pairs, schedule))
         env_config = EnvConfig(max_turns=max_turns, budget=settings.budget, window=window, rewards=rewards)
     except (TypeError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
@@ -215,55 +243,59 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
             "--critic-mode unsupervised writes code from the gold description: give the code-writing model with "
             "--coder-model or PAU_CODER_MODEL"
         )
-    if not no_parquet:
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise click.UsageError(
-                "steps.parquet needs pyarrow: pip install 'pau-mcp[rl]', or pass --no-parquet"
-            ) from None
+    return env_config
+
+
+def _need_pyarrow() -> None:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise click.UsageError("steps.parquet needs pyarrow: pip install 'pau-mcp[rl]', or pass --no-parquet") from None
+
+
+def _rollout_methods(
+    settings: Settings, suite: str, split: str | None, method_ids: tuple[str, ...], limit: int
+) -> list[Method]:
+    """The methods a rollout covers, in plan order, with the initial examples its policy sees."""
+    from ..manifests import ManifestError
+
     try:
         found = manifest_store(settings).suite(suite)
     except ManifestError as exc:
         hint = f"; import it first with `pau-mcp import pau --split {split}`" if split else ""
         raise click.ClickException(f"{exc}{hint}") from None
-    methods = [m for m in found.methods.values() if not method_ids or m.id in method_ids]
-    if limit:
-        methods = methods[:limit]
-    unknown = sorted(set(method_ids) - {m.id for m in found.methods.values()})
+    unknown = sorted(set(method_ids) - set(found.methods))
     if unknown:
         raise click.UsageError(f"not in suite {suite!r}: {', '.join(unknown)}; see `pau-mcp methods --suite {suite}`")
-    if settings.examples == "deployment":
-        methods = _with_deployment_examples(settings, methods)
-    critic_identity = {
-        "model": critic_model,
-        "mode": critic_mode,
-        "coder_model": settings.coder_model if rewards.code_match_weight or critic_mode == "unsupervised" else None,
-    }
-    run = run_name or _default_run(suite, model, critic_mode, answer_aware)
-    config = RolloutConfig(
-        run=run, model=model, suite=suite, methods=tuple(m.id for m in methods), critic=critic_identity,
-        env=env_config, answer_aware=answer_aware, temperature=temperature, max_tokens=max_tokens,
-        concurrency=concurrency, retry_failed=retry_failed, share_samples=share_samples, examples=settings.examples,
-    )  # fmt: skip
+    methods = [m for m in found.methods.values() if not method_ids or m.id in method_ids]
+    methods = methods[:limit] if limit else methods
+    return _with_deployment_examples(settings, methods) if settings.examples == "deployment" else methods
+
+
+def _rolled_out(
+    settings: Settings, config: RolloutConfig, methods: list[Method], cluster: Cluster | None, use_cache: bool
+) -> RolloutProgress:
+    """Play (or resume) the rollout with a progress bar: here (``assembly.rollout_parts``) or on the cluster."""
+    from ..assembly import rollout_parts
+    from ..llm import LLMError
+    from ..rl.rollout import LocalRollouts, RolloutError, run_rollout
+
     # The parts of a local rollout; their sandbox is made on first use, so a rollout on Ray makes none.
-    parts = rollout_parts(settings, config, use_cache=not no_cache)
+    parts = rollout_parts(settings, config, use_cache=use_cache)
     try:
-        parts.llm.check(model)
-        parts.llm.check(critic_model)
-        if critic_identity["coder_model"]:
-            parts.llm.check(critic_identity["coder_model"])
+        for model in (config.model, config.critic["model"], config.critic["coder_model"]):
+            if model:
+                parts.llm.check(model)
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None
-    cluster = connect_cluster(ray_address, ray_workers)
     if cluster is None:
         source: Any = LocalRollouts(config, parts.llm, parts.critic, parts.runtime)
     else:
         from ..distributed.rollouts import RayRollouts
 
-        source = RayRollouts(cluster, settings, config, use_cache=not no_cache)
+        source = RayRollouts(cluster, settings, config, use_cache=use_cache)
     store = run_store(settings)
-    with run_bar(run, on_ray=cluster is not None) as show:
+    with run_bar(config.run, on_ray=cluster is not None) as show:
 
         async def main() -> RolloutProgress:
             try:
@@ -272,15 +304,26 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
                 await parts.aclose()
 
         try:
-            progress = eventloop.run(main)
+            return eventloop.run(main)
         except (RolloutError, LLMError) as exc:
             raise click.ClickException(str(exc)) from None
         finally:
             if cluster is not None:
                 cluster.close()
-    target = out_dir or settings.data_dir / "rl" / run
+
+
+def _ended(
+    settings: Settings, config: RolloutConfig, progress: RolloutProgress, target: Path, parquet: bool,
+    cluster: Cluster | None,
+) -> bool:  # fmt: skip
+    """Write the trajectories and print how the rollout ended; True when any of its episodes failed."""
+    from ..harness.outcome import unpriced_note
+    from ..rl.rollout import RolloutError, finished_returns, write_trajectories
+
+    store = run_store(settings)
+    run = config.run
     try:
-        written = write_trajectories(store, run, target, parquet=not no_parquet)
+        written = write_trajectories(store, run, target, parquet=parquet)
     except RolloutError as exc:
         raise click.ClickException(str(exc)) from None
     returns = finished_returns(store, run)  # the whole run's, so that a resumed run reports its earlier episodes too
@@ -292,7 +335,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
         f"whole run: {len(states)} episodes, {states.count('done')} done, {failed} failed; mean return {mean}; "
         f"{progress.input_tokens + progress.output_tokens:,} tokens, ${progress.cost_usd:.4f}"
     )
-    for line in unpriced_note(settings, [model, critic_model, critic_identity["coder_model"]]):
+    for line in unpriced_note(settings, [config.model, config.critic["model"], config.critic["coder_model"]]):
         click.echo(line)
     if cluster is not None:
         click.echo(
@@ -308,8 +351,7 @@ def rollout(model: str, suite: str | None, split: str | None, method_ids: tuple[
             f"{failed - progress.failed} episode(s) of this run failed earlier and were not played again: run the same "
             "command with --retry-failed to play them"
         )
-    if failed:
-        sys.exit(1)
+    return bool(failed)
 
 
 @rl.command("dataset")

@@ -10,11 +10,23 @@ import click
 from rich.markup import escape
 
 from ..config import options
-from .common import err, run_store, settings_from, show_llm_notices
-from .evaluate import check_configs, check_models, connect_cluster, execute, ray_options, score_errors, summary
-from .report import report
+from .common import (
+    check_configs,
+    check_models,
+    connect_cluster,
+    err,
+    execute,
+    ray_options,
+    report_of,
+    run_store,
+    settings_from,
+    show_llm_notices,
+    show_report,
+)
 
 if TYPE_CHECKING:
+    from ..config import Settings
+    from ..harness.sweep import PlannedRun
     from ..runstore import RunStore
 
 __all__ = ["sweep"]
@@ -45,10 +57,8 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     every run spreads its episodes over the cluster (task runs play here). The file's keys are in docs/scaling.md
     ("Sweeps").
     """
-    from ..harness.runner import EvalError, planned_methods, stored_identity
-    from ..harness.sweep import SweepError, expand, load_sweep, run_state
-    from ..harness.tasks import planned_tasks
-    from ..manifests import ManifestError
+    from ..harness.sweep import SweepError, expand, load_sweep, standings
+    from ..reports.requests import ReportRequest
 
     settings = settings_from(values)
     show_llm_notices()
@@ -57,35 +67,17 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     except SweepError as exc:
         raise click.UsageError(str(exc)) from None
     store = run_store(settings)
-    states: list[str] = []
-    conflicts: list[str] = []
-    # Runs of one suite share their methods (their tasks, in task mode).
-    planned_ids: dict[tuple[str, tuple[str, ...], int, bool], list[str]] = {}
-    for planned in plan:
-        config = planned.config
-        tasks = config.mode == "tasks"
-        selection = (config.suite, config.methods, config.limit, tasks)
-        try:
-            if selection not in planned_ids:
-                planned_ids[selection] = [
-                    item.id
-                    for item in (planned_tasks(settings, config) if tasks else planned_methods(settings, config))
-                ]
-        except (ManifestError, EvalError) as exc:
-            raise click.UsageError(f"{file}: {exc}") from None
-        methods = planned_ids[selection]
-        if not methods:
-            what = "tasks" if tasks else "methods"
-            raise click.UsageError(f"{file}: no {what} in suite {config.suite!r} with these methods and limit")
-        state = run_state(store, config, methods)
-        states.append(state)
-        if state == "conflict":
-            conflicts.append(
-                f"  {config.run}: stored with {stored_identity(store.run_config(store.run_id(config.run)))}, the file asks for "
-                f"{config.identity()}"
-            )
-        label = {"finished": "skip: finished", "partial": "resume", "new": "new", "conflict": "conflict"}[state]
-        click.echo(f"{config.run}  {len(methods)} {'tasks' if tasks else 'methods'}  {label}")
+    try:
+        stands = standings(settings, store, plan)
+    except SweepError as exc:
+        raise click.UsageError(f"{file}: {exc}") from None
+    for standing in stands:
+        label = {"finished": "skip: finished", "partial": "resume", "new": "new", "conflict": "conflict"}[
+            standing.state
+        ]
+        what = "tasks" if standing.planned.config.mode == "tasks" else "methods"
+        click.echo(f"{standing.planned.config.run}  {standing.episodes} {what}  {label}")
+    conflicts = [f"  {s.planned.config.run}: {s.conflict}" for s in stands if s.conflict is not None]
     if conflicts:
         raise click.UsageError(
             f"{file}: {len(conflicts)} run(s) exist with other options, so they cannot be resumed:\n"
@@ -94,12 +86,32 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
         )
     if dry_run:
         return
-    todo = [planned for planned, state in zip(plan, states, strict=True) if state != "finished"]
+    todo = [s.planned for s in stands if s.state != "finished"]
     # Every run of a sweep shares its scoring models: the file's, else the command's.
-    scoring = {"judge_model": plan[0].judge_model, "coder_model": plan[0].coder_model}
-    run_settings = settings.model_copy(update=scoring)
+    run_settings = settings.model_copy(update={"judge_model": plan[0].judge_model, "coder_model": plan[0].coder_model})
+    failed, unscored = _swept(run_settings, todo, no_cache, ray_address, ray_workers)
+    names = [planned.config.run for planned in plan if _has_finished_episode(store, planned.config.run)]
+    if names:
+        click.echo("")
+        report = report_of(settings, ReportRequest(names=tuple(names)), store)
+        show_report(report, markdown_path=markdown_path, html_path=html_path)
+    if failed:
+        err.print(f"[red]{failed} episode(s) failed[/red]; run the sweep again with retry_failed = true to retry them")
+    if unscored:
+        err.print(f"[red]{unscored} score(s) could not be made[/red]; `pau-mcp score RUN` scores a run again")
+    if failed or unscored:
+        sys.exit(1)
+
+
+def _swept(
+    settings: Settings, todo: list[PlannedRun], no_cache: bool, ray_address: str | None, ray_workers: int | None
+) -> tuple[int, int]:
+    """Check, then play the runs left to play, printing how each ended; returns the episodes that failed and the
+    scores that could not be made."""
+    from ..harness.outcome import score_errors, summary
+
     check_configs([planned.config for planned in todo])
-    check_models(run_settings, [planned.config for planned in todo])
+    check_models(settings, [planned.config for planned in todo])
     if todo and todo[0].config.score and len(todo[0].config.kinds) < 3:
         err.print("[yellow]note:[/yellow] judge and code-match scores need judge_model and coder_model (in the file, "
                   "or --judge-model and --coder-model); without them only code the agents submit is scored")  # fmt: skip
@@ -110,10 +122,10 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
             # Task mode plays its episodes here (each task's calls go to one server of this machine).
             here = planned.config.mode == "tasks"
             progress = execute(
-                run_settings, planned.config, no_cache=no_cache, cluster=None if here else cluster, note=False
+                settings, planned.config, no_cache=no_cache, cluster=None if here else cluster, note=False
             )
             failed += progress.failed
-            for line in summary(run_settings, planned.config, progress, on_ray=cluster is not None and not here):
+            for line in summary(settings, planned.config, progress, on_ray=cluster is not None and not here):
                 click.echo(line)
             for line in progress.errors[:5]:
                 err.print(f"[red]failed[/red] {escape(line)}", highlight=False, soft_wrap=True)
@@ -124,19 +136,7 @@ def sweep(file: Path, dry_run: bool, no_cache: bool, markdown_path: Path | None,
     finally:
         if cluster is not None:
             cluster.close()
-    names = [planned.config.run for planned in plan if _has_finished_episode(store, planned.config.run)]
-    if names:
-        click.echo("")
-        click.get_current_context().invoke(
-            report, names=tuple(names), markdown_path=markdown_path, html_path=html_path,
-            db=settings.db_path, data_dir=settings.data_dir,
-        )  # fmt: skip
-    if failed:
-        err.print(f"[red]{failed} episode(s) failed[/red]; run the sweep again with retry_failed = true to retry them")
-    if unscored:
-        err.print(f"[red]{unscored} score(s) could not be made[/red]; `pau-mcp score RUN` scores a run again")
-    if failed or unscored:
-        sys.exit(1)
+    return failed, unscored
 
 
 def _has_finished_episode(store: RunStore, run: str) -> bool:

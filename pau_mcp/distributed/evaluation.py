@@ -25,7 +25,8 @@ import httpx2
 
 from ..assembly import run_scorer
 from ..config import Settings, SettingsError
-from ..harness.runner import EpisodeHost, EpisodeRecord, EvalConfig, EvalError, Play, agent_llm
+from ..harness.configuration import EvalConfig, EvalError
+from ..harness.hosting import EpisodeHost, EpisodeRecord, Play, agent_llm
 from ..manifests import ManifestStore, Method, tool_name
 from ..runstore import RunStore
 from ..sandboxing import make_sandbox
@@ -115,7 +116,8 @@ class EvalWorker:
     async def stop(self) -> None:
         """Stop the server and the sandbox workers, and delete the worker's directory."""
         if self._host is not None:
-            await self._host.scorer.aclose()
+            if self._host.scorer is not None:
+                await self._host.scorer.aclose()
             await self._host.close()
         if self._sandbox is not None and hasattr(self._sandbox, "close"):
             self._sandbox.close()

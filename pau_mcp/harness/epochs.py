@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .runner import EvalConfig, EvalError
+from .configuration import EvalConfig, EvalError
 
 __all__ = ["MAX_EPOCHS", "epoch_configs", "epoch_name"]
 

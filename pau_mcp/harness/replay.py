@@ -26,6 +26,7 @@ from typing import Any
 import mcp_types as types
 
 from ..config import Settings, SettingsError
+from ..contract import Scoring
 from ..llm import Completion, LLMClient, Overrides, ToolCall
 from ..manifests import tool_name
 from ..prompts import PromptsError
@@ -33,9 +34,10 @@ from ..protocol import Protocol, load_protocol
 from ..runstore import EpisodeRow, RunStore, StoreError
 from ..scoring.judge import parse_rating, parse_rating_anywhere
 from .agents import Agent, PaperAgent, ProbeAgent, ToolsAgent
+from .configuration import EvalConfig, EvalError
 from .environment import Environment
+from .hosting import EpisodeHost
 from .reference_agent import ReferenceAgent
-from .runner import EpisodeHost, EvalConfig, EvalError
 
 __all__ = ["Difference", "RecordedEnvironment", "RecordedModel", "ReplayResult", "replay_run"]
 
@@ -152,7 +154,7 @@ class RecordedEnvironment(Environment):
         )
 
 
-async def replay_run(settings: Settings, name: str, scorer: Any) -> ReplayResult:
+async def replay_run(settings: Settings, name: str, scorer: Scoring) -> ReplayResult:
     """Play the done episodes of run ``name`` again from its record and compare every score.
 
     Args:
@@ -186,7 +188,9 @@ async def replay_run(settings: Settings, name: str, scorer: Any) -> ReplayResult
     with tempfile.TemporaryDirectory(prefix="pau-replay-") as scratch:
         scratch_store = RunStore(Path(scratch) / "replay.db")
         served = settings.model_copy(update={"db": scratch_store.path})
-        host = EpisodeHost(served, config, scorer, scratch_store, key, llm=LLMClient(cache_path=None))
+        host = EpisodeHost(
+            served, config, scorer, scratch_store, key, llm=LLMClient(cache_path=None), protocol=protocol
+        )
         try:
             await host.start({tool_name(key, e.method_id) for e in done})
             for episode in done:
@@ -231,7 +235,7 @@ def _agent(config: EvalConfig, llm: LLMClient, protocol: Protocol) -> Agent:
 
 
 async def _replay_episode(
-    host: EpisodeHost, config: EvalConfig, protocol: Protocol, scorer: Any, episode: EpisodeRow, key: str
+    host: EpisodeHost, config: EvalConfig, protocol: Protocol, scorer: Scoring, episode: EpisodeRow, key: str
 ) -> Difference | None:
     recorded = episode.trajectory or []
     tool = tool_name(key, episode.method_id)
@@ -258,7 +262,7 @@ async def _replay_episode(
     return await _scores(episode, scorer, protocol, outcome.code)
 
 
-async def _scores(episode: EpisodeRow, scorer: Any, protocol: Protocol, code: str | None) -> Difference | None:
+async def _scores(episode: EpisodeRow, scorer: Scoring, protocol: Protocol, code: str | None) -> Difference | None:
     """Every recorded score made again from the record; the first that differs, or None."""
     for kind in ("judge", "codematch", "direct"):
         row = episode.scores.get(kind)

@@ -43,14 +43,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..llm import LLMError, Overrides
 from ..llm.models import parse_model
+from ..manifests import ManifestError
 from ..runstore import RunStore
 from ..userfiles import UnreadableFile, read_text
-from .runner import EvalConfig, run_name
+from .configuration import EvalConfig, EvalError, stored_identity
+from .runner import planned_methods, run_name
+from .tasks import planned_tasks
 
 __all__ = [
     "MAX_DOCS", "MAX_METHODS", "MAX_MODELS", "MAX_PROBLEMS", "MAX_RUNS", "MAX_SUITES", "MAX_SWEEP_BYTES", "PlannedRun",
     "Sweep",
-    "SweepError", "SweepModel", "expand", "load_sweep", "run_state",
+    "Standing", "SweepError", "SweepModel", "expand", "load_sweep", "run_state", "standings",
 ]  # fmt: skip
 
 #: The largest sweep file read (a leaderboard's is a few kilobytes; MAX_METHODS method ids take about 2 MB).
@@ -228,12 +231,9 @@ def expand(sweep: Sweep, settings: Any) -> list[PlannedRun]:
         settings: The command's settings (what the file leaves unset).
 
     Raises:
-        SweepError: two runs would get one name.
+        SweepError: more runs than one sweep runs, or two runs would get one name.
     """
-    agents = len([a for a in sweep.agents if a != "probe"])
-    explorations = len([m for m in sweep.modes if m != "tasks"])
-    tasks = len(sweep.models) * len(sweep.docs) if "tasks" in sweep.modes else 0
-    count = len(sweep.suites) * (explorations * (len(sweep.models) * agents + ("probe" in sweep.agents)) + tasks)
+    count = _count(sweep)
     if count > MAX_RUNS:
         raise SweepError(
             f"the sweep expands to {count:,} runs, more than one sweep runs ({MAX_RUNS:,}); split it into several "
@@ -242,33 +242,58 @@ def expand(sweep: Sweep, settings: Any) -> list[PlannedRun]:
     judge = sweep.judge_model or settings.judge_model
     coder = sweep.coder_model or settings.coder_model
     kinds = tuple(k for k, m in (("judge", judge), ("codematch", coder)) if m) + ("direct",)
-    budget = sweep.budget if sweep.budget is not None else settings.budget
-    runs: list[PlannedRun] = []
-    for suite in sweep.suites:
-        pairs: list[tuple[str, SweepModel | None]] = [
-            (agent, model) for model in sweep.models for agent in sweep.agents if agent != "probe"
-        ]
-        if "probe" in sweep.agents:
-            pairs.append(("probe", None))
-        for agent, model in pairs:
-            # Task mode is the tools agent's alone, one run per documentation source.
-            plays = [(m, d) for m in sweep.modes if m != "tasks" or agent == "tools" for d in _sources(m, sweep.docs)]
-            for mode, docs in plays:
-                overrides = Overrides(
-                    model.temperature if model and model.temperature is not None else settings.temperature,
-                    model.max_tokens if model and model.max_tokens is not None else settings.max_tokens,
-                    model.reasoning_effort if model and model.reasoning_effort else settings.reasoning_effort,
-                )
-                named_mode = f"tasks-{docs}" if mode == "tasks" else mode
-                name = run_name(suite, agent, named_mode, (model.label or model.model) if model else "")
-                config = EvalConfig(
-                    run=name, model=model.model if model else "", suite=suite, agent=agent, mode=mode, budget=budget,
-                    concurrency=(model.concurrency if model and model.concurrency else sweep.concurrency),
-                    limit=sweep.limit, methods=tuple(sweep.methods), score=sweep.score, kinds=kinds,
-                    retry_failed=sweep.retry_failed, overrides=overrides if agent != "probe" else Overrides(),
-                    docs=docs,
-                )  # fmt: skip
-                runs.append(PlannedRun(config, judge, coder))
+    runs = [
+        PlannedRun(_config(sweep, settings, suite, agent, model, mode, docs, kinds), judge, coder)
+        for suite in sweep.suites
+        for agent, model in _pairs(sweep)
+        # Task mode is the tools agent's alone, one run per documentation source.
+        for mode in sweep.modes
+        if mode != "tasks" or agent == "tools"
+        for docs in _sources(mode, sweep.docs)
+    ]
+    _refuse_shared_names(runs)
+    return runs
+
+
+def _count(sweep: Sweep) -> int:
+    """How many runs the sweep expands to."""
+    agents = len([a for a in sweep.agents if a != "probe"])
+    explorations = len([m for m in sweep.modes if m != "tasks"])
+    tasks = len(sweep.models) * len(sweep.docs) if "tasks" in sweep.modes else 0
+    return len(sweep.suites) * (explorations * (len(sweep.models) * agents + ("probe" in sweep.agents)) + tasks)
+
+
+def _pairs(sweep: Sweep) -> list[tuple[str, SweepModel | None]]:
+    """Each agent with each model, in the file's order of models; the probe (no model) last."""
+    pairs: list[tuple[str, SweepModel | None]] = [
+        (agent, model) for model in sweep.models for agent in sweep.agents if agent != "probe"
+    ]
+    return pairs + [("probe", None)] if "probe" in sweep.agents else pairs
+
+
+def _config(
+    sweep: Sweep, settings: Any, suite: str, agent: str, model: SweepModel | None, mode: str, docs: str,
+    kinds: tuple[str, ...],
+) -> EvalConfig:  # fmt: skip
+    """One run of the sweep: the model's own settings where it has them, else the file's, else the command's."""
+    overrides = Overrides(
+        model.temperature if model and model.temperature is not None else settings.temperature,
+        model.max_tokens if model and model.max_tokens is not None else settings.max_tokens,
+        model.reasoning_effort if model and model.reasoning_effort else settings.reasoning_effort,
+    )
+    named_mode = f"tasks-{docs}" if mode == "tasks" else mode
+    return EvalConfig(
+        run=run_name(suite, agent, named_mode, (model.label or model.model) if model else ""),
+        model=model.model if model else "", suite=suite, agent=agent, mode=mode,
+        budget=sweep.budget if sweep.budget is not None else settings.budget,
+        concurrency=(model.concurrency if model and model.concurrency else sweep.concurrency),
+        limit=sweep.limit, methods=tuple(sweep.methods), score=sweep.score, kinds=kinds,
+        retry_failed=sweep.retry_failed, overrides=overrides if agent != "probe" else Overrides(), docs=docs,
+    )  # fmt: skip
+
+
+def _refuse_shared_names(runs: list[PlannedRun]) -> None:
+    """Refuse two runs of one name: a model listed twice, or two entries of one model that need labels."""
     seen: dict[str, EvalConfig] = {}
     for planned in runs:
         other = seen.setdefault(planned.config.run, planned.config)
@@ -282,7 +307,6 @@ def expand(sweep: Sweep, settings: Any) -> list[PlannedRun]:
                 f"two runs would be named {planned.config.run!r} ({other.model} and {planned.config.model} with "
                 'different settings); give one [[models]] entry a label = "..." to name its runs'
             )
-    return runs
 
 
 def _sources(mode: str, docs: list[str]) -> list[str]:
@@ -306,3 +330,51 @@ def run_state(store: RunStore, config: EvalConfig, method_ids: list[str]) -> str
     ended = ("done",) if config.retry_failed else ("done", "failed")
     states = store.episode_states(run_id)
     return "finished" if all(states.get(m) in ended for m in method_ids) else "partial"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where one run of a sweep stands.
+
+    Attributes:
+        planned: The run.
+        episodes: Its episodes: its methods (in task mode, its tasks).
+        state: ``new``, ``finished``, ``partial`` or ``conflict`` (``run_state``).
+        conflict: For a conflict, what the store holds and what the file asks for.
+    """
+
+    planned: PlannedRun
+    episodes: int
+    state: str
+    conflict: str | None = None
+
+
+def standings(settings: Any, store: RunStore, plan: list[PlannedRun]) -> list[Standing]:
+    """Where each run of ``plan`` stands in ``store`` (runs of one suite share their methods, or tasks).
+
+    Raises:
+        SweepError: a run's suite is missing or broken, or has nothing to run with the file's methods and limit.
+    """
+    planned_ids: dict[tuple[str, tuple[str, ...], int, bool], list[str]] = {}
+    found: list[Standing] = []
+    for planned in plan:
+        config = planned.config
+        tasks = config.mode == "tasks"
+        selection = (config.suite, config.methods, config.limit, tasks)
+        try:
+            if selection not in planned_ids:
+                items = planned_tasks(settings, config) if tasks else planned_methods(settings, config)
+                planned_ids[selection] = [item.id for item in items]
+        except (ManifestError, EvalError) as exc:
+            raise SweepError(str(exc)) from None
+        ids = planned_ids[selection]
+        if not ids:
+            what = "tasks" if tasks else "methods"
+            raise SweepError(f"no {what} in suite {config.suite!r} with these methods and limit")
+        state = run_state(store, config, ids)
+        conflict = None
+        if state == "conflict":
+            stored = stored_identity(store.run_config(store.run_id(config.run)))
+            conflict = f"stored with {stored}, the file asks for {config.identity()}"
+        found.append(Standing(planned, len(ids), state, conflict))
+    return found

@@ -22,30 +22,22 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from ..config import Settings, SettingsError
-from ..contract import REFUSED, TASK_KIND
+from ..config import Settings
+from ..contract import REFUSED, TASK_KIND, Scoring
 from ..llm import LLMClient, LLMError, Overrides
-from ..manifests import ManifestError, ManifestStore, Task, tool_name
-from ..prompts import PromptsError, PromptSet, load_prompts
-from ..protocol import load_protocol
+from ..manifests import ManifestStore, Task, tool_name
+from ..prompts import PromptSet, load_prompts
+from ..protocol import Protocol
 from ..runstore import EpisodeResult, RunStore
 from ..scoring.tasks import TaskCall
 from .agents import AgentResult, _listed, _note_reply, _refused, _temperature, _valid_history, written_tool_calls
 from .briefing import brief
+from .client import ConnectTools, leaf_error
+from .configuration import EvalConfig, EvalError
 from .environment import Step
-from .runner import (
-    ConnectTools,
-    EpisodeHost,
-    EpisodeRecord,
-    EvalConfig,
-    EvalError,
-    RunProgress,
-    _leaf,
-    drive_run,
-    session_key,
-)
+from .hosting import EpisodeHost, EpisodeRecord, session_key
 
-__all__ = ["ANSWER_TOOL", "TaskAgent", "TaskAnswer", "TaskEnvironment", "planned_tasks", "play_task", "run_tasks"]
+__all__ = ["ANSWER_TOOL", "LocalTasks", "TaskAgent", "TaskAnswer", "TaskEnvironment", "planned_tasks", "play_task"]
 
 #: The local function the agent answers with (never an MCP tool: the server knows nothing of tasks).
 ANSWER_TOOL = "answer"
@@ -248,7 +240,7 @@ def _answer_of(arguments: dict[str, Any]) -> TaskAnswer:
 
 
 async def play_task(
-    task: Task, attempt: int, connect: ConnectTools, config: EvalConfig, agent: TaskAgent, scorer: Any,
+    task: Task, attempt: int, connect: ConnectTools, config: EvalConfig, agent: TaskAgent, scorer: Scoring,
     store: RunStore, tools: dict[str, str],
 ) -> EpisodeRecord:  # fmt: skip
     """Run one attempt of a task: answer it over one MCP session, check the answer, record it under the session.
@@ -276,7 +268,7 @@ async def play_task(
         )  # fmt: skip
         return EpisodeRecord(task.id, attempt, ending, values={TASK_KIND: value})
     except Exception as caught:  # noqa: BLE001 - sorted just below
-        exc = _leaf(caught)
+        exc = leaf_error(caught)
         if not isinstance(exc, (LLMError, EvalError, MCPError, httpx2.HTTPError)):
             raise
         said = str(exc)
@@ -333,53 +325,28 @@ def planned_tasks(settings: Settings, config: EvalConfig) -> list[Task]:
     return tasks[: config.limit] if config.limit else tasks
 
 
-async def run_tasks(
-    settings: Settings, config: EvalConfig, scorer: Any, on_progress: Callable[[RunProgress], None] | None = None
-) -> RunProgress:
-    """Run (or resume) a task run: each task of the suite, answered with its tools as ``config.docs`` documents them.
-
-    Raises:
-        EvalError: no scorer (answers are checked in its sandbox), no tasks, the run exists with other options, or
-            the server fails.
-    """
-    if scorer is None:
-        raise EvalError("task mode checks each answer in the scorer's sandbox: run it with a scorer")
-    try:
-        deployment_key = settings.deployment_key()
-        tasks = planned_tasks(settings, config)
-        methods = ManifestStore(settings.manifests).suite(config.suite).methods
-        protocol = load_protocol(config.protocol, settings.data_dir)
-    except (SettingsError, ManifestError, PromptsError) as exc:
-        raise EvalError(str(exc)) from None
-    if not tasks:
-        raise EvalError(f"no tasks to run in suite {config.suite!r} with these options")
-    return await drive_run(
-        settings, config, config.spec(protocol.prompts.digest, with_examples=False), tasks,
-        lambda store: _LocalTasks(settings, config, scorer, store, deployment_key, methods), on_progress,
-    )  # fmt: skip
-
-
-class _LocalTasks:
+class LocalTasks:
     """Tasks answered in this process against the run's own server (or ``--server``): an episode source."""
 
     workers = 0
     rerun = 0
 
     def __init__(
-        self, settings: Settings, config: EvalConfig, scorer: Any, store: RunStore, deployment_key: str,
-        methods: Iterable[str],
+        self, settings: Settings, config: EvalConfig, scorer: Scoring, store: RunStore, deployment_key: str,
+        methods: Iterable[str], protocol: Protocol,
     ) -> None:  # fmt: skip
         self._settings = settings
         self._config = config
         self._scorer = scorer
         self._store = store
         self._key = deployment_key
+        self._protocol = protocol
         self._tools = {tool_name(deployment_key, method_id): method_id for method_id in methods}
 
     @contextlib.asynccontextmanager
     async def episodes(self, todo: Sequence[Task]) -> AsyncIterator[Callable[[Task, int], Awaitable[EpisodeRecord]]]:
         """Start the run's server; yields the play function."""
-        host = EpisodeHost(self._settings, self._config, self._scorer, self._store, self._key)
+        host = EpisodeHost(self._settings, self._config, self._scorer, self._store, self._key, protocol=self._protocol)
         try:
             await host.start(set(self._tools))
             agent = TaskAgent(llm=host.llm, model=self._config.model, overrides=self._config.overrides)

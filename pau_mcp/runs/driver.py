@@ -5,7 +5,7 @@ done (or failed) when it ends, so running the same command again after ``kill -9
 and never repeats a finished one. ``drive`` is that skeleton, once: it opens (or resumes) the run, refusing one
 recorded with another configuration, plans the episodes, hands the open ones to an ``EpisodeSource`` a few at a
 time, and records each ending exactly once. Where episodes are played is the source's business: in this process
-(``pau_mcp.harness.runner``, ``pau_mcp.rl.rollout``) or on a Ray cluster (``pau_mcp.distributed``, which imports
+(``pau_mcp.harness.hosting``, ``pau_mcp.rl.rollout``) or on a Ray cluster (``pau_mcp.distributed``, which imports
 this module; nothing here imports Ray or the sources). This process alone writes the run store.
 """
 

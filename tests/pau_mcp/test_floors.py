@@ -141,7 +141,7 @@ def test_the_graph_sees_the_imports_it_must() -> None:
     assert "pau_mcp.runs.driver" in GRAPH["pau_mcp.harness.runner"] or "pau_mcp.runs" in GRAPH["pau_mcp.harness.runner"]
     assert (
         "pau_mcp.runs" in GRAPH["pau_mcp.distributed.evaluation"]
-        or "pau_mcp.harness.runner" in GRAPH["pau_mcp.distributed.evaluation"]
+        or "pau_mcp.harness.hosting" in GRAPH["pau_mcp.distributed.evaluation"]
     )
     assert "pau_mcp.config" in GRAPH["pau_mcp.server.launch"]  # a module-level import
     assert "pau_mcp.scoring" in GRAPH["pau_mcp.assembly"]  # an import inside a function

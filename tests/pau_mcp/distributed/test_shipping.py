@@ -12,7 +12,7 @@ from pau_mcp.config import Settings
 from pau_mcp.distributed.evaluation import EvalSetup, eval_shipment
 from pau_mcp.distributed.rollouts import RolloutSetup, rollout_shipment
 from pau_mcp.distributed.shipping import pack, worker_key
-from pau_mcp.harness.runner import EvalConfig
+from pau_mcp.harness import EvalConfig
 from pau_mcp.manifests import tool_name
 from pau_mcp.rl.rollout import RolloutConfig
 

@@ -13,8 +13,7 @@ import pytest
 from fakellm import FakeLLM, Reply
 
 from pau_mcp.config import Settings
-from pau_mcp.harness import EvalConfig, ProbeAgent, run_eval
-from pau_mcp.harness.runner import EvalError
+from pau_mcp.harness import EvalConfig, EvalError, ProbeAgent, run_eval
 from pau_mcp.llm import CapabilityTable, Overrides
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import RunStore

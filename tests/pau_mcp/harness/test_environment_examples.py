@@ -10,8 +10,7 @@ import pytest
 from fakellm import FakeLLM
 
 from pau_mcp.config import Settings
-from pau_mcp.harness import EvalConfig, EvalError, run_eval
-from pau_mcp.harness.runner import check_config
+from pau_mcp.harness import EvalConfig, EvalError, check_config, run_eval
 from pau_mcp.manifests import ManifestStore, call_arguments, call_text
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer

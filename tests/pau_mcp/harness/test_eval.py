@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -19,6 +20,7 @@ from fakellm import FakeLLM, Reply
 from pau_mcp.config import Settings
 from pau_mcp.harness import EvalConfig, RunProgress, run_eval
 from pau_mcp.manifests import ManifestStore
+from pau_mcp.protocol import Protocol
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
 
@@ -138,6 +140,53 @@ def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(
     submissions = db.execute("SELECT description FROM submissions").fetchall()
     assert [s[0] for s in submissions] == ["scripted paper description"] * 3
     assert b001.description not in "\n".join(p for p in fake.prompts() if "Update your hypothesis" in p)
+
+
+@pytest.fixture
+def protocol_loads() -> Iterator[list[tuple[Any, ...]]]:
+    """Every call of the real ``load_protocol`` in this process, whichever module calls it (each module that imported
+    it by name, and any imported while the test runs, gets a counting wrapper round the real loader)."""
+    import pau_mcp.protocol
+
+    real = pau_mcp.protocol.load_protocol
+    loads: list[tuple[Any, ...]] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Protocol:
+        loads.append(args)
+        return real(*args, **kwargs)
+
+    def swap(old: object, new: object) -> None:
+        for module in list(sys.modules.values()):
+            if getattr(module, "__name__", "").startswith("pau_mcp") and getattr(module, "load_protocol", None) is old:
+                setattr(module, "load_protocol", new)  # noqa: B010 - any module's name, not one known to the checker
+
+    swap(real, counted)
+    try:
+        yield loads
+    finally:
+        swap(counted, real)
+
+
+def test_one_eval_loads_its_protocol_once(tmp_path: Path, fake: FakeLLM, protocol_loads: list[tuple[Any, ...]]) -> None:
+    from click.testing import CliRunner
+
+    from pau_mcp.cli import main
+
+    env = {
+        "PAU_MCP_TOOL_KEY": "", "PAU_JUDGE_MODEL": MODEL, "PAU_CODER_MODEL": MODEL, "OPENAI_BASE_URL": fake.base_url,
+        "OPENAI_API_KEY": "test",
+    }  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        ["eval", "--model", MODEL, "--data-dir", str(tmp_path), "--db", str(tmp_path / "runs.db"), "--run", "once",
+         "--methods", METHODS[0], "--budget", "2"],
+        env=env, catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    store = RunStore(tmp_path / "runs.db")
+    (episode,) = store.episodes(store.run_id("once"))
+    assert episode.state == "done" and {"judge", "codematch"} <= set(episode.scores)  # the scorer ran too
+    assert len(protocol_loads) == 1
 
 
 def test_a_run_whose_replies_come_from_the_cache_reports_its_agent_tokens_and_no_cost(

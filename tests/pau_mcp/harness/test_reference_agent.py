@@ -16,9 +16,8 @@ from fakellm import FakeLLM, Reply
 from fakereference import write_checkout
 
 from pau_mcp.config import Settings
-from pau_mcp.harness import EvalConfig, run_eval
+from pau_mcp.harness import EvalConfig, EvalError, run_eval
 from pau_mcp.harness.reference_agent import ReferenceAgent, reference_input
-from pau_mcp.harness.runner import EvalError
 from pau_mcp.llm import LLMClient
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.prompts import import_reference

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from pau_mcp.contract import EpisodeEnd
-from pau_mcp.harness.runner import EvalConfig, EvalError
+from pau_mcp.harness import EvalConfig, EvalError
 from pau_mcp.manifests import ManifestStore, Method
 from pau_mcp.rl.rollout import RolloutConfig
 from pau_mcp.runs import Ending, Progress, RunError, RunSpec, drive

@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from pau_mcp.config import Settings
-from pau_mcp.harness.runner import mcp_session
+from pau_mcp.harness import mcp_session
 from pau_mcp.manifests import tool_name
 from pau_mcp.server.launch import LaunchError, http_server
 
