@@ -29,6 +29,7 @@ from .service import MethodService
 from .sessions import DEFAULT_LABEL, Sessions
 from .slots import CallSlots
 from .tokens import SessionToken, TokenSigner, looks_like_session_token
+from .tool_pages import ToolPages
 
 __all__ = ["PAGE_SIZE", "build_server", "session_owner", "verify_bearer"]
 
@@ -169,6 +170,7 @@ def build_server(
         on_get_prompt=handlers.get_prompt,
     )
     features.install(server, handlers.caller, handlers.seen, handlers.process_key, limits.page_size)
+    server.middleware.append(ToolPages(handlers.page))  # innermost: a span still covers a page answered again
     return server
 
 

@@ -263,15 +263,25 @@ class Handlers:
             )
         return tool
 
-    async def list_tools(
-        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
+    async def page(
+        self, ctx: ServerRequestContext[Any], cursor: str | None
+    ) -> tuple[list[types.Tool | Exposed], str | None]:
+        """The tools on the page of the tool list a request asks for (the caller's), and the next cursor.
+
+        Raises:
+            MCPError: the cursor is not one this server gave out.
+        """
         state, connection = await self.caller(ctx)
         # Only the requested page is built (each tool once per server): a list of 5,000 methods used to be built
         # whole for every page, 0.3 s of server CPU that any client could ask for again and again.
         listed: list[types.Tool | Exposed] = [_SUBMIT, *([_OPEN] if connection else []), *self.extra.tools()]
         listed += self.visible(state)
-        page, cursor = _page(listed, params.cursor if params else None, self.page_size)
+        return _page(listed, cursor, self.page_size)
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        page, cursor = await self.page(ctx, params.cursor if params else None)
         tools = [item if isinstance(item, types.Tool) else self.method_tool(item) for item in page]
         return types.ListToolsResult(tools=tools, next_cursor=cursor)
 

@@ -1,0 +1,150 @@
+"""A page of ``tools/list`` is shaped for the wire once and answered again as it was: the same bytes, to the
+credentials that see that page and no other.
+
+The middleware is driven directly (``ToolPages`` with a stand-in for the SDK's chain) to count what is shaped, and
+through the real HTTP app (``memory_http_server``) with raw requests of both eras to compare what a client reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from conftest import ModernSession, memory_http_server, tool_of
+from mcp.server import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
+
+from pau_mcp.server.tool_pages import ToolPages
+
+B001, B002 = "builtin/b001", "builtin/b002"
+
+
+class _Chain:
+    """The SDK's side of the middleware: pages of named tools, shaped (counted) as the SDK would shape them."""
+
+    def __init__(self, names: list[str], size: int = 2) -> None:
+        self.names, self.size, self.shaped = names, size, 0
+
+    async def page_of(self, ctx: Any, cursor: str | None) -> tuple[list[types.Tool], str | None]:
+        start = int(cursor or 0)
+        if start > len(self.names):
+            raise MCPError(types.INVALID_PARAMS, f"invalid cursor {cursor!r}")
+        end = start + self.size
+        tools = [types.Tool(name=n, input_schema={"type": "object"}) for n in self.names[start:end]]
+        return tools, (str(end) if end < len(self.names) else None)
+
+    async def call_next(self, ctx: Any) -> dict[str, Any]:
+        self.shaped += 1
+        if not isinstance((ctx.params or {}).get("cursor", ""), str):
+            raise MCPError(types.INVALID_PARAMS, "Invalid request parameters")
+        tools, cursor = await self.page_of(ctx, (ctx.params or {}).get("cursor"))
+        dumped: dict[str, Any] = {"tools": [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]}
+        return {**dumped, **({"nextCursor": cursor} if cursor else {}), "resultType": "complete"}
+
+
+#: What a 2026-07-28 request carries in every request's ``_meta`` (without it the SDK refuses the request).
+_MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": LATEST_MODERN_VERSION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+}
+
+
+def _ctx(method: str = "tools/list", params: dict[str, Any] | None = None, era: str = LATEST_MODERN_VERSION) -> Any:
+    params = {**(params or {}), **({"_meta": _MODERN_META} if era == LATEST_MODERN_VERSION else {})}
+    return ServerRequestContext(
+        session=None, lifespan_context=None, method=method, params=params, request_id=1,  # type: ignore[arg-type]
+        protocol_version=era,
+    )  # fmt: skip
+
+
+def test_a_page_listed_again_is_not_shaped_again_and_reads_the_same() -> None:
+    chain = _Chain(["a", "b", "c"])
+    pages = ToolPages(chain.page_of)
+
+    async def main() -> None:
+        first = await pages(_ctx(), chain.call_next)
+        again = await pages(_ctx(), chain.call_next)
+        second = await pages(_ctx(params={"cursor": "2"}), chain.call_next)
+        assert again == first and [t["name"] for t in first["tools"]] == ["a", "b"] and first["nextCursor"] == "2"
+        assert [t["name"] for t in second["tools"]] == ["c"] and "nextCursor" not in second
+        assert chain.shaped == 2  # each page once
+
+    anyio.run(main)
+
+
+def test_each_protocol_era_and_each_set_of_tools_gets_its_own_shaped_page() -> None:
+    chain = _Chain(["a", "b", "c"])
+    pages = ToolPages(chain.page_of)
+
+    async def main() -> None:
+        await pages(_ctx(), chain.call_next)
+        await pages(_ctx(era=LATEST_HANDSHAKE_VERSION), chain.call_next)
+        assert chain.shaped == 2
+        chain.names = ["a", "c"]  # a caller who sees less: another page under the same cursor
+        narrowed = await pages(_ctx(), chain.call_next)
+        assert [t["name"] for t in narrowed["tools"]] == ["a", "c"] and chain.shaped == 3
+
+    anyio.run(main)
+
+
+def test_other_requests_and_malformed_lists_go_to_the_sdk_untouched() -> None:
+    chain = _Chain(["a"])
+    pages = ToolPages(chain.page_of)
+
+    async def main() -> None:
+        for _ in range(2):
+            await pages(_ctx("tools/call", {"name": "a"}), chain.call_next)
+            with pytest.raises(MCPError, match="Invalid request parameters"):
+                await pages(_ctx(params={"cursor": 5}), chain.call_next)
+        assert chain.shaped == 4  # never kept: the SDK answers each (and refuses the malformed one itself)
+        with pytest.raises(MCPError, match="invalid cursor"):
+            await pages(_ctx(params={"cursor": "99"}), chain.call_next)
+
+    anyio.run(main)
+
+
+def test_the_pages_kept_are_bounded_and_the_least_recently_used_goes_first() -> None:
+    chain = _Chain([f"t{i}" for i in range(10)], size=1)
+    pages = ToolPages(chain.page_of, pages=3)
+
+    async def main() -> None:
+        for cursor in ("0", "1", "2", "0", "3", "0", "1"):
+            await pages(_ctx(params={"cursor": cursor}), chain.call_next)
+        # 0, 1, 2 shaped; 0 kept (used again); 3 shaped and 1 out; 0 kept; 1 shaped again.
+        assert chain.shaped == 5
+
+    anyio.run(main)
+
+
+def _pages(session: ModernSession, **headers: str) -> list[dict[str, Any]]:
+    pages, cursor = [], None
+    while True:
+        result = session.request("tools/list", {"cursor": cursor} if cursor else {}, **headers)
+        pages.append(result)
+        cursor = result.get("nextCursor")
+        if cursor is None:
+            return pages
+
+
+@pytest.mark.parametrize("page_size", ["3"])
+def test_a_served_page_answered_again_is_the_same_json_and_never_another_credentials(
+    tmp_path: Path, page_size: str
+) -> None:
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--page-size", page_size) as url:
+        everything = ModernSession(url)
+        narrowed = ModernSession(f"{url}?methods={tool_of(B002)}")
+        try:
+            first = _pages(everything)
+            assert len(first) > 3 and _pages(everything) == first
+            assert [[t["name"] for t in page["tools"]] for page in _pages(narrowed)] == [["submit", tool_of(B002)]]
+            assert _pages(everything) == first  # the narrowed page did not take the place of any other
+            status, reply = everything.send("tools/list", {"cursor": "not a cursor"})
+            assert status == 400 and reply["error"]["code"] == types.INVALID_PARAMS, reply
+        finally:
+            everything.close()
+            narrowed.close()
