@@ -400,9 +400,10 @@ def main() -> None:
     for source, literal, _ in FUNCTIONS.values():
         box.call(source, literal)  # warm the code paths once
     rows = []
+    size = 10 if options.smoke else 200  # calls in a batch (and forks beside it)
     for name, (source, literal, make_input) in FUNCTIONS.items():
-        repeat = options.repeat if name != "loop 100k" else max(20, options.repeat // 5)
-        inputs = [make_input(i) for i in range(200)]
+        repeat = options.repeat if name != "loop 100k" else max(4 if options.smoke else 20, options.repeat // 5)
+        inputs = [make_input(i) for i in range(size)]
         plain = _in_process(source, literal, repeat)
         fork, fresh = _fork_and_fresh(box, source, literal, repeat)
         batch, forks = _batch_and_forks(box, source, inputs, rounds=1 if options.smoke else 3)
@@ -414,7 +415,8 @@ def main() -> None:
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
         f"{_cpus()} CPUs; medians; fork = one multiprocessing fork per call from the process that holds the sandbox; each measured in its own block after warm-up calls.",
         "",
-        "| function | in-process | fork per call | sandbox fresh call | fresh / fork | sandbox batch of 200 | 200 forks | forks / batch |",
+        f"| function | in-process | fork per call | sandbox fresh call | fresh / fork | sandbox batch of {size} | {size} forks "
+        "| forks / batch |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, plain, fork, fresh, ratio, batch, forks, speedup in rows:
@@ -422,7 +424,11 @@ def main() -> None:
             f"| {name} | {plain:.3f} ms | {fork:.2f} ms | {fresh:.2f} ms | **{ratio:.2f}x** | {batch:.1f} ms | "
             f"{forks:.0f} ms | **{speedup:.0f}x** |"
         )
-    lines += ["", f"First sandbox result in a new process, component already built: **{first:.0f} ms** (median of 5)."]
+    rounds = 1 if options.smoke else 5
+    lines += [
+        "",
+        f"First sandbox result in a new process, component already built: **{first:.0f} ms** (median of {rounds}).",
+    ]
     table = "\n".join(lines)
     print(table)
     if options.write:

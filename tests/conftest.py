@@ -105,6 +105,26 @@ def worker_sandbox() -> Iterator[WorkerSandbox]:
     box.close()
 
 
+@pytest.fixture(autouse=True)
+def _runs_serve_here(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run (``pau-mcp eval``, ``sweep``, ``rl``) run in a test's own process serves its own server from that process
+    too (``served_here.launched_here``): a process would cost about 1.5 s of CPU before its first answer. A test of
+    the launched process itself (it is killed, its command line, its exit) is marked ``server_process``."""
+    if request.node.get_closest_marker("server_process") is not None:
+        return
+    try:
+        import pau_mcp.harness.hosting as hosting
+    except ImportError:  # the scheduling test copies this file alone into a suite with no pau_mcp of its own
+        return
+
+    def launched(*args: Any, **options: Any) -> Any:
+        from served_here import launched_here
+
+        return launched_here(*args, **options, test=request)
+
+    monkeypatch.setattr(hosting, "launched", launched)
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Any]:
     """A PostgreSQL server of this test session's own (``postgres_server.PostgresServer``), started on first use and

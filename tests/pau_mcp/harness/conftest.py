@@ -1,10 +1,8 @@
-"""Fixtures for the harness tests: a method whose function is not called ``test_func``, served over stdio."""
+"""Fixtures for the harness tests: a method whose function is not called ``test_func``, served as stdio serves it."""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +10,6 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, tool_name
 from pau_mcp.manifests.checks import freeze_method
@@ -41,22 +38,30 @@ def vowels(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def vowels_environment(vowels: Path, tmp_path: Path) -> Callable[[], Any]:
+def vowels_environment(vowels: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[], Any]:
     """Opens an ``Environment`` on the vowels method over a `pau-mcp serve` stdio session (budget 3), as
-    `pau-mcp demo` opens one."""
+    `pau-mcp demo` opens one: the server the command builds, in this process (``served_here.streams_here``;
+    `pau-mcp demo`'s own tests start the process)."""
+    from serve_args import serve_parts
+    from served_here import shared_sandboxes, streams_here
+
     from pau_mcp.harness import Environment
 
     @contextlib.asynccontextmanager
     async def opened() -> AsyncIterator[Environment]:
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "pau_mcp", "serve", "--manifests", str(vowels), "--suite", "vowels",
-                  "--db", str(tmp_path / "runs.db"), "--budget", "3"],
-            cwd=str(_ROOT), env={**os.environ, "PAU_MCP_TOOL_KEY": _KEY},
+        settings, served = serve_parts(
+            ["--manifests", str(vowels), "--suite", "vowels", "--db", str(tmp_path / "runs.db"), "--budget", "3",
+             "--tool-key", _KEY]
         )  # fmt: skip
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            with anyio.fail_after(60):
-                await session.initialize()
-                yield await Environment.open(session, tool_name(_KEY, VOWELS))
+        owned: list[Any] = []
+        try:
+            async with streams_here(settings, served, shared_sandboxes(request, owned)) as (read, write):
+                async with ClientSession(read, write) as session:
+                    with anyio.fail_after(60):
+                        await session.initialize()
+                        yield await Environment.open(session, tool_name(_KEY, VOWELS))
+        finally:
+            for box in owned:
+                box.close()
 
     return opened

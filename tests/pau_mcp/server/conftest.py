@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,16 +20,12 @@ import anyio
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.memory import create_client_server_memory_streams
 from serve_args import serve_parts
+from served_here import serve_here, shared_sandboxes, streams_here
 
-from pau_mcp import eventloop
-from pau_mcp.config import Settings
 from pau_mcp.contract import RAN
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, tool_name
 from pau_mcp.manifests.checks import freeze_method
-from pau_mcp.sandboxing import make_sandbox, sandbox_limits
-from pau_mcp.server import serve_streams
 from pau_mcp.server.launch import http_server as launch_http_server
 from pau_mcp.server_assembly import Served, assemble_server
 from wasm_runtime import Sandbox, SandboxInterface
@@ -133,27 +127,9 @@ def _current_request(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def _shared_sandboxes(owned: list[SandboxInterface]) -> Callable[..., SandboxInterface]:
-    """A stand-in for ``make_sandbox`` that hands out the test session's sandbox where it is the one the settings
-    describe: ``worker_sandbox`` for the server's calls (``processes=True``), ``sandbox`` for the scorer's.
-
-    Any other settings (limits, cache directory, a worker count) get a sandbox of their own from ``make_sandbox``
-    itself, added to ``owned`` for the caller to close.
-    """
-
-    def make(settings: Settings, progress: Any = None, processes: bool = False) -> SandboxInterface:
-        assert _request is not None, "memory_session runs inside a test of this directory"
-        shared: SandboxInterface = _request.getfixturevalue("worker_sandbox" if processes else "sandbox")
-        if (
-            sandbox_limits(settings) == shared.limits
-            and settings.cache_dir is None
-            and (settings.workers in (None, getattr(shared, "workers", None)) or not processes)
-        ):
-            return shared
-        box = make_sandbox(settings, progress=progress, processes=processes)
-        owned.append(box)
-        return box
-
-    return make
+    """``served_here.shared_sandboxes`` for the running test (``memory_session`` has no request of its own)."""
+    assert _request is not None, "memory_session runs inside a test of this directory"
+    return shared_sandboxes(_request, owned)
 
 
 def _assembled(args: Sequence[str], owned: list[SandboxInterface]) -> Served:
@@ -173,31 +149,11 @@ async def memory_streams(*args: str) -> AsyncIterator[tuple[Any, Any]]:
     that start a process.
     """
     owned: list[SandboxInterface] = []
-    built = _assembled(args, owned)
-    if built.transport != "stdio":
-        raise ValueError("memory_session builds stdio servers; use http_server for --transport http")
+    settings, request = serve_parts(args)
     try:
-        async with create_client_server_memory_streams() as (client, server):
-            async with anyio.create_task_group() as group:
-                done = anyio.Event()
-
-                async def serve() -> None:
-                    try:
-                        await serve_streams(built.server, *server)
-                    finally:
-                        done.set()
-
-                group.start_soon(serve)
-                try:
-                    yield client
-                finally:
-                    # The end of the client's input, as a closed stdin: the server ends its session on its own.
-                    await client[1].aclose()
-                    with anyio.move_on_after(10):
-                        await done.wait()
-                    group.cancel_scope.cancel()
+        async with streams_here(settings, request, _shared_sandboxes(owned)) as streams:
+            yield streams
     finally:
-        built.service.store.close()
         for box in owned:
             box.close()
 
@@ -244,38 +200,13 @@ def memory_http_server(*args: str, env: dict[str, str] | None = None) -> Iterato
             yield url
         return
     owned: list[SandboxInterface] = []
-    built = _assembled(["--transport", "http", "--port", "0", *args], owned)
-    with contextlib.ExitStack() as cleanup:
+    settings, request = serve_parts(["--transport", "http", "--port", "0", *args])
+    try:
+        with serve_here(settings, request, _shared_sandboxes(owned)) as url:
+            yield url
+    finally:
         for box in owned:
-            cleanup.callback(box.close)
-        cleanup.callback(built.service.store.close)
-        service = built.http_service()
-        cleanup.callback(service.sock.close)
-        runner = service.uvicorn_server()
-        failure: list[BaseException] = []
-
-        def serve() -> None:
-            try:
-                eventloop.run(runner.serve, [service.sock])
-            except BaseException as exc:  # reported by the test's thread
-                failure.append(exc)
-
-        thread = threading.Thread(target=serve, name="memory-http-server", daemon=True)
-        thread.start()
-        try:
-            deadline = time.monotonic() + 30
-            while not runner.started:
-                if not thread.is_alive() or time.monotonic() > deadline:
-                    raise RuntimeError(f"the in-process HTTP server did not start: {failure!r}")
-                time.sleep(0.005)
-            yield service.url
-        finally:
-            runner.should_exit = True
-            thread.join(timeout=30)
-            if thread.is_alive():
-                raise RuntimeError("the in-process HTTP server did not stop within 30 s")
-            if failure:
-                raise RuntimeError("the in-process HTTP server failed") from failure[0]
+            box.close()
 
 
 class RawSession:

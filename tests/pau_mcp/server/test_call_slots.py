@@ -72,7 +72,7 @@ def test_a_flood_of_slow_calls_from_one_token_does_not_queue_ahead_of_another_ag
                         await anyio.sleep(0.02)
                     mine.append(await _call(client, url, other, *FAST))
 
-    args = ("--db", str(db), "--token", MAIN, "--budget", "0", "--timeout", "0.5", "--max-concurrent-calls", "2")
+    args = ("--db", str(db), "--token", MAIN, "--budget", "0", "--timeout", "0.25", "--max-concurrent-calls", "2")
     with memory_http_server(*args) as url:
         anyio.run(main, url)
 
