@@ -1,5 +1,7 @@
-"""What the interop tests share: real `pau-mcp serve` processes, session tokens, the client libraries (installed,
-or in a virtual environment of their own when they cannot live beside this project's mcp 2.x), and Node 22."""
+"""What the interop tests share: `pau-mcp serve` over real HTTP on loopback (the command's own server, served from the
+test's process: the clients under test are the processes here), stdio server processes, session tokens, the client
+libraries (installed, or in a virtual environment of their own when they cannot live beside this project's mcp 2.x),
+and Node 22."""
 
 from __future__ import annotations
 
@@ -17,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pau_command import run_pau
+from serve_args import serve_parts
+from served_here import serve_here
 
 from pau_mcp.manifests import tool_name
-from pau_mcp.server.launch import http_server as launch_http_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,19 +67,19 @@ def serve_args(data_dir: Path, *args: str) -> list[str]:
 
 @contextlib.contextmanager
 def http_server(data_dir: Path, *args: str) -> Iterator[str]:
-    """A `pau-mcp serve --transport http` process serving builtin/b001; yields its URL."""
-    with launch_http_server(
-        ["--db", str(data_dir / "runs.db"), "--methods", B001, *args], env=env(data_dir), timeout_s=120
-    ) as url:
+    """`pau-mcp serve --transport http` serving builtin/b001 with the settings of ``env(data_dir)``, from this
+    process on a loopback port; yields its URL."""
+    settings, request = serve_parts(
+        ["--transport", "http", "--port", "0", "--tool-key", KEY, "--data-dir", str(data_dir),
+         "--db", str(data_dir / "runs.db"), "--methods", B001, *args]
+    )  # fmt: skip
+    with serve_here(settings, request) as url:
         yield url
 
 
 def issue_token(data_dir: Path, label: str, *args: str) -> str:
     """A session token from `pau-mcp token issue`, for the servers of ``data_dir``."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pau_mcp", "token", "issue", "--label", label, *args],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env(data_dir),
-    )  # fmt: skip
+    done = run_pau("token", "issue", "--label", label, *args, cwd=ROOT, env=env(data_dir))
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
