@@ -62,14 +62,20 @@ def _ctx(method: str = "tools/list", params: dict[str, Any] | None = None, era: 
     )  # fmt: skip
 
 
+async def _listed(pages: ToolPages, ctx: Any, chain: _Chain) -> dict[str, Any]:
+    result = await pages(ctx, chain.call_next)
+    assert isinstance(result, dict), result
+    return result
+
+
 def test_a_page_listed_again_is_not_shaped_again_and_reads_the_same() -> None:
     chain = _Chain(["a", "b", "c"])
     pages = ToolPages(chain.page_of)
 
     async def main() -> None:
-        first = await pages(_ctx(), chain.call_next)
-        again = await pages(_ctx(), chain.call_next)
-        second = await pages(_ctx(params={"cursor": "2"}), chain.call_next)
+        first = await _listed(pages, _ctx(), chain)
+        again = await _listed(pages, _ctx(), chain)
+        second = await _listed(pages, _ctx(params={"cursor": "2"}), chain)
         assert again == first and [t["name"] for t in first["tools"]] == ["a", "b"] and first["nextCursor"] == "2"
         assert [t["name"] for t in second["tools"]] == ["c"] and "nextCursor" not in second
         assert chain.shaped == 2  # each page once
@@ -86,7 +92,7 @@ def test_each_protocol_era_and_each_set_of_tools_gets_its_own_shaped_page() -> N
         await pages(_ctx(era=LATEST_HANDSHAKE_VERSION), chain.call_next)
         assert chain.shaped == 2
         chain.names = ["a", "c"]  # a caller who sees less: another page under the same cursor
-        narrowed = await pages(_ctx(), chain.call_next)
+        narrowed = await _listed(pages, _ctx(), chain)
         assert [t["name"] for t in narrowed["tools"]] == ["a", "c"] and chain.shaped == 3
 
     anyio.run(main)
@@ -121,10 +127,10 @@ def test_the_pages_kept_are_bounded_and_the_least_recently_used_goes_first() -> 
     anyio.run(main)
 
 
-def _pages(session: ModernSession, **headers: str) -> list[dict[str, Any]]:
+def _pages(session: ModernSession) -> list[dict[str, Any]]:
     pages, cursor = [], None
     while True:
-        result = session.request("tools/list", {"cursor": cursor} if cursor else {}, **headers)
+        result = session.request("tools/list", {"cursor": cursor} if cursor else {})
         pages.append(result)
         cursor = result.get("nextCursor")
         if cursor is None:
