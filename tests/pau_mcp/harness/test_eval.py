@@ -116,6 +116,7 @@ def _episodes(settings: Settings, run: str) -> list[dict]:
     return store.episodes(store.run_id(run), with_trajectories=True)
 
 
+@pytest.mark.server_process  # the run's own server as a process, as users get it (the others serve it here)
 def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(tmp_path: Path, fake: FakeLLM) -> None:
     settings = _settings(tmp_path)
     progress = _run(settings, agent="paper", run="paper")
