@@ -19,9 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pau_command import run_pau
-from serve_args import serve_parts
-from served_here import serve_here
 
 from pau_mcp.manifests import tool_name
 
@@ -69,6 +66,10 @@ def serve_args(data_dir: Path, *args: str) -> list[str]:
 def http_server(data_dir: Path, *args: str) -> Iterator[str]:
     """`pau-mcp serve --transport http` serving builtin/b001 with the settings of ``env(data_dir)``, from this
     process on a loopback port; yields its URL."""
+    # tests/ is on the path under pytest; tests/interop/client_venvs.py runs this file without it.
+    from serve_args import serve_parts
+    from served_here import serve_here
+
     settings, request = serve_parts(
         ["--transport", "http", "--port", "0", "--tool-key", KEY, "--data-dir", str(data_dir),
          "--db", str(data_dir / "runs.db"), "--methods", B001, *args]
@@ -79,6 +80,8 @@ def http_server(data_dir: Path, *args: str) -> Iterator[str]:
 
 def issue_token(data_dir: Path, label: str, *args: str) -> str:
     """A session token from `pau-mcp token issue`, for the servers of ``data_dir``."""
+    from pau_command import run_pau
+
     done = run_pau("token", "issue", "--label", label, *args, cwd=ROOT, env=env(data_dir))
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
