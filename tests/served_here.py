@@ -1,15 +1,19 @@
-"""`pau-mcp serve --transport http` served from the test's own process, on a real loopback socket.
+"""`pau-mcp serve` served from the test's own process: over HTTP on a real loopback socket, or as stdio serves it
+over the SDK's in-memory streams.
 
-The app is the one the command serves (``assemble_server``, then ``Served.http_service``: the same host gate, token
-and session-token checks, body, session and connection limits), run by the same uvicorn set-up in a thread of its
-own with its own event loop. Starting ``python -m pau_mcp serve`` costs about a second of CPU (most of it importing
-the MCP SDK) and its sandbox's worker processes as much again; here both are already in the test process.
+The server is the one the command builds (``assemble_server``). Over HTTP it is ``Served.http_service`` (the same
+host gate, token and session-token checks, body, session and connection limits) run by the same uvicorn set-up in
+a thread of its own with its own event loop (``serve_here``); over stdio it is served by ``serve_streams`` as
+``run_stdio`` serves it (``streams_here``). Starting ``python -m pau_mcp serve`` costs about a second of CPU (most of
+it importing the MCP SDK) and its sandbox's worker processes as much again; here both are already in the test
+process, and ``shared_sandboxes`` hands out the test session's sandboxes where the settings describe them.
 
-Two users: ``memory_http_server`` (the server tests' HTTP app) and ``launched_here``, which stands in for
-``pau_mcp.server.launch.launched`` where a run (``pau-mcp eval``, ``sweep``, ``rl``) starts its own server: the
-tests of what a run does get a server built from the very settings the run hands its child. What only a process has
-(the ready line, ``--exit-with-stdin``, the settings file, an exit code, being killed) is left to the tests marked
-``server_process``, which keep the real launch.
+Users: the server tests' ``memory_http_server`` and ``memory_streams``, the harness's ``Environment`` fixture, the
+interop tests' server (the client libraries under test are the processes there), and ``launched_here``, which stands
+in for ``pau_mcp.server.launch.launched`` where a run (``pau-mcp eval``, ``sweep``, ``rl``) starts its own server:
+the tests of what a run does get a server built from the very settings the run hands its child. What only a process
+has (the ready line, ``--exit-with-stdin``, the settings file, an exit code, being killed) is left to the tests
+marked ``server_process``, which keep the real launch, and to each file's own process tests.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 A page's tools are built once per server (``Handlers.method_tool``), but the SDK then shapes every page for the wire
 on every request: it dumps the result, validates it against the era's schema and dumps it again. For a page of 100
-method tools that is most of the request (about 8 ms on a quiet 2-core machine, 50 ms at load 8), and any client
-can ask for it again and again. ``ToolPages`` is the server middleware that keeps each shaped page and answers the
+method tools that was most of the request (about 24 of its 32 ms of server CPU at load 1, benchmarks/tool_list.py),
+and any client can ask for it again and again. ``ToolPages`` is the server middleware that keeps each shaped page and answers the
 same page again without shaping it. What a page holds is decided the same way on every request (the caller's
 credential, what it sees and the cursor: ``PageOf``); the key is the era, the tools on the page and the next
 cursor, so two credentials that see the same page share it and one that sees less gets its own.
