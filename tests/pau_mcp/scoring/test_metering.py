@@ -81,7 +81,11 @@ def test_another_submission_is_scored_at_once_while_spinning_ones_hold_the_worke
 ) -> None:
     # The scorer's workers are shared fairly: four spinning submissions of one party made another's wait minutes.
     share = FairShare(slots=worker_sandbox.workers, reserved=worker_sandbox.workers // 2)
-    scorer = Scorer(ManifestStore(), worker_sandbox, llm=None, limits=Limits(timeout_s=0.5), shares=share)
+    # Each hog spins through a 2.5 s total (the default 10 s made the four of them 40 s of the suite's CPU); a chunk
+    # of its inputs still holds a worker for over a second, and a hog's whole scoring for over 2.5 s.
+    scorer = Scorer(
+        ManifestStore(), worker_sandbox, llm=None, limits=Limits(timeout_s=0.25), shares=share, seconds=2.5
+    )
     hog_times: list[float] = []
     victim_times: list[float] = []
 
