@@ -135,17 +135,14 @@ def main() -> None:
         os.environ["PAU_MCP_DATA_DIR"] = str(tmp / "node")
         os.environ.update(RAY_TMPDIR=str(tmp / "ray"), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
         instant, slow = _Model(0), _Model(options.delay_ms)
+        # The smoke run takes each path once (here and on Ray, either model): Ray workers are its dearest part.
+        fast_plan = [("here", 0), ("ray1", 1)] if options.smoke else [("here", 0), ("ray1", 1), ("ray2", 2)]
+        slow_plan = (
+            [(8, "here", 0)] if options.smoke else [(c, w, n) for c in (8, 32) for w, n in (("here", 0), ("ray2", 2))]
+        )
         try:
-            fast_rows = [
-                _measure(tmp, "cpu-here", instant, options.episodes, 8, 0),
-                _measure(tmp, "cpu-ray1", instant, options.episodes, 8, 1),
-                _measure(tmp, "cpu-ray2", instant, options.episodes, 8, 2),
-            ]
-            slow_rows = [
-                _measure(tmp, f"slow-{where}-{c}", slow, options.episodes, c, workers)
-                for c in (8, 32)
-                for where, workers in (("here", 0), ("ray2", 2))
-            ]
+            fast_rows = [_measure(tmp, f"cpu-{where}", instant, options.episodes, 8, n) for where, n in fast_plan]
+            slow_rows = [_measure(tmp, f"slow-{where}-{c}", slow, options.episodes, c, n) for c, where, n in slow_plan]
         finally:
             instant.close()
             slow.close()
