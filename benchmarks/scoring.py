@@ -146,6 +146,8 @@ def main() -> None:
     from wasm_runtime.workers import WorkerSandbox
 
     methods = [m for m in ManifestStore().suite("builtin").methods.values() if m.tests]
+    if options.smoke:  # each approach's path, on a few methods: the whole suite is the measurement
+        methods = methods[:4]
     inputs = sum(len(m.tests) for m in methods)
     cases = [
         {
