@@ -38,6 +38,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from wasm_runtime import (
+    FUEL_PER_SECOND,
+    WALL_CLOCK_FACTOR,
     EngineUnavailable,
     InvalidInput,
     Limits,
@@ -80,6 +82,11 @@ _MAX_OUTPUT_CHARS = 160
 #: A drawn input runs with at most this time limit (a good example returns at once), and counts only when it
 #: used at most a quarter of its fuel: far from the limit, its outcome is the same on a loaded machine.
 _DRAW_TIMEOUT_S = 0.1
+#: The clock only backs the fuel up, and far behind it: the clock stops a drawn input after this long whatever its
+#: fuel (the sandbox's own factor would give 0.5 s for 0.1 s of fuel). So a stalled process (a long garbage
+#: collection, a busy or slow machine) stops no input its fuel would let finish, and every machine draws the same
+#: examples for a key. A function that loops still ends on its fuel (about 0.1-0.5 s); only a stall waits longer.
+_DRAW_DEADLINE_S = 2.0
 _DRAW_OUTPUT_BYTES = 4096
 #: Drawn inputs run this many at a time, and a method stops drawing once this many have run out of time or memory (a
 #: function that loops on most inputs would otherwise hold the start for every draw's time limit).
@@ -159,7 +166,8 @@ def _returned_unchanged(args: tuple[Any, ...], outcome: Outcome) -> bool:
 def _draw_limits(sandbox: SandboxInterface) -> Limits:
     own = sandbox.limits
     return Limits(
-        timeout_s=min(own.timeout_s, _DRAW_TIMEOUT_S),
+        timeout_s=_DRAW_DEADLINE_S / WALL_CLOCK_FACTOR,
+        fuel=min(own.fuel_budget, int(_DRAW_TIMEOUT_S * FUEL_PER_SECOND)),
         memory_bytes=own.memory_bytes,
         max_output_bytes=min(own.max_output_bytes, _DRAW_OUTPUT_BYTES),
     )

@@ -10,6 +10,11 @@ import json
 import logging
 import os
 import stat
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -84,9 +89,58 @@ def test_the_same_key_draws_the_same_examples_and_another_key_draws_others(
 ) -> None:
     chosen = BUILTIN[:12]
     again = deployment_examples(chosen, sandbox, TEST_KEY)
-    assert all(again[m.id] == drawn[m.id] for m in chosen)
+    assert [m.id for m in chosen if again[m.id] != drawn[m.id]] == []
     other = deployment_examples(chosen, sandbox, OTHER_KEY)
     assert sum(other[m.id].cases != drawn[m.id].cases for m in chosen) >= 10
+
+
+@contextmanager
+def _stalls(every_s: float, stall_s: float) -> Iterator[None]:
+    """This process stalls for ``stall_s`` every ``every_s``, as a long garbage collection stalls it: one thread holds
+    the interpreter, so the sandbox's clock catches up on the stall all at once afterwards."""
+    done = threading.Event()
+
+    def stall() -> None:
+        while not done.wait(every_s):
+            end = time.monotonic() + stall_s
+            while time.monotonic() < end:
+                pass
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(stall_s * 2)  # the stalling thread keeps the interpreter for the whole stall
+    thread = threading.Thread(target=stall, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=30)
+        sys.setswitchinterval(interval)
+
+
+def test_a_process_that_stalls_while_drawing_draws_the_same_examples(tmp_path: Path, sandbox: Sandbox) -> None:
+    # Each input asks the host for the time at every step, so a stall holds it mid-run; its fuel, the same
+    # everywhere, decides whether it finishes. The clock used to stop any input held through a stall of half a
+    # second, and the deployment then served other examples than its replicas on steadier machines.
+    source = (
+        "def test_func(arg0):\n"
+        "    import time\n"
+        "    steps = sum(1 for _ in range(2000) if time.monotonic() >= 0)\n"
+        "    return arg0 * 3 + steps % 7\n"
+    )
+    method = Method(
+        id="clocked/m1", header="def test_func(arg0):", params=["arg0"], source=source,
+        description="Returns three times its argument plus six.",
+        examples=[Case(input="(4,)"), Case(input="(9,)")], tests=[Case(input="(12,)")],
+        provenance=Provenance(dataset="test"), tags=Tags(arity=1),
+    )  # fmt: skip
+    Suite.create(tmp_path, SuiteInfo(name="clocked")).save(freeze_method(method, sandbox))
+    frozen = ManifestStore([tmp_path]).method("clocked/m1")
+    steady = draw_examples(frozen, sandbox, TEST_KEY)
+    assert steady.origin == "deployment", steady.detail
+    with _stalls(every_s=0.15, stall_s=0.6):
+        stalled = draw_examples(frozen, sandbox, TEST_KEY)
+    assert (stalled.cases, stalled.detail) == (steady.cases, steady.detail)
 
 
 class _NothingRuns(SandboxInterface):
