@@ -206,13 +206,16 @@ def _table(
         )
     grows = median["this tree"] - median[REFERENCE]
     met = "met" if grows <= TARGET_MS else "not met"
+    whole = "met" if median["this tree"] <= TARGET_MS else "not met"
     lines += [
         "",
         f"Target: a page at {options.methods} methods costs at most {TARGET_MS:.0f} ms of server CPU more than the "
-        f"same page of a one-page suite: **{met}** ({grows:+.2f} ms). What a page costs beyond a `ping` either way "
-        f"({own['this tree']:.2f} ms) is the MCP SDK's writing of the page (about 370 KB of JSON for 100 tools): it "
-        "grows with the page, not with the suite. /proc counts CPU in 10 ms ticks: the figures are totals over whole "
-        "passes divided by their pages.",
+        f"same page of a one-page suite: **{met}** ({grows:+.2f} ms). Read as the whole page's cost (issue 37 says "
+        f'"at most {TARGET_MS:.0f} ms of server CPU per page"): **{whole}** ({median["this tree"]:.2f} ms). What a '
+        f"page costs beyond a `ping` either way ({own['this tree']:.2f} ms) is the MCP SDK's writing of the page "
+        "(about 370 KB of JSON for 100 tools: a dump of the JSON-RPC reply and `json.dumps`, about 4.5 ms, then HTTP): "
+        "it grows with the page (`--page-size`), not with the suite, and the SDK offers no way to send bytes shaped "
+        "before. /proc counts CPU in 10 ms ticks: the figures are totals over whole passes divided by their pages.",
     ]
     return "\n".join(lines)
 
