@@ -21,7 +21,7 @@ from wasm_runtime.engines import engine_for, imported_packages
         ("def test_func(x) return x", "python"),
     ],
 )
-def test_the_engine_follows_what_the_source_imports(source, engine) -> None:
+def test_the_engine_follows_what_the_source_imports(source: str, engine: str) -> None:
     assert engine_for(source) == engine
 
 

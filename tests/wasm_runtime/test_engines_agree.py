@@ -113,7 +113,7 @@ FIDELITY: dict[str, tuple[str, list[str]]] = {
 }
 
 
-def _seen(outcome: Outcome) -> tuple:
+def _seen(outcome: Outcome) -> tuple[object, ...]:
     """Every field of an outcome that an agent or the scorer sees (not the time or fuel it took)."""
     return (
         outcome.status,
@@ -133,7 +133,7 @@ def engines(sandbox: Sandbox, request: pytest.FixtureRequest) -> Sandbox:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_every_attack_ends_the_same_in_both_engines(engines: Sandbox, name) -> None:
+def test_every_attack_ends_the_same_in_both_engines(engines: Sandbox, name: str) -> None:
     source = CASES[name][0]
     arguments = "(9,)" if "def test_func(port)" in source else "()"  # nothing listens there: both must refuse
     first = engines.call(source, arguments, limits=LIMITS, engine="python")
@@ -146,7 +146,7 @@ def test_every_attack_ends_the_same_in_both_engines(engines: Sandbox, name) -> N
 
 
 @pytest.mark.parametrize("name", sorted(FIDELITY))
-def test_the_same_function_gives_the_same_outcomes_in_both_engines(engines: Sandbox, name) -> None:
+def test_the_same_function_gives_the_same_outcomes_in_both_engines(engines: Sandbox, name: str) -> None:
     source, inputs = FIDELITY[name]
     first = engines.run(source, inputs, engine="python")
     second = engines.run(source, inputs, engine="numpy")

@@ -70,7 +70,7 @@ HOSTILE = {
 }
 
 
-def _engines() -> list:
+def _engines() -> list[object]:
     return ["python", pytest.param("numpy", marks=pytest.mark.skipif(not numpy_engine_installed(), reason="optional"))]
 
 
@@ -82,7 +82,7 @@ def test_the_wall_clock_rule_is_a_small_multiple_of_the_time_limit() -> None:
 
 @pytest.mark.parametrize("engine", _engines())
 @pytest.mark.parametrize("work", sorted(HOSTILE))
-def test_no_input_holds_the_sandbox_past_its_wall_clock_deadline(sandbox: Sandbox, work, engine) -> None:
+def test_no_input_holds_the_sandbox_past_its_wall_clock_deadline(sandbox: Sandbox, work: str, engine: str) -> None:
     # With fuel out of the way (a budget no input could spend), only the clock stops the call: it must stop it
     # within a few deadlines (HELD_DEADLINES), whatever the function does.
     limits = Limits(timeout_s=0.2, fuel=10**14)
@@ -98,7 +98,7 @@ def test_no_input_holds_the_sandbox_past_its_wall_clock_deadline(sandbox: Sandbo
 
 @pytest.mark.parametrize("engine", _engines())
 def test_the_deadline_holds_when_the_ticker_wakes_late(
-    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, engine
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, engine: str
 ) -> None:
     # A loaded machine wakes the epoch thread late: here every tick's sleep lasts ten ticks. Counting wake-ups
     # (as the ticker once did) stretched a 1 s deadline to 10 s; the epoch must follow the clock instead.
@@ -151,7 +151,7 @@ HOST_WORK = {
 
 @pytest.mark.parametrize("engine", _engines())
 @pytest.mark.parametrize("work", sorted(HOST_WORK))
-def test_host_work_a_function_asks_for_is_paid_from_its_fuel(sandbox: Sandbox, work, engine) -> None:
+def test_host_work_a_function_asks_for_is_paid_from_its_fuel(sandbox: Sandbox, work: str, engine: str) -> None:
     if work in ("file metadata", "reading a file") and engine == "python":
         pytest.skip("the python engine has no files: the C library answers without asking the host")
     # A small budget next to a long deadline: the budget, charged for the host's work, must end the loop first. The

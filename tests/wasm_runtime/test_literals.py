@@ -21,7 +21,7 @@ from wasm_runtime.literals import MAX_LITERAL_CHARS, InvalidInput, parse_argumen
         ("  (1,)  ", (1,)),
     ],
 )
-def test_a_tuple_is_the_argument_list_and_anything_else_one_argument(text, args) -> None:
+def test_a_tuple_is_the_argument_list_and_anything_else_one_argument(text: str, args: tuple[object, ...]) -> None:
     assert parse_arguments(text) == args
 
 
@@ -38,7 +38,7 @@ def test_a_tuple_is_the_argument_list_and_anything_else_one_argument(text, args)
         ("", "empty"),
     ],
 )
-def test_non_literals_are_refused_with_a_message_that_says_literals_only(text, says) -> None:
+def test_non_literals_are_refused_with_a_message_that_says_literals_only(text: str, says: str) -> None:
     with pytest.raises(InvalidInput) as info:
         parse_arguments(text)
     assert says in str(info.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -35,22 +36,22 @@ literal_values = st.recursive(
 )
 
 
-def same(a, b) -> bool:
+def same(a: Any, b: Any) -> bool:
     """Equal with the same types all the way down (floats by repr, so -0.0 is not 0.0)."""
     if type(a) is not type(b):
         return False
     if isinstance(a, float):
         return repr(a) == repr(b)
     if isinstance(a, complex):
-        return a == b  # `(1-0j)` reads back as 1 - 0j, whose zero has lost its sign: Python's own rule
+        return bool(a == b)  # `(1-0j)` reads back as 1 - 0j, whose zero has lost its sign: Python's own rule
     if isinstance(a, (list, tuple)):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    return a == b
+    return bool(a == b)
 
 
-def one_line_invalid(text) -> InvalidInput:
+def one_line_invalid(text: str) -> InvalidInput:
     try:
         parse_arguments(text)
     except InvalidInput as exc:
@@ -62,7 +63,7 @@ def one_line_invalid(text) -> InvalidInput:
 
 @FAST
 @given(st.lists(literal_values, max_size=4).map(tuple))
-def test_the_repr_of_any_argument_tuple_parses_back_to_it(args) -> None:
+def test_the_repr_of_any_argument_tuple_parses_back_to_it(args: tuple[Any, ...]) -> None:
     text = repr(args)
     assume(len(text) <= MAX_LITERAL_CHARS)
     assert same(parse_arguments(text), args)
@@ -70,13 +71,13 @@ def test_the_repr_of_any_argument_tuple_parses_back_to_it(args) -> None:
 
 @FAST
 @given(literal_values.filter(lambda v: type(v) is not tuple))
-def test_a_single_literal_that_is_not_a_tuple_is_one_argument(value) -> None:
+def test_a_single_literal_that_is_not_a_tuple_is_one_argument(value: object) -> None:
     assert same(parse_arguments(repr(value)), (value,))
 
 
 @FAST
 @given(st.text(any_char, max_size=200))
-def test_any_text_gives_arguments_or_invalid_input_with_a_one_line_message(text) -> None:
+def test_any_text_gives_arguments_or_invalid_input_with_a_one_line_message(text: str) -> None:
     try:
         result = parse_arguments(text)
     except InvalidInput as exc:
@@ -92,7 +93,7 @@ TOKENS = ["(", ")", "[", "]", "{", "}", ",", ":", "1", "-", "+", "j", "1e999", "
 
 @FAST
 @given(st.lists(st.sampled_from(TOKENS), max_size=30).map("".join))
-def test_token_soup_gives_arguments_or_invalid_input_never_another_error(text) -> None:
+def test_token_soup_gives_arguments_or_invalid_input_never_another_error(text: str) -> None:
     try:
         parse_arguments(text)
     except InvalidInput as exc:
@@ -103,7 +104,7 @@ def test_token_soup_gives_arguments_or_invalid_input_never_another_error(text) -
 @given(
     st.integers(min_value=MAX_NESTING + 1, max_value=190), st.sampled_from(["[{}]", "({},)", "{{1: {}}}", "{{{},}}"])
 )
-def test_nesting_past_the_limit_is_refused_with_the_limit_in_the_message(depth, container) -> None:
+def test_nesting_past_the_limit_is_refused_with_the_limit_in_the_message(depth: int, container: str) -> None:
     text = "1"
     for level in range(depth):
         text = (container if level else "[{}]").format(text)  # the innermost is a list: sets take hashables only
@@ -112,7 +113,7 @@ def test_nesting_past_the_limit_is_refused_with_the_limit_in_the_message(depth, 
 
 @FAST
 @given(st.integers(min_value=190, max_value=20_000), st.sampled_from("([{-"))
-def test_nesting_far_past_the_limit_is_refused_without_a_raw_error(depth, opening) -> None:
+def test_nesting_far_past_the_limit_is_refused_without_a_raw_error(depth: int, opening: str) -> None:
     one_line_invalid(opening * depth + "1")
     one_line_invalid(opening * depth)
 
@@ -122,7 +123,7 @@ def test_nesting_far_past_the_limit_is_refused_without_a_raw_error(depth, openin
     st.integers(min_value=MAX_INT_DIGITS + 1, max_value=MAX_INT_DIGITS + 2000),
     st.sampled_from(["{}", "-{}", "({},)", "0x{:x}", "-0o{:o}", "[0b{:b}]", "{{1: {}}}"]),
 )
-def test_an_int_over_4300_digits_is_refused_in_any_notation(digits, form) -> None:
+def test_an_int_over_4300_digits_is_refused_in_any_notation(digits: int, form: str) -> None:
     # Built as text: this process cannot turn such an int into decimal text either.
     value = 10 ** (digits - 1) + 7
     text = form.format("1" + "0" * (digits - 2) + "7") if "{}" in form else form.format(value)
@@ -137,7 +138,7 @@ def test_an_int_of_exactly_4300_digits_is_accepted() -> None:
 
 @FAST
 @given(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), st.text(max_size=5))
-def test_a_lone_surrogate_character_is_refused_and_its_escape_accepted(char, rest) -> None:
+def test_a_lone_surrogate_character_is_refused_and_its_escape_accepted(char: str, rest: str) -> None:
     message = str(one_line_invalid(f"('{rest}{char}',)"))
     assert "lone surrogate" in message and f"U+{ord(char):04X}" in message
     escaped = f"('\\u{ord(char):04x}',)"
@@ -146,13 +147,13 @@ def test_a_lone_surrogate_character_is_refused_and_its_escape_accepted(char, res
 
 @FAST
 @given(st.integers(min_value=MAX_LITERAL_CHARS + 1, max_value=MAX_LITERAL_CHARS + 5000))
-def test_text_over_the_size_limit_is_refused_before_parsing(size) -> None:
+def test_text_over_the_size_limit_is_refused_before_parsing(size: int) -> None:
     assert f"limit is {MAX_LITERAL_CHARS}" in str(one_line_invalid("[" + "1," * ((size - 2) // 2) + "1]"))
 
 
 @FAST
 @given(st.floats(allow_nan=False))
-def test_floats_read_back_exactly_and_overflowing_literals_are_infinite(number) -> None:
+def test_floats_read_back_exactly_and_overflowing_literals_are_infinite(number: float) -> None:
     if math.isinf(number):
         assert parse_arguments("1e999" if number > 0 else "-1e999") == (number,)
     else:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from wasm_runtime import Limits, Sandbox, Status, outcomes_match
+from wasm_runtime import Limits, Outcome, Sandbox, Status, outcomes_match
 
 if TYPE_CHECKING:  # its own directory's conftest, for the fixture's type only
     from conftest import PinnedToNumpy
@@ -95,16 +95,19 @@ def test_func(*args):
 """
 
 
-def _forged(numpy_box, text_expression: str):
+def _forged(numpy_box: PinnedToNumpy, text_expression: str) -> Outcome:
     return numpy_box.call(FORGE.format(text=text_expression), "()")
 
 
 def test_a_forged_outcome_is_capped_and_checked_like_any_other(numpy_box: PinnedToNumpy) -> None:
     name = _forged(numpy_box, repr(json.dumps({"status": "error", "error_type": "E" * 100_000, "error_message": "m"})))
+    assert name.error_type is not None
     assert (name.status, len(name.error_type)) == (Status.ERROR, 200)
     huge = _forged(numpy_box, '\'{"status":"error","error_type":"\' + \'E\' * 8_000_000 + \'"}\'')
+    assert huge.error_message is not None
     assert huge.status is Status.OUTPUT_LIMIT and "bytes long" in huge.error_message
     forged_timeout = _forged(numpy_box, repr('{"status": "timeout", "error_type": "Timeout"}'))
+    assert forged_timeout.error_message is not None
     assert forged_timeout.status is Status.CRASH and forged_timeout.error_message.startswith("malformed outcome")
     big_value = _forged(numpy_box, repr(json.dumps({"status": "ok", "value": "x" * 70_000, "encoded": 1})))
     assert big_value.status is Status.OUTPUT_LIMIT
@@ -114,7 +117,7 @@ def test_a_forged_outcome_is_capped_and_checked_like_any_other(numpy_box: Pinned
     "call",
     ["_host.call(b'source')", "_host.call(b'tell me the next input')", "_host.call(b'sleep:x')"],
 )
-def test_the_door_answers_nothing_but_its_three_requests_in_order(numpy_box: PinnedToNumpy, call) -> None:
+def test_the_door_answers_nothing_but_its_three_requests_in_order(numpy_box: PinnedToNumpy, call: str) -> None:
     source = f"# pau-own-source-marker\nimport _host\nLEAK = {call}\ndef test_func():\n    return repr(LEAK)"
     outcome = numpy_box.call(source, "()")
     assert outcome.status is Status.CRASH and outcome.error_type == "SandboxViolation"

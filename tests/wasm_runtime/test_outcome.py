@@ -5,7 +5,7 @@ from __future__ import annotations
 from wasm_runtime import Outcome, Status, encode, outcomes_match
 
 
-def ok(value) -> Outcome:
+def ok(value: object) -> Outcome:
     return Outcome(status=Status.OK, value=repr(value), value_type=type(value).__name__, encoded=encode(value))
 
 
@@ -55,4 +55,5 @@ def test_outcome_round_trips_through_a_dict() -> None:
 
 
 def test_failure_messages_are_cut_at_500_characters() -> None:
-    assert len(Outcome.failure(Status.ERROR, "E", "x" * 2000).error_message) == 500
+    message = Outcome.failure(Status.ERROR, "E", "x" * 2000).error_message
+    assert message is not None and len(message) == 500

@@ -12,7 +12,7 @@ import socket
 
 import pytest
 
-from wasm_runtime import Limits, Sandbox, Status
+from wasm_runtime import Limits, Sandbox, SandboxInterface, Status
 
 # An explicit CPU budget keeps the endless loops short; the calibrated default is tested in test_limits.py.
 LIMITS = Limits(timeout_s=1.0, fuel=2_500_000_000, memory_bytes=160 * 1024 * 1024)
@@ -206,9 +206,12 @@ NUMPY_CASES = CASES | {
 
 
 @pytest.fixture(params=["python", "numpy", "lean"], scope="module")
-def box(request: pytest.FixtureRequest, sandbox: Sandbox):
+def box(request: pytest.FixtureRequest, sandbox: Sandbox) -> SandboxInterface:
     """The adversarial cases run against every engine."""
-    return sandbox if request.param == "python" else request.getfixturevalue(f"{request.param}_box")
+    if request.param == "python":
+        return sandbox
+    engine_box: SandboxInterface = request.getfixturevalue(f"{request.param}_box")
+    return engine_box
 
 
 # What differs in the lean engine: its door answers only sleeps and, once when asked, compiled code; the source
@@ -238,14 +241,14 @@ LEAN_CASES = CASES | {
 }
 
 
-def _cases(box) -> dict:
+def _cases(box: SandboxInterface) -> dict[str, tuple[str, set[Status], str | None]]:
     if isinstance(box, Sandbox):
         return LEAN_CASES if box.python_engine == "lean" else CASES
     return NUMPY_CASES
 
 
 @pytest.mark.parametrize("name", list(NUMPY_CASES | LEAN_CASES))
-def test_hostile_code_is_contained_and_the_host_lives_on(box, name) -> None:
+def test_hostile_code_is_contained_and_the_host_lives_on(box: SandboxInterface, name: str) -> None:
     if name not in _cases(box):
         pytest.skip(f"{name!r} is a case for another engine's own bridge")
     source, allowed, needle = _cases(box)[name]
@@ -285,17 +288,17 @@ def test_func(x, needle_head):
 """
 
 
-def test_a_call_cannot_see_the_inputs_of_earlier_calls(box) -> None:
+def test_a_call_cannot_see_the_inputs_of_earlier_calls(box: SandboxInterface) -> None:
     box.call(_SPY, "('top-secret-earlier-input', 'none')")
     assert box.call(_SPY, "('later', 'top')").decoded() == ("later", 0)
 
 
-def test_an_input_in_a_batch_cannot_see_the_inputs_that_follow(box) -> None:
+def test_an_input_in_a_batch_cannot_see_the_inputs_that_follow(box: SandboxInterface) -> None:
     outcomes = box.run(_SPY, ["('first', 'later')", "('later-secret-1', 'x')", "('later-secret-2', 'x')"])
     assert outcomes[0].decoded() == ("first", 0)
 
 
-def test_sleeping_cannot_make_the_host_wait(box) -> None:
+def test_sleeping_cannot_make_the_host_wait(box: SandboxInterface) -> None:
     # 1,000 sleeps: one that waited at all (60 ms each would do) adds up past the minute allowed, or the deadline.
     source = "import time\ndef test_func():\n    for _ in range(1_000):\n        time.sleep(100)\n    return 1"
     outcome = box.call(source, "()", limits=LIMITS)

@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -33,11 +34,11 @@ def forge(expression: str) -> str:
     return FORGE.format(expression=expression)
 
 
-def outcome_json(**fields) -> str:
+def outcome_json(**fields: object) -> str:
     return json.dumps({"status": "ok", "value": "1", "value_type": "int", "encoded": 1, "stdout": ""} | fields)
 
 
-def ok(value) -> Outcome:
+def ok(value: object) -> Outcome:
     return Outcome(status=Status.OK, value=repr(value), value_type=type(value).__name__, encoded=encode(value))
 
 
@@ -45,6 +46,7 @@ def test_an_eight_megabyte_exception_name_is_refused_at_once(sandbox: Sandbox) -
     source = forge('\'{"status":"error","error_type":"\' + \'E\' * 8_000_000 + \'","error_message":"m","stdout":""}\'')
     outcome = sandbox.call(source, "()", limits=Limits(memory_bytes=256 * 1024 * 1024))
     assert outcome.status is Status.OUTPUT_LIMIT
+    assert outcome.error_type is not None and outcome.error_message is not None
     assert len(outcome.error_type) < 100 and "bytes long" in outcome.error_message
 
 
@@ -59,7 +61,7 @@ def test_a_long_exception_name_within_the_outcome_limit_is_cut(sandbox: Sandbox)
     ("field", "size", "kept"),
     [("error_message", 1_000_000, 500), ("value_type", 300_000, 200), ("stdout", 500_000, 4096)],
 )
-def test_each_text_field_is_cut_to_its_limit(sandbox: Sandbox, field, size, kept) -> None:
+def test_each_text_field_is_cut_to_its_limit(sandbox: Sandbox, field: str, size: int, kept: int) -> None:
     fields = {field: "x" * size}
     if field == "error_message":
         fields |= {"status": "error", "error_type": "ValueError"}
@@ -100,7 +102,7 @@ def test_func(x):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("engine", ["python", "numpy"])
 def test_a_workers_peak_memory_stays_bounded_when_scoring_hostile_outcomes(
-    engine, request: pytest.FixtureRequest
+    engine: str, request: pytest.FixtureRequest
 ) -> None:
     if engine == "numpy":
         request.getfixturevalue("numpy_box")  # skips when the numpy engine is not installed
@@ -188,10 +190,11 @@ def test_hundred_megabyte_outcomes_never_pile_up_in_host_memory() -> None:
         "an unclosed string of escaped quotes",
     ],
 )
-def test_an_outcome_the_guest_could_not_have_written_is_a_crash(sandbox: Sandbox, text) -> None:
+def test_an_outcome_the_guest_could_not_have_written_is_a_crash(sandbox: Sandbox, text: str) -> None:
     outcome = sandbox.call(forge(repr(text)), "()")
     assert outcome.status is Status.CRASH
     assert outcome.error_type == "SandboxViolation"
+    assert outcome.error_message is not None
     assert outcome.error_message.startswith("malformed outcome from the guest")
     assert sandbox.call("def test_func(x):\n    return x", "(3,)").value == "3"
 
@@ -206,7 +209,7 @@ def test_a_deeply_nested_outcome_is_refused_before_the_host_recurses_into_it(san
     # every allocation, so it runs wherever the host is while it handles the outcome.
     starved: list[RecursionError] = []
 
-    def during_collection(phase: str, info: dict) -> None:
+    def during_collection(phase: str, info: dict[str, Any]) -> None:
         try:
             _recurse(30)
         except RecursionError as exc:
@@ -253,7 +256,7 @@ UNDECODABLE = [
 
 
 @pytest.mark.parametrize("encoded", UNDECODABLE, ids=[json.dumps(e)[:30] for e in UNDECODABLE])
-def test_an_undecodable_forged_value_matches_nothing_and_says_why(sandbox: Sandbox, encoded) -> None:
+def test_an_undecodable_forged_value_matches_nothing_and_says_why(sandbox: Sandbox, encoded: object) -> None:
     outcome = sandbox.call(forge(repr(outcome_json(encoded=encoded))), "()")
     assert outcome.status is Status.OK
     assert not outcomes_match(ok(1), outcome)
@@ -265,7 +268,7 @@ def test_an_undecodable_forged_value_matches_nothing_and_says_why(sandbox: Sandb
 def test_forged_outcomes_for_every_input_of_a_batch_are_each_capped(sandbox: Sandbox) -> None:
     source = forge('\'{"status":"error","error_type":"\' + \'E\' * 1000 + \'","error_message":"m"}\'')
     outcomes = sandbox.run(source, [(i,) for i in range(5)])
-    assert [(o.status, len(o.error_type)) for o in outcomes] == [(Status.ERROR, 200)] * 5
+    assert [(o.status, len(o.error_type or "")) for o in outcomes] == [(Status.ERROR, 200)] * 5
 
 
 def test_a_hostile_submission_through_workers_never_disturbs_the_next_one() -> None:

@@ -8,9 +8,11 @@ take an outcome.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pytest
 
-from wasm_runtime import Sandbox, Status
+from wasm_runtime import Outcome, Sandbox, Status
 
 MARKER = "pau-own-source-marker"
 
@@ -25,7 +27,7 @@ def test_func(x):
 """
 
 
-def _text(outcomes) -> str:
+def _text(outcomes: Iterable[Outcome]) -> str:
     return " ".join(str(o.to_dict()) for o in outcomes)
 
 
@@ -36,6 +38,7 @@ def test_hidden_code_cannot_read_its_own_source_through_the_host(sandbox: Sandbo
         assert MARKER not in _text(outcomes)
         assert outcomes[0].status is Status.CRASH
         assert outcomes[0].error_type == "SandboxViolation"
+        assert outcomes[0].error_message is not None
         assert "source" in outcomes[0].error_message
 
 
@@ -138,7 +141,9 @@ def test_func(x):
 
 
 @pytest.mark.parametrize("call", ["host.source()", "host.sleep(1)"])
-def test_a_host_import_called_at_module_level_of_the_hidden_code_answers_nothing_new(sandbox: Sandbox, call) -> None:
+def test_a_host_import_called_at_module_level_of_the_hidden_code_answers_nothing_new(
+    sandbox: Sandbox, call: str
+) -> None:
     source = f"""# {MARKER}
 import sys
 host = sys.modules['wit_world.imports.host']

@@ -38,7 +38,9 @@ _SCRIPT = textwrap.dedent(
         "faulthandler.enable(); faulthandler.disable(); faulthandler.enable(all_threads=False)",
     ],
 )
-def test_a_fatal_signal_handler_installed_after_the_sandbox_does_not_let_a_trap_kill_the_process(late_handler) -> None:
+def test_a_fatal_signal_handler_installed_after_the_sandbox_does_not_let_a_trap_kill_the_process(
+    late_handler: str,
+) -> None:
     script = _SCRIPT.format(late_handler=late_handler)
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False

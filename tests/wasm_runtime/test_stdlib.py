@@ -6,9 +6,10 @@ from wasm_runtime import Sandbox
 from wasm_runtime.stdlib import ABSENT_FROM_WASI_BUILD, EXCLUDED, modules_to_bundle
 
 
-def _guest_stdlib_names(sandbox) -> list[str]:
+def _guest_stdlib_names(sandbox: Sandbox) -> list[str]:
     outcome = sandbox.call("import sys\ndef test_func():\n    return sorted(sys.stdlib_module_names)", "()")
-    return outcome.decoded()
+    names: list[str] = outcome.decoded()
+    return names
 
 
 def test_every_module_that_can_work_without_the_os_imports_inside_the_sandbox(sandbox: Sandbox) -> None:

@@ -22,7 +22,7 @@ ROUND_TRIP = [
 
 
 @pytest.mark.parametrize("value", ROUND_TRIP, ids=repr)
-def test_encoding_round_trips_through_json_with_type_and_value(value) -> None:
+def test_encoding_round_trips_through_json_with_type_and_value(value: object) -> None:
     back = decode(json.loads(json.dumps(encode(value))))
     assert type(back) is type(value)
     assert values_equal(back, value)
@@ -68,7 +68,7 @@ def test_unknown_types_are_opaque_with_repr_and_type() -> None:
 
 
 def test_self_referencing_list_is_encoded_without_recursion() -> None:
-    a: list = [1]
+    a: list[object] = [1]
     a.append(a)
     assert encode(a) == [1, {"opaque": "[...]", "type": "list"}]
 
@@ -77,7 +77,7 @@ def test_budget_and_depth_limits_raise_encoding_error() -> None:
     with pytest.raises(EncodingError) as big:
         encode("x" * 1000, max_bytes=100)
     assert big.value.reason == "too_large"
-    deep: list = []
+    deep: list[object] = []
     for _ in range(300):
         deep = [deep]
     with pytest.raises(EncodingError) as nested:
@@ -109,18 +109,18 @@ def test_huge_int_is_refused_before_converting_to_text() -> None:
         ("a", b"a", False),
     ],
 )
-def test_values_equal_follows_python_equality_with_nan_in_place(a, b, equal) -> None:
+def test_values_equal_follows_python_equality_with_nan_in_place(a: object, b: object, equal: bool) -> None:
     assert values_equal(a, b) is equal
 
 
 @pytest.mark.parametrize("bad", [{"nope": 1}, {}, {"int": "1", "float": "2"}, {"tuple": [1], "x": 2}])
-def test_decode_rejects_malformed_data(bad) -> None:
+def test_decode_rejects_malformed_data(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         decode(bad)
 
 
 @pytest.mark.parametrize("value", [None, True, False, 0, -7, 2**53 - 1, -(2**53) + 1, 2**53, "", "text", "é\ud800"])
-def test_scalars_encode_the_same_on_the_short_path_and_the_general_one(value) -> None:
+def test_scalars_encode_the_same_on_the_short_path_and_the_general_one(value: object) -> None:
     assert encode(value, max_bytes=1000) == values._Encoder(1000, 200).run(value, 0)
     assert decode(encode(value)) == value
 
@@ -136,7 +136,7 @@ def test_a_string_just_over_the_limit_is_refused_on_the_short_path_too() -> None
     [{float("nan"): 1}, frozenset({float("nan")}), {(float("nan"), 2): "x"}, {"k": {Decimal("NaN")}}],
     ids=["nan key", "nan element", "nan in a tuple key", "decimal nan in a nested set"],
 )
-def test_a_nan_in_a_set_element_or_dict_key_equals_a_nan_in_the_same_place(value) -> None:
+def test_a_nan_in_a_set_element_or_dict_key_equals_a_nan_in_the_same_place(value: object) -> None:
     assert values_equal(decode(encode(value)), decode(encode(value)))
 
 

@@ -6,6 +6,7 @@ import json
 import math
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -46,7 +47,7 @@ any_values = st.recursive(
 )
 
 
-def same(a, b) -> bool:
+def same(a: Any, b: Any) -> bool:
     """Equal with the same types all the way down; NaNs equal NaNs; floats by repr (-0.0 is not 0.0)."""
     if type(a) is not type(b):
         return False
@@ -62,23 +63,23 @@ def same(a, b) -> bool:
         return values_equal(a, b) or len(a) == len(b)  # NaNs in sets are distinct objects: equal only by count
     if isinstance(a, Decimal):
         return str(a) == str(b)
-    return a == b
+    return bool(a == b)
 
 
-def through_json(value):
+def through_json(value: object) -> Any:
     return decode(json.loads(json.dumps(encode(value))))
 
 
 @FAST
 @given(any_values)
-def test_any_value_round_trips_through_json_with_its_type_and_value(value) -> None:
+def test_any_value_round_trips_through_json_with_its_type_and_value(value: object) -> None:
     assert same(through_json(value), value)
 
 
 @FAST
 @given(st.sets(hashables, max_size=8))
-def test_a_sets_encoding_does_not_depend_on_the_order_it_was_built_in(items) -> None:
-    backwards = set()
+def test_a_sets_encoding_does_not_depend_on_the_order_it_was_built_in(items: set[object]) -> None:
+    backwards: set[object] = set()
     for item in reversed(list(items)):
         backwards.add(item)
     assert json.dumps(encode(items)) == json.dumps(encode(backwards))
@@ -86,11 +87,11 @@ def test_a_sets_encoding_does_not_depend_on_the_order_it_was_built_in(items) -> 
 
 @FAST
 @given(any_values, any_values)
-def test_equal_encodings_mean_equal_values_and_outcomes_match_follows_values_equal(a, b) -> None:
+def test_equal_encodings_mean_equal_values_and_outcomes_match_follows_values_equal(a: object, b: object) -> None:
     if json.dumps(encode(a)) == json.dumps(encode(b)):
         assert values_equal(decode(encode(a)), decode(encode(b)))
 
-    def ok(value):
+    def ok(value: object) -> Outcome:
         return Outcome(status=Status.OK, value=repr(value), encoded=json.loads(json.dumps(encode(value))))
 
     expected = values_equal(through_json(a), through_json(b))
@@ -100,7 +101,7 @@ def test_equal_encodings_mean_equal_values_and_outcomes_match_follows_values_equ
 
 @FAST
 @given(any_values, st.integers(min_value=64, max_value=4096))
-def test_an_encoding_within_the_budget_is_never_refused_by_the_hosts_cap(value, budget) -> None:
+def test_an_encoding_within_the_budget_is_never_refused_by_the_hosts_cap(value: object, budget: int) -> None:
     try:
         data = encode(value, max_bytes=budget)
     except EncodingError as exc:
@@ -118,11 +119,11 @@ def _encoded_chars_for(budget: int) -> int:
 
 @FAST
 @given(st.integers(min_value=1, max_value=200), st.sampled_from(["list", "tuple", "dict"]))
-def test_nesting_up_to_the_depth_limit_round_trips_and_past_it_is_refused(depth, kind) -> None:
-    def wrap(inner):
+def test_nesting_up_to_the_depth_limit_round_trips_and_past_it_is_refused(depth: int, kind: str) -> None:
+    def wrap(inner: object) -> object:
         return [inner] if kind == "list" else (inner,) if kind == "tuple" else {"k": inner}
 
-    value = None
+    value: object = None
     for _ in range(depth):
         value = wrap(value)
     assert values_equal(through_json(value), value)
@@ -167,7 +168,7 @@ tagged_garbage = st.recursive(
 
 @FAST
 @given(tagged_garbage)
-def test_decoding_any_json_data_gives_a_value_or_encoding_error(data) -> None:
+def test_decoding_any_json_data_gives_a_value_or_encoding_error(data: object) -> None:
     try:
         decode(data)
     except EncodingError as exc:
@@ -176,7 +177,7 @@ def test_decoding_any_json_data_gives_a_value_or_encoding_error(data) -> None:
 
 @FAST
 @given(st.binary(max_size=64))
-def test_random_bytes_parsed_as_json_or_not_never_decode_to_another_error(raw) -> None:
+def test_random_bytes_parsed_as_json_or_not_never_decode_to_another_error(raw: bytes) -> None:
     for data in (raw, raw.decode("latin-1")):
         try:
             decoded = decode(json.loads(data))
@@ -206,7 +207,7 @@ def test_random_bytes_parsed_as_json_or_not_never_decode_to_another_error(raw) -
     ],
     ids=lambda d: repr(d)[:40],
 )
-def test_malformed_encodings_raise_encoding_error_and_nothing_else(data) -> None:
+def test_malformed_encodings_raise_encoding_error_and_nothing_else(data: object) -> None:
     with pytest.raises(EncodingError) as refused:
         decode(data)
     assert refused.value.reason == "malformed"
@@ -215,13 +216,13 @@ def test_malformed_encodings_raise_encoding_error_and_nothing_else(data) -> None
 
 @FAST
 @given(floats)
-def test_every_float_round_trips_bit_for_bit(number) -> None:
+def test_every_float_round_trips_bit_for_bit(number: float) -> None:
     back = through_json(number)
     assert (math.isnan(back) and math.isnan(number)) or repr(back) == repr(number)
 
 
 @FAST
 @given(st.fractions(), st.decimals(allow_nan=True))
-def test_fractions_and_decimals_round_trip(fraction, decimal) -> None:
+def test_fractions_and_decimals_round_trip(fraction: Fraction, decimal: Decimal) -> None:
     assert through_json(fraction) == fraction and type(through_json(fraction)) is Fraction
     assert str(through_json(decimal)) == str(decimal)

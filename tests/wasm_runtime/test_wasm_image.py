@@ -7,8 +7,9 @@ import wasmtime
 
 from wasm_runtime._wasm_image import ImageError, check_primable, with_memory
 
-MODULE = wasmtime.wat2wasm(
-    """
+MODULE = bytes(  # wat2wasm gives a bytearray; the image functions take bytes
+    wasmtime.wat2wasm(
+        """
     (module
       (memory (export "memory") 1)
       (global $sp (mut i32) (i32.const 1024))
@@ -16,31 +17,36 @@ MODULE = wasmtime.wat2wasm(
       (func (export "prime") (drop (memory.grow (i32.const 1))) (i32.store (i32.const 70000) (i32.const 42)))
       (func (export "read") (result i32) (i32.load (i32.const 70000))))
     """
+    )
 )
 
 
-def _instance(module_bytes: bytes):
+def _instance(module_bytes: bytes) -> tuple[wasmtime.Store, wasmtime.Instance]:
     engine = wasmtime.Engine()
     store = wasmtime.Store(engine)
-    instance = wasmtime.Instance(store, wasmtime.Module(engine, module_bytes), [])
-    return store, instance.exports(store)
+    return store, wasmtime.Instance(store, wasmtime.Module(engine, module_bytes), [])
 
 
 def test_a_module_built_from_a_primed_memory_starts_primed() -> None:
-    store, exports = _instance(MODULE)
-    exports["prime"](store)
-    memory = exports["memory"]
+    store, instance = _instance(MODULE)
+    prime, memory = instance.exports(store)["prime"], instance.exports(store)["memory"]
+    assert isinstance(prime, wasmtime.Func) and isinstance(memory, wasmtime.Memory)
+    prime(store)
     image = bytes(memory.read(store, 0, memory.data_len(store)))
     primed = with_memory(MODULE, image)
     fresh_store, fresh = _instance(primed)
-    assert fresh["memory"].size(fresh_store) == 2
-    assert fresh["read"](fresh_store) == 42
-    assert bytes(fresh["memory"].read(fresh_store, 16, 20)) == b"seed"
+    fresh_memory, read = fresh.exports(fresh_store)["memory"], fresh.exports(fresh_store)["read"]
+    assert isinstance(fresh_memory, wasmtime.Memory) and isinstance(read, wasmtime.Func)
+    assert fresh_memory.size(fresh_store) == 2
+    assert read(fresh_store) == 42
+    assert bytes(fresh_memory.read(fresh_store, 16, 20)) == b"seed"
 
 
 def test_a_module_with_state_outside_its_memory_is_refused() -> None:
-    two_globals = wasmtime.wat2wasm(
-        '(module (memory 1) (global (mut i32) (i32.const 0)) (global (mut i32) (i32.const 0)) (data (i32.const 0) "x"))'
+    two_globals = bytes(
+        wasmtime.wat2wasm(
+            '(module (memory 1) (global (mut i32) (i32.const 0)) (global (mut i32) (i32.const 0)) (data (i32.const 0) "x"))'
+        )
     )
     with pytest.raises(ImageError, match="2 mutable globals"):
         check_primable(two_globals)

@@ -12,12 +12,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import anyio.from_thread
 import pytest
 
-from wasm_runtime import InvalidInput, Limits, Status, parse_arguments
+from wasm_runtime import InvalidInput, Limits, Outcome, Status, parse_arguments
 from wasm_runtime.workers import WorkerSandbox, _frame, _reply_bound, _Worker
 
 
@@ -59,7 +61,7 @@ def _start_both(box: WorkerSandbox) -> None:
     assert box.started == 2
 
 
-def _wait(condition, what: str) -> None:
+def _wait(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + 30
     while not condition():
         assert time.monotonic() < deadline, what
@@ -89,7 +91,7 @@ def test_overlapping_async_calls_start_the_second_worker_without_blocking_the_ev
     box = WorkerSandbox(workers=2)
     try:
 
-        async def main() -> list:
+        async def main() -> list[Outcome]:
             ticks = 0
 
             async def tick() -> None:
@@ -115,10 +117,10 @@ def test_overlapping_async_calls_start_the_second_worker_without_blocking_the_ev
         box.close()
 
 
-async def _gather(*calls) -> list:
-    results: list = [None] * len(calls)
+async def _gather(*calls: Awaitable[Outcome]) -> list[Outcome]:
+    results: list[Any] = [None] * len(calls)  # each slot is filled with its call's outcome
 
-    async def one(index: int, call) -> None:
+    async def one(index: int, call: Awaitable[Outcome]) -> None:
         results[index] = await call
 
     async with anyio.create_task_group() as group:
@@ -136,7 +138,7 @@ def test_an_async_call_to_a_dead_worker_also_reports_a_crash_and_recovers() -> N
         os.kill(worker.process.pid, signal.SIGKILL)
         worker.process.wait(timeout=60)
 
-        async def main() -> tuple:
+        async def main() -> tuple[Outcome, Outcome]:
             with anyio.fail_after(60):
                 lost = await box.acall("def test_func(x):\n    return x", "(2,)")
                 again = await box.acall("def test_func(x):\n    return x + 1", "(2,)")
@@ -153,7 +155,7 @@ def test_a_worker_killed_in_the_middle_of_a_batch_fails_only_that_batch() -> Non
     try:
         slow = "def test_func(x):\n    while True:\n        pass"
         limits = Limits(timeout_s=5.0)
-        results: dict[str, list] = {}
+        results: dict[str, list[Outcome]] = {}
         _start_both(box)
         everyone = list(box._idle.queue)
         running = threading.Thread(
@@ -166,6 +168,7 @@ def test_a_worker_killed_in_the_middle_of_a_batch_fails_only_that_batch() -> Non
         running.join(timeout=60)
         assert [o.value for o in others] == ["-1", "-2"]
         assert [(o.status, o.error_type) for o in results["slow"]] == [(Status.CRASH, "WorkerDied")] * 2
+        assert results["slow"][0].error_message is not None
         assert "replaced" in results["slow"][0].error_message
         assert box.workers == 2 and box._idle.qsize() == 2
         assert [o.value for o in box.run("def test_func(x):\n    return x + 1", ["(1,)", "(2,)", "(3,)"])] == [
@@ -200,6 +203,7 @@ def test_a_reply_is_read_in_time_linear_in_its_length() -> None:
         stdout=subprocess.PIPE,
     )  # fmt: skip
     try:
+        assert writer.stdout is not None
         reader = _PipeReader(writer.stdout.fileno())
         with anyio.from_thread.start_blocking_portal() as portal:
             got = portal.call(_read_reply, reader, 1 << 30)
@@ -216,6 +220,7 @@ def test_a_reply_announced_larger_than_any_outcome_can_be_is_refused_before_it_i
         stdout=subprocess.PIPE,
     )  # fmt: skip
     try:
+        assert writer.stdout is not None
         reader = _PipeReader(writer.stdout.fileno())
         with pytest.raises(EOFError, match="more than any reply can be"):
             reader._blocking(reader._receiving(_reply_bound(10, Limits())))
@@ -233,7 +238,7 @@ class _PipeReader(_Worker):
         os.set_blocking(fd, False)
 
 
-async def _read_reply(reader: _Worker, limit: int):
+async def _read_reply(reader: _Worker, limit: int) -> Any:
     with anyio.fail_after(60):
         steps = reader._receiving(limit)
         try:
@@ -285,9 +290,10 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["kill -9", "SIGTERM"])
-def test_workers_die_with_their_parent_however_it_is_killed(signum) -> None:
+def test_workers_die_with_their_parent_however_it_is_killed(signum: signal.Signals) -> None:
     parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True)
     try:
+        assert parent.stdout is not None
         line = parent.stdout.readline()
         assert line, "the parent process did not start its workers"
         workers = json.loads(line)
@@ -309,7 +315,7 @@ def test_a_call_after_a_cancelled_async_call_on_the_same_worker_gets_its_own_res
     try:
         slow = "def test_func(x):\n    while True:\n        pass"
 
-        async def main() -> tuple:
+        async def main() -> tuple[Outcome, list[Outcome]]:
             with anyio.fail_after(60):
                 async with anyio.create_task_group() as group:
                     group.start_soon(lambda: box.arun(slow, ["(1,)"], limits=Limits(timeout_s=1.0)))
@@ -339,7 +345,7 @@ def test_a_reply_cut_off_by_a_cancellation_is_read_to_its_end_before_the_next_re
     stale, wanted = _frame(["stale"] * 1000), _frame("wanted")
     try:
 
-        async def main():
+        async def main() -> Any:
             with anyio.fail_after(60):
                 async with anyio.create_task_group() as group:
                     group.start_soon(worker.arequest, "first")
@@ -356,7 +362,7 @@ def test_a_reply_cut_off_by_a_cancellation_is_read_to_its_end_before_the_next_re
             os.close(fd)
 
 
-def _unframe(fd: int):
+def _unframe(fd: int) -> object:
     (size,) = struct.unpack("!I", os.read(fd, 4))
     return pickle.loads(os.read(fd, size))
 
@@ -366,7 +372,7 @@ def test_large_argument_literals_are_parsed_in_a_process_of_their_own() -> None:
     # per 64 KiB literal. The worker sandbox parses them in one more process, with the same results and refusals.
     literal = "(" + repr(list(range(10_900))) + ", {'a': (1.5, b'x')})"
 
-    async def parse(box: WorkerSandbox, text: str):
+    async def parse(box: WorkerSandbox, text: str) -> tuple[Any, ...]:
         return await box.aparse_arguments(text)
 
     box = WorkerSandbox(workers=1)

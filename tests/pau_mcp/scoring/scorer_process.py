@@ -18,7 +18,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env | extra
 
 
-def start(args: list[str], env: dict[str, str], seconds: float = 90) -> tuple[subprocess.Popen, str]:
+def start(args: list[str], env: dict[str, str], seconds: float = 90) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "pau_mcp", "scorer", *args],
         env=env,
@@ -26,9 +26,16 @@ def start(args: list[str], env: dict[str, str], seconds: float = 90) -> tuple[su
         stdout=subprocess.DEVNULL,
         text=True,
     )
+    stderr = process.stderr
+    assert stderr is not None  # stderr=PIPE
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()
-    seen = []
+
+    def read() -> None:
+        for line in stderr:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
     while True:
         try:
             line = lines.get(timeout=seconds)
@@ -41,7 +48,7 @@ def start(args: list[str], env: dict[str, str], seconds: float = 90) -> tuple[su
             return process, match.group(1)
 
 
-def stop(process: subprocess.Popen) -> None:
+def stop(process: subprocess.Popen[str]) -> None:
     """End the scorer (and so its sandbox workers), killing it if it does not stop in time."""
     process.terminate()
     try:

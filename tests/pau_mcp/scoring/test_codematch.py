@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import pytest
@@ -23,7 +24,7 @@ FAST = Limits(timeout_s=0.2)
 LOOP = Limits(timeout_s=0.02)
 
 
-def score(sandbox, method: Method, code: str | None, **options) -> CodeMatch:
+def score(sandbox: Sandbox, method: Method, code: str | None, **options: Any) -> CodeMatch:
     async def go() -> CodeMatch:
         with anyio.fail_after(120):
             return await match_code(sandbox, method, code, **options)
@@ -55,7 +56,7 @@ DEF = "def test_func(arg0):\n    return arg0\n"
         ("```python", "```python\n"),  # a fence with no line after it opens nothing
     ],
 )
-def test_code_is_extracted_from_fenced_and_unfenced_replies(reply, expected) -> None:
+def test_code_is_extracted_from_fenced_and_unfenced_replies(reply: str, expected: str) -> None:
     assert extract_code(reply) == expected
 
 
@@ -68,7 +69,7 @@ _FENCE_GRAMMAR = re.compile(
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(["```", "~~~", "`", "\n", " ", "\t", "py", "python", "x", "-", "def test_func(a):"])))
-def test_fenced_blocks_are_read_as_the_fence_grammar_says(parts) -> None:
+def test_fenced_blocks_are_read_as_the_fence_grammar_says(parts: list[str]) -> None:
     reply = "".join(parts)
     blocks = [(language.lower(), body) for _, language, body in _FENCE_GRAMMAR.findall(reply)]
     ordered = [b for lang, b in blocks if lang in ("python", "py", "python3")]
@@ -91,7 +92,7 @@ def test_without_a_block_defining_the_entry_the_first_block_is_kept_so_the_score
 
 
 @pytest.mark.parametrize("method_id", sorted(BUILTIN))
-def test_the_gold_source_scores_1_on_every_builtin_method(sandbox: Sandbox, method_id) -> None:
+def test_the_gold_source_scores_1_on_every_builtin_method(sandbox: Sandbox, method_id: str) -> None:
     method = BUILTIN[method_id]
     result = score(sandbox, method, method.source)
     assert (result.status, result.fraction, result.reason) == ("scored", 1.0, None)
@@ -100,7 +101,7 @@ def test_the_gold_source_scores_1_on_every_builtin_method(sandbox: Sandbox, meth
 
 def test_deliberately_wrong_code_scores_below_1_and_says_how_many_differ(sandbox: Sandbox) -> None:
     result = score(sandbox, RUNS, "def test_func(arg0):\n    return [(c, 1) for c in arg0]\n")
-    assert result.status == "scored" and 0 < result.fraction < 1
+    assert result.status == "scored" and result.fraction is not None and 0 < result.fraction < 1
     wrong = result.matches.count(False)
     assert result.fraction == pytest.approx(1 - wrong / len(RUNS.tests))
     assert result.reason == f"{wrong} of {len(RUNS.tests)} test inputs differ ({wrong} returned a different value)"
@@ -142,7 +143,9 @@ def test_a_tuple_for_a_list_is_a_different_value_under_the_one_equality_rule(san
         ("", "there is no code"),
     ],
 )
-def test_code_that_cannot_run_scores_0_with_a_reason_and_the_scorer_lives_on(sandbox: Sandbox, code, reason) -> None:
+def test_code_that_cannot_run_scores_0_with_a_reason_and_the_scorer_lives_on(
+    sandbox: Sandbox, code: str, reason: str
+) -> None:
     # A loop burns its whole time limit on each of the 20 inputs: a short one is enough to show the category.
     result = score(sandbox, RUNS, code, limits=LOOP if "timed out" in reason else FAST)
     assert result.status == "scored" and result.fraction == 0.0 and result.reason == reason
@@ -172,6 +175,7 @@ def test_a_method_without_frozen_tests_is_an_error_not_a_score(sandbox: Sandbox)
 
 def test_oversized_code_is_not_run(sandbox: Sandbox) -> None:
     result = score(sandbox, RUNS, "#" * 200_000)
+    assert result.reason is not None
     assert result.fraction == 0.0 and "longer than" in result.reason
 
 
@@ -184,7 +188,7 @@ def fake() -> Iterator[FakeLLM]:
         yield server
 
 
-def write(fake: FakeLLM, sandbox, description: str, **options) -> CodeMatch:
+def write(fake: FakeLLM, sandbox: Sandbox, description: str, **options: Any) -> CodeMatch:
     llm = LLMClient(env={"OPENAI_BASE_URL": fake.base_url}, backoff_s=0.01)
 
     async def go() -> CodeMatch:
@@ -231,6 +235,7 @@ def test_a_reply_without_code_scores_0_with_the_reason(fake: FakeLLM, sandbox: S
 def test_a_refused_code_writer_request_is_an_error_result(fake: FakeLLM, sandbox: Sandbox) -> None:
     fake.fail(400, message="prompt too long")
     result = write(fake, sandbox, "Run lengths.")
+    assert result.reason is not None
     assert result.status == "error" and result.fraction is None and "prompt too long" in result.reason
 
 
@@ -238,6 +243,7 @@ def test_gold_mode_gives_the_code_writer_the_gold_description(fake: FakeLLM, san
     fake.say(f"```python\n{RUNS.source}```")
     scorer = Scorer(STORE, sandbox, LLMClient(env={"OPENAI_BASE_URL": fake.base_url}), coder_model="openai/coder")
     result = anyio.run(lambda: scorer.score("builtin/b002", gold=True))
+    assert result.codematch is not None
     assert result.gold and result.judge is None and result.codematch.fraction == 1.0
     assert RUNS.description in fake.prompts()[0]
 

@@ -26,6 +26,7 @@ def test_the_first_wrong_input_comes_back_as_a_counterexample(sandbox: Sandbox) 
     assert len(ast.literal_eval(first_wrong.input)[0]) > 8
     example = result.counterexample
     assert example is not None and example.input == first_wrong.input
+    assert first_wrong.outcome is not None and first_wrong.outcome.value is not None
     assert example.expected == first_wrong.outcome.shown()
     assert example.got == repr(ast.literal_eval(first_wrong.outcome.value)[:-1])
 
@@ -55,6 +56,7 @@ def test_the_counterexample_output_comes_from_a_fresh_run_so_batch_state_cannot_
     result = anyio.run(lambda: match_code(sandbox, RUNS, code, counterexample=True))
     assert result.matches.count(False) == 1 and not result.matches[target_index]
     example = result.counterexample
+    assert example is not None
     assert example.input == RUNS.tests[target_index].input
     assert example.got == repr([target])  # the lone, fresh run saw only this input
     for other in earlier:
@@ -69,6 +71,7 @@ def test_code_wrong_only_inside_a_batch_gets_no_counterexample_rather_than_a_lea
         "    return list(seen) if len(seen) > 1 else _gold(arg0)\n"
     )
     result = anyio.run(lambda: match_code(sandbox, RUNS, code, counterexample=True))
+    assert result.fraction is not None
     assert result.fraction < 0.1 and result.counterexample is None
 
 
@@ -78,6 +81,7 @@ def test_submitted_code_in_a_fence_is_unwrapped_and_needs_no_model(sandbox: Sand
         lambda: scorer.score("builtin/b002", code=f"My code:\n```python\n{RUNS.source}```", counterexample=True)
     )
     assert result.judge is None and result.codematch is None
+    assert result.direct is not None
     assert result.direct.fraction == 1.0 and result.usage.total == 0 and result.cost_usd == 0.0
     assert result.feedback() == {"direct_code_match": 1.0}
 
@@ -88,6 +92,7 @@ def test_the_agent_sees_the_score_the_reason_and_one_counterexample_only(sandbox
     result = anyio.run(lambda: scorer.score("builtin/b002", code=code, counterexample=True))
     shown = result.feedback()
     assert set(shown) == {"direct_code_match", "direct_code_note", "direct_code_failures", "counterexample"}
+    assert result.direct is not None
     assert shown["direct_code_match"] == pytest.approx(result.direct.fraction, abs=1e-3)
     assert set(shown["counterexample"]) == {"input", "expected"}  # what the code did is not shown
     others = [case.input for case in RUNS.tests if case.input != shown["counterexample"]["input"]]

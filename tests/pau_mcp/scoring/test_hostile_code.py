@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -18,7 +19,7 @@ import pytest
 
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import FAILURE_KINDS, CodeMatch, Scorer, match_code
-from wasm_runtime import Limits, Outcome, Sandbox, Status
+from wasm_runtime import Limits, Outcome, Sandbox, SandboxInterface, Status
 from wasm_runtime.workers import WorkerSandbox
 
 STORE = ManifestStore()
@@ -29,7 +30,7 @@ LOOP = Limits(timeout_s=0.02)
 HEXES = [json.dumps(bytes(case.input, "utf-8").hex()) for case in RUNS.tests]  # how the leaks below spell inputs
 
 
-def score(sandbox: Any, code: str | None, **options: Any) -> CodeMatch:
+def score(sandbox: SandboxInterface, code: str | None, **options: Any) -> CodeMatch:
     async def go() -> CodeMatch:
         with anyio.fail_after(120):
             return await match_code(sandbox, RUNS, code, **options)
@@ -37,7 +38,7 @@ def score(sandbox: Any, code: str | None, **options: Any) -> CodeMatch:
     return anyio.run(go)
 
 
-def agent_view(sandbox: Any, code: str, counterexample: bool = True) -> dict[str, Any]:
+def agent_view(sandbox: SandboxInterface, code: str, counterexample: bool = True) -> dict[str, Any]:
     scorer = Scorer(STORE, sandbox, llm=None)
 
     async def go() -> dict[str, Any]:
@@ -81,7 +82,7 @@ _THROUGH_THE_ENCODER = (
     ],
     ids=["unknown-tag", "empty", "set", "key", "bigint", "fraction", "complex", "bytes", "nested-tag", "deep"],
 )
-def test_a_forged_encoding_is_no_match_with_a_fixed_reason_and_the_scorer_goes_on(sandbox: Sandbox, setup) -> None:
+def test_a_forged_encoding_is_no_match_with_a_fixed_reason_and_the_scorer_goes_on(sandbox: Sandbox, setup: str) -> None:
     result = score(sandbox, _THROUGH_THE_ENCODER.format(setup=setup), counterexample=True)
     assert result.status == "scored" and result.fraction == 0.0
     assert only_fixed_words(result.reason), result.reason
@@ -103,7 +104,9 @@ def test_a_forged_encoding_is_no_match_with_a_fixed_reason_and_the_scorer_goes_o
     ],
     ids=["deep", "unhashable", "not-a-list", "unknown-status", "not-json"],
 )
-def test_an_outcome_handed_straight_to_the_host_is_no_match_and_the_scorer_goes_on(sandbox: Sandbox, outcome) -> None:
+def test_an_outcome_handed_straight_to_the_host_is_no_match_and_the_scorer_goes_on(
+    sandbox: Sandbox, outcome: str
+) -> None:
     code = f"from wit_world.imports import host\ndef test_func(arg0):\n    host.next({outcome!r})\n    return 1\n"
     result = score(sandbox, code, counterexample=True)
     assert result.status == "scored" and result.fraction == 0.0
@@ -129,13 +132,32 @@ def test_code_that_forges_some_outcomes_still_scores_the_inputs_it_answers(sandb
     )
 
 
-class _Forging:
+class _OnlyArun(SandboxInterface):
+    """A stand-in sandbox: the scorer runs code only through ``arun``, which each stand-in below has its own of."""
+
+    def run(
+        self, source: str, inputs: Iterable[str | tuple[Any, ...]], entry: str = "test_func",
+        limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
+    ) -> list[Outcome]:  # fmt: skip
+        raise AssertionError("the scorer runs code through arun")
+
+    def info(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+class _Forging(_OnlyArun):
     """Hands back these outcomes for every batch, as a guest that got past every check of the sandbox would."""
 
     def __init__(self, outcomes: list[Outcome]) -> None:
         self.outcomes = outcomes
 
-    async def arun(self, source: str, inputs: list[str], **options: Any) -> list[Outcome]:
+    async def arun(
+        self, source: str, inputs: Sequence[str | tuple[Any, ...]], entry: str = "test_func",
+        limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
+    ) -> list[Outcome]:  # fmt: skip
         return self.outcomes[: len(inputs)] if len(inputs) > 1 else self.outcomes[:1]
 
 
@@ -150,18 +172,22 @@ def test_an_undecodable_value_is_counted_as_could_not_be_decoded_and_alone_gives
     assert alone.counterexample is not None and alone.counterexample.input == RUNS.tests[0].input
 
 
-class _Broken:
+class _Broken(_OnlyArun):
     """A sandbox whose infrastructure fails (a worker that cannot start, an engine error)."""
 
     limits = Limits()
 
-    async def arun(self, source: str, inputs: list[str], **options: Any) -> list[Outcome]:
+    async def arun(
+        self, source: str, inputs: Sequence[str | tuple[Any, ...]], entry: str = "test_func",
+        limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
+    ) -> list[Outcome]:  # fmt: skip
         raise RuntimeError("WasmtimeError: the engine gave up")
 
 
 def test_a_sandbox_failure_is_an_error_result_for_that_code_not_an_exception() -> None:
     result = anyio.run(lambda: match_code(_Broken(), RUNS, RUNS.source, counterexample=True))
     assert result.status == "error" and result.fraction is None
+    assert result.reason is not None
     assert "sandbox" in result.reason
     shown = anyio.run(lambda: Scorer(STORE, _Broken(), llm=None).score(RUNS.id, code=RUNS.source)).feedback()
     assert shown == {"direct_code_match": "error"}
@@ -181,7 +207,7 @@ _LEAKS = {
 
 @pytest.mark.parametrize("code", list(_LEAKS.values()), ids=list(_LEAKS))
 def test_without_a_counterexample_nothing_the_code_produced_and_no_test_input_comes_back(
-    sandbox: Sandbox, code
+    sandbox: Sandbox, code: str
 ) -> None:
     shown = agent_view(sandbox, code, counterexample=False)
     text = json.dumps(shown)
@@ -192,11 +218,12 @@ def test_without_a_counterexample_nothing_the_code_produced_and_no_test_input_co
 
 @pytest.mark.parametrize("code", list(_LEAKS.values()), ids=list(_LEAKS))
 def test_a_counterexample_holds_the_input_and_the_expected_outcome_but_nothing_the_code_produced(
-    sandbox: Sandbox, code
+    sandbox: Sandbox, code: str
 ) -> None:
     shown = agent_view(sandbox, code, counterexample=True)
     assert set(shown["counterexample"]) == {"input", "expected"}
     first = RUNS.tests[0]
+    assert first.outcome is not None
     assert shown["counterexample"] == {"input": first.input, "expected": first.outcome.shown()}
     assert "LEAK_" not in json.dumps(shown)
 
@@ -217,6 +244,7 @@ def test_an_8_mb_exception_name_does_not_freeze_scoring_and_is_not_repeated(sand
     assert result.reason == f"every test input fails the same way ({FAILURE_KINDS['output_limit']})"
     assert len(json.dumps(shown)) < 1000 and "EEEE" not in json.dumps(shown)
     # What the operator keeps (the counterexample's own outcome) is clipped too.
+    assert result.counterexample is not None
     assert len(result.counterexample.got) <= 2000
 
 
@@ -233,7 +261,7 @@ def test_an_8_mb_exception_name_does_not_freeze_scoring_and_is_not_repeated(sand
     ],
     ids=["printed", "print-flood", "huge-string", "huge-list", "memory", "timeout", "exit"],
 )
-def test_huge_output_and_runaway_code_are_fixed_categories(sandbox: Sandbox, code, kind) -> None:
+def test_huge_output_and_runaway_code_are_fixed_categories(sandbox: Sandbox, code: str, kind: str) -> None:
     # A loop burns its whole time limit on each of the 20 inputs: a short one is enough to show the category.
     result = score(sandbox, code, limits=LOOP if kind == "timeout" else FAST)
     assert result.status == "scored" and result.fraction == 0.0
@@ -244,6 +272,7 @@ def test_code_with_a_lone_surrogate_scores_0_without_reaching_the_sandbox(worker
     # Source that is not valid Unicode aborts the sandbox's process (a native free() failure): it never goes there.
     code = "def test_func(arg0):\n    return '" + chr(0xD800) + "'\n"
     result = score(worker_sandbox, code, counterexample=True)
+    assert result.reason is not None
     assert result.status == "scored" and result.fraction == 0.0 and "not valid Unicode" in result.reason
     assert result.counterexample is None
     assert score(worker_sandbox, RUNS.source).fraction == 1.0

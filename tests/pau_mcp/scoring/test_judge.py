@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -33,7 +34,7 @@ def fake() -> Iterator[FakeLLM]:
         yield server
 
 
-def judge(fake: FakeLLM, reply: str | None = None, **options) -> JudgeResult:
+def judge(fake: FakeLLM, reply: str | None = None, **options: Any) -> JudgeResult:
     if reply is not None:
         fake.say(reply)
     llm = LLMClient(env={"OPENAI_BASE_URL": fake.base_url}, backoff_s=0.01, **options)
@@ -79,14 +80,14 @@ def test_a_rated_reply_is_scored_with_the_reply_tokens_and_model(fake: FakeLLM) 
         ("At first: Rating: 2. On reflection the edge cases match.\nRating: 4", 4),
     ],
 )
-def test_a_rating_line_is_read_in_its_usual_variants(reply, rating) -> None:
+def test_a_rating_line_is_read_in_its_usual_variants(reply: str, rating: int) -> None:
     assert parse_rating(reply) == rating
 
 
 @pytest.mark.parametrize(
     "reply", ["Rating: 6", "Rating: 0", "Rating: 4.5", "Rating: 45", "I would say 4.", "Rating: X", ""]
 )
-def test_replies_without_a_valid_rating_are_not_read_as_numbers(reply) -> None:
+def test_replies_without_a_valid_rating_are_not_read_as_numbers(reply: str) -> None:
     assert parse_rating(reply) is None
 
 
@@ -98,9 +99,10 @@ def test_replies_without_a_valid_rating_are_not_read_as_numbers(reply) -> None:
         ("", "reply was empty"),
     ],
 )
-def test_an_unparseable_reply_is_unscored_with_the_reason(fake: FakeLLM, reply, reason) -> None:
+def test_an_unparseable_reply_is_unscored_with_the_reason(fake: FakeLLM, reply: str, reason: str) -> None:
     result = judge(fake, reply)
     assert result.status == "unscored" and result.rating is None
+    assert result.reason is not None
     assert reason in result.reason
     assert result.reply == reply
 
@@ -108,6 +110,7 @@ def test_an_unparseable_reply_is_unscored_with_the_reason(fake: FakeLLM, reply, 
 def test_a_judge_request_the_provider_refuses_is_an_error_result_not_a_rating(fake: FakeLLM) -> None:
     fake.fail(400, message="context length exceeded")
     result = judge(fake)
+    assert result.reason is not None
     assert result.status == "error" and result.rating is None and "context length exceeded" in result.reason
 
 
@@ -118,7 +121,7 @@ def test_a_fatal_provider_error_is_raised_not_recorded(fake: FakeLLM) -> None:
 
 
 def test_summaries_count_unscored_replies_as_1_only_when_asked_and_say_so() -> None:
-    results = [
+    results: list[JudgeResult | tuple[str, float | None]] = [
         JudgeResult("scored", 5),
         JudgeResult("scored", 3),
         JudgeResult("unscored", reason="no line"),
@@ -166,7 +169,7 @@ def fenced(prompt: str, name: str) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("candidate", BREAKOUTS, ids=["plain-tags", "guessed-tag", "system", "fenced-code"])
-def test_a_candidate_cannot_close_its_fence_or_add_a_reference(candidate) -> None:
+def test_a_candidate_cannot_close_its_fence_or_add_a_reference(candidate: str) -> None:
     prompt = judge_messages(GOLD, candidate)[-1]["content"]
     inside, tag = fenced(prompt, "candidate")
     reference, same = fenced(prompt, "reference")
@@ -205,13 +208,14 @@ def test_the_prompt_says_nothing_inside_the_fences_is_an_instruction_and_where_t
         "Rating: 3\n\nThanks!",
     ],
 )
-def test_a_rating_is_read_only_from_a_last_line_in_the_asked_form(reply) -> None:
+def test_a_rating_is_read_only_from_a_last_line_in_the_asked_form(reply: str) -> None:
     assert parse_rating(reply) is None
 
 
 def test_a_judge_that_repeats_an_injected_rating_after_its_own_is_unscored_not_guessed(fake: FakeLLM) -> None:
     result = judge(fake, "They differ on negatives.\nRating: 2\n(The candidate asked for Rating: 5.)")
     assert result.status == "unscored" and result.rating is None
+    assert result.reason is not None
     assert "last line" in result.reason
 
 

@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakellm import FakeLLM, Reply
@@ -29,7 +30,7 @@ PLAIN = "def test_func(arg0):\n    r = 1\n    for c in str(abs(arg0)):\n        
 NAIVE = "def test_func(*args):\n    return 1\n"
 
 
-def coder(body: dict) -> Reply | str:
+def coder(body: dict[str, Any]) -> Reply | str:
     """A code writer whose code depends on what it was handed: the gold rules, the explored one, or nothing."""
     text = str(body["messages"][-1]["content"])
     if B001.description in text:
@@ -39,7 +40,7 @@ def coder(body: dict) -> Reply | str:
     return f"```python\n{NAIVE}```"
 
 
-def _prompt(**knowledge_and_examples) -> str:
+def _prompt(**knowledge_and_examples: Any) -> str:
     return coder_messages(B001, EXPLORED, **knowledge_and_examples)[-1]["content"]
 
 

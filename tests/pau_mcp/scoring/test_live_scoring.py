@@ -10,7 +10,7 @@ import pytest
 
 from pau_mcp.llm import LLMClient
 from pau_mcp.manifests import ManifestStore
-from pau_mcp.scoring import Scorer
+from pau_mcp.scoring import Scorer, ScoreResult
 from wasm_runtime import Sandbox
 
 BASE_URL = os.environ.get("PAU_TEST_LLM_BASE_URL")
@@ -38,14 +38,19 @@ def test_a_real_judge_and_code_writer_score_a_good_description_highly(sandbox: S
         "characters, in order; case-sensitive; an empty string gives an empty list."
     )
 
-    async def go():
+    async def go() -> ScoreResult:
         with anyio.fail_after(600):
             return await scorer.score("builtin/b002", description)
 
     result = anyio.run(go)
+    assert result.judge is not None and result.codematch is not None
     assert result.judge.status == "scored", result.judge.reason
-    assert result.judge.rating >= 4, result.judge.reply
-    assert result.codematch.status == "scored" and result.codematch.fraction >= 0.9, (
+    assert result.judge.rating is not None and result.judge.rating >= 4, result.judge.reply
+    assert (
+        result.codematch.status == "scored"
+        and result.codematch.fraction is not None
+        and result.codematch.fraction >= 0.9
+    ), (
         result.codematch.reason,
         result.codematch.code,
     )

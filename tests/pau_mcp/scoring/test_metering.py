@@ -9,9 +9,9 @@ import anyio
 
 from pau_mcp.fairness import FairShare
 from pau_mcp.manifests import ManifestStore
-from pau_mcp.scoring import Scorer, match_code
+from pau_mcp.scoring import CodeMatch, Scorer, ScoreResult, match_code
 from pau_mcp.scoring.metering import CHUNK, MeteredSandbox
-from wasm_runtime import Limits
+from wasm_runtime import Limits, Outcome, SandboxInterface
 from wasm_runtime.workers import WorkerSandbox
 
 RUNS = ManifestStore().method("builtin/b002")  # run-length pairs of a string: 20 test inputs
@@ -28,10 +28,10 @@ def test_func(*args):
 """
 
 
-def _statuses(sandbox, code: str, seconds: float, limits: Limits | None = None) -> list[str]:
+def _statuses(sandbox: SandboxInterface, code: str, seconds: float, limits: Limits | None = None) -> list[str]:
     metered = MeteredSandbox(sandbox, seconds)
 
-    async def go():
+    async def go() -> list[Outcome]:
         with anyio.fail_after(300):
             return await metered.arun(code, [case.input for case in RUNS.tests], limits=limits)
 
@@ -59,7 +59,7 @@ def test_code_handing_back_huge_outcomes_stops_once_its_time_in_the_sandbox_is_s
 
 
 def test_honest_code_scores_as_without_the_total(worker_sandbox: WorkerSandbox) -> None:
-    async def go():
+    async def go() -> CodeMatch:
         return await match_code(MeteredSandbox(worker_sandbox, 10.0), RUNS, RUNS.source, counterexample=True)
 
     result = anyio.run(go)
@@ -69,10 +69,11 @@ def test_honest_code_scores_as_without_the_total(worker_sandbox: WorkerSandbox) 
 def test_a_submission_that_ran_out_of_time_says_so_in_its_reason(worker_sandbox: WorkerSandbox) -> None:
     scorer = Scorer(ManifestStore(), worker_sandbox, llm=None, limits=Limits(timeout_s=0.2), seconds=0.4)
 
-    async def go():
+    async def go() -> ScoreResult:
         return await scorer.score(RUNS.id, code=SPIN)
 
     result = anyio.run(go)
+    assert result.direct is not None
     assert result.direct.fraction == 0.0 and "timed out" in (result.direct.reason or "")
 
 
@@ -83,9 +84,7 @@ def test_another_submission_is_scored_at_once_while_spinning_ones_hold_the_worke
     share = FairShare(slots=worker_sandbox.workers, reserved=worker_sandbox.workers // 2)
     # Each hog spins through a 2.5 s total (the default 10 s made the four of them 40 s of the suite's CPU); a chunk
     # of its inputs still holds a worker for over a second, and a hog's whole scoring for over 2.5 s.
-    scorer = Scorer(
-        ManifestStore(), worker_sandbox, llm=None, limits=Limits(timeout_s=0.25), shares=share, seconds=2.5
-    )
+    scorer = Scorer(ManifestStore(), worker_sandbox, llm=None, limits=Limits(timeout_s=0.25), shares=share, seconds=2.5)
     hog_times: list[float] = []
     victim_times: list[float] = []
 
@@ -93,7 +92,7 @@ def test_another_submission_is_scored_at_once_while_spinning_ones_hold_the_worke
         started = time.perf_counter()
         result = await scorer.score(RUNS.id, code=code, party=party)
         into.append(time.perf_counter() - started)
-        assert result.direct.status == "scored"
+        assert result.direct is not None and result.direct.status == "scored"
 
     async def go() -> None:
         with anyio.fail_after(600):

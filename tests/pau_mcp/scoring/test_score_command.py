@@ -365,7 +365,7 @@ def _eval_brain(body: dict[str, Any]) -> str:
     return "DESCRIPTION: the product of its non-zero digits"
 
 
-def _evaluate(fake: FakeLLM, tmp_path: Path, monkeypatch, **config: Any) -> None:
+def _evaluate(fake: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **config: Any) -> None:
     import anyio
 
     from pau_mcp.config import Settings

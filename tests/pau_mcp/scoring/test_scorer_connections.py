@@ -36,7 +36,7 @@ LONG_READ_TIMEOUT = "600"
 
 
 @contextlib.contextmanager
-def _scorer(tmp_path, *args: str, files: int = FILES, pids: list[int] | None = None) -> Iterator[str]:
+def _scorer(tmp_path: Path, *args: str, files: int = FILES, pids: list[int] | None = None) -> Iterator[str]:
     """A `pau-mcp scorer` process with the scorer token and at most ``files`` open files; yields its URL (and puts
     its process id in ``pids``)."""
     launcher = (
@@ -53,8 +53,15 @@ def _scorer(tmp_path, *args: str, files: int = FILES, pids: list[int] | None = N
     )  # fmt: skip
     if pids is not None:
         pids.append(process.pid)  # the launcher execs the scorer: the same process
+    stderr = process.stderr
+    assert stderr is not None  # stderr=PIPE
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stderr], daemon=True).start()  # type: ignore[union-attr]
+
+    def read() -> None:
+        for line in stderr:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
     try:
         seen: list[str] = []
         while True:
@@ -199,11 +206,12 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_scorer_little_and_st
             [sys.executable, "-c", PIPELINE_FLOOD, host, str(port), "/v1/score", "200", "400"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
+        assert flood.stdin is not None  # stdin=PIPE
         try:
             during = [_served_within(url, PATIENCE_S) for _ in range(5)]
             assert flood.stdout is not None and flood.stdout.readline().startswith("sent")
         finally:
-            flood.stdin.close()  # type: ignore[union-attr]
+            flood.stdin.close()
             flood.wait(timeout=60)
         after = [_served_within(url, PATIENCE_S) for _ in range(3)]
         spent = cpu_seconds(pids[0]) - before

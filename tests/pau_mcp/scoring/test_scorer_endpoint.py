@@ -36,7 +36,7 @@ def _replies(body: dict[str, Any]) -> str:
 
 
 class Endpoint:
-    def __init__(self, process: subprocess.Popen, url: str) -> None:
+    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
         self.process = process
         self.url = url
         self.client = httpx2.Client(base_url=url, timeout=60)
@@ -89,7 +89,7 @@ def test_the_openapi_document_describes_the_score_request(endpoint: Endpoint) ->
 
 
 @pytest.mark.parametrize("token", [None, "wrong-token-123", ""])
-def test_scoring_without_the_right_bearer_token_is_401(endpoint: Endpoint, token) -> None:
+def test_scoring_without_the_right_bearer_token_is_401(endpoint: Endpoint, token: str | None) -> None:
     reply = endpoint.post({"method": "builtin/b002", "code": RUNS.source}, token=token)
     assert reply.status_code == 401 and "token" in reply.json()["error"]
     assert reply.headers["www-authenticate"] == "Bearer"
@@ -103,7 +103,7 @@ def test_the_agents_token_scheme_alone_is_not_enough(endpoint: Endpoint) -> None
 
 
 @pytest.mark.parametrize("body", [b"{not json", b"", b"\xff\xfe"])
-def test_malformed_json_is_400(endpoint: Endpoint, body) -> None:
+def test_malformed_json_is_400(endpoint: Endpoint, body: bytes) -> None:
     reply = endpoint.post(body)
     assert reply.status_code == 400 and "JSON" in reply.json()["error"]
 
@@ -111,7 +111,7 @@ def test_malformed_json_is_400(endpoint: Endpoint, body) -> None:
 @pytest.mark.parametrize(
     "body", [{"method": "builtin/b002"}, {"method": "builtin/b002", "description": "   ", "code": "\n"}]
 )
-def test_an_empty_submission_is_400(endpoint: Endpoint, body) -> None:
+def test_an_empty_submission_is_400(endpoint: Endpoint, body: dict[str, str]) -> None:
     reply = endpoint.post(body)
     assert reply.status_code == 400 and "empty" in reply.json()["error"]
 
@@ -128,7 +128,7 @@ def test_an_empty_submission_is_400(endpoint: Endpoint, body) -> None:
         (["builtin/b002", "x"], "body"),
     ],
 )
-def test_fields_of_the_wrong_shape_are_422_naming_the_field(endpoint: Endpoint, body, field) -> None:
+def test_fields_of_the_wrong_shape_are_422_naming_the_field(endpoint: Endpoint, body: object, field: str) -> None:
     reply = endpoint.post(body)
     assert reply.status_code == 422
     data = reply.json()
@@ -154,7 +154,7 @@ def test_a_chunked_body_over_the_limit_is_413_too(endpoint: Endpoint) -> None:
 
 
 @pytest.mark.parametrize("method", ["builtin/nope", "nosuite/b002", "b002"])
-def test_an_unknown_method_is_404(endpoint: Endpoint, method) -> None:
+def test_an_unknown_method_is_404(endpoint: Endpoint, method: str) -> None:
     reply = endpoint.post({"method": method, "code": RUNS.source})
     assert reply.status_code == 404 and method in reply.json()["error"]
 
@@ -237,7 +237,7 @@ FORGED = (
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1.evil.example:{port}", "10.0.0.1"])
-def test_a_request_naming_another_host_is_refused_against_dns_rebinding(endpoint: Endpoint, host) -> None:
+def test_a_request_naming_another_host_is_refused_against_dns_rebinding(endpoint: Endpoint, host: str) -> None:
     port = endpoint.url.rsplit(":", 1)[1]
     for reply in (
         endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Host": host.format(port=port)}),
@@ -247,14 +247,14 @@ def test_a_request_naming_another_host_is_refused_against_dns_rebinding(endpoint
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "localhost", "[::1]:{port}"])
-def test_loopback_names_are_accepted_as_the_host(endpoint: Endpoint, host) -> None:
+def test_loopback_names_are_accepted_as_the_host(endpoint: Endpoint, host: str) -> None:
     port = endpoint.url.rsplit(":", 1)[1]
     reply = endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Host": host.format(port=port)})
     assert reply.status_code == 200 and reply.json()["direct"]["fraction"] == 1.0
 
 
 @pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://127.0.0.1.evil.example", "file://"])
-def test_a_request_from_another_sites_page_is_refused(endpoint: Endpoint, origin) -> None:
+def test_a_request_from_another_sites_page_is_refused(endpoint: Endpoint, origin: str) -> None:
     reply = endpoint.post({"method": "builtin/b002", "code": RUNS.source}, headers={"Origin": origin})
     assert reply.status_code == 403 and "Origin" in reply.json()["error"]
 
@@ -267,7 +267,7 @@ def test_a_request_from_a_loopback_origin_is_accepted(endpoint: Endpoint) -> Non
 @pytest.mark.parametrize(
     "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None]
 )
-def test_a_body_not_sent_as_json_is_415(endpoint: Endpoint, content_type) -> None:
+def test_a_body_not_sent_as_json_is_415(endpoint: Endpoint, content_type: str | None) -> None:
     # text/plain and form posts are what a browser page may send anywhere without asking first.
     body = json.dumps({"method": "builtin/b002", "code": RUNS.source})
     headers = {"Authorization": f"Bearer {TOKEN}"} | ({"Content-Type": content_type} if content_type else {})
@@ -311,7 +311,7 @@ def test_json_with_a_charset_is_accepted(endpoint: Endpoint) -> None:
     ],
     ids=["top-level", "in-examples", "objects"],
 )
-def test_deeply_nested_json_is_a_json_400(endpoint: Endpoint, body) -> None:
+def test_deeply_nested_json_is_a_json_400(endpoint: Endpoint, body: str) -> None:
     reply = endpoint.post(body)
     assert reply.status_code == 400 and reply.headers["content-type"] == "application/json"
     assert "nested" in reply.json()["error"]
@@ -327,7 +327,7 @@ def test_deeply_nested_json_is_a_json_400(endpoint: Endpoint, body) -> None:
     ],
     ids=["forged-encoding", "forged-outcome", "long-names", "huge-output"],
 )
-def test_hostile_code_gets_a_json_result_never_a_500(endpoint: Endpoint, code) -> None:
+def test_hostile_code_gets_a_json_result_never_a_500(endpoint: Endpoint, code: str) -> None:
     for view in ("full", "agent"):
         reply = endpoint.post({"method": "builtin/b002", "code": code, "counterexample": True, "view": view})
         assert reply.status_code == 200, reply.text[:300]

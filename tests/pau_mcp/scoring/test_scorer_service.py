@@ -12,7 +12,7 @@ from fakellm import FakeLLM, Reply
 
 from pau_mcp.llm import LLMClient, LLMError, Price, Pricing
 from pau_mcp.manifests import ManifestStore
-from pau_mcp.scoring import NothingToScore, Scorer, UnknownMethod
+from pau_mcp.scoring import NothingToScore, Scorer, ScoreResult, UnknownMethod
 from wasm_runtime import Sandbox
 
 STORE = ManifestStore()
@@ -38,8 +38,8 @@ def scorer(fake: FakeLLM, sandbox: Sandbox) -> Scorer:
     return Scorer(STORE, sandbox, llm, judge_model="openai/judge", coder_model="openai/coder")
 
 
-def score(scorer: Scorer, *args: Any, **options: Any):
-    async def go():
+def score(scorer: Scorer, *args: Any, **options: Any) -> ScoreResult:
+    async def go() -> ScoreResult:
         with anyio.fail_after(60):
             return await scorer.score(*args, **options)
 
@@ -50,6 +50,7 @@ def test_a_description_with_code_gets_all_three_scores_with_tokens_and_cost_summ
     scorer: Scorer, fake: FakeLLM
 ) -> None:
     result = score(scorer, "builtin/b002", "Run lengths of a string.", RUNS.source, counterexample=True)
+    assert result.judge is not None and result.codematch is not None and result.direct is not None
     assert result.judge.rating == 5 and result.codematch.fraction == 1.0 and result.direct.fraction == 1.0
     assert (result.usage.input_tokens, result.usage.output_tokens) == (1500, 210)
     assert result.cost_usd == pytest.approx((1000 * 1.0 + 10 * 2.0) / 1e6)
@@ -60,6 +61,7 @@ def test_a_description_with_code_gets_all_three_scores_with_tokens_and_cost_summ
 
 def test_requested_scores_the_submission_cannot_have_are_left_out(scorer: Scorer, fake: FakeLLM) -> None:
     result = score(scorer, "builtin/b002", "Run lengths.", None, kinds=["judge", "direct"])
+    assert result.judge is not None
     assert result.judge.rating == 5 and result.direct is None and result.codematch is None
     with pytest.raises(NothingToScore, match="judge needs a description; direct needs code"):
         score(scorer, "builtin/b002", " ", None, kinds=["judge", "direct"])
@@ -70,7 +72,7 @@ def test_requested_scores_the_submission_cannot_have_are_left_out(scorer: Scorer
 
 
 @pytest.mark.parametrize("method_id", ["builtin/nope", "nosuite/b002", "b002", ""])
-def test_an_unknown_method_raises_unknown_method_saying_how_ids_look(scorer: Scorer, method_id) -> None:
+def test_an_unknown_method_raises_unknown_method_saying_how_ids_look(scorer: Scorer, method_id: str) -> None:
     with pytest.raises(UnknownMethod, match="no method"):
         score(scorer, method_id, "x")
 

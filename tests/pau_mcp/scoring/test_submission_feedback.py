@@ -13,7 +13,7 @@ import pytest
 from fakellm import FakeLLM
 
 from pau_mcp.config import Settings
-from pau_mcp.manifests import ManifestStore
+from pau_mcp.manifests import Case, ManifestStore
 from pau_mcp.scoring import FAILURE_KINDS, Scorer, feedback_for
 from wasm_runtime import Sandbox
 from wasm_runtime.workers import WorkerSandbox
@@ -78,15 +78,19 @@ def test_feedback_holds_every_score_and_no_counterexample_unless_one_is_asked_fo
     assert len(fake.requests) == 2
 
 
+def _expected(case: Case) -> str:
+    """How the test input's frozen outcome reads (every test of a packaged method has its outcome frozen)."""
+    assert case.outcome is not None
+    return case.outcome.shown()
+
+
 def test_a_counterexample_asked_for_holds_its_input_and_the_expected_outcome_only(
     fake: FakeLLM, tmp_path: Path
 ) -> None:
     settings = Settings(data_dir=tmp_path, judge_model="openai/judge", coder_model="openai/coder")
     shown = feedback(settings, "Pairs every character with 1.", WRONG, counterexample=True)
-    first_wrong = next(
-        case for case in RUNS.tests if case.outcome.shown() != repr([(c, 1) for c in eval(case.input)[0]])
-    )
-    assert shown["counterexample"] == {"input": first_wrong.input, "expected": first_wrong.outcome.shown()}
+    first_wrong = next(case for case in RUNS.tests if _expected(case) != repr([(c, 1) for c in eval(case.input)[0]]))
+    assert shown["counterexample"] == {"input": first_wrong.input, "expected": _expected(first_wrong)}
     text = json.dumps(shown)
     others = [case.input for case in RUNS.tests if case.input != first_wrong.input]
     assert not [literal for literal in others if literal in text]
@@ -126,7 +130,7 @@ def test_a_scorer_failure_of_any_kind_answers_unavailable_without_its_message(fa
     suite.mkdir(parents=True)
     (suite / "suite.json").write_text(json.dumps({"name": "broken", "description": "x"}))
     (suite / "m1.json").write_text("{ this is not json SECRET_DETAIL")
-    settings = Settings(data_dir=tmp_path, manifests=[tmp_path / "suites"])
+    settings = Settings(data_dir=tmp_path, manifests=(tmp_path / "suites",))
     shown = feedback(settings, "Anything.", "def test_func(arg0):\n    return 1\n", method="broken/m1")
     assert list(shown) == ["scores"] and "unavailable" in shown["scores"] and "SECRET_DETAIL" not in shown["scores"]
 

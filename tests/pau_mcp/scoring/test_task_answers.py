@@ -7,7 +7,7 @@ import anyio
 import pytest
 from tasksuite import make_task_suite
 
-from pau_mcp.manifests import ManifestStore
+from pau_mcp.manifests import ManifestStore, Suite
 from pau_mcp.manifests.checks import freeze_task
 from pau_mcp.scoring import TaskCall, TaskCheck, check_answer
 from pau_mcp.scoring.tasks import read_answer
@@ -17,7 +17,7 @@ TOOLS = {"fn_b001": "mini/b001", "fn_b005": "mini/b005", "fn_b023": "mini/b023"}
 
 
 @pytest.fixture(scope="module")
-def suite(tmp_path_factory: pytest.TempPathFactory, sandbox: Sandbox):
+def suite(tmp_path_factory: pytest.TempPathFactory, sandbox: Sandbox) -> Suite:
     root = make_task_suite(tmp_path_factory.mktemp("manifests"))
     loaded = ManifestStore([root]).suite("mini")
     for task in list(loaded.tasks.values()):
@@ -27,13 +27,13 @@ def suite(tmp_path_factory: pytest.TempPathFactory, sandbox: Sandbox):
     return loaded
 
 
-def _check(suite, sandbox, task_id: str, answer: str, *calls: tuple[str, str]) -> TaskCheck:
+def _check(suite: Suite, sandbox: Sandbox, task_id: str, answer: str, *calls: tuple[str, str]) -> TaskCheck:
     task = suite.tasks[task_id]
     given = [TaskCall(tool, args) for tool, args in calls]
     return anyio.run(lambda: check_answer(task, answer, given, methods=suite.methods, tools=TOOLS, sandbox=sandbox))
 
 
-def test_an_answer_matches_by_value_whatever_its_spelling(suite, sandbox: Sandbox) -> None:
+def test_an_answer_matches_by_value_whatever_its_spelling(suite: Suite, sandbox: Sandbox) -> None:
     for answer in ("40", " 40 ", "`40`", "40.0", "0x28"):
         checked = _check(suite, sandbox, "mini/t1", answer)
         assert (checked.value, checked.answer_matched, checked.verified) == (1.0, True, None), answer
@@ -43,7 +43,7 @@ def test_an_answer_matches_by_value_whatever_its_spelling(suite, sandbox: Sandbo
     assert _check(suite, sandbox, "mini/t1", "forty").reason == "the answer is not a Python literal"
 
 
-def test_a_two_hop_answer_counts_only_when_its_calls_re_execute_to_it(suite, sandbox: Sandbox) -> None:
+def test_a_two_hop_answer_counts_only_when_its_calls_re_execute_to_it(suite: Suite, sandbox: Sandbox) -> None:
     right = _check(suite, sandbox, "mini/t2", "'220'", ("fn_b001", "(234,)"), ("fn_b023", "($1,)"))
     assert (right.value, right.verified, right.same_methods, right.hops) == (1.0, True, True, 2)
     assert [c["args"] for c in right.calls] == ["(234,)", "(24,)"]
@@ -59,7 +59,9 @@ def test_a_two_hop_answer_counts_only_when_its_calls_re_execute_to_it(suite, san
     assert wrong_chain.value == 0.0 and wrong_chain.reason == "re-executing the calls does not give the answer"
 
 
-def test_one_unrelated_call_that_happens_to_give_the_answer_is_not_the_tasks_chain(suite, sandbox: Sandbox) -> None:
+def test_one_unrelated_call_that_happens_to_give_the_answer_is_not_the_tasks_chain(
+    suite: Suite, sandbox: Sandbox
+) -> None:
     # t3 chains b001, b005 and b023 to '12' (57 -> 35 -> 5 steps); base 3 of any 5 gives it too.
     for calls in (
         [("fn_b023", "(5,)")],
@@ -74,7 +76,7 @@ def test_one_unrelated_call_that_happens_to_give_the_answer_is_not_the_tasks_cha
 
 
 def test_the_tasks_methods_in_order_from_other_inputs_are_no_chain_unless_each_step_gives_the_same(
-    suite, sandbox: Sandbox
+    suite: Suite, sandbox: Sandbox
 ) -> None:
     # b001(75) = 35 as b001(57) does, so its chain is the task's; b001(5) = 5 skips a step's value.
     same_values = _check(suite, sandbox, "mini/t3", "'12'", ("fn_b001", "(75,)"), ("fn_b005", "($1,)"),
@@ -85,7 +87,7 @@ def test_the_tasks_methods_in_order_from_other_inputs_are_no_chain_unless_each_s
     assert skipped.reason == "call 1 does not give what the task's step 1 gives"
 
 
-def test_calls_that_cannot_run_are_refused_in_fixed_words(suite, sandbox: Sandbox) -> None:
+def test_calls_that_cannot_run_are_refused_in_fixed_words(suite: Suite, sandbox: Sandbox) -> None:
     for calls, reason in (
         ([("fn_nope", "(1,)")], "call 1 names a tool that is not one of the suite's"),
         ([("fn_b001", "($1,)")], "call 1 uses the result of a call that is not before it"),
@@ -99,7 +101,7 @@ def test_calls_that_cannot_run_are_refused_in_fixed_words(suite, sandbox: Sandbo
         assert checked.reason == reason, calls
 
 
-def test_a_megabyte_of_answer_or_arguments_is_refused_without_being_parsed(suite, sandbox: Sandbox) -> None:
+def test_a_megabyte_of_answer_or_arguments_is_refused_without_being_parsed(suite: Suite, sandbox: Sandbox) -> None:
     huge = "[" * (1024 * 1024)
     assert read_answer(huge) == (False, None)
     checked = _check(suite, sandbox, "mini/t2", huge, ("fn_b001", "(" + "1" * (1024 * 1024) + ",)"))
