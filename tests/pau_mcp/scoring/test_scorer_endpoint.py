@@ -39,7 +39,9 @@ class Endpoint:
     def __init__(self, process: subprocess.Popen[str], url: str) -> None:
         self.process = process
         self.url = url
-        self.client = httpx2.Client(base_url=url, timeout=60)
+        # The scorer closes a connection idle for 5 s; a client that kept it longer could send on it as it closes
+        # ("Server disconnected without sending a response", seen under load 10 between two tests).
+        self.client = httpx2.Client(base_url=url, timeout=60, limits=httpx2.Limits(keepalive_expiry=2))
 
     def post(
         self, body: Any, token: str | None = TOKEN, headers: dict[str, str] | None = None, **options: Any
