@@ -45,7 +45,7 @@ def test_a_tool_without_published_facts_gives_a_placeholder_header_no_examples_a
         description=description,
         input_schema={"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "args": {}}},
     )
-    env = Environment(session=None, tool=tool, submit_tool=tool)  # type: ignore[arg-type]
+    env = Environment(session=None, tool=tool, submit_tool=tool)
     assert env.facts is None
     assert (env.header, env.entry) == ("def test_func(...):", "test_func")
     assert env.params == ["a", "b"]
@@ -55,5 +55,5 @@ def test_a_tool_without_published_facts_gives_a_placeholder_header_no_examples_a
 def test_published_facts_that_do_not_validate_are_no_facts() -> None:
     facts = {"header": "def f(x):", "entry": "f(); import os #", "params": ["x"], "examples": [], "budget": None}
     tool = types.Tool(name="other", input_schema={"type": "object", "properties": {"x": {}}}, _meta={FACTS_KEY: facts})
-    env = Environment(session=None, tool=tool, submit_tool=tool)  # type: ignore[arg-type]
+    env = Environment(session=None, tool=tool, submit_tool=tool)
     assert env.facts is None and env.entry == "test_func"

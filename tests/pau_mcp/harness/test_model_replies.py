@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from fakellm import FakeLLM, Reply
+from fakellm import FakeLLM, Reply, Responder
 
 from pau_mcp.config import Settings
 from pau_mcp.documentation import learned_docs
@@ -74,10 +75,10 @@ def _episode(settings: Settings, run: str = "t") -> Any:
 
 
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Responder], FakeLLM]]:
     servers: list[FakeLLM] = []
 
-    def serve(responder: Any) -> FakeLLM:
+    def serve(responder: Responder) -> FakeLLM:
         server = FakeLLM(responder=responder).start()
         servers.append(server)
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -90,7 +91,7 @@ def served(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 
 
 def test_replies_cut_short_on_a_cpu_served_model_are_asked_again_and_only_whole_ones_recorded(
-    tmp_path: Path, served
+    tmp_path: Path, served: Callable[[Responder], FakeLLM]
 ) -> None:
     # The first reply comes too late (the client then reads replies as a stream), and every second streamed reply is
     # cut cleanly after its first words, as a proxy in front of a CPU-served model did.
@@ -118,7 +119,9 @@ def test_replies_cut_short_on_a_cpu_served_model_are_asked_again_and_only_whole_
     assert sum(1 for body in fake.requests if body.get("stream")) > len(replies)  # the cut ones were asked again
 
 
-def test_a_final_reply_of_json_is_asked_again_and_never_submitted_exported_or_judged(tmp_path: Path, served) -> None:
+def test_a_final_reply_of_json_is_asked_again_and_never_submitted_exported_or_judged(
+    tmp_path: Path, served: Callable[[Responder], FakeLLM]
+) -> None:
     call = '{"name": "submit", "arguments": {"description": "returns the sign"}}'
     # No hypothesis to fall back on either: the reflections only say they are not done.
     fake = served(lambda body: _paper(str(body["messages"][-1]["content"]), final=call, reflection="CONCLUDED: NO"))
@@ -140,7 +143,7 @@ def test_a_final_reply_of_json_is_asked_again_and_never_submitted_exported_or_ju
 
 
 def test_a_tool_call_nested_fifty_thousand_deep_is_one_failed_step_and_reruns_replay_it_from_the_cache(
-    tmp_path: Path, served
+    tmp_path: Path, served: Callable[[Responder], FakeLLM]
 ) -> None:
     asked: list[int] = []
 

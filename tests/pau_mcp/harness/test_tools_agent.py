@@ -61,7 +61,7 @@ def _call(name: str, arguments: Any) -> Reply:
 
 def test_the_strict_server_refuses_a_history_that_echoes_invalid_arguments(strict: FakeLLM) -> None:
     # The control: what the agent used to send back is refused, for good, by a llama-server-like server.
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None,
          "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "fn", "arguments": '{"args": "(1,'}}]},
@@ -162,7 +162,9 @@ def test_calling_the_headers_function_name_is_answered_with_the_tools_real_name(
         ('{"vowels": 2}', None),  # JSON that is no call: the agent refuses it as a description
     ],
 )
-def test_tool_calls_written_as_text_are_read_or_marked_unreadable(reply, calls) -> None:
+def test_tool_calls_written_as_text_are_read_or_marked_unreadable(
+    reply: str, calls: list[tuple[str, dict[str, str]]] | None
+) -> None:
     found = written_tool_calls(reply, "t")
     assert (None if found is None else [(c.name, c.parsed_arguments()) for c in found]) == calls
     assert found is None or all(c.id == f"t_{i}" for i, c in enumerate(found))
