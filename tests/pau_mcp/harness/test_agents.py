@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -18,6 +18,9 @@ from pau_mcp.llm import CapabilityTable, Overrides
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import EpisodeRow, RunStore
 from wasm_runtime import Sandbox, outcomes_match
+
+if TYPE_CHECKING:
+    from conftest import OpenEnvironment
 
 METHOD = "builtin/b001"  # one argument
 Brain = Callable[[dict[str, Any]], Reply | str]  # a scripted model: the request body in, its reply out
@@ -199,7 +202,7 @@ def test_a_run_resumed_with_other_overrides_is_refused(tmp_path: Path, served: C
 
 
 def test_the_probe_agent_names_the_methods_own_function_in_its_description_and_code(
-    vowels: Path, vowels_environment: Callable[[], Any], sandbox: Sandbox
+    vowels: Path, vowels_environment: OpenEnvironment, sandbox: Sandbox
 ) -> None:
     async def main() -> AgentResult:
         async with vowels_environment() as env:

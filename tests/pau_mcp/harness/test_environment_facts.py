@@ -3,8 +3,7 @@ method's function is called, and nothing read from the description's prose."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import mcp_types as types
@@ -12,9 +11,12 @@ import mcp_types as types
 from pau_mcp.contract import FACTS_KEY
 from pau_mcp.harness import Environment
 
+if TYPE_CHECKING:
+    from conftest import OpenEnvironment
+
 
 def test_a_method_whose_function_is_not_test_func_gets_its_header_and_initial_examples(
-    vowels_environment: Callable[[], Any],
+    vowels_environment: OpenEnvironment,
 ) -> None:
     async def main() -> None:
         async with vowels_environment() as env:

@@ -6,9 +6,9 @@ none of its text); the model is a scripted loopback server.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -24,6 +24,9 @@ from pau_mcp.prompts import import_reference
 from pau_mcp.protocol import load_protocol
 from pau_mcp.runstore import EpisodeRow, RunStore
 from pau_mcp.scoring import Scorer
+
+if TYPE_CHECKING:
+    from conftest import OpenEnvironment
 
 METHOD = "builtin/b001"  # one integer argument: the product of its non-zero digits
 MODEL = "openai/fake-model"
@@ -188,7 +191,7 @@ def test_an_action_is_read_as_the_reference_reads_it(reply: str, expected: str |
 
 
 def test_a_budget_the_server_says_is_spent_ends_the_loop_and_the_refused_call_is_no_result(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vowels_environment: Callable[[], Any]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vowels_environment: OpenEnvironment
 ) -> None:
     import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
 
