@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -15,9 +16,14 @@ from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, 
 from pau_mcp.manifests.checks import freeze_method
 from wasm_runtime import Sandbox
 
+if TYPE_CHECKING:
+    from pau_mcp.harness import Environment
+
 _ROOT = Path(__file__).resolve().parents[3]
 _KEY = "harness-test-key-0123456789abcdef"
 VOWELS = "vowels/count"
+#: The ``vowels_environment`` fixture: ``async with vowels_environment() as env`` opens an ``Environment``.
+OpenEnvironment = Callable[[], AbstractAsyncContextManager["Environment"]]
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +44,7 @@ def vowels(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def vowels_environment(vowels: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[], Any]:
+def vowels_environment(vowels: Path, tmp_path: Path, request: pytest.FixtureRequest) -> OpenEnvironment:
     """Opens an ``Environment`` on the vowels method over a `pau-mcp serve` stdio session (budget 3), as
     `pau-mcp demo` opens one: the server the command builds, in this process (``served_here.streams_here``;
     `pau-mcp demo`'s own tests start the process)."""

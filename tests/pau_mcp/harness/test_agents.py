@@ -4,29 +4,33 @@ against a real server."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 from fakellm import FakeLLM, Reply
 
 from pau_mcp.config import Settings
-from pau_mcp.harness import EvalConfig, EvalError, ProbeAgent, run_eval
+from pau_mcp.harness import AgentResult, EvalConfig, EvalError, ProbeAgent, RunProgress, run_eval
 from pau_mcp.llm import CapabilityTable, Overrides
 from pau_mcp.manifests import ManifestStore
-from pau_mcp.runstore import RunStore
+from pau_mcp.runstore import EpisodeRow, RunStore
 from wasm_runtime import Sandbox, outcomes_match
 
+if TYPE_CHECKING:
+    from conftest import OpenEnvironment
+
 METHOD = "builtin/b001"  # one argument
+Brain = Callable[[dict[str, Any]], Reply | str]  # a scripted model: the request body in, its reply out
 
 
-def paper_brain(actions: list[str | Reply]) -> Callable[[dict], Reply | str]:
+def paper_brain(actions: list[str | Reply]) -> Brain:
     """A scripted model for the paper agent: the action step answers from ``actions`` in turn."""
     queue = list(actions)
 
-    def brain(body: dict) -> Reply | str:
+    def brain(body: dict[str, Any]) -> Reply | str:
         text = str(body["messages"][-1].get("content") or "")
         if "Propose ONE input" in text:
             return "I will try a small number."
@@ -41,14 +45,14 @@ def paper_brain(actions: list[str | Reply]) -> Callable[[dict], Reply | str]:
     return brain
 
 
-def _run(tmp_path: Path, model: str, agent: str = "paper", budget: int = 3, **config) -> dict:
+def _run(tmp_path: Path, model: str, agent: str = "paper", budget: int = 3, **config: Any) -> EpisodeRow:
     settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", budget=budget)
     eval_config = EvalConfig(
         run="t", model=model, suite="builtin", agent=agent, budget=budget, methods=(METHOD,), kinds=("direct",),
         concurrency=1, **config,
     )  # fmt: skip
 
-    async def go() -> object:
+    async def go() -> RunProgress:
         with anyio.fail_after(120):
             return await run_eval(settings, eval_config, None)
 
@@ -59,15 +63,16 @@ def _run(tmp_path: Path, model: str, agent: str = "paper", budget: int = 3, **co
     return episode
 
 
-def _calls(episode: dict) -> list[str]:
+def _calls(episode: EpisodeRow) -> list[str]:
+    assert episode.trajectory is not None
     return [step["arguments"]["args"] for step in episode.trajectory if step["kind"] == "tool_call"]
 
 
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[dict], Reply | str]], FakeLLM]:
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Brain], FakeLLM]]:
     servers: list[FakeLLM] = []
 
-    def serve(responder: Callable[[dict], Reply | str]) -> FakeLLM:
+    def serve(responder: Brain) -> FakeLLM:
         server = FakeLLM(responder=responder).start()
         servers.append(server)
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -79,9 +84,7 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[dict], Reply 
         server.stop()
 
 
-def test_an_input_inside_the_models_thinking_is_never_run(
-    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
-) -> None:
+def test_an_input_inside_the_models_thinking_is_never_run(tmp_path: Path, served: Callable[[Brain], FakeLLM]) -> None:
     served(
         paper_brain(
             [
@@ -92,20 +95,20 @@ def test_an_input_inside_the_models_thinking_is_never_run(
         )
     )
     episode = _run(tmp_path, "openai/deepseek-r1")
-    assert _calls(episode) == ["(1,)", "(2,)", "(3,)"]
+    assert _calls(episode) == ["(1,)", "(2,)", "(3,)"] and episode.trajectory is not None
     thoughts = [step.get("reasoning", "") for step in episode.trajectory if step["kind"] == "model"]
     assert any("666" in t for t in thoughts) and any("777" in t for t in thoughts)  # kept for the record
 
 
 def test_a_reply_without_an_input_line_falls_back_to_its_last_literal_or_call_line(
-    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+    tmp_path: Path, served: Callable[[Brain], FakeLLM]
 ) -> None:
     served(paper_brain(["I will try four.\n(4,)", "Let me see:\n`test_func(5)`", "INPUT: (6,)"]))
     assert _calls(_run(tmp_path, "openai/m")) == ["(4,)", "(5,)", "(6,)"]
 
 
 def test_an_input_is_read_from_the_fence_after_its_marker_and_prose_ending_in_input_is_not_a_marker(
-    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+    tmp_path: Path, served: Callable[[Brain], FakeLLM]
 ) -> None:
     served(
         paper_brain(
@@ -120,23 +123,23 @@ def test_an_input_is_read_from_the_fence_after_its_marker_and_prose_ending_in_in
 
 
 def test_a_reply_with_no_usable_input_is_asked_again_once_then_recorded_as_malformed(
-    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+    tmp_path: Path, served: Callable[[Brain], FakeLLM]
 ) -> None:
     fake = served(paper_brain(["Something vague.", "INPUT: (7,)", "Still vague.", "No idea at all.", "INPUT: (8,)"]))
     episode = _run(tmp_path, "openai/m")
     assert _calls(episode) == ["(7,)", "(8,)"]
     reminders = [p for p in fake.prompts() if "only one line" in p]
-    assert len(reminders) == 2
+    assert len(reminders) == 2 and episode.trajectory is not None
     malformed = [s for s in episode.trajectory if s["kind"] == "note" and s.get("event") == "malformed_action"]
     assert len(malformed) == 1 and malformed[0]["reply"] == "No idea at all."
 
 
 def test_the_action_prompts_example_changes_every_step_so_a_model_that_copies_it_asks_something_new(
-    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+    tmp_path: Path, served: Callable[[Brain], FakeLLM]
 ) -> None:
     shown: list[str] = []
 
-    def copier(body: dict) -> Reply | str:
+    def copier(body: dict[str, Any]) -> Reply | str:
         text = str(body["messages"][-1].get("content") or "")
         if "Give the exact input" in text:
             (example,) = re.findall(r"for example `INPUT: (.*?)`", text)
@@ -151,14 +154,12 @@ def test_the_action_prompts_example_changes_every_step_so_a_model_that_copies_it
     assert not {example.input for example in b001.examples} & set(calls)  # nor an initial example already shown
 
 
-def test_a_final_reply_of_json_is_asked_for_again_as_prose(
-    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
-) -> None:
+def test_a_final_reply_of_json_is_asked_for_again_as_prose(tmp_path: Path, served: Callable[[Brain], FakeLLM]) -> None:
     answers = iter([
         'DESCRIPTION: {"name": "submit", "arguments": {"description": "d"}}', "DESCRIPTION: the product of its digits"
     ])  # fmt: skip
 
-    def brain(body: dict) -> Reply | str:
+    def brain(body: dict[str, Any]) -> Reply | str:
         text = str(body["messages"][-1].get("content") or "")
         if "Write your final answer" in text or "not a description" in text:
             return next(answers)
@@ -174,7 +175,7 @@ def test_a_final_reply_of_json_is_asked_for_again_as_prose(
 
 
 def test_a_reasoning_model_gets_room_to_think_and_no_temperature_from_the_paper_agent(
-    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+    tmp_path: Path, served: Callable[[Brain], FakeLLM]
 ) -> None:
     fake = served(paper_brain(["INPUT: (1,)"]))
     _run(tmp_path, "openai/o4-mini", budget=1)
@@ -183,7 +184,7 @@ def test_a_reasoning_model_gets_room_to_think_and_no_temperature_from_the_paper_
 
 
 def test_overrides_replace_the_agents_temperature_token_limit_and_effort(
-    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
+    tmp_path: Path, served: Callable[[Brain], FakeLLM]
 ) -> None:
     fake = served(paper_brain(["INPUT: (1,)"]))
     overrides = Overrides(temperature=0.7, max_tokens=123, reasoning_effort="low")
@@ -193,9 +194,7 @@ def test_overrides_replace_the_agents_temperature_token_limit_and_effort(
     assert {body["max_tokens"] - room for body in fake.requests} == {123, 2 * 123}  # the final answer gets twice
 
 
-def test_a_run_resumed_with_other_overrides_is_refused(
-    tmp_path: Path, served: Callable[[Callable[[dict], Reply | str]], FakeLLM]
-) -> None:
+def test_a_run_resumed_with_other_overrides_is_refused(tmp_path: Path, served: Callable[[Brain], FakeLLM]) -> None:
     served(paper_brain(["INPUT: (1,)"]))
     _run(tmp_path, "openai/m", budget=1, overrides=Overrides(temperature=0.7))
     with pytest.raises(EvalError, match="exists with.*temperature"):
@@ -203,9 +202,9 @@ def test_a_run_resumed_with_other_overrides_is_refused(
 
 
 def test_the_probe_agent_names_the_methods_own_function_in_its_description_and_code(
-    vowels: Path, vowels_environment: Callable[[], Any], sandbox: Sandbox
+    vowels: Path, vowels_environment: OpenEnvironment, sandbox: Sandbox
 ) -> None:
-    async def main():  # type: ignore[no-untyped-def]
+    async def main() -> AgentResult:
         async with vowels_environment() as env:
             return await ProbeAgent().run(env, "interactive", 3)
 
@@ -215,4 +214,4 @@ def test_the_probe_agent_names_the_methods_own_function_in_its_description_and_c
     (method,) = ManifestStore([vowels]).suite("vowels").methods.values()
     outcomes = sandbox.run(result.code, [case.input for case in method.examples], entry="count_vowels")
     for case, got in zip(method.examples, outcomes, strict=True):
-        assert outcomes_match(case.outcome.outcome(), got), (case.input, got)
+        assert outcomes_match(case.frozen_outcome().outcome(), got), (case.input, got)

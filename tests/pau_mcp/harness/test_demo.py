@@ -16,7 +16,7 @@ from pau_mcp.manifests import ManifestStore, tool_name
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def pau(*args: str, env: dict | None = None, process: bool = False) -> Ran:
+def pau(*args: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
     """``pau-mcp ARGS`` in this process (or in a process of its own), with no LLM settings."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "PAU_"))}
     return (run_pau_process if process else run_pau)(*args, env={**clean, **(env or {})}, cwd=ROOT)
@@ -31,7 +31,9 @@ def test_the_demo_explores_a_method_through_mcp_submits_and_prints_its_code_matc
     assert tool_name(key, method.id) in out and method.header in out
     calls = re.findall(r"^  test_func\(.*\) (?:returned|raised) .*$", out, re.M)
     assert 5 <= len(calls) <= 20
-    score = float(re.search(r"Code match of the memorising baseline: ([0-9.]+)", out).group(1))
+    found = re.search(r"Code match of the memorising baseline: ([0-9.]+)", out)
+    assert found is not None, out
+    score = float(found.group(1))
     assert 0.0 <= score < 1.0
     assert "PAU_JUDGE_MODEL" in out and "claude_desktop_config.json" in out
     assert method.description not in out

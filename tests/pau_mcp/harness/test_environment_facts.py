@@ -3,8 +3,7 @@ method's function is called, and nothing read from the description's prose."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import mcp_types as types
@@ -12,9 +11,12 @@ import mcp_types as types
 from pau_mcp.contract import FACTS_KEY
 from pau_mcp.harness import Environment
 
+if TYPE_CHECKING:
+    from conftest import OpenEnvironment
+
 
 def test_a_method_whose_function_is_not_test_func_gets_its_header_and_initial_examples(
-    vowels_environment: Callable[[], Any],
+    vowels_environment: OpenEnvironment,
 ) -> None:
     async def main() -> None:
         async with vowels_environment() as env:
@@ -45,7 +47,7 @@ def test_a_tool_without_published_facts_gives_a_placeholder_header_no_examples_a
         description=description,
         input_schema={"type": "object", "properties": {"a": {"type": "integer"}, "b": {}, "args": {}}},
     )
-    env = Environment(session=None, tool=tool, submit_tool=tool)  # type: ignore[arg-type]
+    env = Environment(session=None, tool=tool, submit_tool=tool)
     assert env.facts is None
     assert (env.header, env.entry) == ("def test_func(...):", "test_func")
     assert env.params == ["a", "b"]
@@ -55,5 +57,5 @@ def test_a_tool_without_published_facts_gives_a_placeholder_header_no_examples_a
 def test_published_facts_that_do_not_validate_are_no_facts() -> None:
     facts = {"header": "def f(x):", "entry": "f(); import os #", "params": ["x"], "examples": [], "budget": None}
     tool = types.Tool(name="other", input_schema={"type": "object", "properties": {"x": {}}}, _meta={FACTS_KEY: facts})
-    env = Environment(session=None, tool=tool, submit_tool=tool)  # type: ignore[arg-type]
+    env = Environment(session=None, tool=tool, submit_tool=tool)
     assert env.facts is None and env.entry == "test_func"

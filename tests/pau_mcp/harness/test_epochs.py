@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner, Result
 from fakellm import FakeLLM
@@ -16,7 +17,7 @@ TWO = ("--methods", "builtin/b001", "--methods", "builtin/b002", "--budget", "1"
 SCORED = ("--judge-model", "openai/m", "--coder-model", "openai/m")
 
 
-def _seeded(body: dict) -> str:
+def _seeded(body: dict[str, Any]) -> str:
     """The paper agent's model gets the description right under even seeds; the code writer writes b001's own source
     for a right description (so b001 passes in even epochs, b002 never does); the judge rates 3."""
     text = str(body["messages"][-1].get("content") or "")

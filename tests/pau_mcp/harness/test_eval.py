@@ -21,7 +21,7 @@ from pau_mcp.config import Settings
 from pau_mcp.harness import EvalConfig, RunProgress, run_eval
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.protocol import Protocol
-from pau_mcp.runstore import RunStore
+from pau_mcp.runstore import EpisodeRow, RunStore
 from pau_mcp.scoring import Scorer
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,7 +29,7 @@ METHODS = ("builtin/b001", "builtin/b002", "builtin/b003")
 MODEL = "openai/fake-agent"
 
 
-def brain(body: dict) -> Reply | str:
+def brain(body: dict[str, Any]) -> Reply | str:
     """A deterministic scripted model: plays the agents, the judge and the code writer."""
     messages = body["messages"]
     last = messages[-1]
@@ -75,7 +75,7 @@ def brain(body: dict) -> Reply | str:
     return "I do not know."
 
 
-def _tool_in(messages) -> str:
+def _tool_in(messages: list[dict[str, Any]]) -> str:
     for m in messages:
         found = re.search(r"fn_[0-9a-f]{10}", str(m.get("content")))
         if found:
@@ -83,13 +83,13 @@ def _tool_in(messages) -> str:
     return "fn_unknown"
 
 
-def _settings(tmp_path: Path, **extra) -> Settings:
+def _settings(tmp_path: Path, **extra: Any) -> Settings:
     return Settings.from_options(
         data_dir=tmp_path, db=tmp_path / "runs.db", judge_model=MODEL, coder_model=MODEL, **extra
     )
 
 
-def _run(settings: Settings, **config) -> RunProgress:
+def _run(settings: Settings, **config: Any) -> RunProgress:
     config.setdefault("concurrency", 2)
     eval_config = EvalConfig(run=config.pop("run", "t"), model=MODEL, suite="builtin", methods=METHODS, **config)
     return anyio.run(_with_scorer, settings, eval_config)
@@ -111,7 +111,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
         yield server
 
 
-def _episodes(settings: Settings, run: str) -> list[dict]:
+def _episodes(settings: Settings, run: str) -> list[EpisodeRow]:
     store = RunStore(settings.db_path)
     return store.episodes(store.run_id(run), with_trajectories=True)
 
@@ -126,7 +126,9 @@ def test_the_paper_agent_explores_reflects_on_each_output_submits_and_is_scored(
         assert episode.state == "done" and episode.concluded == 1
         assert episode.queries == 3
         assert episode.scores["judge"].value == 4.0
-        assert 0.0 <= episode.scores["codematch"].value < 1.0
+        codematch = episode.scores["codematch"].value
+        assert codematch is not None and 0.0 <= codematch < 1.0
+        assert episode.trajectory is not None
         kinds = [step["kind"] for step in episode.trajectory]
         assert kinds.count("tool_call") == 3 and "submit" in kinds
     reflections = [p for p in fake.prompts() if "Update your hypothesis" in p]
@@ -211,7 +213,7 @@ def test_the_tools_agent_calls_the_mcp_tool_itself_within_the_budget(tmp_path: P
     progress = _run(settings, agent="tools", run="tools", budget=5)
     assert progress.done == 3
     for episode in _episodes(settings, "tools"):
-        assert episode.queries == 5
+        assert episode.queries == 5 and episode.trajectory is not None
         results = [s for s in episode.trajectory if s["kind"] == "tool_result"]
         assert sum(1 for r in results if (r["structured"] or {}).get("status") == "over_budget") >= 1
         assert episode.concluded == 1
@@ -234,7 +236,7 @@ def test_a_run_on_a_postgresql_store_is_recorded_and_budgeted_there(
 
 
 @pytest.mark.parametrize("agent", ["paper", "tools"])
-def test_in_context_mode_never_queries_the_function(tmp_path: Path, fake: FakeLLM, agent) -> None:
+def test_in_context_mode_never_queries_the_function(tmp_path: Path, fake: FakeLLM, agent: str) -> None:
     settings = _settings(tmp_path)
     progress = _run(settings, agent=agent, mode="incontext", run=f"ic-{agent}")
     assert progress.done == 3
@@ -248,7 +250,7 @@ def test_a_permanent_provider_error_fails_only_that_episode_and_is_recorded(tmp_
     progress = _run(settings, agent="paper", run="broken", concurrency=1)
     assert progress.failed == 1 and progress.done == 2
     failed = [e for e in _episodes(settings, "broken") if e.state == "failed"]
-    assert len(failed) == 1 and "invalid api key" in failed[0].error
+    assert len(failed) == 1 and "invalid api key" in (failed[0].error or "")
 
 
 def test_the_probe_agent_needs_no_model_and_its_code_is_scored_directly(tmp_path: Path) -> None:
@@ -257,7 +259,7 @@ def test_the_probe_agent_needs_no_model_and_its_code_is_scored_directly(tmp_path
     progress = anyio.run(_with_scorer, settings, config)
     assert progress.done == 3
     for episode in _episodes(settings, "probe"):
-        assert 0 < episode.queries <= 20
+        assert episode.queries is not None and 0 < episode.queries <= 20
         assert episode.scores["direct"].status == "scored"
 
 
@@ -269,7 +271,7 @@ def _eval_command(db: Path, run: str, data: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _summary(db: Path, run: str) -> list[tuple]:
+def _summary(db: Path, run: str) -> list[tuple[str, str, int | None, bool | None, float | None, float | None]]:
     store = RunStore(db)
     rows = store.episodes(store.run_id(run))
     return sorted(
@@ -286,7 +288,7 @@ def _summary(db: Path, run: str) -> list[tuple]:
 
 
 def test_a_run_killed_with_sigkill_resumes_to_the_same_result_as_an_uninterrupted_run(tmp_path: Path) -> None:
-    def slow_brain(body: dict) -> Reply | str:
+    def slow_brain(body: dict[str, Any]) -> Reply | str:
         reply = brain(body)
         reply = reply if isinstance(reply, Reply) else Reply(text=reply)
         reply.delay_s = 0.05
@@ -362,7 +364,7 @@ def _children(pid: int) -> list[int]:
 
 
 def test_when_the_runs_own_server_dies_the_run_stops_says_so_and_a_rerun_finishes_it(tmp_path: Path) -> None:
-    def slow_brain(body: dict) -> Reply | str:
+    def slow_brain(body: dict[str, Any]) -> Reply | str:
         reply = brain(body)
         reply = reply if isinstance(reply, Reply) else Reply(text=reply)
         reply.delay_s = 0.05
@@ -440,7 +442,7 @@ def test_a_run_against_a_server_with_another_tool_key_says_how_to_give_the_key(t
         with pytest.raises(EvalError) as refused:
             _probe(settings, "other-key", server=url)
     assert "--tool-key" in str(refused.value) and "PAU_MCP_TOOL_KEY" in str(refused.value)
-    assert not settings.db_path.exists()  # checked before the run was created
+    assert not Path(settings.db_path).exists()  # checked before the run was created
 
 
 def test_a_run_name_that_cannot_label_a_session_is_refused_before_anything_starts(tmp_path: Path) -> None:
@@ -449,7 +451,7 @@ def test_a_run_name_that_cannot_label_a_session_is_refused_before_anything_start
     settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db")
     with pytest.raises(EvalError, match="letters"):
         _probe(settings, "my run")
-    assert not settings.db_path.exists()
+    assert not Path(settings.db_path).exists()
 
 
 def _episode_sessions(db: Path, run: str) -> list[tuple[str, str, str]]:
@@ -467,7 +469,7 @@ def _episode_sessions(db: Path, run: str) -> list[tuple[str, str, str]]:
 
 @pytest.mark.parametrize(("era", "spoken"), [(None, "MCP 2026-07-28"), ("legacy", "MCP 2025-11-25")])
 def test_each_episode_speaks_the_new_revision_by_default_under_a_session_token_of_its_own(
-    tmp_path: Path, era, spoken
+    tmp_path: Path, era: str | None, spoken: str
 ) -> None:
     settings = Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", mcp_era=era)
     progress = _probe(settings, "eras")

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from fakellm import FakeLLM, Reply
+from fakellm import FakeLLM, Reply, Responder
 
 from pau_mcp.config import Settings
 from pau_mcp.documentation import learned_docs
-from pau_mcp.harness import EvalConfig, run_eval
-from pau_mcp.runstore import RunStore
+from pau_mcp.harness import EvalConfig, RunProgress, run_eval
+from pau_mcp.runstore import EpisodeRow, RunStore
 from pau_mcp.scoring import Scorer
 
 MODEL = "openai/cpu-served"
@@ -47,13 +48,13 @@ def _settings(tmp_path: Path, **extra: Any) -> Settings:
     return Settings.from_options(data_dir=tmp_path, db=tmp_path / "runs.db", judge_model=MODEL, **extra)
 
 
-def _run(settings: Settings, agent: str = "paper", run: str = "t", budget: int = 2) -> Any:
+def _run(settings: Settings, agent: str = "paper", run: str = "t", budget: int = 2) -> RunProgress:
     config = EvalConfig(
         run=run, model=MODEL, suite="builtin", agent=agent, budget=budget, methods=METHODS, concurrency=1,
         kinds=("judge", "direct"),
     )  # fmt: skip
 
-    async def go() -> Any:
+    async def go() -> RunProgress:
         scorer = Scorer.from_settings(settings)
         try:
             with anyio.fail_after(240):
@@ -64,7 +65,7 @@ def _run(settings: Settings, agent: str = "paper", run: str = "t", budget: int =
     return anyio.run(go)
 
 
-def _episode(settings: Settings, run: str = "t") -> Any:
+def _episode(settings: Settings, run: str = "t") -> EpisodeRow:
     store = RunStore(settings.db_path)
     try:
         (episode,) = store.episodes(store.run_id(run), with_trajectories=True)
@@ -74,10 +75,10 @@ def _episode(settings: Settings, run: str = "t") -> Any:
 
 
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def served(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Responder], FakeLLM]]:
     servers: list[FakeLLM] = []
 
-    def serve(responder: Any) -> FakeLLM:
+    def serve(responder: Responder) -> FakeLLM:
         server = FakeLLM(responder=responder).start()
         servers.append(server)
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -90,7 +91,7 @@ def served(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 
 
 def test_replies_cut_short_on_a_cpu_served_model_are_asked_again_and_only_whole_ones_recorded(
-    tmp_path: Path, served
+    tmp_path: Path, served: Callable[[Responder], FakeLLM]
 ) -> None:
     # The first reply comes too late (the client then reads replies as a stream), and every second streamed reply is
     # cut cleanly after its first words, as a proxy in front of a CPU-served model did.
@@ -108,6 +109,7 @@ def test_replies_cut_short_on_a_cpu_served_model_are_asked_again_and_only_whole_
     progress = _run(settings)
     assert (progress.done, progress.failed) == (1, 0)
     episode = _episode(settings)
+    assert episode.trajectory is not None
     replies = [step["reply"] for step in episode.trajectory if step["kind"] == "model"]
     wanted = {_paper(prompt) for prompt in fake.prompts()}
     assert replies and all(reply in wanted for reply in replies)  # never "To test the", "HYPOTH" or "INPUT: ("
@@ -118,7 +120,9 @@ def test_replies_cut_short_on_a_cpu_served_model_are_asked_again_and_only_whole_
     assert sum(1 for body in fake.requests if body.get("stream")) > len(replies)  # the cut ones were asked again
 
 
-def test_a_final_reply_of_json_is_asked_again_and_never_submitted_exported_or_judged(tmp_path: Path, served) -> None:
+def test_a_final_reply_of_json_is_asked_again_and_never_submitted_exported_or_judged(
+    tmp_path: Path, served: Callable[[Responder], FakeLLM]
+) -> None:
     call = '{"name": "submit", "arguments": {"description": "returns the sign"}}'
     # No hypothesis to fall back on either: the reflections only say they are not done.
     fake = served(lambda body: _paper(str(body["messages"][-1]["content"]), final=call, reflection="CONCLUDED: NO"))
@@ -126,7 +130,7 @@ def test_a_final_reply_of_json_is_asked_again_and_never_submitted_exported_or_ju
     progress = _run(settings)
     assert (progress.done, progress.failed) == (1, 0)
     episode = _episode(settings)
-    assert episode.submission_id is None and episode.scores == {}
+    assert episode.submission_id is None and episode.scores == {} and episode.trajectory is not None
     events = [step.get("event") for step in episode.trajectory if step["kind"] == "note"]
     assert events.count("not_a_description") == 1 and events[-1] == "no_description"
     assert sqlite3.connect(settings.db_path).execute("SELECT COUNT(*) FROM submissions").fetchone() == (0,)
@@ -140,7 +144,7 @@ def test_a_final_reply_of_json_is_asked_again_and_never_submitted_exported_or_ju
 
 
 def test_a_tool_call_nested_fifty_thousand_deep_is_one_failed_step_and_reruns_replay_it_from_the_cache(
-    tmp_path: Path, served
+    tmp_path: Path, served: Callable[[Responder], FakeLLM]
 ) -> None:
     asked: list[int] = []
 
@@ -160,7 +164,7 @@ def test_a_tool_call_nested_fifty_thousand_deep_is_one_failed_step_and_reruns_re
     progress = _run(settings, agent="tools", run="deep")
     assert (progress.done, progress.failed) == (1, 0)
     episode = _episode(settings, "deep")
-    assert episode.state == "done" and episode.queries == 1
+    assert episode.state == "done" and episode.queries == 1 and episode.trajectory is not None
     refused = [s for s in episode.trajectory if s["kind"] == "tool_result" and s.get("refused")]
     assert len(refused) == 1 and "nested deeper than 100 levels" in refused[0]["text"]
     # Another run asks the same first request: the cached over-deep reply is replayed, and read as before.

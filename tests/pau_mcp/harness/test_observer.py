@@ -8,6 +8,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -19,10 +20,10 @@ from serve_args import serve_parts
 from pau_mcp.config import Settings
 from pau_mcp.contract import FACTS_KEY, ToolResult, ToolStatus
 from pau_mcp.grammar import MAX_READ_CHARS, read_inputs
-from pau_mcp.harness import EvalConfig, run_eval
+from pau_mcp.harness import EvalConfig, RunProgress, run_eval
 from pau_mcp.harness.selfcheck import agrees, seen_from_example, seen_from_result
 from pau_mcp.manifests import ManifestStore
-from pau_mcp.runstore import RunStore
+from pau_mcp.runstore import EpisodeRow, RunStore
 from pau_mcp.scoring import Scorer
 from pau_mcp.server_assembly import assemble_server
 from wasm_runtime import Outcome, Sandbox, Status, encode
@@ -38,7 +39,7 @@ RIGHT = (
 PLAIN = "def test_func(arg0):\n    r = 1\n    for c in str(abs(arg0)):\n        r *= int(c)\n    return r\n"
 
 
-def brain(body: dict) -> Reply | str:
+def brain(body: dict[str, Any]) -> Reply | str:
     """Plays the observer (hypothesis, inputs, revision), its code writer, and the scorer's judge and code writer."""
     text = str(body["messages"][-1]["content"])
     if "Write the Python function" in text:
@@ -64,7 +65,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
         yield server
 
 
-def _observe(tmp_path: Path, budget: int = 10) -> tuple[Settings, dict]:
+def _observe(tmp_path: Path, budget: int = 10) -> tuple[Settings, EpisodeRow]:
     settings = Settings.from_options(
         data_dir=tmp_path, db=tmp_path / "runs.db", judge_model=MODEL, coder_model=MODEL, budget=budget
     )
@@ -73,7 +74,7 @@ def _observe(tmp_path: Path, budget: int = 10) -> tuple[Settings, dict]:
         concurrency=1,
     )  # fmt: skip
 
-    async def go() -> object:
+    async def go() -> RunProgress:
         scorer = Scorer.from_settings(settings)
         try:
             with anyio.fail_after(180):
@@ -93,6 +94,7 @@ def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh
 ) -> None:
     settings, episode = _observe(tmp_path)
     assert episode.state == "done" and episode.concluded == 1 and episode.queries == 8
+    assert episode.trajectory is not None
     checks = [step for step in episode.trajectory if step["kind"] == "check"]
     assert [c["agreed"] for c in checks] == [False, True]
     first, second = checks
@@ -118,7 +120,7 @@ def test_an_observer_revises_after_its_code_disagrees_and_concludes_when_a_fresh
 
 def test_an_observer_whose_budget_ends_in_disagreement_does_not_conclude(tmp_path: Path, fake: FakeLLM) -> None:
     _, episode = _observe(tmp_path, budget=3)
-    assert episode.queries == 3 and episode.concluded == 0
+    assert episode.queries == 3 and episode.concluded == 0 and episode.trajectory is not None
     (check,) = [step for step in episode.trajectory if step["kind"] == "check"]
     assert not check["agreed"] and check["fresh"] == ["(105,)", "(7,)", "(-23,)"]
     ending = [s for s in episode.trajectory if s["kind"] == "note" and s.get("event") == "self_check"]
@@ -134,7 +136,7 @@ def test_the_observers_documentation_is_served_to_any_mcp_client_and_the_report_
     assert exported.returncode == 0, exported.stderr
     assert json.loads(exported.stdout)["methods"][B001.id]["documentation"] == REVISED
 
-    async def listed() -> dict:
+    async def listed() -> dict[str, Any]:
         built = assemble_server(
             *serve_parts([*common, "--methods", B001.id, "--docs", "observer"]), sandboxes=lambda *a, **k: sandbox
         )
@@ -161,7 +163,7 @@ def test_the_observers_documentation_is_served_to_any_mcp_client_and_the_report_
 def test_an_observer_reads_every_input_on_a_line_that_lists_several(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def listing(body: dict) -> Reply | str:
+    def listing(body: dict[str, Any]) -> Reply | str:
         text = str(body["messages"][-1]["content"])
         if "new inputs where your description" in text and REVISED not in text:
             return "INPUT: (105,), (7,), (-23,), (12,)"  # one line, four inputs
@@ -171,6 +173,7 @@ def test_an_observer_reads_every_input_on_a_line_that_lists_several(
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         _, episode = _observe(tmp_path)
+    assert episode.trajectory is not None
     first = next(step for step in episode.trajectory if step["kind"] == "check")
     assert first["fresh"] == ["(105,)", "(7,)", "(-23,)", "(12,)"]
 
@@ -187,7 +190,7 @@ def test_an_observer_reads_every_input_on_a_line_that_lists_several(
         ("INPUT: [1, 2], 3", 2, ["[1, 2], 3"]),
     ],
 )
-def test_each_input_a_line_lists_is_read(line, arity, inputs) -> None:
+def test_each_input_a_line_lists_is_read(line: str, arity: int, inputs: list[str]) -> None:
     assert read_inputs(line, arity, limit=8) == inputs
 
 

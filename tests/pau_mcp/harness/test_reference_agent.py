@@ -6,9 +6,9 @@ none of its text); the model is a scripted loopback server.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -16,21 +16,24 @@ from fakellm import FakeLLM, Reply
 from fakereference import write_checkout
 
 from pau_mcp.config import Settings
-from pau_mcp.harness import EvalConfig, EvalError, run_eval
+from pau_mcp.harness import AgentResult, Environment, EvalConfig, EvalError, RunProgress, run_eval
 from pau_mcp.harness.reference_agent import ReferenceAgent, reference_input
 from pau_mcp.llm import LLMClient
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.prompts import import_reference
 from pau_mcp.protocol import load_protocol
-from pau_mcp.runstore import RunStore
+from pau_mcp.runstore import EpisodeRow, RunStore
 from pau_mcp.scoring import Scorer
+
+if TYPE_CHECKING:
+    from conftest import OpenEnvironment
 
 METHOD = "builtin/b001"  # one integer argument: the product of its non-zero digits
 MODEL = "openai/fake-model"
 ACTIONS = ["Suggested Input: (2,)", "I would like to see what happens with (5,) next", "no idea at all"]
 
 
-def brain(body: dict) -> Reply | str:
+def brain(body: dict[str, Any]) -> Reply | str:
     text = str(body["messages"][-1]["content"])
     if text.startswith("\nREASON"):
         return "Try a small number. [STOP] anything after the stop marker is dropped"
@@ -58,7 +61,7 @@ def reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeL
         yield server
 
 
-def _run(tmp_path: Path, mode: str = "interactive") -> tuple[dict, dict]:
+def _run(tmp_path: Path, mode: str = "interactive") -> tuple[EpisodeRow, dict[str, Any]]:
     settings = Settings.from_options(
         data_dir=tmp_path, db=tmp_path / "runs.db", judge_model=MODEL, coder_model=MODEL, protocol="reference"
     )
@@ -67,7 +70,7 @@ def _run(tmp_path: Path, mode: str = "interactive") -> tuple[dict, dict]:
         protocol="reference",
     )  # fmt: skip
 
-    async def go() -> object:
+    async def go() -> RunProgress:
         scorer = Scorer.from_settings(settings)
         try:
             with anyio.fail_after(120):
@@ -104,6 +107,7 @@ def test_inputs_are_read_by_the_references_rules_and_the_reflection_sees_only_th
     tmp_path: Path, reference: FakeLLM
 ) -> None:
     episode, _ = _run(tmp_path)
+    assert episode.trajectory is not None
     calls = [s["arguments"]["args"] for s in episode.trajectory if s["kind"] == "tool_call"]
     assert calls == ["(2,)", "(5,)"]  # an "input:" line, then the first "(...)" of a line; the third gave none
     assert any(s.get("event") == "malformed_action" for s in episode.trajectory if s["kind"] == "note")
@@ -182,16 +186,16 @@ def test_a_run_and_its_scorer_on_different_protocols_is_refused(tmp_path: Path, 
         ("nothing to run", None),
     ],
 )
-def test_an_action_is_read_as_the_reference_reads_it(reply, expected) -> None:
+def test_an_action_is_read_as_the_reference_reads_it(reply: str, expected: str | None) -> None:
     assert reference_input(reply) == expected
 
 
 def test_a_budget_the_server_says_is_spent_ends_the_loop_and_the_refused_call_is_no_result(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vowels_environment: Callable[[], Any]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vowels_environment: OpenEnvironment
 ) -> None:
     import_reference(write_checkout(tmp_path / "checkout"), tmp_path)
 
-    def steady(body: dict) -> str:
+    def steady(body: dict[str, Any]) -> str:
         text = str(body["messages"][-1]["content"])
         if text.startswith("\nACT"):
             return "input: ('aeiou',)"
@@ -202,7 +206,7 @@ def test_a_budget_the_server_says_is_spent_ends_the_loop_and_the_refused_call_is
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         agent = ReferenceAgent(llm=LLMClient(), model=MODEL, prompts=load_protocol("reference", tmp_path).prompts)
 
-        async def main() -> tuple:
+        async def main() -> tuple[Environment, AgentResult]:
             async with vowels_environment() as env:  # the server allows 3 calls; the loop would make 6
                 return env, await agent.run(env, "interactive", 6)
 
@@ -210,14 +214,14 @@ def test_a_budget_the_server_says_is_spent_ends_the_loop_and_the_refused_call_is
         asked = [b["messages"][0]["content"].split(" ", 1)[0] for b in fake.requests]
     assert [o.status for o in env.observations] == ["ok", "ok", "ok", "over_budget"]
     assert asked == ["\nREASON", "\nACT", "\nREFLECT"] * 3 + ["\nREASON", "\nACT"]  # no reflection on a refusal
-    assert len(result.examples) == 3 + 3  # the initial examples and the calls that ran
+    assert result.examples is not None and len(result.examples) == 3 + 3  # the initial examples and the calls that ran
     assert result.description == "counts vowels" and not result.concluded
 
 
 THINKING = "openai/Qwen3-8B"  # thinks by default: this project gives it 8,192 tokens of room on top of each limit
 
 
-def thinking_brain(body: dict) -> Reply | str:
+def thinking_brain(body: dict[str, Any]) -> Reply | str:
     """A thinking model: its thinking comes back as the reasoning field (OpenRouter's, recent vLLM's) or as
     ``<think>`` text, and says other things than its answer."""
     text = str(body["messages"][-1]["content"])
@@ -253,7 +257,7 @@ def test_a_thinking_models_reasoning_and_think_text_are_read_whole_within_the_re
             protocol="reference",
         )  # fmt: skip
 
-        async def go() -> object:
+        async def go() -> RunProgress:
             scorer = Scorer.from_settings(settings)
             try:
                 with anyio.fail_after(120):
@@ -268,6 +272,7 @@ def test_a_thinking_models_reasoning_and_think_text_are_read_whole_within_the_re
     assert limits == {"\nREASON": 300, "\nACT": 300, "\nREFLECT": 300, "\nJUDGE": 300, "\nCODER": 600}
     store = RunStore(tmp_path / "runs.db")
     (episode,) = store.episodes(store.run_id("think"), with_trajectories=True)
+    assert episode.trajectory is not None
     # The first line with one "Input:" of the whole reply: in the reasoning field, then inside <think>.
     assert [s["arguments"]["args"] for s in episode.trajectory if s["kind"] == "tool_call"] == ["(7,)", "(5,)"]
     assert "why=Reasoning: small numbers first\nResponse:  Try two.\n" in acts[0]
@@ -284,7 +289,7 @@ def test_a_result_is_held_as_the_references_process_hands_it_back() -> None:
     from pau_mcp.harness.reference_agent import reference_result
     from pau_mcp.protocol import reference_triples
 
-    def result(**fields) -> ToolResult:
+    def result(**fields: Any) -> ToolResult:
         return ToolResult(queries_used=1, queries_left=19, budget_scope="token", **fields)
 
     # An exception with an empty message: the reference writes `Error: ` (str of it); this read `Error: error`.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner, Result
 from fakellm import FakeLLM, Reply
@@ -31,7 +32,7 @@ def test_replaying_a_scored_run_of_the_paper_agent_reproduces_every_score(tmp_pa
 
 
 def test_replaying_a_run_of_the_tools_agent_reproduces_it(tmp_path: Path) -> None:
-    def tools(body: dict) -> object:
+    def tools(body: dict[str, Any]) -> Reply | str:
         if body.get("tools"):
             names = [t["function"]["name"] for t in body["tools"]]
             fn = next(n for n in names if n.startswith("fn_"))

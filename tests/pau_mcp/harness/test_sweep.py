@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from fakellm import FakeLLM
 from pau_command import Ran, run_pau, run_pau_process
 from tasksuite import make_task_suite
@@ -28,7 +28,9 @@ methods = ["builtin/b001", "builtin/b002"]
 """
 
 
-def _sweep(tmp_path: Path, text: str, *extra: str, env: dict[str, str] | None = None, process: bool = False) -> Ran:
+def _sweep(
+    tmp_path: Path, text: str, *extra: str | os.PathLike[str], env: dict[str, str] | None = None, process: bool = False
+) -> Ran:
     """``pau-mcp sweep`` on TEXT: in this process, or in a process of its own."""
     path = tmp_path / "sweep.toml"
     path.write_text(text)
@@ -39,7 +41,7 @@ def _sweep(tmp_path: Path, text: str, *extra: str, env: dict[str, str] | None = 
     )  # fmt: skip
 
 
-def _invoke(tmp_path: Path, text: str, *extra: str):  # type: ignore[no-untyped-def]
+def _invoke(tmp_path: Path, text: str, *extra: str) -> Result:
     """The command in this process, for what ends before any run starts."""
     path = tmp_path / "sweep.toml"
     path.write_text(text)
@@ -69,7 +71,9 @@ def _attempts(tmp_path: Path) -> dict[tuple[str, str], int]:
         (PROBE.replace('"incontext"', '"tasks"').replace('"probe"', '"tools"') + 'docs = ["none", "none"]\n[[models]]\nmodel = "openai/m"\n', "docs lists the same value twice"),
     ],
 )  # fmt: skip
-def test_a_bad_sweep_file_is_refused_before_anything_runs_saying_where(tmp_path: Path, text, expected) -> None:
+def test_a_bad_sweep_file_is_refused_before_anything_runs_saying_where(
+    tmp_path: Path, text: str, expected: str
+) -> None:
     done = _invoke(tmp_path, text)
     assert done.exit_code == 2, done.output
     assert expected in done.output and "sweep.toml" in done.output
@@ -187,7 +191,9 @@ def _error_lines(done: Ran) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "directory", "oversized"])
-def test_a_sweep_file_that_is_not_a_regular_file_of_sensible_size_is_refused_in_one_line(tmp_path: Path, kind) -> None:
+def test_a_sweep_file_that_is_not_a_regular_file_of_sensible_size_is_refused_in_one_line(
+    tmp_path: Path, kind: str
+) -> None:
     path = tmp_path / "sweep.toml"
     expected = {"fifo": "is a FIFO", "/dev/zero": "is a character device", "directory": "is a directory"}
     if kind == "fifo":
@@ -222,7 +228,7 @@ def test_a_sweep_file_nested_100000_deep_is_refused_in_one_line(tmp_path: Path) 
     ids=["20,000 models", "20,000 bad models", "100,001 methods"],
 )  # fmt: skip
 def test_a_sweep_file_with_too_many_entries_is_refused_quickly_in_a_few_lines(
-    tmp_path: Path, entries, expected
+    tmp_path: Path, entries: str, expected: str
 ) -> None:
     path = tmp_path / "sweep.toml"
     path.write_text('suites = ["builtin"]\nagents = ["paper"]\n' + entries)

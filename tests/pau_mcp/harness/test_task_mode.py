@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakellm import FakeLLM, Reply
-from pau_command import run_pau
+from pau_command import Ran, run_pau
 from tasksuite import make_task_suite
 
 from pau_mcp.harness.tasks import _plain_answer
@@ -25,11 +26,12 @@ def tool(name: str) -> str:
     return tool_name(KEY, f"mini/{name}")
 
 
-def brain(body: dict) -> Reply | str:
+def brain(body: dict[str, Any]) -> Reply | str:
     """Answers the three tasks: t1 and t2 rightly (t2 with its calls), t3 with the right value but no calls."""
     messages = body["messages"]
     question = str(messages[1]["content"])
     done = sum(1 for m in messages if m["role"] == "tool")
+    plan: list[tuple[str, dict[str, Any]]]
     if "2045" in question:
         plan = [(tool("b001"), {"args": "(2045,)"}), ("answer", {"answer": "40"})]
     elif "234" in question:
@@ -133,7 +135,7 @@ def test_the_built_in_suites_tasks_are_answered_and_checked_through_its_own_serv
     tasks = {task.question: task for task in ManifestStore().suite("builtin").tasks.values()}
     assert sorted(len(task.steps) for task in tasks.values()) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
 
-    def knows(body: dict) -> Reply:
+    def knows(body: dict[str, Any]) -> Reply:
         (task,) = [task for question, task in tasks.items() if question in str(body["messages"][1]["content"])]
         calls = [{"tool": tool_name(KEY, step.method), "args": step.input} for step in task.steps]
         assert task.answer is not None
@@ -159,7 +161,9 @@ def test_an_answer_written_as_text_is_read_after_its_last_marker_within_a_capped
     assert _plain_answer(flood) == ""
 
 
-def _first_request(tmp_path: Path, monkeypatch, reply: Reply | None = None) -> tuple[dict, object]:  # type: ignore[no-untyped-def]
+def _first_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reply: Reply | None = None
+) -> tuple[dict[str, Any], Ran]:
     """The first request of a task run on the built-in suite (its first task only), and the finished command."""
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", KEY)
     with FakeLLM(responder=lambda body: reply or Reply(tool_calls=[("answer", {"answer": "0", "calls": []})])) as fake:

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 from fakellm import FakeLLM, Reply
 
-from pau_mcp.harness.agents import ToolsAgent, written_tool_calls
+from pau_mcp.harness import Environment
+from pau_mcp.harness.agents import AgentResult, ToolsAgent, written_tool_calls
 from pau_mcp.llm import LLMClient, LLMError
+
+if TYPE_CHECKING:
+    from conftest import OpenEnvironment
 
 MODEL = "openai/small-local-model"
 
@@ -41,10 +45,10 @@ def _script(*steps: Callable[[str], Reply | str]) -> Callable[[dict[str, Any]], 
     return respond
 
 
-def _play(vowels_environment, fake: FakeLLM) -> tuple[Any, Any]:  # type: ignore[no-untyped-def]
+def _play(vowels_environment: OpenEnvironment, fake: FakeLLM) -> tuple[AgentResult, Environment]:
     llm = LLMClient(env={"OPENAI_BASE_URL": fake.base_url}, retries=0)
 
-    async def main() -> tuple[Any, Any]:
+    async def main() -> tuple[AgentResult, Environment]:
         try:
             async with vowels_environment() as env:
                 with anyio.fail_after(60):
@@ -61,7 +65,7 @@ def _call(name: str, arguments: Any) -> Reply:
 
 def test_the_strict_server_refuses_a_history_that_echoes_invalid_arguments(strict: FakeLLM) -> None:
     # The control: what the agent used to send back is refused, for good, by a llama-server-like server.
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None,
          "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "fn", "arguments": '{"args": "(1,'}}]},
@@ -75,7 +79,7 @@ def test_the_strict_server_refuses_a_history_that_echoes_invalid_arguments(stric
 
 
 def test_a_malformed_tool_call_is_corrected_and_the_episode_goes_on(
-    vowels_environment: Callable[[], Any], strict: FakeLLM
+    vowels_environment: OpenEnvironment, strict: FakeLLM
 ) -> None:
     strict.responder = _script(
         lambda tool: _call(tool, '{"args": "(\'hello\',)"'),  # not JSON: a closing brace is missing
@@ -93,7 +97,7 @@ def test_a_malformed_tool_call_is_corrected_and_the_episode_goes_on(
     assert "not a JSON object" in correction["content"] and "nothing was run" in correction["content"]
 
 
-def test_a_tool_call_written_as_text_is_run_as_a_call(vowels_environment: Callable[[], Any], strict: FakeLLM) -> None:
+def test_a_tool_call_written_as_text_is_run_as_a_call(vowels_environment: OpenEnvironment, strict: FakeLLM) -> None:
     strict.responder = _script(
         lambda tool: f'<tool_call>\n{{"name": "{tool}", "arguments": {{"args": "(\'sky\',)"}}}}\n</tool_call>',
         lambda tool: (
@@ -110,7 +114,7 @@ def test_a_tool_call_written_as_text_is_run_as_a_call(vowels_environment: Callab
 
 
 def test_a_tool_call_written_as_text_that_cannot_be_read_is_refused_not_submitted(
-    vowels_environment: Callable[[], Any], strict: FakeLLM
+    vowels_environment: OpenEnvironment, strict: FakeLLM
 ) -> None:
     unreadable = '<tool_call>{"name": "fn", "arguments": {"args": </tool_call>'
     strict.responder = _script(
@@ -126,7 +130,7 @@ def test_a_tool_call_written_as_text_that_cannot_be_read_is_refused_not_submitte
 
 
 def test_calling_the_headers_function_name_is_answered_with_the_tools_real_name(
-    vowels_environment: Callable[[], Any], strict: FakeLLM
+    vowels_environment: OpenEnvironment, strict: FakeLLM
 ) -> None:
     strict.responder = _script(
         lambda tool: _call("count_vowels", {"s": "hello"}),
@@ -162,14 +166,16 @@ def test_calling_the_headers_function_name_is_answered_with_the_tools_real_name(
         ('{"vowels": 2}', None),  # JSON that is no call: the agent refuses it as a description
     ],
 )
-def test_tool_calls_written_as_text_are_read_or_marked_unreadable(reply, calls) -> None:
+def test_tool_calls_written_as_text_are_read_or_marked_unreadable(
+    reply: str, calls: list[tuple[str, dict[str, str]]] | None
+) -> None:
     found = written_tool_calls(reply, "t")
     assert (None if found is None else [(c.name, c.parsed_arguments()) for c in found]) == calls
     assert found is None or all(c.id == f"t_{i}" for i, c in enumerate(found))
 
 
 def test_a_submission_written_as_a_json_object_is_read_as_the_submit_call(
-    vowels_environment: Callable[[], Any], strict: FakeLLM
+    vowels_environment: OpenEnvironment, strict: FakeLLM
 ) -> None:
     strict.responder = _script(
         lambda tool: _call(tool, {"args": "('hello',)"}),
@@ -181,7 +187,7 @@ def test_a_submission_written_as_a_json_object_is_read_as_the_submit_call(
 
 
 def test_json_where_the_description_belongs_is_refused_with_feedback_and_never_taken(
-    vowels_environment: Callable[[], Any], strict: FakeLLM
+    vowels_environment: OpenEnvironment, strict: FakeLLM
 ) -> None:
     strict.responder = _script(
         lambda tool: _call(tool, {"args": "('hello',)"}),
@@ -198,7 +204,7 @@ def test_json_where_the_description_belongs_is_refused_with_feedback_and_never_t
 
 
 def test_a_submit_call_whose_description_is_json_is_refused_and_the_model_submits_prose(
-    vowels_environment: Callable[[], Any], strict: FakeLLM
+    vowels_environment: OpenEnvironment, strict: FakeLLM
 ) -> None:
     strict.responder = _script(
         lambda tool: _call("submit", {"method": tool, "description": '{"name": "count_vowels", "arguments": {}}'}),
@@ -211,7 +217,7 @@ def test_a_submit_call_whose_description_is_json_is_refused_and_the_model_submit
 
 
 def test_an_agent_that_never_gives_prose_ends_with_no_description_rather_than_a_placeholder(
-    vowels_environment: Callable[[], Any], strict: FakeLLM
+    vowels_environment: OpenEnvironment, strict: FakeLLM
 ) -> None:
     strict.responder = _script(lambda tool: '{"result": "vowels"}')
     result, env = _play(vowels_environment, strict)
@@ -219,7 +225,7 @@ def test_an_agent_that_never_gives_prose_ends_with_no_description_rather_than_a_
 
 
 def test_the_harness_answers_to_unknown_and_malformed_calls_are_in_the_trajectory(
-    vowels_environment: Callable[[], Any], strict: FakeLLM
+    vowels_environment: OpenEnvironment, strict: FakeLLM
 ) -> None:
     strict.responder = _script(
         lambda tool: _call("count_vowels", {"s": "hello"}),
@@ -236,7 +242,7 @@ def test_the_harness_answers_to_unknown_and_malformed_calls_are_in_the_trajector
 
 
 def test_arguments_nested_a_megabyte_deep_are_one_corrected_call_and_the_episode_goes_on(
-    vowels_environment: Callable[[], Any], strict: FakeLLM
+    vowels_environment: OpenEnvironment, strict: FakeLLM
 ) -> None:
     strict.responder = _script(
         lambda tool: _call(tool, '{"args": ' + "[" * (1 << 20)),

@@ -18,12 +18,12 @@ TOOLS = [
 
 
 @pytest.fixture
-def claude(fake: FakeLLM, make_client: Callable[..., LLMClient]):
+def claude(fake: FakeLLM, make_client: Callable[..., LLMClient]) -> LLMClient:
     return make_client({"ANTHROPIC_BASE_URL": fake.root_url, "ANTHROPIC_API_KEY": "sk-ant-test"})
 
 
 def test_a_temperature_asked_of_a_claude_model_does_not_crash_and_is_not_sent(
-    fake: FakeLLM, claude, run: Callable[..., Any]
+    fake: FakeLLM, claude: LLMClient, run: Callable[..., Any]
 ) -> None:
     fake.say("fine")
     reply = run(lambda: claude.complete("anthropic/claude-haiku-4-5", USER, temperature=0, max_tokens=300))
@@ -34,7 +34,7 @@ def test_a_temperature_asked_of_a_claude_model_does_not_crash_and_is_not_sent(
 
 
 def test_the_key_goes_out_as_the_sdk_sends_it_with_its_api_version(
-    fake: FakeLLM, claude, run: Callable[..., Any]
+    fake: FakeLLM, claude: LLMClient, run: Callable[..., Any]
 ) -> None:
     fake.say("ok")
     run(lambda: claude.complete("anthropic/claude-haiku-4-5", USER))
@@ -56,7 +56,7 @@ def test_a_missing_anthropic_key_is_one_line_naming_the_variable_before_any_requ
 
 
 def test_thinking_blocks_are_kept_apart_from_the_text_and_sent_back_with_tool_calls(
-    fake: FakeLLM, claude, run: Callable[..., Any]
+    fake: FakeLLM, claude: LLMClient, run: Callable[..., Any]
 ) -> None:
     fake.call_tool("fn_abc", {"arg0": 1}, text="Trying 1.", reasoning="INPUT: (999,) is what I would never send")
     fake.say("It doubles.")
@@ -71,7 +71,7 @@ def test_thinking_blocks_are_kept_apart_from_the_text_and_sent_back_with_tool_ca
 
 
 def test_a_reasoning_effort_turns_on_extended_thinking_with_room_for_the_answer(
-    fake: FakeLLM, claude, run: Callable[..., Any]
+    fake: FakeLLM, claude: LLMClient, run: Callable[..., Any]
 ) -> None:
     fake.say("ok").say("ok")
     run(lambda: claude.complete("anthropic/claude-haiku-4-5", USER, max_tokens=300, reasoning_effort="medium"))

@@ -120,7 +120,9 @@ def test_retries_end_with_an_error_carrying_the_providers_message(fake: FakeLLM)
     "payload",
     [{"choices": []}, {"error": "nope"}, [1, 2], {"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}],
 )
-def test_a_reply_that_is_not_a_chat_completion_is_an_error_naming_the_base_url_to_check(fake: FakeLLM, payload) -> None:
+def test_a_reply_that_is_not_a_chat_completion_is_an_error_naming_the_base_url_to_check(
+    fake: FakeLLM, payload: object
+) -> None:
     fake.answer_raw(payload)
     with pytest.raises(LLMError) as info:
         run(lambda: client(fake).complete("openai/m", USER))
@@ -138,7 +140,7 @@ def test_a_401_raises_at_once_with_the_providers_message_and_the_key_to_check(fa
 
 
 @pytest.mark.parametrize("status", [400, 403, 404])
-def test_other_permanent_errors_are_not_retried(fake: FakeLLM, status) -> None:
+def test_other_permanent_errors_are_not_retried(fake: FakeLLM, status: int) -> None:
     llm = client(fake)
     fake.fail(status, message=f"refused with {status}")
     with pytest.raises(LLMError, match=f"refused with {status}") as info:
@@ -310,7 +312,7 @@ def test_the_official_endpoint_without_a_key_says_which_variables_to_set() -> No
 
 
 @pytest.mark.parametrize("model", ["gpt-4o-mini", "mistral/large", "openai/", "", None])
-def test_a_model_string_without_a_known_provider_is_refused_with_the_expected_form(model) -> None:
+def test_a_model_string_without_a_known_provider_is_refused_with_the_expected_form(model: str | None) -> None:
     with pytest.raises(LLMNotConfigured, match="provider/model"):
         parse_model(model)
 

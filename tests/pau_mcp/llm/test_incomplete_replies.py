@@ -36,7 +36,9 @@ def _capabilities(tmp_path: Path) -> CapabilityTable:
     return CapabilityTable.load(table)
 
 
-def _streaming(make_client, fake: FakeLLM, tmp_path: Path, model: str, **options):  # type: ignore[no-untyped-def]
+def _streaming(
+    make_client: Callable[..., LLMClient], fake: FakeLLM, tmp_path: Path, model: str, **options: Any
+) -> LLMClient:
     llm = make_client(_env(fake), capabilities=_capabilities(tmp_path), **options)
     llm.provider(model).streaming = True  # as after a first timeout
     return llm
@@ -47,7 +49,7 @@ CUTS = [(model, cut) for model, last in BEFORE_FINISH.items() for cut in range(l
 
 @pytest.mark.parametrize(("model", "cut"), CUTS, ids=[f"{m}-after-{c}-events" for m, c in CUTS])
 def test_a_stream_cut_cleanly_before_its_finish_marker_is_retried_and_the_whole_reply_taken(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model, cut
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model: str, cut: int
 ) -> None:
     fake.say(WHOLE, chunks=5, cut_after=cut).say(WHOLE, chunks=5)
     llm = _streaming(make_client, fake, tmp_path, model)
@@ -58,7 +60,7 @@ def test_a_stream_cut_cleanly_before_its_finish_marker_is_retried_and_the_whole_
 
 @pytest.mark.parametrize("model", list(BEFORE_FINISH))
 def test_a_stream_that_is_always_cut_fails_its_request_and_never_gives_the_partial_text(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model: str
 ) -> None:
     for _ in range(3):
         fake.say(WHOLE, chunks=5, cut_after=4)
@@ -73,7 +75,7 @@ def test_a_stream_that_is_always_cut_fails_its_request_and_never_gives_the_parti
 
 @pytest.mark.parametrize("model", list(BEFORE_FINISH))
 def test_a_cut_reply_is_not_cached_and_the_whole_one_is(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model: str
 ) -> None:
     fake.say(WHOLE, chunks=5, cut_after=3).say(WHOLE, chunks=5)
     llm = _streaming(make_client, fake, tmp_path, model, cache_path=tmp_path / "cache.db")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fakellm import LLAMA_SERVER_BAD_ARGUMENTS, FakeLLM
 
-from pau_mcp.llm import LLMClient, LLMError
+from pau_mcp.llm import CapabilityTable, LLMClient, LLMError
 
 USER = [{"role": "user", "content": "Say something."}]
 RESPONSES = {"models": [{"match": ["resp-*"], "api": "responses"}]}
@@ -41,15 +41,13 @@ def _env(fake: FakeLLM) -> dict[str, str]:
     return {"OPENAI_BASE_URL": fake.base_url, "ANTHROPIC_BASE_URL": fake.root_url}
 
 
-def _capabilities(tmp_path: Path):  # type: ignore[no-untyped-def]
-    from pau_mcp.llm import CapabilityTable
-
+def _capabilities(tmp_path: Path) -> CapabilityTable:
     table = tmp_path / "capabilities.json"
     table.write_text(json.dumps(RESPONSES))
     return CapabilityTable.load(table)
 
 
-BAD_BODIES = {
+BAD_BODIES: dict[str, dict[str, Any]] = {
     "a gateway's html page": {"data": b"<html><body>502 Bad Gateway</body></html>", "content_type": "text/html"},
     "json cut short": {"data": b'{"id": "chatcmpl-1", "object": "chat.completion", "choi'},
     "a body the connection drops halfway": {"data": json.dumps({"id": "x", "choices": []}).encode() + b" " * 64, "cut": True},
@@ -61,7 +59,7 @@ BAD_BODIES = {
 @pytest.mark.parametrize("model", ["openai/m", "anthropic/claude-x", "openai/resp-1"])
 @pytest.mark.parametrize("bad", list(BAD_BODIES))
 def test_a_200_that_cannot_be_read_is_retried_and_then_answered(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model, bad
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model: str, bad: str
 ) -> None:
     fake.answer_bytes(**BAD_BODIES[bad]).say("fine")
     llm = make_client(_env(fake), capabilities=_capabilities(tmp_path))
@@ -71,7 +69,7 @@ def test_a_200_that_cannot_be_read_is_retried_and_then_answered(
 
 @pytest.mark.parametrize("model", ["openai/m", "anthropic/claude-x"])
 def test_a_server_that_keeps_answering_pages_fails_with_one_line_naming_the_body_and_the_setting(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], notices: list[str], model
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], notices: list[str], model: str
 ) -> None:
     fake.answer_bytes(b"<html>\n<h1>Service temporarily unavailable</h1>\n</html>", content_type="text/html", times=3)
     llm = make_client(_env(fake), retries=2)
@@ -148,7 +146,7 @@ def test_a_slow_but_live_server_is_read_as_a_stream_after_one_timeout(
     run: Callable[..., Any],
     notices: list[str],
     tmp_path: Path,
-    model,
+    model: str,
 ) -> None:
     text = "a reply written slowly, a few words at a time"
     # Each reply takes 1.2 s in all, longer than the 0.5 s timeout, but a part comes every 0.15 s.

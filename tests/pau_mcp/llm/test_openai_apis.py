@@ -78,7 +78,7 @@ def test_azure_deployments_go_to_the_deployment_route_with_the_api_version_and_k
     [("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_ENDPOINT"), ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_API_KEY"),
      ("OPENAI_API_VERSION", "OPENAI_API_VERSION")],
 )  # fmt: skip
-def test_an_azure_setting_missing_is_named(make_client: Callable[..., LLMClient], missing, variable) -> None:
+def test_an_azure_setting_missing_is_named(make_client: Callable[..., LLMClient], missing: str, variable: str) -> None:
     env = {"AZURE_OPENAI_ENDPOINT": "http://127.0.0.1:9", "AZURE_OPENAI_API_KEY": "k", "OPENAI_API_VERSION": "v"}
     del env[missing]
     with pytest.raises(LLMNotConfigured, match=variable):

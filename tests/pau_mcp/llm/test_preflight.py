@@ -18,7 +18,8 @@ from pau_mcp.llm import LLMClient, LLMError, LLMNotConfigured
 def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def test_a_refused_connection_fails_within_seconds_in_one_line_naming_the_url(
@@ -104,7 +105,7 @@ def test_anthropic_models_are_looked_up_by_name(
 # -- the commands check before they start --------------------------------------------------------
 
 
-def _pau(tmp_path, env_extra: dict[str, str], *args: str, process: bool = False) -> Ran:
+def _pau(tmp_path: Path, env_extra: dict[str, str], *args: str, process: bool = False) -> Ran:
     """``pau-mcp ARGS`` with only the given provider variables: in this process, or in a process of its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "OPENAI_", "ANTHROPIC_", "AZURE_"))}
     env.update(env_extra, PAU_MCP_DATA_DIR=str(tmp_path), PAU_MCP_DB=str(tmp_path / "runs.db"))
@@ -147,7 +148,7 @@ def test_score_with_a_model_the_server_does_not_serve_fails_before_scoring(tmp_p
     assert fake.requests == []
 
 
-def _run_names(db) -> str:
+def _run_names(db: Path) -> str:
     import sqlite3
 
     return " ".join(row[0] for row in sqlite3.connect(db).execute("SELECT name FROM runs"))

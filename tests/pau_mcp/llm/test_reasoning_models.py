@@ -16,13 +16,13 @@ USER = [{"role": "user", "content": "Say something."}]
 
 
 @pytest.fixture
-def llm(fake: FakeLLM, make_client: Callable[..., LLMClient]):
+def llm(fake: FakeLLM, make_client: Callable[..., LLMClient]) -> LLMClient:
     return make_client({"OPENAI_BASE_URL": fake.base_url})
 
 
 @pytest.mark.parametrize("model", ["o3", "o4-mini", "gpt-5", "gpt-5-mini-2025-08-07", "o1"])
 def test_o_series_and_gpt5_get_max_completion_tokens_with_room_to_think_and_no_temperature(
-    fake: FakeLLM, llm, run: Callable[..., Any], model
+    fake: FakeLLM, llm: LLMClient, run: Callable[..., Any], model: str
 ) -> None:
     fake.say("ok")
     run(lambda: llm.complete(f"openai/{model}", USER, temperature=0, max_tokens=300))
@@ -31,7 +31,9 @@ def test_o_series_and_gpt5_get_max_completion_tokens_with_room_to_think_and_no_t
     assert body["max_completion_tokens"] > 300 + 1000  # the limit covers the hidden reasoning too
 
 
-def test_a_chat_model_keeps_temperature_and_max_tokens_as_asked(fake: FakeLLM, llm, run: Callable[..., Any]) -> None:
+def test_a_chat_model_keeps_temperature_and_max_tokens_as_asked(
+    fake: FakeLLM, llm: LLMClient, run: Callable[..., Any]
+) -> None:
     fake.say("ok")
     run(lambda: llm.complete("openai/gpt-4o-mini", USER, temperature=0, max_tokens=300))
     body = fake.requests[0]
@@ -49,13 +51,13 @@ def test_a_reasoning_effort_is_sent_to_reasoning_models_and_part_of_the_cache_ke
     assert [body["reasoning_effort"] for body in fake.requests] == ["low", "high"]
 
 
-def test_an_unknown_reasoning_effort_is_refused_naming_the_choices(llm, run: Callable[..., Any]) -> None:
+def test_an_unknown_reasoning_effort_is_refused_naming_the_choices(llm: LLMClient, run: Callable[..., Any]) -> None:
     with pytest.raises(LLMNotConfigured, match="reasoning effort 'extreme'.*low.*high"):
         run(lambda: llm.complete("openai/o3", USER, reasoning_effort="extreme"))
 
 
 def test_qwen3_thinking_is_switched_with_the_chat_template_flag_vllm_and_sglang_read(
-    fake: FakeLLM, llm, run: Callable[..., Any]
+    fake: FakeLLM, llm: LLMClient, run: Callable[..., Any]
 ) -> None:
     fake.say("a").say("b").say("c")
     run(lambda: llm.complete("openai/Qwen/Qwen3-8B", USER, reasoning_effort="none", max_tokens=300))
@@ -85,7 +87,7 @@ def test_a_prompt_switch_tags_the_last_user_message_for_servers_without_template
 
 
 def test_think_blocks_and_reasoning_fields_are_kept_out_of_the_text(
-    fake: FakeLLM, llm, run: Callable[..., Any]
+    fake: FakeLLM, llm: LLMClient, run: Callable[..., Any]
 ) -> None:
     fake.say("<think>Maybe INPUT: (666,)?\nNo.</think>\nINPUT: (1,)")
     fake.say("INPUT: (2,)", reasoning="INPUT: (777,) would be silly")
@@ -97,7 +99,7 @@ def test_think_blocks_and_reasoning_fields_are_kept_out_of_the_text(
     assert "8" in replies[3].reasoning and replies[3].finish_reason == "length"
 
 
-def test_the_thinking_is_not_sent_back_in_the_next_turn(fake: FakeLLM, llm, run: Callable[..., Any]) -> None:
+def test_the_thinking_is_not_sent_back_in_the_next_turn(fake: FakeLLM, llm: LLMClient, run: Callable[..., Any]) -> None:
     fake.say("answer", reasoning="private chain of thought").say("next")
     first = run(lambda: llm.complete("openai/deepseek-r1", USER))
     run(lambda: llm.complete("openai/deepseek-r1", [*USER, first.message(), {"role": "user", "content": "more"}]))
@@ -131,7 +133,7 @@ def test_a_broken_capability_table_names_the_file_and_field(tmp_path: Path) -> N
     [("openai/gpt-5.4-mini", "max_completion_tokens", 16_300), ("openai/Qwen/Qwen3-8B", "max_tokens", 8_492)],
 )
 def test_a_limit_without_thinking_room_is_the_whole_replys_as_the_reference_sends_it(
-    fake: FakeLLM, llm, run: Callable[..., Any], model, field, with_room
+    fake: FakeLLM, llm: LLMClient, run: Callable[..., Any], model: str, field: str, with_room: int
 ) -> None:
     fake.responder = lambda body: "ok"
     run(lambda: llm.complete(model, USER, max_tokens=300))
@@ -153,7 +155,7 @@ def test_claude_thinking_adaptively_gets_the_whole_replys_limit_without_room(
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
 def test_the_answer_as_written_and_the_reasoning_field_are_kept_beside_the_text(
-    fake: FakeLLM, llm, run: Callable[..., Any], streamed
+    fake: FakeLLM, llm: LLMClient, run: Callable[..., Any], streamed: bool
 ) -> None:
     llm.provider("openai/qwen3-8b").streaming = streamed
     fake.say("<think>try INPUT: (9,)</think>\nINPUT: (1,)")

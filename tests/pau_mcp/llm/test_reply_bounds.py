@@ -38,7 +38,12 @@ def _capabilities(tmp_path: Path) -> CapabilityTable:
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("model", MODELS)
 def test_a_reply_that_never_ends_is_cut_at_the_size_cap_and_not_retried(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model, streamed
+    fake: FakeLLM,
+    make_client: Callable[..., LLMClient],
+    run: Callable[..., Any],
+    tmp_path: Path,
+    model: str,
+    streamed: bool,
 ) -> None:
     fake.flood()
     llm = make_client(_env(fake), capabilities=_capabilities(tmp_path), max_reply_bytes=MIB)
@@ -67,7 +72,7 @@ def test_a_compressed_body_that_inflates_past_the_cap_is_cut_without_being_infla
 
 @pytest.mark.parametrize("encoding", ["gzip", "deflate"])
 def test_a_reply_compressed_although_not_asked_is_read(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], encoding
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], encoding: str
 ) -> None:
     body = json.dumps({
         "id": "x", "object": "chat.completion", "created": 0, "model": "m",
@@ -89,7 +94,7 @@ def test_a_reply_in_an_encoding_that_is_not_read_fails_in_one_line(
 
 @pytest.mark.parametrize("model", MODELS)
 def test_a_reply_that_drips_past_the_deadline_fails_its_request_without_a_retry(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], tmp_path: Path, model: str
 ) -> None:
     # A part every 0.2 s never trips the 5 s timeout between parts; 100 parts would take 20 s.
     fake.say("slow " * 100, chunks=100, chunk_s=0.2)
@@ -123,7 +128,7 @@ def _nested_body(depth: int) -> bytes:
 
 @pytest.mark.parametrize("model", ["openai/m", "anthropic/claude-x"])
 def test_a_body_nested_fifty_thousand_deep_fails_its_request_instead_of_raising_recursion_error(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], model
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], model: str
 ) -> None:
     if model.startswith("anthropic"):
         body = b'{"id": "m", "type": "message", "role": "assistant", "model": "c", "content": [{"type": "tool_use", ' \

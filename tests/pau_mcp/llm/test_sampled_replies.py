@@ -16,16 +16,16 @@ USER = [{"role": "user", "content": "Propose an input."}]
 
 
 @pytest.fixture
-def cache(tmp_path: Path):  # type: ignore[no-untyped-def]
+def cache(tmp_path: Path) -> Path:
     return tmp_path / "llm-cache.db"
 
 
-def _client(make_client, fake, cache, **options):  # type: ignore[no-untyped-def]
+def _client(make_client: Callable[..., LLMClient], fake: FakeLLM, cache: Path, **options: Any) -> LLMClient:
     return make_client({"OPENAI_BASE_URL": fake.base_url}, cache_path=cache, **options)
 
 
 def test_a_sampled_reply_is_replayed_only_for_the_same_step_of_the_same_run(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache: Path
 ) -> None:
     fake.responder = lambda body: f"sample {len(fake.requests)}"
     first_run = _client(make_client, fake, cache, sample_scope="run-a")
@@ -43,7 +43,7 @@ def test_a_sampled_reply_is_replayed_only_for_the_same_step_of_the_same_run(
 
 
 def test_without_a_run_a_sampled_reply_is_neither_read_from_nor_written_to_the_cache(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache: Path
 ) -> None:
     fake.responder = lambda body: "drawn"
     llm = _client(make_client, fake, cache)
@@ -55,7 +55,7 @@ def test_without_a_run_a_sampled_reply_is_neither_read_from_nor_written_to_the_c
 
 
 def test_asking_to_share_samples_replays_the_first_sample_any_run_drew(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache: Path
 ) -> None:
     fake.responder = lambda body: f"draw {len(fake.requests)}"
     run(lambda: _client(make_client, fake, cache, sample_scope="run-a").complete(
@@ -69,7 +69,7 @@ def test_asking_to_share_samples_replays_the_first_sample_any_run_drew(
 
 
 def test_replies_at_temperature_zero_are_replayed_across_runs_as_before(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache: Path
 ) -> None:
     fake.responder = lambda body: "greedy"
     run(lambda: _client(make_client, fake, cache, sample_scope="run-a").complete("openai/m", USER, temperature=0))
@@ -79,7 +79,7 @@ def test_replies_at_temperature_zero_are_replayed_across_runs_as_before(
 
 
 def test_no_temperature_is_the_providers_default_which_samples_unless_the_model_takes_none(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache: Path
 ) -> None:
     fake.responder = lambda body: "default"
     llm = _client(make_client, fake, cache)
@@ -92,7 +92,7 @@ def test_no_temperature_is_the_providers_default_which_samples_unless_the_model_
 
 
 def test_a_seeded_client_sends_its_seed_and_never_replays_a_reply_drawn_under_another_seed(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache: Path
 ) -> None:
     fake.responder = lambda body: f"greedy {len(fake.requests)}"
     first = _client(make_client, fake, cache, seed=0)
@@ -105,7 +105,7 @@ def test_a_seeded_client_sends_its_seed_and_never_replays_a_reply_drawn_under_an
 
 
 def test_a_seed_is_kept_out_of_a_request_to_an_api_that_takes_none_but_still_keys_the_cache(
-    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache
+    fake: FakeLLM, make_client: Callable[..., LLMClient], run: Callable[..., Any], cache: Path
 ) -> None:
     fake.responder = lambda body: f"claude {len(fake.requests)}"
     env = {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "test"}

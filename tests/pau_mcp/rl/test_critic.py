@@ -24,7 +24,7 @@ def _view(gold: bool = True) -> CriticView:
     )  # fmt: skip
 
 
-def _client(fake: FakeLLM, tmp_path) -> LLMClient:
+def _client(fake: FakeLLM, tmp_path: Path) -> LLMClient:
     return LLMClient(env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}, cache_path=tmp_path / "c.db",
                      retries=0)  # fmt: skip
 

@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
+from typing import Any
 
 import anyio
 import pytest
 
 from pau_mcp.manifests import ManifestStore
-from pau_mcp.rl import EnvConfig, EpisodeError, ExplorationEnv, RewardConfig, Runtime, ScriptedCritic
-from wasm_runtime import Limits, Sandbox
+from pau_mcp.rl import (
+    Critic,
+    CriticView,
+    EnvConfig,
+    EpisodeError,
+    ExplorationEnv,
+    RewardConfig,
+    Runtime,
+    ScriptedCritic,
+    StepResult,
+)
+from wasm_runtime import Limits, Outcome, Sandbox, SandboxInterface
 
 GOOD = "CONCLUDED: YES\nHYPOTHESIS: counts steps to 1; raises ValueError below 1"
 
 
-def _env(manifests, runtime, critic=None, **config):
+def _env(manifests: ManifestStore, runtime: Runtime, critic: Critic | None = None, **config: Any) -> ExplorationEnv:
     return ExplorationEnv(manifests.method("builtin/b005"), critic or ScriptedCritic(), EnvConfig(**config), runtime)
 
 
@@ -54,7 +66,7 @@ def test_a_call_that_raises_costs_the_runtime_error_penalty_and_counts(
      ("INPUT: (__import__('os'),)", "invalid_input"), ("INPUT: (1,", "invalid_input")],
 )  # fmt: skip
 def test_malformed_inputs_cost_the_parse_penalty_never_run_and_never_count(
-    manifests: ManifestStore, runtime: Runtime, reply, status
+    manifests: ManifestStore, runtime: Runtime, reply: str, status: str
 ) -> None:
     env = _env(manifests, runtime)
     env.reset()
@@ -122,9 +134,9 @@ def test_the_policy_never_sees_the_source_or_the_gold_description(manifests: Man
 
 
 def test_only_an_asymmetric_critic_is_handed_the_gold_data(manifests: ManifestStore, runtime: Runtime) -> None:
-    views = []
+    views: list[CriticView] = []
 
-    def remember(view, text):
+    def remember(view: CriticView, text: str) -> int:
         views.append(view)
         return 5
 
@@ -156,9 +168,9 @@ def test_only_the_concluding_hypothesis_is_judged_unless_every_reflection_is_ask
     assert "hypothesis" in every.step("CONCLUDED: NO\nHYPOTHESIS: maybe").info["components"]
 
 
-def _episode(env) -> list[float]:
+def _episode(env: ExplorationEnv) -> list[float]:
     env.reset()
-    rewards = []
+    rewards: list[float] = []
     for value in range(1, 4):
         for reply in (f"try {value}", f"INPUT: ({value},)", "CONCLUDED: NO\nHYPOTHESIS: steps"):
             rewards.append(env.step(reply).reward)
@@ -173,7 +185,7 @@ def test_environments_stepped_from_32_threads_at_once_give_the_rewards_of_one_th
     # calls, and the default limit's wall-clock backstop (5 x 2 s) is not what this test is about.
     runtime = Runtime(lambda: Sandbox(limits=Limits(timeout_s=20.0)))
     expected = _episode(_env(manifests, runtime))
-    results: list[list[float] | BaseException] = [None] * 32  # type: ignore[list-item]
+    results: list[list[float] | BaseException | None] = [None] * 32
     start = threading.Barrier(32)
 
     def work(index: int) -> None:
@@ -193,7 +205,7 @@ def test_environments_stepped_from_32_threads_at_once_give_the_rewards_of_one_th
 
 
 def test_astep_steps_without_blocking_the_event_loop(manifests: ManifestStore, runtime: Runtime) -> None:
-    async def main():
+    async def main() -> tuple[StepResult, StepResult]:
         env = _env(manifests, runtime)
         env.reset()
         with anyio.fail_after(30):
@@ -208,9 +220,20 @@ def test_astep_steps_without_blocking_the_event_loop(manifests: ManifestStore, r
 def test_a_call_the_sandbox_could_not_run_does_not_count_against_the_budget(manifests: ManifestStore) -> None:
     from pau_mcp.rl import Runtime
 
-    class Broken:
-        def call(self, *args, **kwargs):
+    class Broken(SandboxInterface):
+        """A sandbox whose worker has died: every call fails."""
+
+        def run(
+            self, source: str, inputs: Iterable[str | tuple[Any, ...]], entry: str = "test_func",
+            limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
+        ) -> list[Outcome]:  # fmt: skip
             raise OSError("the sandbox's worker died")
+
+        def info(self) -> dict[str, Any]:
+            return {}
+
+        def close(self) -> None:
+            pass
 
     env = _env(manifests, Runtime(lambda: Broken()), budget=2)
     env.reset()

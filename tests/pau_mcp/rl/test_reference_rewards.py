@@ -170,7 +170,9 @@ def reference_episode(source: str, steps: list[Step]) -> list[tuple[float, bool]
 # -- the replay ----------------------------------------------------------------------------------------------------
 
 
-def replay(manifests, runtime, steps: list[Step], rewards: RewardConfig) -> tuple[list[tuple[float, bool]], int]:
+def replay(
+    manifests: ManifestStore, runtime: Runtime, steps: list[Step], rewards: RewardConfig
+) -> tuple[list[tuple[float, bool]], int]:
     """The environment over a recorded episode: (reward, done) for each step, and the critic replies left unread."""
     replies = deque(step.critic for step in steps if step.critic is not None)
     critic = ScriptedCritic(
@@ -179,7 +181,7 @@ def replay(manifests, runtime, steps: list[Step], rewards: RewardConfig) -> tupl
     )
     env = ExplorationEnv(manifests.method(METHOD), critic, EnvConfig(rewards=rewards), runtime)
     env.reset()
-    out = []
+    out: list[tuple[float, bool]] = []
     for step in steps:
         result = env.step(step.reply)
         out.append((result.reward, result.done))
@@ -192,7 +194,7 @@ def replay(manifests, runtime, steps: list[Step], rewards: RewardConfig) -> tupl
     "episode", [CONCLUDING, UNSCORED_CONCLUSION, TURN_LIMIT], ids=["concluding", "unscored conclusion", "turn limit"]
 )
 def test_a_recorded_episode_pays_under_the_reference_schedule_what_the_references_rules_pay_step_for_step(
-    manifests: ManifestStore, runtime: Runtime, episode
+    manifests: ManifestStore, runtime: Runtime, episode: list[Step]
 ) -> None:
     expected = reference_episode(manifests.method(METHOD).source, episode)
     got, unread = replay(manifests, runtime, episode, RewardConfig.named("reference"))
@@ -226,7 +228,8 @@ def test_this_projects_schedule_differs_on_those_steps_as_documented(
     assert ours[13][0] == 0.0  # a repeated input earns nothing
     timed_out, _ = replay(manifests, runtime, TURN_LIMIT[:-1] + [Step("I will try another pair.", rated(3))],
                           RewardConfig())  # fmt: skip
-    assert timed_out[-1] == (pytest.approx(3 / 9 - 1.0), True)  # the last step is read and paid, then timed out
+    reward, done = timed_out[-1]
+    assert reward == pytest.approx(3 / 9 - 1.0) and done  # the last step is read and paid, then timed out
 
 
 def test_an_unscored_critic_reply_pays_nothing_for_a_concluding_hypothesis_under_every_schedule(

@@ -8,6 +8,7 @@ method's real behaviour.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from rlscript import critic_reply, honest
 
 from pau_mcp.llm import LLMClient
 from pau_mcp.manifests import ManifestStore
-from pau_mcp.rl import EnvConfig, ExplorationEnv, LLMCritic, RewardConfig, Runtime, ScriptedCritic
+from pau_mcp.rl import CriticView, EnvConfig, ExplorationEnv, LLMCritic, RewardConfig, Runtime, ScriptedCritic
 
 FLOOD = " ".join(["very"] * 5000)
 GOOD = "counts steps to reach 1; raises ValueError below 1"
@@ -77,7 +78,13 @@ class Sandbagger:
         return f"I will try {self.reflections + 1}, a value not seen yet."
 
 
-def _return(policy, manifests, runtime, tmp_path, rewards=None) -> float:
+def _return(
+    policy: Callable[[str], str],
+    manifests: ManifestStore,
+    runtime: Runtime,
+    tmp_path: Path,
+    rewards: RewardConfig | None = None,
+) -> float:
     with FakeLLM(responder=critic_reply) as fake:
         llm = LLMClient(env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}, cache_path=None, retries=0)
         critic = LLMCritic(llm, "openai/fake-critic")
@@ -103,7 +110,11 @@ def honest_return(manifests: ManifestStore, runtime: Runtime, tmp_path_factory: 
     ids=lambda p: p.__name__,
 )  # fmt: skip
 def test_a_gaming_policy_earns_no_more_than_the_honest_explorer(
-    policy, honest_return: float, manifests: ManifestStore, runtime: Runtime, tmp_path: Path
+    policy: Callable[[str], str] | type[Sandbagger],
+    honest_return: float,
+    manifests: ManifestStore,
+    runtime: Runtime,
+    tmp_path: Path,
 ) -> None:
     played = policy() if isinstance(policy, type) else policy
     assert _return(played, manifests, runtime, tmp_path) <= honest_return
@@ -124,13 +135,13 @@ def test_judging_every_reflection_as_the_reference_does_lets_stalling_out_earn_c
 WRONG = "returns its argument unchanged"
 
 
-def _fresh_input_named(view, reasoning: str) -> int:
+def _fresh_input_named(view: CriticView, reasoning: str) -> int:
     """Reasoning that names an input not tried yet is worth 6; anything else 1."""
     tried = "\n".join(view.experiments)
     return 6 if any(f"test_func({n})" not in tried for n in re.findall(r"-?\d+", reasoning)) else 1
 
 
-def _right_or_wrong(view, hypothesis: str) -> int:
+def _right_or_wrong(view: CriticView, hypothesis: str) -> int:
     """The method's real behaviour is worth 9; anything else 2."""
     return 9 if "steps" in hypothesis and "ValueError" in hypothesis else 2
 
@@ -155,14 +166,18 @@ class Explorer:
         return f"I will try {self.tried + 1}, a value not seen yet."
 
 
-def _settled_by_four_inputs(view) -> int:
+def _settled_by_four_inputs(view: CriticView) -> int:
     """The asymmetric critic's judgement of the evidence: four different inputs settle builtin/b005 (9), fewer do not
     (3). It sees the experiments and the answer, never the hypothesis."""
     return 9 if len(set(view.experiments)) >= 4 else 3
 
 
 def _scripted_return(
-    explorer: Explorer, manifests, runtime, rewards: RewardConfig | None = None, evidence=None
+    explorer: Explorer,
+    manifests: ManifestStore,
+    runtime: Runtime,
+    rewards: RewardConfig | None = None,
+    evidence: Callable[[CriticView], int | None] | None = None,
 ) -> float:
     critic = ScriptedCritic(reasoning=_fresh_input_named, hypothesis=_right_or_wrong, evidence=evidence)
     env = ExplorationEnv(
@@ -259,7 +274,7 @@ def flood_no_spaces(observation: str) -> str:
 
 @pytest.mark.parametrize("policy", [flood_zero_width, flood_no_spaces], ids=lambda p: p.__name__)
 def test_padding_without_spaces_still_pays_the_length_penalty(
-    policy, honest_return: float, manifests: ManifestStore, runtime: Runtime, tmp_path: Path
+    policy: Callable[[str], str], honest_return: float, manifests: ManifestStore, runtime: Runtime, tmp_path: Path
 ) -> None:
     padded = _return(policy, manifests, runtime, tmp_path)
     # Every step of the padded episode pays the full penalty: it ends far below the honest explorer, as `flood` does.

@@ -62,7 +62,7 @@ def test_the_default_schedule_is_this_projects_and_the_papers_is_selectable_by_n
     ["\u200b".join(["very"] * 1000), "v" * 5000, "very" + " " * 5000 + "much", "\u00a0".join(["x"] * 2000)],
     ids=["zero-width spaces", "no spaces", "a run of spaces", "no-break spaces"],
 )
-def test_padding_counts_by_its_characters_whatever_separates_its_words(padding) -> None:
+def test_padding_counts_by_its_characters_whatever_separates_its_words(padding: str) -> None:
     assert length_units(padding, "characters") >= len(padding) // 6
     assert length_penalty(padding, tau=100, alpha=0.05, cap=1.0, measure="characters") == -1.0
 

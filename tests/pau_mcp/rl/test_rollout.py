@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -46,7 +47,7 @@ def _env(fake: FakeLLM) -> dict[str, str]:
     return {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"}
 
 
-def _episodes(data: Path) -> list[tuple]:
+def _episodes(data: Path) -> list[tuple[str, float, int, int]]:
     lines = (data / "out" / "trajectories.jsonl").read_text().splitlines()
     return sorted(
         (r["method_id"], round(r["return"], 6), r["queries"], len(r["steps"])) for r in map(json.loads, lines)
@@ -71,7 +72,7 @@ def test_a_rollout_writes_trajectories_with_per_step_rewards_as_jsonl_and_parque
 
 
 def test_a_rollout_killed_with_sigkill_resumes_to_the_result_of_an_uninterrupted_one(tmp_path: Path) -> None:
-    def slow(body: dict) -> Reply:
+    def slow(body: dict[str, Any]) -> Reply:
         reply = brain(body)
         return Reply(text=reply, delay_s=0.03) if isinstance(reply, str) else reply
 
@@ -140,7 +141,7 @@ def test_a_rejected_key_ends_the_rollout_in_one_line_and_records_the_failed_epis
     assert ["invalid api key" in error for (error,) in failed.fetchall()] == [True]
 
 
-def _policy_requests(fake: FakeLLM) -> list[dict]:
+def _policy_requests(fake: FakeLLM) -> list[dict[str, Any]]:
     return [body for body in fake.requests if body.get("temperature") == 1.0]
 
 
@@ -209,14 +210,15 @@ def test_with_deployment_examples_the_policy_sees_the_examples_a_server_of_the_d
     for method in methods:
         assert served[method.id].origin == "deployment"
         for case in served[method.id].cases:
-            assert f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" in prompts, method.id
+            assert f"{call_text(method.entry, case.input)} -> {case.frozen_outcome().shown()}" in prompts, method.id
         for case in method.examples:
-            assert f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" not in prompts, method.id
+            assert f"{call_text(method.entry, case.input)} -> {case.frozen_outcome().shown()}" not in prompts, method.id
 
 
 def _return_of(data: Path, method_id: str) -> float:
     lines = (data / "out" / "trajectories.jsonl").read_text().splitlines()
-    return next(r["return"] for r in map(json.loads, lines) if r["method_id"] == method_id)
+    returned: float = next(r["return"] for r in map(json.loads, lines) if r["method_id"] == method_id)
+    return returned
 
 
 def test_the_rewards_option_selects_the_papers_schedule_by_name(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakellm import FakeLLM
@@ -52,7 +53,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
-def _lines(path: Path) -> list[dict]:
+def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
@@ -113,10 +114,10 @@ def _reference_run(data: Path) -> None:
     submission = store.record_submission(session, "builtin/b001", "a poor description", None)
     store.record_score(submission, "judge", "scored", 1.0, "openai/j", {})  # no outcome filter: kept all the same
 
-    def model(step: str, prompt: str, reply: str) -> dict:
+    def model(step: str, prompt: str, reply: str) -> dict[str, Any]:
         return {"kind": "model", "step": step, "prompt": prompt, "reply": reply}
 
-    def result(status: str) -> dict:
+    def result(status: str) -> dict[str, Any]:
         return {"kind": "tool_result", "structured": {"status": status}}
 
     trajectory = [

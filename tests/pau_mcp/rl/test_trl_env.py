@@ -11,7 +11,7 @@ from pau_mcp.rl import EnvConfig, Runtime, ScriptedCritic
 from pau_mcp.rl.trl_env import PauToolEnv
 
 
-def _env(manifests, runtime) -> PauToolEnv:
+def _env(manifests: ManifestStore, runtime: Runtime) -> PauToolEnv:
     critic = ScriptedCritic(reasoning=lambda v, t: 9, hypothesis=lambda v, t: 9)
     return PauToolEnv(critic=critic, config=EnvConfig(), runtime=runtime, manifests=manifests)
 

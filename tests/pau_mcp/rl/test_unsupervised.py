@@ -19,7 +19,7 @@ MODEL = "openai/fake-critic"
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _episode(manifests, runtime, fake: FakeLLM, tmp_path: Path) -> tuple[ExplorationEnv, Any]:
+def _episode(manifests: ManifestStore, runtime: Runtime, fake: FakeLLM, tmp_path: Path) -> tuple[ExplorationEnv, Any]:
     llm = LLMClient(env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}, cache_path=tmp_path / "c.db")
     critic = critic_for(llm, MODEL, "unsupervised", coder_model="openai/fake-coder", sandbox=runtime.sandbox)
     assert isinstance(critic, UnsupervisedCritic)
