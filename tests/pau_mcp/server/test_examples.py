@@ -19,7 +19,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import ROOT, SECRETS, TEST_KEY, memory_session, tool_of
+from conftest import ROOT, SECRETS, TEST_KEY, memory_session, text_of, tool_of
 from pau_command import run_pau
 
 from pau_mcp.config import Settings, SettingsError
@@ -247,9 +247,9 @@ def test_every_text_an_agent_sees_quotes_the_served_examples_and_none_the_publis
             resources, prompts = {}, {}
             for tool in tools:
                 read = await session.read_resource(f"pau://method/{tool.name}")
-                resources[tool.name] = read.contents[0].text
+                resources[tool.name] = text_of(read.contents[0])
                 got = await session.get_prompt(tool.name)
-                prompts[tool.name] = got.messages[0].content.text
+                prompts[tool.name] = text_of(got.messages[0].content)
             return tools, resources, prompts
 
     tools, resources, prompts = anyio.run(main)

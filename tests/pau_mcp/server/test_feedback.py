@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import ROOT, RawSession, http_server, memory_session, tool_of
+from conftest import ROOT, RawSession, http_server, memory_session, text_of, tool_of
 from cpu_time import main_thread_cpu_seconds
 from fakellm import FakeLLM
 from mcp.client.session import ClientSession
@@ -55,7 +55,7 @@ def test_submit_with_feedback_returns_scores_records_them_and_reveals_no_gold(tm
                         },
                     )
                     assert not result.is_error
-                    return {"structured": result.structured_content, "text": result.content[0].text}
+                    return {"structured": result.structured_content, "text": text_of(result.content[0])}
 
         shown = anyio.run(main)
     scores = shown["structured"]["scores"]

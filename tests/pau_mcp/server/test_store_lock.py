@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from conftest import ModernSession, http_server, memory_http_server, memory_session, tool_of
+from conftest import ModernSession, http_server, memory_http_server, memory_session, text_of, tool_of
 from keyserver import RESOURCE, key_server
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -206,7 +206,7 @@ def test_a_store_locked_past_its_busy_timeout_answers_a_call_with_a_retryable_er
             with store_write_lock(db):
                 locked = await session.call_tool(B001, {"arg0": 12})
             after = await session.call_tool(B001, {"arg0": 13})
-            text = locked.content[0].text
+            text = text_of(locked.content[0])
             return text, bool(locked.is_error), after.structured_content["status"]
 
     text, is_error, after = anyio.run(main)

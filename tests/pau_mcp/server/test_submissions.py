@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import httpx2
-from conftest import ROOT, TEST_KEY, memory_http_server, tool_of
+from conftest import ROOT, TEST_KEY, memory_http_server, text_of, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -29,7 +29,7 @@ async def _submit(url: str, token: str, times: int) -> list[dict]:
                 receipts = []
                 for i in range(times):
                     done = await session.call_tool("submit", {"method": B001, "description": f"guess {i}"})
-                    receipts.append({"text": done.content[0].text, **(done.structured_content or {})})
+                    receipts.append({"text": text_of(done.content[0]), **(done.structured_content or {})})
                 return receipts
 
 
