@@ -15,12 +15,13 @@ import anyio
 import mcp_types as types
 import pytest
 from conftest import ROOT, memory_session, stdio_session, text_of, tool_of
+from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
-from pau_mcp.manifests import ManifestStore, call_text
+from pau_mcp.manifests import ManifestStore, Method, call_text
 
 
-def _builtin(method_id: str):
+def _builtin(method_id: str) -> Method:
     return ManifestStore().method(method_id)
 
 
@@ -33,10 +34,11 @@ def test_tools_are_opaque_and_carry_header_examples_schema_and_annotations(tmp_p
             assert {t.name for t in listed.tools} >= {"submit", "open"}
             b001 = _builtin("builtin/b001")
             tool = next(t for t in methods if t.name == tool_of(b001.id))
+            assert tool.description is not None and tool.output_schema is not None and tool.annotations is not None
             assert b001.header in tool.description
             assert "20 times" in tool.description
             for case in b001.examples:
-                assert f"{call_text('test_func', case.input)} -> {case.outcome.shown()}" in tool.description
+                assert f"{call_text('test_func', case.input)} -> {case.frozen_outcome().shown()}" in tool.description
             assert set(tool.input_schema["properties"]) == {"arg0", "args"}
             assert tool.output_schema["required"] == ["status", "queries_used", "queries_left"]
             assert (
@@ -134,9 +136,9 @@ def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path: Path, s
 
 
 def test_open_narrows_the_session_and_announces_the_change(tmp_path: Path) -> None:
-    notes: list = []
+    notes: list[IncomingMessage] = []
 
-    async def on_message(message) -> None:
+    async def on_message(message: IncomingMessage) -> None:
         notes.append(message)
 
     b010 = _builtin("builtin/b010")
