@@ -20,6 +20,7 @@ import anyio
 import pytest
 from mcp.client.session import ClientSession, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, TextResourceContents
 from serve_args import serve_parts
 from served_here import serve_here, shared_sandboxes, streams_here
@@ -344,6 +345,17 @@ def text_of(block: object) -> str:
     which these tests expect to be text: anything else fails here, saying what it was."""
     assert isinstance(block, (TextContent, TextResourceContents)), block
     return block.text
+
+
+#: What one call of a tool gave an official client: its result, or the MCPError it raised.
+Outcome = CallToolResult | MCPError
+
+
+def completed(outcomes: Sequence[Outcome]) -> list[CallToolResult]:
+    """The results of calls none of which may have raised."""
+    results = [o for o in outcomes if isinstance(o, CallToolResult)]
+    assert len(results) == len(outcomes), outcomes
+    return results
 
 
 def ran(result: CallToolResult) -> bool:

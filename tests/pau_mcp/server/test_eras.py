@@ -20,7 +20,7 @@ from typing import Any, cast
 import anyio
 import httpx2
 import pytest
-from conftest import ROOT, memory_http_server, memory_streams, ran, tool_of
+from conftest import ROOT, Outcome, completed, memory_http_server, memory_streams, ran, tool_of
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -56,10 +56,6 @@ async def http_client(url: str, mode: str, bearer: str | None = None, **headers:
             yield client
 
 
-#: What one call of a tool gave: its result, or the MCPError it raised.
-Outcome = CallToolResult | MCPError
-
-
 async def _calls(client: Client, tool: str, count: int, meta: dict[str, Any] | None = None) -> list[Outcome]:
     """``count`` calls of ``tool``; each result, or the MCPError it raised."""
     out: list[Outcome] = []
@@ -76,13 +72,6 @@ async def _calls(client: Client, tool: str, count: int, meta: dict[str, Any] | N
 
 def _ran(results: Sequence[Outcome]) -> int:
     return sum(1 for r in results if not isinstance(r, MCPError) and ran(r))
-
-
-def _results(outcomes: Sequence[Outcome]) -> list[CallToolResult]:
-    """The results of calls none of which may have raised."""
-    results = [o for o in outcomes if isinstance(o, CallToolResult)]
-    assert len(results) == len(outcomes), outcomes
-    return results
 
 
 async def _names(client: Client, **kwargs: Any) -> list[str]:
@@ -161,7 +150,7 @@ def test_a_stdio_server_process_speaks_the_new_revision_to_a_client_in_auto_mode
                 return client.protocol_version, results
 
     version, outcomes = anyio.run(main)
-    results = _results(outcomes)
+    results = completed(outcomes)
     assert version == LATEST_MODERN_VERSION
     assert [ran(r) for r in results] == [True, True, False]
     assert results[2].structured_content["status"] == "over_budget" and not results[2].is_error
@@ -253,7 +242,7 @@ def test_a_label_of_the_main_token_keeps_one_budget_whichever_era_and_way_names_
         return results
 
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--budget", "3") as url:
-        results = _results(anyio.run(main, url))
+        results = completed(anyio.run(main, url))
     assert [ran(r) for r in results] == [True, True, True, False, False]
     assert results[2].structured_content["queries_used"] == 3
 
@@ -270,7 +259,7 @@ def test_requests_of_the_main_token_without_a_label_share_its_default_budget_in_
         return results
 
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--budget", "5") as url:
-        results = _results(anyio.run(main, url))
+        results = completed(anyio.run(main, url))
     assert [ran(r) for r in results] == [True] * 5 + [False] * 3
 
 
@@ -309,7 +298,7 @@ def test_over_stdio_the_server_process_is_the_budget_whatever_a_request_names(tm
                     results += await _calls(client, tool, 1, meta={"dev.pau-mcp/session": f"label-{i}"})
         return results
 
-    results = _results(anyio.run(main))
+    results = completed(anyio.run(main))
     assert [ran(r) for r in results] == [True, True, True, False, False]
     assert all(r.structured_content["budget_scope"] == "process" for r in results)
 
@@ -397,6 +386,6 @@ def test_stateless_requests_follow_the_credential_rules_a_fresh_run_label_gets_n
     with memory_http_server(*args) as url:
         token_results, main_results, (opened, names) = anyio.run(main, url)
     assert _ran(token_results) == 2 and all(isinstance(r, MCPError) for r in token_results[2:])
-    assert [ran(r) for r in _results(main_results)] == [True, True, True, False, False, False]
+    assert [ran(r) for r in completed(main_results)] == [True, True, True, False, False, False]
     assert opened.structured_content["status"] == "unknown_tool"
     assert set(names) == {tool_of(B001), tool_of(B002), "submit"}
