@@ -192,7 +192,9 @@ def test_a_tasks_request_whose_name_header_disagrees_with_its_task_is_refused(
         with _sessions(url, tasks=True) as client:
             created = client.request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 30}})
             extra = {"mcp-name": header} if header else {}
-            status, reply = client.send("tasks/get", {"taskId": created["taskId"]}, capabilities=None, meta=None, **extra)
+            status, reply = client.send(
+                "tasks/get", {"taskId": created["taskId"]}, capabilities=None, meta=None, **extra
+            )
             if header:
                 assert status == 400 and reply["error"]["code"] == -32020
             else:
