@@ -20,6 +20,7 @@ import pytest
 from conftest import ROOT, memory_session, text_of, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import CallToolResult
 from test_stdio_wire import Wire
 
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
@@ -144,7 +145,7 @@ def test_refused_calls_are_recorded_as_a_bounded_prefix_with_their_size(tmp_path
     "literal", ["(0x" + "f" * 4000 + ",)", "(" + "9" * 4400 + ",)", "([1, 0x" + "f" * 4000 + "],)"]
 )
 def test_an_integer_too_long_to_print_is_refused_in_one_line_and_recorded(
-    tmp_path: Path, hostile: Path, literal
+    tmp_path: Path, hostile: Path, literal: str
 ) -> None:
     db = tmp_path / "runs.db"
     tool = _tool(hostile, "size")
@@ -202,7 +203,7 @@ def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path: Pa
     db = tmp_path / "runs.db"
     RunStore(db).close()
     tool = _tool(hostile, "size")
-    replies: list = []
+    replies: list[CallToolResult] = []
 
     async def main() -> None:
         params = _limited_serve(db, hostile, db.stat().st_size + 400_000)
@@ -219,7 +220,7 @@ def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path: Pa
     anyio.run(main)
     failed = [r for r in replies if r.is_error]
     assert failed, "the store never filled up"
-    text = failed[0].content[0].text
+    text = text_of(failed[0].content[0])
     assert _one_line(text) and "not recorded" in text and "did not count" in text
     counted = [r.structured_content["queries_used"] for r in replies if not r.is_error]
     assert counted == list(range(1, len(counted) + 1))
