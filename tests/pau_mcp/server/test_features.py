@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 from conftest import TEST_KEY, ModernSession, memory_http_server, memory_session, tool_of
+from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from pau_mcp.server import TokenSigner
@@ -86,7 +87,7 @@ def test_a_connections_log_level_chooses_the_messages_it_gets(tmp_path: Path) ->
     async def messages(level: types.LoggingLevel) -> list[str]:
         seen: list[str] = []
 
-        async def on_message(message) -> None:
+        async def on_message(message: IncomingMessage) -> None:
             if isinstance(message, types.LoggingMessageNotification):
                 seen.append(message.params.data)
 

@@ -3,6 +3,8 @@ with a message naming what to fix; placeholders are filled in linear time, and w
 
 from __future__ import annotations
 
+from typing import Any
+
 import mcp_types as types
 import pytest
 from pydantic import ValidationError
@@ -51,7 +53,7 @@ def test_fixture_suites_are_split_from_the_catalogs_suites() -> None:
         ({"result": None}, "a tool needs a result"),
     ],
 )
-def test_a_malformed_fixture_is_refused_saying_what_to_fix(tool, message) -> None:
+def test_a_malformed_fixture_is_refused_saying_what_to_fix(tool: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         FixtureTool.model_validate(
             {"name": "t", "description": "d", "result": {"content": [{"type": "text", "text": "x"}]}, **tool}

@@ -75,12 +75,12 @@ def store_write_lock(store: Path | str) -> Iterator[None]:
         return
     import psycopg
 
-    with psycopg.connect(store, autocommit=True) as holder:
-        holder.execute(f"BEGIN; SELECT pg_advisory_xact_lock({_databases._WRITE_LOCK})")
+    with psycopg.connect(store, autocommit=True) as pg_holder:
+        pg_holder.execute(f"BEGIN; SELECT pg_advisory_xact_lock({_databases._WRITE_LOCK})")
         try:
             yield
         finally:
-            holder.execute("ROLLBACK")
+            pg_holder.execute("ROLLBACK")
 
 
 def _client(label: str) -> httpx2.AsyncClient:
