@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -31,6 +31,9 @@ from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.server.launch import http_server as launch_http_server
 from pau_mcp.server_assembly import Served, assemble_server
 from wasm_runtime import Sandbox, SandboxInterface
+
+if TYPE_CHECKING:
+    from mcp.client.client import Client
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -364,7 +367,7 @@ def ran(result: CallToolResult) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def memory_client(*args: str, mode: str = "auto") -> AsyncIterator[Any]:
+async def memory_client(*args: str, mode: str = "auto") -> AsyncIterator[Client]:
     """`pau-mcp serve ARGS` built in this process (as ``memory_session``), spoken to by the official high-level
     ``mcp.client.client.Client`` in either protocol era (``mode``: ``legacy``, ``2026-07-28`` or ``auto``)."""
     from mcp.client.client import Client

@@ -7,6 +7,7 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from conftest import text_of
 from pydantic import ValidationError
 
 from pau_mcp.server.fixtures import (
@@ -31,7 +32,7 @@ def test_the_conformance_suite_loads_and_every_listing_is_valid_mcp() -> None:
     for prompt in suite.prompts:
         types.Prompt.model_validate(prompt.listing().model_dump(by_alias=True))
     read = suite.read("test://template/42/data")
-    assert read is not None and '"id":"42"' in read.contents[0].text  # type: ignore[union-attr]
+    assert read is not None and '"id":"42"' in text_of(read.contents[0])
     assert suite.read("test://template/42/other") is None
 
 

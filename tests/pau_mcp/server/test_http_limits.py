@@ -355,7 +355,8 @@ def test_the_connection_cap_stays_below_the_open_file_limit(tmp_path: Path) -> N
                 url = found.group(1)
                 break
         assert url, "the server did not start"
-        threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()  # type: ignore[union-attr]
+        stderr = process.stderr  # narrowed above; a lambda would see the attribute, which may be None
+        threading.Thread(target=lambda: [None for _ in stderr], daemon=True).start()
         host, port = _address(url)
         idle = [_connect(host, port) for _ in range(400)]
         _served(url)
@@ -490,6 +491,7 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_st
             [sys.executable, "-c", PIPELINE_FLOOD, host, str(port), "/mcp", "200", "400"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
+        assert flood.stdin is not None
         try:
             during = []
             for _ in range(8):
@@ -497,7 +499,7 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_st
                 time.sleep(0.2)
             assert flood.stdout is not None and flood.stdout.readline().startswith("sent")
         finally:
-            flood.stdin.close()  # type: ignore[union-attr]
+            flood.stdin.close()
             flood.wait(timeout=60)
         after = [_listed(replica.url) for _ in range(3)]
         spent = cpu_seconds(replica.process.pid) - before

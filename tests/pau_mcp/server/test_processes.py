@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _wait_for(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+def _wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, what
