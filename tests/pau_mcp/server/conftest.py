@@ -327,7 +327,8 @@ class ModernSession:
         self, method: str, params: dict[str, Any], meta: dict[str, Any] | None = None, **headers: str
     ) -> dict[str, Any]:
         """One request expected to succeed; its result."""
-        status, reply = self.send(method, params, None, meta, **headers)
+        # Both named: **headers could otherwise stand for them (mypy checks it against every parameter left).
+        status, reply = self.send(method, params, capabilities=None, meta=meta, **headers)
         assert status == 200 and "result" in reply, (status, reply)
         result: dict[str, Any] = reply["result"]
         return result
