@@ -14,12 +14,14 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientSession, MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, TextContent, TextResourceContents
 from serve_args import serve_parts
 from served_here import serve_here, shared_sandboxes, streams_here
 
@@ -29,6 +31,9 @@ from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.server.launch import http_server as launch_http_server
 from pau_mcp.server_assembly import Served, assemble_server
 from wasm_runtime import Sandbox, SandboxInterface
+
+if TYPE_CHECKING:
+    from mcp.client.client import Client
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -42,7 +47,7 @@ def tool_of(method_id: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _deployment_key(monkeypatch: pytest.MonkeyPatch):
+def _deployment_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every server started by a test (and every command) uses the shared test key unless the test says otherwise."""
     monkeypatch.setenv("PAU_MCP_TOOL_KEY", TEST_KEY)
 
@@ -99,7 +104,7 @@ def serve_command(*args: str) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(*args: str, message_handler=None) -> AsyncIterator[ClientSession]:
+async def stdio_session(*args: str, message_handler: MessageHandlerFnT | None = None) -> AsyncIterator[ClientSession]:
     """A `pau-mcp serve` subprocess over stdio with an initialized official client session."""
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "pau_mcp", "serve", *args], cwd=str(ROOT), env=dict(os.environ)
@@ -159,7 +164,7 @@ async def memory_streams(*args: str) -> AsyncIterator[tuple[Any, Any]]:
 
 
 @contextlib.asynccontextmanager
-async def memory_session(*args: str, message_handler=None) -> AsyncIterator[ClientSession]:
+async def memory_session(*args: str, message_handler: MessageHandlerFnT | None = None) -> AsyncIterator[ClientSession]:
     """`pau-mcp serve ARGS` over stdio, built in this process (``memory_streams``), with an initialized official
     client session: ``stdio_session`` without the process."""
     async with (
@@ -241,16 +246,21 @@ class RawSession:
             json={"jsonrpc": "2.0", "method": "notifications/initialized"},
         )  # fmt: skip
 
-    def request(self, method: str, params: dict, query: dict[str, str] | None = None, **headers: str) -> dict:
+    def request(
+        self, method: str, params: dict[str, Any], query: dict[str, str] | None = None, **headers: str
+    ) -> dict[str, Any]:
         """One JSON-RPC request; returns the JSON-RPC reply (``result`` or ``error``)."""
         reply = self.client.post(
             self.url, params=query or {}, headers={**self.headers, **headers},
             json={"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params},
         )  # fmt: skip
         assert reply.status_code == 200, (reply.status_code, reply.text)
-        return reply.json()
+        answer: dict[str, Any] = reply.json()
+        return answer
 
-    def call(self, tool: str, arguments: dict, query: dict[str, str] | None = None, **headers: str) -> dict:
+    def call(
+        self, tool: str, arguments: dict[str, Any], query: dict[str, str] | None = None, **headers: str
+    ) -> dict[str, Any]:
         """A ``tools/call``; returns the JSON-RPC reply."""
         return self.request("tools/call", {"name": tool, "arguments": arguments}, query, **headers)
 
@@ -281,8 +291,13 @@ class ModernSession:
         self.ids = iter(range(1, 1_000_000))
 
     def send(
-        self, method: str, params: dict, capabilities: dict | None = None, meta: dict | None = None, **headers: str
-    ) -> tuple[int, dict]:
+        self,
+        method: str,
+        params: dict[str, Any],
+        capabilities: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        **headers: str,
+    ) -> tuple[int, dict[str, Any]]:
         """One request (``meta``: more ``_meta`` keys); the HTTP status and the JSON-RPC reply to it."""
         declared = capabilities if capabilities is not None else {"elicitation": {}, "sampling": {}, "roots": {}}
         if self.tasks:
@@ -308,30 +323,52 @@ class ModernSession:
             return reply.status_code, next(f for f in frames if f.get("id") == request_id)
         return reply.status_code, reply.json()
 
-    def request(self, method: str, params: dict, meta: dict | None = None, **headers: str) -> dict:
+    def request(
+        self, method: str, params: dict[str, Any], meta: dict[str, Any] | None = None, **headers: str
+    ) -> dict[str, Any]:
         """One request expected to succeed; its result."""
-        status, reply = self.send(method, params, meta=meta, **headers)
+        # Both named: **headers could otherwise stand for them (mypy checks it against every parameter left).
+        status, reply = self.send(method, params, capabilities=None, meta=meta, **headers)
         assert status == 200 and "result" in reply, (status, reply)
-        return reply["result"]
+        result: dict[str, Any] = reply["result"]
+        return result
 
     def close(self) -> None:
         self.client.close()
 
 
-def served(reply: dict) -> bool:
+def served(reply: dict[str, Any]) -> bool:
     """True when a raw ``tools/call`` reply ran the function (a result whose status is not a refusal)."""
     if "result" not in reply or reply["result"].get("isError"):
         return False
     return (reply["result"].get("structuredContent") or {}).get("status") in RAN
 
 
-def ran(result) -> bool:
+def text_of(block: object) -> str:
+    """The text of one block of a reply (a tool result's or a prompt message's content, a resource's contents),
+    which these tests expect to be text: anything else fails here, saying what it was."""
+    assert isinstance(block, (TextContent, TextResourceContents)), block
+    return block.text
+
+
+#: What one call of a tool gave an official client: its result, or the MCPError it raised.
+Outcome = CallToolResult | MCPError
+
+
+def completed(outcomes: Sequence[Outcome]) -> list[CallToolResult]:
+    """The results of calls none of which may have raised."""
+    results = [o for o in outcomes if isinstance(o, CallToolResult)]
+    assert len(results) == len(outcomes), outcomes
+    return results
+
+
+def ran(result: CallToolResult) -> bool:
     """True when an official client's tool result ran the function (over budget and refusals did not)."""
     return not result.is_error and (result.structured_content or {}).get("status") in RAN
 
 
 @contextlib.asynccontextmanager
-async def memory_client(*args: str, mode: str = "auto") -> AsyncIterator[Any]:
+async def memory_client(*args: str, mode: str = "auto") -> AsyncIterator[Client]:
     """`pau-mcp serve ARGS` built in this process (as ``memory_session``), spoken to by the official high-level
     ``mcp.client.client.Client`` in either protocol era (``mode``: ``legacy``, ``2026-07-28`` or ``auto``)."""
     from mcp.client.client import Client
@@ -339,7 +376,7 @@ async def memory_client(*args: str, mode: str = "auto") -> AsyncIterator[Any]:
     owned: list[SandboxInterface] = []
     built = _assembled(args, owned)
     try:
-        async with Client(built.server, mode=mode) as client:  # type: ignore[arg-type]
+        async with Client(built.server, mode=mode) as client:
             yield client
     finally:
         built.service.store.close()

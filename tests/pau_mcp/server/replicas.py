@@ -65,8 +65,9 @@ class Replica:
         self.process.wait(timeout=30)
 
     def stop(self) -> None:
+        assert self.process.stdin is not None  # opened with stdin=PIPE
         with contextlib.suppress(OSError):
-            self.process.stdin.close()  # type: ignore[union-attr]
+            self.process.stdin.close()
         if self.process.poll() is None:
             self.process.terminate()
             try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -27,7 +28,9 @@ SLOW = (tool_of("builtin/b017"), {"arg0": 2**61 - 1})
 FAST = (tool_of("builtin/b001"), {"arg0": 7})
 
 
-async def _call(client: httpx2.AsyncClient, url: str, token: str, tool: str, arguments: dict) -> dict:
+async def _call(
+    client: httpx2.AsyncClient, url: str, token: str, tool: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
     """One 2026-07-28 `tools/call` with a bearer token; returns the JSON-RPC reply."""
     body = {
         "jsonrpc": "2.0",
@@ -41,10 +44,11 @@ async def _call(client: httpx2.AsyncClient, url: str, token: str, tool: str, arg
     }  # fmt: skip
     reply = await client.post(url, json=body, headers=headers)
     assert reply.status_code in (200, 400), reply.text  # a JSON-RPC error comes with 400 in this era
-    return reply.json()
+    answer: dict[str, Any] = reply.json()
+    return answer
 
 
-def _recorded(db, key: str) -> int:
+def _recorded(db: Path, key: str) -> int:
     with sqlite3.connect(db) as store:
         query = "SELECT COUNT(*) FROM calls c JOIN sessions s ON s.id = c.session_id WHERE s.key = ?"
         return int(store.execute(query, (key,)).fetchone()[0])
@@ -54,8 +58,8 @@ def test_a_flood_of_slow_calls_from_one_token_does_not_queue_ahead_of_another_ag
     db = tmp_path / "runs.db"
     signer = TokenSigner(TEST_KEY)
     hog, other = signer.issue("hog"), signer.issue("other")
-    replies: list[dict] = []
-    mine: list[dict] = []
+    replies: list[dict[str, Any]] = []
+    mine: list[dict[str, Any]] = []
 
     async def main(url: str) -> None:
         limits = httpx2.Limits(max_connections=100)
@@ -96,7 +100,7 @@ def test_a_flood_of_slow_calls_from_one_token_does_not_queue_ahead_of_another_ag
 def test_a_credentials_calls_run_a_few_at_a_time_and_the_rest_wait_their_turn(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     token = TokenSigner(TEST_KEY).issue("eager")
-    replies: list[dict] = []
+    replies: list[dict[str, Any]] = []
 
     async def main(url: str) -> None:
         async with httpx2.AsyncClient(timeout=120) as client:

@@ -10,6 +10,7 @@ import anyio
 import jsonschema
 import pytest
 from conftest import SECRETS, stdio_session, tool_of
+from mcp_types import Tool
 from pydantic import ValidationError
 
 from pau_mcp.contract import FACTS_KEY, OUTPUT_SCHEMA, RAN, REFUSED, MethodFacts, ToolResult, ToolStatus
@@ -45,7 +46,7 @@ def test_the_tool_output_schema_is_the_result_models_own() -> None:
 def test_each_method_tool_publishes_the_facts_its_description_states_as_data_and_nothing_hidden(
     tmp_path: Path, secret_manifests: Path
 ) -> None:
-    async def main() -> list:
+    async def main() -> list[Tool]:
         args = ("--manifests", str(secret_manifests), "--suite", "secret", "--db", str(tmp_path / "runs.db"))
         async with stdio_session(*args, "--budget", "4") as session:
             return (await session.list_tools()).tools
@@ -55,6 +56,7 @@ def test_each_method_tool_publishes_the_facts_its_description_states_as_data_and
     methods = ManifestStore([secret_manifests]).suite("secret").methods.values()
     for method in methods:
         tool = tools[tool_of(method.id)]
+        assert tool.meta is not None, tool
         description = tool.description or ""
         facts = tool.meta[FACTS_KEY]
         assert set(facts) == set(MethodFacts.model_fields) == {"header", "entry", "params", "examples", "budget"}
@@ -68,7 +70,7 @@ def test_each_method_tool_publishes_the_facts_its_description_states_as_data_and
             assert f"  {example['line']}\n" in description
             assert example["line"] == f"{call_text(facts['entry'], example['input'])} -> {example['output']}"
             assert parse_arguments(example["input"]) == parse_arguments(case.input)
-            assert example["output"] == case.outcome.shown()
+            assert example["output"] == case.frozen_outcome().shown()
         published = json.dumps(facts)
         hidden = {*SECRETS.values(), method.description, *(case.input for case in method.tests)}
         hidden.update(line.strip() for line in method.source.splitlines() if line.strip() != method.header)

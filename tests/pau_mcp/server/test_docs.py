@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import SECRETS, memory_client, tool_of
+from mcp_types import Tool
 from pau_command import run_pau
 from serve_args import serve_parts
 
@@ -37,7 +38,7 @@ def _assembled(args: list[str]) -> Served:
     return assemble_server(*serve_parts(args))
 
 
-async def _everything(*args: str, mode: str) -> tuple[str, dict]:
+async def _everything(*args: str, mode: str) -> tuple[str, dict[str, Tool]]:
     """Every text a client sees of a session on `serve ARGS` (tools, resources, prompts, calls, submit), and the
     listed tools by name."""
     seen: list[str] = []
@@ -58,7 +59,7 @@ async def _everything(*args: str, mode: str) -> tuple[str, dict]:
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 def test_tools_served_with_learned_docs_show_each_methods_final_description_in_place_of_the_examples(
-    tmp_path: Path, secret_manifests: Path, mode
+    tmp_path: Path, secret_manifests: Path, mode: str
 ) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
@@ -67,6 +68,7 @@ def test_tools_served_with_learned_docs_show_each_methods_final_description_in_p
     m1, m2 = tools[tool_of("secret/m1")], tools[tool_of("secret/m2")]
     assert LEARNED in (m1.description or "") and "an early guess" not in text
     assert "test_func('ab')" not in text and "Known examples" not in text  # the examples are replaced, everywhere
+    assert m1.meta is not None
     assert m1.meta[FACTS_KEY]["examples"] == [] and m1.meta[FACTS_KEY]["header"] == "def test_func(arg0):"
     assert "no documentation" in (m2.description or "")  # the run never described m2
     assert "HEY!" in text  # the tools still run
@@ -83,7 +85,7 @@ def test_without_docs_the_tools_show_their_header_and_examples_as_always(
 
 @pytest.mark.parametrize("docs", [None, "none", "examples", "learned", "exported"])
 def test_no_response_of_a_whole_session_holds_gold_text_unless_the_operator_serves_gold(
-    tmp_path: Path, secret_manifests: Path, docs
+    tmp_path: Path, secret_manifests: Path, docs: str | None
 ) -> None:
     db = tmp_path / "runs.db"
     _learned_run(db)
@@ -127,7 +129,7 @@ def _near_copies(gold: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("variant", list(_near_copies("x")), ids=str)
 def test_learned_docs_holding_a_gold_description_or_nearly_are_left_out_and_the_rest_served(
-    tmp_path: Path, secret_manifests: Path, variant
+    tmp_path: Path, secret_manifests: Path, variant: str
 ) -> None:
     # Before: the last character dropped or a zero-width space added served the gold text as learned docs; a text
     # that quoted it made the whole source unusable.

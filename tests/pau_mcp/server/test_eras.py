@@ -13,18 +13,19 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
 import pytest
-from conftest import ROOT, memory_http_server, memory_streams, ran, tool_of
+from conftest import ROOT, Outcome, completed, memory_http_server, memory_streams, ran, tool_of
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, RequestParamsMeta
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 from pau_command import run_pau
 
@@ -55,18 +56,21 @@ async def http_client(url: str, mode: str, bearer: str | None = None, **headers:
             yield client
 
 
-async def _calls(client: Client, tool: str, count: int, meta: dict[str, Any] | None = None) -> list:
+async def _calls(client: Client, tool: str, count: int, meta: dict[str, Any] | None = None) -> list[Outcome]:
     """``count`` calls of ``tool``; each result, or the MCPError it raised."""
-    out: list = []
+    out: list[Outcome] = []
+    # The SDK's _meta is an open map (a TypedDict with extra_items=Any), which mypy reads as closed: any other key
+    # (these tests' dev.pau-mcp/*) would be refused.
+    request_meta = cast(RequestParamsMeta | None, meta)
     for i in range(count):
         try:
-            out.append(await client.call_tool(tool, {"arg0": i + 10}, meta=meta))
+            out.append(await client.call_tool(tool, {"arg0": i + 10}, meta=request_meta))
         except MCPError as exc:
             out.append(exc)
     return out
 
 
-def _ran(results: list) -> int:
+def _ran(results: Sequence[Outcome]) -> int:
     return sum(1 for r in results if not isinstance(r, MCPError) and ran(r))
 
 
@@ -81,7 +85,7 @@ async def _names(client: Client, **kwargs: Any) -> list[str]:
             return names
 
 
-async def _explore_and_submit(client: Client) -> tuple[str, list[str], dict, dict]:
+async def _explore_and_submit(client: Client) -> tuple[str, list[str], dict[str, Any], dict[str, Any]]:
     tool = tool_of(B001)
     names = await _names(client)
     called = await client.call_tool(tool, {"arg0": 105})
@@ -94,13 +98,15 @@ async def _explore_and_submit(client: Client) -> tuple[str, list[str], dict, dic
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("credential", ["main", "session-token", "none"])
-def test_the_official_client_lists_calls_and_submits_in_every_mode_over_http(tmp_path: Path, mode, credential) -> None:
+def test_the_official_client_lists_calls_and_submits_in_every_mode_over_http(
+    tmp_path: Path, mode: str, credential: str
+) -> None:
     args = ["--db", str(tmp_path / "runs.db"), "--methods", f"{B001},{B002}"]
     if credential != "none":
         args += ["--token", MAIN]
     bearer = {"main": MAIN, "session-token": _token("--label", "agent-1"), "none": None}[credential]
 
-    async def main(url: str) -> tuple:
+    async def main(url: str) -> tuple[str, list[str], dict[str, Any], dict[str, Any]]:
         with anyio.fail_after(60):
             async with http_client(url, mode, bearer) as client:
                 return await _explore_and_submit(client)
@@ -115,8 +121,8 @@ def test_the_official_client_lists_calls_and_submits_in_every_mode_over_http(tmp
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_official_client_lists_calls_and_submits_in_every_mode_over_stdio(tmp_path: Path, mode) -> None:
-    async def main() -> tuple:
+def test_the_official_client_lists_calls_and_submits_in_every_mode_over_stdio(tmp_path: Path, mode: str) -> None:
+    async def main() -> tuple[str, list[str], dict[str, Any], dict[str, Any]]:
         with anyio.fail_after(60):
             streams = memory_streams("--db", str(tmp_path / "runs.db"), "--methods", B001)
             async with Client(streams, mode=mode, cache=None) as client:
@@ -137,13 +143,14 @@ def test_a_stdio_server_process_speaks_the_new_revision_to_a_client_in_auto_mode
         env=dict(os.environ),
     )
 
-    async def main() -> tuple:
+    async def main() -> tuple[str, list[Outcome]]:
         with anyio.fail_after(90):
             async with Client(params, cache=None) as client:
                 results = await _calls(client, tool_of(B001), 3)
                 return client.protocol_version, results
 
-    version, results = anyio.run(main)
+    version, outcomes = anyio.run(main)
+    results = completed(outcomes)
     assert version == LATEST_MODERN_VERSION
     assert [ran(r) for r in results] == [True, True, False]
     assert results[2].structured_content["status"] == "over_budget" and not results[2].is_error
@@ -160,7 +167,7 @@ def test_discover_offers_the_new_revision_and_initialize_the_newest_handshake_ve
         }},
     }  # fmt: skip
 
-    def initialize(version: str) -> dict:
+    def initialize(version: str) -> dict[str, Any]:
         return {
             "jsonrpc": "2.0", "id": 2, "method": "initialize",
             "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
@@ -185,8 +192,8 @@ def test_a_session_tokens_budget_holds_across_eras_and_every_per_request_field(t
     token = _token("--label", "agent-7", "--run", "contest")
     tool = tool_of(B001)
 
-    async def main(url: str) -> list:
-        results: list = []
+    async def main(url: str) -> list[Outcome]:
+        results: list[Outcome] = []
         with anyio.fail_after(120):
             async with http_client(url, "legacy", token) as client:
                 results += await _calls(client, tool, 2)
@@ -213,11 +220,13 @@ def test_a_session_tokens_budget_holds_across_eras_and_every_per_request_field(t
 
 
 @pytest.mark.parametrize("named_by", ["query", "header", "meta"])
-def test_a_label_of_the_main_token_keeps_one_budget_whichever_era_and_way_names_it(tmp_path: Path, named_by) -> None:
+def test_a_label_of_the_main_token_keeps_one_budget_whichever_era_and_way_names_it(
+    tmp_path: Path, named_by: str
+) -> None:
     tool = tool_of(B001)
 
-    async def main(url: str) -> list:
-        results: list = []
+    async def main(url: str) -> list[Outcome]:
+        results: list[Outcome] = []
         with anyio.fail_after(120):
             async with http_client(f"{url}?session=alice", "legacy", MAIN) as client:
                 results += await _calls(client, tool, 2)
@@ -233,7 +242,7 @@ def test_a_label_of_the_main_token_keeps_one_budget_whichever_era_and_way_names_
         return results
 
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--budget", "3") as url:
-        results = anyio.run(main, url)
+        results = completed(anyio.run(main, url))
     assert [ran(r) for r in results] == [True, True, True, False, False]
     assert results[2].structured_content["queries_used"] == 3
 
@@ -241,8 +250,8 @@ def test_a_label_of_the_main_token_keeps_one_budget_whichever_era_and_way_names_
 def test_requests_of_the_main_token_without_a_label_share_its_default_budget_in_both_eras(tmp_path: Path) -> None:
     tool = tool_of(B001)
 
-    async def main(url: str) -> list:
-        results: list = []
+    async def main(url: str) -> list[Outcome]:
+        results: list[Outcome] = []
         with anyio.fail_after(120):
             for mode in ("legacy", "legacy", "auto", LATEST_MODERN_VERSION):
                 async with http_client(url, mode, MAIN) as client:
@@ -250,7 +259,7 @@ def test_requests_of_the_main_token_without_a_label_share_its_default_budget_in_
         return results
 
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--token", MAIN, "--budget", "5") as url:
-        results = anyio.run(main, url)
+        results = completed(anyio.run(main, url))
     assert [ran(r) for r in results] == [True] * 5 + [False] * 3
 
 
@@ -258,8 +267,8 @@ def test_concurrent_modern_calls_of_one_credential_never_exceed_its_budget(tmp_p
     token = _token("--label", "eager")
     tool = tool_of(B001)
 
-    async def main(url: str) -> list:
-        results: list = []
+    async def main(url: str) -> list[CallToolResult]:
+        results: list[CallToolResult] = []
         async with http_client(url, LATEST_MODERN_VERSION, token) as client:
 
             async def one(i: int) -> None:
@@ -280,8 +289,8 @@ def test_concurrent_modern_calls_of_one_credential_never_exceed_its_budget(tmp_p
 def test_over_stdio_the_server_process_is_the_budget_whatever_a_request_names(tmp_path: Path) -> None:
     tool = tool_of(B001)
 
-    async def main() -> list:
-        results: list = []
+    async def main() -> list[Outcome]:
+        results: list[Outcome] = []
         with anyio.fail_after(60):
             streams = memory_streams("--db", str(tmp_path / "runs.db"), "--methods", B001, "--budget", "3")
             async with Client(streams, mode=LATEST_MODERN_VERSION, cache=None) as client:
@@ -289,7 +298,7 @@ def test_over_stdio_the_server_process_is_the_budget_whatever_a_request_names(tm
                     results += await _calls(client, tool, 1, meta={"dev.pau-mcp/session": f"label-{i}"})
         return results
 
-    results = anyio.run(main)
+    results = completed(anyio.run(main))
     assert [ran(r) for r in results] == [True, True, True, False, False]
     assert all(r.structured_content["budget_scope"] == "process" for r in results)
 
@@ -300,8 +309,8 @@ def test_over_stdio_the_server_process_is_the_budget_whatever_a_request_names(tm
 def test_a_modern_tool_list_depends_only_on_the_credential_never_on_an_earlier_request(tmp_path: Path) -> None:
     narrow = _token("--label", "narrow", "--methods", f"{B001},{B002}")
 
-    async def main(url: str) -> dict:
-        seen: dict = {}
+    async def main(url: str) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
         with anyio.fail_after(120):
             async with http_client(url, LATEST_MODERN_VERSION, MAIN) as client:
                 seen["main-before"] = await _names(client)
@@ -348,20 +357,20 @@ def test_stateless_requests_follow_the_credential_rules_a_fresh_run_label_gets_n
     token = _token("--label", "agent-s", "--run", "contest")
     tool = tool_of(B001)
 
-    async def main(url: str) -> tuple[list, list, list]:
+    async def main(url: str) -> tuple[list[Outcome], list[Outcome], tuple[CallToolResult, list[str]]]:
         with anyio.fail_after(120):
-            token_results: list = []
+            token_results: list[Outcome] = []
             for i in range(5):
                 async with http_client(f"{url}?run=run-{i}" if i else url, "legacy", token) as client:
                     token_results += await _calls(client, tool, 2)
-            main_results: list = []
+            main_results: list[Outcome] = []
             for mode in ("legacy", "auto", "legacy"):
                 async with http_client(url, mode, MAIN) as client:
                     main_results += await _calls(client, tool, 2)
             async with http_client(url, "legacy", MAIN) as client:
                 opened = await client.call_tool("open", {"methods": [tool_of(B001)]})
                 names = await _names(client)
-        return token_results, main_results, [opened, names]
+        return token_results, main_results, (opened, names)
 
     args = [
         "--db",
@@ -377,6 +386,6 @@ def test_stateless_requests_follow_the_credential_rules_a_fresh_run_label_gets_n
     with memory_http_server(*args) as url:
         token_results, main_results, (opened, names) = anyio.run(main, url)
     assert _ran(token_results) == 2 and all(isinstance(r, MCPError) for r in token_results[2:])
-    assert [ran(r) for r in main_results] == [True, True, True, False, False, False]
+    assert [ran(r) for r in completed(main_results)] == [True, True, True, False, False, False]
     assert opened.structured_content["status"] == "unknown_tool"
     assert set(names) == {tool_of(B001), tool_of(B002), "submit"}

@@ -16,10 +16,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT, SECRETS, TEST_KEY, memory_session, tool_of
+from conftest import ROOT, SECRETS, TEST_KEY, memory_session, text_of, tool_of
+from mcp_types import Tool
 from pau_command import run_pau
 
 from pau_mcp.config import Settings, SettingsError
@@ -35,7 +37,7 @@ from pau_mcp.server.examples import (
     serving,
 )
 from pau_mcp.server.schemas import parameter_schemas
-from wasm_runtime import Limits, Sandbox, SandboxInterface, outcomes_match, parse_arguments
+from wasm_runtime import Limits, Outcome, Sandbox, SandboxInterface, outcomes_match, parse_arguments
 
 BUILTIN: list[Method] = list(ManifestStore().methods(["builtin"]))
 OTHER_KEY = "another-deployment-key-0123456789"
@@ -45,7 +47,7 @@ def _canonical(text: str) -> str:
     return repr(parse_arguments(text))
 
 
-def _json_types(schema: dict) -> set[str]:
+def _json_types(schema: dict[str, Any]) -> set[str]:
     return {branch["type"] for branch in schema.get("anyOf", [schema])}
 
 
@@ -68,7 +70,7 @@ def test_every_builtin_method_gets_drawn_examples_none_of_them_published_or_a_hi
         # The outcome shown is the hidden function's own, as a call of the tool would give it.
         outcomes = sandbox.run(method.source, [case.input for case in served.cases], engine=method.engine)
         for case, outcome in zip(served.cases, outcomes, strict=True):
-            assert outcome.ok and outcomes_match(case.outcome.outcome(), outcome), (method.id, case.input)
+            assert outcome.ok and outcomes_match(case.frozen_outcome().outcome(), outcome), (method.id, case.input)
 
 
 def test_the_examples_keep_the_published_types_and_where_the_published_outputs_differ_so_do_theirs(
@@ -80,8 +82,8 @@ def test_the_examples_keep_the_published_types_and_where_the_published_outputs_d
         shown = parameter_schemas(method.params, [case.input for case in served])
         for name in method.params:  # the input schema gives each parameter the same JSON types
             assert _json_types(published[name]) == _json_types(shown[name]), (method.id, name)
-        if len({case.outcome.shown() for case in method.examples}) == len(method.examples):
-            assert len({case.outcome.shown() for case in served}) == len(served), method.id
+        if len({case.frozen_outcome().shown() for case in method.examples}) == len(method.examples):
+            assert len({case.frozen_outcome().shown() for case in served}) == len(served), method.id
 
 
 def test_the_same_key_draws_the_same_examples_and_another_key_draws_others(
@@ -148,10 +150,10 @@ class _NothingRuns(SandboxInterface):
 
     limits = Limits()
 
-    def run(self, *args, **kwargs):  # noqa: ANN002, ANN003
+    def run(self, *args: object, **kwargs: object) -> list[Outcome]:
         raise AssertionError("the cache should have answered")
 
-    def info(self):  # noqa: ANN201
+    def info(self) -> dict[str, Any]:
         return {}
 
     def close(self) -> None:
@@ -241,15 +243,16 @@ def test_every_text_an_agent_sees_quotes_the_served_examples_and_none_the_publis
     # A function that loops on nearly every input (secret/m2) keeps its published examples: nothing else returns.
     assert [m.id for m in methods if expected[m.id].origin == "published"] == ["secret/m2"]
 
-    async def main() -> tuple[list, dict, dict]:
+    async def main() -> tuple[list[Tool], dict[str, str], dict[str, str]]:
         async with memory_session(*args) as session:
             tools = [t for t in (await session.list_tools()).tools if t.name.startswith("fn_")]
-            resources, prompts = {}, {}
+            resources: dict[str, str] = {}
+            prompts: dict[str, str] = {}
             for tool in tools:
                 read = await session.read_resource(f"pau://method/{tool.name}")
-                resources[tool.name] = read.contents[0].text
+                resources[tool.name] = text_of(read.contents[0])
                 got = await session.get_prompt(tool.name)
-                prompts[tool.name] = got.messages[0].content.text
+                prompts[tool.name] = text_of(got.messages[0].content)
             return tools, resources, prompts
 
     tools, resources, prompts = anyio.run(main)
@@ -257,11 +260,12 @@ def test_every_text_an_agent_sees_quotes_the_served_examples_and_none_the_publis
     assert set(by_tool) == {tool_of(m.id) for m in methods}
     for method in methods:
         tool = by_tool[tool_of(method.id)]
+        assert tool.meta is not None and tool.description is not None, tool
         cases = expected[method.id].cases
-        lines = [f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" for case in cases]
+        lines = [f"{call_text(method.entry, case.input)} -> {case.frozen_outcome().shown()}" for case in cases]
         facts = tool.meta[FACTS_KEY]
         assert [e["line"] for e in facts["examples"]] == lines
-        assert [e["output"] for e in facts["examples"]] == [case.outcome.shown() for case in cases]
+        assert [e["output"] for e in facts["examples"]] == [case.frozen_outcome().shown() for case in cases]
         for line in lines:
             assert f"  {line}\n" in tool.description and line in resources[tool.name] and line in prompts[tool.name]
         schemas = parameter_schemas(method.params, [case.input for case in cases])
@@ -272,7 +276,9 @@ def test_every_text_an_agent_sees_quotes_the_served_examples_and_none_the_publis
         assert not any(secret in seen for secret in SECRETS.values())
         if expected[method.id].origin == "deployment":  # the published examples appear nowhere an agent looks
             for case in method.examples:
-                assert f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" not in seen, method.id
+                assert f"{call_text(method.entry, case.input)} -> {case.frozen_outcome().shown()}" not in seen, (
+                    method.id
+                )
 
 
 def test_the_served_methods_carry_the_served_examples_for_code_that_reads_them(

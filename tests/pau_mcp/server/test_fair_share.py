@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -23,7 +24,7 @@ SLOW = (tool_of("builtin/b017"), {"arg0": 2**61 - 1})
 FAST = (tool_of("builtin/b001"), {"arg0": 7})
 
 
-async def _timed_call(client: httpx2.AsyncClient, url: str, label: str, tool: str, arguments: dict) -> float:
+async def _timed_call(client: httpx2.AsyncClient, url: str, label: str, tool: str, arguments: dict[str, Any]) -> float:
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "victim", "version": "1"},
@@ -41,7 +42,7 @@ async def _timed_call(client: httpx2.AsyncClient, url: str, label: str, tool: st
     return elapsed
 
 
-def _hog_seconds(db) -> list[float]:
+def _hog_seconds(db: Path) -> list[float]:
     with sqlite3.connect(db) as store:
         rows = store.execute(
             "SELECT c.duration_ms FROM calls c JOIN sessions s ON s.id = c.session_id WHERE s.key = 'hog'"

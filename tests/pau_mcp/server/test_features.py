@@ -10,7 +10,8 @@ from pathlib import Path
 
 import anyio
 import mcp_types as types
-from conftest import TEST_KEY, ModernSession, memory_http_server, memory_session, tool_of
+from conftest import TEST_KEY, ModernSession, memory_http_server, memory_session, text_of, tool_of
+from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from pau_mcp.server import TokenSigner
@@ -86,7 +87,7 @@ def test_a_connections_log_level_chooses_the_messages_it_gets(tmp_path: Path) ->
     async def messages(level: types.LoggingLevel) -> list[str]:
         seen: list[str] = []
 
-        async def on_message(message) -> None:
+        async def on_message(message: IncomingMessage) -> None:
             if isinstance(message, types.LoggingMessageNotification):
                 seen.append(message.params.data)
 
@@ -123,6 +124,6 @@ def test_the_method_resources_have_a_template_that_completes_the_tools_a_credent
             )
             assert sorted(completed.completion.values) == sorted([tool_of("builtin/b001"), tool_of("builtin/b002")])
             read = await session.read_resource(f"pau://method/{tool_of('builtin/b001')}")
-            assert "header: def test_func" in read.contents[0].text  # type: ignore[union-attr]
+            assert "header: def test_func" in text_of(read.contents[0])
 
     anyio.run(main)

@@ -8,15 +8,18 @@ import sqlite3
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT, RawSession, http_server, memory_session, tool_of
+from conftest import ROOT, RawSession, http_server, memory_session, text_of, tool_of
 from cpu_time import main_thread_cpu_seconds
 from fakellm import FakeLLM
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import CallToolResult
 
 from pau_mcp.contract import Feedback
 from pau_mcp.manifests import ManifestStore
@@ -24,7 +27,7 @@ from pau_mcp.manifests import ManifestStore
 METHOD = ManifestStore().method("builtin/b002")
 
 
-def _replies(body: dict) -> str:
+def _replies(body: dict[str, Any]) -> str:
     prompt = json.dumps(body["messages"])
     if "<reference-" in prompt:
         return f"The reference: {METHOD.description}\nRating: 3"
@@ -42,7 +45,7 @@ def test_submit_with_feedback_returns_scores_records_them_and_reveals_no_gold(tm
             cwd=str(ROOT), env=env,
         )  # fmt: skip
 
-        async def main() -> dict:
+        async def main() -> dict[str, Any]:
             async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
                 with anyio.fail_after(120):
                     await session.initialize()
@@ -55,7 +58,7 @@ def test_submit_with_feedback_returns_scores_records_them_and_reveals_no_gold(tm
                         },
                     )
                     assert not result.is_error
-                    return {"structured": result.structured_content, "text": result.content[0].text}
+                    return {"structured": result.structured_content, "text": text_of(result.content[0])}
 
         shown = anyio.run(main)
     scores = shown["structured"]["scores"]
@@ -83,7 +86,7 @@ def _table_code(table: dict[str, str]) -> str:
     return f"TABLE = {{{entries}}}\n\ndef test_func(*args):\n    return TABLE.get(args)\n"
 
 
-def _feedback_server(db, *extra: str):
+def _feedback_server(db: Path, *extra: str) -> AbstractAsyncContextManager[ClientSession]:
     return memory_session("--feedback", "score", "--db", str(db), "--methods", METHOD.id, *extra)
 
 
@@ -91,9 +94,9 @@ def test_twenty_two_feedback_submits_reveal_no_more_counterexamples_than_the_lim
     db = tmp_path / "runs.db"
     tool = tool_of(METHOD.id)
 
-    async def main() -> list:
+    async def main() -> list[CallToolResult]:
         table: dict[str, str] = {}
-        replies = []
+        replies: list[CallToolResult] = []
         # Submissions past --max-submissions (10 by default) would not be recorded: allowed here, so that only the
         # feedback limit stands between this agent and more counterexamples.
         async with _feedback_server(db, "--budget", "20", "--max-submissions", "30") as session:
@@ -114,7 +117,7 @@ def test_twenty_two_feedback_submits_reveal_no_more_counterexamples_than_the_lim
     assert len(scored) == 3 and len(examples) == 3
     assert all(r.structured_content["scores"]["direct_code_match"] < 1 for r in scored)
     later = replies[3]
-    assert "feedback" in later.content[0].text and "used" in later.content[0].text
+    assert "feedback" in text_of(later.content[0]) and "used" in text_of(later.content[0])
     assert later.structured_content["feedback_left"] == 0 and "scores" not in later.structured_content
     assert later.structured_content["status"] == "feedback_used"
     assert all(r.structured_content["status"] == "scored" for r in scored)
@@ -126,7 +129,7 @@ def test_each_counterexample_costs_one_query_and_none_is_given_without_a_query_l
     tool = tool_of(METHOD.id)
     wrong = "def test_func(arg0):\n    return []\n"
 
-    async def main() -> dict:
+    async def main() -> dict[str, CallToolResult]:
         async with _feedback_server(db, "--budget", "3", "--feedback-limit", "5", "--run", "costs") as session:
             first = await session.call_tool(tool, {"arg0": "aab"})
             with_example = await session.call_tool("submit", {"method": tool, "description": "d", "code": wrong})
@@ -140,7 +143,7 @@ def test_each_counterexample_costs_one_query_and_none_is_given_without_a_query_l
     assert "counterexample" in got["with"].structured_content["scores"]
     assert got["with"].structured_content["queries_left"] == 1
     assert got["last"].structured_content["queries_used"] == 3 and got["last"].structured_content["queries_left"] == 0
-    assert got["over"].structured_content["status"] == "over_budget" and "budget" in got["over"].content[0].text
+    assert got["over"].structured_content["status"] == "over_budget" and "budget" in text_of(got["over"].content[0])
     assert "direct_code_match" in got["without"].structured_content["scores"]
     assert "counterexample" not in got["without"].structured_content["scores"]
     rows = sqlite3.connect(db).execute("SELECT status, counted, arguments, value FROM calls ORDER BY id").fetchall()
@@ -153,7 +156,7 @@ def test_each_counterexample_costs_one_query_and_none_is_given_without_a_query_l
     assert exported[0]["num_queries"] == 3
 
 
-def _export(db, run: str) -> list[str]:
+def _export(db: Path, run: str) -> list[str]:
     import subprocess
 
     result = subprocess.run(
@@ -168,7 +171,7 @@ def test_feedback_never_echoes_what_the_submitted_code_returned(tmp_path: Path) 
     marker = "ECHO-MARKER-5521"
     code = f"def test_func(arg0):\n    return '{marker}' + str(len(arg0))\n"
 
-    async def main():
+    async def main() -> CallToolResult:
         async with _feedback_server(tmp_path / "runs.db") as session:
             return await session.call_tool("submit", {"method": tool_of(METHOD.id), "description": "d", "code": code})
 
@@ -214,8 +217,8 @@ def test_concurrent_submits_never_get_more_feedback_than_the_limit(tmp_path: Pat
     tool = tool_of(METHOD.id)
     wrong = {"method": tool, "description": "d", "code": "def test_func(arg0):\n    return 0\n"}
 
-    async def main() -> list:
-        replies: list = []
+    async def main() -> list[CallToolResult]:
+        replies: list[CallToolResult] = []
         async with _feedback_server(db, "--feedback-limit", "2", "--budget", "20") as session:
 
             async def one() -> None:
@@ -239,7 +242,7 @@ def test_without_a_budget_counterexamples_are_still_counted_and_limited(tmp_path
     tool = tool_of(METHOD.id)
     wrong = {"method": tool, "description": "d", "code": "def test_func(arg0):\n    return 0\n"}
 
-    async def main() -> list:
+    async def main() -> list[CallToolResult]:
         async with _feedback_server(db, "--budget", "0", "--feedback-limit", "2") as session:
             return [await session.call_tool("submit", wrong) for _ in range(3)]
 
@@ -252,7 +255,7 @@ def test_a_submit_without_code_gets_no_counterexample_and_keeps_its_query(tmp_pa
     db = tmp_path / "runs.db"
     tool = tool_of(METHOD.id)
 
-    async def main() -> tuple:
+    async def main() -> tuple[CallToolResult, CallToolResult]:
         async with _feedback_server(db, "--budget", "2") as session:
             submitted = await session.call_tool("submit", {"method": tool, "description": "runs of characters"})
             call = await session.call_tool(tool, {"arg0": "aa"})
@@ -290,7 +293,7 @@ def test_another_sessions_ping_stays_fast_while_hostile_submissions_are_scored(t
             bystander.request("ping", {})  # a warm connection: the first request's set-up is not measured
             loop_before = main_thread_cpu_seconds(server.process.pid)
 
-            def submit(session: RawSession, code: str) -> list[dict]:
+            def submit(session: RawSession, code: str) -> list[dict[str, Any]]:
                 arguments = {"method": tool, "description": "d", "code": code}
                 return [session.call("submit", arguments) for _ in range(2)]
 

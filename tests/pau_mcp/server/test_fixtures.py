@@ -3,8 +3,11 @@ with a message naming what to fix; placeholders are filled in linear time, and w
 
 from __future__ import annotations
 
+from typing import Any
+
 import mcp_types as types
 import pytest
+from conftest import text_of
 from pydantic import ValidationError
 
 from pau_mcp.server.fixtures import (
@@ -29,7 +32,7 @@ def test_the_conformance_suite_loads_and_every_listing_is_valid_mcp() -> None:
     for prompt in suite.prompts:
         types.Prompt.model_validate(prompt.listing().model_dump(by_alias=True))
     read = suite.read("test://template/42/data")
-    assert read is not None and '"id":"42"' in read.contents[0].text  # type: ignore[union-attr]
+    assert read is not None and '"id":"42"' in text_of(read.contents[0])
     assert suite.read("test://template/42/other") is None
 
 
@@ -51,7 +54,7 @@ def test_fixture_suites_are_split_from_the_catalogs_suites() -> None:
         ({"result": None}, "a tool needs a result"),
     ],
 )
-def test_a_malformed_fixture_is_refused_saying_what_to_fix(tool, message) -> None:
+def test_a_malformed_fixture_is_refused_saying_what_to_fix(tool: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         FixtureTool.model_validate(
             {"name": "t", "description": "d", "result": {"content": [{"type": "text", "text": "x"}]}, **tool}

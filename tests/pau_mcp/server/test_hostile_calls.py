@@ -17,9 +17,10 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT, memory_session, tool_of
+from conftest import ROOT, memory_session, text_of, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import CallToolResult
 from test_stdio_wire import Wire
 
 from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
@@ -90,10 +91,10 @@ def test_an_argument_over_the_size_cap_is_refused_in_one_line_and_does_not_count
             big = await session.call_tool(tool, {"arg0": "x" * 70_000})
             assert big.is_error and big.structured_content["status"] == "invalid_input"
             assert big.structured_content["queries_used"] == 0
-            text = big.content[0].text
+            text = text_of(big.content[0])
             assert _one_line(text) and "64 KiB" in text and "--max-argument-kb" in text
             literal = await session.call_tool(tool, {"args": "('" + "y" * 70_000 + "',)"})
-            assert literal.is_error and "64 KiB" in literal.content[0].text
+            assert literal.is_error and "64 KiB" in text_of(literal.content[0])
             small = await session.call_tool(tool, {"arg0": "x" * 1000})
             assert small.structured_content["queries_used"] == 1
 
@@ -109,7 +110,7 @@ def test_a_raised_argument_cap_lets_a_large_argument_through(tmp_path: Path, hos
             with anyio.fail_after(60):
                 result = await session.call_tool(tool, {"arg0": "x" * 200_000})
             assert result.structured_content["value"] == "200002"
-            assert result.content[0].text.startswith("test_func('xxxx")
+            assert text_of(result.content[0]).startswith("test_func('xxxx")
 
     anyio.run(main)
 
@@ -144,7 +145,7 @@ def test_refused_calls_are_recorded_as_a_bounded_prefix_with_their_size(tmp_path
     "literal", ["(0x" + "f" * 4000 + ",)", "(" + "9" * 4400 + ",)", "([1, 0x" + "f" * 4000 + "],)"]
 )
 def test_an_integer_too_long_to_print_is_refused_in_one_line_and_recorded(
-    tmp_path: Path, hostile: Path, literal
+    tmp_path: Path, hostile: Path, literal: str
 ) -> None:
     db = tmp_path / "runs.db"
     tool = _tool(hostile, "size")
@@ -153,7 +154,7 @@ def test_an_integer_too_long_to_print_is_refused_in_one_line_and_recorded(
         async with memory_session(*_serve(db, hostile)) as session:
             refused = await session.call_tool(tool, {"args": literal})
             assert refused.is_error
-            text = refused.content[0].text
+            text = text_of(refused.content[0])
             assert _one_line(text) and re.search(r"4,?300 digits", text) and "set_int_max_str_digits" not in text
             after = await session.call_tool(tool, {"arg0": "7"})
             assert after.structured_content["queries_used"] == 1
@@ -176,7 +177,7 @@ def test_a_lone_surrogate_a_function_prints_and_raises_is_answered_counted_and_r
             assert result.structured_content["status"] == "error"
             assert result.structured_content["error_message"] == "a\\ud800b"
             assert result.structured_content["printed"] == "a\\ud800b\n"
-            assert "raised ValueError: a\\ud800b" in result.content[0].text
+            assert "raised ValueError: a\\ud800b" in text_of(result.content[0])
             again = await session.call_tool(tool, {"arg0": "fine"})
             assert again.structured_content["queries_used"] == 2
 
@@ -202,7 +203,7 @@ def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path: Pa
     db = tmp_path / "runs.db"
     RunStore(db).close()
     tool = _tool(hostile, "size")
-    replies: list = []
+    replies: list[CallToolResult] = []
 
     async def main() -> None:
         params = _limited_serve(db, hostile, db.stat().st_size + 400_000)
@@ -219,7 +220,7 @@ def test_a_call_that_cannot_be_recorded_does_not_count_and_says_why(tmp_path: Pa
     anyio.run(main)
     failed = [r for r in replies if r.is_error]
     assert failed, "the store never filled up"
-    text = failed[0].content[0].text
+    text = text_of(failed[0].content[0])
     assert _one_line(text) and "not recorded" in text and "did not count" in text
     counted = [r.structured_content["queries_used"] for r in replies if not r.is_error]
     assert counted == list(range(1, len(counted) + 1))

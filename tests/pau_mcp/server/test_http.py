@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -17,14 +18,17 @@ import pytest
 from conftest import ROOT, http_server, memory_http_server, ran, serve_command, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
 from pau_command import run_pau
 
 from pau_mcp.manifests import ManifestStore
 
 TOKEN = "test-token-0123456789"
+#: One call a session made: the session (its id), the argument, and the result.
+Call = tuple[int, int, CallToolResult]
 
 
-async def _session_calls(url: str, tool: str, calls: int, token: str | None, results: list) -> None:
+async def _session_calls(url: str, tool: str, calls: int, token: str | None, results: list[Call]) -> None:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx2.AsyncClient(headers=headers, timeout=60) as client:
         async with streamable_http_client(url, http_client=client) as (read, write, *_):
@@ -58,7 +62,7 @@ def test_requests_without_the_token_get_401_and_with_it_work(tmp_path: Path) -> 
         assert anonymous.headers["www-authenticate"].startswith("Bearer")
         wrong = httpx2.post(url, json={}, headers={"authorization": "Bearer nope-nope-nope"})
         assert wrong.status_code == 401
-        results: list = []
+        results: list[Call] = []
         anyio.run(_session_calls, url, tool, 2, TOKEN, results)
         assert [r[2].structured_content["status"] for r in results] == ["ok", "ok"]
 
@@ -66,7 +70,7 @@ def test_requests_without_the_token_get_401_and_with_it_work(tmp_path: Path) -> 
 def test_eight_concurrent_sessions_of_fifty_calls_are_all_answered_recorded_and_budgeted_apart(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     method = ManifestStore().method("builtin/b001")
-    results: list = []
+    results: list[Call] = []
 
     async def main() -> None:
         with anyio.fail_after(240):
@@ -77,7 +81,7 @@ def test_eight_concurrent_sessions_of_fifty_calls_are_all_answered_recorded_and_
     with http_server("--db", str(db), "--budget", "40", "--run", "http-load") as url:
         anyio.run(main)
     assert len(results) == 400
-    by_session: dict[int, list] = {}
+    by_session: dict[int, list[tuple[int, CallToolResult]]] = {}
     for session, i, result in results:
         by_session.setdefault(session, []).append((i, result))
     assert len(by_session) == 8
@@ -119,11 +123,12 @@ def test_a_url_parameter_narrows_what_a_session_sees(tmp_path: Path) -> None:
 def test_stateless_mode_answers_calls(tmp_path: Path) -> None:
     tool = tool_of("builtin/b001")
 
-    async def main() -> dict:
+    async def main() -> dict[str, Any]:
         async with streamable_http_client(url) as (read, write, *_):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                return (await session.call_tool(tool, {"args": "(-23,)"})).structured_content
+                structured: dict[str, Any] = (await session.call_tool(tool, {"args": "(-23,)"})).structured_content
+                return structured
 
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--stateless") as url:
         assert anyio.run(main)["value"] == "-6"
@@ -159,7 +164,7 @@ def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("bad", ["--budget=-1", "--token=short"])
-def test_bad_settings_are_usage_errors(tmp_path: Path, bad) -> None:
+def test_bad_settings_are_usage_errors(tmp_path: Path, bad: str) -> None:
     result = run_pau("serve", bad, "--db", str(tmp_path / "r.db"), cwd=ROOT)
     assert result.returncode == 2
     assert bad.split("=")[0] in result.stderr

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -42,7 +43,7 @@ def _address(url: str) -> tuple[str, int]:
     return match.group(1), int(match.group(2))
 
 
-def _post(url: str, body: bytes | dict, host: str | None = None, **headers: str) -> httpx2.Response:
+def _post(url: str, body: bytes | dict[str, Any], host: str | None = None, **headers: str) -> httpx2.Response:
     content = json.dumps(body).encode() if isinstance(body, dict) else body
     sent = {
         "content-type": "application/json",
@@ -68,8 +69,8 @@ def _ping(url: str, session: str) -> httpx2.Response:
     return _post(url, {"jsonrpc": "2.0", "id": 9, "method": "ping"}, mcp_session_id=session)
 
 
-def _one_line_error(response: httpx2.Response) -> dict:
-    body = response.json()
+def _one_line_error(response: httpx2.Response) -> dict[str, Any]:
+    body: dict[str, Any] = response.json()
     assert body["jsonrpc"] == "2.0" and "\n" not in body["error"]["message"], body
     return body
 
@@ -88,7 +89,7 @@ def _bindable(host: str) -> bool:
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1"])
-def test_a_foreign_host_header_is_refused_on_every_loopback_address(tmp_path: Path, host) -> None:
+def test_a_foreign_host_header_is_refused_on_every_loopback_address(tmp_path: Path, host: str) -> None:
     if not _bindable(host):
         pytest.skip(f"this machine cannot bind {host}")
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--host", host) as url:
@@ -328,7 +329,7 @@ def test_a_request_head_that_never_ends_is_cut_off_at_its_size_limit(tmp_path: P
         _served(url)
 
 
-def _serve_with_few_files(db, limit: int, *args: str) -> subprocess.Popen:
+def _serve_with_few_files(db: Path, limit: int, *args: str) -> subprocess.Popen[str]:
     """`pau-mcp serve --transport http ARGS` with at most ``limit`` open files (RLIMIT_NOFILE)."""
     launcher = (
         "import os, resource, sys; "
@@ -354,7 +355,8 @@ def test_the_connection_cap_stays_below_the_open_file_limit(tmp_path: Path) -> N
                 url = found.group(1)
                 break
         assert url, "the server did not start"
-        threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()  # type: ignore[union-attr]
+        stderr = process.stderr  # narrowed above; a lambda would see the attribute, which may be None
+        threading.Thread(target=lambda: [None for _ in stderr], daemon=True).start()
         host, port = _address(url)
         idle = [_connect(host, port) for _ in range(400)]
         _served(url)
@@ -374,7 +376,7 @@ def test_another_sessions_ping_answers_promptly_while_the_largest_allowed_calls_
     latencies: list[float] = []
     loop_spent: list[float] = []
 
-    async def heavy(url: str, arguments: dict) -> None:
+    async def heavy(url: str, arguments: dict[str, Any]) -> None:
         async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as session:
             await session.initialize()
             for _ in range(3):
@@ -489,6 +491,7 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_st
             [sys.executable, "-c", PIPELINE_FLOOD, host, str(port), "/mcp", "200", "400"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
+        assert flood.stdin is not None
         try:
             during = []
             for _ in range(8):
@@ -496,7 +499,7 @@ def test_a_flood_of_pipelined_requests_never_read_costs_the_server_little_and_st
                 time.sleep(0.2)
             assert flood.stdout is not None and flood.stdout.readline().startswith("sent")
         finally:
-            flood.stdin.close()  # type: ignore[union-attr]
+            flood.stdin.close()
             flood.wait(timeout=60)
         after = [_listed(replica.url) for _ in range(3)]
         spent = cpu_seconds(replica.process.pid) - before

@@ -34,7 +34,7 @@ _OVERRIDDEN = {
 
 
 @pytest.mark.parametrize("name", sorted(_OVERRIDDEN))
-def test_the_sdk_manager_still_has_each_method_bounded_sessions_overrides_with_its_parameters(name) -> None:
+def test_the_sdk_manager_still_has_each_method_bounded_sessions_overrides_with_its_parameters(name: str) -> None:
     is_coroutine, parameters = _OVERRIDDEN[name]
     method = getattr(StreamableHTTPSessionManager, name, None)
     assert method is not None, f"StreamableHTTPSessionManager.{name} is gone. {_ADVICE}"

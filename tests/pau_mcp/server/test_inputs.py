@@ -37,7 +37,7 @@ def _kinds(value: object) -> set[str]:
 
 
 @pytest.mark.parametrize("way", WAYS)
-def test_every_draw_is_a_literal_of_the_templates_arity_and_types(way) -> None:
+def test_every_draw_is_a_literal_of_the_templates_arity_and_types(way: str) -> None:
     for method in ManifestStore().methods(["builtin"]):
         templates = [parse_arguments(case.input) for case in method.examples]
         allowed = [set().union(*(_kinds(t[i]) for t in templates)) for i in range(len(method.params))]
@@ -68,7 +68,7 @@ def test_the_same_generator_state_draws_the_same_inputs_in_every_process() -> No
 
 
 def test_a_set_is_written_with_its_items_sorted_and_reads_back_equal() -> None:
-    args = ({"b", "a", "c"}, {(3, "x"), (1,)}, set(), (1,), [()], {1: {2}})
+    args: tuple[object, ...] = ({"b", "a", "c"}, {(3, "x"), (1,)}, set(), (1,), [()], {1: {2}})
     text = literal(args)
     assert text == "({'a', 'b', 'c'}, {(1,), (3, 'x')}, set(), (1,), [()], {1: {2}})"
     assert parse_arguments(text) == args

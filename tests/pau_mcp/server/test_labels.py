@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from conftest import RawSession, http_server, memory_http_server, ran, served, tool_of
+from conftest import Outcome, RawSession, completed, http_server, memory_http_server, ran, served, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult
 
 B001 = "builtin/b001"
 TOKEN = "main-token-0123456789"
 
 
-def _store_rows(db, sql: str, params: tuple = ()) -> list[tuple]:
+def _store_rows(db: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
     return sqlite3.connect(db).execute(sql, params).fetchall()
 
 
@@ -40,9 +42,11 @@ def test_the_label_a_request_names_is_the_budget_it_spends(tmp_path: Path) -> No
     assert [served(r) for r in unlabelled] == [True, True, False]
 
 
-async def _official(url: str, calls: list[tuple[str, dict]], headers: dict | None = None) -> list:
+async def _official(
+    url: str, calls: list[tuple[str, dict[str, Any]]], headers: dict[str, str] | None = None
+) -> list[Outcome]:
     """One official client session doing ``calls`` in order; each result or the MCPError it raised."""
-    out: list = []
+    out: list[Outcome] = []
     async with httpx2.AsyncClient(headers=headers or {}, timeout=60) as client:
         async with streamable_http_client(url, http_client=client) as (read, write, *_):
             async with ClientSession(read, write) as session:
@@ -61,11 +65,13 @@ def test_two_clients_naming_one_label_share_its_one_budget_and_its_record(tmp_pa
     tool = tool_of(B001)
     with memory_http_server("--db", str(db), "--budget", "5") as url:
         labelled = f"{url}?session=alice&run=contest"
-        first = anyio.run(_official, labelled, [(tool, {"arg0": i}) for i in range(3)])
-        second = anyio.run(
-            _official,
-            labelled,
-            [(tool, {"arg0": i}) for i in range(3)] + [("submit", {"method": tool, "description": "d"})],
+        first = completed(anyio.run(_official, labelled, [(tool, {"arg0": i}) for i in range(3)]))
+        second = completed(
+            anyio.run(
+                _official,
+                labelled,
+                [(tool, {"arg0": i}) for i in range(3)] + [("submit", {"method": tool, "description": "d"})],
+            )
         )
     assert [ran(r) for r in first + second[:3]] == [True] * 5 + [False]
     rows = _store_rows(
@@ -106,7 +112,7 @@ def test_stateless_requests_that_name_no_label_share_one_budget(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("bad", ["has space", "x" * 200, "semi;colon", "\x1b[2J"])
-def test_a_malformed_label_is_refused_with_a_clear_error(tmp_path: Path, bad) -> None:
+def test_a_malformed_label_is_refused_with_a_clear_error(tmp_path: Path, bad: str) -> None:
     tool = tool_of(B001)
     with memory_http_server("--db", str(tmp_path / "runs.db")) as url:
         raw = RawSession(url, query={"session": bad})
@@ -121,11 +127,13 @@ def test_the_evaluation_harness_way_of_labelling_still_records_each_episode_unde
     with http_server("--db", str(db), "--budget", "3", "--token", TOKEN) as url:
         for attempt in (1, 2):
             labelled = f"{url}?methods={tool}&run=eval-run&session=eval-run/{B001}/{attempt}"
-            results = anyio.run(
-                _official,
-                labelled,
-                [(tool, {"arg0": i}) for i in range(4)] + [("submit", {"method": tool, "description": "d"})],
-                {"Authorization": f"Bearer {TOKEN}"},
+            results = completed(
+                anyio.run(
+                    _official,
+                    labelled,
+                    [(tool, {"arg0": i}) for i in range(4)] + [("submit", {"method": tool, "description": "d"})],
+                    {"Authorization": f"Bearer {TOKEN}"},
+                )
             )
             assert [ran(r) for r in results[:4]] == [True, True, True, False] and not results[4].is_error
     rows = _store_rows(
@@ -139,12 +147,12 @@ def test_the_evaluation_harness_way_of_labelling_still_records_each_episode_unde
 def test_concurrent_calls_of_one_session_never_exceed_the_budget(tmp_path: Path) -> None:
     tool = tool_of(B001)
 
-    async def main(url: str) -> list:
+    async def main(url: str) -> list[CallToolResult]:
         async with httpx2.AsyncClient(timeout=60) as client:
             async with streamable_http_client(url, http_client=client) as (read, write, *_):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
-                    results: list = []
+                    results: list[CallToolResult] = []
 
                     async def one(i: int) -> None:
                         results.append(await session.call_tool(tool, {"arg0": i}))
@@ -164,8 +172,12 @@ def test_the_same_label_in_two_runs_names_two_sessions(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     tool = tool_of(B001)
     with memory_http_server("--db", str(db), "--budget", "2") as url:
-        first = anyio.run(_official, f"{url}?session=team&run=day-1", [(tool, {"arg0": i}) for i in range(2)])
-        second = anyio.run(_official, f"{url}?session=team&run=day-2", [(tool, {"arg0": i}) for i in range(2)])
+        first = completed(
+            anyio.run(_official, f"{url}?session=team&run=day-1", [(tool, {"arg0": i}) for i in range(2)])
+        )
+        second = completed(
+            anyio.run(_official, f"{url}?session=team&run=day-2", [(tool, {"arg0": i}) for i in range(2)])
+        )
     assert all(ran(r) for r in first + second)
     rows = _store_rows(
         db, "SELECT r.name, s.key FROM sessions s JOIN runs r ON s.run_id = r.id WHERE s.key = 'team' ORDER BY r.name"
@@ -189,11 +201,13 @@ def test_a_stateless_label_is_a_budget_of_its_own_that_a_restart_does_not_give_b
     tool = tool_of(B001)
     with memory_http_server("--db", str(db), "--stateless", "--budget", "2", "--run", "stateless-run") as url:
         raw = RawSession(url)
-        replies = [raw.call(tool, {"arg0": i}, **{"x-pau-session": name}) for i, name in enumerate("aaab")]
+        replies = [raw.call(tool, {"arg0": i}, query=None, **{"x-pau-session": name}) for i, name in enumerate("aaab")]
         raw.close()
     with memory_http_server("--db", str(db), "--stateless", "--budget", "2", "--run", "stateless-run") as url:
         raw = RawSession(url)
-        after_restart = [raw.call(tool, {"arg0": i}, **{"x-pau-session": name}) for i, name in enumerate("abb")]
+        after_restart = [
+            raw.call(tool, {"arg0": i}, query=None, **{"x-pau-session": name}) for i, name in enumerate("abb")
+        ]
         raw.close()
     assert [served(r) for r in replies] == [True, True, False, True]
     assert [served(r) for r in after_restart] == [False, True, False]
@@ -206,7 +220,7 @@ def test_a_stateless_label_is_a_budget_of_its_own_that_a_restart_does_not_give_b
 
 
 @pytest.mark.parametrize("label", ["a" * (1 << 20), {"nested": "object"}, ["a", "b"]])
-def test_a_meta_label_that_is_huge_or_not_text_is_refused_in_one_line_at_once(tmp_path: Path, label) -> None:
+def test_a_meta_label_that_is_huge_or_not_text_is_refused_in_one_line_at_once(tmp_path: Path, label: object) -> None:
     tool = tool_of(B001)
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -16,19 +16,20 @@ import anyio
 from conftest import ROOT, SECRETS, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.message import SessionMessage
 
 from pau_mcp.contract import FACTS_KEY
 from pau_mcp.manifests import ManifestStore
 
 
-async def _recorded_session(manifests, db, transcript: list[str]) -> None:
+async def _recorded_session(manifests: Path, db: Path, transcript: list[str]) -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "pau_mcp", "serve", "--manifests", str(manifests), "--suite", "secret", "--db", str(db), "--budget", "4"],
         cwd=str(ROOT), env=dict(os.environ),
     )  # fmt: skip
     async with stdio_client(params) as (read, write):
-        send, receive = anyio.create_memory_object_stream(100)
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](100)
 
         async def tee() -> None:
             async with send:

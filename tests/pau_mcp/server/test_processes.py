@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _wait_for(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+def _wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, what
@@ -82,7 +83,7 @@ def _tree_with_server_and_workers(pid: int) -> dict[int, str]:
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
-def test_a_killed_eval_leaves_no_server_and_no_sandbox_worker_behind(tmp_path: Path, how) -> None:
+def test_a_killed_eval_leaves_no_server_and_no_sandbox_worker_behind(tmp_path: Path, how: signal.Signals) -> None:
     # The model answers slowly, so the run is in the middle of its episodes when it is killed.
     with FakeLLM(responder=lambda body: Reply(text="I will try a small number.", delay_s=60)) as fake:
         env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"}
@@ -128,7 +129,7 @@ def test_a_private_server_stops_when_the_process_that_launched_it_is_killed(tmp_
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_serve_stops_cleanly_on_sigterm_with_its_workers(tmp_path: Path, transport) -> None:
+def test_serve_stops_cleanly_on_sigterm_with_its_workers(tmp_path: Path, transport: str) -> None:
     command = [sys.executable, "-m", "pau_mcp", "serve", "--transport", transport, "--port", "0"]
     process = subprocess.Popen(
         [*command, "--db", str(tmp_path / "runs.db")],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import anyio
 from conftest import ROOT
@@ -23,7 +24,7 @@ from pau_mcp.server.launch import http_server as launch_http_server
 from wasm_runtime import Sandbox
 
 
-def _suite(root, sandbox) -> None:
+def _suite(root: Path, sandbox: Sandbox) -> None:
     """A suite with one method that returns as many characters as asked, and keeps its examples' dataset text."""
     suite = Suite.create(root, SuiteInfo(name="big"))
     method = Method(
@@ -34,7 +35,7 @@ def _suite(root, sandbox) -> None:
     suite.save(freeze_method(method, sandbox))
 
 
-def _call(tmp_path, *args: str) -> tuple[int, str, list[dict]]:
+def _call(tmp_path: Path, *args: str) -> tuple[int, str, list[dict[str, Any]]]:
     db = tmp_path / "runs.db"
     ran = run_pau(
         "call", *args, "--suite", "big", "--manifests", tmp_path / "suites", "--db", db, env=dict(os.environ), cwd=ROOT

@@ -17,14 +17,17 @@ import pytest
 from conftest import TEST_KEY, ran, tool_of
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
 from mcp_types.version import LATEST_MODERN_VERSION
-from replicas import RoundRobin, replicas
+from replicas import Replica, RoundRobin, replicas
 
 from pau_mcp.runstore import RunStore
 from pau_mcp.server import TokenSigner
 
 B001 = "builtin/b001"
 MAIN = "main-token-0123456789"
+#: A call's argument and its result, or the exception the client raised.
+Attempt = tuple[int, CallToolResult | Exception]
 
 
 @pytest.fixture
@@ -40,7 +43,7 @@ def _args(store: str, budget: int) -> list[str]:
 
 def _spent(store: str, label: str, run: str) -> tuple[int, int, set[str]]:
     """What the store holds for a session: queries taken, counted calls recorded, and their arguments."""
-    opened = RunStore(store)  # type: ignore[arg-type]
+    opened = RunStore(store)
     try:
         record = opened.export_session(run, label)
         assert record is not None, f"no session {label!r} in run {run!r}"
@@ -61,11 +64,11 @@ def test_three_replicas_behind_a_round_robin_proxy_run_exactly_the_budget_of_24_
     token = TokenSigner(TEST_KEY).issue("agent", run="replicas")
     tool = tool_of(B001)
 
-    async def main(backends: list[str]) -> tuple[list, dict]:
+    async def main(backends: list[str]) -> tuple[list[CallToolResult], dict[str, int]]:
         async with RoundRobin(backends) as proxy:
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
                 async with _client(proxy.url, http) as client:
-                    results: list = []
+                    results: list[CallToolResult] = []
 
                     async def one(i: int) -> None:
                         results.append(await client.call_tool(tool, {"arg0": i}))
@@ -90,8 +93,8 @@ def test_a_replica_killed_mid_run_loses_no_call_that_counted(shared_store: str) 
     token = TokenSigner(TEST_KEY).issue("survivor", run="replicas")
     tool = tool_of(B001)
 
-    async def main(started: list) -> tuple[list, int, list]:
-        outcomes: list = []  # (argument, result or the exception the client raised)
+    async def main(started: list[Replica]) -> tuple[list[Attempt], int, list[CallToolResult]]:
+        outcomes: list[Attempt] = []
         async with RoundRobin([r.url for r in started]) as proxy:
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
                 async with _client(proxy.url, http) as client:
@@ -110,7 +113,7 @@ def test_a_replica_killed_mid_run_loses_no_call_that_counted(shared_store: str) 
                                 await anyio.sleep(0.01)
                             await anyio.to_thread.run_sync(started[0].kill)
                         # The survivors serve the rest of the budget, and no more.
-                        after: list = []
+                        after: list[CallToolResult] = []
                         for i in range(100, 120):
                             after.append(await client.call_tool(tool, {"arg0": i}))
                             if not ran(after[-1]):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import jsonschema
-from conftest import memory_session, tool_of
+from conftest import memory_session, text_of, tool_of
+from mcp_types import CallToolResult, Tool
 
 from pau_mcp.contract import OUTPUT_SCHEMA
 from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Tags
@@ -21,7 +23,7 @@ _CONSTRAINING = {
 }  # fmt: skip
 
 
-def _method(params: list[str], examples: list[str], tests: list[str] = ()) -> Method:
+def _method(params: list[str], examples: list[str], tests: Sequence[str] = ()) -> Method:
     header = f"def test_func({', '.join(params)}):"
     return Method(
         id="t/m", header=header, params=params, source=f"{header}\n    return 0\n", description="returns zero",
@@ -30,7 +32,7 @@ def _method(params: list[str], examples: list[str], tests: list[str] = ()) -> Me
     )  # fmt: skip
 
 
-def _schema(params: list[str], examples: list[str], tests: list[str] = ()) -> dict[str, Any]:
+def _schema(params: list[str], examples: list[str], tests: Sequence[str] = ()) -> dict[str, Any]:
     return Exposed(_method(params, examples, tests), "fn_0000000000").input_schema()
 
 
@@ -102,7 +104,7 @@ def test_values_json_cannot_carry_keep_their_closest_type_and_point_to_args() ->
 
 
 def test_every_schema_a_server_lists_is_portable_and_valid(tmp_path: Path) -> None:
-    async def main() -> list:
+    async def main() -> list[Tool]:
         async with memory_session("--db", str(tmp_path / "runs.db")) as session:
             return (await session.list_tools()).tools
 
@@ -128,7 +130,7 @@ def test_every_schema_a_server_lists_is_portable_and_valid(tmp_path: Path) -> No
 def test_a_json_value_of_another_type_is_refused_and_args_still_takes_it(tmp_path: Path) -> None:
     tool = tool_of("builtin/b001")
 
-    async def main() -> tuple:
+    async def main() -> tuple[CallToolResult, CallToolResult]:
         async with memory_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
             wrong = await session.call_tool(tool, {"arg0": "abc"})
             literal = await session.call_tool(tool, {"args": "('abc',)"})
@@ -136,7 +138,7 @@ def test_a_json_value_of_another_type_is_refused_and_args_still_takes_it(tmp_pat
 
     wrong, literal = anyio.run(main)
     assert wrong.is_error
-    text = wrong.content[0].text
+    text = text_of(wrong.content[0])
     assert "arg0" in text and "an integer" in text and "args" in text
     assert wrong.structured_content["status"] == "invalid_input"
     assert not literal.is_error and literal.structured_content["queries_used"] == 1
@@ -146,14 +148,14 @@ def test_args_is_the_call_when_it_is_a_string_and_null_leaves_it_to_the_paramete
     """What a strict-mode client sends: every property, the unused form as null or a placeholder."""
     tool = tool_of("builtin/b001")
 
-    async def main() -> tuple:
+    async def main() -> tuple[CallToolResult, CallToolResult]:
         async with memory_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
             by_args = await session.call_tool(tool, {"arg0": 0, "args": "(234,)"})
             by_json = await session.call_tool(tool, {"arg0": 57, "args": None})
             return by_args, by_json
 
     by_args, by_json = anyio.run(main)
-    assert not by_args.is_error and by_args.content[0].text.startswith("test_func(234) returned 24")
-    assert not by_json.is_error and by_json.content[0].text.startswith("test_func(57) returned 35")
+    assert not by_args.is_error and text_of(by_args.content[0]).startswith("test_func(234) returned 24")
+    assert not by_json.is_error and text_of(by_json.content[0]).startswith("test_func(57) returned 35")
     for result in (by_args, by_json):
         jsonschema.validate(result.structured_content, OUTPUT_SCHEMA)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -56,7 +57,7 @@ class _Client:
             assert stream.status_code == 200, stream.status_code
         return reply
 
-    def call(self, session: str, arguments: dict) -> httpx2.Response:
+    def call(self, session: str, arguments: dict[str, Any]) -> httpx2.Response:
         headers = {**self.headers, "mcp-session-id": session, "mcp-protocol-version": VERSION}
         body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": TOOL, "arguments": arguments}}
         return self.http.post(self.url, headers=headers, json=body)
@@ -83,14 +84,14 @@ def _clients(url: str) -> Iterator[list[_Client]]:
 def _refused_for_its_credential(reply: httpx2.Response) -> str:
     assert reply.status_code == 429, (reply.status_code, reply.text)
     assert int(reply.headers["retry-after"]) >= 1
-    message = reply.json()["error"]["message"]
+    message: str = reply.json()["error"]["message"]
     assert "\n" not in message
     return message
 
 
 @pytest.mark.parametrize("main_token", [MAIN, None], ids=["with --token", "loopback without a token"])
 def test_one_session_token_cannot_take_every_session_and_another_token_still_gets_one(
-    tmp_path: Path, main_token
+    tmp_path: Path, main_token: str | None
 ) -> None:
     args = ("--db", str(tmp_path / "runs.db"), "--max-sessions", "20", *(("--token", main_token) if main_token else ()))
     with memory_http_server(*args) as url, _clients(url) as clients:

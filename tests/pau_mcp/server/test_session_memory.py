@@ -19,7 +19,7 @@ from pau_mcp.server import Credential, SessionRefused, Sessions
 from pau_mcp.server import sessions as sessions_module
 
 
-def _sessions(tmp_path) -> tuple[RunStore, Sessions]:
+def _sessions(tmp_path: Path) -> tuple[RunStore, Sessions]:
     store = RunStore(tmp_path / "runs.db")
     run_id = store.ensure_run("serve-test", kind="serve")
     return store, Sessions(store, run_id, "http")

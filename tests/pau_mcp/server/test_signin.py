@@ -10,7 +10,9 @@ import socket
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 import httpx2
@@ -19,6 +21,8 @@ from authserver import ALL_SCOPES, AuthServer, authorization_server, client, con
 from conftest import TEST_KEY, memory_http_server, tool_of
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import RequestParamsMeta
+from postgres_server import PostgresServer
 from replicas import replicas
 
 from pau_mcp.runstore import RunStore
@@ -43,7 +47,7 @@ HOST_TWO = confidential("host-two", "authorization_code", "refresh_token", redir
 
 @pytest.fixture(scope="module")
 def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
-    resources = {
+    resources: dict[str, dict[str, Any]] = {
         RESOURCE: {"scope": ALL_SCOPES},
         OTHER: {"scope": ALL_SCOPES},
         INTROSPECTED: {"scope": ALL_SCOPES, "format": "opaque"},
@@ -54,7 +58,7 @@ def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
         yield server
 
 
-def _serve(issuer: AuthServer, db: Path, *args: str, resource: str = RESOURCE):
+def _serve(issuer: AuthServer, db: Path, *args: str, resource: str = RESOURCE) -> AbstractContextManager[str]:
     return memory_http_server(
         "--auth", "oauth", "--issuer", issuer.issuer, "--resource", resource, "--db", str(db), "--run", "contest",
         "--methods", B001, "--budget", "3", *args,
@@ -71,7 +75,7 @@ def _post(url: str, token: str | None, **headers: str) -> httpx2.Response:
 
 async def _call(
     url: str, token: str, values: list[int], mode: str = "2026-07-28", label: str | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The official client with the token, calling b001 with each value (naming ``label`` on the URL); the
     structured results."""
     target = url + (f"?session={label}" if label else "")
@@ -167,7 +171,7 @@ def test_without_a_token_the_server_answers_401_naming_its_metadata_which_names_
 
 def _refused(reply: httpx2.Response, status: int, words: str) -> str:
     assert reply.status_code == status, (reply.status_code, reply.text)
-    line = reply.json()["error_description"]
+    line: str = reply.json()["error_description"]
     assert "\n" not in line and words in line, line
     assert words in reply.headers["www-authenticate"]
     return line
@@ -227,7 +231,9 @@ def test_an_explore_token_naming_a_label_in_meta_is_refused(issuer: AuthServer, 
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {explorer}"}, timeout=60) as http:
             async with Client(streamable_http_client(url, http_client=http), mode="2026-07-28") as mcp:
                 with pytest.raises(Exception) as refused:
-                    await mcp.call_tool(TOOL, {"arg0": 1}, meta={"dev.pau-mcp/session": "alice"})
+                    # The SDK's _meta is an open map (a TypedDict with extra_items=Any), which mypy reads as closed.
+                    meta = cast(RequestParamsMeta, {"dev.pau-mcp/session": "alice"})
+                    await mcp.call_tool(TOOL, {"arg0": 1}, meta=meta)
                 return str(refused.value)
 
     with _serve(issuer, tmp_path / "runs.db") as url:
@@ -254,7 +260,9 @@ def test_a_revoked_token_is_refused_by_introspection(issuer: AuthServer, tmp_pat
     assert (key, credential, counted) == ("team-a-bot", "subject", 1)  # no sub: the client signed in as itself
 
 
-def test_one_subject_signed_in_at_two_replicas_on_postgresql_spends_one_budget(issuer: AuthServer, postgres) -> None:
+def test_one_subject_signed_in_at_two_replicas_on_postgresql_spends_one_budget(
+    issuer: AuthServer, postgres: PostgresServer
+) -> None:
     """Two replicas on one PostgreSQL run store; the same team signs in from two hosts, each host talking to its own
     replica, 12 calls at once on a budget of 5: exactly 5 run, and the store has one session for the team."""
     store = str(postgres.create_database("signin_replicas"))
@@ -263,15 +271,15 @@ def test_one_subject_signed_in_at_two_replicas_on_postgresql_spends_one_budget(i
     args = ["--auth", "oauth", "--issuer", issuer.issuer, "--resource", RESOURCE, "--db", store, "--run", "contest",
             "--methods", B001, "--budget", "5", "--workers", "1"]  # fmt: skip
 
-    async def spend(urls: list[str]) -> list[dict]:
-        results: list[dict] = []
+    async def spend(urls: list[str]) -> list[dict[str, Any]]:
+        results: list[dict[str, Any]] = []
 
         async def host(url: str, token: str) -> None:
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
                 async with Client(streamable_http_client(url, http_client=http), mode="2026-07-28") as mcp:
                     async with anyio.create_task_group() as group:
                         for value in range(6):
-                            group.start_soon(lambda v=value: _append(mcp, v))
+                            group.start_soon(_append, mcp, value)
 
         async def _append(mcp: Client, value: int) -> None:
             results.append((await mcp.call_tool(TOOL, {"arg0": value})).structured_content or {})
@@ -315,6 +323,7 @@ def test_with_the_authorization_server_down_cached_keys_keep_working_and_an_unkn
         old = first.token(client(BOT_A), RESOURCE, "explore")
         url = running.enter_context(_serve(first, tmp_path / "runs.db"))
         assert anyio.run(_call, url, old, [1])[0]["status"] == "ok"  # the keys are fetched and kept
+        assert first.process.stdin is not None
         first.process.stdin.close()  # the authorization server goes away
         first.process.wait(30)
         assert anyio.run(_call, url, old, [2])[0]["status"] == "ok"

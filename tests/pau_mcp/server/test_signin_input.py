@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -25,7 +26,7 @@ def issuer() -> Iterator[KeyServer]:
         yield server
 
 
-def _serve(issuer: KeyServer, tmp_path):
+def _serve(issuer: KeyServer, tmp_path: Path) -> AbstractContextManager[str]:
     return memory_http_server(
         "--auth", "oauth", "--issuer", issuer.issuer, "--resource", RESOURCE, "--token", MAIN,
         "--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001",
@@ -88,7 +89,7 @@ def _raw(url: str, authorization: bytes) -> httpx2.Response:
     ],
 )
 def test_a_malformed_authorization_header_gets_one_clear_line(
-    issuer: KeyServer, tmp_path: Path, header, status, words
+    issuer: KeyServer, tmp_path: Path, header: str, status: int, words: str
 ) -> None:
     with _serve(issuer, tmp_path) as url:
         _line(_raw(url, header.encode("utf-8")), status, words)

@@ -14,13 +14,14 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
-from conftest import ROOT, memory_session, stdio_session, tool_of
+from conftest import ROOT, memory_session, stdio_session, text_of, tool_of
+from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
-from pau_mcp.manifests import ManifestStore, call_text
+from pau_mcp.manifests import ManifestStore, Method, call_text
 
 
-def _builtin(method_id: str):
+def _builtin(method_id: str) -> Method:
     return ManifestStore().method(method_id)
 
 
@@ -33,10 +34,11 @@ def test_tools_are_opaque_and_carry_header_examples_schema_and_annotations(tmp_p
             assert {t.name for t in listed.tools} >= {"submit", "open"}
             b001 = _builtin("builtin/b001")
             tool = next(t for t in methods if t.name == tool_of(b001.id))
+            assert tool.description is not None and tool.output_schema is not None and tool.annotations is not None
             assert b001.header in tool.description
             assert "20 times" in tool.description
             for case in b001.examples:
-                assert f"{call_text('test_func', case.input)} -> {case.outcome.shown()}" in tool.description
+                assert f"{call_text('test_func', case.input)} -> {case.frozen_outcome().shown()}" in tool.description
             assert set(tool.input_schema["properties"]) == {"arg0", "args"}
             assert tool.output_schema["required"] == ["status", "queries_used", "queries_left"]
             assert (
@@ -67,15 +69,15 @@ def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent
             literal = await session.call_tool(tool, {"args": "(-2,)"})
             assert literal.structured_content["queries_used"] == 2
             malformed = await session.call_tool(tool, {"args": "(len('x'),)"})
-            assert malformed.is_error and "literal" in malformed.content[0].text
+            assert malformed.is_error and "literal" in text_of(malformed.content[0])
             unknown = await session.call_tool(tool, {"arg0": 1, "argument": "(1,)"})
-            assert unknown.is_error and "unknown argument argument" in unknown.content[0].text
+            assert unknown.is_error and "unknown argument argument" in text_of(unknown.content[0])
             arity = await session.call_tool(tool, {"args": "(1, 2)"})
-            assert arity.is_error and "takes 1 argument" in arity.content[0].text
+            assert arity.is_error and "takes 1 argument" in text_of(arity.content[0])
             third = await session.call_tool(tool, {"arg0": 0})
             assert third.structured_content["queries_left"] == 0
             over = await session.call_tool(tool, {"arg0": 5})
-            assert not over.is_error and "budget" in over.content[0].text
+            assert not over.is_error and "budget" in text_of(over.content[0])
             assert over.structured_content["status"] == "over_budget" and over.structured_content["queries_left"] == 0
             submitted = await session.call_tool(
                 "submit",
@@ -86,7 +88,7 @@ def test_calls_in_both_argument_forms_count_against_the_budget_until_it_is_spent
                 },
             )
             assert not submitted.is_error and submitted.structured_content["recorded"] is True
-            assert "score" not in submitted.content[0].text.lower()
+            assert "score" not in text_of(submitted.content[0]).lower()
 
     anyio.run(main)
     rows = (
@@ -125,7 +127,7 @@ def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path: Path, s
             assert not raised.is_error
             assert raised.structured_content["status"] == "error"
             assert raised.structured_content["error_type"] == "ValueError"
-            assert "raised ValueError" in raised.content[0].text
+            assert "raised ValueError" in text_of(raised.content[0])
             loop = ManifestStore([secret_manifests]).method("secret/m2")
             timed = await session.call_tool(tool_of(loop.id), {"arg0": 1})
             assert timed.structured_content["status"] == "timeout"
@@ -134,9 +136,9 @@ def test_a_raising_function_is_an_observation_not_a_tool_error(tmp_path: Path, s
 
 
 def test_open_narrows_the_session_and_announces_the_change(tmp_path: Path) -> None:
-    notes: list = []
+    notes: list[IncomingMessage] = []
 
-    async def on_message(message) -> None:
+    async def on_message(message: IncomingMessage) -> None:
         notes.append(message)
 
     b010 = _builtin("builtin/b010")
@@ -183,12 +185,12 @@ def test_resources_and_prompts_show_only_what_an_agent_may_see(tmp_path: Path) -
         async with memory_session("--db", str(tmp_path / "runs.db"), "--methods", "builtin/b001") as session:
             resources = (await session.list_resources()).resources
             assert [str(r.uri) for r in resources] == [f"pau://method/{tool_of(b001.id)}"]
-            text = (await session.read_resource(resources[0].uri)).contents[0].text
+            text = text_of((await session.read_resource(resources[0].uri)).contents[0])
             assert b001.header in text and "budget: 20" in text
             prompts = (await session.list_prompts()).prompts
             assert [p.name for p in prompts] == [tool_of(b001.id)]
             prompt = await session.get_prompt(tool_of(b001.id))
-            body = prompt.messages[0].content.text
+            body = text_of(prompt.messages[0].content)
             assert tool_of(b001.id) in body and "submit" in body
             for hidden in (b001.description, b001.source.splitlines()[1]):
                 assert hidden not in text and hidden not in body

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, tool_of
@@ -27,7 +28,7 @@ class Wire:
         )  # fmt: skip
         self._buffer = b""
 
-    def send(self, line: bytes | str | dict) -> None:
+    def send(self, line: bytes | str | dict[str, Any]) -> None:
         if isinstance(line, dict):
             line = json.dumps(line)
         data = line.encode() if isinstance(line, str) else line
@@ -35,7 +36,7 @@ class Wire:
         self.process.stdin.write(data + b"\n")
         self.process.stdin.flush()
 
-    def receive(self, timeout: float = 30) -> dict | None:
+    def receive(self, timeout: float = 30) -> dict[str, Any] | None:
         """The next line the server writes, as JSON; None if nothing comes within ``timeout``."""
         assert self.process.stdout is not None
         fd = self.process.stdout.fileno()
@@ -49,9 +50,10 @@ class Wire:
                 return None
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        message: dict[str, Any] = json.loads(line)
+        return message
 
-    def request(self, line: bytes | str | dict, timeout: float = 30) -> dict | None:
+    def request(self, line: bytes | str | dict[str, Any], timeout: float = 30) -> dict[str, Any] | None:
         self.send(line)
         return self.receive(timeout)
 
@@ -87,11 +89,11 @@ def _call(request_id: int | str, arguments_json: str) -> str:
     )
 
 
-def _error(reply: dict | None, request_id: object, code: int) -> str:
+def _error(reply: dict[str, Any] | None, request_id: object, code: int) -> str:
     assert reply is not None, "no reply"
     assert reply.get("id") == request_id and "error" in reply, reply
     assert reply["error"]["code"] == code, reply
-    message = reply["error"]["message"]
+    message: str = reply["error"]["message"]
     assert "\n" not in message and "Traceback" not in message
     return message
 
@@ -111,7 +113,7 @@ def test_a_batch_is_refused_with_a_reason(wire: Wire) -> None:
 
 
 @pytest.mark.parametrize("line", ["42", '"ping"', "null", "true"])
-def test_a_json_value_that_is_not_an_object_is_an_invalid_request(wire: Wire, line) -> None:
+def test_a_json_value_that_is_not_an_object_is_an_invalid_request(wire: Wire, line: str) -> None:
     _error(wire.request(line), None, -32600)
 
 
@@ -175,7 +177,7 @@ def test_blank_lines_are_ignored(wire: Wire) -> None:
 
 
 def test_every_request_of_a_hostile_burst_gets_exactly_one_reply(wire: Wire) -> None:
-    lines = [
+    lines: list[str | dict[str, Any]] = [
         "{not json",
         _call(101, '{"arg0": 5}'),
         "[]",
@@ -187,8 +189,9 @@ def test_every_request_of_a_hostile_burst_gets_exactly_one_reply(wire: Wire) -> 
     ]
     for line in lines:
         wire.send(line)
-    replies = [wire.receive() for _ in lines]
-    assert all(r is not None for r in replies), replies
+    received = [wire.receive() for _ in lines]
+    assert all(r is not None for r in received), received
+    replies = [r for r in received if r is not None]
     ids = sorted((r["id"] for r in replies if r["id"] is not None), key=str)
     assert ids == [101, 102, 103, 104, 105, 106]
     assert [r["id"] for r in replies].count(None) == 2

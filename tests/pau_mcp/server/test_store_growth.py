@@ -8,11 +8,13 @@ import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from conftest import TEST_KEY, memory_http_server, memory_session, tool_of
+from conftest import TEST_KEY, memory_http_server, memory_session, text_of, tool_of
+from mcp_types import CallToolResult
 
 from pau_mcp.config import Settings
 from pau_mcp.runstore import CallRecord, RunStore
@@ -29,7 +31,7 @@ META = {
 }
 
 
-def _post(client: httpx2.Client, url: str, token: str, tool: str, arguments: dict) -> dict:
+def _post(client: httpx2.Client, url: str, token: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -44,10 +46,11 @@ def _post(client: httpx2.Client, url: str, token: str, tool: str, arguments: dic
         headers["mcp-param-method"] = arguments["method"]  # submit's method is mirrored in a header (SEP-2243)
     reply = client.post(url, json=body, headers=headers)
     assert reply.status_code == 200, reply.text
-    return reply.json()["result"]
+    result: dict[str, Any] = reply.json()["result"]
+    return result
 
 
-def _rows(db, sql: str) -> list[tuple]:
+def _rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
     with sqlite3.connect(db) as store:
         return list(store.execute(sql))
 
@@ -68,7 +71,7 @@ def test_a_flood_of_refused_calls_is_all_answered_and_keeps_a_bounded_record_per
     db = tmp_path / "runs.db"
     kept = service_module._KEPT_REFUSALS
 
-    async def main() -> list:
+    async def main() -> list[CallToolResult]:
         async with memory_session("--db", str(db), "--budget", "1") as session:
             refused = [await session.call_tool(B001, {"arg0": "not a number"}) for _ in range(kept + 30)]
             await session.call_tool(B002, {"arg0": "aab"})
@@ -85,7 +88,7 @@ def test_a_flood_of_refused_calls_is_all_answered_and_keeps_a_bounded_record_per
 def test_submissions_past_the_limit_are_refused_and_not_recorded(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
 
-    async def main() -> list:
+    async def main() -> list[CallToolResult]:
         async with memory_session("--db", str(db), "--max-submissions", "3") as session:
             replies = [await session.call_tool("submit", {"method": B001, "description": f"try {i}"}) for i in range(5)]
             replies.append(await session.call_tool("submit", {"method": B002, "description": "another function"}))
@@ -95,7 +98,7 @@ def test_submissions_past_the_limit_are_refused_and_not_recorded(tmp_path: Path)
     statuses = [r.structured_content["status"] for r in replies]
     assert statuses == ["recorded"] * 3 + ["submissions_used"] * 2 + ["recorded"]
     refusal = replies[3]
-    assert refusal.is_error and "--max-submissions" in refusal.content[0].text
+    assert refusal.is_error and "--max-submissions" in text_of(refusal.content[0])
     assert _rows(db, "SELECT description FROM submissions ORDER BY id") == [
         ("try 0",),
         ("try 1",),
@@ -143,6 +146,6 @@ def test_the_stores_kept_refusals_and_submissions_hold_under_concurrent_writers(
 
 
 @pytest.mark.parametrize("value", ["0", "25"])
-def test_the_submissions_setting_has_a_flag_and_a_variable(monkeypatch: pytest.MonkeyPatch, value) -> None:
+def test_the_submissions_setting_has_a_flag_and_a_variable(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv("PAU_MCP_MAX_SUBMISSIONS", value)
     assert Settings.from_env().max_submissions == int(value)

@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from conftest import ModernSession, http_server, memory_http_server, memory_session, tool_of
+from conftest import ModernSession, http_server, memory_http_server, memory_session, text_of, tool_of
 from keyserver import RESOURCE, key_server
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -75,12 +75,12 @@ def store_write_lock(store: Path | str) -> Iterator[None]:
         return
     import psycopg
 
-    with psycopg.connect(store, autocommit=True) as holder:
-        holder.execute(f"BEGIN; SELECT pg_advisory_xact_lock({_databases._WRITE_LOCK})")
+    with psycopg.connect(store, autocommit=True) as pg_holder:
+        pg_holder.execute(f"BEGIN; SELECT pg_advisory_xact_lock({_databases._WRITE_LOCK})")
         try:
             yield
         finally:
-            holder.execute("ROLLBACK")
+            pg_holder.execute("ROLLBACK")
 
 
 def _client(label: str) -> httpx2.AsyncClient:
@@ -206,7 +206,7 @@ def test_a_store_locked_past_its_busy_timeout_answers_a_call_with_a_retryable_er
             with store_write_lock(db):
                 locked = await session.call_tool(B001, {"arg0": 12})
             after = await session.call_tool(B001, {"arg0": 13})
-            text = locked.content[0].text
+            text = text_of(locked.content[0])
             return text, bool(locked.is_error), after.structured_content["status"]
 
     text, is_error, after = anyio.run(main)

@@ -12,7 +12,8 @@ import httpx2
 from conftest import ROOT, http_server, ran, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from pau_command import run_pau
+from pau_command import Ran, run_pau
+from postgres_server import PostgresServer
 
 TOKEN = "test-token-0123456789"
 
@@ -33,7 +34,7 @@ def test_a_server_on_postgresql_records_what_runs_and_report_then_read(postgres_
         answered, status = anyio.run(_explore_and_submit, url, tool)
     assert answered and status == "recorded"
 
-    def pau(*args: str):  # the store named by the variable, as a deployment's environment would
+    def pau(*args: str) -> Ran:  # the store named by the variable, as a deployment's environment would
         done = run_pau(*args, env={**os.environ, "PAU_MCP_DB": postgres_url}, cwd=ROOT)
         assert done.returncode == 0, done.stderr
         return done
@@ -51,7 +52,7 @@ def test_a_server_on_postgresql_records_what_runs_and_report_then_read(postgres_
     assert "on-postgres" in reported.stdout
 
 
-def test_a_postgresql_store_that_cannot_be_reached_ends_a_command_with_one_line(postgres) -> None:
+def test_a_postgresql_store_that_cannot_be_reached_ends_a_command_with_one_line(postgres: PostgresServer) -> None:
     import socket
 
     with socket.socket() as probe:

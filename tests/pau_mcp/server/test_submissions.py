@@ -6,13 +6,15 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
-from conftest import ROOT, TEST_KEY, memory_http_server, tool_of
+from conftest import ROOT, TEST_KEY, memory_http_server, text_of, tool_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
 
 from pau_mcp.runstore import RunStore
 from pau_mcp.server import TokenSigner
@@ -21,15 +23,15 @@ B001 = tool_of("builtin/b001")
 MAIN = "main-token-0123456789"
 
 
-async def _submit(url: str, token: str, times: int) -> list[dict]:
+async def _submit(url: str, token: str, times: int) -> list[dict[str, Any]]:
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
         async with streamable_http_client(url, http_client=client) as (read, write, *_):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                receipts = []
+                receipts: list[dict[str, Any]] = []
                 for i in range(times):
                     done = await session.call_tool("submit", {"method": B001, "description": f"guess {i}"})
-                    receipts.append({"text": done.content[0].text, **(done.structured_content or {})})
+                    receipts.append({"text": text_of(done.content[0]), **(done.structured_content or {})})
                 return receipts
 
 
@@ -42,8 +44,8 @@ def test_a_receipt_counts_the_credentials_own_submissions_not_everyone_elses(tmp
         newcomer = anyio.run(_submit, url, signer.issue("bob", run="contest"), 1)
     assert [r["submission"] for r in first] == [1, 2, 3]
     assert newcomer[0]["submission"] == 1 and "your submission 1 of it" in newcomer[0]["text"]
-    with sqlite3.connect(db) as store:
-        assert store.execute("SELECT MAX(id) FROM submissions").fetchone() == (4,)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT MAX(id) FROM submissions").fetchone() == (4,)
     # The harness finds the store's submission from the receipt, in its own run store.
     store = RunStore(db)
     try:
@@ -70,7 +72,7 @@ def test_a_submit_the_store_cannot_take_says_so_without_naming_the_store(tmp_pat
     db = tmp_path / "private-store-location" / "runs.db"
     db.parent.mkdir()
     RunStore(db).close()
-    replies: list = []
+    replies: list[CallToolResult] = []
 
     async def main() -> None:
         params = _limited_serve(db, db.stat().st_size + 400_000)
@@ -88,6 +90,6 @@ def test_a_submit_the_store_cannot_take_says_so_without_naming_the_store(tmp_pat
     anyio.run(main)
     failed = [r for r in replies if r.is_error]
     assert failed, "the store never filled up"
-    text = failed[0].content[0].text
+    text = text_of(failed[0].content[0])
     assert "not recorded" in text and "did not count" in text, text
     assert "private-store-location" not in text and str(tmp_path) not in text, text

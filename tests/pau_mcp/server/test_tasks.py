@@ -10,18 +10,20 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
-from conftest import TASKS, TEST_KEY, ModernSession, memory_http_server, tool_name
+from conftest import TASKS, TEST_KEY, ModernSession, memory_http_server
 
+from pau_mcp.manifests import tool_name
 from pau_mcp.server import TokenSigner
 
 SLOW = tool_name(TEST_KEY, "secret/m2")  # loops until the CPU limit on a truthy argument
 FAST = tool_name(TEST_KEY, "secret/m1")
 
 
-def _terminal(session: ModernSession, task_id: str, timeout_s: float = 30) -> dict:
+def _terminal(session: ModernSession, task_id: str, timeout_s: float = 30) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         task = session.request("tasks/get", {"taskId": task_id})
@@ -31,7 +33,7 @@ def _terminal(session: ModernSession, task_id: str, timeout_s: float = 30) -> di
     raise AssertionError(f"task {task_id} did not end within {timeout_s} s: {task}")
 
 
-def _status(session: ModernSession, task_id: str, wanted: str, timeout_s: float = 10) -> dict:
+def _status(session: ModernSession, task_id: str, wanted: str, timeout_s: float = 10) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         task = session.request("tasks/get", {"taskId": task_id})
@@ -42,8 +44,8 @@ def _status(session: ModernSession, task_id: str, wanted: str, timeout_s: float 
 
 
 @contextlib.contextmanager
-def _sessions(url: str, **kwargs: object) -> Iterator[ModernSession]:
-    session = ModernSession(url, **kwargs)  # type: ignore[arg-type]
+def _sessions(url: str, tasks: bool = False, headers: dict[str, str] | None = None) -> Iterator[ModernSession]:
+    session = ModernSession(url, tasks=tasks, headers=headers)
     try:
         yield session
     finally:
@@ -110,7 +112,7 @@ def test_a_task_is_its_credentials_alone(tmp_path: Path) -> None:
         assert _terminal(owner, task_id)["status"] == "cancelled"
 
 
-def _meta(session: ModernSession) -> dict:
+def _meta(session: ModernSession) -> dict[str, Any]:
     """The ``_meta`` a result of this server carries (its identity), for comparing whole results."""
     status, reply = session.send("server/discover", {})
     return {"_meta": reply["result"]["_meta"]}
@@ -144,7 +146,7 @@ def test_task_status_notifications_reach_a_listen_stream_that_asked_for_them(tmp
     args = ("--suite", "conformance", "--db", str(tmp_path / "runs.db"), "--tool-key", TEST_KEY)
     with memory_http_server(*args) as url, _sessions(url, tasks=True) as client:
         created = client.request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 1}})
-        frames: list[dict] = []
+        frames: list[dict[str, Any]] = []
         ended = threading.Event()
 
         def listen() -> None:
@@ -183,12 +185,16 @@ def test_a_tool_that_only_runs_as_a_task_is_refused_to_a_client_without_the_exte
 
 
 @pytest.mark.parametrize("header", ["sep-2663-wrong", None])
-def test_a_tasks_request_whose_name_header_disagrees_with_its_task_is_refused(tmp_path: Path, header) -> None:
+def test_a_tasks_request_whose_name_header_disagrees_with_its_task_is_refused(
+    tmp_path: Path, header: str | None
+) -> None:
     with memory_http_server("--suite", "conformance", "--db", str(tmp_path / "runs.db")) as url:
         with _sessions(url, tasks=True) as client:
             created = client.request("tools/call", {"name": "slow_compute", "arguments": {"seconds": 30}})
             extra = {"mcp-name": header} if header else {}
-            status, reply = client.send("tasks/get", {"taskId": created["taskId"]}, **extra)
+            status, reply = client.send(
+                "tasks/get", {"taskId": created["taskId"]}, capabilities=None, meta=None, **extra
+            )
             if header:
                 assert status == 400 and reply["error"]["code"] == -32020
             else:
@@ -201,7 +207,7 @@ def test_a_submit_that_scores_slowly_becomes_a_task_whose_result_holds_the_score
 ) -> None:
     from fakellm import FakeLLM
 
-    def slow_replies(body: dict) -> str:
+    def slow_replies(body: dict[str, Any]) -> str:
         # A judge and a code writer taking their time. They are asked at once, so each alone must outlive the
         # second after which a call becomes a task (0.8 s each finished in 0.95 s on a quiet machine).
         time.sleep(1.6)
@@ -220,7 +226,7 @@ def test_a_submit_that_scores_slowly_becomes_a_task_whose_result_holds_the_score
             tool = tool_name(TEST_KEY, "builtin/b002")
             created = client.request("tools/call", {"name": "submit", "arguments": {
                 "method": tool, "description": "returns zero", "code": "def test_func(arg0):\n    return 0"}},
-                **{"mcp-param-method": tool})  # fmt: skip
+                meta=None, **{"mcp-param-method": tool})  # fmt: skip
             assert created["resultType"] == "task"
             task = _terminal(client, created["taskId"], timeout_s=60)
     scored = task["result"]["structuredContent"]

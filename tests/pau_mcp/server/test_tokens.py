@@ -12,6 +12,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -20,13 +21,14 @@ from conftest import ROOT, RawSession, http_server, memory_http_server, ran, ser
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult
 from pau_command import Ran, run_pau
 
 MAIN = "main-token-0123456789"
 B001, B002 = "builtin/b001", "builtin/b002"
 
 
-def _issue(*args: str, env: dict | None = None) -> Ran:
+def _issue(*args: str, env: dict[str, str] | None = None) -> Ran:
     """``pau-mcp token issue ARGS``, run in this process."""
     return run_pau("token", "issue", *args, env=env if env is not None else dict(os.environ), cwd=ROOT)
 
@@ -37,14 +39,15 @@ def _token(*args: str) -> str:
     return issued.stdout.strip()
 
 
-def _payload(token: str) -> dict:
+def _payload(token: str) -> dict[str, Any]:
     body = token.split(".")[1]
-    return json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    return claims
 
 
-async def _one_call_per_session(url: str, token: str, tool: str, calls: int) -> list:
+async def _one_call_per_session(url: str, token: str, tool: str, calls: int) -> list[CallToolResult]:
     """Like langchain-mcp-adapters: a new MCP session (and connection) for every tool call."""
-    out = []
+    out: list[CallToolResult] = []
     for i in range(calls):
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
             async with streamable_http_client(url, http_client=client) as (read, write, *_):
@@ -91,7 +94,7 @@ def test_a_session_token_keeps_its_budget_across_a_restart(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("stateless", [False, True])
-def test_a_session_token_cannot_name_another_label_or_run(tmp_path: Path, stateless) -> None:
+def test_a_session_token_cannot_name_another_label_or_run(tmp_path: Path, stateless: bool) -> None:
     token = _token("--label", "mine", "--run", "r")
     args = ["--db", str(tmp_path / "runs.db"), "--token", MAIN] + (["--stateless"] if stateless else [])
     bearer = {"Authorization": f"Bearer {token}"}
@@ -134,9 +137,9 @@ def test_stateless_labels_bind_to_the_first_credential_that_used_them(tmp_path: 
         as_main = RawSession(url, headers={"Authorization": f"Bearer {MAIN}"})
         alice_calls = [as_alice.call(tool_of(B001), {"arg0": i}) for i in range(3)]
         bob_calls = [as_bob.call(tool_of(B001), {"arg0": i}) for i in range(3)]
-        main_named = as_main.call(tool_of(B001), {"arg0": 1}, **{"x-pau-session": "shared-label"})
-        bob_on_it = as_bob.call(tool_of(B001), {"arg0": 1}, **{"x-pau-session": "shared-label"})
-        main_on_alice = as_main.call(tool_of(B001), {"arg0": 1}, **{"x-pau-session": "alice"})
+        main_named = as_main.call(tool_of(B001), {"arg0": 1}, query=None, **{"x-pau-session": "shared-label"})
+        bob_on_it = as_bob.call(tool_of(B001), {"arg0": 1}, query=None, **{"x-pau-session": "shared-label"})
+        main_on_alice = as_main.call(tool_of(B001), {"arg0": 1}, query=None, **{"x-pau-session": "alice"})
         for raw in (as_alice, as_bob, as_main):
             raw.close()
     assert [served(r) for r in alice_calls] == [True, True, False]
@@ -149,7 +152,7 @@ def test_a_session_token_sees_only_the_methods_it_was_issued_for(tmp_path: Path)
     token = _token("--label", "narrow", "--methods", f"{B001},{tool_of(B002)}")
     assert _payload(token)["methods"] == sorted([tool_of(B001), tool_of(B002)])
 
-    async def main(url: str) -> tuple:
+    async def main(url: str) -> tuple[list[str], int | None, CallToolResult]:
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
             async with streamable_http_client(url, http_client=client) as (read, write, *_):
                 async with ClientSession(read, write) as session:
@@ -228,7 +231,7 @@ def test_the_token_holds_tool_names_and_labels_only_never_a_method_id() -> None:
         (["--label", "x", "--expires-in", "0"], "--expires-in"),
     ],
 )
-def test_token_issue_refuses_bad_options_with_advice(args, complaint) -> None:
+def test_token_issue_refuses_bad_options_with_advice(args: list[str], complaint: str) -> None:
     result = _issue(*args)
     assert result.returncode != 0 and complaint in result.stderr and "Traceback" not in result.stderr
 
@@ -266,7 +269,7 @@ def test_a_token_round_trips_and_every_altered_byte_voids_it() -> None:
 
 
 @pytest.mark.parametrize("label", ["", " x", "x" * 129, "a\nb", "[bold]", "ä"])
-def test_the_signer_refuses_labels_outside_the_label_rule(label) -> None:
+def test_the_signer_refuses_labels_outside_the_label_rule(label: str) -> None:
     from pau_mcp.server import TokenSigner
 
     with pytest.raises(ValueError, match="letters"):

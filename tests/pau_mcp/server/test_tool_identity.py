@@ -37,7 +37,9 @@ def _canonical(text: str) -> str:
 
 
 PUBLISHED_INPUTS = {m.id: {_canonical(c.input) for c in m.examples} for m in PUBLIC}
-PUBLISHED_LINES = {m.id: {f"{call_text(m.entry, c.input)} -> {c.outcome.shown()}" for c in m.examples} for m in PUBLIC}
+PUBLISHED_LINES = {
+    m.id: {f"{call_text(m.entry, c.input)} -> {c.frozen_outcome().shown()}" for c in m.examples} for m in PUBLIC
+}
 
 
 async def _listing(*args: str) -> tuple[list[types.Tool], list[str], list[str]]:
@@ -73,6 +75,7 @@ def by_order(tools: list[types.Tool]) -> dict[str, str]:
 
 
 def _facts(tool: types.Tool) -> MethodFacts:
+    assert tool.meta is not None, tool.name
     return MethodFacts.model_validate(tool.meta[FACTS_KEY])
 
 
@@ -110,7 +113,7 @@ def by_nearness(tools: list[types.Tool]) -> dict[str, str]:
     return guesses
 
 
-def by_behaviour(tools: list[types.Tool], sandbox) -> dict[str, str]:
+def by_behaviour(tools: list[types.Tool], sandbox: Sandbox) -> dict[str, str]:
     """The only method of the tool's arity whose public source gives every served example's output."""
     by_arity: dict[int, list[types.Tool]] = defaultdict(list)
     for tool in tools:

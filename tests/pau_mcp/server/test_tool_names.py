@@ -18,11 +18,21 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import ROOT, TEST_KEY, RawSession, memory_http_server, memory_session, served, stdio_session, tool_of
+from conftest import (
+    ROOT,
+    TEST_KEY,
+    RawSession,
+    memory_http_server,
+    memory_session,
+    served,
+    stdio_session,
+    text_of,
+    tool_of,
+)
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INVALID_PARAMS, CallToolResult
 from pau_command import Ran, run_pau
 
 from pau_mcp.manifests import ManifestStore
@@ -46,7 +56,7 @@ async def _process_tool_names(*args: str) -> list[str]:
         return [t.name for t in (await session.list_tools()).tools if t.name.startswith("fn_")]
 
 
-def _pau(*args: str, env: dict | None = None) -> Ran:
+def _pau(*args: str, env: dict[str, str] | None = None) -> Ran:
     """``pau-mcp ARGS``, run in this process."""
     return run_pau(*args, env=env if env is not None else dict(os.environ), cwd=ROOT)
 
@@ -120,7 +130,7 @@ def _same_error(reply_a: str, name_a: str, reply_b: str, name_b: str) -> bool:
 def test_submit_answers_a_method_id_exactly_as_an_unknown_name_and_records_nothing(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
 
-    async def main() -> list:
+    async def main() -> list[CallToolResult]:
         async with memory_session("--db", str(db)) as session:
             return [
                 await session.call_tool("submit", {"method": name, "description": "a guess"})
@@ -129,7 +139,7 @@ def test_submit_answers_a_method_id_exactly_as_an_unknown_name_and_records_nothi
 
     by_id, unknown, near = anyio.run(main)
     assert by_id.is_error and unknown.is_error and near.is_error
-    assert _same_error(by_id.content[0].text, "builtin/b001", unknown.content[0].text, "fn_0123456789")
+    assert _same_error(text_of(by_id.content[0]), "builtin/b001", text_of(unknown.content[0]), "fn_0123456789")
     assert by_id.structured_content["status"] == unknown.structured_content["status"] == "unknown_tool"
     assert _same_error(
         by_id.structured_content["error_message"], "builtin/b001", unknown.structured_content["error_message"],
@@ -141,16 +151,16 @@ def test_submit_answers_a_method_id_exactly_as_an_unknown_name_and_records_nothi
 
 
 def test_open_answers_a_method_id_exactly_as_an_unknown_name(tmp_path: Path) -> None:
-    async def main() -> list:
+    async def main() -> tuple[CallToolResult, CallToolResult, list[str]]:
         async with memory_session("--db", str(tmp_path / "runs.db")) as session:
             by_id = await session.call_tool("open", {"methods": ["builtin/b007"]})
             unknown = await session.call_tool("open", {"methods": ["fn_0123456789"]})
             names = [t.name for t in (await session.list_tools()).tools]
-            return [by_id, unknown, names]
+            return by_id, unknown, names
 
     by_id, unknown, names = anyio.run(main)
     assert by_id.is_error and unknown.is_error
-    assert _same_error(by_id.content[0].text, "builtin/b007", unknown.content[0].text, "fn_0123456789")
+    assert _same_error(text_of(by_id.content[0]), "builtin/b007", text_of(unknown.content[0]), "fn_0123456789")
     assert len(names) == len(BUILTIN) + 2  # nothing was narrowed
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -40,6 +41,18 @@ def _named(finished: tuple[ReadableSpan, ...], name: str) -> list[ReadableSpan]:
     return [span for span in finished if span.name == name]
 
 
+def _parent_id(span: ReadableSpan) -> int:
+    """The span id of the span's parent, which every span these tests read has."""
+    assert span.parent is not None, span.name
+    return span.parent.span_id
+
+
+def _times(span: ReadableSpan) -> tuple[int, int]:
+    """When the span started and ended: every span these tests read has ended."""
+    assert span.start_time is not None and span.end_time is not None, span.name
+    return span.start_time, span.end_time
+
+
 def test_a_tool_call_is_a_server_span_under_the_callers_with_a_child_per_sandbox_phase(
     tmp_path: Path, spans: InMemorySpanExporter
 ) -> None:
@@ -60,17 +73,17 @@ def test_a_tool_call_is_a_server_span_under_the_callers_with_a_child_per_sandbox
     finished = spans.get_finished_spans()
     (call,) = [s for s in _named(finished, f"tools/call {tool}")]
     assert call.kind == trace.SpanKind.SERVER
-    assert call.context.trace_id == int(CALLER_TRACE, 16) and call.parent.span_id == int(CALLER_SPAN, 16)
+    assert call.context.trace_id == int(CALLER_TRACE, 16) and _parent_id(call) == int(CALLER_SPAN, 16)
     attributes = dict(call.attributes or {})
     assert attributes["mcp.method.name"] == "tools/call" and attributes["gen_ai.tool.name"] == tool
     assert attributes["gen_ai.operation.name"] == "execute_tool" and attributes["mcp.protocol.version"]
     assert "error.type" not in attributes
     phases = [s for s in finished if s.name.startswith("sandbox ")]
     assert [s.name for s in phases] == ["sandbox instantiate", "sandbox load", "sandbox call"]
-    assert all(s.parent.span_id == call.context.span_id and s.context.trace_id == call.context.trace_id for s in phases)
-    assert all(s.start_time <= s.end_time for s in phases) and phases[0].end_time <= phases[2].start_time
+    assert all(_parent_id(s) == call.context.span_id and s.context.trace_id == call.context.trace_id for s in phases)
+    assert all(start <= end for start, end in map(_times, phases)) and _times(phases[0])[1] <= _times(phases[2])[0]
     (unknown,) = _named(finished, "tools/call fn_0000000000")
-    assert unknown.attributes["error.type"] == "-32602"
+    assert (unknown.attributes or {})["error.type"] == "-32602"
 
 
 def test_scoring_gets_a_span_per_scorer_under_the_submit(
@@ -80,7 +93,7 @@ def test_scoring_gets_a_span_per_scorer_under_the_submit(
 
     method = ManifestStore().method("builtin/b002")
 
-    def replies(body: dict) -> str:
+    def replies(body: dict[str, Any]) -> str:
         if "<reference-" in json.dumps(body["messages"]):
             return "Rating: 3"
         return "```python\ndef test_func(arg0):\n    return None\n```"
@@ -104,8 +117,8 @@ def test_scoring_gets_a_span_per_scorer_under_the_submit(
     (submit,) = _named(finished, "tools/call submit")
     scorers = {s.name: s for s in finished if s.name.startswith("score ")}
     assert set(scorers) == {"score judge", "score codematch", "score direct"}
-    assert all(s.parent.span_id == submit.context.span_id for s in scorers.values())
-    assert scorers["score judge"].attributes["gen_ai.request.model"] == "openai/judge"
+    assert all(_parent_id(s) == submit.context.span_id for s in scorers.values())
+    assert (scorers["score judge"].attributes or {})["gen_ai.request.model"] == "openai/judge"
 
 
 def test_nothing_is_exported_unless_asked_and_a_missing_exporter_says_what_to_install(
