@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
 from typing import Any
 
 import anyio
 import pytest
+from stand_ins import RefusingSandbox
 
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.rl import (
@@ -21,7 +21,7 @@ from pau_mcp.rl import (
     ScriptedCritic,
     StepResult,
 )
-from wasm_runtime import Limits, Outcome, Sandbox, SandboxInterface
+from wasm_runtime import Limits, Sandbox
 
 GOOD = "CONCLUDED: YES\nHYPOTHESIS: counts steps to 1; raises ValueError below 1"
 
@@ -220,22 +220,8 @@ def test_astep_steps_without_blocking_the_event_loop(manifests: ManifestStore, r
 def test_a_call_the_sandbox_could_not_run_does_not_count_against_the_budget(manifests: ManifestStore) -> None:
     from pau_mcp.rl import Runtime
 
-    class Broken(SandboxInterface):
-        """A sandbox whose worker has died: every call fails."""
-
-        def run(
-            self, source: str, inputs: Iterable[str | tuple[Any, ...]], entry: str = "test_func",
-            limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
-        ) -> list[Outcome]:  # fmt: skip
-            raise OSError("the sandbox's worker died")
-
-        def info(self) -> dict[str, Any]:
-            return {}
-
-        def close(self) -> None:
-            pass
-
-    env = _env(manifests, Runtime(lambda: Broken()), budget=2)
+    # A sandbox whose worker has died: every call fails.
+    env = _env(manifests, Runtime(lambda: RefusingSandbox(OSError("the sandbox's worker died"))), budget=2)
     env.reset()
     env.step("try five")
     with pytest.raises(OSError):

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
 import anyio
 import pytest
+from stand_ins import RefusingSandbox
 
 from pau_mcp.manifests import Case, Method, Provenance, Tags
 from pau_mcp.scoring.coverage import measure_coverage, source_shape
-from wasm_runtime import Limits, Outcome, Sandbox, SandboxInterface
+from wasm_runtime import Limits, Sandbox
 
 SOURCE = """def test_func(a):
     if a < 0:
@@ -98,22 +96,7 @@ def test_an_episode_without_calls_covers_nothing_and_a_method_without_tests_has_
     assert untested["lines"]["agent_of_tests"] is None and untested["lines"]["agent"] == 7
 
 
-class _CannotTrace(SandboxInterface):
-    """A sandbox other than the in-process one (as worker processes are): it offers no tracing."""
-
-    def run(
-        self, source: str, inputs: Iterable[str | tuple[Any, ...]], entry: str = "test_func",
-        limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
-    ) -> list[Outcome]:  # fmt: skip
-        raise AssertionError("a sandbox that cannot trace is not asked to run anything")
-
-    def info(self) -> dict[str, Any]:
-        return {}
-
-    def close(self) -> None:
-        pass
-
-
 def test_a_sandbox_that_cannot_trace_gives_an_unavailable_result() -> None:
-    found = anyio.run(lambda: measure_coverage(_CannotTrace(), _method(["(1,)"]), ["(1,)"]))
+    # A sandbox other than the in-process one (as worker processes are) offers no tracing, and is asked to run nothing.
+    found = anyio.run(lambda: measure_coverage(RefusingSandbox(), _method(["(1,)"]), ["(1,)"]))
     assert found["status"] == "unavailable" and "in-process" in found["reason"]

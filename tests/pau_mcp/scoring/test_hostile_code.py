@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import pytest
+from stand_ins import RefusingSandbox
 
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.scoring import FAILURE_KINDS, CodeMatch, Scorer, match_code
@@ -132,23 +133,7 @@ def test_code_that_forges_some_outcomes_still_scores_the_inputs_it_answers(sandb
     )
 
 
-class _OnlyArun(SandboxInterface):
-    """A stand-in sandbox: the scorer runs code only through ``arun``, which each stand-in below has its own of."""
-
-    def run(
-        self, source: str, inputs: Iterable[str | tuple[Any, ...]], entry: str = "test_func",
-        limits: Limits | None = None, fresh: bool = False, engine: str | None = None,
-    ) -> list[Outcome]:  # fmt: skip
-        raise AssertionError("the scorer runs code through arun")
-
-    def info(self) -> dict[str, Any]:
-        return {}
-
-    def close(self) -> None:
-        pass
-
-
-class _Forging(_OnlyArun):
+class _Forging(RefusingSandbox):
     """Hands back these outcomes for every batch, as a guest that got past every check of the sandbox would."""
 
     def __init__(self, outcomes: list[Outcome]) -> None:
@@ -172,7 +157,7 @@ def test_an_undecodable_value_is_counted_as_could_not_be_decoded_and_alone_gives
     assert alone.counterexample is not None and alone.counterexample.input == RUNS.tests[0].input
 
 
-class _Broken(_OnlyArun):
+class _Broken(RefusingSandbox):
     """A sandbox whose infrastructure fails (a worker that cannot start, an engine error)."""
 
     limits = Limits()

@@ -23,6 +23,7 @@ import pytest
 from conftest import ROOT, SECRETS, TEST_KEY, memory_session, text_of, tool_of
 from mcp_types import Tool
 from pau_command import run_pau
+from stand_ins import RefusingSandbox
 
 from pau_mcp.config import Settings, SettingsError
 from pau_mcp.contract import FACTS_KEY
@@ -37,9 +38,11 @@ from pau_mcp.server.examples import (
     serving,
 )
 from pau_mcp.server.schemas import parameter_schemas
-from wasm_runtime import Limits, Outcome, Sandbox, SandboxInterface, outcomes_match, parse_arguments
+from wasm_runtime import Sandbox, outcomes_match, parse_arguments
 
 BUILTIN: list[Method] = list(ManifestStore().methods(["builtin"]))
+#: What a restart with a full cache draws in: it must not run anything.
+_NOTHING_RUNS = RefusingSandbox(AssertionError("the cache should have answered"))
 OTHER_KEY = "another-deployment-key-0123456789"
 
 
@@ -145,21 +148,6 @@ def test_a_process_that_stalls_while_drawing_draws_the_same_examples(tmp_path: P
     assert (stalled.cases, stalled.detail) == (steady.cases, steady.detail)
 
 
-class _NothingRuns(SandboxInterface):
-    """A sandbox that fails the test if anything is run in it: what a restart with a full cache must not do."""
-
-    limits = Limits()
-
-    def run(self, *args: object, **kwargs: object) -> list[Outcome]:
-        raise AssertionError("the cache should have answered")
-
-    def info(self) -> dict[str, Any]:
-        return {}
-
-    def close(self) -> None:
-        pass
-
-
 def test_drawn_examples_are_kept_in_a_private_file_named_without_the_key_and_read_back_on_restart(
     tmp_path: Path, sandbox: Sandbox
 ) -> None:
@@ -169,12 +157,12 @@ def test_drawn_examples_are_kept_in_a_private_file_named_without_the_key_and_rea
     assert TEST_KEY not in str(cache) and TEST_KEY not in cache.read_text()
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
     assert cache_path(tmp_path, OTHER_KEY) != cache
-    assert deployment_examples(chosen, _NothingRuns(), TEST_KEY, cache=cache) == first
+    assert deployment_examples(chosen, _NOTHING_RUNS, TEST_KEY, cache=cache) == first
     # A method whose code changed is drawn again; the others still come from the file.
     changed = chosen[0].model_copy(update={"source": chosen[0].source.replace("result = 1", "result = 2")})
     with pytest.raises(AssertionError, match="cache should have answered"):
-        deployment_examples([changed], _NothingRuns(), TEST_KEY, cache=cache)
-    assert deployment_examples(chosen[1:], _NothingRuns(), TEST_KEY, cache=cache) == {
+        deployment_examples([changed], _NOTHING_RUNS, TEST_KEY, cache=cache)
+    assert deployment_examples(chosen[1:], _NOTHING_RUNS, TEST_KEY, cache=cache) == {
         m.id: first[m.id] for m in chosen[1:]
     }
 
