@@ -10,7 +10,7 @@ import pytest
 from test_report_fixtures import add_pending_run, add_run, build_store
 
 from pau_mcp.reports import Report, ReportError, build_report, load_runs
-from pau_mcp.reports.stats import codematch_bucket, codematch_stats, judge_stats, paired_bootstrap
+from pau_mcp.reports.stats import BootstrapResult, codematch_bucket, codematch_stats, judge_stats, paired_bootstrap
 
 
 @pytest.fixture()
@@ -208,6 +208,7 @@ def test_bootstrap_draws_half_size_samples() -> None:
     # Full-size samples would tie (sum 0) half the time and the p-values would add up to about 1.5.
     result = paired_bootstrap([1.0, 0.0], [0.0, 1.0], resamples=10_000, seed=0)
     assert result.sample_size == 1
+    assert result.p_a_better is not None and result.p_b_better is not None  # methods were compared
     assert result.p_a_better + result.p_b_better == pytest.approx(1.0)
     assert result.p_a_better == pytest.approx(0.5, abs=0.03)
 
@@ -217,6 +218,7 @@ def test_bootstrap_resample_count_is_configurable() -> None:
     for resamples in (1, 7, 333):
         result = paired_bootstrap(a, b, resamples=resamples, seed=1)
         assert result.resamples == resamples
+        assert result.p_a_better is not None
         assert (result.p_a_better * resamples) == pytest.approx(round(result.p_a_better * resamples))
     with pytest.raises(ValueError, match="resamples"):
         paired_bootstrap(a, b, resamples=0)
@@ -235,7 +237,8 @@ def test_the_exact_bootstrap_counts_a_float_noise_difference_as_a_win_as_the_ref
     tolerant = paired_bootstrap(a, b, resamples=2000, seed=0)
     exact = paired_bootstrap(a, b, resamples=2000, seed=0, exact=True)
 
-    def decided(result):  # type: ignore[no-untyped-def]
+    def decided(result: BootstrapResult) -> float:
+        assert result.p_a_better is not None and result.p_b_better is not None
         return (1 - result.p_a_better) + (1 - result.p_b_better)  # the share of resamples that were not ties
 
     assert decided(exact) > decided(tolerant) + 0.05
