@@ -22,7 +22,7 @@ from pau_mcp.reports.plots import draw_plots
 from pau_mcp.reports.render import TableData, method_rows, report_tables
 from pau_mcp.reports.stats import spearman
 from pau_mcp.runstore import EpisodeResult, RunStore
-from pau_mcp.scoring import write_code
+from pau_mcp.scoring import CodeMatch, write_code
 from wasm_runtime import Sandbox
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -86,7 +86,7 @@ def test_the_code_writers_code_is_checked_on_the_inputs_the_agent_observed(
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
 
-        async def go():  # type: ignore[no-untyped-def]
+        async def go() -> CodeMatch:
             llm = LLMClient()
             try:
                 return await write_code(llm, "openai/c", sandbox, method, "digits", examples=observed)
