@@ -161,7 +161,8 @@ def authorization_server(
     )  # fmt: skip
     assert process.stdout is not None and process.stderr is not None
     errors: list[str] = []
-    threading.Thread(target=lambda: errors.extend(process.stderr), daemon=True).start()  # type: ignore[arg-type]
+    stderr = process.stderr  # a name of its own keeps the check above for the thread's lambda
+    threading.Thread(target=lambda: errors.extend(stderr), daemon=True).start()
     try:
         line = _first_line(process, 60)
         if not line:
@@ -182,7 +183,9 @@ def authorization_server(
 
 def _first_line(process: subprocess.Popen[str], timeout_s: float) -> str:
     got: list[str] = []
-    reader = threading.Thread(target=lambda: got.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    stdout = process.stdout
+    assert stdout is not None  # a pipe, as the server was started with
+    reader = threading.Thread(target=lambda: got.append(stdout.readline()), daemon=True)
     reader.start()
     reader.join(timeout_s)
     return got[0] if got else ""

@@ -299,7 +299,8 @@ class FakeLLM:
             parts = [body.get("system") or ""] if isinstance(body.get("system"), str) else []
             if isinstance(body.get("instructions"), str):
                 parts.append(body["instructions"])
-            items = body.get("input") if isinstance(body.get("input"), list) else []
+            given = body.get("input")
+            items: list[Any] = given if isinstance(given, list) else []
             for message in [*body.get("messages", []), *items]:
                 content = message.get("content")
                 if isinstance(content, str):
@@ -821,8 +822,8 @@ def _responses_events(request: dict[str, Any], reply: Reply, parts: list[str]) -
     events: list[tuple[dict[str, Any], bool]] = [({"type": "response.created", "response": created}, False)]
     message = next((item for item in whole["output"] if item["type"] == "message"), None)
     for part in parts if message is not None else ():
-        if part:
-            delta = {"type": "response.output_text.delta", "item_id": message["id"], "output_index": 0,  # type: ignore[index]
+        if part and message is not None:  # the loop runs only with a message: this tells mypy so
+            delta = {"type": "response.output_text.delta", "item_id": message["id"], "output_index": 0,
                      "content_index": 0, "delta": part, "logprobs": []}  # fmt: skip
             events.append((delta, True))
     events.append(({"type": "response.completed", "response": whole}, not parts or message is None))

@@ -8,13 +8,14 @@ LLM layer.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from fakellm import Reply
 
 __all__ = ["brain", "critic_reply", "honest", "is_critic", "policy_reply"]
 
 
-def is_critic(body: dict) -> bool:
+def is_critic(body: dict[str, Any]) -> bool:
     """True when a request comes from the critic."""
     return "critic of an explorer" in str(body["messages"][0].get("content"))
 
@@ -24,7 +25,7 @@ def _fenced(text: str, name: str) -> str:
     return match.group(2) if match else ""
 
 
-def critic_reply(body: dict) -> str:
+def critic_reply(body: dict[str, Any]) -> str:
     """A critic that rates by its rubric and quotes what it rates before its verdict (as real models do).
 
     Hypotheses that mention the method's real behaviour (for builtin/b005: steps and ValueError) rate high;
@@ -40,14 +41,14 @@ def critic_reply(body: dict) -> str:
         words = quoted.lower()
         score = 1 + 4 * ("step" in words) + 4 * ("valueerror" in words)
     else:
-        tried = _fenced(text, "experiments")
+        experiments = _fenced(text, "experiments")
         numbers = re.findall(r"-?\d+", quoted)
-        fresh = [n for n in numbers if f"test_func({n})" not in tried]
+        fresh = [n for n in numbers if f"test_func({n})" not in experiments]
         score = 6 if fresh and len(quoted.split()) < 80 else 1
     return f'The explorer wrote: "{quoted[:400]}"\nRating: {score}'
 
 
-def policy_reply(body: dict) -> str:
+def policy_reply(body: dict[str, Any]) -> str:
     """An honest explorer: tries fresh small inputs of the right arity, concludes after four experiments."""
     text = str(body["messages"][-1]["content"])
     header = re.search(r"The function: `def \w+\((.*?)\):`", text)
@@ -62,7 +63,7 @@ def policy_reply(body: dict) -> str:
     return f"I will try {tried + 1}, a value not seen yet, to check the count."
 
 
-def brain(body: dict) -> Reply | str:
+def brain(body: dict[str, Any]) -> Reply | str:
     """The critic or the policy, whichever is asked."""
     return critic_reply(body) if is_critic(body) else policy_reply(body)
 

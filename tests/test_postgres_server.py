@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from postgres_server import PostgresServer
 
 TESTS = Path(__file__).resolve().parent
 
@@ -27,7 +28,7 @@ _OWNER = textwrap.dedent(
 )
 
 
-def test_a_server_whose_owner_is_killed_stops_and_its_files_are_deleted(postgres) -> None:
+def test_a_server_whose_owner_is_killed_stops_and_its_files_are_deleted(postgres: PostgresServer) -> None:
     """As a CI run killed at its time limit would leave it (``postgres``: PostgreSQL is here, or the test skips)."""
     owner = subprocess.Popen([sys.executable, "-c", _OWNER], stdout=subprocess.PIPE, text=True)
     try:

@@ -33,7 +33,7 @@ def _cases() -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.parametrize(("script", "mode"), _cases(), ids=[" ".join([n, *m]) for n, m in _cases()])
-def test_every_benchmark_script_runs_to_its_end_in_smoke_mode(script, mode, tmp_path: Path) -> None:
+def test_every_benchmark_script_runs_to_its_end_in_smoke_mode(script: str, mode: list[str], tmp_path: Path) -> None:
     needed = NEEDS.get(script) or (NEEDS["engine_agreement.py"] if "--lean" in mode else None)
     if needed is not None and importlib.util.find_spec(needed[0]) is None:
         if os.environ.get("CI"):

@@ -10,12 +10,13 @@ call); ``session`` keeps one session (``async with client.session(...)`` and ``l
 import asyncio
 import json
 import sys
+from typing import Any
 
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
 
 
-async def _invoke(tool, arguments, call_id):
+async def _invoke(tool: Any, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
     message = await tool.ainvoke({"name": tool.name, "args": arguments, "id": call_id, "type": "tool_call"})
     content = message.content
     text = content if isinstance(content, str) else "\n".join(part.get("text", "") for part in content)
@@ -23,9 +24,9 @@ async def _invoke(tool, arguments, call_id):
     return {"text": text, "status": message.status, "structured": artifact.get("structured_content")}
 
 
-async def _drive(tools, spec):
+async def _drive(tools: list[Any], spec: dict[str, Any]) -> dict[str, Any]:
     by_name = {tool.name: tool for tool in tools}
-    out = {"tools": sorted(by_name), "schema": by_name[spec["tool"]].args_schema, "results": []}
+    out: dict[str, Any] = {"tools": sorted(by_name), "schema": by_name[spec["tool"]].args_schema, "results": []}
     for i, arguments in enumerate(spec["calls"]):
         out["results"].append(await _invoke(by_name[spec["tool"]], arguments, f"call-{i}"))
     submit = {"method": spec["tool"], "description": spec.get("description", "the product of the digits")}
@@ -33,7 +34,7 @@ async def _drive(tools, spec):
     return out
 
 
-async def main(spec):
+async def main(spec: dict[str, Any]) -> dict[str, Any]:
     client = MultiServerMCPClient({"pau": spec["connection"]})
     if spec["mode"] == "session":
         async with client.session("pau") as session:

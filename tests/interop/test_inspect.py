@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakellm import FakeLLM
@@ -46,12 +47,12 @@ def inspect_env(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
     return dict(os.environ)
 
 
-def _scorer_reply(body: dict) -> str:
+def _scorer_reply(body: dict[str, Any]) -> str:
     """The judge's and the code writer's replies (they run at once, so by what they are asked)."""
     return "Rating: 4" if "rating" in json.dumps(body).lower() else f"```python\n{CODE}```"
 
 
-def _tool_texts(sample) -> list[str]:  # type: ignore[no-untyped-def]
+def _tool_texts(sample: Any) -> list[str]:  # an inspect_ai EvalSample: the optional library is read as Any
     return [m.text for m in sample.messages if m.role == "tool"]
 
 
@@ -134,7 +135,7 @@ def test_the_mock_model_explores_through_mcp_tools_offline_in_the_handshake_era(
 
 @pytest.mark.parametrize("credential", ["main-token", "session-token"])
 def test_inspects_own_mcp_client_over_http_runs_into_the_budget_and_submits(
-    tmp_path: Path, inspect_env: dict[str, str], data_dir: Path, credential
+    tmp_path: Path, inspect_env: dict[str, str], data_dir: Path, credential: str
 ) -> None:
     """Inspect's own MCP client (``mcp_server_http``, the handshake era) as an agent's tool source against a running
     server: with the main token and a label header, and with a session token."""
@@ -187,12 +188,13 @@ def test_with_deployment_examples_the_samples_and_the_scorer_quote_the_examples_
     monkeypatch.setenv("PAU_MCP_EXAMPLES", "deployment")
     method = ManifestStore().method("builtin/b001")
     served = deployment_examples([method], sandbox, KEY)[method.id].cases
-    lines = [f"{call_text(method.entry, case.input)} -> {case.outcome.shown()}" for case in served]
+    lines = [f"{call_text(method.entry, case.input)} -> {case.frozen_outcome().shown()}" for case in served]
     (sample,) = pau(methods="builtin/b001").dataset
     assert all(line in sample.input for line in lines)
     assert not any(call_text(method.entry, case.input) in sample.input for case in method.examples)
     settings = Settings.from_env()
     exposed = serve_examples(Catalog(ManifestStore(), ["builtin"], [method.id], key=KEY), settings).find(method.id)
+    assert exposed is not None
     state = TaskState(model="mockllm/model", sample_id=method.id, epoch=1, input=sample.input, messages=[])
     assert observed_examples(state, exposed) == [(e.input, e.output) for e in exposed.examples]
-    assert [e.output for e in exposed.examples] == [case.outcome.shown() for case in served]
+    assert [e.output for e in exposed.examples] == [case.frozen_outcome().shown() for case in served]

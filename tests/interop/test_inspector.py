@@ -72,7 +72,7 @@ def test_the_inspector_lists_portable_schemas_and_sends_typed_arguments_over_std
 
 @pytest.mark.parametrize("credential", ["session-token", "main-token"])
 def test_the_inspector_over_http_calls_runs_into_the_budget_and_submits(
-    data_dir: Path, tmp_path: Path, credential
+    data_dir: Path, tmp_path: Path, credential: str
 ) -> None:
     if credential == "session-token":
         label, bearer = "inspector", issue_token(data_dir, "inspector", "--run", "interop")

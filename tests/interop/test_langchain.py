@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from interop_support import (
@@ -30,16 +31,17 @@ SCRIPT = Path(__file__).with_name("langchain_client.py")
 CALLS = [{"arg0": 234}, {"arg0": 57}, {"args": "(105,)"}, {"arg0": 106}]
 
 
-def _langchain(spec: dict) -> dict:
+def _langchain(spec: dict[str, Any]) -> dict[str, Any]:
     python = client_venv("langchain", CLIENT_VENVS["langchain"])
     done = subprocess.run(
         [str(python), str(SCRIPT), json.dumps(spec)], capture_output=True, text=True, timeout=600, cwd=ROOT
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
+    seen: dict[str, Any] = json.loads(done.stdout)
+    return seen
 
 
-def _stdio(data_dir: Path) -> dict:
+def _stdio(data_dir: Path) -> dict[str, Any]:
     return {
         "transport": "stdio",
         "command": sys.executable,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -51,7 +52,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def _sign_in_and_explore(url: str, mode: str) -> tuple[list[dict], _Storage, list[str]]:
+async def _sign_in_and_explore(url: str, mode: str) -> tuple[list[dict[str, Any]], _Storage, list[str]]:
     storage = _Storage()
     came_back: list[dict[str, str]] = []
     visited: list[str] = []
@@ -92,7 +93,7 @@ async def _sign_in_and_explore(url: str, mode: str) -> tuple[list[dict], _Storag
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_the_official_oauth_client_signs_in_through_the_authorization_server_and_calls_a_tool(
-    data_dir: Path, tmp_path: Path, mode
+    data_dir: Path, tmp_path: Path, mode: str
 ) -> None:
     port = _free_port()
     url = f"http://127.0.0.1:{port}/mcp"

@@ -11,6 +11,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -27,12 +28,13 @@ MAIN = "main-token-0123456789"
 SPOKEN = {"auto": "MCP 2026-07-28", "legacy": "MCP 2025-11-25"}
 
 
-def _claude_desktop_config() -> dict:
+def _claude_desktop_config() -> dict[str, Any]:
     """The ``claude_desktop_config.json`` docs/clients.md gives."""
     text = (ROOT / "docs" / "clients.md").read_text()
     block = re.search(r"## Claude Desktop \(stdio\).*?```json\n(.*?)```", text, re.DOTALL)
     assert block, "docs/clients.md has no Claude Desktop configuration"
-    return json.loads(block.group(1))
+    config: dict[str, Any] = json.loads(block.group(1))
+    return config
 
 
 def _claude_desktop_launch(data_dir: Path) -> StdioServerParameters:
@@ -52,9 +54,9 @@ def _claude_desktop_launch(data_dir: Path) -> StdioServerParameters:
     return StdioServerParameters(command=command, args=args, env=environment, cwd=str(data_dir))
 
 
-async def _explore(target: object, mode: str, headers: dict[str, str] | None = None) -> dict:
+async def _explore(target: object, mode: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
     """List, call until the budget is spent, submit."""
-    seen: dict = {}
+    seen: dict[str, Any] = {}
 
     async def drive(client: Client) -> None:
         seen["tools"] = {t.name for t in (await client.list_tools()).tools}
@@ -74,7 +76,9 @@ async def _explore(target: object, mode: str, headers: dict[str, str] | None = N
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize("where", ["stdio", "http-main-token", "http-session-token"])
-def test_the_official_client_connects_lists_calls_meets_its_budget_and_submits(data_dir: Path, mode, where) -> None:
+def test_the_official_client_connects_lists_calls_meets_its_budget_and_submits(
+    data_dir: Path, mode: str, where: str
+) -> None:
     if where == "stdio":
         seen = anyio.run(_explore, _claude_desktop_launch(data_dir), mode)
         label = None

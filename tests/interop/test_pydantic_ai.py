@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -27,7 +28,7 @@ from interop_support import (
 pytestmark = pytest.mark.interop
 
 
-async def _run(fake: FakeLLM, toolset) -> str:  # type: ignore[no-untyped-def]
+async def _run(fake: FakeLLM, toolset: Any) -> str:  # a pydantic_ai MCP toolset: the optional library is read as Any
     pydantic_ai = need("pydantic_ai")
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -39,7 +40,7 @@ async def _run(fake: FakeLLM, toolset) -> str:  # type: ignore[no-untyped-def]
     return str(result.output)
 
 
-def _tool_results(fake: FakeLLM) -> list[dict]:
+def _tool_results(fake: FakeLLM) -> list[dict[str, Any]]:
     return [json.loads(r["messages"][-1]["content"]) for r in fake.requests[1:] if r["messages"][-1]["role"] == "tool"]
 
 

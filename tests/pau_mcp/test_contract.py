@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import get_args
@@ -18,6 +19,7 @@ from pau_mcp.contract import (
     REFUSED,
     SUBMIT_INPUT_SCHEMA,
     SUBMIT_OUTPUT_SCHEMA,
+    Budget,
     EpisodeEnd,
     EpisodeState,
     Feedback,
@@ -105,14 +107,14 @@ def test_feedback_shows_only_its_own_keys_and_a_counterexample_only_when_it_was_
         Feedback.model_validate({"counterexample": {"input": "(3,)", "expected": "9", "got": "the code's own text"}})
 
 
-def _store_budget(tmp_path, limit: int) -> StoreBudget:
+def _store_budget(tmp_path: Path, limit: int) -> StoreBudget:
     store = RunStore(tmp_path / "runs.db")
     session = store.ensure_session(store.ensure_run("r", kind="serve"), "k", "http")
     return StoreBudget(store, session, "builtin/b001", limit)
 
 
 @pytest.fixture(params=["memory", "store"])
-def budget_of(request: pytest.FixtureRequest, tmp_path: Path):
+def budget_of(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[int], Budget]:
     """A budget of the given limit, kept in memory (the RL environment's) or in the run store (the server's)."""
     return (
         (lambda limit: QueryBudget(limit))
@@ -121,7 +123,9 @@ def budget_of(request: pytest.FixtureRequest, tmp_path: Path):
     )
 
 
-def test_a_budget_takes_a_query_per_call_refuses_past_its_limit_and_takes_back_a_call_that_never_ran(budget_of) -> None:
+def test_a_budget_takes_a_query_per_call_refuses_past_its_limit_and_takes_back_a_call_that_never_ran(
+    budget_of: Callable[[int], Budget],
+) -> None:
     budget = budget_of(2)
     assert (budget.reserve(), budget.reserve(), budget.reserve()) == (1, 2, None)
     assert budget.used() == 2
@@ -129,12 +133,12 @@ def test_a_budget_takes_a_query_per_call_refuses_past_its_limit_and_takes_back_a
     assert budget.used() == 1 and budget.reserve() == 2
 
 
-def test_a_budget_of_nothing_has_no_limit(budget_of) -> None:
+def test_a_budget_of_nothing_has_no_limit(budget_of: Callable[[int], Budget]) -> None:
     budget = budget_of(0)
     assert [budget.reserve() for _ in range(50)] == list(range(1, 51))
 
 
-def test_of_many_reservations_at_once_on_a_budget_of_n_exactly_n_succeed(budget_of) -> None:
+def test_of_many_reservations_at_once_on_a_budget_of_n_exactly_n_succeed(budget_of: Callable[[int], Budget]) -> None:
     budget = budget_of(7)
     with ThreadPoolExecutor(8) as pool:
         taken = [result for result in pool.map(lambda _: budget.reserve(), range(40)) if result is not None]

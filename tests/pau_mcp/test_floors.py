@@ -178,7 +178,7 @@ def test_the_run_driver_the_harness_and_the_rollouts_never_import_ray_or_its_sou
 
 
 def _top_level_names(path: Path) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)

@@ -37,7 +37,7 @@ FENCE = "```"
         ("INPUT: ((1, 2),)", 1, "((1, 2),)"),
     ],
 )
-def test_an_input_is_read_as_written(reply, arity, expected) -> None:
+def test_an_input_is_read_as_written(reply: str, arity: int, expected: str) -> None:
     assert read_input(reply, arity) == expected
     assert parse_input(reply, arity) == expected  # the RL environment reads the same
 
@@ -53,7 +53,7 @@ def test_an_input_is_read_as_written(reply, arity, expected) -> None:
         "The result (it was 4) suggests doubling.",
     ],
 )
-def test_a_reply_without_an_input_gives_none(reply) -> None:
+def test_a_reply_without_an_input_gives_none(reply: str) -> None:
     assert read_input(reply, 2) is None
 
 
@@ -77,7 +77,7 @@ def test_without_an_arity_any_parenthesised_literal_is_the_arguments() -> None:
         ("I have not CONCLUDED: YES yet.\nHYPOTHESIS: adds one", False, "adds one", False),
     ],
 )
-def test_a_reflection_is_read_at_its_markers(reply, concluded, hypothesis, clean) -> None:
+def test_a_reflection_is_read_at_its_markers(reply: str, concluded: bool, hypothesis: str, clean: bool) -> None:
     for read in (read_reflection(reply), parse_reflection(reply)):
         assert (read.concluded, read.hypothesis, read.clean) == (concluded, hypothesis, clean)
 
@@ -105,7 +105,7 @@ WORST = {
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("name", list(WORST))
-def test_a_megabyte_of_the_worst_a_model_can_write_is_read_in_linear_time(name) -> None:
+def test_a_megabyte_of_the_worst_a_model_can_write_is_read_in_linear_time(name: str) -> None:
     text = WORST[name]
     # Each reading either finds nothing or what the capped tail holds; quadratic reading would take hours here.
     for arity in (1, 2, None):

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -40,7 +41,7 @@ def _guarded(
     """A guarded uvicorn on loopback whose ``/slow`` answers only once ``release`` is set (``entered`` is released as
     each ``/slow`` request reaches the app), and whose ``/big`` answers 16 MB."""
 
-    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             while True:
                 kind = (await receive())["type"]

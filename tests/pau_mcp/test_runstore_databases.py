@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from postgres_server import PostgresServer
 
 from pau_mcp._databases import open_database
 from pau_mcp.runstore import MIGRATIONS, CallRecord, RunStore, StoreError
@@ -29,7 +30,7 @@ RESERVE = (
 )
 
 
-def _sqlite_schema(path) -> dict[str, dict[str, tuple[str, bool]]]:
+def _sqlite_schema(path: Path | str) -> dict[str, dict[str, tuple[str, bool]]]:
     with contextlib.closing(sqlite3.connect(path)) as db:
         tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         schema: dict[str, dict[str, tuple[str, bool]]] = {}
@@ -136,7 +137,9 @@ def test_stores_opened_at_once_on_a_new_postgresql_database_migrate_it_exactly_o
         assert db.execute("SELECT version FROM pau_mcp_schema").fetchall() == [(len(MIGRATIONS),)]
 
 
-def test_an_unreachable_postgresql_server_is_one_line_saying_what_to_do_without_the_password(postgres) -> None:
+def test_an_unreachable_postgresql_server_is_one_line_saying_what_to_do_without_the_password(
+    postgres: PostgresServer,
+) -> None:
     with contextlib.closing(__import__("socket").socket()) as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # nothing listens there once the probe is closed
@@ -150,7 +153,7 @@ def test_an_unreachable_postgresql_server_is_one_line_saying_what_to_do_without_
         RunStore(postgres.url("nowhere"))
 
 
-def test_a_postgresql_url_libpq_cannot_read_is_refused_with_the_form_it_takes(postgres) -> None:
+def test_a_postgresql_url_libpq_cannot_read_is_refused_with_the_form_it_takes(postgres: PostgresServer) -> None:
     with pytest.raises(StoreError, match=r"not a PostgreSQL URL libpq accepts .* postgresql://USER@HOST:PORT/DBNAME"):
         RunStore(postgres.url("runs") + "?colour=blue")
 
@@ -170,7 +173,8 @@ def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url: str) 
     [call], [submission] = store.calls(run), store.submissions(run)
     assert (call.arguments, call.error_message) == ("('\\x00',)", "bad \\x00\\udcff")
     assert (submission.description, submission.code) == ("nul \\x00 and \\ud800", "def f():\\x00")
-    assert store.export_session("r", "k").client == "agent\\x00 1"
+    exported = store.export_session("r", "k")
+    assert exported is not None and exported.client == "agent\\x00 1"
 
 
 def test_a_connection_the_server_dropped_is_replaced_and_no_write_is_lost(postgres_url: str) -> None:
@@ -216,7 +220,9 @@ def test_a_store_newer_than_this_pau_mcp_is_refused_on_either_database(store_at:
         RunStore(where)
 
 
-def test_a_user_who_may_not_create_the_tables_is_told_what_to_do_in_one_line(postgres, postgres_url: str) -> None:
+def test_a_user_who_may_not_create_the_tables_is_told_what_to_do_in_one_line(
+    postgres: PostgresServer, postgres_url: str
+) -> None:
     visitor = postgres_url.rsplit("/", 1)[1] + "_visitor"  # a login that neither owns the database nor may create in it
     with psycopg.connect(postgres.url(), autocommit=True) as admin:
         admin.execute(f"CREATE ROLE {visitor} LOGIN")

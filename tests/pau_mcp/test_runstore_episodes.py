@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def _worker_episode(store: RunStore, run: str, key: str, method: str) -> int:
     return submission
 
 
-def _driver(store_at) -> tuple[RunStore, int]:
+def _driver(store_at: Callable[[str], Path | str]) -> tuple[RunStore, int]:
     store = RunStore(store_at("driver"))
     # Rows of another run first, so the imported rows cannot keep the worker's ids by chance.
     other = store.ensure_run("other", kind="eval")
@@ -50,6 +51,7 @@ def test_an_imported_session_keeps_its_calls_submission_and_scores_under_the_dri
     worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
+    assert record is not None
     store, run_id = _driver(store_at)
     attempt = store.start_episode(run_id, "builtin/b001")
     assert attempt == 1
@@ -95,6 +97,7 @@ def test_a_second_delivery_of_the_same_attempt_records_nothing(store_at: Callabl
     worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
+    assert record is not None
     store, run_id = _driver(store_at)
     attempt = store.start_episode(run_id, "builtin/b001")
 
@@ -111,6 +114,7 @@ def test_a_stale_attempt_is_not_recorded_once_the_episode_started_again(store_at
     worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
+    assert record is not None
     store, run_id = _driver(store_at)
     first = store.start_episode(run_id, "builtin/b001")
     second = store.start_episode(run_id, "builtin/b001")  # the driver restarted and ran it again
@@ -131,6 +135,7 @@ def test_an_import_that_fails_halfway_leaves_nothing_behind(store_at: Callable[[
     worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
+    assert record is not None
     broken = record.__class__(**{**record.__dict__, "scores": [{**record.scores[0], "submission_id": 999}]})
     store, run_id = _driver(store_at)
     attempt = store.start_episode(run_id, "builtin/b001")
@@ -148,6 +153,7 @@ def test_rows_from_a_store_with_unknown_columns_are_refused_with_what_to_do(
     worker = RunStore(store_at("worker"))
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
+    assert record is not None
     newer = record.__class__(**{**record.__dict__, "calls": [{**record.calls[0], "cpu_ms": 3.0}]})
     store, run_id = _driver(store_at)
     attempt = store.start_episode(run_id, "builtin/b001")
@@ -166,22 +172,24 @@ def test_exporting_a_session_that_does_not_exist_gives_none(store_at: Callable[[
 
 @pytest.mark.parametrize("worker_on", ["sqlite", "postgres"])
 def test_a_session_moves_between_stores_on_different_databases(
-    store_at: Callable[[str], Path | str], tmp_path: Path, worker_on, request: pytest.FixtureRequest
+    store_at: Callable[[str], Path | str], tmp_path: Path, worker_on: str, request: pytest.FixtureRequest
 ) -> None:
     """A Ray worker's store is a SQLite file while the driver's may be PostgreSQL (and the other way round)."""
     worker_at = tmp_path / "worker.db" if worker_on == "sqlite" else request.getfixturevalue("postgres_url")
     worker = RunStore(worker_at)
     submission = _worker_episode(worker, "r", "r/builtin/b001/1", "builtin/b001")
     record = worker.export_session("r", "r/builtin/b001/1")
+    assert record is not None
     store, run_id = _driver(store_at)
     attempt = store.start_episode(run_id, "builtin/b001")
 
     assert store.import_episode(run_id, "builtin/b001", attempt, _result(submission, record.key), record)
 
     again = store.export_session("r", "r/builtin/b001/1")
+    assert again is not None
     assert again.calls == record.calls  # every value and type as recorded, on either database
 
-    def without_ids(rows: list[dict]) -> list[dict]:
+    def without_ids(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [{k: v for k, v in row.items() if k not in ("id", "submission_id")} for row in rows]
 
     assert without_ids(again.submissions) == without_ids(record.submissions)

@@ -6,6 +6,7 @@ import csv
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner, Result
 from fakellm import Failure, FakeLLM
@@ -79,7 +80,8 @@ def test_a_relative_data_dir_keeps_the_run_and_its_servers_records_in_that_direc
     assert ran.returncode == 0, ran.stderr[-3000:]
     store = RunStore(tmp_path / "runs.db")
     (episode,) = store.episodes(store.run_id("here"))
-    assert episode.state == "done" and episode.queries > 0 and episode.scores["direct"].value is not None
+    assert episode.state == "done" and episode.queries is not None and episode.queries > 0
+    assert episode.scores["direct"].value is not None
     assert [s.method_id for s in store.submissions(store.run_id("here"))] == ["builtin/b001"]
 
 
@@ -123,7 +125,7 @@ def test_an_unknown_suite_is_one_line_naming_the_known_ones_not_a_traceback(tmp_
 ONE = ("--methods", "builtin/b001", "--budget", "1")
 
 
-def _paper(body: dict) -> str:
+def _paper(body: dict[str, Any]) -> str:
     """The paper agent's model: one input, concluded at once."""
     text = str(body["messages"][-1].get("content") or "")
     if "Give the exact input" in text:
@@ -165,7 +167,7 @@ def test_a_model_server_answering_pages_fails_the_episode_in_one_line_after_anno
 
 
 def test_a_score_that_could_not_be_made_is_counted_named_and_sets_the_exit_code(tmp_path: Path) -> None:
-    def judge_refuses(body: dict) -> Failure | str:
+    def judge_refuses(body: dict[str, Any]) -> Failure | str:
         return Failure(400, "the judge model refused: content policy")
 
     with FakeLLM(responder=judge_refuses) as fake:
@@ -182,7 +184,7 @@ def test_a_score_that_could_not_be_made_is_counted_named_and_sets_the_exit_code(
 
 
 def test_more_than_ten_failed_episodes_are_shown_as_ten_and_how_many_more(tmp_path: Path) -> None:
-    def refuses(body: dict) -> Failure:
+    def refuses(body: dict[str, Any]) -> Failure:
         return Failure(400, "the model refused: content policy")
 
     with FakeLLM(responder=refuses) as fake:
@@ -204,7 +206,7 @@ def test_no_cache_is_honoured_by_the_agents_model_too(tmp_path: Path) -> None:
         assert len(fake.requests) == 2 * asked
 
 
-def _paper_scored(body: dict) -> str:
+def _paper_scored(body: dict[str, Any]) -> str:
     """The paper agent's model, the judge and the code writer."""
     text = str(body["messages"][-1].get("content") or "")
     if "Rating:" in text and "<reference-" in text:
@@ -253,7 +255,7 @@ def test_a_second_run_sampling_at_a_temperature_above_zero_samples_afresh_unless
 # -- the run's own server gets the run's settings ----------------------------------------------------------------
 
 
-def _hungry_suite(sandbox, root: Path) -> Path:
+def _hungry_suite(sandbox: Sandbox, root: Path) -> Path:
     """A suite of two methods only generous limits let run: one takes 300 MiB, one returns 100 KiB."""
     from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags
     from pau_mcp.manifests.checks import freeze_method
@@ -284,7 +286,7 @@ def test_the_limits_given_to_eval_are_the_limits_of_the_runs_own_server(tmp_path
     assert ran["default"] == {"hungry/memory": "memory", "hungry/output": "output_limit"}
 
 
-def _never_acts(body: dict) -> str:
+def _never_acts(body: dict[str, Any]) -> str:
     """A paper agent's model that never gives an input: every action is malformed, so no call is ever made."""
     text = str(body["messages"][-1].get("content") or "")
     if "Write your final answer" in text:

@@ -21,7 +21,7 @@ def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runstore, "PAGE_ROWS", 3)
 
 
-def _record(db, calls: int, submissions: int = 1, run: str = "big") -> RunStore:
+def _record(db: Path, calls: int, submissions: int = 1, run: str = "big") -> RunStore:
     store = RunStore(db)
     run_id = store.ensure_run(run, "server")
     sessions = [store.ensure_session(run_id, f"session-{n}", "http") for n in range(2)]
@@ -36,7 +36,7 @@ def _record(db, calls: int, submissions: int = 1, run: str = "big") -> RunStore:
     return store
 
 
-def test_calls_are_read_a_page_at_a_time_in_order_across_pages(tmp_path: Path, small_pages) -> None:
+def test_calls_are_read_a_page_at_a_time_in_order_across_pages(tmp_path: Path, small_pages: None) -> None:
     store = _record(tmp_path / "runs.db", calls=11, submissions=4)
     run_id = store.run_id("big")
     calls = list(store.iter_calls(run_id))
@@ -48,7 +48,7 @@ def test_calls_are_read_a_page_at_a_time_in_order_across_pages(tmp_path: Path, s
     assert store.submission_count(run_id) == 4
 
 
-def test_runs_show_json_prints_the_document_it_printed_before_a_row_a_line(tmp_path: Path, small_pages) -> None:
+def test_runs_show_json_prints_the_document_it_printed_before_a_row_a_line(tmp_path: Path, small_pages: None) -> None:
     db = tmp_path / "runs.db"
     store = _record(db, calls=7, submissions=2)
     run_id = store.run_id("big")
@@ -65,7 +65,7 @@ def test_runs_show_json_prints_the_document_it_printed_before_a_row_a_line(tmp_p
 
 
 def test_runs_show_prints_every_call_of_a_run_larger_than_one_printed_table(
-    tmp_path: Path, small_pages, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, small_pages: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pau_mcp.cli import runs as runs_command
 
@@ -93,7 +93,7 @@ def test_runs_export_of_a_run_without_submissions_says_so_in_one_line(tmp_path: 
     assert not out.exists()
 
 
-def test_runs_export_streams_predictions_with_each_submissions_own_calls(tmp_path: Path, small_pages) -> None:
+def test_runs_export_streams_predictions_with_each_submissions_own_calls(tmp_path: Path, small_pages: None) -> None:
     db = tmp_path / "runs.db"
     _record(db, calls=8, submissions=2)
     exported = run_pau("runs", "export", "big", "--db", str(db), env=dict(os.environ))
@@ -103,7 +103,7 @@ def test_runs_export_streams_predictions_with_each_submissions_own_calls(tmp_pat
     assert records[1]["num_queries"] == 4
 
 
-def test_runs_export_writes_each_line_as_the_whole_record_would_be_written(tmp_path: Path, small_pages) -> None:
+def test_runs_export_writes_each_line_as_the_whole_record_would_be_written(tmp_path: Path, small_pages: None) -> None:
     db = tmp_path / "runs.db"
     store = _record(db, calls=9, submissions=2)
     exported = run_pau("runs", "export", "big", "--db", str(db), env=dict(os.environ))

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
+from creating import Serve
 from fakellm import FakeLLM
 from scripted import ScriptedModel
 
 
 @pytest.fixture
-def serve() -> Iterator[Any]:
+def serve() -> Iterator[Serve]:
     """``serve(model)`` starts a fake OpenAI-compatible server answering with the scripted model."""
     servers: list[FakeLLM] = []
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fakellm import FakeLLM
 from pau_command import Ran, run_pau
+from scripted import ScriptedModel
 
 MODEL = "openai/gpt-4o-mini"
+
+# The fixture ``serve`` (conftest.py): starts a fake OpenAI-compatible server answering with a scripted model.
+Serve = Callable[[ScriptedModel], FakeLLM]
 
 
 def create_env(fake: FakeLLM, data_dir: Path) -> dict[str, str]:
@@ -29,7 +34,8 @@ def run_create(fake: FakeLLM, data_dir: Path, manifests: Path, *args: str | Path
 def report_of(ran: Ran) -> dict[str, Any]:
     """The JSON report a run printed (it fails the test, with the output, when there is none)."""
     assert ran.stdout.strip().startswith("{"), f"exit {ran.returncode}\n{ran.stdout}\n{ran.stderr}"
-    return json.loads(ran.stdout)
+    report: dict[str, Any] = json.loads(ran.stdout)
+    return report
 
 
 def records(report: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -29,7 +29,7 @@ MODEL = [
 ]
 
 
-def _git(folder, *args: str, when: str | None = None) -> None:
+def _git(folder: Path, *args: str, when: str | None = None) -> None:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.org"}  # fmt: skip
     if when is not None:
@@ -37,7 +37,7 @@ def _git(folder, *args: str, when: str | None = None) -> None:
     subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True, env=env)
 
 
-def make_repository(folder):
+def make_repository(folder: Path) -> None:
     folder.mkdir()
     _git(folder, "init", "-q")
     (folder / "old.py").write_text("def plus_five(x):\n    return x + 5 + 0 * 1901\n")
@@ -49,7 +49,7 @@ def make_repository(folder):
     (folder / "loose.py").write_text("def squared(x):\n    return x * x + 0 * 1903\n")  # never committed: its mtime
 
 
-async def _serve_and_call(suites, data, suite: str) -> tuple[str, str]:
+async def _serve_and_call(suites: Path, data: Path, suite: str) -> tuple[str, str]:
     """What an agent sees of the suite, served with deployment examples: the tool list and one call's result."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAU_")}
     server = StdioServerParameters(

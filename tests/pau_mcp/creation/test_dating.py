@@ -11,7 +11,7 @@ from pathlib import Path
 from pau_mcp.creation.dating import _first_commits, date_files
 
 
-def _commit(folder, message: str, when: str) -> None:
+def _commit(folder: Path, message: str, when: str) -> None:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}  # fmt: skip
     subprocess.run(["git", "-C", str(folder), "add", "-A"], check=True, env=env)

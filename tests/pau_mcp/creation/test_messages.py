@@ -56,7 +56,7 @@ def test_a_validator_keeps_only_its_imports_and_its_function() -> None:
         ("```python\ndef validate_input_args(arg0, arg1:\n```", "does not parse"),
     ],
 )
-def test_an_unusable_validator_says_why(reply, why) -> None:
+def test_an_unusable_validator_says_why(reply: str, why: str) -> None:
     code, said = read_validator(reply, ["arg0", "arg1"])
     assert code is None and why in said
 
@@ -91,7 +91,7 @@ def test_the_source_is_fenced_and_the_same_function_gives_the_same_request() -> 
     ],
     ids=["brackets", "escapes", "calls", "fences", "spaces"],
 )
-def test_a_megabyte_of_the_worst_case_is_read_in_linear_time(reply) -> None:
+def test_a_megabyte_of_the_worst_case_is_read_in_linear_time(reply: str) -> None:
     started = time.process_time()
     read_calls(reply, (1, 1))
     read_description(reply)
@@ -109,5 +109,5 @@ def test_a_megabyte_of_the_worst_case_is_read_in_linear_time(reply) -> None:
         ("import math\nfrom . import os\ndef f(x):\n    return math.sqrt(x)\n", None),
     ],
 )
-def test_side_effects_are_found_without_running_anything(source, why) -> None:
+def test_side_effects_are_found_without_running_anything(source: str, why: str | None) -> None:
     assert side_effects(source) == why

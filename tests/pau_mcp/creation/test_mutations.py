@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from pau_mcp.creation import KINDS, candidates
+from pau_mcp.creation import KINDS, Candidate, candidates
 from pau_mcp.manifests import Case, Method, Provenance, Tags
 from pau_mcp.manifests.checks import freeze_method
 from wasm_runtime import Sandbox
@@ -20,7 +20,9 @@ SOURCE = (
 INPUTS = ["(1, 2)", "(5, 1)", "(0, 0)", "(3, 4)", "(7, 7)", "(2, 9)"]
 
 
-def method(sandbox, source: str = SOURCE, inputs: list[str] = INPUTS, name: str = "m", arity: int = 2) -> Method:
+def method(
+    sandbox: Sandbox, source: str = SOURCE, inputs: list[str] = INPUTS, name: str = "m", arity: int = 2
+) -> Method:
     params = [f"arg{i}" for i in range(arity)]
     made = Method(
         id=f"s/{name}", header=f"def test_func({', '.join(params)}):", params=params, source=source,
@@ -30,7 +32,7 @@ def method(sandbox, source: str = SOURCE, inputs: list[str] = INPUTS, name: str 
     return freeze_method(made, sandbox)
 
 
-def of_kind(sandbox, kind: str, suite: list[Method] | None = None):
+def of_kind(sandbox: Sandbox, kind: str, suite: list[Method] | None = None) -> tuple[Method, list[Candidate]]:
     original = method(sandbox)
     found, total = candidates(original, suite or [original], [kind], random.Random(0), 100)
     assert len(found) == total

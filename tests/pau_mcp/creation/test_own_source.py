@@ -5,6 +5,7 @@ variants change only code the method reaches."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from creating import records, report_of, run_create
@@ -60,7 +61,7 @@ MODEL = [
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory):
+def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from fakellm import FakeLLM
 
     root = tmp_path_factory.mktemp("own")
@@ -73,20 +74,21 @@ def made(tmp_path_factory: pytest.TempPathFactory):
     return {"records": records(report), "store": store}
 
 
-def _method(made, key: str) -> Method:
+def _method(made: dict[str, Any], key: str) -> Method:
     record = made["records"][key]
     assert record["outcome"] == "kept", record
-    return made["store"].method(record["methods"][0])
+    store: ManifestStore = made["store"]
+    return store.method(record["methods"][0])
 
 
-def test_an_import_only_one_function_uses_refuses_only_that_function(made) -> None:
+def test_an_import_only_one_function_uses_refuses_only_that_function(made: dict[str, Any]) -> None:
     assert made["records"]["four.py::here"]["reason"] == "side-effects"
     assert made["records"]["four.py::here"]["detail"] == "it imports os"
     for key in ("four.py::double", "four.py::quadruple", "four.py::shout"):
         assert made["records"][key]["outcome"] == "kept", made["records"][key]
 
 
-def test_each_method_carries_only_its_function_and_what_it_reaches(made) -> None:
+def test_each_method_carries_only_its_function_and_what_it_reaches(made: dict[str, Any]) -> None:
     double, quadruple, shout = (_method(made, f"four.py::{n}") for n in ("double", "quadruple", "shout"))
     assert "1701" in double.source and "1702" not in double.source and "1703" not in double.source
     assert "def double(" in quadruple.source and "1702" in quadruple.source and "1703" not in quadruple.source
@@ -98,7 +100,7 @@ def test_each_method_carries_only_its_function_and_what_it_reaches(made) -> None
     assert "reaches double; leaves out" in read["detail"] and "here" in read["detail"]
 
 
-def test_a_helper_it_uses_is_anonymised_as_before(made) -> None:
+def test_a_helper_it_uses_is_anonymised_as_before(made: dict[str, Any]) -> None:
     shout = _method(made, "four.py::shout")
     assert "_test_func_mark()" in shout.source and "shout" not in shout.source.lower()
 

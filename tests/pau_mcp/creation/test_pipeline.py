@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from creating import create_env, records, report_of, run_create
+from creating import Serve, create_env, records, report_of, run_create
 from pau_command import run_pau
 from scripted import Known, ScriptedModel
 
@@ -111,7 +111,7 @@ def expected() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("key", "end"), expected(), ids=[k for k, _ in expected()])
-def test_each_function_is_kept_or_refused_for_its_reason(outcome: dict[str, Any], key, end) -> None:
+def test_each_function_is_kept_or_refused_for_its_reason(outcome: dict[str, Any], key: str, end: str) -> None:
     record = records(outcome["report"])[key]
     assert record["outcome"] == ("kept" if end == "kept" else "refused"), record
     if end != "kept":
@@ -213,7 +213,7 @@ def test_costs_are_reported_per_step_and_for_the_run(outcome: dict[str, Any]) ->
     assert report["spend"]["input_tokens"] == 11 * (report["spend"]["calls"] - report["spend"]["cached"])
 
 
-def test_the_text_report_lists_every_refusal_with_its_reason(tmp_path: Path, serve) -> None:
+def test_the_text_report_lists_every_refusal_with_its_reason(tmp_path: Path, serve: Serve) -> None:
     corpus = {k: CORPUS[k] for k in ("triple.py", "seven.py", "system.py")}
     model = write_corpus(tmp_path / "funcs", corpus)
     fake = serve(model)
@@ -232,7 +232,7 @@ def test_the_text_report_lists_every_refusal_with_its_reason(tmp_path: Path, ser
 
 
 def test_a_function_needing_the_numpy_engine_is_refused_when_it_is_not_installed(
-    tmp_path: Path, serve, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, serve: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pau_mcp.creation import pipeline
 
@@ -247,14 +247,14 @@ def test_a_function_needing_the_numpy_engine_is_refused_when_it_is_not_installed
     assert ran.returncode == 1  # nothing kept: no suite
 
 
-def test_nothing_kept_writes_no_suite_and_exits_1(tmp_path: Path, serve) -> None:
+def test_nothing_kept_writes_no_suite_and_exits_1(tmp_path: Path, serve: Serve) -> None:
     model = write_corpus(tmp_path / "funcs", {"seven.py": CORPUS["seven.py"]})
     ran = run_create(serve(model), tmp_path / "data", tmp_path / "suites", tmp_path / "funcs")
     assert ran.returncode == 1
     assert report_of(ran)["path"] is None and not (tmp_path / "suites" / "funcs").exists()
 
 
-def test_usage_errors_say_what_to_do(tmp_path: Path, serve) -> None:
+def test_usage_errors_say_what_to_do(tmp_path: Path, serve: Serve) -> None:
     fake = serve(ScriptedModel([]))
     env = create_env(fake, tmp_path / "data")
     neither = run_pau("create", "--model", "openai/x", "--manifests", tmp_path, env=env)

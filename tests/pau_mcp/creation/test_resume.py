@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from creating import MODEL, create_env, report_of, run_create
+from creating import MODEL, Serve, create_env, report_of, run_create
 from fakellm import FakeLLM
 from scripted import Known, ScriptedModel
 
@@ -50,6 +50,7 @@ def test_a_killed_run_goes_on_where_it_stopped(tmp_path: Path) -> None:
             "--llm-concurrency", "1",
         ]  # fmt: skip
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert process.stderr is not None  # a pipe, as asked
         try:
             # One function at a time: when the second one's first request arrives, the first is on disk.
             assert model.reached.wait(120), (
@@ -79,7 +80,7 @@ def test_a_killed_run_goes_on_where_it_stopped(tmp_path: Path) -> None:
     assert len(suite.methods) == 2
 
 
-def test_a_run_with_other_options_does_not_take_over_the_state(tmp_path: Path, serve) -> None:
+def test_a_run_with_other_options_does_not_take_over_the_state(tmp_path: Path, serve: Serve) -> None:
     funcs = corpus(tmp_path / "funcs")
     fake = serve(ScriptedModel([FIRST, SECOND]))
     assert run_create(fake, tmp_path / "data", tmp_path / "suites", funcs).returncode == 0
@@ -93,7 +94,7 @@ def test_a_run_with_other_options_does_not_take_over_the_state(tmp_path: Path, s
     assert "other options (seed was 0)" in other.stderr and "--restart" in other.stderr
 
 
-def test_the_same_seed_and_replies_make_the_same_suite(tmp_path: Path, serve) -> None:
+def test_the_same_seed_and_replies_make_the_same_suite(tmp_path: Path, serve: Serve) -> None:
     funcs = corpus(tmp_path / "funcs")
     fake = serve(ScriptedModel([FIRST, SECOND]))
     made = {}
@@ -109,7 +110,7 @@ def test_the_same_seed_and_replies_make_the_same_suite(tmp_path: Path, serve) ->
     assert made["one"] != made["three"]  # another seed shows other examples
 
 
-def test_a_key_the_provider_refuses_stops_the_run_and_keeps_what_was_decided(tmp_path: Path, serve) -> None:
+def test_a_key_the_provider_refuses_stops_the_run_and_keeps_what_was_decided(tmp_path: Path, serve: Serve) -> None:
     funcs = corpus(tmp_path / "funcs")
     fake = serve(ScriptedModel([FIRST, SECOND]))
     fake.require_key = "another-key"

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from creating import records, report_of, run_create
+from creating import Serve, records, report_of, run_create
 from scripted import Known, ScriptedModel
 
 from pau_mcp.creation import DATASETS, load_source
@@ -122,7 +122,7 @@ CASES: dict[str, tuple[Any, list[Known], dict[str, str]]] = {
 
 
 @pytest.mark.parametrize("dataset", list(CASES))
-def test_each_dataset_becomes_a_suite_through_the_datasets_library(dataset, tmp_path: Path, serve) -> None:
+def test_each_dataset_becomes_a_suite_through_the_datasets_library(dataset: str, tmp_path: Path, serve: Serve) -> None:
     write, known, kept = CASES[dataset]
     path = write(tmp_path)
     model = ScriptedModel(known)

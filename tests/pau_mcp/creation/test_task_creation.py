@@ -6,17 +6,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakellm import FakeLLM, Reply
-from pau_command import run_pau
+from pau_command import Ran, run_pau
 from tasksuite import make_task_suite
 
 from pau_mcp.creation.tasks import read_question, unstated_input
 from pau_mcp.manifests import ManifestStore, TaskStep, placeholders
 
 
-def writer(body: dict) -> Reply | str:
+def writer(body: dict[str, Any]) -> Reply | str:
     """Writes a plain question, except for a chain that starts with 57 digits' product: it copies the description."""
     text = str(body["messages"][-1]["content"])
     steps = re.findall(r"^Step (\d+): .*?arguments (.*?)\.\n  (.*)$", text, re.MULTILINE)
@@ -33,7 +34,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
         yield server
 
 
-def _create(tmp_path, *extra: str):
+def _create(tmp_path: Path, *extra: str) -> Ran:
     return run_pau(
         "create", "--tasks-for", "mini", "--model", "openai/writer", "--hops", "1,2,3", "--tasks-per-hop", "3",
         "--manifests", str(tmp_path / "manifests"), "--data-dir", str(tmp_path), *extra,
@@ -85,7 +86,7 @@ def test_the_packaged_suite_is_not_rewritten_and_a_question_is_read_after_its_ma
     assert read_question("x" * (2 * 1024 * 1024)) == "x" * 2000  # capped before it is copied
 
 
-def vague(body: dict) -> str:
+def vague(body: dict[str, Any]) -> str:
     """Writes questions that never say which values to start from."""
     return "QUESTION: Take my number through these steps; what comes out at the end?"
 

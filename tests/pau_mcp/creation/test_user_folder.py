@@ -16,7 +16,7 @@ SECRET = "TOPSECRET-1801"
 ESCAPE = "\x1b]0;pwned\x07\x1b[31m"
 
 
-def make_folder(tmp_path):
+def make_folder(tmp_path: Path) -> Path:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (outside / "secret.py").write_text(f"def secret(x):\n    return '{SECRET}' + str(x)\n")

@@ -4,9 +4,10 @@ recorded; one that behaves like its original is refused; agents see neither orig
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from creating import records, report_of, run_create
+from creating import Serve, records, report_of, run_create
 from pau_command import run_pau
 from scripted import Known, ScriptedModel
 
@@ -43,7 +44,7 @@ def write_suite(root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def varied(tmp_path_factory: pytest.TempPathFactory):
+def varied(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from fakellm import FakeLLM
 
     root = tmp_path_factory.mktemp("variants")
@@ -67,7 +68,7 @@ def varied(tmp_path_factory: pytest.TempPathFactory):
     return {"ran": ran, "report": report_of(ran), "root": root, "model": model}
 
 
-def test_a_variant_that_behaves_differently_is_kept_with_its_origin_and_new_gold(varied) -> None:
+def test_a_variant_that_behaves_differently_is_kept_with_its_origin_and_new_gold(varied: dict[str, Any]) -> None:
     record = records(varied["report"])["orig/o1"]
     assert record["outcome"] == "kept", record
     (method_id,) = record["methods"]
@@ -82,14 +83,14 @@ def test_a_variant_that_behaves_differently_is_kept_with_its_origin_and_new_gold
     assert behaviour["detail"] == "differs on 1 of the original's 7 inputs"
 
 
-def test_a_variant_that_behaves_like_its_original_is_refused(varied) -> None:
+def test_a_variant_that_behaves_like_its_original_is_refused(varied: dict[str, Any]) -> None:
     record = records(varied["report"])["orig/o2"]
     assert record["reason"] == "same-behaviour", record
     assert [s["status"] for s in record["steps"] if s["step"] == "behaviour"] == ["failed", "refused"]
     assert varied["model"].asked["describe", "m1602"] == 0  # no model request for a variant that is not kept
 
 
-def test_agents_see_neither_the_origin_nor_the_change(varied) -> None:
+def test_agents_see_neither_the_origin_nor_the_change(varied: dict[str, Any]) -> None:
     root = varied["root"] / "suites"
     method_id = records(varied["report"])["orig/o1"]["methods"][0]
     shown = run_pau("manifests", "show", method_id, "--manifests", root, "--json")
@@ -99,7 +100,7 @@ def test_agents_see_neither_the_origin_nor_the_change(varied) -> None:
     assert run_pau("manifests", "validate", "--suite", "orig-v", "--manifests", root).returncode == 0
 
 
-def test_a_method_with_no_place_for_the_change_is_refused(tmp_path: Path, serve) -> None:
+def test_a_method_with_no_place_for_the_change_is_refused(tmp_path: Path, serve: Serve) -> None:
     root = tmp_path / "suites"
     write_suite(root)
     ran = run_create(
@@ -109,7 +110,7 @@ def test_a_method_with_no_place_for_the_change_is_refused(tmp_path: Path, serve)
     assert {r["reason"] for r in report_of(ran)["records"]} == {"no-change"}
 
 
-def test_variant_options_need_variants_of(tmp_path: Path, serve) -> None:
+def test_variant_options_need_variants_of(tmp_path: Path, serve: Serve) -> None:
     from creating import create_env
 
     env = create_env(serve(ScriptedModel([])), tmp_path)
@@ -124,7 +125,7 @@ ENDLESS = (
 
 
 def test_a_change_that_makes_a_loop_endless_costs_a_small_budget_not_the_time_limit_per_input(
-    tmp_path: Path, serve
+    tmp_path: Path, serve: Serve
 ) -> None:
     """`n //= 2` -> `n *= 2` never ends: it is run within 50 times the original's CPU (at least 10 ms) per input,
     left out, and the next change is tried; at the full 2 s limit, its 6 endless inputs alone took 12 s of CPU."""

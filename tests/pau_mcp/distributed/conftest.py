@@ -53,7 +53,7 @@ class LocalCluster:
         self.base = base
         self.address = ""
         self.node_data = base / "node-data"
-        self.nodes: dict[str, subprocess.Popen] = {}
+        self.nodes: dict[str, subprocess.Popen[bytes]] = {}
         self._count = 0
         self.auth = AUTH
         self.env = {
@@ -78,7 +78,7 @@ class LocalCluster:
         """The environment of a command run against this cluster: no PAU_ or RAY_ settings but its token."""
         return {**{k: v for k, v in os.environ.items() if not k.startswith(("PAU_", "RAY_"))}, **self.auth}
 
-    def _start(self, name: str, *args: str) -> subprocess.Popen:
+    def _start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         log = (self.base / f"{name}.log").open("w")
         process = subprocess.Popen(
             [RAY, "start", "--block", "--disable-usage-stats", f"--temp-dir={self.base / name}",
@@ -150,7 +150,8 @@ class LocalCluster:
         for pid in processes_mentioning(f"{self.base}/"):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        self._watchdog.stdin.close()  # type: ignore[union-attr]
+        assert self._watchdog.stdin is not None  # a pipe, as it was started with
+        self._watchdog.stdin.close()
         self._watchdog.wait(timeout=60)
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -32,17 +32,20 @@ def _eval(data: Path, db: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _results(db: Path) -> list[tuple]:
+def _results(db: Path) -> list[tuple[Any, ...]]:
     """Per episode: its ending, scores, submission and every call, without ids, times and tool names (a Ray
     worker's server names tools with a key of the run's own: it never gets the deployment key)."""
     store = RunStore(db)
     run_id = store.run_id("probe")
-    calls: dict[str, list[tuple]] = {}
+    calls: dict[str | None, list[tuple[Any, ...]]] = {}
     for call in store.calls(run_id):
         calls.setdefault(call.session_key, []).append(
             (call.method_id, call.arguments, call.counted, call.status, call.value, call.error_type)
         )
-    submissions = {s.id: (s.description, s.code) for s in store.submissions(run_id)}
+    # Keyed by what an episode names (None: no submission), so a lookup of an episode's own is typed.
+    submissions: dict[int | None, tuple[str, str | None]] = {
+        s.id: (s.description, s.code) for s in store.submissions(run_id)
+    }
     return sorted(
         (
             e.method_id, e.state, e.queries, e.concluded, e.session_key,
@@ -55,7 +58,8 @@ def _results(db: Path) -> list[tuple]:
 
 def _done(db: Path) -> int:
     try:
-        return sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes WHERE state = 'done'").fetchone()[0]
+        done: int = sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes WHERE state = 'done'").fetchone()[0]
+        return done
     except sqlite3.Error:
         return 0
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 
-from pau_mcp.distributed import ClusterError, RayOptions, WorkerLost, WorkerPool, connect
+from pau_mcp.distributed import Cluster, ClusterError, RayOptions, WorkerLost, WorkerPool, connect
 
 if TYPE_CHECKING:  # its own directory's conftest, for the fixture's type only
     from conftest import LocalCluster
@@ -26,7 +27,7 @@ class Unstartable:
     def __init__(self, setup: str) -> None:
         self.setup = setup
 
-    async def start(self) -> dict:
+    async def start(self) -> dict[str, Any]:
         raise RuntimeError(f"no sandbox here ({self.setup})")
 
     async def play(self, n: int) -> int:
@@ -43,7 +44,7 @@ class FirstOneBroken:
         self.marker = marker
         self.broken = False
 
-    async def start(self) -> dict:
+    async def start(self) -> dict[str, Any]:
         try:
             os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL))
             self.broken = True
@@ -67,14 +68,14 @@ class Buggy(FirstOneBroken):
 
 
 @pytest.fixture
-def cluster(ray_cluster: LocalCluster):
+def cluster(ray_cluster: LocalCluster) -> Iterator[Cluster]:
     ray_cluster.ensure_workers(2)
     connected = connect(RayOptions(address=ray_cluster.address, start_timeout_s=120))
     yield connected
     connected.close()
 
 
-async def _calls(pool: WorkerPool, numbers: list[int]) -> list:
+async def _calls(pool: WorkerPool, numbers: list[int]) -> list[Any]:
     results: dict[int, object] = {}
 
     async def one(n: int) -> None:
@@ -86,7 +87,7 @@ async def _calls(pool: WorkerPool, numbers: list[int]) -> list:
     return [results[n] for n in numbers]
 
 
-def test_a_worker_that_cannot_start_ends_the_run_with_its_reason(cluster) -> None:
+def test_a_worker_that_cannot_start_ends_the_run_with_its_reason(cluster: Cluster) -> None:
     pool = WorkerPool(cluster, Unstartable, "node setup", concurrency=2, name="test worker")
     with pytest.raises(BaseException) as raised:
         anyio.run(_calls, pool, [1])
@@ -95,7 +96,9 @@ def test_a_worker_that_cannot_start_ends_the_run_with_its_reason(cluster) -> Non
     assert "no test worker is left" in str(error) and "no sandbox here (node setup)" in str(error)
 
 
-def test_a_worker_that_finds_itself_broken_is_replaced_and_its_episodes_run_on_another(cluster, tmp_path: Path) -> None:
+def test_a_worker_that_finds_itself_broken_is_replaced_and_its_episodes_run_on_another(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     pool = WorkerPool(cluster, FirstOneBroken, str(tmp_path / "broken"), concurrency=6, name="test worker")
     results = anyio.run(_calls, pool, list(range(6)))
     assert [value for value, _ in results] == [0, 2, 4, 6, 8, 10]
@@ -103,7 +106,7 @@ def test_a_worker_that_finds_itself_broken_is_replaced_and_its_episodes_run_on_a
     assert len({pid for _, pid in results}) >= 1
 
 
-def test_a_bug_on_a_worker_ends_the_run_with_the_workers_error(cluster, tmp_path: Path) -> None:
+def test_a_bug_on_a_worker_ends_the_run_with_the_workers_error(cluster: Cluster, tmp_path: Path) -> None:
     pool = WorkerPool(cluster, Buggy, str(tmp_path / "marker"), concurrency=1, name="test worker")
     with pytest.raises(BaseException) as raised:
         anyio.run(_calls, pool, [7])

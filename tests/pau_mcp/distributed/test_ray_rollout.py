@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from fakellm import FakeLLM, Reply
@@ -32,12 +32,12 @@ def _rollout(data: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _env(fake: FakeLLM, cluster) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _env(fake: FakeLLM, cluster: LocalCluster) -> dict[str, str]:
     plain = {k: v for k, v in cluster.driver_env().items() if not k.startswith("OPENAI_")}
     return {**plain, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "test"}
 
 
-def _episodes(data: Path) -> list[tuple]:
+def _episodes(data: Path) -> list[tuple[Any, ...]]:
     lines = (data / "out" / "trajectories.jsonl").read_text().splitlines()
     return sorted(
         (r["method_id"], round(r["return"], 6), r["queries"], r["hypothesis"], [s["action"] for s in r["steps"]])
@@ -47,7 +47,8 @@ def _episodes(data: Path) -> list[tuple]:
 
 def _done(db: Path) -> int:
     try:
-        return sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes WHERE state = 'done'").fetchone()[0]
+        done: int = sqlite3.connect(db).execute("SELECT COUNT(*) FROM episodes WHERE state = 'done'").fetchone()[0]
+        return done
     except sqlite3.Error:
         return 0
 
@@ -57,7 +58,7 @@ def test_a_rollout_that_loses_a_ray_worker_mid_run_ends_with_the_trajectories_of
 ) -> None:
     ray_cluster.ensure_workers(2)
 
-    def slow(body: dict) -> Reply:
+    def slow(body: dict[str, Any]) -> Reply:
         reply = brain(body)
         return Reply(text=reply, delay_s=0.05) if isinstance(reply, str) else reply
 

@@ -112,7 +112,7 @@ def test_a_stand_in_entry_gets_the_real_name_recorded_and_hidden() -> None:
         ("test_func = 3\ndef f(x):\n    return x\n", "f", "'test_func'"),
     ],
 )
-def test_sources_that_cannot_be_anonymised_say_why(source, entry, reason) -> None:
+def test_sources_that_cannot_be_anonymised_say_why(source: str, entry: str, reason: str) -> None:
     with pytest.raises(CannotAnonymise, match=reason):
         anonymise(source, entry)
 

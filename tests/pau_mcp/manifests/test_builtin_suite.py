@@ -139,7 +139,9 @@ def test_every_value_type_appears_across_the_suite() -> None:
     assert named >= REQUIRED_TYPES, f"never named: {sorted(REQUIRED_TYPES - named)}"
 
 
-def test_every_value_type_really_occurs_as_an_input_or_an_output(host_results: dict) -> None:
+def test_every_value_type_really_occurs_as_an_input_or_an_output(
+    host_results: dict[str, list[tuple[Result, Result]]],
+) -> None:
     seen = set()
 
     def visit(value: Any) -> None:
@@ -224,7 +226,9 @@ def test_sources_import_only_the_standard_library(method: Method) -> None:
 
 
 @pytest.mark.parametrize("method", METHODS, ids=IDS)
-def test_every_line_of_every_method_is_executed_by_its_cases(method: Method, missed_lines: dict) -> None:
+def test_every_line_of_every_method_is_executed_by_its_cases(
+    method: Method, missed_lines: dict[str, list[int]]
+) -> None:
     missing = missed_lines[method.id]
     lines = method.source.splitlines()
     shown = "; ".join(f"line {n}: {lines[n - 1].strip()}" for n in missing)
@@ -232,13 +236,15 @@ def test_every_line_of_every_method_is_executed_by_its_cases(method: Method, mis
 
 
 @pytest.mark.parametrize("method", METHODS, ids=IDS)
-def test_examples_return_normally(method: Method, host_results: dict) -> None:
+def test_examples_return_normally(method: Method, host_results: dict[str, list[tuple[Result, Result]]]) -> None:
     for case, (result, _) in zip(method.examples, host_results[method.id], strict=False):
         assert result.error is None, f"{method.id}: example {case.input} raises {result.error}"
 
 
 @pytest.mark.parametrize("method", METHODS, ids=IDS)
-def test_every_call_is_fast_small_and_deterministic(method: Method, host_results: dict) -> None:
+def test_every_call_is_fast_small_and_deterministic(
+    method: Method, host_results: dict[str, list[tuple[Result, Result]]]
+) -> None:
     for text, (first, second) in zip(_inputs(method), host_results[method.id], strict=False):
         assert (first.value, first.error) == (second.value, second.error), f"{method.id}: {text} is not deterministic"
         assert min(first.seconds, second.seconds) < MAX_SECONDS_PER_CALL, f"{method.id}: {text} is slow"
@@ -246,7 +252,9 @@ def test_every_call_is_fast_small_and_deterministic(method: Method, host_results
 
 
 @pytest.mark.parametrize("method", METHODS, ids=IDS)
-def test_frozen_outcomes_agree_with_the_host_interpreter(method: Method, host_results: dict) -> None:
+def test_frozen_outcomes_agree_with_the_host_interpreter(
+    method: Method, host_results: dict[str, list[tuple[Result, Result]]]
+) -> None:
     """The sandbox runs a newer Python than the host; a method must behave the same on both."""
     if not method.frozen:
         pytest.skip(f"{method.id} has no frozen outcomes yet")

@@ -139,7 +139,7 @@ def test_the_manifests_variable_with_colons_works_like_repeated_flags(tmp_path: 
     "command", [("manifests", "list"), ("serve",), ("eval", "--agent", "probe"), ("demo",), ("score", "x")]
 )
 def test_a_manifests_directory_that_does_not_exist_is_a_usage_error_naming_flag_and_variable(
-    tmp_path: Path, command
+    tmp_path: Path, command: tuple[str, ...]
 ) -> None:
     missing = tmp_path / "typo"
     data = {"PAU_MCP_DATA_DIR": str(tmp_path)}
@@ -260,10 +260,10 @@ def test_freeze_runs_every_input_and_stores_the_outcomes_and_a_second_freeze_cha
     assert "froze 2 methods (2 changed); outcomes: error 2, ok 5" in first.stdout
     suite = ManifestStore([tmp_path], include_packaged=False).suite("demo")
     assert all(m.frozen for m in suite.methods.values())
-    assert [c.outcome.shown() for c in suite.methods["demo/m2"].tests] == [
+    assert [c.frozen_outcome().shown() for c in suite.methods["demo/m2"].tests] == [
         "raises IndexError: list index out of range", "raises TypeError: list indices must be integers or slices, not str"
     ]  # fmt: skip
-    assert suite.methods["demo/m1"].examples[1].outcome.value == "4"
+    assert suite.methods["demo/m1"].examples[1].frozen_outcome().value == "4"
     before = files(tmp_path / "demo")
     second = pau("manifests", "freeze", "--suite", "demo", "--manifests", str(tmp_path))
     assert second.returncode == 0 and "froze 2 methods (0 changed)" in second.stdout
@@ -313,7 +313,10 @@ def test_validate_reports_every_kind_of_failure_and_exits_one(tmp_path: Path, sa
     tampered = tampered.model_copy(
         update={
             "tests": [
-                Case(input="(3,)", outcome=tampered.tests[0].outcome.model_copy(update={"value": "7", "encoded": 7}))
+                Case(
+                    input="(3,)",
+                    outcome=tampered.tests[0].frozen_outcome().model_copy(update={"value": "7", "encoded": 7}),
+                )
             ]
         }
     )

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from pau_command import run_pau
+from pau_command import Ran, run_pau
 
 from pau_mcp.manifests import Case, ManifestStore, Method, Provenance, Suite, SuiteInfo, Tags, Task, TaskStep
 from pau_mcp.manifests.checks import freeze_method, freeze_task
@@ -26,8 +27,11 @@ INPUTS = {
     "m3": ["('blow',)", "('walrus',)", "('a',)"],
 }
 
+# What the fixture ``committed`` gives: the manifests folder, the commitment's file, and the commit command's run.
+Committed = tuple[Path, Path, Ran]
 
-def make_suite(root: Path, sandbox) -> Suite:
+
+def make_suite(root: Path, sandbox: Sandbox) -> Suite:
     suite = Suite.create(root, SuiteInfo(name="secret", description="a private split", dataset="mine"))
     for name, source in SOURCES.items():
         params = ["arg0", "arg1"] if name == "m2" else ["arg0"]
@@ -73,7 +77,7 @@ def hidden_strings(suite: Suite) -> set[str]:
 
 
 @pytest.fixture
-def committed(tmp_path: Path, sandbox: Sandbox):
+def committed(tmp_path: Path, sandbox: Sandbox) -> Committed:
     root = tmp_path / "suites"
     make_suite(root, sandbox)
     out = tmp_path / "public" / "secret.commitment.json"
@@ -83,11 +87,11 @@ def committed(tmp_path: Path, sandbox: Sandbox):
     return root, out, ran
 
 
-def verify(root: Path, out: Path, *extra: str | Path):
+def verify(root: Path, out: Path, *extra: str | Path) -> Ran:
     return run_pau("manifests", "verify", "secret", out, "--manifests", root, *extra)
 
 
-def test_a_revealed_suite_verifies_against_its_commitment(committed) -> None:
+def test_a_revealed_suite_verifies_against_its_commitment(committed: Committed) -> None:
     root, out, ran = committed
     assert "committed to suite secret (3 methods, 1 tasks)" in ran.stdout
     salt = root / "secret" / SALT_FILE
@@ -99,7 +103,7 @@ def test_a_revealed_suite_verifies_against_its_commitment(committed) -> None:
     )
 
 
-def test_one_changed_byte_of_one_method_is_named(committed) -> None:
+def test_one_changed_byte_of_one_method_is_named(committed: Committed) -> None:
     root, out, _ = committed
     path = root / "secret" / "m2.json"
     text = path.read_text()
@@ -111,7 +115,7 @@ def test_one_changed_byte_of_one_method_is_named(committed) -> None:
 
 
 def test_a_changed_gold_a_removed_method_an_added_one_and_suite_json_are_each_named(
-    committed, sandbox: Sandbox
+    committed: Committed, sandbox: Sandbox
 ) -> None:
     root, out, _ = committed
     m1 = root / "secret" / "m1.json"
@@ -134,7 +138,7 @@ def test_a_changed_gold_a_removed_method_an_added_one_and_suite_json_are_each_na
     ]  # fmt: skip
 
 
-def test_the_commitment_reveals_no_hidden_text(committed, sandbox: Sandbox) -> None:
+def test_the_commitment_reveals_no_hidden_text(committed: Committed, sandbox: Sandbox) -> None:
     root, out, _ = committed
     text = out.read_text()
     suite = ManifestStore([root], include_packaged=False).suite("secret")
@@ -162,13 +166,11 @@ def test_two_equal_methods_have_different_digests_and_another_salt_matches_nothi
     assert other.info_differs and len(other.differ) == other.checked == 5
 
 
-def read_commitment_date():
-    from datetime import UTC, datetime
-
+def read_commitment_date() -> datetime:
     return datetime(2026, 12, 7, tzinfo=UTC)
 
 
-def test_a_wrong_salt_says_so_and_a_missing_one_says_where_to_find_it(committed, tmp_path: Path) -> None:
+def test_a_wrong_salt_says_so_and_a_missing_one_says_where_to_find_it(committed: Committed, tmp_path: Path) -> None:
     root, out, _ = committed
     wrong = tmp_path / "wrong.salt"
     wrong.write_text(os.urandom(32).hex())
@@ -179,7 +181,7 @@ def test_a_wrong_salt_says_so_and_a_missing_one_says_where_to_find_it(committed,
     assert missing.returncode == 1 and "give its file with --salt" in missing.stderr
 
 
-def test_a_file_that_is_not_a_commitment_is_refused_in_one_line(committed, tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_commitment_is_refused_in_one_line(committed: Committed, tmp_path: Path) -> None:
     root, _, _ = committed
     for name, text in (
         ("garbage.json", "not json at all"),
@@ -195,7 +197,7 @@ def test_a_file_that_is_not_a_commitment_is_refused_in_one_line(committed, tmp_p
         read_commitment(tmp_path / "wrong.json")
 
 
-def test_an_existing_commitment_is_kept_unless_replaced_and_the_salt_is_kept_too(committed) -> None:
+def test_an_existing_commitment_is_kept_unless_replaced_and_the_salt_is_kept_too(committed: Committed) -> None:
     root, out, _ = committed
     salt = (root / "secret" / SALT_FILE).read_text()
     again = run_pau("manifests", "commit", "secret", "--manifests", root, "--out", out)

@@ -125,7 +125,7 @@ def test_an_empty_or_blank_description_is_refused() -> None:
 
 
 @pytest.mark.parametrize("bad_id", ["add_them", "Demo/add", "demo/", "/add", "demo/a b", "demo/add/more"])
-def test_an_id_must_be_suite_slash_name(bad_id) -> None:
+def test_an_id_must_be_suite_slash_name(bad_id: str) -> None:
     text = error_text(method_data(id=bad_id))
     assert "id" in text and "suite/name" in text
 
@@ -223,7 +223,7 @@ def test_an_unfrozen_example_shows_no_output() -> None:
         ("not python(", "test_func(not python()"),
     ],
 )
-def test_a_call_reads_like_python(literal, shown) -> None:
+def test_a_call_reads_like_python(literal: str, shown: str) -> None:
     assert call_text("test_func", literal) == shown
 
 
@@ -261,7 +261,7 @@ def test_a_frozen_outcome_keeps_what_the_sandbox_returned_but_not_timing() -> No
         ),
     ],
 )
-def test_an_outcome_reads_as_its_value_or_its_exception(fields, shown) -> None:
+def test_an_outcome_reads_as_its_value_or_its_exception(fields: dict[str, Any], shown: str) -> None:
     assert FrozenOutcome(**fields).shown() == shown
 
 

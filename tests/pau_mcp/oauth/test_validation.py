@@ -10,6 +10,7 @@ import hmac
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import httpx2
@@ -17,7 +18,7 @@ import pytest
 from joserfc.jwk import ECKey
 from keyserver import RESOURCE, KeyServer, key_server
 
-from pau_mcp.oauth import AuthServerDown, ResourceServer, TokenRefused, canonical
+from pau_mcp.oauth import AuthServerDown, Grant, ResourceServer, TokenRefused, canonical
 
 
 @pytest.fixture
@@ -68,6 +69,7 @@ def _refusal(result: object, words: str) -> str:
 
 def test_a_valid_token_grants_its_subject_client_and_scopes(issuer: KeyServer) -> None:
     [grant] = _check(issuer, issuer.token(scope="explore score"))
+    assert isinstance(grant, Grant), grant
     assert (grant.subject, grant.client_id, grant.scopes) == ("team-a", "host-one", frozenset({"explore", "score"}))
 
 
@@ -108,11 +110,13 @@ def test_a_token_signed_by_a_key_the_issuer_never_published_is_refused(issuer: K
         ({"sub": "x" * 300}, "longer than 255"),
     ],
 )
-def test_claims_out_of_place_are_refused_with_one_line(issuer: KeyServer, claims, words) -> None:
+def test_claims_out_of_place_are_refused_with_one_line(
+    issuer: KeyServer, claims: dict[str, object], words: str
+) -> None:
     _refusal(_check(issuer, issuer.token(**_at_test_time(claims)))[0], words)
 
 
-def _at_test_time(claims: dict[str, object]) -> dict[str, object]:
+def _at_test_time(claims: dict[str, object]) -> dict[str, Any]:
     now = int(time.time())
     return {
         name: now + value[1] if isinstance(value, tuple) and value[:1] == ("now",) else value
@@ -129,6 +133,7 @@ def test_the_clock_skew_forgives_a_little_and_no_more(issuer: KeyServer) -> None
 
 def test_the_audience_is_compared_as_a_url(issuer: KeyServer) -> None:
     [grant] = _check(issuer, issuer.token(aud=["https://CONTEST.example:443/mcp/", "https://other.example"]))
+    assert isinstance(grant, Grant), grant
     assert grant.subject == "team-a"
     assert canonical("HTTPS://Contest.Example:443/mcp/") == canonical(RESOURCE)
 

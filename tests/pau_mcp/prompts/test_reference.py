@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakereference import write_checkout
@@ -123,8 +124,9 @@ def _refused_in_one_line(result: Ran, *expected: str) -> None:
     assert all(text in lines[0] for text in expected), lines[0]
 
 
-def _origin(data: Path) -> dict:
-    return json.loads((data / "prompts" / "reference" / "origin.json").read_text())
+def _origin(data: Path) -> dict[str, Any]:
+    origin: dict[str, Any] = json.loads((data / "prompts" / "reference" / "origin.json").read_text())
+    return origin
 
 
 def test_the_checkouts_commit_is_recorded_from_its_git_directory(tmp_path: Path) -> None:
@@ -141,7 +143,7 @@ def test_the_checkouts_commit_is_recorded_from_its_git_directory(tmp_path: Path)
     ["ref: ../../secret.txt", "ref: refs/../../../secret.txt", "ref: refs/heads/main", "link", "fifo", "zero"],
 )
 def test_a_git_head_that_names_anything_but_a_commit_inside_git_records_none_and_copies_nothing(
-    tmp_path: Path, head
+    tmp_path: Path, head: str
 ) -> None:
     (tmp_path / "secret.txt").write_text("TOP-SECRET-" + "cd" * 20)
     checkout = write_checkout(tmp_path / "checkout")
@@ -173,7 +175,7 @@ def test_a_checkout_file_that_links_out_of_the_checkout_is_refused_in_one_line(t
 
 @pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "directory", "oversized"])
 def test_a_checkout_file_that_is_not_a_regular_file_of_sensible_size_is_refused_in_one_line(
-    tmp_path: Path, kind
+    tmp_path: Path, kind: str
 ) -> None:
     checkout = write_checkout(tmp_path / "checkout")
     path = checkout / "baselines.py"
@@ -195,8 +197,8 @@ def test_an_expression_of_100000_terms_is_refused_in_one_line(tmp_path: Path) ->
     checkout = write_checkout(tmp_path / "checkout", eval_py=f"eval_prompt = {terms}\n")
     _refused_in_one_line(_import(checkout, tmp_path / "data"), "eval.py", "nests deeper than Python's parser goes")
     # Within the parser's reach, the expression is named (clipped), or, too deep to print, its kind.
-    for terms, shown in ((100, "interpolates {x + x + x"), (600, "interpolates a FormattedValue expression")):
-        text = 'eval_prompt = f"""JUDGE [TRUE] [HYPOTHESIS] {' + " + ".join(["x"] * terms) + '}"""\n'
-        result = _import(write_checkout(tmp_path / f"wide{terms}", eval_py=text), tmp_path / "data")
+    for count, shown in ((100, "interpolates {x + x + x"), (600, "interpolates a FormattedValue expression")):
+        text = 'eval_prompt = f"""JUDGE [TRUE] [HYPOTHESIS] {' + " + ".join(["x"] * count) + '}"""\n'
+        result = _import(write_checkout(tmp_path / f"wide{count}", eval_py=text), tmp_path / "data")
         _refused_in_one_line(result, shown)
         assert len(result.stderr) < 400

@@ -50,6 +50,6 @@ def test_what_the_judge_sends_is_read_from_the_template_set_it_is_given() -> Non
         ("{a.b}", "is not a plain name"),
     ],
 )
-def test_a_template_with_a_lone_brace_or_a_field_that_is_not_a_plain_name_is_refused(text, problem) -> None:
+def test_a_template_with_a_lone_brace_or_a_field_that_is_not_a_plain_name_is_refused(text: str, problem: str) -> None:
     with pytest.raises(PromptsError, match=re.escape(problem)):
         parse_template("t", text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -20,7 +21,7 @@ validate = pytest.importorskip(
 )
 
 
-def _validated(root: Path) -> dict[str, list]:
+def _validated(root: Path) -> dict[str, list[Any]]:
     """Every record under ``root`` checked by Every Eval Ever's validator with its path and semantic checks."""
     files = validate._LocalRepositoryFiles(root)
     found = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,13 @@ from fakellm import FakeLLM
 from pau_mcp.llm import LLMClient
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.reports import load_runs
-from pau_mcp.reports.failures import FAILURE_LABELS, classifier_messages, classify_cases, failure_cases
+from pau_mcp.reports.failures import (
+    FAILURE_LABELS,
+    FailureCase,
+    classifier_messages,
+    classify_cases,
+    failure_cases,
+)
 from pau_mcp.runstore import RunStore
 from pau_mcp.scoring import Scorer
 from wasm_runtime import Sandbox
@@ -48,14 +55,16 @@ def reader(body: dict[str, Any]) -> str:
     return "It saw the relevant behaviour but generalised wrongly.\nLabel: reasoning_error"
 
 
-def _cases(tmp_path, sandbox):  # type: ignore[no-untyped-def]
+def _cases(tmp_path: Path, sandbox: Sandbox) -> tuple[list[FailureCase], dict[str, str]]:
     store = RunStore(tmp_path / "runs.db")
     labels = build_labelled_run(store, sandbox)
     runs = load_runs(store, list(labels))
     return [c for run in runs for c in failure_cases(store, run)], labels
 
 
-def _classify(cases, sandbox, env, model, cache):  # type: ignore[no-untyped-def]
+def _classify(
+    cases: list[FailureCase], sandbox: Sandbox, env: Mapping[str, str], model: str, cache: Path | None
+) -> dict[str, dict[str, str]]:
     scorer = Scorer(ManifestStore(), sandbox)
     llm = LLMClient(env=env, cache_path=cache, timeout_s=180)
     return classify_cases(llm, model, cases, evidence=scorer.evidence)

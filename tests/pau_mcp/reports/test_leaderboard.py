@@ -46,12 +46,12 @@ def board(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Path:
     )  # fmt: skip
     assert probe.exit_code == 0, probe.output
     out = root / "board"
-    made = CliRunner().invoke(
+    ranked = CliRunner().invoke(
         main, ["leaderboard", "a", "b", "a-var", "p", "--out", str(out), "--db", str(root / "runs.db"),
                "--resamples", "2000", "--model-capabilities", str(dates), *manifests],
     )  # fmt: skip
-    assert made.exit_code == 0, made.output
-    assert "4 rows from 5 run(s)" in made.output
+    assert ranked.exit_code == 0, ranked.output
+    assert "4 rows from 5 run(s)" in ranked.output
     return out
 
 
@@ -91,7 +91,7 @@ def test_results_json_has_a_row_per_model_protocol_and_suite_with_intervals_pass
 
 
 @pytest.mark.parametrize("width", [1280, 800])
-def test_the_page_renders_every_row_and_the_plot_without_overflowing_the_window(board: Path, width) -> None:
+def test_the_page_renders_every_row_and_the_plot_without_overflowing_the_window(board: Path, width: int) -> None:
     page = open_page(
         (board / "index.html").as_uri(),
         [

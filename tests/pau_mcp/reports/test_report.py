@@ -4,34 +4,39 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_report_fixtures import add_pending_run, add_run, build_store
 
 from pau_mcp.reports import Report, ReportError, build_report, load_runs
-from pau_mcp.reports.stats import codematch_bucket, codematch_stats, judge_stats, paired_bootstrap
+from pau_mcp.reports.report import RunSummary
+from pau_mcp.reports.stats import BootstrapResult, codematch_bucket, codematch_stats, judge_stats, paired_bootstrap
+from pau_mcp.runstore import RunStore
 
 
 @pytest.fixture()
-def store(tmp_path: Path):  # type: ignore[no-untyped-def]
+def store(tmp_path: Path) -> Iterator[RunStore]:
     store = build_store(tmp_path / "runs.db")
     yield store
     store.close()
 
 
-def _report(store, names=("alpha-int", "alpha-ctx"), **options) -> Report:  # type: ignore[no-untyped-def]
+def _report(store: RunStore, names: Sequence[str] = ("alpha-int", "alpha-ctx"), **options: Any) -> Report:
     return build_report(load_runs(store, list(names)), resamples=options.pop("resamples", 500), **options)
 
 
-def _summary(report: Report, name: str):  # type: ignore[no-untyped-def]
-    return next(s for s in report.summaries if s.name == name)
+def _summary(report: Report, name: str) -> RunSummary:
+    summaries: list[RunSummary] = report.summaries  # typed here: pau_mcp.reports imports its names lazily
+    return next(s for s in summaries if s.name == name)
 
 
 # -- per run --------------------------------------------------------------------------------------
 
 
-def test_judge_numbers_leave_unscored_replies_out_by_default(store) -> None:  # type: ignore[no-untyped-def]
+def test_judge_numbers_leave_unscored_replies_out_by_default(store: RunStore) -> None:
     s = _summary(_report(store), "alpha-int")
     # Scored: 5, 4, 3, 2 (m4 unscored is left out).
     assert s.judge.n == 4
@@ -42,7 +47,7 @@ def test_judge_numbers_leave_unscored_replies_out_by_default(store) -> None:  # 
     assert s.judge_unscored == 1
 
 
-def test_unscored_as_one_counts_unscored_replies_as_one_and_says_so(store) -> None:  # type: ignore[no-untyped-def]
+def test_unscored_as_one_counts_unscored_replies_as_one_and_says_so(store: RunStore) -> None:
     report = _report(store, unscored_as_one=True)
     s = _summary(report, "alpha-int")
     # 5, 4, 3, 1, 2.
@@ -56,7 +61,7 @@ def test_unscored_as_one_counts_unscored_replies_as_one_and_says_so(store) -> No
     assert "left out" in _report(store).notes[0]
 
 
-def test_code_match_numbers_and_buckets_match_hand_computed_values(store) -> None:  # type: ignore[no-untyped-def]
+def test_code_match_numbers_and_buckets_match_hand_computed_values(store: RunStore) -> None:
     s = _summary(_report(store), "alpha-int")
     # 1.0, 0.85, 0.5, 0.0, 0.2
     assert s.codematch.n == 5
@@ -66,7 +71,7 @@ def test_code_match_numbers_and_buckets_match_hand_computed_values(store) -> Non
     assert s.codematch.share_bad == pytest.approx(0.6)  # below 0.8
 
 
-def test_failed_episodes_are_counted_apart_and_left_out_of_scores(store) -> None:  # type: ignore[no-untyped-def]
+def test_failed_episodes_are_counted_apart_and_left_out_of_scores(store: RunStore) -> None:
     s = _summary(_report(store), "alpha-ctx")
     assert (s.planned, s.done, s.failed, s.unfinished) == (5, 4, 1, 0)
     assert s.judge.n == 3 and s.judge.mean == pytest.approx(3.0) and s.judge.share_good == pytest.approx(2 / 3)
@@ -76,15 +81,15 @@ def test_failed_episodes_are_counted_apart_and_left_out_of_scores(store) -> None
     assert s.cost_usd == pytest.approx(0.045)
 
 
-def test_queries_concluded_and_costs_are_summed_over_episodes(store) -> None:  # type: ignore[no-untyped-def]
+def test_queries_concluded_and_costs_are_summed_over_episodes(store: RunStore) -> None:
     s = _summary(_report(store), "alpha-int")
     assert s.queries_mean == pytest.approx(14.0)
     assert s.concluded_share == pytest.approx(0.8)
-    assert (s.input_tokens, s.output_tokens, s.cost_usd) == (500, 50, pytest.approx(0.05))
+    assert (s.input_tokens, s.output_tokens) == (500, 50) and s.cost_usd == pytest.approx(0.05)
     assert (s.model, s.agent, s.mode, s.suite) == ("openai/alpha", "paper", "interactive", "builtin")
 
 
-def test_a_run_with_no_finished_episodes_reports_zeros_and_says_so(store) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_with_no_finished_episodes_reports_zeros_and_says_so(store: RunStore) -> None:
     add_pending_run(store)
     report = _report(store, names=("alpha-int", "empty"))
     s = _summary(report, "empty")
@@ -94,7 +99,7 @@ def test_a_run_with_no_finished_episodes_reports_zeros_and_says_so(store) -> Non
     assert any("different suites" in note for note in report.notes)
 
 
-def test_unknown_run_names_the_known_runs(store) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_run_names_the_known_runs(store: RunStore) -> None:
     with pytest.raises(ReportError, match=r"no run named 'nope'.*known runs: alpha-ctx, alpha-int"):
         load_runs(store, ["alpha-int", "nope"])
 
@@ -102,7 +107,7 @@ def test_unknown_run_names_the_known_runs(store) -> None:  # type: ignore[no-unt
 # -- across runs ----------------------------------------------------------------------------------
 
 
-def test_max_takes_each_methods_best_score_over_runs(store) -> None:  # type: ignore[no-untyped-def]
+def test_max_takes_each_methods_best_score_over_runs(store: RunStore) -> None:
     report = _report(store)
     assert report.max_methods == 5
     # Judge, unscored left out: m1 5, m2 4, m3 3, m4 none (unscored in both), m5 2.
@@ -113,18 +118,18 @@ def test_max_takes_each_methods_best_score_over_runs(store) -> None:  # type: ig
     assert report.max_stats["codematch"].distribution["40-60%"] == 2
 
 
-def test_max_counts_unscored_as_one_under_that_rule(store) -> None:  # type: ignore[no-untyped-def]
+def test_max_counts_unscored_as_one_under_that_rule(store: RunStore) -> None:
     report = _report(store, unscored_as_one=True)
     assert report.max_stats["judge"].n == 5
     assert report.max_stats["judge"].mean == pytest.approx(3.0)  # 5, 4, 3, 1, 2
 
 
-def test_a_single_run_has_no_max_and_no_pairs(store) -> None:  # type: ignore[no-untyped-def]
+def test_a_single_run_has_no_max_and_no_pairs(store: RunStore) -> None:
     report = _report(store, names=("alpha-int",))
     assert report.max_stats is None and report.pairs == [] and report.modes == []
 
 
-def test_interactive_and_incontext_runs_of_one_model_are_paired(store) -> None:  # type: ignore[no-untyped-def]
+def test_interactive_and_incontext_runs_of_one_model_are_paired(store: RunStore) -> None:
     add_run(
         store,
         "beta-int",
@@ -153,7 +158,7 @@ def test_interactive_and_incontext_runs_of_one_model_are_paired(store) -> None: 
     assert mode.tests["judge"].mean_a == pytest.approx(4.0) and mode.tests["judge"].mean_b == pytest.approx(3.0)
 
 
-def test_pairwise_tests_use_only_methods_scored_in_both_runs(store) -> None:  # type: ignore[no-untyped-def]
+def test_pairwise_tests_use_only_methods_scored_in_both_runs(store: RunStore) -> None:
     report = _report(store)
     (pair,) = report.pairs
     judge, codematch = pair.tests["judge"], pair.tests["codematch"]
@@ -208,6 +213,7 @@ def test_bootstrap_draws_half_size_samples() -> None:
     # Full-size samples would tie (sum 0) half the time and the p-values would add up to about 1.5.
     result = paired_bootstrap([1.0, 0.0], [0.0, 1.0], resamples=10_000, seed=0)
     assert result.sample_size == 1
+    assert result.p_a_better is not None and result.p_b_better is not None  # methods were compared
     assert result.p_a_better + result.p_b_better == pytest.approx(1.0)
     assert result.p_a_better == pytest.approx(0.5, abs=0.03)
 
@@ -217,12 +223,13 @@ def test_bootstrap_resample_count_is_configurable() -> None:
     for resamples in (1, 7, 333):
         result = paired_bootstrap(a, b, resamples=resamples, seed=1)
         assert result.resamples == resamples
+        assert result.p_a_better is not None
         assert (result.p_a_better * resamples) == pytest.approx(round(result.p_a_better * resamples))
     with pytest.raises(ValueError, match="resamples"):
         paired_bootstrap(a, b, resamples=0)
 
 
-def test_report_p_values_follow_seed_and_resamples(store) -> None:  # type: ignore[no-untyped-def]
+def test_report_p_values_follow_seed_and_resamples(store: RunStore) -> None:
     first = _report(store, resamples=300, seed=5).pairs[0].tests["codematch"]
     assert _report(store, resamples=300, seed=5).pairs[0].tests["codematch"] == first
     assert first.resamples == 300 and first.seed == 5
@@ -235,14 +242,15 @@ def test_the_exact_bootstrap_counts_a_float_noise_difference_as_a_win_as_the_ref
     tolerant = paired_bootstrap(a, b, resamples=2000, seed=0)
     exact = paired_bootstrap(a, b, resamples=2000, seed=0, exact=True)
 
-    def decided(result):  # type: ignore[no-untyped-def]
+    def decided(result: BootstrapResult) -> float:
+        assert result.p_a_better is not None and result.p_b_better is not None
         return (1 - result.p_a_better) + (1 - result.p_b_better)  # the share of resamples that were not ties
 
     assert decided(exact) > decided(tolerant) + 0.05
     assert (exact.mean_a, exact.n, exact.sample_size) == (tolerant.mean_a, tolerant.n, tolerant.sample_size)
 
 
-def test_two_reference_protocol_runs_are_compared_with_the_exact_bootstrap(store) -> None:  # type: ignore[no-untyped-def]
+def test_two_reference_protocol_runs_are_compared_with_the_exact_bootstrap(store: RunStore) -> None:
     from test_report_fixtures import CONFIG, INCONTEXT, INTERACTIVE
 
     add_run(store, "ref-a", CONFIG | {"mode": "interactive", "protocol": "reference"}, INTERACTIVE)

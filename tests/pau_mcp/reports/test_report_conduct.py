@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from pau_mcp.reports.conduct import Conduct, conduct_line, conduct_of, run_conduct
 
 
-def _result(status: str) -> dict:
+def _result(status: str) -> dict[str, Any]:
     return {"kind": "tool_result", "text": status, "structured": {"status": status}, "is_error": status != "ok"}
 
 
 def test_each_kind_of_misstep_in_a_trajectory_is_counted_once() -> None:
-    trajectory = [
+    trajectory: list[dict[str, Any]] = [
         {"kind": "model", "reply": "", "tool_calls": [{"id": "1", "name": "fn", "arguments": '{"args": "(1,'}]},
         {"kind": "model", "reply": "", "tool_calls": [{"id": "2", "name": "fn", "arguments": "[1]"}]},
         {"kind": "model", "reply": "", "tool_calls": [{"id": "3", "name": "fn", "arguments": '{"args": "(1,)"}'}]},

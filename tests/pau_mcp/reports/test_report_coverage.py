@@ -4,6 +4,7 @@ shown per run with its distribution and its relation to the scores."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,8 +17,8 @@ from pau_mcp.reports.render import method_rows, report_tables
 from pau_mcp.runstore import CallRecord, EpisodeResult, RunStore
 
 
-def _coverage(lines: float, branches: float | None = None) -> dict:
-    def part(share: float | None) -> dict:
+def _coverage(lines: float, branches: float | None = None) -> dict[str, Any]:
+    def part(share: float | None) -> dict[str, Any]:
         return {"tests": 4, "agent": 4, "common": 4, "agent_of_tests": share}
 
     return {"status": "measured", "lines": part(lines), "branches": part(branches), "inputs": 3, "lost": 0}
@@ -57,7 +58,7 @@ def test_a_report_without_measured_coverage_says_how_to_measure_it(tmp_path: Pat
     assert any("pau-mcp coverage RUN" in note for note in report.notes)
 
 
-def _run_with_calls(path) -> RunStore:  # type: ignore[no-untyped-def]
+def _run_with_calls(path: Path) -> RunStore:
     """Run `r`: one done episode of builtin/b001 (product of the non-zero digits) whose agent made two calls."""
     store = RunStore(path)
     run_id = store.ensure_run("r", "eval", {"model": "openai/alpha", "agent": "paper", "suite": "builtin"})
@@ -90,6 +91,7 @@ def test_pau_mcp_coverage_measures_each_episodes_own_calls_and_the_report_shows_
     store = RunStore(db)
     (episode,) = store.episodes(store.run_id("r"))
     found = episode.coverage
+    assert found is not None
     # b001's nine statements all run under its tests; 234 and 105 never reach `return 0` nor `return -result`.
     assert found["lines"] == {
         "tests": 9,

@@ -22,6 +22,8 @@ def test_pass_at_k_and_pass_hat_k_are_the_chances_that_one_or_all_of_k_draws_pas
 def test_a_bootstrap_interval_holds_the_mean_narrows_with_more_values_and_repeats_with_its_seed() -> None:
     few = bootstrap_interval([0.0, 1.0] * 5, resamples=2000, seed=3)
     many = bootstrap_interval([0.0, 1.0] * 500, resamples=2000, seed=3)
+    # With values, an interval has both bounds.
+    assert few.low is not None and few.high is not None and many.low is not None and many.high is not None
     assert few.low < few.mean == 0.5 < few.high and many.low < 0.5 < many.high
     assert (many.high - many.low) < (few.high - few.low)
     assert bootstrap_interval([0.0, 1.0] * 5, resamples=2000, seed=3) == few

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from pau_mcp.reports.failures import (
     failure_cases,
     parse_label,
 )
+from pau_mcp.runstore import RunStore
 
 MODEL = "openai/fake-classifier"
 
@@ -35,8 +37,9 @@ REPLIES = {
 
 def _responder(body: dict[str, Any]) -> str:
     prompt = body["messages"][-1]["content"]
-    method = re.search(r"^method: (\S+)$", prompt, re.MULTILINE).group(1)  # type: ignore[union-attr]
-    return REPLIES[method]
+    found = re.search(r"^method: (\S+)$", prompt, re.MULTILINE)
+    assert found is not None, prompt
+    return REPLIES[found.group(1)]
 
 
 def _client(fake: FakeLLM, tmp_path: Path) -> LLMClient:
@@ -44,13 +47,13 @@ def _client(fake: FakeLLM, tmp_path: Path) -> LLMClient:
 
 
 @pytest.fixture()
-def store(tmp_path: Path):  # type: ignore[no-untyped-def]
+def store(tmp_path: Path) -> Iterator[RunStore]:
     store = build_store(tmp_path / "runs.db")
     yield store
     store.close()
 
 
-def test_failed_episodes_are_those_with_an_error_a_low_judge_or_a_low_code_match(store) -> None:  # type: ignore[no-untyped-def]
+def test_failed_episodes_are_those_with_an_error_a_low_judge_or_a_low_code_match(store: RunStore) -> None:
     runs = load_runs(store, ["alpha-int", "alpha-ctx"])
     # alpha-int: m3 (code 0.5), m4 (code 0.0; its judge reply was unscored), m5 (judge 2). m1 and m2 passed.
     assert [c.method_id for c in failure_cases(store, runs[0])] == ["b/m3", "b/m4", "b/m5"]
@@ -60,7 +63,9 @@ def test_failed_episodes_are_those_with_an_error_a_low_judge_or_a_low_code_match
     assert "error" in cases[-1].why and cases[-1].trajectory[0]["kind"] == "model"
 
 
-def test_under_the_reference_protocol_an_unscored_judge_reply_makes_a_failure_as_it_counts_as_one(store) -> None:  # type: ignore[no-untyped-def]
+def test_under_the_reference_protocol_an_unscored_judge_reply_makes_a_failure_as_it_counts_as_one(
+    store: RunStore,
+) -> None:
     from test_report_fixtures import CONFIG, add_run
 
     episodes = {"b/m1": ("unscored", None, 0.9, True, 3), "b/m2": ("scored", 4.0, 0.9, True, 3)}
@@ -73,7 +78,9 @@ def test_under_the_reference_protocol_an_unscored_judge_reply_makes_a_failure_as
     assert case.method_id == "b/m1" and "rated 1 out of 5" in case.why
 
 
-def test_each_failure_gets_its_scripted_label_and_an_unparsable_reply_is_unclassified(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_each_failure_gets_its_scripted_label_and_an_unparsable_reply_is_unclassified(
+    store: RunStore, tmp_path: Path
+) -> None:
     runs = load_runs(store, ["alpha-int", "alpha-ctx"])
     cases = [c for run in runs for c in failure_cases(store, run)]
     with FakeLLM(responder=_responder) as fake:
@@ -105,7 +112,7 @@ def test_an_episode_that_ended_in_a_provider_error_is_labelled_infrastructure_wi
     assert labels == {"r": {"b/m1": INFRASTRUCTURE, "b/m2": "hallucination"}}
 
 
-def test_the_prompt_carries_the_trajectory_and_the_scores(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_prompt_carries_the_trajectory_and_the_scores(store: RunStore, tmp_path: Path) -> None:
     runs = load_runs(store, ["alpha-int"])
     cases = failure_cases(store, runs[0])
     with FakeLLM(responder=_responder) as fake:
@@ -116,7 +123,7 @@ def test_the_prompt_carries_the_trajectory_and_the_scores(store, tmp_path: Path)
     assert "rated 2 out of 5" in m5 and "ran out of budget" in m5
 
 
-def test_replies_are_cached_so_a_second_report_makes_no_requests(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_replies_are_cached_so_a_second_report_makes_no_requests(store: RunStore, tmp_path: Path) -> None:
     cases = failure_cases(store, load_runs(store, ["alpha-int"])[0])
     with FakeLLM(responder=_responder) as fake:
         first = classify_cases(_client(fake, tmp_path), MODEL, cases)

@@ -7,6 +7,7 @@ expected values are in the tests that use it). Holds no tests itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +34,13 @@ INCONTEXT: dict[str, tuple[str, float | None, float, bool, int] | None] = {
 }
 
 
-def add_run(store: RunStore, name: str, config: dict[str, Any], episodes: dict[str, tuple[Any, ...] | None]) -> int:
+def add_run(store: RunStore, name: str, config: dict[str, Any], episodes: Mapping[str, tuple[Any, ...] | None]) -> int:
     """Create a run whose episodes end as given (a tuple: done with those scores; None: failed)."""
     run_id = store.ensure_run(name, "eval", config)
     store.plan_episodes(run_id, list(episodes))
     for method, spec in episodes.items():
         store.start_episode(run_id, method)
-        trajectory = [
+        trajectory: list[dict[str, Any]] = [
             {"kind": "model", "text": f"exploring {method} MARKER-{name}"},
             {"kind": "tool_call", "arguments": {"arg0": 1}},
             {"kind": "tool_result", "value": "2"},

@@ -13,7 +13,7 @@ from pau_mcp.contract import EpisodeEnd
 from pau_mcp.harness import EvalConfig, EvalError
 from pau_mcp.manifests import ManifestStore, Method
 from pau_mcp.rl.rollout import RolloutConfig
-from pau_mcp.runs import Ending, Progress, RunError, RunSpec, drive
+from pau_mcp.runs import Ending, Play, Progress, RunError, RunSpec, drive
 from pau_mcp.runstore import EpisodeResult, RunStore
 
 METHODS = list(ManifestStore().suite("builtin").methods.values())[:4]
@@ -31,7 +31,7 @@ class Scripted:
         self.played: list[str] = []
 
     @contextlib.asynccontextmanager
-    async def episodes(self, todo: Sequence[Method]) -> AsyncIterator:
+    async def episodes(self, todo: Sequence[Method]) -> AsyncIterator[Play[Method, Ending]]:
         async def play(method: Method, attempt: int) -> Ending:
             how = self.endings.get(method.id, "done")
             if how == "lost":
@@ -50,7 +50,7 @@ def _spec(name: str = "r", **identity: object) -> RunSpec:
     return RunSpec(name=name, kind="eval", identity={"model": "m", **identity}, keys=("model", "budget"))
 
 
-def _drive(store: RunStore, spec: RunSpec, source: Scripted, concurrency: int = 1) -> Progress:
+def _drive(store: RunStore, spec: RunSpec, source: Scripted, concurrency: int = 1) -> Progress[Ending]:
     return anyio.run(drive, store, spec, METHODS, source, concurrency, Progress())
 
 
@@ -99,7 +99,7 @@ def test_an_episode_whose_play_raises_an_unforeseen_error_is_recorded_failed_and
     (line,) = progress.errors
     assert line == f"{METHODS[1].id}: RecursionError: maximum recursion depth exceeded while decoding a JSON array"
     (episode,) = [e for e in store.episodes(store.run_id("r")) if e.method_id == METHODS[1].id]
-    assert episode.error.startswith("internal error: RecursionError")
+    assert episode.error is not None and episode.error.startswith("internal error: RecursionError")
     again = Scripted()
     spec = RunSpec(name="r", kind="eval", identity={"model": "m"}, keys=("model", "budget"), retry_failed=True)
     assert _drive(store, spec, again).done == 1 and again.played == [METHODS[1].id]
