@@ -61,6 +61,8 @@ __all__ = [
     "Original",
     "QueryBudget",
     "ScoreStatus",
+    "TaskStatus",
+    "TerminalTaskStatus",
     "SubmitArguments",
     "SubmitResult",
     "SubmitStatus",
@@ -139,6 +141,11 @@ ScoreStatus = Literal["scored", "unscored", "error"]
 EpisodeState = Literal["pending", "running", "done", "failed"]
 #: How an episode ended, as the harness records it.
 EpisodeEnd = Literal["done", "failed"]
+#: Where a task of the Tasks extension stands (the protocol's task statuses): running (``working``), waiting for its
+#: client's answers (``input_required``), or ended (``TerminalTaskStatus``).
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+#: The statuses a task never leaves.
+TerminalTaskStatus = Literal["completed", "failed", "cancelled"]
 
 
 # -- schemas ---------------------------------------------------------------------------------------------------------

@@ -38,10 +38,10 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from ._databases import Connection, StoreBusy, StoreError, is_postgres_url, open_database
-from .contract import EpisodeEnd, EpisodeState, ScoreStatus
+from .contract import EpisodeEnd, EpisodeState, ScoreStatus, TaskStatus, TerminalTaskStatus
 
 __all__ = [
     "MIGRATIONS",
@@ -318,7 +318,7 @@ MIGRATIONS: list[str | Migration] = [
 ]
 
 #: The statuses a task never leaves.
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+TERMINAL_STATUSES: frozenset[TaskStatus] = frozenset(get_args(TerminalTaskStatus))
 
 
 def utc_now() -> str:
@@ -504,7 +504,7 @@ class TaskRow:
     id: str
     session_id: int
     tool: str
-    status: str
+    status: TaskStatus
     status_message: str | None
     created_at: str
     updated_at: str
@@ -1209,8 +1209,8 @@ class RunStore:
         return _task_row(rows[0]) if rows else None
 
     def finish_task(
-        self, task_id: str, status: str, message: str | None = None, result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
+        self, task_id: str, status: TerminalTaskStatus, message: str | None = None,
+        result: dict[str, Any] | None = None, error: dict[str, Any] | None = None,
     ) -> TaskRow | None:  # fmt: skip
         """Move a task to a terminal ``status`` with its result or error; a task already terminal stays as it is.
 

@@ -41,6 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..contract import TerminalTaskStatus
 from ..runstore import TERMINAL_STATUSES, RunStore, TaskRow
 from .capabilities import ASKS, TASKS_EXTENSION, declares_tasks, missing_capability
 from .effects import announce
@@ -261,7 +262,7 @@ class TaskBoard:
                 return
 
     async def _finish(
-        self, task_id: str, status: str, message: str | None, result: dict[str, Any] | None = None,
+        self, task_id: str, status: TerminalTaskStatus, message: str | None, result: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
     ) -> None:  # fmt: skip
         with anyio.CancelScope(shield=True):  # a cancelled task still records that it ended
