@@ -79,8 +79,8 @@ _DRAWS = {"fresh": 48, "shaped": 24, "nearby": 24}
 #: Examples are quoted in every description: a drawn input or output longer than this is not used.
 _MAX_INPUT_CHARS = 120
 _MAX_OUTPUT_CHARS = 160
-#: A drawn input runs with at most this time limit (a good example returns at once), and counts only when it
-#: used at most a quarter of its fuel: far from the limit, its outcome is the same on a loaded machine.
+#: A drawn input runs with at most this much CPU time, as fuel (a good example returns at once), and counts only when
+#: it used at most a quarter of that fuel: far from the limit, its outcome is the same on every machine.
 _DRAW_TIMEOUT_S = 0.1
 #: The clock only backs the fuel up, and far behind it: the clock stops a drawn input after this long whatever its
 #: fuel (the sandbox's own factor would give 0.5 s for 0.1 s of fuel). So a stalled process (a long garbage
