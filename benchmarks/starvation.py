@@ -40,8 +40,11 @@ METHOD = "builtin/b001"
 PINGS = 40
 
 
-async def _pings(url: str, tool: str, sessions: int) -> tuple[float, list[float]]:
-    """The idle ping's median, and every ping's round trip while the load runs (seconds)."""
+async def _pings(
+    url: str, tool: str, sessions: int, pings: int = PINGS, settle_s: float = 3.0
+) -> tuple[float, list[float]]:
+    """The idle ping's median, and the round trip of each of ``pings`` pings while the load runs (seconds), once it
+    has run ``settle_s``."""
     async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as pinger:
         await pinger.initialize()
         idle = []
@@ -53,9 +56,9 @@ async def _pings(url: str, tool: str, sessions: int) -> tuple[float, list[float]
             [sys.executable, "-c", LARGE_CALLS, url, tool, str(sessions)], stderr=subprocess.DEVNULL
         )
         try:
-            await anyio.sleep(3)  # every session open and calling
+            await anyio.sleep(settle_s)  # every session open and calling
             loaded = []
-            for _ in range(PINGS):
+            for _ in range(pings):
                 started = time.perf_counter()
                 with anyio.fail_after(30):
                     await pinger.send_ping()
@@ -90,8 +93,9 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--smoke", action="store_true", help="small sizes, seconds: checks the script runs")
     options = parser.parse_args()
-    if options.smoke:
-        options.sessions, options.rounds = 2, 1
+    pings, settle_s = PINGS, 3.0
+    if options.smoke:  # the load spins both cores for as long as it runs: about 1.5 s of it, not 5
+        options.sessions, options.rounds, pings, settle_s = 2, 1, 5, 1.0
     trees: list[tuple[str, Path]] = [("this tree", ROOT)]
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         if options.baseline:
@@ -100,7 +104,7 @@ def main() -> None:
         for round_number in range(options.rounds):
             for name, tree in trees:
                 with _server(tree, Path(tmp) / f"{round_number}-{len(results[name][0])}-{tree.name}.db") as (url, tool):
-                    idle, loaded = anyio.run(_pings, url, tool, options.sessions)
+                    idle, loaded = anyio.run(_pings, url, tool, options.sessions, pings, settle_s)
                 results[name][0].append(idle)
                 results[name][1].extend(loaded)
                 results[name][2].append(os.getloadavg()[0])
@@ -108,7 +112,7 @@ def main() -> None:
     header = (
         f"Measured by `python benchmarks/starvation.py` on {os.cpu_count()} CPUs, Python {platform.python_version()}: "
         f"{options.sessions} sessions calling {METHOD} without pause with arguments of just under 64 KiB, "
-        f"{options.rounds} rounds of {PINGS} pings per server, alternating.\n\n"
+        f"{options.rounds} rounds of {pings} pings per server, alternating.\n\n"
         "| server | idle ping median (ms) | ping under load: median (ms) | p90 (ms) | max (ms) | load average |\n"
         "|---|---|---|---|---|---|"
     )
