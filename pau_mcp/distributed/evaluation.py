@@ -30,6 +30,7 @@ from ..harness.hosting import EpisodeHost, EpisodeRecord, Play, agent_llm
 from ..manifests import ManifestStore, Method, tool_name
 from ..runstore import RunStore
 from ..sandboxing import make_sandbox
+from ..tls import shared_context
 from .cluster import Cluster, ClusterError
 from .pool import PooledSource, WorkerLost, WorkerPool
 from .shipping import Shipment, pack, worker_key
@@ -107,7 +108,7 @@ class EvalWorker:
         host = self._host
         assert host is not None and host.url is not None
         try:
-            async with httpx2.AsyncClient(timeout=5) as client:
+            async with httpx2.AsyncClient(timeout=5, verify=shared_context()) as client:
                 await client.get(host.url)
         except httpx2.HTTPError:
             return False

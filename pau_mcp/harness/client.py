@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from ..eras import client_mode
 from ..server.tokens import TokenSigner
+from ..tls import shared_context
 from .configuration import EvalError
 
 __all__ = [
@@ -49,7 +50,7 @@ def connection_pool() -> httpx2.AsyncBaseTransport:
     Requests go through aiohttp (which sets TCP_NODELAY): about 40% less CPU per request than httpx's own
     transport, and the MCP client's requests are half of what the harness spends per episode.
     """
-    return AiohttpTransport()
+    return AiohttpTransport(verify=shared_context())
 
 
 def http_client(token: str | None, pool: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:

@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..tls import shared_context
 from .bounds import capped_client
 from .errors import LLMError, LLMNotConfigured
 from .provider import (
@@ -165,7 +166,9 @@ class AnthropicProvider(Provider):
             max_retries=0,  # the client layer retries, honouring Retry-After, with its own count and messages
             default_headers={"User-Agent": f"{USER_AGENT} anthropic-python/{anthropic.__version__}"},
             # Every reply body stops at the size cap, streamed or not (pau_mcp.llm.bounds).
-            http_client=capped_client(anthropic.DefaultAsyncHttpxClient, self.max_reply_bytes, timeout=self.timeout_s),
+            http_client=capped_client(
+                anthropic.DefaultAsyncHttpxClient, self.max_reply_bytes, timeout=self.timeout_s, verify=shared_context()
+            ),
         )
 
     def body(self, model: str, request: Request) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..tls import shared_context
 from .bounds import capped_client
 from .errors import LLMError, LLMNotConfigured
 from .provider import (
@@ -165,7 +166,9 @@ class OpenAIProvider(Provider):
             # aiohttp sets TCP_NODELAY (without it each request to a local server over plain HTTP can wait ~40 ms
             # for a delayed ACK) and costs less CPU per request than httpx's own transport (docs/benchmarks.md).
             # Every reply body stops at the size cap, streamed or not (pau_mcp.llm.bounds).
-            http_client=capped_client(openai.DefaultAioHttpClient, self.max_reply_bytes, timeout=self.timeout_s),
+            http_client=capped_client(
+                openai.DefaultAioHttpClient, self.max_reply_bytes, timeout=self.timeout_s, verify=shared_context()
+            ),
         )
 
     # -- requests -----------------------------------------------------------------------

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import httpx2
 
 from ..config import Settings
+from ..tls import shared_context
 from .gate import OtherBearer, SignIn
 from .validation import ResourceServer
 
@@ -31,7 +32,7 @@ def sign_in_from(settings: Settings, other: OtherBearer | None, name: str) -> Ca
 
     def build(url: str) -> SignIn:
         server = ResourceServer(
-            issuer, settings.resource or url, httpx2.AsyncClient(follow_redirects=False),
+            issuer, settings.resource or url, httpx2.AsyncClient(follow_redirects=False, verify=shared_context()),
             clock_skew_s=settings.clock_skew_s, introspection=introspection,
         )  # fmt: skip
         return SignIn(server, other, name=name)

@@ -21,6 +21,8 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
+from pau_mcp.tls import shared_context
+
 pytestmark = pytest.mark.interop
 
 CALLBACK = "http://127.0.0.1:9/callback"
@@ -80,7 +82,7 @@ async def _sign_in_and_explore(url: str, mode: str) -> tuple[list[dict[str, Any]
         callback_handler=callback,
     )
     with anyio.fail_after(120):
-        async with httpx2.AsyncClient(auth=provider, timeout=60) as http:
+        async with httpx2.AsyncClient(verify=shared_context(), auth=provider, timeout=60) as http:
             async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
                 assert TOOL in {t.name for t in (await client.list_tools()).tools}
                 results = [(await client.call_tool(TOOL, {"arg0": v})).structured_content or {} for v in (234, 57, 105)]

@@ -21,6 +21,8 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from pau_mcp.tls import shared_context
+
 pytestmark = pytest.mark.interop
 
 MAIN = "main-token-0123456789"
@@ -68,7 +70,7 @@ async def _explore(target: object, mode: str, headers: dict[str, str] | None = N
             async with Client(target, mode=mode) as client:
                 await drive(client)
         else:
-            async with httpx2.AsyncClient(headers=headers or {}, timeout=60) as http:
+            async with httpx2.AsyncClient(verify=shared_context(), headers=headers or {}, timeout=60) as http:
                 async with Client(streamable_http_client(str(target), http_client=http), mode=mode) as client:
                     await drive(client)
     return seen

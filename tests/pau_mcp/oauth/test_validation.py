@@ -19,6 +19,7 @@ from joserfc.jwk import ECKey
 from keyserver import RESOURCE, KeyServer, key_server
 
 from pau_mcp.oauth import AuthServerDown, Grant, ResourceServer, TokenRefused, canonical
+from pau_mcp.tls import shared_context
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def _check(issuer: KeyServer, *tokens: str, skew: float = 60.0, timeout_s: float
     """Each token's grant, or the exception refusing it, from one resource server (one key cache)."""
 
     async def run() -> list[object]:
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(verify=shared_context()) as http:
             server = ResourceServer(issuer.issuer, RESOURCE, http, clock_skew_s=skew, timeout_s=timeout_s)
             found: list[object] = []
             for token in tokens:
@@ -149,7 +150,7 @@ def test_rotated_keys_are_fetched_and_a_flood_of_unknown_kids_fetches_once(issue
 
 def test_cached_keys_keep_working_while_the_key_set_is_down_and_unknown_kids_are_refused(issuer: KeyServer) -> None:
     async def run() -> list[object]:
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(verify=shared_context()) as http:
             server = ResourceServer(issuer.issuer, RESOURCE, http)
             server.keys._refetch_after_s = 0  # every unknown kid asks the issuer again
             found: list[object] = [await server.check(issuer.token())]
@@ -194,7 +195,7 @@ def test_concurrent_tokens_waiting_on_the_first_fetch_are_all_accepted_after_one
     issuer.mode = "held"
 
     async def run() -> list[object]:
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(verify=shared_context()) as http:
             server = ResourceServer(issuer.issuer, RESOURCE, http)
             found: list[object] = []
 

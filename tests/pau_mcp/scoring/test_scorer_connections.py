@@ -22,6 +22,7 @@ from loadgen import PIPELINE_FLOOD
 from scorer_process import TOKEN, clean_env
 
 from pau_mcp.manifests import ManifestStore
+from pau_mcp.tls import shared_context
 
 RUNS = ManifestStore().method("builtin/b002")
 #: The open-file limit the scorer runs under: well below the attack, so that without a cap it runs out of files.
@@ -92,7 +93,7 @@ def _score(url: str, timeout: float) -> httpx2.Response:
     """The token holder's request: score the method's own source as direct code (sandbox only, no model)."""
     body = {"method": "builtin/b002", "code": RUNS.source, "scores": ["direct"], "view": "agent"}
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    return httpx2.post(f"{url}/v1/score", json=body, headers=headers, timeout=timeout)
+    return httpx2.post(f"{url}/v1/score", json=body, headers=headers, timeout=timeout, verify=shared_context())
 
 
 def _served_within(url: str, deadline_s: float) -> float:

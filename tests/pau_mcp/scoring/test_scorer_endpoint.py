@@ -21,6 +21,7 @@ from fakellm import Body, FakeLLM
 from scorer_process import TOKEN, clean_env, start, stop
 
 from pau_mcp.manifests import ManifestStore
+from pau_mcp.tls import shared_context
 
 ROOT = Path(__file__).resolve().parents[3]
 STORE = ManifestStore()
@@ -41,7 +42,9 @@ class Endpoint:
         self.url = url
         # The scorer closes a connection idle for 5 s; a client that kept it longer could send on it as it closes
         # ("Server disconnected without sending a response", seen under load 10 between two tests).
-        self.client = httpx2.Client(base_url=url, timeout=60, limits=httpx2.Limits(keepalive_expiry=2))
+        self.client = httpx2.Client(
+            verify=shared_context(), base_url=url, timeout=60, limits=httpx2.Limits(keepalive_expiry=2)
+        )
 
     def post(
         self, body: Any, token: str | None = TOKEN, headers: dict[str, str] | None = None, **options: Any

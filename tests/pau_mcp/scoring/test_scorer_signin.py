@@ -11,6 +11,8 @@ import pytest
 from authserver import ALL_SCOPES, AuthServer, authorization_server, client, confidential
 from scorer_process import TOKEN, clean_env, start, stop
 
+from pau_mcp.tls import shared_context
+
 RESOURCE = "https://scorer.example"
 BOT = confidential("team-a-bot", "client_credentials")
 #: A score request for a method no suite has: past the gate it is a 404, which no refusal of sign-in is.
@@ -34,7 +36,7 @@ def endpoint(issuer: AuthServer, tmp_path_factory: pytest.TempPathFactory) -> It
 
 def _score(url: str, token: str | None) -> httpx2.Response:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx2.post(f"{url}/v1/score", json=REQUEST, headers=headers, timeout=60)
+    return httpx2.post(f"{url}/v1/score", json=REQUEST, headers=headers, timeout=60, verify=shared_context())
 
 
 def test_a_token_with_the_score_scope_may_score_and_so_may_operate_and_the_scorer_token(
@@ -60,5 +62,7 @@ def test_without_a_token_the_scorer_names_its_metadata(issuer: AuthServer, endpo
         'resource_metadata="https://scorer.example/.well-known/oauth-protected-resource"'
         in reply.headers["www-authenticate"]
     )
-    metadata = httpx2.get(f"{endpoint}/.well-known/oauth-protected-resource", timeout=30).json()
+    metadata = httpx2.get(
+        f"{endpoint}/.well-known/oauth-protected-resource", timeout=30, verify=shared_context()
+    ).json()
     assert metadata["resource"] == RESOURCE and metadata["authorization_servers"] == [issuer.issuer]

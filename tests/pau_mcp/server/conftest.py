@@ -30,6 +30,7 @@ from pau_mcp.manifests import Case, Method, Provenance, Suite, SuiteInfo, Tags, 
 from pau_mcp.manifests.checks import freeze_method
 from pau_mcp.server.launch import http_server as launch_http_server
 from pau_mcp.server_assembly import Served, assemble_server
+from pau_mcp.tls import shared_context
 from wasm_runtime import Sandbox, SandboxInterface
 
 if TYPE_CHECKING:
@@ -229,7 +230,7 @@ class RawSession:
 
         self.url = url
         self.headers = {"accept": "application/json, text/event-stream", **(headers or {})}
-        self.client = httpx2.Client(timeout=60)
+        self.client = httpx2.Client(verify=shared_context(), timeout=60)
         self.ids = iter(range(1, 1_000_000))
         reply = self.client.post(
             url, params=query or {}, headers=self.headers,
@@ -287,7 +288,7 @@ class ModernSession:
         self.url = url
         self.tasks = tasks
         self.headers = headers or {}
-        self.client = httpx2.Client(timeout=60)
+        self.client = httpx2.Client(verify=shared_context(), timeout=60)
         self.ids = iter(range(1, 1_000_000))
 
     def send(

@@ -15,6 +15,7 @@ from conftest import TEST_KEY, memory_http_server, tool_of
 
 from pau_mcp.config import Settings
 from pau_mcp.server import CallSlots, TokenSigner, TooManyCalls
+from pau_mcp.tls import shared_context
 
 MAIN = "main-token-0123456789"
 MODERN = "2026-07-28"
@@ -63,7 +64,7 @@ def test_a_flood_of_slow_calls_from_one_token_does_not_queue_ahead_of_another_ag
 
     async def main(url: str) -> None:
         limits = httpx2.Limits(max_connections=100)
-        async with httpx2.AsyncClient(timeout=120, limits=limits) as client:
+        async with httpx2.AsyncClient(verify=shared_context(), timeout=120, limits=limits) as client:
 
             async def flood(i: int) -> None:
                 replies.append(await _call(client, url, hog, *SLOW))
@@ -103,7 +104,7 @@ def test_a_credentials_calls_run_a_few_at_a_time_and_the_rest_wait_their_turn(tm
     replies: list[dict[str, Any]] = []
 
     async def main(url: str) -> None:
-        async with httpx2.AsyncClient(timeout=120) as client:
+        async with httpx2.AsyncClient(verify=shared_context(), timeout=120) as client:
 
             async def one(i: int) -> None:
                 replies.append(await _call(client, url, token, FAST[0], {"arg0": i}))

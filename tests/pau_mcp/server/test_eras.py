@@ -29,6 +29,8 @@ from mcp_types import CallToolResult, RequestParamsMeta
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 from pau_command import run_pau
 
+from pau_mcp.tls import shared_context
+
 B001, B002, B003 = "builtin/b001", "builtin/b002", "builtin/b003"
 MAIN = "main-token-0123456789"
 MODES = ["auto", "legacy", LATEST_MODERN_VERSION]
@@ -51,7 +53,7 @@ async def http_client(url: str, mode: str, bearer: str | None = None, **headers:
     """The official client over Streamable HTTP in ``mode``, with a bearer token and extra headers."""
     if bearer:
         headers["Authorization"] = f"Bearer {bearer}"
-    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+    async with httpx2.AsyncClient(verify=shared_context(), headers=headers, timeout=60) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode, cache=None) as client:
             yield client
 
@@ -175,9 +177,9 @@ def test_discover_offers_the_new_revision_and_initialize_the_newest_handshake_ve
 
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--methods", B001) as url:
         modern = {"mcp-protocol-version": LATEST_MODERN_VERSION, "mcp-method": "server/discover"}
-        found = httpx2.post(url, json=discover, headers={**headers, **modern})
-        newest = httpx2.post(url, json=initialize(LATEST_HANDSHAKE_VERSION), headers=headers)
-        older = httpx2.post(url, json=initialize("2025-03-26"), headers=headers)
+        found = httpx2.post(url, json=discover, headers={**headers, **modern}, verify=shared_context())
+        newest = httpx2.post(url, json=initialize(LATEST_HANDSHAKE_VERSION), headers=headers, verify=shared_context())
+        older = httpx2.post(url, json=initialize("2025-03-26"), headers=headers, verify=shared_context())
     assert found.status_code == 200, found.text
     assert found.json()["result"]["supportedVersions"] == [LATEST_MODERN_VERSION]
     assert "tools" in found.json()["result"]["capabilities"]

@@ -17,6 +17,8 @@ import httpx2
 from conftest import ROOT, http_server, tool_of
 from loadgen import HOG_CALLS
 
+from pau_mcp.tls import shared_context
+
 MAIN = "main-token-0123456789"
 MODERN = "2026-07-28"
 #: Trial division up to the square root of a Mersenne prime: runs until the CPU limit stops it.
@@ -55,7 +57,7 @@ def test_another_credentials_fast_call_does_not_wait_for_a_hog_running_calls_to_
     waits: list[float] = []
 
     async def main(url: str) -> None:
-        async with httpx2.AsyncClient(timeout=300) as client:
+        async with httpx2.AsyncClient(verify=shared_context(), timeout=300) as client:
             await _timed_call(client, url, "victim", *FAST)  # the victim's session is claimed; workers warm
             hog = subprocess.Popen(
                 [sys.executable, "-c", HOG_CALLS, url, MAIN, "hog", SLOW[0], json.dumps(SLOW[1]), "4"],

@@ -22,6 +22,7 @@ from mcp_types import CallToolResult
 from pau_command import run_pau
 
 from pau_mcp.manifests import ManifestStore
+from pau_mcp.tls import shared_context
 
 TOKEN = "test-token-0123456789"
 #: One call a session made: the session (its id), the argument, and the result.
@@ -30,7 +31,7 @@ Call = tuple[int, int, CallToolResult]
 
 async def _session_calls(url: str, tool: str, calls: int, token: str | None, results: list[Call]) -> None:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=60) as client:
+    async with httpx2.AsyncClient(verify=shared_context(), headers=headers, timeout=60) as client:
         async with streamable_http_client(url, http_client=client) as (read, write, *_):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -57,10 +58,11 @@ def test_requests_without_the_token_get_401_and_with_it_work(tmp_path: Path) -> 
             url,
             json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
             headers={"accept": "application/json, text/event-stream"},
+            verify=shared_context(),
         )
         assert anonymous.status_code == 401
         assert anonymous.headers["www-authenticate"].startswith("Bearer")
-        wrong = httpx2.post(url, json={}, headers={"authorization": "Bearer nope-nope-nope"})
+        wrong = httpx2.post(url, json={}, headers={"authorization": "Bearer nope-nope-nope"}, verify=shared_context())
         assert wrong.status_code == 401
         results: list[Call] = []
         anyio.run(_session_calls, url, tool, 2, TOKEN, results)
@@ -159,6 +161,7 @@ def test_dns_rebinding_protection_rejects_a_foreign_host_header(tmp_path: Path) 
                 },
             },
             headers={"host": "evil.example.com", "accept": "application/json, text/event-stream"},
+            verify=shared_context(),
         )
     assert response.status_code in (403, 421)
 

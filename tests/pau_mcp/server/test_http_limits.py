@@ -28,6 +28,8 @@ from loadgen import LARGE_CALLS
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from pau_mcp.tls import shared_context
+
 TOKEN = "test-token-0123456789"
 TOOL = tool_of("builtin/b001")
 ACCEPT = "application/json, text/event-stream"
@@ -54,7 +56,7 @@ def _post(url: str, body: bytes | dict[str, Any], host: str | None = None, **hea
         sent["host"] = host
     # A request that hangs fails the test; one that is merely slow on a busy machine must not (no wall bound under
     # a minute: a 2-core machine at load 6+ stretches every step).
-    return httpx2.post(url, content=content, headers=sent, timeout=60)
+    return httpx2.post(url, content=content, headers=sent, timeout=60, verify=shared_context())
 
 
 def _initialize(url: str) -> str:
@@ -149,7 +151,7 @@ def test_a_body_over_the_limit_is_refused_413_with_its_request_id(tmp_path: Path
 
         streamed = httpx2.post(
             url, content=chunks(), timeout=30,
-            headers={"content-type": "application/json", "accept": ACCEPT, "mcp-session-id": session},
+            headers={"content-type": "application/json", "accept": ACCEPT, "mcp-session-id": session}, verify=shared_context(),
         )  # fmt: skip
         assert streamed.status_code == 413 and _one_line_error(streamed)["id"] == 77
         assert _ping(url, session).status_code == 200

@@ -22,6 +22,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from pau_mcp.tls import shared_context
+
 B001 = "builtin/b001"
 TOKEN = "main-token-0123456789"
 
@@ -47,7 +49,7 @@ async def _official(
 ) -> list[Outcome]:
     """One official client session doing ``calls`` in order; each result or the MCPError it raised."""
     out: list[Outcome] = []
-    async with httpx2.AsyncClient(headers=headers or {}, timeout=60) as client:
+    async with httpx2.AsyncClient(verify=shared_context(), headers=headers or {}, timeout=60) as client:
         async with streamable_http_client(url, http_client=client) as (read, write, *_):
             async with ClientSession(read, write) as session:
                 with anyio.fail_after(60):
@@ -148,7 +150,7 @@ def test_concurrent_calls_of_one_session_never_exceed_the_budget(tmp_path: Path)
     tool = tool_of(B001)
 
     async def main(url: str) -> list[CallToolResult]:
-        async with httpx2.AsyncClient(timeout=60) as client:
+        async with httpx2.AsyncClient(verify=shared_context(), timeout=60) as client:
             async with streamable_http_client(url, http_client=client) as (read, write, *_):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
@@ -233,7 +235,9 @@ def test_a_meta_label_that_is_huge_or_not_text_is_refused_in_one_line_at_once(tm
     }  # fmt: skip
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}, "_meta": meta}}
     with memory_http_server("--db", str(tmp_path / "runs.db"), "--max-argument-kb", "2048") as url:
-        reply = httpx2.post(url, json=body, headers=headers, timeout=10).json()  # the timeout: it answers at once
+        reply = httpx2.post(
+            url, json=body, headers=headers, timeout=10, verify=shared_context()
+        ).json()  # the timeout: it answers at once
     message = reply["error"]["message"]
     assert "\n" not in message and len(message) < 300
     assert ("letters" in message) if isinstance(label, str) else ("must be text" in message)

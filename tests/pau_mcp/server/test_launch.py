@@ -15,6 +15,7 @@ from pau_mcp.config import Settings
 from pau_mcp.harness import mcp_session
 from pau_mcp.manifests import tool_name
 from pau_mcp.server.launch import LaunchError, http_server
+from pau_mcp.tls import shared_context
 
 TOKEN = "launched-token-0123456789"
 KEY = "launched-key-0123456789abcdef"
@@ -40,7 +41,7 @@ def test_a_launched_server_takes_the_parents_settings_with_no_secret_on_its_comm
         assert served and not any(TOKEN in line or KEY in line for line in served)
         ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         headers = {"Accept": "application/json, text/event-stream"}
-        assert httpx2.post(url, json=ping, headers=headers, timeout=30).status_code == 401
+        assert httpx2.post(url, json=ping, headers=headers, timeout=30, verify=shared_context()).status_code == 401
         assert tool_name(KEY, "builtin/b001") in anyio.run(_tools, url)
         assert all("--launched" in line and "--settings-file " in line for line in served)
         settings_files = [line.split("--settings-file ")[1].split()[0] for line in served]
@@ -48,7 +49,7 @@ def test_a_launched_server_takes_the_parents_settings_with_no_secret_on_its_comm
 
 
 async def _tools(url: str) -> set[str]:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+    async with httpx2.AsyncClient(verify=shared_context(), headers={"Authorization": f"Bearer {TOKEN}"}) as client:
         async with mcp_session(client, url) as session:
             with anyio.fail_after(60):
                 return {tool.name for tool in (await session.list_tools()).tools}

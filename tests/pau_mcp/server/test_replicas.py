@@ -23,6 +23,7 @@ from replicas import Replica, RoundRobin, replicas
 
 from pau_mcp.runstore import RunStore
 from pau_mcp.server import TokenSigner
+from pau_mcp.tls import shared_context
 
 B001 = "builtin/b001"
 MAIN = "main-token-0123456789"
@@ -66,7 +67,9 @@ def test_three_replicas_behind_a_round_robin_proxy_run_exactly_the_budget_of_24_
 
     async def main(backends: list[str]) -> tuple[list[CallToolResult], dict[str, int]]:
         async with RoundRobin(backends) as proxy:
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+            async with httpx2.AsyncClient(
+                verify=shared_context(), headers={"Authorization": f"Bearer {token}"}, timeout=120
+            ) as http:
                 async with _client(proxy.url, http) as client:
                     results: list[CallToolResult] = []
 
@@ -96,7 +99,9 @@ def test_a_replica_killed_mid_run_loses_no_call_that_counted(shared_store: str) 
     async def main(started: list[Replica]) -> tuple[list[Attempt], int, list[CallToolResult]]:
         outcomes: list[Attempt] = []
         async with RoundRobin([r.url for r in started]) as proxy:
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+            async with httpx2.AsyncClient(
+                verify=shared_context(), headers={"Authorization": f"Bearer {token}"}, timeout=120
+            ) as http:
                 async with _client(proxy.url, http) as client:
 
                     async def one(i: int) -> None:

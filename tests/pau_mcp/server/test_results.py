@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult
 
 from pau_mcp.contract import OUTPUT_SCHEMA
+from pau_mcp.tls import shared_context
 
 B001 = "builtin/b001"
 
@@ -107,7 +108,7 @@ def test_the_budget_a_call_spent_is_named_for_labels_and_session_tokens(tmp_path
     token = _token("--label", "scoped-agent")
 
     async def call(url: str, headers: dict[str, str]) -> CallToolResult:
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as client:
+        async with httpx2.AsyncClient(verify=shared_context(), headers=headers, timeout=60) as client:
             async with streamable_http_client(url, http_client=client) as (read, write, *_):
                 async with ClientSession(read, write) as session:
                     with anyio.fail_after(60):

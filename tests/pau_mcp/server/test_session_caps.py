@@ -16,6 +16,7 @@ from conftest import TEST_KEY, memory_http_server, served, tool_of
 
 from pau_mcp.config import Settings
 from pau_mcp.server import TokenSigner
+from pau_mcp.tls import shared_context
 
 MAIN = "main-token-0123456789"
 TOOL = tool_of("builtin/b001")
@@ -38,7 +39,7 @@ class _Client:
         self.url = url
         self.query = query
         self.headers = {"accept": ACCEPT, **({"authorization": f"Bearer {bearer}"} if bearer else {})}
-        self.http = httpx2.Client(timeout=30)
+        self.http = httpx2.Client(verify=shared_context(), timeout=30)
         self.streams = contextlib.ExitStack()
 
     def open(self, busy: bool = False, **query: str) -> httpx2.Response:

@@ -17,6 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pau_mcp.runstore import RunStore
 from pau_mcp.server import Credential, SessionRefused, Sessions
 from pau_mcp.server import sessions as sessions_module
+from pau_mcp.tls import shared_context
 
 
 def _sessions(tmp_path: Path) -> tuple[RunStore, Sessions]:
@@ -86,7 +87,7 @@ def test_a_served_session_closed_by_its_client_is_forgotten_by_the_server(tmp_pa
     tool = tool_of("builtin/b001")
 
     async def one_session(url: str, i: int) -> None:
-        async with httpx2.AsyncClient(timeout=60) as client:
+        async with httpx2.AsyncClient(verify=shared_context(), timeout=60) as client:
             async with streamable_http_client(url, http_client=client) as (read, write, *_):
                 async with ClientSession(read, write) as session:
                     with anyio.fail_after(60):

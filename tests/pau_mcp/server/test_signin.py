@@ -27,6 +27,7 @@ from replicas import replicas
 
 from pau_mcp.runstore import RunStore
 from pau_mcp.server import TokenSigner
+from pau_mcp.tls import shared_context
 
 RESOURCE = "https://contest.example/mcp"
 OTHER = "https://other.example/mcp"
@@ -70,7 +71,13 @@ def _post(url: str, token: str | None, **headers: str) -> httpx2.Response:
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    return httpx2.post(url, json=body, headers={"accept": "application/json, text/event-stream", **headers}, timeout=60)
+    return httpx2.post(
+        url,
+        json=body,
+        headers={"accept": "application/json, text/event-stream", **headers},
+        timeout=60,
+        verify=shared_context(),
+    )
 
 
 async def _call(
@@ -80,7 +87,9 @@ async def _call(
     structured results."""
     target = url + (f"?session={label}" if label else "")
     with anyio.fail_after(120):
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        async with httpx2.AsyncClient(
+            verify=shared_context(), headers={"Authorization": f"Bearer {token}"}, timeout=60
+        ) as http:
             async with Client(streamable_http_client(target, http_client=http), mode=mode) as mcp:
                 return [(await mcp.call_tool(TOOL, {"arg0": v})).structured_content or {} for v in values]
 
@@ -155,7 +164,7 @@ def test_without_a_token_the_server_answers_401_naming_its_metadata_which_names_
         reply = _post(url, None)
         base = url.removesuffix("/mcp")
         metadata = [
-            httpx2.get(base + path, timeout=30)
+            httpx2.get(base + path, timeout=30, verify=shared_context())
             for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource")
         ]
     assert reply.status_code == 401
@@ -228,7 +237,9 @@ def test_an_explore_token_naming_a_label_in_meta_is_refused(issuer: AuthServer, 
     explorer = issuer.token(client(BOT_A), RESOURCE, "explore")
 
     async def named_in_meta(url: str) -> str:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {explorer}"}, timeout=60) as http:
+        async with httpx2.AsyncClient(
+            verify=shared_context(), headers={"Authorization": f"Bearer {explorer}"}, timeout=60
+        ) as http:
             async with Client(streamable_http_client(url, http_client=http), mode="2026-07-28") as mcp:
                 with pytest.raises(Exception) as refused:
                     # The SDK's _meta is an open map (a TypedDict with extra_items=Any), which mypy reads as closed.
@@ -275,7 +286,9 @@ def test_one_subject_signed_in_at_two_replicas_on_postgresql_spends_one_budget(
         results: list[dict[str, Any]] = []
 
         async def host(url: str, token: str) -> None:
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+            async with httpx2.AsyncClient(
+                verify=shared_context(), headers={"Authorization": f"Bearer {token}"}, timeout=120
+            ) as http:
                 async with Client(streamable_http_client(url, http_client=http), mode="2026-07-28") as mcp:
                     async with anyio.create_task_group() as group:
                         for value in range(6):

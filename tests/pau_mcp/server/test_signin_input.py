@@ -17,6 +17,8 @@ import pytest
 from conftest import memory_http_server
 from keyserver import RESOURCE, KeyServer, key_server
 
+from pau_mcp.tls import shared_context
+
 MAIN = "main-token-0123456789"
 
 
@@ -51,7 +53,7 @@ def _post(url: str, authorization: str | None) -> httpx2.Response:
     if authorization is not None:
         headers["authorization"] = authorization
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
-    return httpx2.post(url, json=body, headers=headers, timeout=60)
+    return httpx2.post(url, json=body, headers=headers, timeout=60, verify=shared_context())
 
 
 def _line(reply: httpx2.Response, status: int, words: str) -> None:

@@ -20,6 +20,7 @@ from pau_mcp.config import Settings
 from pau_mcp.runstore import CallRecord, RunStore
 from pau_mcp.server import TokenSigner
 from pau_mcp.server import service as service_module
+from pau_mcp.tls import shared_context
 
 MAIN = "main-token-0123456789"
 B001, B002 = tool_of("builtin/b001"), tool_of("builtin/b002")
@@ -59,7 +60,7 @@ def test_a_refused_megabyte_argument_is_answered_and_recorded_in_a_few_kilobytes
     db = tmp_path / "runs.db"
     token = TokenSigner(TEST_KEY).issue("hostile")
     with memory_http_server("--db", str(db), "--token", MAIN, "--max-argument-kb", "2048") as url:
-        with httpx2.Client(timeout=60) as client:
+        with httpx2.Client(verify=shared_context(), timeout=60) as client:
             result = _post(client, url, token, B001, {"arg0": "x" * 1_000_000})  # a string where an int is taken
     assert result["structuredContent"]["status"] == "invalid_input"
     assert len(result["content"][0]["text"]) < 2_000 and '{"args": "(...,)"}' in result["content"][0]["text"]
@@ -115,7 +116,7 @@ def test_concurrent_submissions_never_record_more_than_the_limit(tmp_path: Path)
     args = ("--db", str(db), "--token", MAIN, "--max-submissions", "5", "--max-concurrent-calls", "0")
     with (
         memory_http_server(*args) as url,
-        httpx2.Client(timeout=60, limits=httpx2.Limits(max_connections=30)) as client,
+        httpx2.Client(verify=shared_context(), timeout=60, limits=httpx2.Limits(max_connections=30)) as client,
     ):
         with ThreadPoolExecutor(24) as pool:
             results = list(pool.map(lambda _: _post(client, url, token, "submit", submission), range(24)))

@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pau_mcp import _databases
 from pau_mcp.runstore import RunStore, StoreBusy
 from pau_mcp.server.loopstore import LoopStore
+from pau_mcp.tls import shared_context
 
 B001 = tool_of("builtin/b001")
 MAIN = "main-token-0123456789"
@@ -84,7 +85,9 @@ def store_write_lock(store: Path | str) -> Iterator[None]:
 
 
 def _client(label: str) -> httpx2.AsyncClient:
-    return httpx2.AsyncClient(headers={"Authorization": f"Bearer {MAIN}", "X-PAU-Session": label}, timeout=120)
+    return httpx2.AsyncClient(
+        verify=shared_context(), headers={"Authorization": f"Bearer {MAIN}", "X-PAU-Session": label}, timeout=120
+    )
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgres"])

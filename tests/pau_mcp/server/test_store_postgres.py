@@ -15,11 +15,15 @@ from mcp.client.streamable_http import streamable_http_client
 from pau_command import Ran, run_pau
 from postgres_server import PostgresServer
 
+from pau_mcp.tls import shared_context
+
 TOKEN = "test-token-0123456789"
 
 
 async def _explore_and_submit(url: str, tool: str) -> tuple[bool, str]:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as client:
+    async with httpx2.AsyncClient(
+        verify=shared_context(), headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+    ) as client:
         async with streamable_http_client(url, http_client=client) as (read, write, *_):
             async with ClientSession(read, write) as session:
                 await session.initialize()

@@ -18,13 +18,16 @@ from mcp_types import CallToolResult
 
 from pau_mcp.runstore import RunStore
 from pau_mcp.server import TokenSigner
+from pau_mcp.tls import shared_context
 
 B001 = tool_of("builtin/b001")
 MAIN = "main-token-0123456789"
 
 
 async def _submit(url: str, token: str, times: int) -> list[dict[str, Any]]:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+    async with httpx2.AsyncClient(
+        verify=shared_context(), headers={"Authorization": f"Bearer {token}"}, timeout=60
+    ) as client:
         async with streamable_http_client(url, http_client=client) as (read, write, *_):
             async with ClientSession(read, write) as session:
                 await session.initialize()

@@ -18,6 +18,7 @@ from conftest import TASKS, TEST_KEY, ModernSession, memory_http_server
 
 from pau_mcp.manifests import tool_name
 from pau_mcp.server import TokenSigner
+from pau_mcp.tls import shared_context
 
 SLOW = tool_name(TEST_KEY, "secret/m2")  # loops until the CPU limit on a truthy argument
 FAST = tool_name(TEST_KEY, "secret/m1")
@@ -158,7 +159,10 @@ def test_task_status_notifications_reach_a_listen_stream_that_asked_for_them(tmp
                     "params": {"notifications": {"taskIds": [created["taskId"], "not-mine"]}, "_meta": meta}}  # fmt: skip
             headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
                        "mcp-method": "subscriptions/listen"}  # fmt: skip
-            with httpx2.Client(timeout=30) as http, http.stream("POST", url, json=body, headers=headers) as stream:
+            with (
+                httpx2.Client(verify=shared_context(), timeout=30) as http,
+                http.stream("POST", url, json=body, headers=headers) as stream,
+            ):
                 for line in stream.iter_lines():
                     if line.startswith("data:"):
                         frames.append(json.loads(line[5:]))

@@ -24,6 +24,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 from pau_command import Ran, run_pau
 
+from pau_mcp.tls import shared_context
+
 MAIN = "main-token-0123456789"
 B001, B002 = "builtin/b001", "builtin/b002"
 
@@ -49,7 +51,9 @@ async def _one_call_per_session(url: str, token: str, tool: str, calls: int) -> 
     """Like langchain-mcp-adapters: a new MCP session (and connection) for every tool call."""
     out: list[CallToolResult] = []
     for i in range(calls):
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        async with httpx2.AsyncClient(
+            verify=shared_context(), headers={"Authorization": f"Bearer {token}"}, timeout=60
+        ) as client:
             async with streamable_http_client(url, http_client=client) as (read, write, *_):
                 async with ClientSession(read, write) as session:
                     with anyio.fail_after(60):
@@ -153,7 +157,9 @@ def test_a_session_token_sees_only_the_methods_it_was_issued_for(tmp_path: Path)
     assert _payload(token)["methods"] == sorted([tool_of(B001), tool_of(B002)])
 
     async def main(url: str) -> tuple[list[str], int | None, CallToolResult]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        async with httpx2.AsyncClient(
+            verify=shared_context(), headers={"Authorization": f"Bearer {token}"}, timeout=60
+        ) as client:
             async with streamable_http_client(url, http_client=client) as (read, write, *_):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
@@ -196,7 +202,7 @@ def test_forged_tampered_foreign_and_expired_tokens_are_refused_with_401(tmp_pat
             reply = httpx2.post(
                 url, headers={"Authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"},
                 json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}},
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}}, verify=shared_context(),
             )  # fmt: skip
             statuses[name] = reply.status_code
     assert statuses == {name: 200 if name == "good" else 401 for name in statuses}
@@ -292,7 +298,7 @@ def test_a_token_of_another_deployment_is_logged_as_signed_with_another_key_nami
         key = (tmp_path / "tool.key").read_text().strip()
         reply = httpx2.post(
             replica.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-            headers={"authorization": f"Bearer {other}", "accept": "application/json, text/event-stream"},
+            headers={"authorization": f"Bearer {other}", "accept": "application/json, text/event-stream"}, verify=shared_context(),
         )  # fmt: skip
         assert reply.status_code == 401
         deadline = time.monotonic() + 30
