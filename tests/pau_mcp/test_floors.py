@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pau_mcp"
 FLOORS: dict[int, tuple[str, ...]] = {
     # Values, storage, settings and the tool contract: no MCP, no scoring, no models.
     1: ("_databases", "runstore", "config", "eventloop", "userfiles", "listening", "guard", "eras", "fairness",
-        "sandboxing", "grammar", "rules", "contract", "tracing", "limits"),
+        "sandboxing", "grammar", "rules", "contract", "tracing", "limits", "tls"),
     # Suites on disk, the one LLM client layer, prompts and the protocols built on them; sign-in (OAuth), which the
     # server and the scorer share; what counts as a description.
     2: ("manifests", "llm", "prompts", "protocol", "knowledge", "oauth", "descriptions"),
