@@ -85,7 +85,8 @@ def test_the_wall_clock_rule_is_a_small_multiple_of_the_time_limit() -> None:
 def test_no_input_holds_the_sandbox_past_its_wall_clock_deadline(sandbox: Sandbox, work: str, engine: str) -> None:
     # With fuel out of the way (a budget no input could spend), only the clock stops the call: it must stop it
     # within a few deadlines (HELD_DEADLINES), whatever the function does.
-    limits = Limits(timeout_s=0.2, fuel=10**14)
+    # A 0.5 s deadline: each case spins a core until the clock stops it, and ten cases run on each engine.
+    limits = Limits(timeout_s=0.1, fuel=10**14)
     started = time.monotonic()
     outcome = sandbox.call(HOSTILE[work], "(1,)", limits=limits, engine=engine)
     held = time.monotonic() - started
@@ -105,7 +106,7 @@ def test_the_deadline_holds_when_the_ticker_wakes_late(
     real_sleep = time.sleep
     monkeypatch.setattr(_pool, "time", SimpleNamespace(monotonic=time.monotonic, sleep=lambda s: real_sleep(10 * s)))
     with Sandbox(pool_size=0) as box:
-        limits = Limits(timeout_s=0.2, fuel=10**14)
+        limits = Limits(timeout_s=0.1, fuel=10**14)
         started = time.monotonic()
         outcome = box.call(HOSTILE["spin"], "(1,)", limits=limits, engine=engine)
         held = time.monotonic() - started
