@@ -67,8 +67,10 @@ class Buggy(FirstOneBroken):
         raise ValueError(f"episode {n} hit a bug")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def cluster(ray_cluster: LocalCluster) -> Iterator[Cluster]:
+    # One driver for the module: Ray's driver, connected and shut down three times in one process, once aborted the
+    # whole test process on a busy machine (glibc: __pthread_tpp_change_priority), on the third connection.
     ray_cluster.ensure_workers(2)
     connected = connect(RayOptions(address=ray_cluster.address, start_timeout_s=120))
     yield connected
