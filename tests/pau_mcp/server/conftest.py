@@ -221,7 +221,9 @@ class RawSession:
 
     Args:
         url: The server's MCP endpoint.
-        query: URL parameters of the opening request (``session``, ``run``, ``methods``).
+        query: URL parameters of the opening request only (``session``, ``run``, ``methods``). The server reads a
+            label on every request, so a session meant to stay under one label passes it to each ``call`` too, or
+            sends it in ``headers`` (``X-PAU-Session``); otherwise its later requests count under the default label.
         headers: Extra headers of every request (e.g. ``Authorization``).
     """
 
