@@ -8,7 +8,7 @@ from .build import BuildError, CacheError, GuestArtifacts, default_cache_dir, en
 from .engines import ENGINES, EngineUnavailable, engine_for, numpy_engine_installed
 from .interface import SandboxClosed, SandboxInterface
 from .limits import FUEL_PER_SECOND, WALL_CLOCK_FACTOR, Limits
-from .literals import InvalidInput, parse_arguments, parse_python
+from .literals import InvalidInput, literal_value, parse_arguments, parse_python
 from .outcome import Comparison, Outcome, Status, compare_outcomes, outcomes_match
 from .sandbox import VIRTUAL_EPOCH_S, Sandbox
 from .values import EncodingError, Opaque, decode, encode, values_equal
@@ -39,6 +39,7 @@ __all__ = [
     "default_cache_dir",
     "encode",
     "ensure_built",
+    "literal_value",
     "outcomes_match",
     "parse_arguments",
     "parse_python",

@@ -20,6 +20,8 @@ import functools
 import importlib.util
 from typing import Any
 
+from .literals import parse_python
+
 __all__ = [
     "ENGINES",
     "PYTHON_ENGINES",
@@ -54,7 +56,7 @@ class EngineUnavailable(RuntimeError):
 def imported_packages(source: str) -> set[str]:
     """Top-level names of the packages ``source`` imports; empty when it does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     found: set[str] = set()

@@ -14,6 +14,7 @@ __all__ = [
     "MAX_NESTING",
     "InvalidInput",
     "int_too_long",
+    "literal_value",
     "parse_arguments",
     "parse_python",
 ]
@@ -61,6 +62,16 @@ def parse_python(text: str, mode: str = "exec") -> ast.AST:
     with _AST_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
         return ast.parse(text, mode=mode)
+
+
+def literal_value(text: str) -> Any:
+    """``ast.literal_eval`` of ``text``, parsed under ``parse_python``'s lock (python/cpython#106905).
+
+    Raises:
+        ValueError, TypeError, SyntaxError, MemoryError, RecursionError: as ``ast.literal_eval`` does for text that
+            is not a literal.
+    """
+    return ast.literal_eval(parse_python(text.lstrip(" \t"), mode="eval"))
 
 
 class InvalidInput(ValueError):

@@ -7,13 +7,14 @@ returns what it concluded; the runner submits and scores it.
 
 from __future__ import annotations
 
-import ast
 import builtins
 import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from wasm_runtime import literal_value
 
 from ..contract import KnownExample, ToolStatus
 from ..descriptions import description_problem, fenced_blocks
@@ -598,7 +599,7 @@ def _example_arguments(examples: list[KnownExample]) -> list[tuple[Any, ...]]:
     found = []
     for example in examples:
         try:
-            value = ast.literal_eval(example.input)
+            value = literal_value(example.input)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
         if isinstance(value, tuple):
@@ -638,7 +639,7 @@ def memorising_code(pairs: list[tuple[str, str]], params: list[str], entry: str 
     results = []
     for literal, shown in pairs:
         try:
-            args = ast.literal_eval(literal)
+            args = literal_value(literal)
         except (ValueError, SyntaxError):
             continue
         args = args if isinstance(args, tuple) else (args,)
@@ -647,12 +648,12 @@ def memorising_code(pairs: list[tuple[str, str]], params: list[str], entry: str 
             answer = ("raise", kind if hasattr(builtins, kind) else "Exception")
         else:
             try:
-                answer = ("return", ast.literal_eval(shown))
+                answer = ("return", literal_value(shown))
             except (ValueError, SyntaxError):
                 continue
         table[repr(args)] = answer
         results.append(repr(answer))
-    fallback = ast.literal_eval(Counter(results).most_common(1)[0][0]) if results else ("return", None)
+    fallback = literal_value(Counter(results).most_common(1)[0][0]) if results else ("return", None)
     signature = ", ".join(params)
     errors = sorted({value for kind, value in table.values() if kind == "raise"})
     return (

@@ -30,9 +30,10 @@ The agent still works only through MCP: the call goes to the server, which count
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
 from typing import Any
+
+from wasm_runtime import literal_value
 
 from ..contract import ToolResult, ToolStatus
 from ..llm import LLMClient, Overrides
@@ -69,7 +70,7 @@ def reference_input(reply: str) -> str | None:
 def _arguments(text: str) -> tuple[Any, ...] | None:
     """The argument tuple the reference calls with: a tuple or list unpacked, anything else as one argument."""
     try:
-        value = ast.literal_eval(text)
+        value = literal_value(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
@@ -103,7 +104,7 @@ def reference_result(result: ToolResult) -> tuple[Any, Any, str]:
 def _as_str(value_repr: str) -> str:
     """What ``str`` gives for a returned value, from its ``repr`` text (the text itself when it is no literal)."""
     try:
-        return str(ast.literal_eval(value_repr))
+        return str(literal_value(value_repr))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return value_repr
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from typing import Protocol as _Protocol
 
-from wasm_runtime import Limits, Outcome, SandboxInterface, Status, decode, outcomes_match, parse_python
+from wasm_runtime import Limits, Outcome, SandboxInterface, Status, decode, literal_value, outcomes_match, parse_python
 
 from ..contract import ScoreStatus
 from ..llm import LLMClient, LLMError, Usage
@@ -767,7 +767,7 @@ def observed_arguments(example: Sequence[Any]) -> str | None:
     if len(example) < 3:
         return text
     try:
-        value = ast.literal_eval(text)
+        value = literal_value(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
     return reference_arguments(value) if isinstance(value, str) else None

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
-from wasm_runtime.literals import MAX_LITERAL_CHARS, InvalidInput, parse_arguments
+from wasm_runtime.literals import MAX_LITERAL_CHARS, InvalidInput, literal_value, parse_arguments
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -59,3 +64,50 @@ def test_nesting_beyond_one_hundred_levels_is_refused() -> None:
 def test_non_text_input_is_refused() -> None:
     with pytest.raises(InvalidInput):
         parse_arguments(b"(1,)")  # type: ignore[arg-type]
+
+
+# -- python/cpython#106905 ---------------------------------------------------------------------------------------------
+
+#: Modules that never load the sandbox: no thread of theirs parses beside its threads, and importing the sandbox's
+#: package (wasmtime) for its lock would cost every light process (a report, a client) 70 ms.
+_LIGHT = {"pau_mcp/protocol.py", "pau_mcp/grammar.py", "pau_mcp/prompts/reference.py"}
+#: ``ast.literal_eval`` of a node parsed before builds no tree, so it needs no lock: the names such nodes go by (or
+#: the node is ``parse_python(...)``'s own).
+_NODES = {"node", "tree", "argument"}
+
+
+def _unlocked_parses(path: Path) -> list[str]:
+    found = []
+    for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            continue
+        if not (isinstance(call.func.value, ast.Name) and call.func.value.id == "ast"):
+            continue
+        given = ast.unparse(call.args[0]) if call.args else ""
+        text_given = given not in _NODES and not given.startswith("parse_python(")
+        if call.func.attr == "parse" or (call.func.attr == "literal_eval" and text_given):
+            found.append(f"{path.relative_to(ROOT)}:{call.lineno} ast.{call.func.attr}")
+    return found
+
+
+def test_every_parse_of_python_text_beside_the_sandbox_holds_the_one_lock() -> None:
+    # CPython 3.11 before 3.11.9 can raise "SystemError: AST constructor recursion depth mismatch" when two threads
+    # build syntax trees at once. A CI run scored a probe's code "error" that way: the sandbox chose each call's
+    # engine with a bare ast.parse while another thread parsed. Every parse goes through parse_python or
+    # literal_value, which hold one lock for the process.
+    sources = [*(ROOT / "wasm_runtime").glob("*.py"), *(ROOT / "pau_mcp").rglob("*.py")]
+    unlocked = [
+        place
+        for path in sources
+        if path.name != "literals.py" and str(path.relative_to(ROOT)) not in _LIGHT
+        for place in _unlocked_parses(path)
+    ]
+    assert not unlocked, f"parse under the lock (wasm_runtime.parse_python, literal_value): {unlocked}"
+
+
+def test_literal_value_reads_what_literal_eval_reads_and_refuses_what_it_refuses() -> None:
+    assert literal_value("  (1, 'a', [2.5])") == (1, "a", [2.5])
+    with pytest.raises(ValueError):
+        literal_value("f(1)")
+    with pytest.raises(SyntaxError):
+        literal_value("(1,")

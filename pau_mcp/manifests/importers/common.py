@@ -11,7 +11,6 @@ sandbox; a dataset's recorded outputs are only compared with them.
 
 from __future__ import annotations
 
-import ast
 import inspect
 import re
 from collections import Counter
@@ -23,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wasm_runtime import Limits, SandboxInterface, engine_for, numpy_engine_installed, outcomes_match
+from wasm_runtime import Limits, SandboxInterface, engine_for, literal_value, numpy_engine_installed, outcomes_match
 from wasm_runtime.engines import NUMPY_INSTALL_HINT
 
 from ...userfiles import printable
@@ -347,7 +346,7 @@ def _literal_call_with_result(text: str, entry: str) -> bool:
         if budget < 0:
             return False
         try:
-            ast.literal_eval(f"({text[start + 1 : end]},)" if text[start + 1 : end].strip() else "()")
+            literal_value(f"({text[start + 1 : end]},)" if text[start + 1 : end].strip() else "()")
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
         return True
@@ -434,7 +433,7 @@ def _value_types(inputs: Sequence[str]) -> list[str]:
     types: set[str] = set()
     for text in inputs:
         try:
-            value = ast.literal_eval(text.strip())
+            value = literal_value(text.strip())
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
         for argument in value if type(value) is tuple else (value,):
