@@ -279,8 +279,12 @@ def _as_arguments(text: str, arity: int | None) -> str | None:
     tuple argument: after ``INPUT:`` it goes as written, and the rules refuse it naming the arity."""
     if not text or len(text) > MAX_LITERAL_CHARS:
         return None
+    # Imported here: the sandbox's package (and its parse lock, python/cpython#106905) is only for the processes that
+    # read a reply's arguments, which hold it anyway; a report or a client never pays for it.
+    from wasm_runtime.literals import parse_python
+
     try:
-        tree = ast.parse(text, mode="eval").body
+        tree = parse_python(text, mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     if isinstance(tree, ast.Call) and not tree.keywords and _is_name(tree.func):

@@ -11,7 +11,6 @@ protocol it used.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -235,8 +234,10 @@ def reference_triples(pairs: Sequence[Sequence[Any]]) -> list[tuple[str, str, st
 
 def _output_repr(shown: str) -> str:
     """``repr(output)`` for an output shown as its repr text: the text itself (a value of a literal type)."""
+    from wasm_runtime.literals import literal_value  # its lock (python/cpython#106905), loaded where outputs are read
+
     try:
-        ast.literal_eval(shown)
+        literal_value(shown)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return repr(shown)
     return shown

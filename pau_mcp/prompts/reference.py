@@ -158,8 +158,10 @@ def _read(checkout: Path, name: str, location: Location) -> tuple[str, str]:
         source = read_bytes(path, limit=_MAX_SOURCE_BYTES, inside=checkout)
     except UnreadableFile as exc:
         raise PromptsError(f"{exc}; give the directory of a checkout of {_REPOSITORY}") from None
+    from wasm_runtime.literals import parse_python  # its lock (python/cpython#106905); only this command reads files
+
     try:
-        tree = ast.parse(source.decode("utf-8"), filename=str(path))
+        tree = parse_python(source.decode("utf-8"))
     except (UnicodeDecodeError, SyntaxError, ValueError) as exc:
         raise PromptsError(f"cannot parse {path}: {' '.join(str(exc).split())}") from None
     except (RecursionError, MemoryError):

@@ -68,9 +68,6 @@ def test_non_text_input_is_refused() -> None:
 
 # -- python/cpython#106905 ---------------------------------------------------------------------------------------------
 
-#: Modules that never load the sandbox: no thread of theirs parses beside its threads, and importing the sandbox's
-#: package (wasmtime) for its lock would cost every light process (a report, a client) 70 ms.
-_LIGHT = {"pau_mcp/protocol.py", "pau_mcp/grammar.py", "pau_mcp/prompts/reference.py"}
 #: ``ast.literal_eval`` of a node parsed before builds no tree, so it needs no lock: the names such nodes go by (or
 #: the node is ``parse_python(...)``'s own).
 _NODES = {"node", "tree", "argument"}
@@ -96,12 +93,7 @@ def test_every_parse_of_python_text_beside_the_sandbox_holds_the_one_lock() -> N
     # engine with a bare ast.parse while another thread parsed. Every parse goes through parse_python or
     # literal_value, which hold one lock for the process.
     sources = [*(ROOT / "wasm_runtime").glob("*.py"), *(ROOT / "pau_mcp").rglob("*.py")]
-    unlocked = [
-        place
-        for path in sources
-        if path.name != "literals.py" and str(path.relative_to(ROOT)) not in _LIGHT
-        for place in _unlocked_parses(path)
-    ]
+    unlocked = [place for path in sources if path.name != "literals.py" for place in _unlocked_parses(path)]
     assert not unlocked, f"parse under the lock (wasm_runtime.parse_python, literal_value): {unlocked}"
 
 
