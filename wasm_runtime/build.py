@@ -27,7 +27,6 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +104,8 @@ def default_cache_dir() -> Path:
 
 
 def _versions() -> dict[str, str]:
+    from importlib import metadata  # 15-20 ms to import: a worker handed its parent's artifacts never needs it
+
     return {"componentize-py": metadata.version("componentize-py"), "wasmtime": metadata.version("wasmtime")}
 
 
@@ -297,9 +298,16 @@ def ensure_built(
 
 
 def load_component(
-    engine: wasmtime.Engine, cache_dir: Path | None = None, progress: Progress | None = None
+    engine: wasmtime.Engine,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+    known: GuestArtifacts | None = None,
 ) -> tuple[Component, GuestArtifacts]:
     """Load the compiled component, building it first when needed.
+
+    ``known`` is the artifacts another process of this installation resolved (a sandbox worker gets its
+    parent's): used as they are while built, so the worker skips reading the tools' versions and the guest's files.
+    The integrity check below runs either way.
 
     A compiled file is loaded only from a private cache and with the digest
     recorded when it was compiled (``_integrity``); one that fails the check,
@@ -310,7 +318,7 @@ def load_component(
         CacheError: The cache directory or the file is not private to this user.
         BuildError: Building failed.
     """
-    art = ensure_built(cache_dir, progress)
+    art = known if known is not None and known.built else ensure_built(cache_dir, progress)
     problem = _load_problem(art)
     if problem is None:
         try:

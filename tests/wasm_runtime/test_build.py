@@ -176,3 +176,27 @@ def test_a_sealed_file_is_hashed_again_only_when_its_stamp_changes(tmp_path: Pat
     path.write_bytes(b"Compiled code" * 1000)  # same size; the change time moves
     assert "does not match the digest" in (_integrity.seal_problem(path, recorded) or "")
     assert "no recorded digest" in (_integrity.seal_problem(path, None) or "")
+
+
+def test_artifacts_handed_from_another_process_pass_the_same_checks_before_loading(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # A worker process starts from its parent's artifacts (WorkerSandbox), skipping the version lookup, never the
+    # checks: a cache others can write, or a compiled file that is not the one built, is refused all the same.
+    art = _copy_built(sandbox, tmp_path / "cache")
+    art.cwasm.parent.chmod(0o777)
+    with pytest.raises(CacheError, match="can be written by other users"):
+        Sandbox(cache_dir=art.cwasm.parent, pool_size=0, artifacts=art)
+    art.cwasm.parent.chmod(0o700)
+    meta = json.loads(art.meta.read_text())
+    meta["seals"][art.cwasm.name] = {"sha256": "0" * 64, "stamp": None}  # hashed again, and another digest
+    art.meta.write_text(json.dumps(meta))
+
+    class Refused(Exception):
+        pass
+
+    def stop(line: str) -> None:  # the note comes before the compile again, which this test does not need to run
+        raise Refused(line)
+
+    with pytest.raises(Refused, match="does not match the digest recorded when it was built"):
+        build.load_component(build.new_engine(), art.cwasm.parent, stop, known=art)
