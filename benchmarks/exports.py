@@ -32,6 +32,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from _markdown import write_section  # noqa: E402
 
+from pau_mcp.contract import ToolStatus  # noqa: E402
 from pau_mcp.runstore import CallRecord, EpisodeResult, RunStore  # noqa: E402
 
 RUN = "bench"
@@ -75,7 +76,7 @@ def fill(path: Path, episodes: int) -> None:
         session = store.ensure_session(run_id, key, "http")
         for i in range(ROUNDS):
             store.record_call(session, CallRecord(
-                method, "fn_0123456789", f"({i},)", True, "ok", value=str(i * 3),
+                method, "fn_0123456789", f"({i},)", True, ToolStatus.OK, value=str(i * 3),
                 outcome={"status": "ok", "value": str(i * 3), "fuel": 170000 + i, "duration_ms": 0.4}, duration_ms=0.4,
             ))  # fmt: skip
         submission = store.record_submission(session, method, "returns three times its argument", None)

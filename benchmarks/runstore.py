@@ -41,6 +41,7 @@ import anyio  # noqa: E402
 from _markdown import write_section  # noqa: E402
 from mcp_server import _raw_session, _server_cpu, _throughput  # noqa: E402
 
+from pau_mcp.contract import ToolStatus  # noqa: E402
 from pau_mcp.manifests import tool_name  # noqa: E402
 from pau_mcp.runstore import CallRecord, RunStore  # noqa: E402
 from pau_mcp.server.launch import http_server  # noqa: E402
@@ -48,7 +49,7 @@ from pau_mcp.server.launch import http_server  # noqa: E402
 METHOD = "builtin/b001"
 #: A call as the server records one for builtin/b001: its arguments, value and outcome.
 CALL = CallRecord(
-    METHOD, "fn_0123456789abcdef", "(1234,)", True, "ok", value="24",
+    METHOD, "fn_0123456789abcdef", "(1234,)", True, ToolStatus.OK, value="24",
     outcome={"status": "ok", "value": "24", "stdout": "", "duration_ms": 0.41}, duration_ms=0.41,
 )  # fmt: skip
 

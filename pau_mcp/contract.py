@@ -68,6 +68,8 @@ __all__ = [
     "SubmitStatus",
     "ToolResult",
     "ToolStatus",
+    "RecordStatus",
+    "CallStatus",
     "label_problem",
     "portable_schema",
 ]
@@ -111,6 +113,18 @@ class ToolStatus(StrEnum):
 REFUSED: tuple[str, ...] = (ToolStatus.INVALID_INPUT, ToolStatus.OVER_BUDGET, ToolStatus.UNKNOWN_TOOL)
 #: Statuses of a call that ran the function (and counted): the sandbox's own, but for invalid_input.
 RAN: tuple[str, ...] = tuple(status.value for status in ToolStatus if status not in REFUSED)
+
+
+class RecordStatus(StrEnum):
+    """What else a call record's status may say (the run store's ``calls``): rows no tool call of an agent made."""
+
+    COUNTEREXAMPLE = "counterexample"  # a submit's paid counterexample: the method's own output on one input
+    TASK = "task"  # a fixture tool's call that became a task
+    INPUT_REQUIRED = "input_required"  # a fixture tool's call that asked its client for input
+
+
+#: The status of a recorded call (``runstore.CallRecord``).
+CallStatus = ToolStatus | RecordStatus
 
 
 class SubmitStatus(StrEnum):

@@ -41,7 +41,16 @@ from pathlib import Path
 from typing import Any, get_args
 
 from ._databases import Connection, StoreBusy, StoreError, is_postgres_url, open_database
-from .contract import EpisodeEnd, EpisodeState, ScoreStatus, TaskStatus, TerminalTaskStatus
+from .contract import (
+    CallStatus,
+    EpisodeEnd,
+    EpisodeState,
+    RecordStatus,
+    ScoreStatus,
+    TaskStatus,
+    TerminalTaskStatus,
+    ToolStatus,
+)
 
 __all__ = [
     "MIGRATIONS",
@@ -335,7 +344,7 @@ class CallRecord:
     tool: str
     arguments: str
     counted: bool
-    status: str
+    status: CallStatus
     value: str | None = None
     error_type: str | None = None
     error_message: str | None = None
@@ -1363,7 +1372,10 @@ def _text(value: str | None) -> str | None:
 
 def shown_outcome(call: CallRow) -> str:
     """A recorded call's outcome as agents read it: the value's repr, ``raises Type: message``, or the status."""
-    if call.status in ("ok", "counterexample"):  # a counterexample's value is the method's own output
+    if call.status in (
+        ToolStatus.OK,
+        RecordStatus.COUNTEREXAMPLE,
+    ):  # a counterexample's value is the method's own output
         return str(call.value)
     if call.status == "error":
         return f"raises {call.error_type}: {call.error_message}"

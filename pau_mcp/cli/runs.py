@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..config import options
+from ..contract import RecordStatus, ToolStatus
 from ..runstore import CallRow, EpisodeRow, RunStore, StoreError, SubmissionRow
 from .common import existing_run_store, settings_from
 
@@ -119,7 +120,7 @@ def show(name: str, as_json: bool, **values: object) -> None:
             status = c["status"]
             result = (
                 c["value"]
-                if status in ("ok", "counterexample")
+                if status in (ToolStatus.OK, RecordStatus.COUNTEREXAMPLE)
                 else f"{c['error_type'] or ''}: {c['error_message'] or ''}"
             )
             chunk.append([_literal(c["method_id"]), _literal(c["arguments"]), _literal(status),

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..contract import ToolStatus
 from ..manifests import ManifestError, ManifestStore, Method
 from ..runstore import CallRecord, RunStore
 
@@ -168,7 +169,7 @@ def _record_line(store: RunStore, run_id: int, path: Path, number: int, record: 
                 tool="import",
                 arguments=_text(example[0]),
                 counted=True,
-                status="error" if raised else "ok",
+                status=ToolStatus.ERROR if raised else ToolStatus.OK,
                 value=None if raised else _text(example[1]),
                 error_message=_text(example[2]) if raised else None,
                 # The example exactly as the file holds it: the reference protocol's code writer gets it so.

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from .. import eventloop
+from ..contract import RecordStatus
 from ..manifests import ManifestError, ManifestStore
 from ..manifests.importers.common import Progress, no_progress
 from ..runstore import RunStore, StoreError
@@ -76,7 +77,7 @@ def _jobs(store: RunStore, name: str, run_id: int, force: bool) -> list[_Job] | 
     calls: dict[tuple[str, str], list[str]] = {}
     for call in store.calls(run_id):
         # The agent's own calls: a counterexample (feedback) was run by the scorer, not by the agent.
-        if call.counted and call.status != "counterexample":
+        if call.counted and call.status != RecordStatus.COUNTEREXAMPLE:
             calls.setdefault((call.session_key, call.method_id), []).append(call.arguments)
     episodes = store.episodes(run_id)
     if not episodes:

@@ -21,6 +21,7 @@ from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..contract import CallStatus, RecordStatus, ToolStatus
 from ..runstore import CallRecord, RunStore, StoreError
 from .capabilities import TASKS_EXTENSION, declares, declares_tasks, missing_capability
 from .effects import InputNeeded, LogLevels, RequestEffects, carried_answers, input_required
@@ -143,7 +144,7 @@ class FixtureService:
         problem = next(iter(self._validators[tool.name].iter_errors(arguments)), None)
         if problem is not None:
             text = f"Invalid arguments for {tool.name}: {_short(problem.message)}; see its inputSchema."
-            await self._record(owner, tool.name, arguments, "invalid_input", text)
+            await self._record(owner, tool.name, arguments, ToolStatus.INVALID_INPUT, text)
             refusal = types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
             return refusal.model_dump(by_alias=True, mode="json", exclude_none=True)
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
@@ -172,17 +173,19 @@ class FixtureService:
                 created = await self.tasks.start(
                     owner, tool.name, functools.partial(self._finish_as_task, tool, scope), declared.__getitem__
                 )
-                await self._record(owner, tool.name, arguments, "task", f"task {created['taskId']}")
+                await self._record(owner, tool.name, arguments, RecordStatus.TASK, f"task {created['taskId']}")
                 return created
             await perform(tool.after_task(), scope, effects)
         except InputNeeded as needed:
-            await self._record(owner, tool.name, arguments, "input_required", ", ".join(needed.questions))
+            await self._record(owner, tool.name, arguments, RecordStatus.INPUT_REQUIRED, ", ".join(needed.questions))
             return input_required(needed.questions, scope.answers, owner)
         except MCPError as exc:
-            await self._record(owner, tool.name, arguments, "error", exc.error.message)
+            await self._record(owner, tool.name, arguments, ToolStatus.ERROR, exc.error.message)
             raise
         result = self._result(tool, scope)
-        await self._record(owner, tool.name, arguments, "error" if result.get("isError") else "ok", _text(result))
+        await self._record(
+            owner, tool.name, arguments, ToolStatus.ERROR if result.get("isError") else ToolStatus.OK, _text(result)
+        )
         return result
 
     async def _finish_as_task(self, tool: FixtureTool, scope: Scope, effects: TaskEffects) -> dict[str, Any]:
@@ -219,7 +222,7 @@ class FixtureService:
             by_alias=True, mode="json", exclude_none=True
         )
 
-    async def _record(self, owner: int, tool: str, arguments: dict[str, Any], status: str, outcome: str) -> None:
+    async def _record(self, owner: int, tool: str, arguments: dict[str, Any], status: CallStatus, outcome: str) -> None:
         """Record a fixture call (not counted: no budget is spent); a store that refuses is logged, not fatal.
 
         Off the event loop when the store is busy (``LoopStore``): written on the loop, a record waited there for

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from wasm_runtime import EngineUnavailable, InvalidInput, Outcome, SandboxInterface, Status, parse_arguments
 
 from ..contract import Feedback as ShownFeedback
-from ..contract import SubmitResult, SubmitStatus, ToolResult, ToolStatus, queries_left
+from ..contract import RecordStatus, SubmitResult, SubmitStatus, ToolResult, ToolStatus, queries_left
 from ..fairness import FairShare
 from ..limits import ServiceLimits
 from ..manifests import call_text
@@ -295,7 +295,13 @@ class MethodService:
             record_phases(exposed.tool, outcome.phases)  # the sandbox's phases, as spans when traced
             large = size + len(outcome.value or "") + len(outcome.stdout) > _INLINE_BYTES
             problem = await self._record(
-                state, exposed, literal, counted=True, status=outcome.status.value, outcome=outcome, large=large
+                state,
+                exposed,
+                literal,
+                counted=True,
+                status=ToolStatus(outcome.status.value),
+                outcome=outcome,
+                large=large,
             )
         if problem is not None:
             await self._refund(budget)
@@ -352,7 +358,7 @@ class MethodService:
         )
 
     async def _record(
-        self, state: SessionState, exposed: Exposed, arguments: str, counted: bool, status: str,
+        self, state: SessionState, exposed: Exposed, arguments: str, counted: bool, status: ToolStatus,
         outcome: Outcome | None = None, message: str | None = None, large: bool = False,
     ) -> StoreError | None:  # fmt: skip
         """Store one call; returns None, or what kept the store from taking it (the server carries on)."""
@@ -521,7 +527,7 @@ class MethodService:
         if example is not None:
             record = CallRecord(
                 method_id=exposed.method.id, tool=exposed.tool, arguments=example.input, counted=True,
-                status="counterexample", value=example.expected,
+                status=RecordStatus.COUNTEREXAMPLE, value=example.expected,
             )  # fmt: skip
             if await self._record_paid(state, record) is not None:
                 example = None  # not recorded, so not shown: its query goes back

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from pau_mcp.contract import ToolStatus
 from pau_mcp.runstore import MIGRATIONS, CallRecord, RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,5 +173,5 @@ def test_a_store_from_before_budgets_keeps_what_its_sessions_spent(tmp_path: Pat
     assert store.budget_spent(1, "m/a") == (2, 1) and store.budget_spent(1, "m/b") == (1, 0)
     assert store.claim_session(1, "alice", "label", "http") == 1  # recorded before ownership: the first claim owns it
     assert store.claim_session(1, "alice", "token", "http") is None
-    store.record_call(1, CallRecord("m/a", "fn", "(2,)", True, "ok"))
+    store.record_call(1, CallRecord("m/a", "fn", "(2,)", True, ToolStatus.OK))
     store.close()

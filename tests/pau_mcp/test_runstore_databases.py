@@ -19,6 +19,7 @@ import pytest
 from postgres_server import PostgresServer
 
 from pau_mcp._databases import open_database
+from pau_mcp.contract import ToolStatus
 from pau_mcp.runstore import MIGRATIONS, CallRecord, RunStore, StoreError
 
 #: A budget reservation as the server's budget rule writes it: one row per credential and method, taken only while
@@ -98,7 +99,7 @@ def test_many_threads_writing_through_two_stores_on_one_postgresql_database_lose
         start.wait(timeout=30)
         run = store.ensure_run("shared", kind="serve")  # every thread races to create the same run and sessions
         session = store.ensure_session(run, f"agent-{n % 4}", "http")
-        ids = [store.record_call(session, CallRecord("builtin/b001", "fn_x", f"({n}, {i})", True, "ok", value="1"))
+        ids = [store.record_call(session, CallRecord("builtin/b001", "fn_x", f"({n}, {i})", True, ToolStatus.OK, value="1"))
                for i in range(calls_each)]  # fmt: skip
         store.record_submission(session, "builtin/b001", f"thread {n}", None)
         return run, session, ids
@@ -167,7 +168,9 @@ def test_without_psycopg_a_postgresql_store_says_how_to_install_it(monkeypatch: 
 def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url: str) -> None:
     store = RunStore(postgres_url)
     session = store.ensure_session(store.ensure_run("r", kind="serve"), "k", "http", client="agent\x00 1")
-    store.record_call(session, CallRecord("m/x", "fn_x", "('\x00',)", True, "error", error_message="bad \x00\udcff"))
+    store.record_call(
+        session, CallRecord("m/x", "fn_x", "('\x00',)", True, ToolStatus.ERROR, error_message="bad \x00\udcff")
+    )
     store.record_submission(session, "m/x", "nul \x00 and \ud800", "def f():\x00")
     run = store.run_id("r")
     [call], [submission] = store.calls(run), store.submissions(run)
@@ -180,14 +183,14 @@ def test_text_postgresql_cannot_hold_is_stored_as_its_escape(postgres_url: str) 
 def test_a_connection_the_server_dropped_is_replaced_and_no_write_is_lost(postgres_url: str) -> None:
     store = RunStore(postgres_url)
     session = store.ensure_session(store.ensure_run("r", kind="serve"), "k", "http")
-    store.record_call(session, CallRecord("m/x", "fn_x", "(1,)", True, "ok", value="1"))
+    store.record_call(session, CallRecord("m/x", "fn_x", "(1,)", True, ToolStatus.OK, value="1"))
     with psycopg.connect(postgres_url, autocommit=True) as admin:  # as a server restart or a proxy would drop them
         dropped = admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
             " AND pid <> pg_backend_pid()"
         ).fetchall()
     assert dropped
-    store.record_call(session, CallRecord("m/x", "fn_x", "(2,)", True, "ok", value="2"))
+    store.record_call(session, CallRecord("m/x", "fn_x", "(2,)", True, ToolStatus.OK, value="2"))
     assert [c.arguments for c in store.calls(store.run_id("r"))] == ["(1,)", "(2,)"]
 
 

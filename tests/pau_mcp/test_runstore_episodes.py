@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pau_mcp.contract import ToolStatus
 from pau_mcp.runstore import CallRecord, EpisodeResult, RunStore, StoreError
 
 
@@ -21,8 +22,10 @@ def _worker_episode(store: RunStore, run: str, key: str, method: str) -> int:
     run_id = store.ensure_run(run, kind="eval")
     session = store.ensure_session(run_id, key, "http", "pau-mcp-harness 1")
     for n in range(3):
-        store.record_call(session, CallRecord(method, "fn_x", f"({n},)", True, "ok", value=str(n * 2)))
-    store.record_call(session, CallRecord(method, "fn_x", "(", False, "refused", error_message="not a literal"))
+        store.record_call(session, CallRecord(method, "fn_x", f"({n},)", True, ToolStatus.OK, value=str(n * 2)))
+    store.record_call(
+        session, CallRecord(method, "fn_x", "(", False, ToolStatus.INVALID_INPUT, error_message="not a literal")
+    )
     submission = store.record_submission(session, method, "doubles its argument", "def test_func(x): return 2*x")
     store.record_score(submission, "direct", "scored", 1.0, None, {"matches": [True]})
     store.record_score(submission, "judge", "scored", 4.0, "openai/j", {"reason": "close"})

@@ -12,6 +12,7 @@ from pau_command import run_pau
 
 from pau_mcp import runstore
 from pau_mcp.cli.runs import _stored
+from pau_mcp.contract import ToolStatus
 from pau_mcp.runstore import CallRecord, RunStore
 
 
@@ -28,7 +29,7 @@ def _record(db: Path, calls: int, submissions: int = 1, run: str = "big") -> Run
     for i in range(calls):
         store.record_call(
             sessions[i % 2],
-            CallRecord(method_id="builtin/b001", tool="fn_x", arguments=f"({i},)", counted=True, status="ok",
+            CallRecord(method_id="builtin/b001", tool="fn_x", arguments=f"({i},)", counted=True, status=ToolStatus.OK,
                        value=str(i * 2), outcome={"status": "ok", "value": str(i * 2)}),
         )  # fmt: skip
     for n in range(submissions):

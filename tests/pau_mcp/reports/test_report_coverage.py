@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from test_report_fixtures import build_store
 
 from pau_mcp.cli import main
+from pau_mcp.contract import CallStatus, RecordStatus, ToolStatus
 from pau_mcp.reports import build_report, load_runs
 from pau_mcp.reports.plots import draw_plots
 from pau_mcp.reports.render import method_rows, report_tables
@@ -65,11 +66,11 @@ def _run_with_calls(path: Path) -> RunStore:
     store.plan_episodes(run_id, ["builtin/b001"])
     store.start_episode(run_id, "builtin/b001")
     session = store.ensure_session(run_id, "r/b001", "internal")
-    calls = [
-        ("(234,)", True, "ok"),
-        ("(105,)", True, "ok"),
-        ("(0,)", False, "over_budget"),  # refused: it never ran
-        ("(-7,)", True, "counterexample"),  # the scorer's, shown as feedback: not the agent's own call
+    calls: list[tuple[str, bool, CallStatus]] = [
+        ("(234,)", True, ToolStatus.OK),
+        ("(105,)", True, ToolStatus.OK),
+        ("(0,)", False, ToolStatus.OVER_BUDGET),  # refused: it never ran
+        ("(-7,)", True, RecordStatus.COUNTEREXAMPLE),  # the scorer's, shown as feedback: not the agent's own call
     ]
     for arguments, counted, status in calls:
         store.record_call(session, CallRecord("builtin/b001", "fn_x", arguments, counted, status))

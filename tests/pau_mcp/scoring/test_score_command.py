@@ -15,6 +15,7 @@ import pytest
 from fakellm import Body, FakeLLM
 from pau_command import Ran, run_pau, run_pau_process
 
+from pau_mcp.contract import ToolStatus
 from pau_mcp.manifests import ManifestStore
 from pau_mcp.runstore import CallRecord, RunStore, ScoreRow
 
@@ -158,7 +159,7 @@ def test_a_stored_run_is_scored_by_name_with_the_agents_examples_for_the_code_wr
     store = RunStore(tmp_path / "runs.db")
     run_id = store.ensure_run("agent-run", "serve")
     session = store.ensure_session(run_id, "s1", "http")
-    store.record_call(session, CallRecord("builtin/b002", "fn_x", "('zzz',)", True, "ok", value="[('z', 3)]"))
+    store.record_call(session, CallRecord("builtin/b002", "fn_x", "('zzz',)", True, ToolStatus.OK, value="[('z', 3)]"))
     store.record_submission(session, "builtin/b002", "Run lengths of a string.", None)
     store.record_submission(session, "builtin/b005", "Something.", BUILTIN["builtin/b005"].source)
     store.close()

@@ -14,6 +14,7 @@ from conftest import ROOT, memory_session, tool_of
 from mcp.shared.exceptions import MCPError
 from pau_command import Ran, run_pau, run_pau_process
 
+from pau_mcp.contract import ToolStatus
 from wasm_runtime import Sandbox
 
 
@@ -139,7 +140,7 @@ def test_runs_list_and_show_print_long_run_and_session_names_whole_in_a_100_colu
     key = f"{run}/builtin/b001/1"
     store = RunStore(tmp_path / "runs.db")
     session = store.ensure_session(store.ensure_run(run, kind="eval"), key, "http")
-    store.record_call(session, CallRecord("builtin/b001", "fn_x", "(1,)", True, "ok", value="1"))
+    store.record_call(session, CallRecord("builtin/b001", "fn_x", "(1,)", True, ToolStatus.OK, value="1"))
     store.close()
     env = {**os.environ, "COLUMNS": "100"}
 

@@ -17,6 +17,7 @@ from conftest import TEST_KEY, memory_http_server, memory_session, text_of, tool
 from mcp_types import CallToolResult
 
 from pau_mcp.config import Settings
+from pau_mcp.contract import ToolStatus
 from pau_mcp.runstore import CallRecord, RunStore
 from pau_mcp.server import TokenSigner
 from pau_mcp.server import service as service_module
@@ -130,7 +131,7 @@ def test_the_stores_kept_refusals_and_submissions_hold_under_concurrent_writers(
 ) -> None:
     store = RunStore(store_at("runs"))
     session = store.ensure_session(store.ensure_run("r", kind="serve"), "agent", "http")
-    refusal = CallRecord("builtin/b001", "fn_x", "(1,)", False, "invalid_input", error_message="no")
+    refusal = CallRecord("builtin/b001", "fn_x", "(1,)", False, ToolStatus.INVALID_INPUT, error_message="no")
 
     def write(i: int) -> tuple[int | None, int | None]:
         return (
