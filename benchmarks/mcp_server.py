@@ -157,7 +157,7 @@ async def _raw_session(url: str, tool: str, calls: int, done: list[float]) -> No
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
     async with _Connection(url) as connection:
         headers, _ = await connection.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
-        session = headers["mcp-session-id"]
+        session = headers.get("mcp-session-id")  # none from a --stateless server: every request stands alone
         await connection.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
         for i in range(calls):
             body = {
@@ -305,7 +305,9 @@ def _server_cpu(marker: str) -> dict[str, float]:
             continue
         stats[int(entry.name)] = (int(fields[1]), command, (int(fields[11]) + int(fields[12])) / tick)
     server = [pid for pid, (_, command, _) in stats.items() if marker in command and " serve " in command]
-    workers = [pid for pid, (parent, _, _) in stats.items() if parent in server]
+    # A server of several processes (--processes) is its supervisor and the servers it forked: all of them are the
+    # server, and its workers are the children of any of them that are not servers themselves.
+    workers = [pid for pid, (parent, _, _) in stats.items() if parent in server and pid not in server]
     return {"server": sum(stats[p][2] for p in server), "sandbox workers": sum(stats[p][2] for p in workers)}
 
 

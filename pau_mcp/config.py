@@ -115,6 +115,14 @@ SETTINGS: dict[str, SettingSpec] = {
             int,
         ),
         SettingSpec(
+            "processes",
+            "PAU_MCP_PROCESSES",
+            "--processes",
+            "HTTP server processes answering on one port, each with its own event loop and sandbox workers (needs "
+            "--stateless above 1; see docs/server.md, Processes).",
+            click.IntRange(1, 64),
+        ),
+        SettingSpec(
             "sandbox_engine",
             "PAU_MCP_SANDBOX_ENGINE",
             "--sandbox-engine",
@@ -410,6 +418,7 @@ class Settings(BaseModel):
     manifests: tuple[Path, ...] = ()
     db: Path | str | None = None
     workers: int | None = Field(None, ge=0, le=256)
+    processes: int = Field(1, ge=1, le=64)
     sandbox_engine: Literal["component", "lean"] = "component"
     budget: int = Field(20, ge=0, le=1_000_000)
     token: str | None = Field(None, min_length=8)

@@ -27,8 +27,12 @@ def shown_host(host: str) -> str:
     return f"[{bare}]" if ":" in bare else bare
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
+def listening_socket(host: str, port: int, reuse_port: bool = False) -> socket.socket:
     """A bound, listening TCP socket for uvicorn (``Server.serve(sockets=[...])``), with TCP_NODELAY.
+
+    With ``reuse_port`` (``SO_REUSEPORT``, Linux) several sockets of this user may listen on one port, each of its
+    own process: the kernel spreads the connections over them (``pau_mcp.server.supervisor``), where processes
+    sharing one socket would let whichever woke first take a whole burst.
 
     Raises:
         OSError: the address cannot be bound (in use, or not this machine's).
@@ -40,6 +44,8 @@ def listening_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((bare, port))
         # Listening now, before the URL is announced: connections made before uvicorn starts wait in the backlog
@@ -51,8 +57,10 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def listen(host: str, port: int, token: str | None, refusal: str, error: type[Exception]) -> socket.socket:
-    """The listening socket of a service, refusing a non-loopback address without a token.
+def listen(
+    host: str, port: int, token: str | None, refusal: str, error: type[Exception], count: int = 1
+) -> list[socket.socket]:
+    """The listening sockets of a service, refusing a non-loopback address without a token.
 
     Args:
         host: The address to listen on.
@@ -60,12 +68,18 @@ def listen(host: str, port: int, token: str | None, refusal: str, error: type[Ex
         token: The bearer token clients must send; None for none.
         refusal: Why a non-loopback address needs a token, and how to set one.
         error: The service's error type, raised with ``refusal`` or with why the address cannot be bound.
+        count: How many sockets on the one port (``reuse_port``), one for each process serving it.
     """
     if not is_loopback(host) and not token:
         raise error(refusal)
+    socks: list[socket.socket] = []
     try:
-        return listening_socket(host, port)
+        socks.append(listening_socket(host, port, reuse_port=count > 1))
+        socks.extend(listening_socket(host, socks[0].getsockname()[1], reuse_port=True) for _ in range(count - 1))
+        return socks
     except OSError as exc:
+        for sock in socks:
+            sock.close()
         raise error(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port or --host") from None
 
 

@@ -12,7 +12,9 @@ apart because the two roots share no part and change for different reasons.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -43,7 +45,8 @@ if TYPE_CHECKING:
     from .server import HTTPService
 
 __all__ = [
-    "DEFAULT_SUITES", "AssemblyError", "ServeRequest", "Served", "assemble_server", "create_service", "exposure_warning",
+    "DEFAULT_SUITES", "AssemblyError", "ServeRequest", "Served", "assemble_server", "create_service", "default_run",
+    "exposure_warning", "prepare_processes",
 ]  # fmt: skip
 
 log = logging.getLogger("pau_mcp.server")
@@ -123,9 +126,10 @@ class Served:
         """``stdio`` or ``http``: the request's transport."""
         return self.request.transport
 
-    def http_service(self) -> HTTPService:
-        """The Streamable HTTP service of this server: listening on the request's host and port, with the settings'
-        token, sign-in and HTTP limits, and not yet serving.
+    def http_service(self, sock: socket.socket | None = None) -> HTTPService:
+        """The Streamable HTTP service of this server: listening on the request's host and port (or on ``sock``, bound
+        for them already: ``pau_mcp.server.listen_http``), with the settings' token, sign-in and HTTP limits, and not
+        yet serving.
 
         ``pau_mcp.server.serve_http`` serves it; a caller with its own thread and event loop (the server tests)
         runs ``service.uvicorn_server().serve([service.sock])`` instead.
@@ -140,6 +144,7 @@ class Served:
             self.server, request.host, request.port, settings.token, request.stateless,
             limits=HTTPLimits.from_settings(settings), tokens=self.tokens, on_session_end=self.sessions.end_mcp_session,
             handshake_streams=self.fixtures, signin=sign_in(settings, verify_bearer(settings.token, self.tokens)),
+            sock=sock,
         )  # fmt: skip
 
 
@@ -188,6 +193,43 @@ def assemble_server(
         state_key=settings.deployment_key(),
     )  # fmt: skip
     return Served(request, settings, server, service, sessions, tokens, protocol, fixtures is not None)
+
+
+def default_run(transport: str) -> str:
+    """The run a server's sessions are recorded under when its request names none: a new one per start."""
+    return f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def prepare_processes(settings: Settings, request: ServeRequest) -> ServeRequest:
+    """``request`` as each of ``settings.processes`` server processes serves it (``pau_mcp.server.supervisor``).
+
+    What the processes must share is settled here, once, before they exist: the run (a name of its own per process
+    would split one server's sessions over several runs) and the deployment key (created on first use: the
+    processes would race to create it). One process serves ``request`` as it is.
+
+    Raises:
+        AssemblyError: more than one process for stdio, or without ``stateless`` (``usage``); the key cannot be read
+            or created.
+    """
+    count = settings.processes
+    if count == 1:
+        return request
+    flag = f"--processes {count}"
+    if request.transport != "http":
+        raise AssemblyError(f"{flag} serves HTTP: add --transport http (a stdio server is one process by design)",
+                            usage=True)  # fmt: skip
+    if not request.stateless:
+        raise AssemblyError(
+            f"{flag} needs --stateless: each process answers whatever connection the kernel hands it, and a "
+            "handshake-era MCP session would live in one process only (2026-07-28 clients are stateless anyway; "
+            "see docs/server.md, Processes)",
+            usage=True,
+        )
+    try:
+        settings.deployment_key()
+    except SettingsError as exc:
+        raise AssemblyError(str(exc)) from None
+    return dataclasses.replace(request, run=request.run or default_run(request.transport))
 
 
 def exposure_warning(settings: Settings, request: ServeRequest) -> str | None:
@@ -270,7 +312,7 @@ def create_service(
         allow_empty=allow_empty,
     )  # fmt: skip
     store = RunStore(settings.db_path)
-    run_name = run or f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_name = run or default_run(transport)
     config: dict[str, Any] = {"suites": list(suites), "budget": settings.budget, "examples": settings.examples}
     if settings.protocol != DEFAULT_PROTOCOL:
         config["protocol"] = settings.protocol

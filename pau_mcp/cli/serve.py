@@ -148,7 +148,7 @@ def _tracing() -> None:
 )
 @docs_option
 @_selection
-@options(*_SERVE_SETTINGS, *_LIMIT_SETTINGS, *_SIGNIN_SETTINGS, *_FEEDBACK_SETTINGS)
+@options(*_SERVE_SETTINGS, "processes", *_LIMIT_SETTINGS, *_SIGNIN_SETTINGS, *_FEEDBACK_SETTINGS)
 def serve(transport: Literal["stdio", "http"], host: str, port: int, stateless: bool, run_name: str | None,
           feedback: Literal["none", "score"], page_size: int, exit_with_stdin: bool, launched: bool,
           settings_file: Path | None, docs: str, suites: tuple[str, ...], methods: tuple[str, ...],
@@ -167,6 +167,8 @@ def serve(transport: Literal["stdio", "http"], host: str, port: int, stateless: 
     )  # fmt: skip
     _check_exposure(settings, request)
     _logging(settings)
+    if settings.processes > 1:
+        sys.exit(_run_processes(settings, request, exit_with_stdin=exit_with_stdin or launched, launched=launched))
     _tracing()
     served = _assembled(settings, request)
     logging.getLogger("pau_mcp.server").info(
@@ -220,6 +222,53 @@ def _run(served: Served, exit_with_stdin: bool, launched: bool) -> None:
         raise click.UsageError(str(exc)) from None
     except KeyboardInterrupt:
         pass
+
+
+def _run_processes(settings: Settings, request: ServeRequest, exit_with_stdin: bool, launched: bool) -> int:
+    """Serve ``request`` from ``settings.processes`` processes on one socket (``pau_mcp.server.supervisor``) until
+    stopped; the supervisor's exit status."""
+    from ..listening import shown_host
+    from ..server import REFUSED, ProcessesError, TransportError, listen_http, serve_http, serve_processes
+    from ..server_assembly import AssemblyError, exposure_warning, prepare_processes
+
+    try:
+        request = prepare_processes(settings, request)
+        socks = listen_http(
+            request.host, request.port, settings.token, signed_in=settings.auth == "oauth", count=settings.processes
+        )
+    except AssemblyError as exc:
+        raise (click.UsageError if exc.usage else click.ClickException)(str(exc)) from None
+    except TransportError as exc:
+        raise click.UsageError(str(exc)) from None
+    url = f"http://{shown_host(request.host)}:{socks[0].getsockname()[1]}/mcp"
+    warning = exposure_warning(settings, request)
+    if warning:
+        logging.getLogger("pau_mcp.server").warning(warning)
+
+    def serve_one(index: int) -> None:
+        for other in socks[:index] + socks[index + 1 :]:  # the kernel hands each socket its own connections
+            other.close()
+        _tracing()  # its exporter's thread belongs to this process
+        try:
+            served = _assembled(settings, request)
+        except click.ClickException as exc:
+            exc.show()
+            raise SystemExit(REFUSED) from None
+        logging.getLogger("pau_mcp.server").info(
+            "process %d serving %d methods over http, budget %s", index, len(served.service.catalog), settings.budget
+        )
+        serve_http(served.http_service(socks[index]), announce=False)
+
+    if launched:  # listening already: connections made from now wait in the backlog
+        from ..server.launch import ready_line
+
+        print(ready_line(url), flush=True)
+    else:
+        print(f"pau-mcp: serving at {url} ({settings.processes} processes)", file=sys.stderr, flush=True)
+    try:
+        return serve_processes(settings.processes, serve_one, exit_with_stdin=exit_with_stdin)
+    except ProcessesError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _settings(values: dict[str, Any], settings_file: Path | None) -> Settings:

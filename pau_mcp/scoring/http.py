@@ -444,7 +444,7 @@ def serve(
     Raises:
         EndpointError: a non-loopback address without a token or sign-in, or the port cannot be bound.
     """
-    sock = listen(
+    [sock] = listen(
         host, port, token or ("(sign-in)" if signin else None),
         f"refusing to serve the scorer on {host} without a token: anyone who can reach it could spend your model budget. "
         "Set one with --scorer-token or PAU_SCORER_TOKEN (e.g. PAU_SCORER_TOKEN=$(python -c 'import secrets; print(secrets.token_urlsafe())')).",

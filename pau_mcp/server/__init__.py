@@ -17,6 +17,7 @@ from .service import Feedback, MethodService, Reply
 from .sessions import DEFAULT_LABEL, Credential, SessionRefused, Sessions, SessionState
 from .signin import sign_in
 from .slots import CallSlots, TooManyCalls
+from .supervisor import REFUSED, ProcessesError, serve_processes
 from .tokens import SessionToken, TokenSigner
 from .transport import (
     HTTPLimits,
@@ -24,6 +25,7 @@ from .transport import (
     TransportError,
     bind_http,
     check_exposure,
+    listen_http,
     run_http,
     run_stdio,
     serve_http,
@@ -33,6 +35,7 @@ from .wire import message_limit
 
 __all__ = [
     "DEFAULT_LABEL",
+    "REFUSED",
     "PAGE_SIZE",
     "CallSlots",
     "Catalog",
@@ -43,6 +46,7 @@ __all__ = [
     "HTTPLimits",
     "HTTPService",
     "LaunchError",
+    "ProcessesError",
     "MethodService",
     "Reply",
     "ServedExamples",
@@ -59,11 +63,13 @@ __all__ = [
     "build_server",
     "exploration_settings",
     "http_server",
+    "listen_http",
     "message_limit",
     "run_http",
     "run_stdio",
     "serve_http",
     "serve_examples",
+    "serve_processes",
     "serve_streams",
     "sign_in",
     "verify_bearer",

@@ -36,6 +36,7 @@ __all__ = [
     "HTTPService",
     "TransportError",
     "bind_http",
+    "listen_http",
     "run_http",
     "run_stdio",
     "serve_http",
@@ -122,17 +123,19 @@ def check_exposure(host: str, token: str | None, signed_in: bool = False) -> Non
 def bind_http(
     server: Server[Any], host: str, port: int, token: str | None, stateless: bool, limits: HTTPLimits | None = None,
     tokens: Any = None, on_session_end: Callable[[str], None] | None = None,
-    signin: Callable[[str], SignIn] | None = None, handshake_streams: bool = False,
+    signin: Callable[[str], SignIn] | None = None, handshake_streams: bool = False, sock: socket.socket | None = None,
 ) -> HTTPService:  # fmt: skip
     """Listen on HOST:PORT and build the Streamable HTTP app of ``server`` (see ``run_http`` for the arguments;
     ``signin`` builds the sign-in of ``--auth oauth`` from the server's URL, ``signin.sign_in``;
-    ``handshake_streams``: answer the handshake era on streams, ``http.http_app``).
+    ``handshake_streams``: answer the handshake era on streams, ``http.http_app``; ``sock``: a socket
+    ``listen_http`` bound for HOST:PORT already, which several server processes share, ``supervisor``).
 
     Raises:
         TransportError: a non-loopback address without a token or sign-in, or the port is taken.
     """
     limits = limits or HTTPLimits()
-    sock = listen(host, port, token or ("(sign-in)" if signin else None), _unprotected(host), TransportError)
+    if sock is None:
+        [sock] = listen_http(host, port, token, signed_in=signin is not None)
     bound_port = sock.getsockname()[1]
     url = f"http://{shown_host(host)}:{bound_port}/mcp"
     app = http_app(
@@ -159,6 +162,19 @@ def bind_http(
         keep_alive_s=keep_alive_s(limits.read_timeout_s),
         url=url,
     )
+
+
+def listen_http(
+    host: str, port: int, token: str | None, signed_in: bool = False, count: int = 1
+) -> list[socket.socket]:
+    """The listening sockets of a server at HOST:PORT, ``count`` of them on the one port, one for each process
+    serving it (``supervisor``); ``bind_http`` binds its own unless handed one.
+
+    Raises:
+        TransportError: a non-loopback address without a token or sign-in, or the port is taken.
+    """
+    refusal = _unprotected(host)
+    return listen(host, port, token or ("(sign-in)" if signed_in else None), refusal, TransportError, count=count)
 
 
 def serve_http(service: HTTPService, announce: bool = True, exit_with_stdin: bool = False) -> None:
