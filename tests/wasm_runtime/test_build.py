@@ -155,17 +155,20 @@ def test_a_compiled_file_without_a_recorded_digest_is_refused(sandbox: Sandbox, 
     assert "has no recorded digest" in (build._load_problem(art) or "")
 
 
+@pytest.mark.parametrize("handed", [False, True], ids=["resolved-here", "handed-by-a-parent"])
 def test_a_cache_directory_other_users_can_write_is_refused_before_anything_is_loaded(
-    sandbox: Sandbox, tmp_path: Path
+    sandbox: Sandbox, tmp_path: Path, handed: bool
 ) -> None:
+    # A worker process starts from its parent's artifacts (WorkerSandbox), skipping the version lookup, never this.
     art = _copy_built(sandbox, tmp_path / "cache")
+    given = art if handed else None
     art.cwasm.parent.chmod(0o777)
     with pytest.raises(CacheError, match="not private: .* can be written by other users.*--cache-dir"):
-        Sandbox(cache_dir=art.cwasm.parent, pool_size=0)
+        Sandbox(cache_dir=art.cwasm.parent, pool_size=0, artifacts=given)
     art.cwasm.parent.chmod(0o700)
     art.cwasm.chmod(0o666)
     with pytest.raises(CacheError, match="can be written by other users"):
-        Sandbox(cache_dir=art.cwasm.parent, pool_size=0)
+        Sandbox(cache_dir=art.cwasm.parent, pool_size=0, artifacts=given)
 
 
 def test_a_sealed_file_is_hashed_again_only_when_its_stamp_changes(tmp_path: Path) -> None:
@@ -178,16 +181,10 @@ def test_a_sealed_file_is_hashed_again_only_when_its_stamp_changes(tmp_path: Pat
     assert "no recorded digest" in (_integrity.seal_problem(path, None) or "")
 
 
-def test_artifacts_handed_from_another_process_pass_the_same_checks_before_loading(
+def test_a_compiled_file_handed_by_a_parent_is_checked_against_its_digest_before_loading(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    # A worker process starts from its parent's artifacts (WorkerSandbox), skipping the version lookup, never the
-    # checks: a cache others can write, or a compiled file that is not the one built, is refused all the same.
     art = _copy_built(sandbox, tmp_path / "cache")
-    art.cwasm.parent.chmod(0o777)
-    with pytest.raises(CacheError, match="can be written by other users"):
-        Sandbox(cache_dir=art.cwasm.parent, pool_size=0, artifacts=art)
-    art.cwasm.parent.chmod(0o700)
     meta = json.loads(art.meta.read_text())
     meta["seals"][art.cwasm.name] = {"sha256": "0" * 64, "stamp": None}  # hashed again, and another digest
     art.meta.write_text(json.dumps(meta))
