@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -208,8 +209,8 @@ def prepare_processes(settings: Settings, request: ServeRequest) -> ServeRequest
     processes would race to create it). One process serves ``request`` as it is.
 
     Raises:
-        AssemblyError: more than one process for stdio, or without ``stateless`` (``usage``); the key cannot be read
-            or created.
+        AssemblyError: more than one process for stdio, off Linux, or without ``stateless`` (``usage``); the key
+            cannot be read or created.
     """
     count = settings.processes
     if count == 1:
@@ -218,6 +219,12 @@ def prepare_processes(settings: Settings, request: ServeRequest) -> ServeRequest
     if request.transport != "http":
         raise AssemblyError(f"{flag} serves HTTP: add --transport http (a stdio server is one process by design)",
                             usage=True)  # fmt: skip
+    if not sys.platform.startswith("linux"):
+        raise AssemblyError(
+            f"{flag} needs Linux (the kernel spreading connections over the processes' sockets, and the processes "
+            "ending with their supervisor); run replicas behind a proxy instead (docs/server.md, Replicas)",
+            usage=True,
+        )
     if not request.stateless:
         raise AssemblyError(
             f"{flag} needs --stateless: each process answers whatever connection the kernel hands it, and a "

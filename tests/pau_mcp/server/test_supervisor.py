@@ -29,7 +29,9 @@ from mcp_types import CallToolResult
 from mcp_types.version import LATEST_MODERN_VERSION
 from pau_command import run_pau
 
+from pau_mcp.config import Settings
 from pau_mcp.server import ProcessesError, TokenSigner, serve_processes
+from pau_mcp.server_assembly import AssemblyError, ServeRequest, prepare_processes
 from pau_mcp.tls import shared_context
 
 B001 = "builtin/b001"
@@ -180,6 +182,17 @@ def test_several_processes_are_refused_for_stdio_and_without_stateless_before_an
     sessions = run_pau("serve", "--transport", "http", "--port", "0", "--db", db, env=env)
     assert sessions.returncode == 2 and "--processes 3 needs --stateless" in sessions.stderr
     assert not Path(db).exists()
+
+
+def test_several_processes_are_refused_off_linux_with_the_replicas_to_run_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    request = ServeRequest(transport="http", stateless=True)
+    with pytest.raises(AssemblyError, match="needs Linux.*Replicas") as refused:
+        prepare_processes(Settings.from_options(processes=2), request)
+    assert refused.value.usage
+    assert prepare_processes(Settings.from_options(processes=1), request) is request
 
 
 def test_a_start_every_process_would_refuse_ends_the_supervisor_with_the_reason_and_no_restart(tmp_path: Path) -> None:
