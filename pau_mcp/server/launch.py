@@ -82,6 +82,12 @@ def settings_file(settings: Settings) -> Iterator[Path]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def _one_process(settings: Settings) -> Settings:
+    """``settings`` for a server a process starts for itself (a run's own, the demo's, the Inspect task's): one
+    process, whatever ``PAU_MCP_PROCESSES`` (set for the operator's own servers) says."""
+    return settings.model_copy(update={"processes": 1})
+
+
 def ready_line(url: str) -> str:
     """The line a ``--launched`` server writes on stdout once it listens at ``url``."""
     return json.dumps({"ready": url})
@@ -121,9 +127,13 @@ def launched(
 ) -> Iterator[Launched]:
     """``http_server``, yielding the running server (``Launched``): its URL, and whether it has stopped since."""
     with contextlib.ExitStack() as stack:
-        chosen = ["--settings-file", str(stack.enter_context(settings_file(settings)))] if settings else []
+        chosen = (
+            ["--settings-file", str(stack.enter_context(settings_file(_one_process(settings))))] if settings else []
+        )
+        # One process unless ARGS say otherwise (a later --processes wins), whatever PAU_MCP_PROCESSES says.
         command = [
-            sys.executable, "-m", "pau_mcp", "serve", "--transport", "http", "--port", "0", "--launched", *chosen, *args,
+            sys.executable, "-m", "pau_mcp", "serve", "--transport", "http", "--port", "0", "--launched",
+            "--processes", "1", *chosen, *args,
         ]  # fmt: skip
         # The server's stdin is a pipe only this process writes to: when this process ends, however it ends (even
         # kill -9), the kernel closes it and the server stops. The pipe is not inherited by other children.
@@ -197,7 +207,7 @@ def stdio_server(settings: Settings, args: Sequence[str] = ()) -> Iterator[Any]:
     """
     from mcp.client.stdio import StdioServerParameters
 
-    with settings_file(settings) as path:
+    with settings_file(_one_process(settings)) as path:
         yield StdioServerParameters(
             command=sys.executable, args=["-m", "pau_mcp", "serve", "--settings-file", str(path), *args],
             cwd=str(_ROOT), env=dict(os.environ),
