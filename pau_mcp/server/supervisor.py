@@ -114,6 +114,9 @@ class _Supervisor:
         if pid == 0:  # the child: it never returns into the supervisor's code
             status = 0
             try:
+                # The supervisor's wake-up pipe is not this process's: a signal written to its closed number would
+                # land in whatever file reuses that number next (the run store's, a connection).
+                signal.set_wakeup_fd(-1)
                 for fd in inherited:
                     os.close(fd)
                 _die_with(parent)

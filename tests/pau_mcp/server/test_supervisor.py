@@ -229,3 +229,22 @@ def test_forking_server_processes_beside_another_thread_is_refused() -> None:
     finally:
         release.set()
         thread.join()
+
+
+def test_a_server_process_starts_without_the_supervisors_signal_pipe() -> None:
+    # Left set, a signal in the server would write a byte to whatever file took the closed pipe's number next.
+    script = textwrap.dedent(
+        """
+        import os, signal, sys
+        from pau_mcp.server import serve_processes
+
+        def serve_one(index):
+            print("wakeup fd", signal.set_wakeup_fd(-1), flush=True)
+            os.kill(os.getppid(), signal.SIGTERM)
+
+        sys.exit(serve_processes(1, serve_one))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=WAIT_S, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["wakeup", "fd", "-1"]
