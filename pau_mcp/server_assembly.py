@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from .server import HTTPService
 
 __all__ = [
-    "DEFAULT_SUITES", "AssemblyError", "ServeRequest", "Served", "assemble_server", "create_service", "default_run",
-    "exposure_warning", "prepare_processes",
+    "DEFAULT_SUITES", "AssemblyError", "ServeRequest", "Served", "assemble_server", "create_service", "exposure_warning",
+    "prepare_processes",
 ]  # fmt: skip
 
 log = logging.getLogger("pau_mcp.server")
@@ -196,7 +196,7 @@ def assemble_server(
     return Served(request, settings, server, service, sessions, tokens, protocol, fixtures is not None)
 
 
-def default_run(transport: str) -> str:
+def _default_run(transport: str) -> str:
     """The run a server's sessions are recorded under when its request names none: a new one per start."""
     return f"{transport}-{time.strftime('%Y%m%d-%H%M%S')}"
 
@@ -236,7 +236,7 @@ def prepare_processes(settings: Settings, request: ServeRequest) -> ServeRequest
         settings.deployment_key()
     except SettingsError as exc:
         raise AssemblyError(str(exc)) from None
-    return dataclasses.replace(request, run=request.run or default_run(request.transport))
+    return dataclasses.replace(request, run=request.run or _default_run(request.transport))
 
 
 def exposure_warning(settings: Settings, request: ServeRequest) -> str | None:
@@ -319,7 +319,7 @@ def create_service(
         allow_empty=allow_empty,
     )  # fmt: skip
     store = RunStore(settings.db_path)
-    run_name = run or default_run(transport)
+    run_name = run or _default_run(transport)
     config: dict[str, Any] = {"suites": list(suites), "budget": settings.budget, "examples": settings.examples}
     if settings.protocol != DEFAULT_PROTOCOL:
         config["protocol"] = settings.protocol

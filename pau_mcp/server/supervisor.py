@@ -83,9 +83,10 @@ class _Supervisor:
         self._children: dict[int, int] = {}  # pid -> index
         self._restarts: deque[float] = deque()
         self._stopping = False
+        self._pipe: tuple[int, int] = (-1, -1)  # the wake-up pipe: read end, write end
 
     def run(self, count: int, exit_with_stdin: bool) -> int:
-        wake_read, wake_write = os.pipe()
+        self._pipe = wake_read, wake_write = os.pipe()
         os.set_blocking(wake_write, False)
         # Signals only set the flag and wake the loop: the loop itself does the waiting and stopping.
         previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD)}
@@ -95,7 +96,7 @@ class _Supervisor:
         signal.signal(signal.SIGCHLD, lambda _sig, _frame: None)
         try:
             for index in range(count):
-                self._fork(index, wake_read, wake_write)
+                self._fork(index)
             return self._supervise(wake_read, exit_with_stdin)
         finally:
             self._stop_all()
@@ -108,7 +109,7 @@ class _Supervisor:
     def _stop_requested(self, _sig: int, _frame: object) -> None:
         self._stopping = True
 
-    def _fork(self, index: int, *inherited: int) -> None:
+    def _fork(self, index: int) -> None:
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: it never returns into the supervisor's code
@@ -117,7 +118,7 @@ class _Supervisor:
                 # The supervisor's wake-up pipe is not this process's: a signal written to its closed number would
                 # land in whatever file reuses that number next (the run store's, a connection).
                 signal.set_wakeup_fd(-1)
-                for fd in inherited:
+                for fd in self._pipe:
                     os.close(fd)
                 _die_with(parent)
                 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
@@ -149,12 +150,12 @@ class _Supervisor:
             if exit_with_stdin and sys.stdin.fileno() in ready and not os.read(sys.stdin.fileno(), 1 << 16):
                 log.info("stdin closed: the parent process is gone; stopping")
                 return 0
-            ended = self._reap_and_replace(wake)
+            ended = self._reap_and_replace()
             if ended is not None:
                 return ended
         return 0
 
-    def _reap_and_replace(self, wake: int) -> int | None:
+    def _reap_and_replace(self) -> int | None:
         """Start again every process that ended on its own; the supervisor's exit status once it must stop instead:
         ``REFUSED`` when a process was refused its start (the others would be too), 1 when they end too often."""
         while self._children:
@@ -180,7 +181,7 @@ class _Supervisor:
                 return 1
             self._restarts.append(now)
             log.error("server process %d (pid %d) ended (%s); starting it again", index, pid, _status_words(status))
-            self._fork(index, wake)
+            self._fork(index)
         return None
 
     def _stop_all(self) -> None:

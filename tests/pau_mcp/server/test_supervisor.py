@@ -75,6 +75,19 @@ def _sockets(pid: int) -> int:
     return count
 
 
+def _pipes(pid: int, skip_standard: bool = False) -> set[str]:
+    """The pipes a process holds open."""
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        if skip_standard and int(fd) <= 2:
+            continue
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("pipe:"):
+                found.add(target)
+    return found
+
+
 def _wait_for(check: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + WAIT_S
     while not check():
@@ -153,6 +166,9 @@ def test_a_killed_server_process_is_started_again_and_the_port_keeps_answering(t
         first = _servers(process.pid)
         os.kill(first[0], signal.SIGKILL)
         _wait_for(lambda: len(_servers(process.pid)) == 2 and first[0] not in _servers(process.pid), "a replacement")
+        # The supervisor's own pipes (its wake-up pipe: not its stdin, stdout, stderr) stay out of every server.
+        own = _pipes(process.pid, skip_standard=True)
+        assert own and all(not own & _pipes(server) for server in _servers(process.pid))
         results = anyio.run(_calls, url, token, range(12))
         assert process.poll() is None
     assert len(results) == 12 and all(ran(r) for r in results)
