@@ -257,13 +257,27 @@ class SqliteDatabase:
         self._conn.row_factory = sqlite3.Row
         self._wrapped = _SqliteConnection(self._conn)
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            # WAL with NORMAL survives a process crash (every commit is in the log); only power loss can drop the tail.
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._set_up()
         except (OSError, sqlite3.Error) as exc:
             self._conn.close()
             raise StoreError(_unusable(self.location, exc)) from None
+
+    def _set_up(self) -> None:
+        # Switching a new file to WAL takes an exclusive lock without asking the busy handler: processes opening one
+        # new store at once (replicas, serve --processes) got "database is locked" at once, 1 open in 8. They wait
+        # for each other here as every other write does (``_BUSY_S``).
+        deadline = time.monotonic() + _BUSY_S
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.Error as exc:
+                if not _sqlite_busy(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+        # WAL with NORMAL survives a process crash (every commit is in the log); only power loss can drop the tail.
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
 
     def close(self) -> None:
         with self._lock:

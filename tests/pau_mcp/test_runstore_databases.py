@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import subprocess
 import sys
+import textwrap
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +23,8 @@ from postgres_server import PostgresServer
 from pau_mcp._databases import open_database
 from pau_mcp.contract import ToolStatus
 from pau_mcp.runstore import MIGRATIONS, CallRecord, RunStore, StoreError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 #: A budget reservation as the server's budget rule writes it: one row per credential and method, taken only while
 #: under the limit, atomically (no second statement can slip between the check and the increment).
@@ -263,3 +267,45 @@ def test_a_postgresql_store_nobody_closed_leaves_no_connection_behind_once_colle
             "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'pau-mcp'"
         ).fetchone()
     assert left == (0,)
+
+
+def test_processes_opening_one_new_sqlite_store_at_once_all_open_it(tmp_path: Path) -> None:
+    # Replicas or `serve --processes` started together: switching the new file to WAL does not wait on the busy
+    # handler, so one open in eight failed with "database is locked". Forked from a process of its own (this one
+    # has threads), two at a time on a new file, 40 times.
+    script = textwrap.dedent(
+        """
+        import os, sys, time
+        from pau_mcp.runstore import RunStore
+
+        failed = []
+        for round in range(40):
+            path = os.path.join(sys.argv[1], f"{round}.db")
+            start_read, start_write = os.pipe()
+            children = []
+            for _ in range(2):
+                pid = os.fork()
+                if pid == 0:
+                    os.close(start_write)
+                    os.read(start_read, 1)
+                    try:
+                        store = RunStore(path)
+                        store.ensure_run("together", kind="serve", config={})
+                        store.close()
+                    except Exception as exc:
+                        print(exc, flush=True)
+                        os._exit(1)
+                    os._exit(0)
+                children.append(pid)
+            os.close(start_read)
+            time.sleep(0.05)  # both waiting at the pipe
+            os.close(start_write)  # both start at once
+            failed += [pid for pid in children if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0]
+        print("failed", len(failed))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "failed 0", done.stdout[-2000:]
