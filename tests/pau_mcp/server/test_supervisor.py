@@ -109,7 +109,14 @@ def _supervised(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
         line = process.stdout.readline()
         assert line, process.stderr.read() if process.stderr else ""
         url = json.loads(line)["ready"]
-        _wait_for(lambda: len(_servers(process.pid)) == 2, "two server processes")
+
+        def both_running() -> bool:
+            if process.poll() is not None:  # ended: say why, not "no servers within a minute"
+                said = process.stderr.read() if process.stderr else ""
+                raise AssertionError(f"the supervisor ended ({process.returncode}): {said[-3000:]}")
+            return len(_servers(process.pid)) == 2
+
+        _wait_for(both_running, "two server processes")
         yield process, url
     finally:
         if process.poll() is None:
