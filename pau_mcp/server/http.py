@@ -50,6 +50,7 @@ from ..listening import is_loopback
 from ..oauth import SignIn
 from .card import card_endpoint
 from .signin import needed_scope
+from .splice import splicing
 from .wire import oversized, refusal
 
 __all__ = ["BUSY_BODY", "BodyGate", "BoundedSessions", "HostGate", "SessionOwner", "http_app"]
@@ -210,7 +211,8 @@ class BodyGate:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await self.app(scope, replay, send)
+        # A tools/list may be answered from a page encoded once (``splice``); a false positive costs nothing.
+        await self.app(scope, replay, splicing(scope, send) if _LIST_TOOLS in body else send)
 
 
 async def _head(receive: Receive) -> str:
@@ -242,6 +244,7 @@ def _problem(body: bytes) -> tuple[int, bytes] | None:
 _WANTS_STREAM = "pau_mcp.wants_stream"
 _PROGRESS = b'"progressToken"'
 _LOG_LEVEL = b'"io.modelcontextprotocol/logLevel"'
+_LIST_TOOLS = b'"tools/list"'
 
 
 # -- sessions ------------------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
+from pau_mcp.server.splice import Splice
 from pau_mcp.server.tool_pages import ToolPages
 
 B001, B002 = "builtin/b001", "builtin/b002"
@@ -154,3 +155,77 @@ def test_a_served_page_answered_again_is_the_same_json_and_never_another_credent
         finally:
             everything.close()
             narrowed.close()
+
+
+def _raw_pages(url: str, era: str, stateless: bool) -> list[bytes]:
+    """The raw bodies of one request for the first page and three for the second, in one session of ``era``."""
+    import httpx2
+
+    from pau_mcp.tls import shared_context
+
+    headers = {"accept": "application/json, text/event-stream"}
+    bodies: list[bytes] = []
+    with httpx2.Client(verify=shared_context(), timeout=60) as client:
+
+        def post(message: dict[str, Any], **extra: str) -> bytes:
+            reply = client.post(url, headers={**headers, **extra}, json={"jsonrpc": "2.0", **message})
+            assert reply.status_code in (200, 202), (reply.status_code, reply.text)
+            assert int(reply.headers.get("content-length", len(reply.content))) == len(reply.content)
+            return reply.content
+
+        routing: dict[str, str] = {"mcp-protocol-version": era}
+        meta = {"_meta": _MODERN_META} if era == LATEST_MODERN_VERSION else {}
+        if era == LATEST_MODERN_VERSION:
+            routing["mcp-method"] = "tools/list"
+        else:
+            opening = client.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": era, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})  # fmt: skip
+            assert opening.status_code == 200, opening.text
+            if not stateless:
+                routing["mcp-session-id"] = opening.headers["mcp-session-id"]
+            post({"method": "notifications/initialized"}, **routing)
+        for number, cursor in enumerate([None, "3", "3", "3"], 1):
+            params = {**meta, **({"cursor": cursor} if cursor else {})}
+            bodies.append(post({"id": number, "method": "tools/list", "params": params}, **routing))
+    return bodies
+
+
+def _result(body: bytes) -> Any:
+    import json
+
+    text = body.decode()
+    if text.startswith("event:") or "\ndata:" in text:  # an SSE stream: its one message
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    return json.loads(text)["result"]
+
+
+@pytest.mark.parametrize(
+    ("era", "flags"),
+    [
+        (LATEST_MODERN_VERSION, ()),
+        (LATEST_HANDSHAKE_VERSION, ()),
+        (LATEST_HANDSHAKE_VERSION, ("--stateless",)),
+        (LATEST_HANDSHAKE_VERSION, ("--suite", "conformance")),  # a fixture suite: handshake answers on streams
+    ],
+    ids=["2026-07-28", "handshake", "handshake-stateless", "handshake-streams"],
+)
+def test_a_page_written_from_bytes_encoded_once_reads_as_the_sdk_wrote_it_and_never_shows_its_placeholder(
+    tmp_path: Path, era: str, flags: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[bytes] = []
+    placeholder = Splice.placeholder
+
+    def counted(self: Splice, array: bytes) -> list[dict[str, Any]]:
+        made.append(array)
+        return placeholder(self, array)
+
+    monkeypatch.setattr(Splice, "placeholder", counted)
+    suites = () if "--suite" in flags else ("--suite", "builtin")
+    with memory_http_server("--db", str(tmp_path / "runs.db"), "--page-size", "3", *suites, *flags) as url:
+        first, *again = _raw_pages(url, era, "--stateless" in flags)
+    assert len(made) == 2  # the page answered again was written from its encoded bytes, both times
+    assert not any(b"pau-mcp-splice" in body for body in [first, *again])
+    written = [_result(body) for body in again]  # the first answer of the second page is the SDK's own
+    assert written[0] == written[1] == written[2] and len(written[0]["tools"]) == 3
+    assert _result(first)["nextCursor"] == "3"
+    assert all(isinstance(tool["inputSchema"], dict) for tool in written[0]["tools"])
