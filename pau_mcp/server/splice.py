@@ -103,18 +103,19 @@ def splicing(scope: Scope, send: Send) -> Send:
             await send(message)
             return
         if not held:  # a stream
-            spliced = splice.apply(message.get("body", b"")) or [_refused()]
-            await _send_pieces(send, spliced, message.get("more_body", False))
+            event = splice.apply(message.get("body", b"")) or [_refused()]
+            await _send_pieces(send, event, message.get("more_body", False))
             return
         pieces.append(message.get("body", b""))
         if message.get("more_body", False):
             return
         start, spliced = held.pop(), splice.apply(b"".join(pieces))
+        answer = spliced if spliced is not None else [_refused()]
         if spliced is None:
-            start, spliced = {**start, "status": 500}, [_refused()]
-        length = str(sum(map(len, spliced))).encode()
+            start = {**start, "status": 500}
+        length = str(sum(map(len, answer))).encode()
         await send({**start, "headers": [(k, length if k == b"content-length" else v) for k, v in start["headers"]]})
-        await _send_pieces(send, spliced, False)
+        await _send_pieces(send, answer, False)
 
     return send_spliced
 

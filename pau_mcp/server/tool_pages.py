@@ -14,7 +14,8 @@ bytes (``splice``).
 
 Memory: the tools' wire forms are shared between pages (one per tool and era, with its JSON), so what the cache
 holds is bounded by the catalog times the eras clients speak, about twice the size of the built tools themselves;
-the pages are lists of references, at most ``pages`` of them (least recently used first out).
+the pages are lists of references, at most ``pages`` of them (least recently used first out), and the arrays of the
+pages answered most recently are kept joined, up to ``joined_bytes`` (64 MiB: about 170 pages of 100 tools).
 """
 
 from __future__ import annotations

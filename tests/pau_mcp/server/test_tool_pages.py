@@ -7,7 +7,10 @@ through the real HTTP app (``memory_http_server``) with raw requests of both era
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -18,7 +21,7 @@ from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
-from pau_mcp.server.splice import Splice
+from pau_mcp.server.splice import SCOPE_KEY, Splice
 from pau_mcp.server.tool_pages import ToolPages
 
 B001, B002 = "builtin/b001", "builtin/b002"
@@ -124,6 +127,28 @@ def test_the_pages_kept_are_bounded_and_the_least_recently_used_goes_first() -> 
             await pages(_ctx(params={"cursor": cursor}), chain.call_next)
         # 0, 1, 2 shaped; 0 kept (used again); 3 shaped and 1 out; 0 kept; 1 shaped again.
         assert chain.shaped == 5
+
+    anyio.run(main)
+
+
+def test_pages_written_over_http_are_their_own_arrays_and_the_joined_ones_kept_stay_within_their_bytes() -> None:
+    chain = _Chain([f"t{i}" for i in range(12)], size=2)
+    room = 150  # about two pages' arrays of two small tools
+    pages = ToolPages(chain.page_of, joined_bytes=room)
+
+    async def main() -> None:
+        for cursor in ["0", "2", "4", "6", "8", "10"] * 2:
+            await pages(_ctx(params={"cursor": cursor}), chain.call_next)  # shaped, or answered as dicts (no HTTP)
+            splice = Splice()
+            ctx = dataclasses.replace(
+                _ctx(params={"cursor": cursor}), request=SimpleNamespace(scope={SCOPE_KEY: splice})
+            )
+            result = await _listed(pages, ctx, chain)
+            assert [t["name"] for t in result["tools"]] == [splice.marker.decode()]
+            assert [t["name"] for t in json.loads(splice.array)] == [f"t{int(cursor)}", f"t{int(cursor) + 1}"]
+            kept = sum(map(len, pages._joined.values()))  # noqa: SLF001 - the bound is what is tested
+            assert 0 < kept <= room
+        assert chain.shaped == 6
 
     anyio.run(main)
 
