@@ -49,6 +49,7 @@ from typing_extensions import override
 from ..listening import is_loopback
 from ..oauth import SignIn
 from .card import card_endpoint
+from .exchange import one_exchange
 from .signin import needed_scope
 from .splice import splicing
 from .wire import oversized, refusal
@@ -202,17 +203,23 @@ class BodyGate:
         # A request that asks for progress or log messages may be answered on a stream (``BoundedSessions``); a
         # false positive (the words inside an argument) only lets its answer be a stream too.
         scope[_WANTS_STREAM] = _PROGRESS in body or _LOG_LEVEL in body
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
+        replay = _replaying(body, receive)
         # A tools/list may be answered from a page encoded once (``splice``); a false positive costs nothing.
         await self.app(scope, replay, splicing(scope, send) if _LIST_TOOLS in body else send)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` for an app after ``body`` was read: the body first, then whatever ``receive`` brings."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 async def _head(receive: Receive) -> str:
@@ -381,6 +388,18 @@ class BoundedSessions(StreamableHTTPSessionManager):
         await handle_modern_request(
             self.app, self.security_settings, json_only, self._lifespan_state, scope, receive, send
         )
+
+    @override
+    async def _handle_stateless_request(
+        self, protocol_version_hint: str | None, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        # A plain request answered in JSON is one exchange (``exchange``); the rest goes to the SDK, body and all.
+        if not self.json_response:
+            await super()._handle_stateless_request(protocol_version_hint, scope, receive, send)
+            return
+        body = await one_exchange(self.app, self._lifespan_state, protocol_version_hint, scope, receive, send)
+        if body is not None:
+            await super()._handle_stateless_request(protocol_version_hint, scope, _replaying(body, receive), send)
 
     @override
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -1,4 +1,5 @@
-"""The SDK members ``BoundedSessions`` (pau_mcp/server/http.py) relies on, checked on the installed mcp.
+"""The SDK members ``BoundedSessions`` (pau_mcp/server/http.py) and ``one_exchange`` (exchange.py) rely on, checked
+on the installed mcp.
 
 pyproject.toml allows any mcp 2.x from 2.3 (test_dependencies: a range, not a pin), while ``BoundedSessions``
 overrides and reads members the SDK's session manager keeps private. A release that renames or reshapes one of
@@ -30,6 +31,7 @@ _OVERRIDDEN = {
     "_admit_session": (False, ["requestor"]),
     "_discard_session": (True, ["session_id", "transport"]),
     "_handle_stateful_request": (True, ["scope", "receive", "send"]),
+    "_handle_stateless_request": (True, ["protocol_version_hint", "scope", "receive", "send"]),
 }
 
 
@@ -74,3 +76,20 @@ def test_a_session_the_sdk_admits_is_in_its_table_with_an_idle_countdown_and_dis
     anyio.run(discard)
     assert session_id not in manager._server_instances, f"_discard_session leaves the session in the table. {_ADVICE}"
     assert transport.is_terminated
+
+
+def test_the_sdk_still_has_the_single_exchange_context_a_stateless_request_is_answered_with() -> None:
+    import dataclasses
+
+    from mcp.server import _streamable_http_modern as modern
+
+    context = getattr(modern, "_SingleExchangeDispatchContext", None)
+    advice = (
+        f"pau_mcp/server/exchange.py relies on it, and mcp {_VERSION} changed it: adapt one_exchange to the installed "
+        f"SDK's mcp/server/_streamable_http_modern.py, or cap mcp below {_VERSION} in pyproject.toml"
+    )
+    assert context is not None and dataclasses.is_dataclass(context), (
+        f"_SingleExchangeDispatchContext is gone. {advice}"
+    )
+    fields = {field.name for field in dataclasses.fields(context) if field.init}
+    assert {"transport", "request_id", "message_metadata", "progress_token"} <= fields, advice
