@@ -34,7 +34,10 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["one_exchange"]
+__all__ = ["MESSAGE_KEY", "one_exchange"]
+
+#: The ASGI scope key of a request body's message, when the HTTP layer has read it already (``BodyGate``).
+MESSAGE_KEY = "pau_mcp.message"
 
 log = logging.getLogger("pau_mcp.server")
 
@@ -48,10 +51,12 @@ def _plain_request(request: Request, body: bytes) -> types.JSONRPCRequest | None
     content_type = request.headers.get("content-type", "")
     if not any(part.strip() == _JSON for part in content_type.split(";")[0].split(",")):
         return None
-    try:
-        message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
-    except ValidationError:
-        return None
+    message = request.scope.get(MESSAGE_KEY)
+    if message is None:
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
+        except ValidationError:
+            return None
     if not isinstance(message, types.JSONRPCRequest) or message.method == "initialize":
         return None
     return message

@@ -49,7 +49,7 @@ from typing_extensions import override
 from ..listening import is_loopback
 from ..oauth import SignIn
 from .card import card_endpoint
-from .exchange import one_exchange
+from .exchange import MESSAGE_KEY, one_exchange
 from .signin import needed_scope
 from .splice import splicing
 from .wire import oversized, refusal
@@ -197,9 +197,11 @@ class BodyGate:
                 break
         body = b"".join(chunks)
         problem = _problem(body)
-        if problem is not None:
+        if isinstance(problem, tuple):
             await _respond(send, *problem)
             return
+        # Read once: ``exchange`` takes the request as it is (the SDK's own paths parse the body again).
+        scope[MESSAGE_KEY] = problem
         # A request that asks for progress or log messages may be answered on a stream (``BoundedSessions``); a
         # false positive (the words inside an argument) only lets its answer be a stream too.
         scope[_WANTS_STREAM] = _PROGRESS in body or _LOG_LEVEL in body
@@ -231,8 +233,8 @@ def _refused(error: types.JSONRPCError, status: int) -> tuple[int, bytes]:
     return status, error.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
-def _problem(body: bytes) -> tuple[int, bytes] | None:
-    """The response to a body that is not one JSON-RPC message, or None to let the SDK answer."""
+def _problem(body: bytes) -> tuple[int, bytes] | types.JSONRPCMessage | None:
+    """The response to a body that is not one JSON-RPC message; else the message, or None to let the SDK answer."""
     if not body.strip():
         return None  # the SDK's own parse error
     try:
@@ -244,7 +246,7 @@ def _problem(body: bytes) -> tuple[int, bytes] | None:
         error = refusal(body.decode("utf-8", "replace"), request=True)
         if error is not None:
             return _refused(error, 400)
-    return None
+    return message
 
 
 #: The scope key ``BodyGate`` sets on a request that asked for progress or log messages.

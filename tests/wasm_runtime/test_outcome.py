@@ -54,6 +54,14 @@ def test_outcome_round_trips_through_a_dict() -> None:
     assert back.decoded() == {1: (2,)}
 
 
+def test_a_dict_of_an_outcome_is_the_callers_to_change_and_leaves_out_what_is_never_recorded() -> None:
+    outcome = Outcome(status=Status.OK, value="[1]", value_type="list", encoded=encode([1]), extra={"k": 1})
+    data = outcome.to_dict()
+    assert "extra" not in data and "phases" not in data and data["status"] == "ok"
+    data["encoded"].append(0)  # the encoding of a list is a list
+    assert outcome.decoded() == [1] and Outcome.from_dict(outcome.to_dict()) == outcome
+
+
 def test_failure_messages_are_cut_at_500_characters() -> None:
     message = Outcome.failure(Status.ERROR, "E", "x" * 2000).error_message
     assert message is not None and len(message) == 500
