@@ -11,9 +11,12 @@ before; a `--stateless` server gives no session id, so each request stands alone
 2026-07-28 requests, which need no session on any server. It reports the calls per second and the CPU per call of
 each server (all its processes) and its workers, read from /proc.
 
+With ``--baseline REF`` the two-process lean server as of git commit REF runs beside them, driven with handshake-era
+sessions, so a change to the server is measured against the code before it on the same machine at the same time.
+
 Target (issue 37): at least 1,000 calls/s with 8 sessions on 2 cores (445 with the first engine, quiet phase).
 
-Usage: python benchmarks/engine_throughput.py [--rounds 5] [--calls 150] [--smoke] [--write]
+Usage: python benchmarks/engine_throughput.py [--rounds 5] [--calls 150] [--baseline REF] [--smoke] [--write]
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from pathlib import Path
 
 import anyio
 from _markdown import write_section
-from mcp_server import METHOD, _raw_modern, _raw_session, _server_cpu, _throughput
+from mcp_server import METHOD, _baseline_tree, _raw_modern, _raw_session, _server_cpu, _server_from, _throughput
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -57,12 +60,15 @@ SERVERS = {
     "lean-2": ["--sandbox-engine", "lean", "--processes", "2", "--stateless"],
 }
 AGENTS = {HANDSHAKE: _raw_session, MODERN: _raw_modern}
+#: The name of the baseline's server (``--baseline``).
+BASELINE = "baseline"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="rounds per row (the median is reported)")
     parser.add_argument("--calls", type=int, default=150, help="calls per session per round")
+    parser.add_argument("--baseline", help="a git commit whose two-process lean server runs beside this tree's")
     parser.add_argument("--smoke", action="store_true", help="one short round: checks the script runs")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     options = parser.parse_args()
@@ -71,30 +77,39 @@ def main() -> None:
     key = secrets.token_urlsafe(32)
     os.environ["PAU_MCP_TOOL_KEY"] = key
     tool = tool_name(key, ManifestStore().method(METHOD).id)
-    results = _measure(tool, options.rounds, options.calls)
-    table = _table(results, options.rounds, options.calls)
+    rows: tuple[tuple[str, str, str], ...] = ROWS
+    if options.baseline:
+        rows += ((f"lean, --processes 2 --stateless, as of {options.baseline}", BASELINE, HANDSHAKE),)
+    results = _measure(tool, rows, options.rounds, options.calls, options.baseline)
+    table = _table(rows, results, options.rounds, options.calls)
     print(table)
     if options.write:
         write_section("engine-throughput", table)
 
 
-def _measure(tool: str, rounds: int, calls: int) -> dict[int, dict[str, list[float]]]:
+def _measure(
+    tool: str, rows: tuple[tuple[str, str, str], ...], rounds: int, calls: int, baseline: str | None
+) -> dict[int, dict[str, list[float]]]:
     """Alternating rounds over every row, with the calls per second and each server's and workers' CPU per call."""
     results: dict[int, dict[str, list[float]]] = {
-        row: {"rate": [], "server": [], "sandbox workers": []} for row in range(len(ROWS))
+        row: {"rate": [], "server": [], "sandbox workers": []} for row in range(len(rows))
     }
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as servers:
-        dbs = {name: Path(tmp) / f"{name}.db" for name in SERVERS}
+        dbs = {name: Path(tmp) / f"{name}.db" for name in [*SERVERS, BASELINE]}
         urls = {
             name: servers.enter_context(
                 http_server(["--budget", "0", "--methods", METHOD, "--db", str(dbs[name]), *extra])
             )
             for name, extra in SERVERS.items()
         }
-        for _, name, agent in ROWS:  # warm-up: every worker started, every cache filled
+        if baseline:
+            tree = servers.enter_context(_baseline_tree(baseline))
+            args = ["--budget", "0", "--methods", METHOD, "--db", str(dbs[BASELINE]), *SERVERS["lean-2"]]
+            urls[BASELINE] = servers.enter_context(_server_from(tree, args))
+        for _, name, agent in rows:  # warm-up: every worker started, every cache filled
             anyio.run(_throughput, AGENTS[agent], urls[name], tool, SESSIONS, min(20, calls))
         for _ in range(rounds):
-            for row, (_, name, agent) in enumerate(ROWS):
+            for row, (_, name, agent) in enumerate(rows):
                 before = _server_cpu(str(dbs[name]))
                 calls_per_s = anyio.run(_throughput, AGENTS[agent], urls[name], tool, SESSIONS, calls)
                 after = _server_cpu(str(dbs[name]))
@@ -105,11 +120,14 @@ def _measure(tool: str, rounds: int, calls: int) -> dict[int, dict[str, list[flo
     return results
 
 
-def _table(results: dict[int, dict[str, list[float]]], rounds: int, calls: int) -> str:
+def _table(
+    rows: tuple[tuple[str, str, str], ...], results: dict[int, dict[str, list[float]]], rounds: int, calls: int
+) -> str:
     load = os.getloadavg()[0]
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, Python {platform.python_version()}, "
-        f"{len(os.sched_getaffinity(0))} CPUs (load average {load:.1f} at the end); three servers of this tree, "
+        f"{len(os.sched_getaffinity(0))} CPUs (load average {load:.1f} at the end); three servers of this tree"
+        f"{' and one of the baseline' if len(rows) > len(ROWS) else ''}, "
         f"rounds alternating over the rows, each {SESSIONS} agents x {calls} calls of {METHOD} with the plain "
         f"JSON-RPC generator; {rounds} rounds per row, medians, with the range of the rounds; CPU per call from each "
         "server's processes' and its workers' counters.",
@@ -118,7 +136,7 @@ def _table(results: dict[int, dict[str, list[float]]], rounds: int, calls: int) 
         "|---|---|---|---|---|---|",
     ]
     rate = {row: statistics.median(results[row]["rate"]) for row in results}
-    for row, (label, _, agent) in enumerate(ROWS):
+    for row, (label, _, agent) in enumerate(rows):
         got = results[row]
         lines.append(
             f"| {label} | {agent} | **{rate[row]:.0f}** | {min(got['rate']):.0f}-{max(got['rate']):.0f} | "
@@ -136,8 +154,13 @@ def _table(results: dict[int, dict[str, list[float]]], rounds: int, calls: int) 
             f"{ROWS[row][0]} with {ROWS[row][2]} **{'met' if rate[row] >= TARGET else 'not met'}** ({rate[row]:.0f})"
             for row in (1, 2, 3, 4)
         )
-        + f"; the fastest: {ROWS[best][0]} with {ROWS[best][2]}.",
+        + f"; the fastest: {rows[best][0]} with {rows[best][2]}.",
     ]
+    if len(rows) > len(ROWS):
+        lines[-1] += (
+            f" This tree / the baseline (two processes, handshake sessions): throughput **{rate[2] / rate[5]:.2f}x**, "
+            f"server CPU per call **{statistics.median(results[2]['server']) / statistics.median(results[5]['server']):.2f}x**."
+        )
     return "\n".join(lines)
 
 
