@@ -30,7 +30,6 @@ from mcp.server.streamable_http import check_accept_headers
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data, progress_token_from_params
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
@@ -44,19 +43,14 @@ log = logging.getLogger("pau_mcp.server")
 _JSON = "application/json"
 
 
-def _plain_request(request: Request, body: bytes) -> types.JSONRPCRequest | None:
+def _plain_request(request: Request) -> types.JSONRPCRequest | None:
     """The request, if the SDK would take it as one plain request answered in JSON; else None."""
     if request.method != "POST" or not check_accept_headers(request)[0]:
         return None
     content_type = request.headers.get("content-type", "")
     if not any(part.strip() == _JSON for part in content_type.split(";")[0].split(",")):
         return None
-    message = request.scope.get(MESSAGE_KEY)
-    if message is None:
-        try:
-            message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
-        except ValidationError:
-            return None
+    message = request.scope.get(MESSAGE_KEY)  # without BodyGate in front (no message read), the SDK answers
     if not isinstance(message, types.JSONRPCRequest) or message.method == "initialize":
         return None
     return message
@@ -78,7 +72,7 @@ async def one_exchange(
     """
     request = Request(scope, receive)
     body = await request.body()
-    message = _plain_request(request, body)
+    message = _plain_request(request)
     if message is None:
         return body
     connection = Connection.from_envelope(version or types.DEFAULT_NEGOTIATED_VERSION, None, None)

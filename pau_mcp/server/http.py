@@ -196,12 +196,12 @@ class BodyGate:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        problem = _problem(body)
-        if isinstance(problem, tuple):
-            await _respond(send, *problem)
+        checked = _problem(body)
+        if isinstance(checked, tuple):
+            await _respond(send, *checked)
             return
-        # Read once: ``exchange`` takes the request as it is (the SDK's own paths parse the body again).
-        scope[MESSAGE_KEY] = problem
+        # Read once: ``exchange`` takes the message as it is (the SDK's own paths parse the body again).
+        scope[MESSAGE_KEY] = checked
         # A request that asks for progress or log messages may be answered on a stream (``BoundedSessions``); a
         # false positive (the words inside an argument) only lets its answer be a stream too.
         scope[_WANTS_STREAM] = _PROGRESS in body or _LOG_LEVEL in body

@@ -86,7 +86,7 @@ class ToolPages:
         if not listing:  # not a well-formed tools/list: the SDK answers it as it answers any request
             return await call_next(ctx)
         page, next_cursor = await self._page_of(ctx, cursor)
-        names = tuple([item.tool if type(item) is Exposed else _identity(item) for item in page])  # 100 a page
+        names = tuple(map(_identity, page))
         key = (ctx.protocol_version, next_cursor, names)
         shaped = self._shaped.get(key)
         if shaped is not None:
